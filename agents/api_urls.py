@@ -1,0 +1,9 @@
+from rest_framework.routers import DefaultRouter
+
+from .api import RunViewSet, ThreadViewSet
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.register("threads", ThreadViewSet, basename="thread")
+router.register("runs", RunViewSet, basename="run")
+urlpatterns = router.urls

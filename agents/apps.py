@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class AgentsConfig(AppConfig):
+    name = "agents"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import receivers  # noqa: F401  (connects approval_resolved)
+        from .catalog import load_agents
+
+        load_agents()  # registers every tool's defaults with approvals

@@ -1,0 +1,110 @@
+"""The banking agent (seed 000): transfer_money and cancel_subscription need approval."""
+
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Annotated, Literal
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from pydantic import Field
+
+from agents.tools import ToolError, tool
+
+from .agent import Agent
+from .models import Account, Subscription, Transfer
+
+AccountNumber = Annotated[str, Field(pattern=r"^\d{6,20}$", description="Account number, digits only")]
+CENTS = Decimal("0.01")
+
+
+def _money(amount):
+    return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
+
+
+@tool(
+    approval_mode="always",
+    approver="group:finance",
+    risk="high",
+    reversible=False,
+    describe=lambda a: f"Transfer {_money(a['amount'])} {a['currency']} from {a['from_account']} to {a['to_account']}",
+    impact=lambda a: f"Moves {_money(a['amount'])} {a['currency']} out of account {a['from_account']}; "
+    "a completed transfer cannot be undone from here",
+)
+def transfer_money(
+    ctx,
+    from_account: AccountNumber,
+    to_account: AccountNumber,
+    amount: Annotated[float, Field(gt=0, le=1_000_000, description="Amount to move")],
+    currency: Annotated[Literal["USD", "EUR", "GBP"], Field(description="ISO currency code")] = "USD",
+):
+    """Transfer money from one account to another."""
+    value = _money(amount)
+    if from_account == to_account:
+        raise ToolError("source and destination accounts are the same")
+    try:
+        with transaction.atomic():
+            accounts = {a.number: a for a in Account.objects.select_for_update().filter(number__in=[from_account, to_account])}
+            if from_account not in accounts or to_account not in accounts:
+                missing = [n for n in (from_account, to_account) if n not in accounts]
+                raise ToolError(f"unknown account {', '.join(missing)}")
+            src, dst = accounts[from_account], accounts[to_account]
+            if src.currency != currency or dst.currency != currency:
+                raise ToolError(f"accounts are in {src.currency}/{dst.currency}, not {currency}")
+            if src.balance < value:
+                raise ToolError(f"insufficient funds: {src.number} holds {src.balance} {src.currency}")
+            src.balance -= value
+            dst.balance += value
+            src.save(update_fields=["balance"])
+            dst.save(update_fields=["balance"])
+            Transfer.objects.create(
+                from_account=src, to_account=dst, amount=value, currency=currency, tool_call_ref=ctx.tool_call_id
+            )
+    except IntegrityError as exc:  # the unique tool_call_ref: this call already moved the money
+        raise ToolError("this transfer was already executed") from exc
+    return (
+        f"Transferred {value} {currency} from {from_account} to {to_account}. "
+        f"New balance of {from_account}: {src.balance} {currency}."
+    )
+
+
+@tool(
+    approval_mode="always",
+    approver="requester",
+    risk="medium",
+    reversible=False,
+    describe=lambda a: f"Cancel subscription {a['subscription_id']} (it stops at once and is not refunded)",
+    impact=lambda a: f"Subscription {a['subscription_id']} ends immediately",
+)
+def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
+    """Cancel one of the user's subscriptions."""
+    with transaction.atomic():
+        sub = Subscription.objects.select_for_update().filter(ref=subscription_id, owner=ctx.user).first()
+        if sub is None:
+            raise ToolError(f"no subscription {subscription_id} belongs to you")
+        if sub.status == Subscription.Status.CANCELLED:
+            return f"Subscription {subscription_id} was already cancelled."
+        sub.status, sub.cancelled_at = Subscription.Status.CANCELLED, timezone.now()
+        sub.save(update_fields=["status", "cancelled_at"])
+    return f"Subscription {subscription_id} ({sub.plan}) is cancelled."
+
+
+@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: f"Read the balance of {a['account']}")
+def check_balance(ctx, account: AccountNumber):
+    """Look up the balance of an account."""
+    acct = Account.objects.filter(number=account).first()
+    if acct is None:
+        raise ToolError(f"unknown account {account}")
+    return f"Account {acct.number} holds {acct.balance} {acct.currency}."
+
+
+AGENT = Agent(
+    name="banking",
+    title="Banking assistant",
+    description="Checks balances, transfers money (finance approves) and cancels subscriptions (you approve).",
+    system_prompt=(
+        "You are a careful banking assistant. Use the tools to act; never claim an action happened "
+        "unless a tool result says so. Transfers are reviewed by the finance team; subscription "
+        "cancellations are confirmed by the user. If a person rejects an action, do not try to reach "
+        "the same goal another way unless they tell you to."
+    ),
+    tools=[transfer_money, cancel_subscription, check_balance],
+)

@@ -1,0 +1,93 @@
+"""The thread WebSocket: snapshots on connect, then the thread's Redis Stream, one event per frame."""
+
+import asyncio
+import json
+import logging
+
+from ag_ui.core import CustomEvent, MessagesSnapshotEvent, StateSnapshotEvent
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from . import events
+from .snapshots import thread_snapshot
+
+log = logging.getLogger(__name__)
+
+
+class ThreadConsumer(AsyncWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
+        if not await self._owns_thread(user):
+            await self.close(code=4403)
+            return
+        self.pump = None
+        await self.accept()
+        self._start(after=None)
+
+    @database_sync_to_async
+    def _owns_thread(self, user):
+        from .models import Thread
+
+        return Thread.objects.filter(pk=self.thread_id, owner=user).exists()
+
+    def _start(self, after):
+        if self.pump:
+            self.pump.cancel()
+        self.pump = asyncio.create_task(self._pump(after))
+
+    async def disconnect(self, code):
+        if getattr(self, "pump", None):
+            self.pump.cancel()
+
+    async def receive(self, text_data=None, bytes_data=None):
+        try:
+            msg = json.loads(text_data or "{}")
+        except json.JSONDecodeError:
+            await self.send(json.dumps({"type": "error", "message": "frames must be JSON"}))
+            return
+        if msg.get("type") == "resume" and isinstance(msg.get("after"), str):
+            self._start(after=msg["after"])  # resume from the last entry the client saw: no snapshot needed
+
+    async def _pump(self, after):
+        try:
+            if after is None:
+                after = await self._send_snapshot()
+            while True:
+                batch = await events.read(self.thread_id, after)
+                for entry_id, payload in batch:
+                    await self.send(payload)
+                    after = entry_id
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("thread socket %s: stream read failed", self.thread_id)
+            await self.close(code=1011)
+
+    async def _send_snapshot(self):
+        """Snapshots from the database, then the active run replayed from its RUN_STARTED.
+
+        The stream position is taken before the database is read, so nothing written in
+        between is missed; replayed START events reset what the snapshot already showed.
+        """
+        position = await events.last_id(self.thread_id)
+        snap = await database_sync_to_async(thread_snapshot)(self.thread_id)
+        for event in (
+            MessagesSnapshotEvent(messages=snap["messages"]),
+            StateSnapshotEvent(snapshot=snap["state"]),
+            CustomEvent(name="approvals", value={"approvals": snap["approvals"]}),
+        ):
+            await self.send(events.encode(event))
+        if snap["active_stream_id"]:
+            for entry_id, payload in await events.range_from(self.thread_id, snap["active_stream_id"]):
+                await self.send(payload)
+                position = max(position, entry_id, key=_entry_key)
+        return position
+
+
+def _entry_key(entry_id):
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)

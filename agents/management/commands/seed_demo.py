@@ -1,0 +1,40 @@
+"""Demo users, groups, accounts and a subscription. Safe to run again: it converges, never duplicates."""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from agents.catalog.models import Account, Subscription
+
+USERS = [
+    # username, groups, superuser
+    ("admin", [], True),
+    ("alice", [], False),
+    ("bob", [], False),
+    ("rita", ["reviewers"], False),
+    ("finn", ["finance", "reviewers"], False),
+]
+ACCOUNTS = [("1234567890", "alice", Decimal("5432.10")), ("0987654321", "bob", Decimal("1000.00"))]
+
+
+class Command(BaseCommand):
+    help = "Create the demo users, groups, accounts and subscription (idempotent)."
+
+    @transaction.atomic
+    def handle(self, *args, **options):
+        password = settings.DEMO_PASSWORD
+        for username, groups, superuser in USERS:
+            user, created = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.com"})
+            if created:
+                user.set_password(password)
+            user.is_superuser = user.is_staff = superuser
+            user.save()
+            user.groups.set([Group.objects.get_or_create(name=g)[0] for g in groups])
+        owners = {u.username: u for u in User.objects.filter(username__in=[a[1] for a in ACCOUNTS] + ["alice"])}
+        for number, owner, balance in ACCOUNTS:
+            Account.objects.get_or_create(number=number, defaults={"owner": owners[owner], "balance": balance})
+        Subscription.objects.get_or_create(ref="sub_123", defaults={"owner": owners["alice"], "plan": "Premium"})
+        self.stdout.write(self.style.SUCCESS(f"demo data ready (password for every demo user: {password})"))

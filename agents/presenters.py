@@ -1,0 +1,54 @@
+"""Plain-JSON views of records for AG-UI events and the REST API (one place, one shape)."""
+
+from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
+
+from approvals import services as approval_services
+from approvals.models import ApproverKind
+
+
+def approver(request):
+    if request.approver_kind == ApproverKind.GROUP and request.approver_group_id:
+        return {"kind": "group", "group": request.approver_group.name}
+    return {"kind": "requester"}
+
+
+def approval(request, viewer=None):
+    """The approval card's data (CUSTOM approval_request / approval_response / approvals)."""
+    data = {
+        "approvalId": request.pk,
+        "toolCallId": request.tool_call_ref,
+        "toolCallName": request.tool_name,
+        "arguments": request.arguments,
+        "message": request.description,
+        "status": request.status,
+        "approver": approver(request),
+        "canDecide": bool(viewer and request.is_pending and approval_services.can_decide(viewer, request)),
+        "risk": request.risk,
+        "reversible": request.reversible,
+        "impact": request.impact,
+        "steps": [{"toolCallId": request.tool_call_ref, "toolCallName": request.tool_name, "arguments": request.arguments}],
+    }
+    if request.final_arguments is not None:
+        data["finalArguments"] = request.final_arguments
+    if request.expires_at:
+        data["expiresAt"] = request.expires_at.isoformat()
+    if request.feedback:
+        data["feedback"] = request.feedback
+    if request.decided_by_id:
+        data["decidedBy"] = request.decided_by.username
+    return data
+
+
+def agui_message(msg):
+    """A stored Message as an ag_ui.core message model."""
+    if msg.role == "user":
+        return UserMessage(id=msg.id, content=msg.content)
+    if msg.role == "system":
+        return SystemMessage(id=msg.id, content=msg.content)
+    if msg.role == "tool":
+        return ToolMessage(id=msg.id, content=msg.content, tool_call_id=msg.tool_call_id)
+    calls = [
+        ToolCall(id=c["id"], function=FunctionCall(name=c["function"]["name"], arguments=c["function"]["arguments"]))
+        for c in msg.tool_calls or []
+    ]
+    return AssistantMessage(id=msg.id, content=msg.content or None, tool_calls=calls or None)

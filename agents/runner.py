@@ -1,0 +1,328 @@
+"""The agent loop: stream the model -> tool calls -> policy -> execute | pause (DESIGN.md steps 2-7)."""
+
+import json
+import logging
+import uuid
+
+from ag_ui.core import (
+    CustomEvent,
+    Interrupt,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    StateSnapshotEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from approvals import policy
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest
+from approvals.registry import ArgumentsInvalid
+from state import services as state_services
+
+from . import presenters
+from .catalog import get_agent
+from .events import EventStream
+from .llm import ModelError, ModelUnavailable, TextDelta, get_model
+from .models import Message, Run, ToolCall
+from .services import add_message
+from .tools import ToolContext, ToolError
+
+log = logging.getLogger(__name__)
+EXCERPT_MESSAGES = 6
+
+
+def run_agent(run_id):
+    """Claim a queued run (a second delivery of the task finds nothing) and execute it."""
+    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    if claimed:
+        Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
+    return bool(claimed)
+
+
+def rejection_text(call):
+    feedback = f' Their feedback: "{call.feedback}".' if call.feedback else ""
+    return (
+        f"The person reviewing this action rejected it; {call.name} was not executed.{feedback} "
+        "Do not try to reach the same goal another way unless the user tells you to."
+    )
+
+
+def changes_text(before, after):
+    changed = [f"{k}: {json.dumps(before.get(k))} -> {json.dumps(after.get(k))}"
+               for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+    return "The reviewer changed the arguments before approving (" + "; ".join(changed) + "). " if changed else ""
+
+
+class Runner:
+    def __init__(self, run):
+        self.run = run
+        self.thread = run.thread
+        self.user = self.thread.owner
+        self.agent = get_agent(self.thread.agent)
+        self.model = get_model()
+        self.stream = EventStream(self.thread.id)
+
+    def emit(self, event):
+        self.stream.emit(event)
+
+    # --- the run --------------------------------------------------------------------------
+
+    def execute(self):
+        try:
+            if self.agent is None:
+                raise ToolError(f"unknown agent {self.thread.agent}")
+            state, _ = state_services.snapshot(self.thread.state_key)
+            self.emit(StateSnapshotEvent(snapshot=state))
+            if self.run.parent_run_id:
+                self.settle()
+            interrupts = self.loop()
+            if interrupts:
+                self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=interrupts))
+            else:
+                self.finish(Run.Status.SUCCEEDED)
+        except ModelUnavailable as exc:
+            log.warning("run %s: model unavailable: %s", self.run.pk, exc)
+            self.fail("model_unavailable", "The model could not be reached. Try again in a moment.")
+        except ModelError as exc:
+            log.warning("run %s: model error: %s", self.run.pk, exc)
+            self.fail("model_error", f"The model returned an error: {exc}")
+        except Exception:
+            log.exception("run %s failed", self.run.pk)
+            self.fail("internal_error", "The run failed unexpectedly; nothing further was executed.")
+        finally:
+            self.stream.close()
+
+    def finish(self, status, outcome=None):
+        Run.objects.filter(pk=self.run.pk).update(status=status, finished_at=timezone.now())
+        kwargs = {"outcome": outcome} if outcome else {}
+        self.emit(RunFinishedEvent(thread_id=self.thread.id, run_id=self.run.pk, **kwargs))
+
+    def fail(self, code, message):
+        Run.objects.filter(pk=self.run.pk).update(
+            status=Run.Status.FAILED, finished_at=timezone.now(), error=message, error_code=code
+        )
+        self.emit(RunErrorEvent(message=message, code=code))
+
+    def loop(self):
+        for _turn in range(settings.AGUI_MAX_TURNS):
+            message_id, text, calls = self.stream_model(self.model_messages())
+            assistant = add_message(
+                self.thread, Message.Role.ASSISTANT, text, run=self.run, message_id=message_id,
+                tool_calls=[
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls
+                ],
+            )
+            if not calls:
+                return []
+            interrupts = [i for c in calls if (i := self.handle_call(c, assistant))]
+            if interrupts:
+                return interrupts
+        log.warning("run %s stopped after %s model turns", self.run.pk, settings.AGUI_MAX_TURNS)
+        return []
+
+    # --- the model ------------------------------------------------------------------------
+
+    def model_messages(self):
+        out = [{"role": "system", "content": self.agent.system_prompt}]
+        state, _ = state_services.snapshot(self.thread.state_key)
+        if state:
+            out.append({"role": "system", "content": "Current shared state (JSON):\n" + json.dumps(state)})
+        answered = set(
+            self.thread.messages.filter(role=Message.Role.TOOL).values_list("tool_call_id", flat=True)
+        )
+        for msg in self.thread.messages.all():
+            if msg.role == Message.Role.ASSISTANT:
+                calls = [c for c in msg.tool_calls or [] if c["id"] in answered]  # unpaired calls upset OpenAI
+                entry = {"role": "assistant", "content": msg.content or None}
+                if calls:
+                    entry["tool_calls"] = calls
+                if entry["content"] or calls:
+                    out.append(entry)
+            elif msg.role == Message.Role.TOOL:
+                out.append({"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content})
+            else:
+                out.append({"role": msg.role, "content": msg.content})
+        return out
+
+    def stream_model(self, messages):
+        """Stream one model turn as AG-UI events; returns (message id, text, [tool calls])."""
+        message_id = str(uuid.uuid4())
+        text, text_open, calls = [], False, {}
+        for delta in self.model.stream(messages, [t.openai_spec() for t in self.agent.tools]):
+            if isinstance(delta, TextDelta):
+                if not delta.text:
+                    continue
+                if not text_open:
+                    self.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
+                    text_open = True
+                text.append(delta.text)
+                self.emit(TextMessageContentEvent(message_id=message_id, delta=delta.text))
+                continue
+            call = calls.get(delta.index)
+            if call is None:
+                if text_open:  # the protocol wants the text closed before a tool call opens
+                    self.emit(TextMessageEndEvent(message_id=message_id))
+                    text_open = False
+                call = calls[delta.index] = {
+                    "id": delta.id or f"call_{uuid.uuid4().hex[:24]}", "name": delta.name or "", "arguments": ""
+                }
+                self.emit(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"],
+                                             parent_message_id=message_id))
+            if delta.arguments:
+                call["arguments"] += delta.arguments
+                self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=delta.arguments))
+        if text_open:
+            self.emit(TextMessageEndEvent(message_id=message_id))
+        for call in calls.values():
+            self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
+        return message_id, "".join(text), list(calls.values())
+
+    # --- tool calls -----------------------------------------------------------------------
+
+    def handle_call(self, call, assistant):
+        """Validate, ask policy, then execute, refuse or pause. Returns an Interrupt when paused."""
+        tc = ToolCall.objects.create(
+            id=call["id"], thread=self.thread, run=self.run, message=assistant,
+            name=call["name"], raw_arguments=call["arguments"],
+        )
+        tool = self.agent.tool(call["name"])
+        if tool is None:
+            return self.invalid(tc, f"Error: there is no tool named {call['name']!r}.")
+        try:
+            raw = json.loads(call["arguments"] or "{}")
+            arguments = tool.validate(raw)
+        except json.JSONDecodeError as exc:
+            return self.invalid(tc, f"Error: the arguments are not valid JSON ({exc.msg}); nothing was executed.")
+        except ArgumentsInvalid as exc:
+            problems = "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items())
+            return self.invalid(tc, f"Error: invalid arguments ({problems}); nothing was executed.")
+        tc.arguments = arguments
+        tc.save(update_fields=["arguments"])
+        verdict = policy.evaluate(tool.name, arguments, {"user": self.user, "agent": self.agent.name,
+                                                         "thread": self.thread.id})
+        if verdict.action == "auto":
+            self.execute_call(tc, tool, arguments)
+            return None
+        if verdict.action == "deny":
+            ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.DENIED)
+            self.result(tc, f"Error: {tool.name} is blocked by policy and was not executed. Do not retry it.")
+            return None
+        return self.pause(tc, tool, arguments, verdict)
+
+    def invalid(self, tc, message):
+        ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.INVALID)
+        self.result(tc, message)
+        return None
+
+    def pause(self, tc, tool, arguments, verdict):
+        excerpt = [
+            {"role": m.role, "content": m.content[:1000]}
+            for m in reversed(self.thread.messages.exclude(role=Message.Role.TOOL).order_by("-seq")[:EXCERPT_MESSAGES])
+            if m.content
+        ]
+        assistant_text = tc.message.content
+        with transaction.atomic():
+            request = approval_services.request(
+                tool_name=tool.name,
+                arguments=arguments,
+                schema=tool.schema,
+                requester=self.user,
+                verdict=verdict,
+                description=tool.description_for(arguments),
+                reason=assistant_text or "The agent gave no reason.",
+                reversible=tool.reversible,
+                impact=tool.impact_for(arguments),
+                context={"excerpt": excerpt},
+                agent_name=self.agent.name,
+                thread_ref=self.thread.id,
+                run_ref=self.run.pk,
+                tool_call_ref=tc.pk,
+            )
+            ToolCall.objects.filter(pk=tc.pk).update(
+                status=ToolCall.Status.AWAITING_APPROVAL, approval_id=request.pk
+            )
+        self.emit(CustomEvent(name="approval_request", value=presenters.approval(request, viewer=self.user)))
+        return interrupt_for(request)
+
+    def execute_call(self, tc, tool, arguments, prefix=""):
+        """Exactly once: the conditional claim precedes the side effect."""
+        claimed = ToolCall.objects.filter(
+            pk=tc.pk, status__in=[ToolCall.Status.PROPOSED, ToolCall.Status.APPROVED]
+        ).update(status=ToolCall.Status.EXECUTING)
+        if not claimed:
+            log.warning("tool call %s already claimed; not executing it again", tc.pk)
+            return
+        ctx = ToolContext(user=self.user, thread=self.thread, run=self.run,
+                          forwarded_props=self.run.forwarded_props, tool_call_id=tc.pk)
+        try:
+            output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
+        except ToolError as exc:
+            output, status = f"Error: {exc}", ToolCall.Status.FAILED
+        except Exception:
+            log.exception("tool %s failed", tool.name)
+            output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
+        ToolCall.objects.filter(pk=tc.pk).update(status=status, result=output)
+        self.result(tc, prefix + output)
+
+    def result(self, tc, content):
+        msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
+        self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
+
+    def settle(self):
+        """A continuation first settles every decided call: execute it, or tell the model why not."""
+        answered = Message.objects.filter(thread=self.thread, role=Message.Role.TOOL).values("tool_call_id")
+        for tc in (
+            ToolCall.objects.filter(thread=self.thread, status__in=ToolCall.SETTLEABLE)
+            .exclude(pk__in=answered).select_related("message").order_by("created_at")
+        ):
+            tool = self.agent.tool(tc.name)
+            if tc.status == ToolCall.Status.APPROVED and tool:
+                final = tc.final_arguments if tc.final_arguments is not None else tc.arguments
+                self.execute_call(tc, tool, final, prefix=changes_text(tc.arguments, final))
+            elif tc.status == ToolCall.Status.REJECTED:
+                self.result(tc, rejection_text(tc))
+            elif tc.status == ToolCall.Status.EXPIRED:
+                self.result(tc, f"Error: nobody approved {tc.name} before its deadline (timed out), so it was not "
+                                "executed. Do not try to reach the same goal another way unless the user asks.")
+            else:
+                self.result(tc, f"{tc.name} was cancelled and not executed.")
+
+
+def interrupt_for(request):
+    properties = {
+        "approved": {"type": "boolean"},
+        "arguments": request.schema or {"type": "object"},
+        "feedback": {"type": "string"},
+    }
+    return Interrupt(
+        id=request.pk,
+        reason="tool_call",
+        message=request.description,
+        tool_call_id=request.tool_call_ref,
+        response_schema={"type": "object", "properties": properties, "required": ["approved"]},
+        expires_at=request.expires_at.isoformat() if request.expires_at else None,
+        metadata={
+            "toolName": request.tool_name,
+            "risk": request.risk,
+            "reversible": request.reversible,
+            "impact": request.impact,
+            "approver": presenters.approver(request),
+        },
+    )
+
+
+def pending_interrupts(run):
+    return [interrupt_for(r) for r in ApprovalRequest.objects.filter(run_ref=run.pk, status="pending")]

@@ -1,0 +1,145 @@
+"""State changes of threads, runs and messages (DESIGN.md "The life of a run", steps 1 and 6)."""
+
+import logging
+
+from ag_ui.core import CustomEvent, RunStartedEvent
+from django.db import transaction
+from django.db.models import F
+
+from approvals.models import ApprovalRequest
+
+from . import events, presenters
+from .models import Message, Run, Thread, ToolCall
+
+log = logging.getLogger(__name__)
+
+
+class RunConflict(Exception):
+    """The thread cannot take a new run now (code: run_active | interrupt_pending | run_exists)."""
+
+    def __init__(self, code, message, pending=()):
+        super().__init__(message)
+        self.code, self.message, self.pending = code, message, list(pending)
+
+
+def create_thread(user, agent, title="", thread_id=None):
+    kwargs = {"id": thread_id} if thread_id else {}
+    return Thread.objects.create(owner=user, agent=agent, title=title[:200], **kwargs)
+
+
+def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_call_id="", message_id=None):
+    """Append a message with the thread's next sequence number (the row lock orders writers)."""
+    with transaction.atomic():
+        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + 1)
+        seq = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk)
+        kwargs = {"id": message_id} if message_id else {}
+        return Message.objects.create(
+            thread=thread, run=run, seq=seq, role=role, content=content or "",
+            tool_calls=tool_calls or None, tool_call_id=tool_call_id or "", **kwargs,
+        )
+
+
+def pending_approvals(thread):
+    return list(
+        ApprovalRequest.objects.filter(thread_ref=thread.id, status=ApprovalRequest.Status.PENDING).order_by("created_at")
+    )
+
+
+def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwarded_props=None):
+    """Store the user's message and a queued Run; on commit announce it and enqueue the worker."""
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        if run_id and Run.objects.filter(pk=run_id).exists():
+            raise RunConflict("run_exists", f"run {run_id} already exists")
+        if thread.runs.filter(status__in=Run.ACTIVE).exists():
+            raise RunConflict("run_active", "the agent is still answering; wait for it or stop it")
+        pending = pending_approvals(thread)
+        if pending:
+            raise RunConflict(
+                "interrupt_pending", "the last run waits on a decision; decide it before sending more", pending
+            )
+        run = Run.objects.create(thread=thread, forwarded_props=forwarded_props or {}, **({"id": run_id} if run_id else {}))
+        if content:
+            add_message(thread, Message.Role.USER, content, run=run, message_id=message_id)
+            if not thread.title:
+                thread.title = content.strip().splitlines()[0][:80]
+        thread.save(update_fields=["title", "updated_at"])
+        transaction.on_commit(lambda: announce(run.pk))
+    return run
+
+
+def announce(run_id):
+    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker."""
+    from .tasks import run_agent
+
+    run = Run.objects.get(pk=run_id)
+    stream_id = events.append(
+        run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id)
+    )
+    Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
+    run_agent.delay(run.pk)
+
+
+_CALL_STATUS = {
+    ApprovalRequest.Status.APPROVED: ToolCall.Status.APPROVED,
+    ApprovalRequest.Status.MODIFIED: ToolCall.Status.APPROVED,
+    ApprovalRequest.Status.REJECTED: ToolCall.Status.REJECTED,
+    ApprovalRequest.Status.EXPIRED: ToolCall.Status.EXPIRED,
+    ApprovalRequest.Status.CANCELLED: ToolCall.Status.CANCELLED,
+}
+
+
+def approval_resolved(request):
+    """A decision landed: record the call's fate, tell the chat, and continue the run when nothing waits."""
+    status = _CALL_STATUS.get(request.status)
+    if status is None:
+        return
+    with transaction.atomic():
+        call = ToolCall.objects.filter(pk=request.tool_call_ref, approval_id=request.pk).first()
+        if call is None:
+            return
+        # lock the paused run first: concurrent decisions on one run then see each other's writes
+        run = Run.objects.select_for_update().get(pk=call.run_id)
+        call = ToolCall.objects.select_for_update().get(pk=call.pk)
+        if call.status != ToolCall.Status.AWAITING_APPROVAL:
+            return
+        call.status = status
+        call.final_arguments = request.final_arguments if status == ToolCall.Status.APPROVED else None
+        call.feedback = request.feedback
+        call.save(update_fields=["status", "final_arguments", "feedback", "updated_at"])
+        payload = presenters.approval(request, viewer=call.thread.owner)
+        transaction.on_commit(
+            lambda: events.append(call.thread_id, CustomEvent(name="approval_response", value=payload))
+        )
+        if not run.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL).exists():
+            continue_run(run)
+
+
+def continue_run(paused_run):
+    """Start the one continuation of a paused run (caller holds the run's row lock)."""
+    if paused_run.status != Run.Status.INTERRUPTED or Run.objects.filter(parent_run=paused_run).exists():
+        return None
+    run = Run.objects.create(
+        thread_id=paused_run.thread_id, parent_run=paused_run, forwarded_props=paused_run.forwarded_props
+    )
+    transaction.on_commit(lambda: announce(run.pk))
+    return run
+
+
+def resume_stalled():
+    """Safety net for a process that died between a decision and its continuation."""
+    resolved = ApprovalRequest.objects.filter(
+        pk__in=ToolCall.objects.filter(status=ToolCall.Status.AWAITING_APPROVAL).values("approval_id")
+    ).exclude(status=ApprovalRequest.Status.PENDING)
+    for request in resolved[:100]:
+        approval_resolved(request)
+    started = []
+    stalled = Run.objects.filter(status=Run.Status.INTERRUPTED, continuation__isnull=True).exclude(
+        tool_calls__status=ToolCall.Status.AWAITING_APPROVAL
+    )
+    for run_id in list(stalled.values_list("pk", flat=True)[:100]):
+        with transaction.atomic():
+            run = Run.objects.select_for_update().get(pk=run_id)
+            if not run.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL).exists() and continue_run(run):
+                started.append(run_id)
+    return started

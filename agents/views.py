@@ -1,0 +1,57 @@
+"""Pages: the home redirect and the chat."""
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+
+from approvals.access import is_reviewer
+from approvals.policy import effective
+
+from .catalog import load_agents
+from .llm import get_model
+from .models import Thread
+
+
+@login_required
+def home(request):
+    return redirect("/inbox/" if is_reviewer(request.user) else "/chat/")
+
+
+def agent_cards():
+    cards = []
+    for agent in load_agents().values():
+        tools = []
+        for t in agent.tools:
+            p = effective(t.name) or {}
+            group = p.get("group")
+            tools.append({
+                "name": t.name,
+                "description": t.description,
+                "approval": p.get("mode", t.approval_mode),
+                "approver": f"group:{group.name}" if group else "requester",
+            })
+        cards.append({"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools})
+    return cards
+
+
+@login_required
+def chat(request, thread_id=None):
+    thread = get_object_or_404(Thread, pk=thread_id, owner=request.user) if thread_id else None
+    model = get_model()
+    agents = agent_cards()
+    config = {
+        "threadId": thread.pk if thread else None,
+        "username": request.user.username,
+        "userId": request.user.pk,
+        "agents": agents,
+        "offlineModel": model.offline,
+        "modelName": model.name,
+        "wsPath": f"/ws/threads/{thread.pk}/" if thread else None,
+    }
+    return render(request, "agents/chat.html", {
+        "chat_config": config,
+        "threads": Thread.objects.filter(owner=request.user).order_by("-updated_at")[:100],
+        "thread": thread,
+        "agents": agents,
+        "offline_model": model.offline,
+        "model_name": model.name,
+    })

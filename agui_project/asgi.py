@@ -1,0 +1,21 @@
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from agents.routing import websocket_urlpatterns as agent_ws  # noqa: E402
+from approvals.routing import websocket_urlpatterns as approval_ws  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(agent_ws + approval_ws))),
+    }
+)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class StateConfig(AppConfig):
+    name = "state"
+    default_auto_field = "django.db.models.BigAutoField"
