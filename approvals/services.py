@@ -141,7 +141,7 @@ def decide(request_id, user, decision, arguments=None, feedback=""):
         raise DecisionError("decision must be 'approve' or 'reject'", {"decision": ["must be approve or reject"]})
     feedback = (feedback or "").strip()
     with transaction.atomic():
-        req = ApprovalRequest.objects.select_for_update().select_related("approver_group").get(pk=request_id)
+        req = ApprovalRequest.objects.select_for_update(of=("self",)).select_related("approver_group").get(pk=request_id)
         if not can_decide(user, req):
             raise Forbidden("you may not decide this request")
         if req.status != Status.PENDING:

@@ -1,0 +1,100 @@
+"""Shared fixtures: demo data, API clients, the fake OpenAI-compatible model, a live Celery worker.
+
+Redis is real (REDIS_URL, or the embedded one `make test` starts); threads get fresh ids, so
+their event streams never collide between tests.
+"""
+
+import json
+import time
+import uuid
+
+import pytest
+from django.core.management import call_command
+
+from agui_project.celery import app as celery_app
+
+# A queue of this session's own: tasks enqueued by tests without a worker never reach another run.
+TEST_QUEUE = f"agui-test-{uuid.uuid4().hex[:8]}"
+celery_app.conf.task_default_queue = TEST_QUEUE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_test_queue():
+    yield
+    from agents.events import redis_client
+
+    redis_client().delete(TEST_QUEUE)
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def demo(db):
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    from django.contrib.auth.models import User
+
+    return {u.username: u for u in User.objects.all()}
+
+
+@pytest.fixture
+def api(demo):
+    """api("alice") -> a DRF client authenticated with alice's real token."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def make(username, keyword="Token"):
+        token, _ = Token.objects.get_or_create(user=demo[username])
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"{keyword} {token.key}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def fake_llm(settings):
+    from tests.fake_llm import FakeLLM
+
+    server = FakeLLM()
+    server.start()
+    settings.OPENAI_API_KEY = "test-key"
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.AGUI_MODEL = "fake-model"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def celery_worker_live(transactional_db):
+    """A real Celery worker (threads) consuming real Redis, in this process (NOTES.md traps 3, 4)."""
+    from celery.contrib.testing.worker import start_worker
+
+    with start_worker(celery_app, pool="threads", concurrency=2, perform_ping_check=False,
+                      loglevel="WARNING", shutdown_timeout=10) as worker:
+        yield worker
+
+
+def wait_for_event(thread_id, predicate, timeout=20.0, after="0-0"):
+    """Block on the thread's Redis Stream until an event matches; returns (event, entry id)."""
+    from agents.events import redis_client, stream_key
+
+    deadline = time.monotonic() + timeout
+    client = redis_client()
+    while time.monotonic() < deadline:
+        result = client.xread({stream_key(thread_id): after}, block=1000, count=200)
+        for _key, entries in result or []:
+            for entry_id, fields in entries:
+                after = entry_id
+                event = json.loads(fields[b"e"])
+                if predicate(event):
+                    return event, entry_id
+    raise AssertionError(f"no matching event on thread {thread_id} within {timeout}s")
+
+
+def stream_events(thread_id):
+    from agents.events import redis_client, stream_key
+
+    return [json.loads(f[b"e"]) for _id, f in redis_client().xrange(stream_key(thread_id))]

@@ -1,0 +1,106 @@
+import threading
+
+import pytest
+from django.db import close_old_connections
+
+from approvals import services
+from approvals.models import ApprovalRequest, AuditEvent, Decision
+from tests.helpers import transfer_request
+
+pytestmark = pytest.mark.django_db
+
+
+def test_request_routes_transfer_to_finance_with_deadline(demo):
+    req = transfer_request(demo["alice"])
+    assert req.status == "pending"
+    assert req.approver_group.name == "finance"
+    assert req.expires_at is not None and req.risk == "high"
+    assert AuditEvent.objects.filter(request=req, action="requested").count() == 1
+
+
+def test_approve_then_second_decision_conflicts(demo):
+    req = transfer_request(demo["alice"])
+    decided = services.decide(req.pk, demo["finn"], "approve")
+    assert decided.status == "approved" and decided.final_arguments == req.arguments
+    with pytest.raises(services.NotPending):
+        services.decide(req.pk, demo["finn"], "reject", feedback="changed my mind")
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "approved"
+    assert Decision.objects.filter(request=req).count() == 1
+
+
+def test_edited_arguments_are_validated_and_recorded(demo):
+    req = transfer_request(demo["alice"])
+    with pytest.raises(services.InvalidArguments) as exc:
+        services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": -5, "currency": "XXX"})
+    assert set(exc.value.errors) == {"amount", "currency"}
+    req.refresh_from_db()
+    assert req.status == "pending" and req.final_arguments is None
+    assert not Decision.objects.filter(request=req).exists()
+
+    decided = services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": "450"})
+    assert decided.status == "modified"
+    assert decided.final_arguments["amount"] == 450.0
+    decision = Decision.objects.get(request=req)
+    assert decision.arguments_hash == services.arguments_hash(decided.final_arguments)
+
+
+def test_only_the_right_people_decide(demo):
+    req = transfer_request(demo["alice"])
+    for user in ("alice", "bob", "rita"):  # requester, another end user, a reviewer outside finance
+        with pytest.raises(services.Forbidden):
+            services.decide(req.pk, demo[user], "approve")
+    own = transfer_request(demo["finn"])  # four eyes: finn is in finance but asked for it himself
+    with pytest.raises(services.Forbidden):
+        services.decide(own.pk, demo["finn"], "approve")
+    assert ApprovalRequest.objects.filter(status="pending").count() == 2
+
+
+def test_group_rejection_needs_feedback(demo):
+    req = transfer_request(demo["alice"])
+    with pytest.raises(services.FeedbackRequired):
+        services.decide(req.pk, demo["finn"], "reject", feedback="  ")
+    rejected = services.decide(req.pk, demo["finn"], "reject", feedback="Wrong account")
+    assert rejected.status == "rejected" and rejected.feedback == "Wrong account"
+
+
+def test_expire_only_after_deadline(demo):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    req = transfer_request(demo["alice"])
+    assert services.expire(req.pk) is False
+    ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.expire(req.pk) is True
+    req.refresh_from_db()
+    assert req.status == "expired" and "timed out" in req.feedback
+    with pytest.raises(services.NotPending):
+        services.decide(req.pk, demo["finn"], "approve")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_deciders_exactly_one_wins(demo):
+    demo["rita"].groups.add(demo["finn"].groups.get(name="finance"))
+    req = transfer_request(demo["alice"])
+    barrier = threading.Barrier(2)
+    outcomes = {}
+
+    def decide(username, decision):
+        try:
+            barrier.wait()
+            services.decide(req.pk, demo[username], decision, feedback="no")
+            outcomes[username] = "won"
+        except services.NotPending:
+            outcomes[username] = "conflict"
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=decide, args=a) for a in (("finn", "approve"), ("rita", "reject"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes.values()) == ["conflict", "won"]
+    req.refresh_from_db()
+    assert Decision.objects.filter(request=req).count() == 1
+    assert req.status == ("approved" if outcomes["finn"] == "won" else "rejected")
