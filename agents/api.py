@@ -1,6 +1,5 @@
 """REST for scripts and tests: threads, messages (starting runs), runs."""
 
-from django.shortcuts import get_object_or_404
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response

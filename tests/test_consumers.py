@@ -1,0 +1,114 @@
+"""The thread and inbox WebSockets through the real ASGI stack (origin check, session auth)."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from agents import runner, services
+from agents.routing import websocket_urlpatterns as thread_ws
+from approvals.routing import websocket_urlpatterns as inbox_ws
+from tests.helpers import transfer_request
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+PROMPT = "Transfer $500 from account 1234567890 to account 0987654321"
+
+
+def communicator(path, user):
+    comm = WebsocketCommunicator(URLRouter(thread_ws + inbox_ws), path)
+    comm.scope["user"] = user
+    return comm
+
+
+async def receive_until(comm, predicate, limit=200):
+    seen = []
+    for _ in range(limit):
+        event = json.loads(await comm.receive_from(timeout=10))
+        seen.append(event)
+        if predicate(event):
+            return seen
+    raise AssertionError("event never came")
+
+
+@pytest.fixture
+def no_enqueue(monkeypatch):
+    """The test drives the runner itself, so start_run must not also hand the run to Celery."""
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+
+
+async def test_thread_socket_streams_a_run_in_agui_order(demo, no_enqueue):
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    comm = communicator(f"/ws/threads/{thread.pk}/", alice)
+    connected, _ = await comm.connect()
+    assert connected
+    snapshot = await receive_until(comm, lambda e: e["type"] == "CUSTOM" and e["name"] == "approvals")
+    assert [e["type"] for e in snapshot] == ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "CUSTOM"]
+
+    run = await sync_to_async(services.start_run)(thread, alice, PROMPT)
+    await sync_to_async(runner.run_agent)(run.pk)
+    events = await receive_until(comm, lambda e: e["type"] == "RUN_FINISHED")
+    types = [e["type"] for e in events]
+    assert types[:3] == ["RUN_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START"]
+    assert types.index("TEXT_MESSAGE_END") < types.index("TOOL_CALL_START") < types.index("TOOL_CALL_END")
+    assert types[-2:] == ["CUSTOM", "RUN_FINISHED"]
+    assert events[-2]["name"] == "approval_request" and events[-2]["value"]["approver"]["group"] == "finance"
+    assert events[-1]["outcome"]["type"] == "interrupt"
+    text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text.startswith("I'll transfer 500.00 USD")
+    assert all(isinstance(e["timestamp"], int) for e in events)
+    assert not any(v is None for e in events for v in e.values())
+    await comm.disconnect()
+
+    # a late subscriber gets the same conversation from the snapshot
+    late = communicator(f"/ws/threads/{thread.pk}/", alice)
+    assert (await late.connect())[0]
+    snap = json.loads(await late.receive_from(timeout=10))
+    assert snap["type"] == "MESSAGES_SNAPSHOT"
+    assert [m["role"] for m in snap["messages"]] == ["user", "assistant"]
+    assert snap["messages"][1]["toolCalls"][0]["function"]["name"] == "transfer_money"
+    state = json.loads(await late.receive_from(timeout=10))
+    approvals = json.loads(await late.receive_from(timeout=10))
+    assert state["type"] == "STATE_SNAPSHOT"
+    assert approvals["value"]["approvals"][0]["status"] == "pending"
+    assert approvals["value"]["approvals"][0]["canDecide"] is False  # finance decides, not alice
+    await late.disconnect()
+
+
+async def test_thread_socket_refuses_anonymous_and_other_users(demo):
+    thread = await sync_to_async(services.create_thread)(demo["bob"], "banking")
+    anon = communicator(f"/ws/threads/{thread.pk}/", AnonymousUser())
+    connected, code = await anon.connect()
+    assert not connected and code == 4401
+    alice = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    connected, code = await alice.connect()
+    assert not connected and code == 4403
+
+
+async def test_sockets_check_origin(demo, settings):
+    from agui_project.asgi import application
+
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    comm = WebsocketCommunicator(application, f"/ws/threads/{thread.pk}/", headers=[(b"origin", b"http://evil.example")])
+    connected, _ = await comm.connect()
+    assert not connected
+
+
+async def test_inbox_socket_hears_new_requests_for_its_groups(demo):
+    finn = communicator("/ws/inbox/", demo["finn"])
+    assert (await finn.connect())[0]
+    rita = communicator("/ws/inbox/", demo["rita"])
+    assert (await rita.connect())[0]
+    enduser = communicator("/ws/inbox/", demo["bob"])
+    connected, code = await enduser.connect()
+    assert not connected and code == 4403
+
+    req = await sync_to_async(transfer_request)(demo["alice"])
+    notice = await finn.receive_json_from(timeout=10)
+    assert notice["type"] == "approval.requested" and notice["approval"]["id"] == req.pk
+    assert await rita.receive_nothing(timeout=0.3)  # not in finance
+    await finn.disconnect()
+    await rita.disconnect()
