@@ -148,6 +148,11 @@ class EventStream:
                     self._cond.notify_all()
 
 
+def last_id_sync(thread_id):
+    entries = redis_client().xrevrange(stream_key(thread_id), count=1)
+    return entries[0][0].decode() if entries else "0-0"
+
+
 # --- reading (async: Daphne's consumers and SSE views) ------------------------------------
 
 _async_clients = {}

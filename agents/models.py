@@ -51,6 +51,8 @@ class Run(models.Model):
     error_code = models.CharField(max_length=64, blank=True, default="")
     forwarded_props = models.JSONField(default=dict, blank=True)
     stream_id = models.CharField(max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
+    client_tools = models.JSONField(default=list, blank=True)  # AG-UI frontend tools offered to the model
+    resume_run_id = models.CharField(max_length=200, blank=True, default="")  # the client's id for the continuation
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -96,6 +98,7 @@ class ToolCall(models.Model):
         EXPIRED = "expired"
         CANCELLED = "cancelled"
         DENIED = "denied"
+        CLIENT = "client"  # a frontend tool: the AG-UI client runs it and sends the result
         INVALID = "invalid"
         EXECUTING = "executing"
         SUCCEEDED = "succeeded"

@@ -8,8 +8,10 @@ from ag_ui.core import (
     CustomEvent,
     Interrupt,
     RunErrorEvent,
+    RunFinishedCancelledOutcome,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
     StateSnapshotEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -86,10 +88,16 @@ class Runner:
             state, _ = state_services.snapshot(self.thread.state_key)
             self.emit(StateSnapshotEvent(snapshot=state))
             if self.run.parent_run_id:
-                self.settle()
-            interrupts = self.loop()
+                settled = self.settle()
+                if settled and all(s == ToolCall.Status.CANCELLED for s in settled):
+                    # the person withdrew every paused call: end here, without asking the model
+                    self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
+                    return
+            interrupts, client_calls = self.loop()
             if interrupts:
                 self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=interrupts))
+            elif client_calls:
+                self.finish(Run.Status.SUCCEEDED, RunFinishedSuccessOutcome(pending_tool_call_ids=client_calls))
             else:
                 self.finish(Run.Status.SUCCEEDED)
         except ModelUnavailable as exc:
@@ -126,12 +134,14 @@ class Runner:
                 ],
             )
             if not calls:
-                return []
-            interrupts = [i for c in calls if (i := self.handle_call(c, assistant))]
-            if interrupts:
-                return interrupts
+                return [], []
+            outcomes = [self.handle_call(c, assistant) for c in calls]
+            interrupts = [o for o in outcomes if isinstance(o, Interrupt)]
+            client_calls = [o for o in outcomes if isinstance(o, str)]
+            if interrupts or client_calls:
+                return interrupts, client_calls
         log.warning("run %s stopped after %s model turns", self.run.pk, settings.AGUI_MAX_TURNS)
-        return []
+        return [], []
 
     # --- the model ------------------------------------------------------------------------
 
@@ -157,11 +167,24 @@ class Runner:
                 out.append({"role": msg.role, "content": msg.content})
         return out
 
+    def client_tools(self):
+        """Frontend tools an AG-UI client offered; an agent's own tool of the same name wins."""
+        return {t["name"]: t for t in self.run.client_tools or [] if not self.agent.tool(t.get("name"))}
+
+    def tool_specs(self):
+        specs = [t.openai_spec() for t in self.agent.tools]
+        for t in self.client_tools().values():
+            specs.append({"type": "function", "function": {
+                "name": t["name"], "description": t.get("description", ""),
+                "parameters": t.get("parameters") or {"type": "object", "properties": {}},
+            }})
+        return specs
+
     def stream_model(self, messages):
         """Stream one model turn as AG-UI events; returns (message id, text, [tool calls])."""
         message_id = str(uuid.uuid4())
         text, text_open, calls = [], False, {}
-        for delta in self.model.stream(messages, [t.openai_spec() for t in self.agent.tools]):
+        for delta in self.model.stream(messages, self.tool_specs()):
             if isinstance(delta, TextDelta):
                 if not delta.text:
                     continue
@@ -193,12 +216,18 @@ class Runner:
     # --- tool calls -----------------------------------------------------------------------
 
     def handle_call(self, call, assistant):
-        """Validate, ask policy, then execute, refuse or pause. Returns an Interrupt when paused."""
+        """Validate, ask policy, then execute, refuse or pause.
+
+        Returns an Interrupt when paused, the call's id when a frontend tool must run it.
+        """
         tc = ToolCall.objects.create(
             id=call["id"], thread=self.thread, run=self.run, message=assistant,
             name=call["name"], raw_arguments=call["arguments"],
         )
         tool = self.agent.tool(call["name"])
+        if tool is None and call["name"] in self.client_tools():
+            ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.CLIENT)
+            return tc.pk
         if tool is None:
             return self.invalid(tc, f"Error: there is no tool named {call['name']!r}.")
         try:
@@ -283,12 +312,14 @@ class Runner:
 
     def settle(self):
         """A continuation first settles every decided call: execute it, or tell the model why not."""
+        settled = []
         answered = Message.objects.filter(thread=self.thread, role=Message.Role.TOOL).values("tool_call_id")
         for tc in (
             ToolCall.objects.filter(thread=self.thread, status__in=ToolCall.SETTLEABLE)
             .exclude(pk__in=answered).select_related("message").order_by("created_at")
         ):
             tool = self.agent.tool(tc.name)
+            settled.append(tc.status)
             if tc.status == ToolCall.Status.APPROVED and tool:
                 final = tc.final_arguments if tc.final_arguments is not None else tc.arguments
                 self.execute_call(tc, tool, final, prefix=changes_text(tc.arguments, final))
@@ -299,6 +330,7 @@ class Runner:
                                 "executed. Do not try to reach the same goal another way unless the user asks.")
             else:
                 self.result(tc, f"{tc.name} was cancelled and not executed.")
+        return settled
 
 
 def interrupt_for(request):

@@ -6,6 +6,7 @@ from ag_ui.core import CustomEvent, RunStartedEvent
 from django.db import transaction
 from django.db.models import F
 
+from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
 from . import events, presenters
@@ -45,8 +46,13 @@ def pending_approvals(thread):
     )
 
 
-def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwarded_props=None):
-    """Store the user's message and a queued Run; on commit announce it and enqueue the worker."""
+def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwarded_props=None,
+              messages=(), client_tools=None):
+    """Store the new messages and a queued Run; on commit announce it and enqueue the worker.
+
+    `content` is one user message; `messages` are (id, role, content, tool_call_id) from an
+    AG-UI client (user messages and frontend-tool results), already filtered to new ones.
+    """
     with transaction.atomic():
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
         if run_id and Run.objects.filter(pk=run_id).exists():
@@ -56,13 +62,24 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
         pending = pending_approvals(thread)
         if pending:
             raise RunConflict(
-                "interrupt_pending", "the last run waits on a decision; decide it before sending more", pending
+                "interrupt_pending",
+                "the last run waits on a decision (" + ", ".join(r.pk for r in pending) + "); answer it first",
+                pending,
             )
-        run = Run.objects.create(thread=thread, forwarded_props=forwarded_props or {}, **({"id": run_id} if run_id else {}))
+        run = Run.objects.create(
+            thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
+            **({"id": run_id} if run_id else {}),
+        )
         if content:
-            add_message(thread, Message.Role.USER, content, run=run, message_id=message_id)
-            if not thread.title:
-                thread.title = content.strip().splitlines()[0][:80]
+            messages = [*messages, (message_id, Message.Role.USER, content, "")]
+        for msg_id, role, text, tool_call_id in messages:
+            add_message(thread, role, text, run=run, message_id=msg_id, tool_call_id=tool_call_id)
+            if role == Message.Role.TOOL:  # a frontend tool's result settles its call
+                ToolCall.objects.filter(pk=tool_call_id, thread=thread, status=ToolCall.Status.CLIENT).update(
+                    status=ToolCall.Status.SUCCEEDED, result=text
+                )
+            elif not thread.title and role == Message.Role.USER and text.strip():
+                thread.title = text.strip().splitlines()[0][:80]
         thread.save(update_fields=["title", "updated_at"])
         transaction.on_commit(lambda: announce(run.pk))
     return run
@@ -120,7 +137,8 @@ def continue_run(paused_run):
     if paused_run.status != Run.Status.INTERRUPTED or Run.objects.filter(parent_run=paused_run).exists():
         return None
     run = Run.objects.create(
-        thread_id=paused_run.thread_id, parent_run=paused_run, forwarded_props=paused_run.forwarded_props
+        thread_id=paused_run.thread_id, parent_run=paused_run, forwarded_props=paused_run.forwarded_props,
+        client_tools=paused_run.client_tools, **({"id": paused_run.resume_run_id} if paused_run.resume_run_id else {}),
     )
     transaction.on_commit(lambda: announce(run.pk))
     return run
@@ -143,3 +161,67 @@ def resume_stalled():
             if not run.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL).exists() and continue_run(run):
                 started.append(run_id)
     return started
+
+
+class ResumeError(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+_RESUME_CODES = {
+    approval_services.NotPending: "already_decided",
+    approval_services.Forbidden: "forbidden",
+    approval_services.InvalidArguments: "invalid_arguments",
+    approval_services.FeedbackRequired: "feedback_required",
+}
+
+
+def apply_resume(thread, user, entries, run_id):
+    """Answer every open interrupt of the thread at once (AG-UI `resume[]`), or change nothing.
+
+    entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
+    takes the client's run id. Raises ResumeError with an AG-UI error code.
+    """
+    known = {r.pk: r for r in ApprovalRequest.objects.filter(thread_ref=thread.pk)}
+    answered = {}
+    for interrupt_id, status, payload in entries:
+        req = known.get(interrupt_id)
+        if req is None:
+            raise ResumeError("unknown_interrupt", f"no interrupt {interrupt_id} on this thread")
+        if req.status == ApprovalRequest.Status.EXPIRED:
+            raise ResumeError("expired", f"interrupt {interrupt_id} expired before it was answered")
+        if req.status != ApprovalRequest.Status.PENDING:
+            raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {req.status}")
+        answered[interrupt_id] = (status, payload if isinstance(payload, dict) else {})
+    missing = [r.pk for r in known.values() if r.status == ApprovalRequest.Status.PENDING and r.pk not in answered]
+    if missing:
+        raise ResumeError("missing_resume", "every open interrupt needs an answer; missing: " + ", ".join(missing))
+    if Run.objects.filter(pk=run_id).exists():
+        raise ResumeError("run_exists", f"run {run_id} already exists")
+    try:
+        with transaction.atomic():
+            for run_ref in {known[i].run_ref for i in answered}:
+                Run.objects.filter(pk=run_ref, status=Run.Status.INTERRUPTED).update(resume_run_id=run_id)
+            for interrupt_id, (status, payload) in answered.items():
+                if status == "cancelled":
+                    if known[interrupt_id].requester_id != user.pk:
+                        raise approval_services.Forbidden("only the requester may cancel")
+                    approval_services.cancel(interrupt_id, user, reason="cancelled by the client")
+                    continue
+                approved = payload.get("approved", payload.get("accepted"))
+                if not isinstance(approved, bool):
+                    raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.approved must be a boolean")
+                arguments = payload.get("arguments", payload.get("editedArgs"))
+                if arguments is not None and not isinstance(arguments, dict):
+                    raise ResumeError("invalid_arguments", f"interrupt {interrupt_id}: arguments must be an object")
+                approval_services.decide(
+                    interrupt_id, user, "approve" if approved else "reject",
+                    arguments=arguments, feedback=str(payload.get("feedback") or ""),
+                )
+    except approval_services.DecisionError as exc:
+        code = next((c for cls, c in _RESUME_CODES.items() if isinstance(exc, cls)), "invalid_resume")
+        if code == "already_decided" and "expired" in exc.message:
+            code = "expired"
+        detail = f": {exc.errors}" if exc.errors else ""
+        raise ResumeError(code, exc.message + detail) from exc

@@ -13,6 +13,7 @@ from .models import ApprovalRequest, ApproverKind, AuditEvent, Decision, Risk, T
 from .signals import approval_resolved
 
 log = logging.getLogger(__name__)
+ETA_HORIZON_SECONDS = 120
 Status = ApprovalRequest.Status
 
 
@@ -102,7 +103,9 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
 
         def after_commit():
             notify.inbox_notice("requested", req)
-            if expires_at:
+            # a near deadline gets its own countdown task; far ones are left to the 5 s beat sweep,
+            # since Redis would redeliver an ETA task held longer than the visibility timeout
+            if expires_at and verdict.timeout_seconds <= ETA_HORIZON_SECONDS:
                 from .tasks import expire_request
 
                 expire_request.apply_async((req.id,), eta=expires_at)

@@ -1,0 +1,218 @@
+"""The AG-UI endpoint: POST /agui/<agent>/ answers a RunAgentInput with Server-Sent Events.
+
+The run itself happens in a Celery worker; this view only records the input (new messages,
+or resume answers), then relays the thread's Redis Stream from this run's RUN_STARTED to its
+RUN_FINISHED / RUN_ERROR. A client that goes away does not stop the run.
+"""
+
+import json
+import time
+from dataclasses import dataclass, field
+
+import pydantic
+from ag_ui.core import CustomEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent
+from asgiref.sync import sync_to_async
+from django.http import JsonResponse, StreamingHttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.authtoken.models import Token
+
+from approvals.models import ApprovalRequest
+
+from . import events, presenters, services
+from .catalog import get_agent, load_agents
+from .models import Message, Run, Thread
+from .views import agent_cards
+
+KEEPALIVE_SECONDS = 15
+MAX_THREAD_ID = 200
+TERMINAL = ('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')
+
+
+def error(status, message, **extra):
+    return JsonResponse({"message": message, **extra}, status=status)
+
+
+def authenticate(request):
+    """(user, None) or (None, error response): a token header, else the session (with CSRF)."""
+    header = request.headers.get("Authorization", "")
+    if header:
+        keyword, _, key = header.partition(" ")
+        if keyword not in ("Bearer", "Token") or not key.strip():
+            return None, error(401, "unsupported Authorization header; use Bearer <token> or Token <token>")
+        token = Token.objects.select_related("user").filter(key=key.strip()).first()
+        if token is None or not token.user.is_active:
+            return None, error(401, "invalid token")
+        return token.user, None
+    user = request.user
+    if not user.is_authenticated:
+        return None, error(401, "authentication required")
+    if request.method == "POST":  # a session is a browser: the usual CSRF rules apply
+        rejected = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+        if rejected is not None:
+            return None, error(403, "CSRF check failed")
+    return user, None
+
+
+def parse_input(body):
+    """RunAgentInput from the body, or (None, 422 response naming the fields)."""
+    try:
+        data = json.loads(body or b"")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, error(422, "the body is not JSON", errors={"body": ["not valid JSON"]})
+    if not isinstance(data, dict):
+        return None, error(422, "the body must be a JSON object", errors={"body": ["not an object"]})
+    if "forwarded_props" in data and "forwardedProps" not in data:
+        data["forwardedProps"] = data.pop("forwarded_props")
+    for key, empty in (("messages", []), ("tools", []), ("context", []), ("state", {})):
+        data.setdefault(key, empty)
+    try:
+        agent_input = RunAgentInput.model_validate(data)
+    except pydantic.ValidationError as exc:
+        errors = {}
+        for err in exc.errors():
+            errors.setdefault(".".join(str(p) for p in err["loc"]) or "body", []).append(err["msg"])
+        return None, error(422, "invalid RunAgentInput", errors=errors)
+    bad = {}
+    if not agent_input.thread_id or len(agent_input.thread_id) > MAX_THREAD_ID:
+        bad["threadId"] = [f"must be 1 to {MAX_THREAD_ID} characters"]
+    if not agent_input.run_id or len(agent_input.run_id) > MAX_THREAD_ID:
+        bad["runId"] = [f"must be 1 to {MAX_THREAD_ID} characters"]
+    if bad:
+        return None, error(422, "invalid RunAgentInput", errors=bad)
+    return agent_input, None
+
+
+@dataclass
+class Plan:
+    thread_id: str
+    run_id: str = ""
+    position: str = "0-0"
+    error: RunErrorEvent | None = None
+    after_start: list = field(default_factory=list)  # events injected right after RUN_STARTED
+
+
+def _new_messages(thread, agent_input):
+    """The client's user messages and frontend-tool results that the thread does not have yet."""
+    ids = [m.id for m in agent_input.messages if m.role in ("user", "tool")]
+    stored = set(Message.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    out = []
+    for m in agent_input.messages:
+        if m.role not in ("user", "tool") or m.id in stored:
+            continue
+        content = m.content if isinstance(m.content, str) else " ".join(
+            getattr(part, "text", "") for part in (m.content or [])
+        )
+        out.append((m.id, m.role, content, getattr(m, "tool_call_id", "") or ""))
+    return out
+
+
+def prepare(request, agent_name):
+    """Everything before the stream (sync: ORM). Returns a Plan or an error response."""
+    agent = get_agent(agent_name)
+    if agent is None:
+        return error(404, f"unknown agent {agent_name!r}", agents=sorted(load_agents()))
+    user, denied = authenticate(request)
+    if denied:
+        return denied
+    agent_input, invalid = parse_input(request.body)
+    if invalid:
+        return invalid
+    thread = Thread.objects.filter(pk=agent_input.thread_id).first()
+    if thread and thread.owner_id != user.pk:
+        return error(403, "this thread belongs to someone else")
+    if thread and thread.agent != agent.name:
+        return error(409, f"thread {thread.pk} belongs to agent {thread.agent!r}", code="agent_mismatch")
+    if Run.objects.filter(pk=agent_input.run_id).exists():
+        return error(409, f"run {agent_input.run_id} already exists", code="run_exists")
+    if thread is None:
+        thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+    plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=events.last_id_sync(thread.pk))
+    try:
+        if agent_input.resume:
+            entries = [(r.interrupt_id, r.status, r.payload) for r in agent_input.resume]
+            services.apply_resume(thread, user, entries, agent_input.run_id)
+            if not Run.objects.filter(pk=agent_input.run_id).exists():
+                plan.error = RunErrorEvent(code="awaiting_other_approvers",
+                                           message="Your answer is recorded; the request still needs other approvers.")
+                return plan
+            answered = ApprovalRequest.objects.filter(pk__in=[e[0] for e in entries]).select_related("approver_group")
+            plan.after_start = [
+                CustomEvent(name="approval_response", value={
+                    "approvalId": r.pk, "approved": r.status in ApprovalRequest.RESOLVED_APPROVED,
+                    **({"arguments": r.final_arguments} if r.final_arguments is not None else {}),
+                    "status": r.status,
+                }) for r in answered
+            ]
+        else:
+            services.start_run(
+                thread, user, run_id=agent_input.run_id, messages=_new_messages(thread, agent_input),
+                forwarded_props=agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {},
+                client_tools=[t.model_dump(mode="json", exclude_none=True) for t in agent_input.tools],
+            )
+    except services.ResumeError as exc:
+        plan.error = RunErrorEvent(code=exc.code, message=exc.message)
+        return plan
+    except services.RunConflict as exc:
+        plan.error = RunErrorEvent(code=exc.code, message=exc.message)
+        return plan
+    messages = [presenters.agui_message(m) for m in thread.messages.all()]
+    if messages:
+        plan.after_start.insert(0, MessagesSnapshotEvent(messages=messages))
+    return plan
+
+
+def frame(payload):
+    return f"data: {payload}\n\n"
+
+
+async def relay(plan):
+    """This run's events, from its RUN_STARTED to its end, one SSE frame each, batch by batch."""
+    if plan.error:
+        yield frame(events.encode(plan.error))
+        return
+    after, started, last_write = plan.position, False, time.monotonic()
+    run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
+    while True:
+        chunk = []
+        for entry_id, payload in await events.read(plan.thread_id, after):
+            after = entry_id
+            if not started:
+                # the stream may hold the tail of earlier runs and decision notices: skip to ours
+                if payload.startswith('{"type":"RUN_STARTED"') and run_marker in payload:
+                    started = True
+                    chunk.append(frame(payload))
+                    chunk.extend(frame(events.encode(e)) for e in plan.after_start)
+                continue
+            chunk.append(frame(payload))
+            if payload.startswith(TERMINAL):
+                yield "".join(chunk)
+                return
+        if chunk:
+            yield "".join(chunk)
+            last_write = time.monotonic()
+        elif time.monotonic() - last_write >= KEEPALIVE_SECONDS:
+            yield ": keep-alive\n\n"
+            last_write = time.monotonic()
+
+
+@csrf_exempt  # token clients carry no cookie; session callers are CSRF-checked in authenticate()
+async def run_endpoint(request, agent_name):
+    if request.method != "POST":
+        return error(405, "POST a RunAgentInput")
+    plan = await sync_to_async(prepare)(request, agent_name)
+    if isinstance(plan, JsonResponse):
+        return plan
+    response = StreamingHttpResponse(relay(plan), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def index(request):
+    """GET /agui/: the agents, their tools with approval modes, and state schemas."""
+    user, denied = authenticate(request)
+    if denied:
+        return denied
+    schemas = {a.name: a.state_schema for a in load_agents().values()}
+    return JsonResponse({"agents": [{**card, "stateSchema": schemas.get(card["name"])} for card in agent_cards()]})

@@ -1,0 +1,206 @@
+"""The AG-UI SSE endpoint driven like an AG-UI client would, against a live worker and real Redis."""
+
+import json
+import uuid
+from decimal import Decimal
+
+import pytest
+from ag_ui.core import Event
+from asgiref.sync import async_to_sync
+from pydantic import TypeAdapter
+
+from agents.catalog.models import Transfer
+from agents.models import Run, Thread
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+EVENT = TypeAdapter(Event)
+PROMPT = "Transfer $500 from account 1234567890 to account 0987654321"
+
+
+def run_input(thread_id, messages=(), resume=None, run_id=None, **extra):
+    body = {"threadId": thread_id, "runId": run_id or f"run-{uuid.uuid4()}", "messages": list(messages),
+            "state": {}, "tools": [], "context": [], "forwardedProps": {}, **extra}
+    if resume is not None:
+        body["resume"] = resume
+    return body
+
+
+def user_msg(text):
+    return {"id": f"msg-{uuid.uuid4()}", "role": "user", "content": text}
+
+
+def post(client, agent, body, **headers):
+    resp = client.post(f"/agui/{agent}/", json.dumps(body), content_type="application/json",
+                       HTTP_ACCEPT="text/event-stream", **headers)
+    return resp
+
+
+async def _collect(content):
+    return b"".join([chunk async for chunk in content])
+
+
+def sse_events(resp):
+    assert resp.status_code == 200 and resp["Content-Type"] == "text/event-stream"
+    raw = async_to_sync(_collect)(resp.streaming_content).decode()
+    frames = [f for f in raw.split("\n\n") if f]
+    out = []
+    for f in frames:
+        assert f.startswith("data: "), f
+        data = json.loads(f[len("data: "):])
+        # every event round-trips through its ag_ui.core model, unchanged
+        model = EVENT.validate_python(data)
+        assert json.loads(model.model_dump_json(by_alias=True)) == data
+        out.append(data)
+    return out
+
+
+@pytest.fixture
+def token_headers(api, demo):
+    from rest_framework.authtoken.models import Token
+
+    def make(username):
+        return {"HTTP_AUTHORIZATION": f"Bearer {Token.objects.get_or_create(user=demo[username])[0].key}"}
+
+    return make
+
+
+def test_interrupt_then_resume_with_edited_arguments(celery_worker_live, fake_llm, client, token_headers):
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(PROMPT)]), **alice))
+    types = [e["type"] for e in first]
+    assert types[0] == "RUN_STARTED" and types[1] == "MESSAGES_SNAPSHOT" and types[2] == "STATE_SNAPSHOT"
+    assert types[-1] == "RUN_FINISHED"
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    assert interrupt["reason"] == "tool_call" and interrupt["responseSchema"]["required"] == ["approved"]
+    assert interrupt["metadata"]["approver"] == {"kind": "group", "group": "finance"}
+    # the requester cannot answer a finance-routed interrupt
+    denied = sse_events(post(client, "banking", run_input(
+        thread_id, resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
+    assert [e["type"] for e in denied] == ["RUN_ERROR"] and denied[0]["code"] == "forbidden"
+    # a new message while the interrupt is open is refused and nothing starts
+    pending = sse_events(post(client, "banking", run_input(thread_id, [user_msg("hello?")]), **alice))
+    assert pending[0]["code"] == "interrupt_pending" and interrupt["id"] in pending[0]["message"]
+    assert Run.objects.filter(thread_id=thread_id).count() == 1
+
+
+def test_requester_resume_cancel_and_reject_and_approve(celery_worker_live, fake_llm, client, token_headers):
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Cancel my subscription sub_123")]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    assert interrupt["metadata"]["approver"] == {"kind": "requester"}
+    # missing and unknown answers change nothing
+    missing = sse_events(post(client, "banking", run_input(thread_id, resume=[]), **alice))
+    assert missing[0]["type"] == "RUN_STARTED" or missing[0]["code"] in ("interrupt_pending",)
+    unknown = sse_events(post(client, "banking", run_input(
+        thread_id, resume=[{"interruptId": "nope", "status": "resolved", "payload": {"approved": True}}]), **alice))
+    assert unknown[0]["code"] == "unknown_interrupt"
+    bad = sse_events(post(client, "banking", run_input(thread_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True, "arguments": {"subscription_id": ""}}}
+    ]), **alice))
+    assert bad[0]["code"] == "invalid_arguments"
+
+    run_id = f"run-{uuid.uuid4()}"
+    resumed = sse_events(post(client, "banking", run_input(thread_id, run_id=run_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"accepted": True}}
+    ]), **alice))
+    types = [e["type"] for e in resumed]
+    assert resumed[0]["runId"] == run_id and resumed[0]["parentRunId"] == first[0]["runId"]
+    assert "TOOL_CALL_RESULT" in types and types[-1] == "RUN_FINISHED"
+    assert next(e for e in resumed if e["type"] == "CUSTOM")["value"]["approved"] is True
+    result = next(e for e in resumed if e["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == interrupt["toolCallId"] and "cancelled" in result["content"]
+    again = sse_events(post(client, "banking", run_input(thread_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
+    ]), **alice))
+    assert again[0]["code"] == "already_decided"
+
+
+def test_cancelled_resume_ends_with_cancelled_outcome(celery_worker_live, fake_llm, client, token_headers):
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(PROMPT)]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    done = sse_events(post(client, "banking", run_input(thread_id, resume=[
+        {"interruptId": interrupt["id"], "status": "cancelled"}]), **alice))
+    assert done[-1]["type"] == "RUN_FINISHED" and done[-1]["outcome"] == {"type": "cancelled"}
+    assert not Transfer.objects.exists()
+
+
+def test_group_decision_in_inbox_is_seen_by_next_post(celery_worker_live, fake_llm, client, api, token_headers):
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(PROMPT)]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    from tests.conftest import wait_for_event
+
+    api("finn").post(f"/api/approvals/{interrupt['id']}/decide/",
+                     {"decision": "approve", "arguments": {"from_account": "1234567890", "to_account": "0987654321",
+                                                           "amount": 450, "currency": "USD"}}, format="json")
+    wait_for_event(thread_id, lambda e: e["type"] == "RUN_FINISHED" and e.get("runId") != first[0]["runId"])
+    assert Transfer.objects.get().amount == Decimal("450.00")
+    nxt = sse_events(post(client, "banking", run_input(thread_id, [user_msg("thanks")]), **alice))
+    snapshot = nxt[1]
+    assert snapshot["type"] == "MESSAGES_SNAPSHOT"
+    assert any(m["role"] == "tool" and "450.00" in m["content"] for m in snapshot["messages"])
+
+
+def test_frontend_tool_round_trip(celery_worker_live, fake_llm, client, token_headers):
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    tools = [{"name": "show_confetti", "description": "Celebrate in the UI", "parameters": {"type": "object", "properties": {}}}]
+    fake_llm.push({"tool_calls": [{"id": "call_confetti", "name": "show_confetti", "arguments": "{}"}]})
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("celebrate")], tools=tools), **alice))
+    assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": ["call_confetti"]}
+    assert fake_llm.requests[-1]["tools"][-1]["function"]["name"] == "show_confetti"
+    fake_llm.push({"text": "Confetti shown!"})
+    tool_msg = {"id": f"tool-{uuid.uuid4()}", "role": "tool", "toolCallId": "call_confetti", "content": "shown"}
+    second = sse_events(post(client, "banking", run_input(thread_id, [tool_msg], tools=tools), **alice))
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert second[-1].get("outcome", {"type": "success"})["type"] == "success"
+    assert fake_llm.requests[-1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_confetti", "content": "shown"}
+
+
+def test_forwarded_props_stored_never_sent_to_model(celery_worker_live, fake_llm, client, token_headers):
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    body = run_input(thread_id, [user_msg("hello")], forwardedProps={"secret_flag": "zebra-42"})
+    body.pop("forwardedProps")
+    body["forwarded_props"] = {"secret_flag": "zebra-42"}
+    events = sse_events(post(client, "banking", body, **alice))
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert Run.objects.get(pk=events[0]["runId"]).forwarded_props == {"secret_flag": "zebra-42"}
+    assert "zebra-42" not in json.dumps(fake_llm.requests)
+
+
+@pytest.mark.parametrize("body,field", [(b"not json", "body"), (b"[]", "body"), (json.dumps({"threadId": "t"}), "runId"),
+                                        (json.dumps({"threadId": "t", "runId": "r", "messages": "x"}), "messages")])
+def test_malformed_bodies_get_422(client, token_headers, body, field):
+    resp = client.post("/agui/banking/", body, content_type="application/json", **token_headers("alice"))
+    assert resp.status_code == 422 and field in resp.json()["errors"]
+    assert not Thread.objects.exists()
+
+
+def test_who_may_run(client, token_headers, demo):
+    body = json.dumps(run_input("t-owned", [user_msg("hi")]))
+    assert client.post("/agui/banking/", body, content_type="application/json").status_code == 401
+    assert client.post("/agui/nope/", body, content_type="application/json", **token_headers("alice")).status_code == 404
+    Thread.objects.create(id="t-owned", owner=demo["bob"], agent="banking")
+    resp = client.post("/agui/banking/", body, content_type="application/json", **token_headers("alice"))
+    assert resp.status_code == 403 and not Run.objects.exists()
+    resp = client.post("/agui/banking/", body, content_type="application/json",
+                       HTTP_AUTHORIZATION="Bearer wrong")
+    assert resp.status_code == 401
+    listing = client.get("/agui/", **token_headers("alice")).json()
+    banking = next(a for a in listing["agents"] if a["name"] == "banking")
+    assert {t["name"]: t["approval"] for t in banking["tools"]}["transfer_money"] == "always"
+    assert client.get("/agui/").status_code == 401
+
+
+def test_reused_run_id_conflicts(celery_worker_live, fake_llm, client, token_headers):
+    alice = token_headers("alice")
+    body = run_input(f"thread-{uuid.uuid4()}", [user_msg("hello")])
+    assert sse_events(post(client, "banking", body, **alice))[-1]["type"] == "RUN_FINISHED"
+    resp = post(client, "banking", body, **alice)
+    assert resp.status_code == 409 and resp.json()["code"] == "run_exists"
