@@ -1,0 +1,1056 @@
+/*
+ * chat.js — the chat page: thread creation, the composer, and the AG-UI event stream of one
+ * thread over a WebSocket (one AG-UI event per frame, camelCase JSON).
+ *
+ * Every piece of user, model or tool text is inserted with textContent (or through
+ * markdown.js, which builds DOM nodes only). Nothing here assigns innerHTML.
+ *
+ * For tests: window.aguiChat = {ws, events, state}; document.body.dataset.wsState.
+ */
+(function () {
+  "use strict";
+
+  const configEl = document.getElementById("chat-config");
+  const config = configEl ? JSON.parse(configEl.textContent || "{}") || {} : {};
+  const agents = Array.isArray(config.agents) ? config.agents : [];
+
+  const aguiChat = { ws: null, events: [], state: {}, approvals: {} };
+  window.aguiChat = aguiChat;
+
+  /* ------------------------------------------------------------------ helpers */
+
+  function $(id) {
+    return document.getElementById(id);
+  }
+
+  /* el("div", {class: "x", dataset: {a: 1}, text: "t", hidden: true}, child, "text", ...) */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    if (attrs) {
+      for (const [key, value] of Object.entries(attrs)) {
+        if (value === undefined || value === null || value === false) continue;
+        if (key === "class") node.className = value;
+        else if (key === "text") node.textContent = String(value);
+        else if (key === "dataset") Object.assign(node.dataset, value);
+        else if (key === "hidden") node.hidden = true;
+        else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+        else node.setAttribute(key, value === true ? "" : String(value));
+      }
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function getCookie(name) {
+    for (const part of document.cookie ? document.cookie.split(";") : []) {
+      const [k, ...rest] = part.trim().split("=");
+      if (k === name) return decodeURIComponent(rest.join("="));
+    }
+    return "";
+  }
+
+  async function postJSON(url, body) {
+    const res = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json",
+        "X-CSRFToken": getCookie("csrftoken"),
+      },
+      body: JSON.stringify(body),
+    });
+    let data = null;
+    const text = await res.text();
+    try {
+      data = text ? JSON.parse(text) : {};
+    } catch (e) {
+      data = { message: text.slice(0, 300) };
+    }
+    return { status: res.status, ok: res.ok, data: data || {} };
+  }
+
+  /* Best human-readable message from an error response body. */
+  function errorText(data, status) {
+    if (data) {
+      if (typeof data.message === "string" && data.message) return data.message;
+      if (typeof data.detail === "string" && data.detail) return data.detail;
+      if (typeof data.error === "string" && data.error) return data.error;
+      // DRF validation errors: {field: ["msg", ...], non_field_errors: [...]}
+      const lines = [];
+      for (const [key, value] of Object.entries(data)) {
+        const msgs = Array.isArray(value) ? value.filter((v) => typeof v === "string") : [];
+        if (msgs.length) lines.push((key === "non_field_errors" ? "" : key + ": ") + msgs.join(" "));
+      }
+      if (lines.length) return lines.join("; ");
+    }
+    return "Request failed (HTTP " + status + ").";
+  }
+
+  function prettyJSON(text) {
+    if (typeof text !== "string") {
+      try {
+        return JSON.stringify(text, null, 2);
+      } catch (e) {
+        return String(text);
+      }
+    }
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2);
+    } catch (e) {
+      return text;
+    }
+  }
+
+  function parseArgs(value) {
+    if (value && typeof value === "object") return value;
+    if (typeof value === "string") {
+      try {
+        const parsed = JSON.parse(value);
+        return parsed && typeof parsed === "object" ? parsed : {};
+      } catch (e) {
+        return {};
+      }
+    }
+    return {};
+  }
+
+  function displayValue(v) {
+    if (v === undefined) return "(none)";
+    if (v === null) return "null";
+    if (typeof v === "object") return JSON.stringify(v);
+    return String(v);
+  }
+
+  function formatRemaining(ms) {
+    if (ms <= 0) return "expired";
+    const s = Math.floor(ms / 1000);
+    if (s < 60) return s + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + " min " + String(s % 60).padStart(2, "0") + " s";
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + " h " + String(m % 60).padStart(2, "0") + " min";
+    return Math.floor(h / 24) + " d " + (h % 24) + " h";
+  }
+
+  function tickCountdowns() {
+    const now = Date.now();
+    for (const node of document.querySelectorAll(".countdown[data-expires]")) {
+      const iso = node.dataset.expires;
+      const t = iso ? Date.parse(iso) : NaN;
+      if (!Number.isFinite(t)) continue;
+      const left = t - now;
+      node.textContent = left > 0 ? "expires in " + formatRemaining(left) : "expiry reached";
+      node.classList.toggle("urgent", left > 0 && left < 60000);
+      node.classList.toggle("expired", left <= 0);
+    }
+  }
+
+  /* ------------------------------------------------------------------ new chat */
+
+  const agentSelect = $("agent-select");
+  if (agentSelect) {
+    const showAgentInfo = () => {
+      for (const info of document.querySelectorAll(".agent-info")) {
+        info.hidden = info.dataset.agent !== agentSelect.value;
+      }
+    };
+    agentSelect.addEventListener("change", showAgentInfo);
+    showAgentInfo();
+  }
+
+  const newChatForm = $("new-chat-form");
+  if (newChatForm) {
+    newChatForm.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const button = $("new-chat");
+      const errorBox = $("new-chat-error");
+      errorBox.hidden = true;
+      button.disabled = true;
+      try {
+        const res = await postJSON("/api/threads/", { agent: agentSelect.value });
+        if ((res.status === 201 || res.ok) && res.data && res.data.id !== undefined) {
+          window.location.assign("/chat/" + encodeURIComponent(res.data.id) + "/");
+          return;
+        }
+        errorBox.textContent = errorText(res.data, res.status);
+        errorBox.hidden = false;
+      } catch (e) {
+        errorBox.textContent = "Could not create the chat: " + e.message;
+        errorBox.hidden = false;
+      }
+      button.disabled = false;
+    });
+  }
+
+  if (!config.threadId) {
+    document.body.dataset.wsState = "closed";
+    return;
+  }
+
+  /* ------------------------------------------------------------------ elements */
+
+  const threadId = String(config.threadId);
+  const messagesEl = $("messages");
+  const conversationEl = $("conversation");
+  const orphanEl = $("orphan-approvals");
+  const stateView = $("state-view");
+  const composer = $("composer");
+  const composerForm = $("composer-form");
+  const sendButton = $("send");
+  const composerNote = $("composer-note");
+  const runStatus = $("run-status");
+  const runStatusText = $("run-status-text");
+  const runError = $("run-error");
+  const runErrorText = $("run-error-text");
+  const retryButton = $("retry");
+  const notice = $("chat-notice");
+  const noticeText = $("chat-notice-text");
+  const connStatus = $("conn-status");
+
+  const heading = $("chat-heading");
+  if (heading && !heading.textContent.trim()) {
+    heading.textContent = heading.dataset.agent || "Chat";
+  }
+
+  /* ------------------------------------------------------------------ model */
+
+  const msgEls = new Map(); // messageId -> <article>
+  const msgText = new Map(); // messageId -> raw text (assistant markdown source)
+  const toolCards = new Map(); // toolCallId -> {el, argsEl, argsText, resultEl, name}
+  const toolResults = new Map(); // toolCallId -> result content (arrived before its card)
+  const approvals = new Map(); // approvalId -> Approval
+  const approvalCards = new Map(); // approvalId -> <section> (kept across snapshots)
+  const dirty = new Set(); // messageIds whose markdown needs re-rendering
+  let rafPending = false;
+  let localSeq = 0;
+  let lastUserText = "";
+  let sending = false;
+
+  /* Keep the view pinned to the bottom when the reader is already there. */
+  function nearBottom() {
+    if (!conversationEl) return true;
+    return conversationEl.scrollHeight - conversationEl.scrollTop - conversationEl.clientHeight < 120;
+  }
+  function scrollToBottom() {
+    if (conversationEl) conversationEl.scrollTop = conversationEl.scrollHeight;
+  }
+  function mutate(fn) {
+    const pinned = nearBottom();
+    fn();
+    if (pinned) scrollToBottom();
+  }
+
+  function roleLabel(role) {
+    if (role === "user") return "You";
+    if (role === "assistant") return "Assistant";
+    if (role === "system") return "System";
+    return role || "Message";
+  }
+
+  function createMessageEl(id, role) {
+    const article = el(
+      "article",
+      { class: "msg msg-" + (role || "assistant"), "aria-label": roleLabel(role) + " message" },
+      el("div", { class: "msg-meta", text: roleLabel(role) }),
+      el("div", { class: role === "user" ? "msg-body msg-plain" : "msg-body md" }),
+      el("div", { class: "msg-tools" })
+    );
+    if (id !== undefined && id !== null) {
+      article.dataset.messageId = String(id);
+      msgEls.set(String(id), article);
+    }
+    return article;
+  }
+
+  /* The element of a message, created at the end of the list when unknown. */
+  function ensureMessage(id, role) {
+    const key = String(id);
+    let article = msgEls.get(key);
+    if (!article) {
+      article = createMessageEl(key, role || "assistant");
+      insertBeforePending(article);
+    }
+    return article;
+  }
+
+  /* Messages from the server go before local bubbles that have no id yet. */
+  function insertBeforePending(node) {
+    const firstPending = messagesEl.querySelector(".msg.pending");
+    messagesEl.insertBefore(node, firstPending);
+  }
+
+  function setMessageText(id, text, streaming) {
+    const key = String(id);
+    msgText.set(key, text || "");
+    const article = msgEls.get(key);
+    if (article) article.classList.toggle("streaming", !!streaming);
+    scheduleRender(key);
+  }
+
+  function scheduleRender(key) {
+    dirty.add(key);
+    if (rafPending) return;
+    rafPending = true;
+    requestAnimationFrame(flushRender);
+  }
+
+  function flushRender() {
+    rafPending = false;
+    mutate(() => {
+      for (const key of dirty) {
+        const article = msgEls.get(key);
+        if (!article) continue;
+        const body = article.querySelector(".msg-body");
+        const text = msgText.get(key) || "";
+        if (article.classList.contains("msg-user")) body.textContent = text;
+        else body.replaceChildren(window.renderMarkdown ? window.renderMarkdown(text) : document.createTextNode(text));
+        body.hidden = !text && !article.classList.contains("streaming");
+      }
+      dirty.clear();
+    });
+  }
+
+  /* The assistant message that a tool call without parentMessageId belongs to. */
+  function lastAssistantMessage() {
+    const items = messagesEl.querySelectorAll(".msg:not(.pending)");
+    const last = items[items.length - 1];
+    if (last && last.classList.contains("msg-assistant")) return last;
+    const article = createMessageEl("local-" + ++localSeq, "assistant");
+    insertBeforePending(article);
+    return article;
+  }
+
+  function ensureToolCard(toolCallId, name, parentMessageId) {
+    const key = String(toolCallId);
+    let card = toolCards.get(key);
+    if (card) {
+      if (name && !card.name) {
+        card.name = name;
+        card.nameEl.textContent = name;
+      }
+      return card;
+    }
+    const parent = parentMessageId ? ensureMessage(parentMessageId, "assistant") : lastAssistantMessage();
+    const nameEl = el("code", { class: "tool-name", text: name || "tool" });
+    const argsEl = el("pre", { class: "tool-args" });
+    const resultEl = el("pre", { class: "tool-result-body" });
+    const resultBox = el("div", { class: "tool-result", hidden: true }, el("div", { class: "tool-section-label", text: "Result" }), resultEl);
+    const root = el(
+      "div",
+      { class: "tool-card streaming", dataset: { toolCallId: key }, role: "group", "aria-label": "Tool call " + (name || "") },
+      el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true", text: "🔧" }), " ", nameEl),
+      el("details", { class: "tool-args-box", open: true }, el("summary", { text: "Arguments" }), argsEl),
+      el("div", { class: "approval-slot" }),
+      resultBox
+    );
+    card = { el: root, nameEl, argsEl, argsText: "", resultEl, resultBox, name: name || "" };
+    toolCards.set(key, card);
+    parent.querySelector(".msg-tools").appendChild(root);
+    if (toolResults.has(key)) setToolResult(key, toolResults.get(key));
+    // An approval that arrived before its tool card moves into the card.
+    for (const approval of approvals.values()) {
+      if (String(approval.toolCallId) === key) renderApproval(approval);
+    }
+    return card;
+  }
+
+  function setToolArgs(card, text, done) {
+    card.argsText = text;
+    card.argsEl.textContent = done ? prettyJSON(text) : text;
+    card.el.classList.toggle("streaming", !done);
+  }
+
+  function setToolResult(toolCallId, content) {
+    const key = String(toolCallId);
+    toolResults.set(key, content);
+    const card = toolCards.get(key);
+    if (!card) return;
+    card.resultEl.textContent = prettyJSON(typeof content === "string" ? content : JSON.stringify(content));
+    card.resultBox.hidden = false;
+    card.el.classList.remove("streaming");
+    card.el.classList.add("has-result");
+    // Long arguments stay out of the way once the call is done.
+    if (card.argsText && card.argsText.length > 400) card.el.querySelector(".tool-args-box").open = false;
+  }
+
+  /* ------------------------------------------------------------------ snapshot */
+
+  function renderSnapshot(messages) {
+    mutate(() => {
+      const pending = Array.from(messagesEl.querySelectorAll(".msg.pending"));
+      messagesEl.replaceChildren();
+      msgEls.clear();
+      msgText.clear();
+      toolCards.clear();
+      toolResults.clear();
+      dirty.clear();
+
+      for (const m of messages || []) {
+        if (!m || m.role === "tool") continue;
+        if (m.role === "system" || m.role === "developer") continue;
+        const article = createMessageEl(m.id !== undefined ? m.id : "local-" + ++localSeq, m.role);
+        messagesEl.appendChild(article);
+        const text = typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p) => (p && p.text) || "").join("") : "";
+        msgText.set(article.dataset.messageId, text);
+        dirty.add(article.dataset.messageId);
+        for (const tc of m.toolCalls || []) {
+          const fn = tc.function || {};
+          const card = ensureToolCard(tc.id, fn.name, article.dataset.messageId);
+          setToolArgs(card, fn.arguments || "", true);
+        }
+      }
+      for (const m of messages || []) {
+        if (m && m.role === "tool" && m.toolCallId !== undefined) setToolResult(m.toolCallId, m.content);
+      }
+      for (const p of pending) messagesEl.appendChild(p);
+      // Approvals whose tool card is known now move into it.
+      orphanEl.replaceChildren();
+      for (const approval of approvals.values()) renderApproval(approval);
+    });
+    flushRender();
+  }
+
+  /* ------------------------------------------------------------------ state */
+
+  function decodePointer(path) {
+    if (path === "") return [];
+    if (typeof path !== "string" || path[0] !== "/") throw new Error("bad pointer " + path);
+    return path.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  }
+
+  function resolveParent(doc, tokens) {
+    let node = doc;
+    for (const t of tokens.slice(0, -1)) {
+      if (node === null || typeof node !== "object" || !(t in node)) throw new Error("missing " + t);
+      node = node[t];
+    }
+    if (node === null || typeof node !== "object") throw new Error("not a container");
+    return node;
+  }
+
+  function getAt(doc, path) {
+    let node = doc;
+    for (const t of decodePointer(path)) {
+      if (node === null || typeof node !== "object" || !(t in node)) throw new Error("missing " + t);
+      node = node[t];
+    }
+    return node;
+  }
+
+  function clone(v) {
+    return v === undefined ? undefined : JSON.parse(JSON.stringify(v));
+  }
+
+  function arrayIndex(arr, token, forAdd) {
+    if (forAdd && token === "-") return arr.length;
+    if (!/^(0|[1-9]\d*)$/.test(token)) throw new Error("bad index " + token);
+    const i = Number(token);
+    if (i > arr.length || (!forAdd && i >= arr.length)) throw new Error("index out of range");
+    return i;
+  }
+
+  function addAt(doc, path, value) {
+    const tokens = decodePointer(path);
+    if (!tokens.length) return value;
+    const parent = resolveParent(doc, tokens);
+    const last = tokens[tokens.length - 1];
+    if (Array.isArray(parent)) parent.splice(arrayIndex(parent, last, true), 0, value);
+    else parent[last] = value;
+    return doc;
+  }
+
+  function removeAt(doc, path) {
+    const tokens = decodePointer(path);
+    if (!tokens.length) throw new Error("cannot remove root");
+    const parent = resolveParent(doc, tokens);
+    const last = tokens[tokens.length - 1];
+    if (Array.isArray(parent)) parent.splice(arrayIndex(parent, last, false), 1);
+    else if (last in parent) delete parent[last];
+    else throw new Error("missing " + last);
+    return doc;
+  }
+
+  function replaceAt(doc, path, value) {
+    const tokens = decodePointer(path);
+    if (!tokens.length) return value;
+    const parent = resolveParent(doc, tokens);
+    const last = tokens[tokens.length - 1];
+    if (Array.isArray(parent)) parent[arrayIndex(parent, last, false)] = value;
+    else if (last in parent) parent[last] = value;
+    else throw new Error("missing " + last);
+    return doc;
+  }
+
+  /* Apply RFC 6902 operations to a copy of `doc`; throws when any operation fails. */
+  function applyPatch(doc, ops) {
+    let out = clone(doc);
+    for (const op of ops || []) {
+      switch (op.op) {
+        case "add":
+          out = addAt(out, op.path, clone(op.value));
+          break;
+        case "remove":
+          out = removeAt(out, op.path);
+          break;
+        case "replace":
+          out = replaceAt(out, op.path, clone(op.value));
+          break;
+        case "move": {
+          const value = getAt(out, op.from);
+          out = removeAt(out, op.from);
+          out = addAt(out, op.path, value);
+          break;
+        }
+        case "copy":
+          out = addAt(out, op.path, clone(getAt(out, op.from)));
+          break;
+        case "test":
+          if (JSON.stringify(getAt(out, op.path)) !== JSON.stringify(op.value)) throw new Error("test failed");
+          break;
+        default:
+          throw new Error("unknown op " + op.op);
+      }
+    }
+    return out;
+  }
+
+  function setState(next) {
+    aguiChat.state = next === undefined ? {} : next;
+    stateView.textContent = JSON.stringify(aguiChat.state, null, 2);
+  }
+
+  /* ------------------------------------------------------------------ approvals */
+
+  const STATUS_LABELS = {
+    pending: "Pending",
+    approved: "Approved",
+    modified: "Approved with edits",
+    rejected: "Rejected",
+    expired: "Expired",
+    cancelled: "Cancelled",
+  };
+
+  function approverText(approval) {
+    const approver = approval.approver || {};
+    if (approver.kind === "group") return "Awaiting review by " + (approver.group || "a reviewer");
+    if (approver.kind === "requester") return approval.canDecide ? "Waiting for your decision" : "Waiting for the requester's decision";
+    return "Awaiting review";
+  }
+
+  function diffArgs(before, after) {
+    const a = parseArgs(before);
+    const b = parseArgs(after);
+    const keys = Array.from(new Set([...Object.keys(a), ...Object.keys(b)]));
+    return keys
+      .filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]))
+      .map((k) => ({ field: k, from: a[k], to: b[k] }));
+  }
+
+  function renderApproval(approval) {
+    const id = String(approval.approvalId);
+    let card = approvalCards.get(id);
+    const keepActions = card && approval.status === "pending" && approval.canDecide ? card.querySelector(".approval-actions") : null;
+    if (!card) {
+      card = el("section", { class: "approval-card", dataset: { approvalId: id } });
+      approvalCards.set(id, card);
+    }
+    card.className = "approval-card status-" + (approval.status || "pending");
+    card.setAttribute("aria-label", "Approval request for " + (approval.toolCallName || "tool call"));
+
+    const status = approval.status || "pending";
+    const head = el(
+      "div",
+      { class: "approval-head" },
+      el("span", { class: "badge status-badge status-" + status, text: STATUS_LABELS[status] || status })
+    );
+    if (status === "pending") {
+      head.appendChild(el("span", { class: "approval-who", text: approverText(approval) }));
+      if (approval.expiresAt) head.appendChild(el("span", { class: "countdown", dataset: { expires: approval.expiresAt } }));
+    } else if (approval.decidedBy) {
+      head.appendChild(el("span", { class: "approval-who", text: "by " + approval.decidedBy }));
+    }
+
+    const parts = [head];
+    if (approval.message) parts.push(el("p", { class: "approval-message", text: approval.message }));
+
+    const steps = Array.isArray(approval.steps) ? approval.steps : [];
+    if (steps.length > 1) {
+      parts.push(
+        el(
+          "ol",
+          { class: "approval-steps", "aria-label": "Steps" },
+          ...steps.map((s) => el("li", null, el("code", { text: s.toolCallName || "" }), " ", el("span", { class: "muted", text: displayValue(parseArgs(s.arguments)) })))
+        )
+      );
+    }
+
+    if (status === "modified" || (status === "approved" && approval.finalArguments)) {
+      const changes = diffArgs(approval.arguments, approval.finalArguments || approval.arguments);
+      if (changes.length) {
+        parts.push(
+          el(
+            "ul",
+            { class: "approval-diff", "aria-label": "Changed arguments" },
+            ...changes.map((c) =>
+              el(
+                "li",
+                null,
+                el("code", { text: c.field }),
+                ": ",
+                el("del", { text: displayValue(c.from) }),
+                " → ",
+                el("ins", { text: displayValue(c.to) })
+              )
+            )
+          )
+        );
+      }
+    }
+    if (status === "rejected" && approval.feedback) {
+      parts.push(el("blockquote", { class: "approval-feedback", text: approval.feedback }));
+    } else if (approval.feedback && status !== "pending") {
+      parts.push(el("p", { class: "approval-note muted", text: "Note: " + approval.feedback }));
+    }
+
+    if (status === "pending" && approval.canDecide) {
+      parts.push(keepActions || buildActions(approval));
+    }
+
+    card.replaceChildren(...parts);
+
+    // Place it inside its tool card, or at the end of the conversation.
+    const tool = toolCards.get(String(approval.toolCallId));
+    const slot = tool ? tool.el.querySelector(".approval-slot") : orphanEl;
+    if (card.parentNode !== slot) slot.appendChild(card);
+    tickCountdowns();
+  }
+
+  function buildActions(approval) {
+    const id = String(approval.approvalId);
+    const errorBox = el("div", { class: "approval-error field-error", role: "alert", hidden: true });
+    const editorId = "edit-" + id;
+    const feedbackId = "feedback-" + id;
+
+    const editText = el("textarea", { id: editorId, class: "mono", rows: 6, spellcheck: "false" });
+    editText.value = prettyJSON(typeof approval.arguments === "string" ? approval.arguments : JSON.stringify(approval.arguments || {}));
+    const editBox = el(
+      "div",
+      { class: "approval-editor", hidden: true },
+      el("label", { for: editorId, text: "Arguments (JSON)" }),
+      editText,
+      el("div", { class: "btn-row" },
+        el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve-edits" }, text: "Approve with edits" }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
+    );
+
+    const feedbackText = el("textarea", { id: feedbackId, rows: 3, placeholder: "Tell the agent why (optional)" });
+    const rejectBox = el(
+      "div",
+      { class: "approval-editor", hidden: true },
+      el("label", { for: feedbackId, text: "Feedback for the agent (optional)" }),
+      feedbackText,
+      el("div", { class: "btn-row" },
+        el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "confirm-reject" }, text: "Reject" }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
+    );
+
+    const buttons = el(
+      "div",
+      { class: "btn-row approval-buttons" },
+      el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve" }, text: "Approve" }),
+      el("button", { type: "button", class: "btn btn-small", dataset: { act: "edit" }, text: "Edit", "aria-expanded": "false", "aria-controls": editorId }),
+      el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "reject" }, text: "Reject", "aria-expanded": "false", "aria-controls": feedbackId })
+    );
+
+    const box = el("div", { class: "approval-actions" }, buttons, editBox, rejectBox, errorBox);
+
+    const showError = (lines) => {
+      errorBox.replaceChildren(...lines.map((line) => el("div", { text: line })));
+      errorBox.hidden = !lines.length;
+    };
+    const setBusy = (busy) => {
+      for (const b of box.querySelectorAll("button")) b.disabled = busy;
+    };
+    const decide = async (payload) => {
+      showError([]);
+      setBusy(true);
+      try {
+        const res = await postJSON("/api/approvals/" + encodeURIComponent(id) + "/decide/", payload);
+        if (res.ok) {
+          const current = approvals.get(id) || approval;
+          const merged = Object.assign({}, current, pickApprovalFields(res.data));
+          merged.canDecide = merged.status === "pending" ? current.canDecide : false;
+          upsertApproval(merged);
+          return;
+        }
+        if (res.status === 409) {
+          showError(["This request was already decided; waiting for the update…"]);
+          return;
+        }
+        const lines = [];
+        const data = res.data || {};
+        if (data.arguments && typeof data.arguments === "object") {
+          for (const [field, errs] of Object.entries(data.arguments)) {
+            lines.push(field + ": " + (Array.isArray(errs) ? errs.join(" ") : displayValue(errs)));
+          }
+        }
+        if (data.feedback) lines.push("feedback: " + (Array.isArray(data.feedback) ? data.feedback.join(" ") : displayValue(data.feedback)));
+        if (!lines.length) lines.push(errorText(data, res.status));
+        showError(lines);
+        setBusy(false);
+      } catch (e) {
+        showError(["Network error: " + e.message]);
+        setBusy(false);
+      }
+    };
+
+    box.addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-act]");
+      if (!button || button.disabled) return;
+      const act = button.dataset.act;
+      const editButton = buttons.querySelector('[data-act="edit"]');
+      const rejectButton = buttons.querySelector('[data-act="reject"]');
+      if (act === "approve") {
+        decide({ decision: "approve" });
+      } else if (act === "edit") {
+        rejectBox.hidden = true;
+        rejectButton.setAttribute("aria-expanded", "false");
+        editBox.hidden = !editBox.hidden;
+        editButton.setAttribute("aria-expanded", String(!editBox.hidden));
+        if (!editBox.hidden) editText.focus();
+      } else if (act === "reject") {
+        editBox.hidden = true;
+        editButton.setAttribute("aria-expanded", "false");
+        rejectBox.hidden = !rejectBox.hidden;
+        rejectButton.setAttribute("aria-expanded", String(!rejectBox.hidden));
+        if (!rejectBox.hidden) feedbackText.focus();
+      } else if (act === "cancel") {
+        editBox.hidden = true;
+        rejectBox.hidden = true;
+        editButton.setAttribute("aria-expanded", "false");
+        rejectButton.setAttribute("aria-expanded", "false");
+        showError([]);
+      } else if (act === "approve-edits") {
+        let args;
+        try {
+          args = JSON.parse(editText.value);
+        } catch (e) {
+          showError(["The arguments are not valid JSON: " + e.message]);
+          return;
+        }
+        if (!args || typeof args !== "object" || Array.isArray(args)) {
+          showError(["The arguments must be a JSON object."]);
+          return;
+        }
+        decide({ decision: "approve", arguments: args });
+      } else if (act === "confirm-reject") {
+        const feedback = feedbackText.value.trim();
+        decide(feedback ? { decision: "reject", feedback } : { decision: "reject" });
+      }
+    });
+    return box;
+  }
+
+  /* Map a REST approval (camelCase or snake_case) onto the socket's Approval shape. */
+  function pickApprovalFields(data) {
+    const out = {};
+    if (!data || typeof data !== "object") return out;
+    const map = {
+      status: "status",
+      feedback: "feedback",
+      finalArguments: "finalArguments",
+      final_arguments: "finalArguments",
+      decidedBy: "decidedBy",
+      decided_by: "decidedBy",
+    };
+    for (const [from, to] of Object.entries(map)) {
+      if (data[from] !== undefined && data[from] !== null) out[to] = data[from];
+    }
+    return out;
+  }
+
+  function upsertApproval(approval) {
+    if (!approval || approval.approvalId === undefined) return;
+    const id = String(approval.approvalId);
+    approvals.set(id, approval);
+    aguiChat.approvals[id] = approval;
+    mutate(() => renderApproval(approval));
+    updateComposer();
+  }
+
+  /* ------------------------------------------------------------------ composer */
+
+  function blockingApproval() {
+    for (const a of approvals.values()) {
+      if (a.status === "pending" && a.canDecide && a.approver && a.approver.kind === "requester") return a;
+    }
+    return null;
+  }
+
+  function updateComposer() {
+    const blocker = blockingApproval();
+    composer.disabled = !!blocker;
+    sendButton.disabled = !!blocker || sending;
+    if (blocker) composerNote.textContent = "Approve or reject the pending request above to continue.";
+    else composerNote.textContent = "";
+  }
+
+  function showNotice(text) {
+    noticeText.textContent = text;
+    notice.hidden = false;
+  }
+
+  function hideBanners() {
+    notice.hidden = true;
+    runError.hidden = true;
+  }
+
+  async function send(text) {
+    if (!text || !text.trim() || sending || blockingApproval()) return false;
+    hideBanners();
+    lastUserText = text;
+    const bubble = createMessageEl(null, "user");
+    bubble.classList.add("pending");
+    bubble.querySelector(".msg-body").textContent = text;
+    mutate(() => messagesEl.appendChild(bubble));
+    scrollToBottom();
+    sending = true;
+    updateComposer();
+    try {
+      const res = await postJSON("/api/threads/" + encodeURIComponent(threadId) + "/messages/", { content: text });
+      if (res.ok && res.data) {
+        const id = res.data.message_id !== undefined ? String(res.data.message_id) : null;
+        if (id && msgEls.has(id)) {
+          bubble.remove(); // already rendered from a snapshot
+        } else {
+          bubble.classList.remove("pending");
+          if (id) {
+            bubble.dataset.messageId = id;
+            msgEls.set(id, bubble);
+            msgText.set(id, text);
+          }
+        }
+        return true;
+      }
+      bubble.remove();
+      if (!composer.value) composer.value = text;
+      showNotice(errorText(res.data, res.status));
+      return false;
+    } catch (e) {
+      bubble.remove();
+      if (!composer.value) composer.value = text;
+      showNotice("Could not send the message: " + e.message);
+      return false;
+    } finally {
+      sending = false;
+      updateComposer();
+    }
+  }
+
+  composerForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = composer.value;
+    if (!text.trim() || sending || blockingApproval()) return;
+    composer.value = "";
+    send(text);
+  });
+  composer.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && !event.altKey && !event.ctrlKey && !event.metaKey) {
+      event.preventDefault();
+      composerForm.requestSubmit ? composerForm.requestSubmit() : composerForm.dispatchEvent(new Event("submit", { cancelable: true }));
+    }
+  });
+  retryButton.addEventListener("click", () => {
+    let text = lastUserText;
+    if (!text) {
+      const users = messagesEl.querySelectorAll(".msg-user .msg-body");
+      if (users.length) text = users[users.length - 1].textContent;
+    }
+    if (text) send(text);
+  });
+  for (const button of document.querySelectorAll("[data-dismiss]")) {
+    button.addEventListener("click", () => {
+      const target = $(button.dataset.dismiss);
+      if (target) target.hidden = true;
+    });
+  }
+
+  /* ------------------------------------------------------------------ run status */
+
+  function setRunStatus(kind, text) {
+    if (kind === "idle") {
+      runStatus.hidden = true;
+      runStatus.dataset.state = "idle";
+      return;
+    }
+    runStatus.hidden = false;
+    runStatus.dataset.state = kind;
+    runStatusText.textContent = text;
+  }
+
+  /* ------------------------------------------------------------------ events */
+
+  function handleEvent(ev) {
+    if (!ev || typeof ev !== "object") return;
+    aguiChat.events.push(ev);
+    switch (ev.type) {
+      case "MESSAGES_SNAPSHOT":
+        renderSnapshot(ev.messages);
+        break;
+      case "STATE_SNAPSHOT":
+        setState(ev.snapshot);
+        break;
+      case "STATE_DELTA":
+        try {
+          setState(applyPatch(aguiChat.state, ev.delta));
+        } catch (e) {
+          // Out of sync: keep the last good state until the next snapshot.
+          console.warn("STATE_DELTA not applied:", e.message);
+        }
+        break;
+      case "RUN_STARTED":
+        runError.hidden = true;
+        setRunStatus("running", "Running…");
+        break;
+      case "RUN_FINISHED": {
+        const outcome = ev.outcome || {};
+        if (outcome.type === "interrupt") setRunStatus("paused", "Paused: waiting for approval.");
+        else if (outcome.type === "cancelled") setRunStatus("cancelled", "Run cancelled.");
+        else setRunStatus("idle");
+        for (const article of messagesEl.querySelectorAll(".msg.streaming")) article.classList.remove("streaming");
+        break;
+      }
+      case "RUN_ERROR":
+        setRunStatus("idle");
+        runErrorText.textContent = ev.message || "The run failed.";
+        runError.hidden = false;
+        for (const article of messagesEl.querySelectorAll(".msg.streaming")) article.classList.remove("streaming");
+        break;
+      case "TEXT_MESSAGE_START": {
+        const article = ensureMessage(ev.messageId, ev.role || "assistant");
+        setMessageText(ev.messageId, "", true);
+        article.querySelector(".msg-body").hidden = false;
+        break;
+      }
+      case "TEXT_MESSAGE_CONTENT": {
+        const key = String(ev.messageId);
+        if (!msgEls.has(key)) ensureMessage(key, "assistant");
+        setMessageText(key, (msgText.get(key) || "") + (ev.delta || ""), true);
+        break;
+      }
+      case "TEXT_MESSAGE_END": {
+        const article = msgEls.get(String(ev.messageId));
+        if (article) article.classList.remove("streaming");
+        scheduleRender(String(ev.messageId));
+        break;
+      }
+      case "TOOL_CALL_START":
+        mutate(() => ensureToolCard(ev.toolCallId, ev.toolCallName, ev.parentMessageId));
+        break;
+      case "TOOL_CALL_ARGS": {
+        const card = toolCards.get(String(ev.toolCallId)) || ensureToolCard(ev.toolCallId, "", null);
+        mutate(() => setToolArgs(card, card.argsText + (ev.delta || ""), false));
+        break;
+      }
+      case "TOOL_CALL_END": {
+        const card = toolCards.get(String(ev.toolCallId));
+        if (card) setToolArgs(card, card.argsText, true);
+        break;
+      }
+      case "TOOL_CALL_RESULT":
+        mutate(() => setToolResult(ev.toolCallId, ev.content));
+        break;
+      case "CUSTOM":
+        if (ev.name === "approvals") {
+          const list = (ev.value && ev.value.approvals) || [];
+          for (const a of list) upsertApproval(a);
+        } else if (ev.name === "approval_request" || ev.name === "approval_response") {
+          upsertApproval(ev.value);
+        }
+        break;
+      default:
+        break; // unknown event types are ignored
+    }
+  }
+
+  /* ------------------------------------------------------------------ socket */
+
+  let attempt = 0;
+  let reconnectTimer = null;
+
+  function setWsState(value) {
+    document.body.dataset.wsState = value;
+    if (connStatus) {
+      connStatus.textContent = value === "open" ? "" : value === "connecting" ? "Connecting…" : "Reconnecting…";
+      connStatus.dataset.state = value;
+    }
+  }
+
+  function connect() {
+    clearTimeout(reconnectTimer);
+    reconnectTimer = null;
+    if (!config.wsPath) {
+      setWsState("closed");
+      return;
+    }
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + config.wsPath;
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch (e) {
+      scheduleReconnect();
+      return;
+    }
+    aguiChat.ws = ws;
+    if (document.body.dataset.wsState !== "open") setWsState("connecting");
+    ws.addEventListener("open", () => {
+      attempt = 0;
+      setWsState("open");
+    });
+    ws.addEventListener("message", (msg) => {
+      let data;
+      try {
+        data = JSON.parse(msg.data);
+      } catch (e) {
+        console.warn("Ignoring a frame that is not JSON");
+        return;
+      }
+      for (const ev of Array.isArray(data) ? data : [data]) {
+        try {
+          handleEvent(ev);
+        } catch (e) {
+          console.error("Failed to handle event", ev && ev.type, e);
+        }
+      }
+    });
+    ws.addEventListener("close", () => {
+      if (aguiChat.ws !== ws) return;
+      setWsState("closed");
+      scheduleReconnect();
+    });
+  }
+
+  function scheduleReconnect() {
+    if (reconnectTimer) return;
+    const base = Math.min(8000, 500 * Math.pow(2, attempt));
+    attempt += 1;
+    const delay = base / 2 + Math.random() * (base / 2);
+    reconnectTimer = setTimeout(connect, delay);
+  }
+
+  window.addEventListener("online", () => {
+    if (document.body.dataset.wsState !== "open") {
+      attempt = 0;
+      connect();
+    }
+  });
+
+  setState({});
+  updateComposer();
+  setInterval(tickCountdowns, 1000);
+  connect();
+})();
