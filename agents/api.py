@@ -95,4 +95,13 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return Run.objects.filter(thread__owner=self.request.user).order_by("-created_at")
 
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Stop the run: 202 when a stop was requested, 409 when it has already ended."""
+        run = self.get_object()
+        if not services.cancel_run(run, request.user):
+            return Response({"message": f"the run already ended ({run.status})", "code": "run_ended"}, status=409)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
 

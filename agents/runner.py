@@ -2,6 +2,7 @@
 
 import json
 import logging
+import time
 import uuid
 
 from ag_ui.core import (
@@ -36,11 +37,16 @@ from .catalog import get_agent
 from .events import EventStream
 from .llm import ModelError, ModelUnavailable, TextDelta, get_model
 from .models import Message, Run, ToolCall
-from .services import add_message
+from .services import add_message, cancel_requested
 from .tools import ToolContext, ToolError
 
 log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 6
+CANCEL_CHECK_SECONDS = 0.05  # how often a streaming run looks for a Stop
+
+
+class RunCancelled(Exception):
+    pass
 
 
 def run_agent(run_id):
@@ -75,6 +81,8 @@ class Runner:
         self.agent = get_agent(self.thread.agent)
         self.model = get_model()
         self.stream = EventStream(self.thread.id)
+        self._cancel_checked = 0.0
+        self._text_open = False
 
     def emit(self, event):
         self.stream.emit(event)
@@ -100,6 +108,8 @@ class Runner:
                 self.finish(Run.Status.SUCCEEDED, RunFinishedSuccessOutcome(pending_tool_call_ids=client_calls))
             else:
                 self.finish(Run.Status.SUCCEEDED)
+        except RunCancelled:
+            self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
         except ModelUnavailable as exc:
             log.warning("run %s: model unavailable: %s", self.run.pk, exc)
             self.fail("model_unavailable", "The model could not be reached. Try again in a moment.")
@@ -125,6 +135,7 @@ class Runner:
 
     def loop(self):
         for _turn in range(settings.AGUI_MAX_TURNS):
+            self.check_cancelled(force=True)
             message_id, text, calls = self.stream_model(self.model_messages())
             assistant = add_message(
                 self.thread, Message.Role.ASSISTANT, text, run=self.run, message_id=message_id,
@@ -183,22 +194,51 @@ class Runner:
     def stream_model(self, messages):
         """Stream one model turn as AG-UI events; returns (message id, text, [tool calls])."""
         message_id = str(uuid.uuid4())
-        text, text_open, calls = [], False, {}
+        text, calls = [], {}
+        self._text_open = False
+        try:
+            self._stream_deltas(messages, message_id, text, calls)
+        except RunCancelled:
+            self._close_open(message_id, calls)
+            if text:  # keep what was already said
+                add_message(self.thread, Message.Role.ASSISTANT, "".join(text), run=self.run, message_id=message_id)
+            raise
+        self._close_open(message_id, calls)
+        return message_id, "".join(text), list(calls.values())
+
+    def _close_open(self, message_id, calls):
+        """END what was started, so the protocol stays balanced."""
+        if self._text_open:
+            self.emit(TextMessageEndEvent(message_id=message_id))
+            self._text_open = False
+        for call in calls.values():
+            self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
+
+    def check_cancelled(self, force=False):
+        now = time.monotonic()
+        if not force and now - self._cancel_checked < CANCEL_CHECK_SECONDS:
+            return
+        self._cancel_checked = now
+        if cancel_requested(self.run.pk):
+            raise RunCancelled()
+
+    def _stream_deltas(self, messages, message_id, text, calls):
         for delta in self.model.stream(messages, self.tool_specs()):
+            self.check_cancelled()
             if isinstance(delta, TextDelta):
                 if not delta.text:
                     continue
-                if not text_open:
+                if not self._text_open:
                     self.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
-                    text_open = True
+                    self._text_open = True
                 text.append(delta.text)
                 self.emit(TextMessageContentEvent(message_id=message_id, delta=delta.text))
                 continue
             call = calls.get(delta.index)
             if call is None:
-                if text_open:  # the protocol wants the text closed before a tool call opens
+                if self._text_open:  # the protocol wants the text closed before a tool call opens
                     self.emit(TextMessageEndEvent(message_id=message_id))
-                    text_open = False
+                    self._text_open = False
                 call = calls[delta.index] = {
                     "id": delta.id or f"call_{uuid.uuid4().hex[:24]}", "name": delta.name or "", "arguments": ""
                 }
@@ -207,11 +247,6 @@ class Runner:
             if delta.arguments:
                 call["arguments"] += delta.arguments
                 self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=delta.arguments))
-        if text_open:
-            self.emit(TextMessageEndEvent(message_id=message_id))
-        for call in calls.values():
-            self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
-        return message_id, "".join(text), list(calls.values())
 
     # --- tool calls -----------------------------------------------------------------------
 

@@ -225,3 +225,33 @@ def apply_resume(thread, user, entries, run_id):
             code = "expired"
         detail = f": {exc.errors}" if exc.errors else ""
         raise ResumeError(code, exc.message + detail) from exc
+
+
+def cancel_key(run_id):
+    return f"agui:cancel:{run_id}"
+
+
+def cancel_requested(run_id):
+    return bool(events.redis_client().exists(cancel_key(run_id)))
+
+
+def cancel_run(run, user):
+    """Stop: a queued run never starts, a running one stops at its next check, a paused one withdraws its requests."""
+    from ag_ui.core import RunFinishedCancelledOutcome, RunFinishedEvent
+
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status == Run.Status.QUEUED:
+            run.status = Run.Status.CANCELLED
+            run.save(update_fields=["status"])
+            # RUN_STARTED is already on the stream: close it for every listener
+            transaction.on_commit(lambda: events.append(run.thread_id, RunFinishedEvent(
+                thread_id=run.thread_id, run_id=run.pk, outcome=RunFinishedCancelledOutcome())))
+        elif run.status == Run.Status.RUNNING:
+            events.redis_client().set(cancel_key(run.pk), "1", ex=3600)
+        elif run.status == Run.Status.INTERRUPTED:
+            for request in ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING):
+                approval_services.cancel(request.pk, user, reason="the user stopped the run")
+        else:
+            return False
+    return True

@@ -107,3 +107,26 @@ def test_healthz_counts_the_live_worker(celery_worker_live, client):
     assert resp.status_code == 200, resp.content
     body = resp.json()
     assert body["db"] == "ok" and body["redis"] == "ok" and body["workers"] >= 1
+
+
+def test_stop_cancels_a_streaming_run_and_the_thread_stays_usable(celery_worker_live, fake_llm, api):
+    fake_llm.push({"text": " ".join(f"word{i}" for i in range(400)), "delay": 0.02})
+    alice = api("alice")
+    thread = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    run_id = alice.post(f"/api/threads/{thread}/messages/", {"content": "talk a lot"}, format="json").json()["run_id"]
+    wait_for_event(thread, lambda e: e["type"] == "TEXT_MESSAGE_CONTENT")
+    resp = alice.post(f"/api/runs/{run_id}/cancel/")
+    assert resp.status_code == 202, resp.content
+    event, _ = wait_for_event(thread, finished(run_id))
+    assert event["type"] == "RUN_FINISHED" and event["outcome"] == {"type": "cancelled"}
+    types = [e["type"] for e in stream_events(thread)]
+    assert types.count("TEXT_MESSAGE_START") == types.count("TEXT_MESSAGE_END") == 1
+    assert alice.get(f"/api/runs/{run_id}/").json()["status"] == "cancelled"
+    assert alice.post(f"/api/runs/{run_id}/cancel/").status_code == 409
+    # the partial answer is kept, and the thread takes the next message
+    messages = alice.get(f"/api/threads/{thread}/messages/").json()
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"].startswith("word0")
+    nxt = alice.post(f"/api/threads/{thread}/messages/", {"content": "hello"}, format="json")
+    assert nxt.status_code == 202
+    event, _ = wait_for_event(thread, finished(nxt.json()["run_id"]))
+    assert event["type"] == "RUN_FINISHED"
