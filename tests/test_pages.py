@@ -1,0 +1,97 @@
+"""Server-rendered pages: who may open them, the decision form, escaping."""
+
+import pytest
+
+from approvals.models import ApprovalRequest
+from tests.helpers import transfer_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def login(client, demo):
+    def as_user(username):
+        client.force_login(demo[username])
+        return client
+
+    return as_user
+
+
+@pytest.mark.parametrize("url", ["/", "/chat/", "/inbox/"])
+def test_pages_need_login(client, url):
+    resp = client.get(url)
+    assert resp.status_code == 302 and resp["Location"].startswith("/accounts/login/")
+
+
+def test_home_sends_reviewers_to_inbox_and_others_to_chat(login):
+    assert login("alice").get("/")["Location"] == "/chat/"
+    assert login("finn").get("/")["Location"] == "/inbox/"
+
+
+def test_end_users_may_not_open_the_inbox(login, demo):
+    req = transfer_request(demo["alice"])
+    client = login("alice")
+    assert client.get("/inbox/").status_code == 403
+    assert client.get(f"/inbox/{req.pk}/").status_code == 403
+
+
+def test_chat_page_shows_own_threads_only(login, api):
+    bob_thread = api("bob").post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    client = login("alice")
+    page = client.get("/chat/")
+    assert page.status_code == 200 and b"Offline demo model" in page.content
+    assert client.get(f"/chat/{bob_thread}/").status_code == 404
+
+
+def test_inbox_lists_pending_for_finance_and_partial_refresh(login, demo):
+    req = transfer_request(demo["alice"])
+    client = login("finn")
+    page = client.get("/inbox/")
+    assert page.status_code == 200 and req.description.encode() in page.content
+    rows = client.get("/inbox/?partial=rows")
+    assert rows["X-Pending-Count"] == "1" and req.pk.encode() in rows.content
+    assert req.pk.encode() not in login("rita").get("/inbox/?partial=rows").content
+
+
+def test_detail_edit_and_approve_through_the_form(login, demo):
+    req = transfer_request(demo["alice"])
+    client = login("finn")
+    page = client.get(f"/inbox/{req.pk}/")
+    assert page.status_code == 200 and b'name="arg__amount"' in page.content
+    form = {"arg__from_account": "1234567890", "arg__to_account": "0987654321", "arg__currency": "USD"}
+    bad = client.post(f"/inbox/{req.pk}/", {**form, "arg__amount": "-3", "action": "approve"})
+    assert bad.status_code == 400 and b"greater than 0" in bad.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    ok = client.post(f"/inbox/{req.pk}/", {**form, "arg__amount": "450", "action": "approve"})
+    assert ok.status_code == 302
+    req.refresh_from_db()
+    assert req.status == "modified" and req.final_arguments["amount"] == 450.0 and req.decided_by == demo["finn"]
+
+
+def test_detail_reject_requires_feedback(login, demo):
+    req = transfer_request(demo["alice"])
+    client = login("finn")
+    resp = client.post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": ""})
+    assert resp.status_code == 400
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    assert client.post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": "no"}).status_code == 302
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "rejected"
+
+
+def test_tool_arguments_are_escaped(login, demo):
+    req = transfer_request(demo["alice"], to_account="<script>alert(1)</script>")
+    client = login("finn")
+    for url in ("/inbox/", f"/inbox/{req.pk}/"):
+        body = client.get(url).content
+        assert b"<script>alert(1)</script>" not in body
+    assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in client.get(f"/inbox/{req.pk}/").content
+
+
+def test_forms_are_csrf_protected(demo, client):
+    from django.test import Client
+
+    req = transfer_request(demo["alice"])
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(demo["finn"])
+    assert strict.post(f"/inbox/{req.pk}/", {"action": "approve"}).status_code == 403
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
