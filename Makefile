@@ -1,0 +1,31 @@
+# Everything runs from the project venv; a fresh machine needs only python3 >= 3.11 and make.
+PYTEST_ARGS ?=
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test e2e bench lint
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV) && $(VENV)/bin/pip install -e '.[dev]' && touch $@
+
+run: $(VENV)/.installed
+	$(PY) scripts/run.py
+
+# devstack exec starts an embedded Redis when REDIS_URL is unset.
+test: $(VENV)/.installed
+	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+# Browser tests get their own pytest process (NOTES.md, test trap 7).
+e2e: $(VENV)/.installed
+	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m e2e tests/e2e $(PYTEST_ARGS)
+
+$(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
+	$(VENV)/bin/pip install -e '.[dev,bench]' && touch $@
+
+# BENCH_ARGS=--quick for a short run; DATABASE_URL=postgres://... to measure on PostgreSQL.
+BENCH_ARGS ?=
+bench: $(VENV)/.bench-installed
+	$(PY) bench/run.py $(BENCH_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .

@@ -1,0 +1,243 @@
+"""A scripted OpenAI-compatible chat-completions server for tests.
+
+Driven through the real `openai` client, so tests exercise the same SSE parsing, chunk
+assembly and error mapping as production:
+
+    with FakeLLM() as llm:
+        llm.push({"text": "Hello there"}, {"tool_calls": [{"id": "c1", "name": "f", "arguments": "{}"}]})
+        client = OpenAI(base_url=llm.base_url, api_key="test", max_retries=0)
+
+Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}):
+    text        assistant text, streamed in pieces of `text_chunk_words` words
+    tool_calls  [{"id", "name", "arguments" (JSON text)}], arguments streamed ~8 chars a delta
+    error       HTTP status to answer with an OpenAI-style error body (message: error_message)
+    cut         stream: close the connection after half the chunks, no [DONE] (an incomplete
+                chunked body: openai raises APIConnectionError while iterating);
+                non-stream: close without an answer (APIConnectionError too)
+    delay       seconds to sleep before each chunk (non-stream: once)
+Queued replies are used in order; with the queue empty, `responder(request_json)` decides
+(default: agents.llm.scripted_reply, the offline demo model).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODEL = "fake-model"
+
+
+def default_responder(body: dict) -> dict:
+    from agents.llm import scripted_reply  # lazy: the fake must import without Django set up
+
+    return scripted_reply(body["messages"], body.get("tools") or [])
+
+
+def split_words(text: str, n: int) -> list[str]:
+    """Pieces of about n words whose concatenation is exactly `text`."""
+    tokens = re.findall(r"\s*\S+\s*", text) or [text]
+    if "".join(tokens) != text:  # whitespace-only text
+        tokens = [text]
+    return ["".join(tokens[i:i + n]) for i in range(0, len(tokens), n)]
+
+
+def split_chars(text: str, n: int) -> list[str]:
+    return [text[i:i + n] for i in range(0, len(text), n)] or [""]
+
+
+class FakeLLM:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self._addr = (host, port)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.requests: list[dict] = []
+        self._queue: deque = deque()
+        self.reset()
+
+    # ------------------------------------------------------------ control
+    def reset(self) -> None:
+        """Back to the initial script: no queued replies, no recorded requests, default
+        responder and chunking (call between tests when the server is shared)."""
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+        self.responder = default_responder
+        self.text_chunk_words = 3
+        self.args_chunk_chars = 8
+
+    def push(self, *replies) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def _next_reply(self, body: dict) -> dict:
+        with self._lock:
+            self.requests.append(body)
+            reply = self._queue.popleft() if self._queue else None
+        if reply is None:
+            reply = self.responder(body)
+        return {"text": reply} if isinstance(reply, str) else dict(reply or {})
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeLLM:
+        fake = self
+
+        class Handler(_Handler):
+            llm = fake
+
+        self._server = ThreadingHTTPServer(self._addr, Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(timeout=5)
+            self._server = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ responses
+    def chunks(self, reply: dict, model: str) -> list[dict]:
+        """The `chat.completion.chunk` objects OpenAI would stream for this reply."""
+        cid, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(time.time())
+
+        def chunk(delta: dict, finish: str | None = None) -> dict:
+            return {"id": cid, "object": "chat.completion.chunk", "created": created,
+                    "model": model, "system_fingerprint": "fp_fake",
+                    "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                 "finish_reason": finish}]}
+
+        out: list[dict] = []
+        text, calls = reply.get("text"), reply.get("tool_calls") or []
+        if text:  # like OpenAI: role with empty content first, then the pieces
+            out.append(chunk({"role": "assistant", "content": "", "refusal": None}))
+            out += [chunk({"content": p}) for p in split_words(text, self.text_chunk_words)]
+        for i, call in enumerate(calls):
+            head = {"index": i, "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+                    "type": "function", "function": {"name": call["name"], "arguments": ""}}
+            delta = {"tool_calls": [head]}
+            if not out:  # tool calls only: the role rides on the first tool-call delta
+                delta = {"role": "assistant", "content": None, **delta}
+            out.append(chunk(delta))
+            out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+                    for p in split_chars(call.get("arguments") or "", self.args_chunk_chars)]
+        if not out:
+            out.append(chunk({"role": "assistant", "content": ""}))
+        out.append(chunk({}, "tool_calls" if calls else "stop"))
+        return out
+
+    @staticmethod
+    def completion(reply: dict, model: str) -> dict:
+        calls = reply.get("tool_calls") or []
+        message = {"role": "assistant", "content": reply.get("text"), "refusal": None}
+        if calls:
+            message["tool_calls"] = [
+                {"id": c.get("id") or f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                 "function": {"name": c["name"], "arguments": c.get("arguments") or ""}}
+                for c in calls]
+        return {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion",
+                "created": int(time.time()), "model": model, "system_fingerprint": "fp_fake",
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": usage()}
+
+
+def usage() -> dict:
+    return {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+
+
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+               403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive like the real API; streams use chunked encoding
+    llm: FakeLLM
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def _json(self, status: int, obj: dict) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": {"message": message,
+                                      "type": ERROR_TYPES.get(status, "server_error"),
+                                      "param": None, "code": None}})
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": MODEL, "object": "model", "created": 0, "owned_by": "fake-llm"}]})
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            return self._error(404, f"no route {self.path}")
+        try:
+            reply = self.llm._next_reply(body)
+        except Exception as e:  # a broken responder should fail the test visibly, not hang it
+            return self._error(500, f"fake-llm responder raised {e!r}")
+        model, delay = body.get("model") or MODEL, float(reply.get("delay") or 0)
+        if reply.get("error"):
+            return self._error(int(reply["error"]), reply.get("error_message") or "fake error")
+        try:
+            if body.get("stream"):
+                self._stream(reply, model, delay, body)
+            elif reply.get("cut"):
+                time.sleep(delay)
+                self.close_connection = True
+            else:
+                time.sleep(delay)
+                self._json(200, FakeLLM.completion(reply, model))
+        except (BrokenPipeError, ConnectionResetError):  # the client went away (cancel)
+            self.close_connection = True
+
+    def _stream(self, reply: dict, model: str, delay: float, body: dict) -> None:
+        chunks = self.llm.chunks(reply, model)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**chunks[-1], "choices": [], "usage": usage()})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        frames = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        if reply.get("cut"):
+            frames = frames[:max(1, len(chunks) // 2)]
+        for frame in frames:
+            if delay:
+                time.sleep(delay)
+            data = frame.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        if reply.get("cut"):  # no terminating chunk: the body is visibly incomplete
+            self.close_connection = True
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()

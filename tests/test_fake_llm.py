@@ -1,0 +1,105 @@
+"""The fake chat-completions server speaks OpenAI well enough for the real `openai` client."""
+
+import json
+
+import openai
+import pytest
+from openai import OpenAI
+
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeLLM() as llm:
+        yield llm
+
+
+@pytest.fixture
+def llm(server):
+    server.reset()
+    server.responder = lambda body: {"text": "from the responder"}  # no dependency on agents
+    yield server
+    server.reset()
+
+
+@pytest.fixture
+def client(llm):
+    return OpenAI(base_url=llm.base_url, api_key="test", max_retries=0)
+
+
+def stream(client, **kw):
+    kw.setdefault("messages", [{"role": "user", "content": "hi"}])
+    return list(client.chat.completions.create(model="m", stream=True, **kw))
+
+
+def test_streamed_text_reassembles_exactly(llm, client):
+    text = "  Hello there,\n this is  a streamed\treply with several words. "
+    llm.push({"text": text})
+    chunks = stream(client)
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices[0].delta.content]
+    assert "".join(pieces) == text
+    assert len(pieces) == 4  # about three words each
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
+
+
+def test_tool_call_arguments_reassemble(llm, client):
+    args = {"to": "finance@example.com", "amount": 1250.5, "note": "ünïcode ✓"}
+    llm.push({"text": "Let me do that.", "tool_calls": [
+        {"id": "call_1", "name": "send_payment", "arguments": json.dumps(args)},
+        {"id": "call_2", "name": "notify", "arguments": "{}"}]})
+    chunks = stream(client, tools=[{"type": "function", "function": {"name": "send_payment"}}])
+    calls: dict[int, dict] = {}
+    for c in chunks:
+        for d in c.choices[0].delta.tool_calls or []:
+            call = calls.setdefault(d.index, {"id": None, "name": None, "arguments": ""})
+            call["id"] = d.id or call["id"]
+            call["name"] = (d.function.name if d.function else None) or call["name"]
+            call["arguments"] += (d.function.arguments if d.function else None) or ""
+    assert calls[0]["id"] == "call_1" and calls[0]["name"] == "send_payment"
+    assert json.loads(calls[0]["arguments"]) == args
+    assert calls[1] == {"id": "call_2", "name": "notify", "arguments": "{}"}
+    arg_deltas = [d for c in chunks for d in c.choices[0].delta.tool_calls or [] if not d.id]
+    assert len(arg_deltas) > 3  # arguments really arrive in pieces
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_error_status_raises(llm, client):
+    llm.push({"error": 500})
+    with pytest.raises(openai.InternalServerError):
+        stream(client)
+    llm.push({"error": 429})
+    with pytest.raises(openai.RateLimitError):
+        client.chat.completions.create(model="m", messages=[])
+
+
+def test_cut_stream_is_a_connection_error(llm, client):
+    llm.push({"text": "one two three four five six seven eight nine", "cut": True})
+    got = []
+    with pytest.raises(openai.APIConnectionError):
+        for c in client.chat.completions.create(model="m", messages=[], stream=True):
+            got.append(c.choices[0].delta.content or "")
+    assert "".join(got) == "one two three "
+
+
+def test_requests_recorded_and_responder_used_when_queue_empty(llm, client):
+    llm.push("queued")
+    first = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "a"}])
+    second = stream(client, messages=[{"role": "user", "content": "b"}])
+    assert first.choices[0].message.content == "queued"
+    assert "".join(c.choices[0].delta.content or "" for c in second) == "from the responder"
+    assert [r["messages"][0]["content"] for r in llm.requests] == ["a", "b"]
+    assert llm.requests[1]["stream"] is True
+
+
+def test_non_stream_tool_calls_json_mode_and_models(llm, client):
+    llm.push({"tool_calls": [{"id": "c9", "name": "f", "arguments": '{"x": 1}'}]},
+             {"text": '{"ok": true}'})
+    msg = client.chat.completions.create(model="m", messages=[]).choices[0].message
+    assert msg.tool_calls[0].id == "c9" and json.loads(msg.tool_calls[0].function.arguments) == {"x": 1}
+    out = client.chat.completions.create(model="m", messages=[],
+                                         response_format={"type": "json_object"})
+    assert json.loads(out.choices[0].message.content) == {"ok": True}
+    assert [m.id for m in client.models.list().data] == ["fake-model"]
