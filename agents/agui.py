@@ -10,7 +10,14 @@ import time
 from dataclasses import dataclass, field
 
 import pydantic
-from ag_ui.core import CustomEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    CustomEvent,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunStartedEvent,
+)
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
@@ -18,10 +25,11 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.authtoken.models import Token
 
 from approvals.models import ApprovalRequest
+from state.services import StateError, StateInvalid
 
-from . import events, presenters, services
+from . import events, inputs, presenters, services, statesync
 from .catalog import get_agent, load_agents
-from .models import Message, Run, Thread
+from .models import InputRequest, Message, Run, Thread
 from .views import agent_cards
 
 KEEPALIVE_SECONDS = 15
@@ -107,6 +115,48 @@ def _new_messages(thread, agent_input):
     return out
 
 
+def _answers(thread, resume):
+    """The resume entries that answer something, or None when the input has no resume at all.
+
+    A `cancelled` entry for an interrupt that has already closed (expired, or decided in the
+    inbox) is dropped: the official client insists that every interrupt it saw is answered, and
+    cancelling is its way past one that can no longer be answered; the run then goes on as a
+    new turn. Answering a closed interrupt (`resolved`) still gets already_decided / expired.
+    """
+    if resume is None:
+        return None
+    cancels = [r.interrupt_id for r in resume if r.status == "cancelled"]
+    closed = set(
+        ApprovalRequest.objects.filter(pk__in=cancels, thread_ref=thread.pk)
+        .exclude(status=ApprovalRequest.Status.PENDING).values_list("pk", flat=True)
+    ) | set(
+        InputRequest.objects.filter(pk__in=cancels, thread=thread)
+        .exclude(status=InputRequest.Status.PENDING).values_list("pk", flat=True)
+    ) if cancels else set()
+    return [r for r in resume if not (r.status == "cancelled" and r.interrupt_id in closed)]
+
+
+def accept_state(thread, user, agent_input):
+    """RunAgentInput.state: the person's changes to the shared state, or an error response.
+
+    The base version travels in `forwardedProps.stateVersion` (the `version` of the last CUSTOM
+    `state_version` event the client saw). `{}` means no state was sent; a state equal to the
+    current one changes nothing; a different one needs its base version (optional on a thread
+    whose state was never written) and must match the agent's state schema.
+    """
+    props = agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {}
+    base = props.get("stateVersion")
+    if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
+        return error(422, "forwardedProps.stateVersion must be a non-negative integer", code="state_invalid",
+                     errors={"forwardedProps.stateVersion": ["not a non-negative integer"]})
+    try:
+        statesync.apply_client_state(thread, user, agent_input.state, base)
+    except StateError as exc:
+        payload = statesync.error_payload(exc)
+        return error(422 if isinstance(exc, StateInvalid) else 409, payload.pop("message"), **payload)
+    return None
+
+
 def prepare(request, agent_name):
     """Everything before the stream (sync: ORM). Returns a Plan or an error response."""
     agent = get_agent(agent_name)
@@ -127,10 +177,15 @@ def prepare(request, agent_name):
         return error(409, f"run {agent_input.run_id} already exists", code="run_exists")
     if thread is None:
         thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+    refused = accept_state(thread, user, agent_input)
+    if refused:
+        return refused
     plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=events.last_id_sync(thread.pk))
+    resume = _answers(thread, agent_input.resume)
     try:
-        if agent_input.resume:
-            entries = [(r.interrupt_id, r.status, r.payload) for r in agent_input.resume]
+        # resume: [] answers nothing; it is "missing" only while something waits for an answer
+        if resume or (resume is not None and (services.pending_approvals(thread) or inputs.pending(thread))):
+            entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
             services.apply_resume(thread, user, entries, agent_input.run_id)
             if not Run.objects.filter(pk=agent_input.run_id).exists():
                 plan.error = RunErrorEvent(code="awaiting_other_approvers",
@@ -143,6 +198,9 @@ def prepare(request, agent_name):
                     **({"arguments": r.final_arguments} if r.final_arguments is not None else {}),
                     "status": r.status,
                 }) for r in answered
+            ] + [
+                CustomEvent(name="request_info_response", value=inputs.payload(q))
+                for q in InputRequest.objects.filter(pk__in=[e[0] for e in entries], thread=thread)
             ]
         else:
             services.start_run(
@@ -169,13 +227,19 @@ def frame(payload):
 async def relay(plan):
     """This run's events, from its RUN_STARTED to its end, one SSE frame each, batch by batch."""
     if plan.error:
-        yield frame(events.encode(plan.error))
+        # a run's events begin with RUN_STARTED, even when it is refused before anything
+        # happens (ag-ui-validate AGUI001); no Run row exists, so the id stays free for a retry
+        started = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
+        yield frame(events.encode(started)) + frame(events.encode(plan.error))
         return
     after, started, last_write = plan.position, False, time.monotonic()
     run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
     while True:
         chunk = []
-        for entry_id, payload in await events.read(plan.thread_id, after):
+        # block until the next keep-alive is due at most (and under the Redis socket timeout)
+        due_ms = int((last_write + KEEPALIVE_SECONDS - time.monotonic()) * 1000)
+        block_ms = max(1, min(events.BLOCK_MS, due_ms))  # XREAD BLOCK 0 would wait forever
+        for entry_id, payload in await events.read(plan.thread_id, after, block_ms=block_ms):
             after = entry_id
             if not started:
                 # the stream may hold the tail of earlier runs and decision notices: skip to ours

@@ -4,7 +4,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from . import services
+from . import inputs, services
 from .catalog import get_agent
 from .models import Message, Run, Thread
 
@@ -17,6 +17,8 @@ class ThreadSerializer(serializers.ModelSerializer):
         extra_kwargs = {"id": {"required": False, "validators": []}}
 
     def validate_agent(self, value):
+        if self.instance is not None and value != self.instance.agent:
+            raise serializers.ValidationError("a thread keeps its agent; start a new chat instead")
         if get_agent(value) is None:
             raise serializers.ValidationError(f"unknown agent {value!r}")
         return value
@@ -46,6 +48,23 @@ class NewMessageSerializer(serializers.Serializer):
     id = serializers.CharField(max_length=200, required=False)
 
 
+class AnswerSerializer(serializers.Serializer):
+    """An answer to an agent's question (request_info); `answer` is any JSON its responseSchema accepts."""
+
+    request_id = serializers.CharField(max_length=64, required=False,
+                                       help_text="Which question; optional when exactly one is open")
+    answer = serializers.JSONField(required=False)
+    cancel = serializers.BooleanField(default=False, help_text="Decline to answer: the workflow ends")
+
+    def validate(self, data):
+        if not data["cancel"] and "answer" not in data:
+            raise serializers.ValidationError({"answer": ["give an answer, or cancel: true"]})
+        return data
+
+
+_ANSWER_STATUS = {"unknown_interrupt": 404, "already_decided": 409, "forbidden": 403, "invalid_payload": 400}
+
+
 class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
@@ -58,6 +77,14 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
 
     def get_queryset(self):
         return Thread.objects.filter(owner=self.request.user).order_by("-updated_at")
+
+    def destroy(self, request, *args, **kwargs):
+        """Delete a chat; refused while a run works or a request waits (stop the run first)."""
+        thread = self.get_object()
+        if thread.runs.filter(status__in=Run.ACTIVE).exists() or services.pending_approvals(thread):
+            return Response({"message": "this chat has a run in progress or a request waiting for a decision; "
+                             "stop it first", "code": "thread_busy"}, status=status.HTTP_409_CONFLICT)
+        return super().destroy(request, *args, **kwargs)
 
     def perform_create(self, serializer):
         serializer.instance = services.create_thread(
@@ -89,6 +116,35 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         )
 
 
+    @action(detail=True, methods=["post"], serializer_class=AnswerSerializer)
+    def answer(self, request, pk=None):
+        """Answer (or cancel) the question an agent asked; the paused run continues (202)."""
+        thread = self.get_object()
+        body = AnswerSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        request_id = body.validated_data.get("request_id")
+        if not request_id:
+            open_ = inputs.pending(thread)
+            if len(open_) != 1:
+                return Response({"message": f"{len(open_)} questions are open; name one with request_id",
+                                 "code": "request_id_required", "pending": [q.pk for q in open_]}, status=400)
+            request_id = open_[0].pk
+        elif not thread.input_requests.filter(pk=request_id).exists():
+            return Response({"message": f"no question {request_id} in this chat", "code": "unknown_interrupt"},
+                            status=404)
+        try:
+            if body.validated_data["cancel"]:
+                question = inputs.cancel(request_id, request.user, reason="cancelled by the person")
+            else:
+                question = inputs.answer(request_id, request.user, body.validated_data["answer"])
+        except inputs.InputError as exc:
+            return Response({"message": exc.message, "code": exc.code, "errors": exc.errors},
+                            status=_ANSWER_STATUS.get(exc.code, 400))
+        continuation = Run.objects.filter(parent_run_id=question.run_id).first()
+        return Response({**inputs.payload(question), "continuation_run_id": continuation.pk if continuation else None},
+                        status=status.HTTP_202_ACCEPTED)
+
+
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = RunSerializer
 
@@ -103,5 +159,19 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
             return Response({"message": f"the run already ended ({run.status})", "code": "run_ended"}, status=409)
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @action(detail=True, methods=["post"])
+    def retry(self, request, pk=None):
+        """Run the thread's latest failed run again on the same history (no new user message)."""
+        run = self.get_object()
+        latest = run.thread.runs.order_by("-created_at").first()
+        if run.status != Run.Status.FAILED or latest.pk != run.pk:
+            return Response({"message": "only the thread's latest run can be retried, and only when it failed",
+                             "code": "not_retryable"}, status=status.HTTP_409_CONFLICT)
+        try:
+            new_run = services.start_run(run.thread, request.user)
+        except services.RunConflict as exc:
+            return Response({"message": exc.message, "code": exc.code}, status=status.HTTP_409_CONFLICT)
+        return Response(RunSerializer(new_run).data, status=status.HTTP_202_ACCEPTED)
 
 

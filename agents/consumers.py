@@ -8,7 +8,7 @@ from ag_ui.core import CustomEvent, MessagesSnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from . import events
+from . import events, statesync
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,10 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             return
         if msg.get("type") == "resume" and isinstance(msg.get("after"), str):
             self._start(after=msg["after"])  # resume from the last entry the client saw: no snapshot needed
+        elif msg.get("type") == "state_patch":
+            # accepted patches reach every socket of the thread (this one too) as STATE_DELTA on the stream
+            reply = await database_sync_to_async(statesync.socket_patch)(self.thread_id, self.scope["user"], msg)
+            await self.send(json.dumps(reply))
 
     async def _pump(self, after):
         try:
@@ -78,9 +82,15 @@ class ThreadConsumer(AsyncWebsocketConsumer):
         for event in (
             MessagesSnapshotEvent(messages=snap["messages"]),
             StateSnapshotEvent(snapshot=snap["state"]),
+            snap["state_meta"],  # CUSTOM state_version, when there is a version or a prediction to tell
             CustomEvent(name="approvals", value={"approvals": snap["approvals"]}),
+            # the agents' questions and the workflow's position (agents/workflows.py), when there are any
+            CustomEvent(name="input_requests", value={"requests": snap["input_requests"]})
+            if snap["input_requests"] else None,
+            CustomEvent(name="workflow", value=snap["workflow"]) if snap["workflow"] else None,
         ):
-            await self.send(events.encode(event))
+            if event is not None:
+                await self.send(events.encode(event))
         if snap["active_stream_id"]:
             for entry_id, payload in await events.range_from(self.thread_id, snap["active_stream_id"]):
                 await self.send(payload)

@@ -99,6 +99,7 @@ class ToolCall(models.Model):
         CANCELLED = "cancelled"
         DENIED = "denied"
         CLIENT = "client"  # a frontend tool: the AG-UI client runs it and sends the result
+        AWAITING_INPUT = "awaiting_input"  # asked the person for information (InputRequest)
         INVALID = "invalid"
         EXECUTING = "executing"
         SUCCEEDED = "succeeded"
@@ -107,6 +108,19 @@ class ToolCall(models.Model):
 
     # the paused call's fate once its approval is resolved, before it is settled
     SETTLEABLE = (Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED)
+    # a worker may start executing only from these (the conditional claim, agents/execution.py);
+    # rejected, expired, cancelled and denied calls can never run
+    CLAIMABLE = (Status.PROPOSED, Status.APPROVED)
+    # the allowed transitions (recovery: executing -> outcome_unknown, or -> approved to retry)
+    TRANSITIONS = {
+        Status.PROPOSED: {Status.AWAITING_APPROVAL, Status.EXECUTING, Status.DENIED, Status.INVALID, Status.CLIENT},
+        Status.AWAITING_APPROVAL: {Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED},
+        Status.APPROVED: {Status.EXECUTING},
+        Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED},
+        Status.CLIENT: {Status.SUCCEEDED},
+    }
+    # a call that keeps its run paused until a person answers
+    WAITING = (Status.AWAITING_APPROVAL, Status.AWAITING_INPUT)
 
     id = models.CharField(primary_key=True, max_length=200)  # the model's tool call id
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tool_calls")
@@ -120,11 +134,81 @@ class ToolCall(models.Model):
     approval_id = models.CharField(max_length=64, blank=True, default="")
     feedback = models.TextField(blank=True, default="")
     result = models.TextField(blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(default=0)  # claims to execute (retries of idempotent tools)
+    claimed_at = models.DateTimeField(null=True, blank=True)  # the last claim (proposed|approved -> executing)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        indexes = [models.Index(fields=["thread", "status"], name="toolcall_thread_status_idx")]  # settle pass
+        indexes = [
+            models.Index(fields=["thread", "status"], name="toolcall_thread_status_idx"),  # settle pass
+            # recovery sweep: calls still executing, claimed longer ago than the lease
+            models.Index(fields=["status", "claimed_at"], name="toolcall_recovery_idx"),
+        ]
 
     def __str__(self):
         return f"{self.name} ({self.status})"
+
+
+class WorkflowInstance(models.Model):
+    """A thread's multi-agent workflow (agents/workflows.py): where it is, how it got there.
+
+    One per thread; a new case (after completion or cancellation) resets it in place.
+    """
+
+    class Status(models.TextChoices):  # AG-UI CUSTOM `status` {"state": ...}
+        IN_PROGRESS = "in_progress"
+        IDLE = "idle"  # waiting for the person's next message
+        PENDING_REQUESTS = "idle_with_pending_requests"  # paused on an approval or a question
+        COMPLETED = "completed"  # the termination condition held
+        CANCELLED = "cancelled"
+        FAILED = "failed"
+
+    FINISHED = (Status.COMPLETED, Status.CANCELLED)
+
+    thread = models.OneToOneField(Thread, on_delete=models.CASCADE, related_name="workflow")
+    workflow = models.CharField(max_length=100)
+    status = models.CharField(max_length=32, choices=Status.choices, default=Status.IN_PROGRESS)
+    active_agent = models.CharField(max_length=100)
+    case = models.PositiveIntegerField(default=1)  # bumped when a finished workflow takes a new request
+    case_started_seq = models.PositiveIntegerField(default=0)  # Message.seq before the case began
+    task = models.TextField(blank=True, default="")  # the request that started the case
+    path = models.JSONField(default=list, blank=True)  # [{agent, from?, toolCallId?, runId, at}] in order
+    agent_state = models.JSONField(default=dict, blank=True)  # {agent: {turns, toolCalls, lastOutput, status}}
+    output = models.TextField(blank=True, default="")  # the final output once completed
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.workflow} on {self.thread_id}: {self.active_agent} ({self.status})"
+
+
+class InputRequest(models.Model):
+    """An agent asked the person for information: an AG-UI interrupt of reason `input_required`."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        ANSWERED = "answered"
+        CANCELLED = "cancelled"
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="input_requests")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="input_requests")
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="input_request")
+    agent = models.CharField(max_length=100, blank=True, default="")
+    message = models.TextField()
+    response_schema = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    answer = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        # the thread's open questions: new-run check, AG-UI resume, snapshots
+        indexes = [models.Index(fields=["thread", "status"], name="input_thread_status_idx")]
+
+    def __str__(self):
+        return f"{self.message[:40]} ({self.status})"

@@ -17,6 +17,7 @@ def approval(request, viewer=None):
     data = {
         "approvalId": request.pk,
         "toolCallId": request.tool_call_ref,
+        "runId": request.run_ref,  # the chat's Stop withdraws a paused run's requests
         "toolCallName": request.tool_name,
         "arguments": request.arguments,
         "message": request.description,
@@ -36,6 +37,12 @@ def approval(request, viewer=None):
         data["feedback"] = request.feedback
     if request.decided_by_id:
         data["decidedBy"] = request.decided_by.username
+    if request.matched_rule:  # why a person is asked: the policy rule, and the model's self-check
+        data["matchedRule"] = request.matched_rule
+    if request.self_check:
+        data["selfCheck"] = request.self_check
+    if request.required_approvals > 1:
+        data["requiredApprovals"] = request.required_approvals
     return data
 
 

@@ -13,7 +13,6 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
-    StateSnapshotEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -32,17 +31,19 @@ from approvals.models import ApprovalRequest
 from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
-from . import presenters
+from . import execution, llm, presenters
 from .catalog import get_agent
 from .events import EventStream
 from .llm import ModelError, ModelUnavailable, TextDelta, get_model
 from .models import Message, Run, ToolCall
 from .services import add_message, cancel_requested
+from .statesync import StateSync
 from .tools import ToolContext, ToolError
 
 log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 6
 CANCEL_CHECK_SECONDS = 0.05  # how often a streaming run looks for a Stop
+NOT_BUILTIN = object()  # Runner.builtin_call: "not one of mine, handle it as a tool"
 
 
 class RunCancelled(Exception):
@@ -55,21 +56,42 @@ def run_agent(run_id):
         status=Run.Status.RUNNING, started_at=timezone.now()
     )
     if claimed:
-        Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
+        runner_for(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
     return bool(claimed)
 
 
+def runner_for(run):
+    """The thread's agent may bring its own loop (a workflow: agents/workflows.py WorkflowRunner)."""
+    agent = get_agent(run.thread.agent)
+    return getattr(agent, "runner_class", Runner)(run)
+
+
 def rejection_text(call):
-    feedback = f' Their feedback: "{call.feedback}".' if call.feedback else ""
+    """Seed 003's rejection message: the person refused, their words, and no detours."""
+    feedback = f'Their feedback: "{call.feedback}".' if call.feedback else "They gave no feedback."
     return (
-        f"The person reviewing this action rejected it; {call.name} was not executed.{feedback} "
-        "Do not try to reach the same goal another way unless the user tells you to."
+        f"The call to {call.name} was explicitly rejected by the person reviewing it, so it was not executed. "
+        f"{feedback} Adjust your plan: do not try to reach the same goal another way unless the user "
+        "explicitly tells you to."
     )
 
 
+def _diff(before, after, prefix=""):
+    """(dotted field, old, new) for every changed leaf; nested objects are walked."""
+    out = []
+    for k in sorted(set(before) | set(after)):
+        old, new = before.get(k), after.get(k)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            out += _diff(old, new, f"{prefix}{k}.")
+        else:
+            out.append((f"{prefix}{k}", old, new))
+    return out
+
+
 def changes_text(before, after):
-    changed = [f"{k}: {json.dumps(before.get(k))} -> {json.dumps(after.get(k))}"
-               for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+    changed = [f"{field}: {json.dumps(old)} -> {json.dumps(new)}" for field, old, new in _diff(before, after)]
     return "The reviewer changed the arguments before approving (" + "; ".join(changed) + "). " if changed else ""
 
 
@@ -81,6 +103,7 @@ class Runner:
         self.agent = get_agent(self.thread.agent)
         self.model = get_model()
         self.stream = EventStream(self.thread.id)
+        self.state = StateSync(self)  # predictions, commits and reverts of the thread's shared state
         self._cancel_checked = 0.0
         self._text_open = False
 
@@ -93,13 +116,17 @@ class Runner:
         try:
             if self.agent is None:
                 raise ToolError(f"unknown agent {self.thread.agent}")
-            state, _ = state_services.snapshot(self.thread.state_key)
-            self.emit(StateSnapshotEvent(snapshot=state))
+            self.state.emit_snapshot()
             if self.run.parent_run_id:
                 settled = self.settle()
                 if settled and all(s == ToolCall.Status.CANCELLED for s in settled):
                     # the person withdrew every paused call: end here, without asking the model
                     self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
+                    return
+                reply = self.state.confirmation(settled)
+                if reply:  # every settled call wrote state: the agent's confirmation strategy answers
+                    self.state.say(reply)
+                    self.finish(Run.Status.SUCCEEDED)
                     return
             interrupts, client_calls = self.loop()
             if interrupts:
@@ -123,11 +150,13 @@ class Runner:
             self.stream.close()
 
     def finish(self, status, outcome=None):
+        self.state.release()
         Run.objects.filter(pk=self.run.pk).update(status=status, finished_at=timezone.now())
         kwargs = {"outcome": outcome} if outcome else {}
         self.emit(RunFinishedEvent(thread_id=self.thread.id, run_id=self.run.pk, **kwargs))
 
     def fail(self, code, message):
+        self.state.release()
         Run.objects.filter(pk=self.run.pk).update(
             status=Run.Status.FAILED, finished_at=timezone.now(), error=message, error_code=code
         )
@@ -136,6 +165,7 @@ class Runner:
     def loop(self):
         for _turn in range(settings.AGUI_MAX_TURNS):
             self.check_cancelled(force=True)
+            self.begin_turn()
             message_id, text, calls = self.stream_model(self.model_messages())
             assistant = add_message(
                 self.thread, Message.Role.ASSISTANT, text, run=self.run, message_id=message_id,
@@ -153,6 +183,14 @@ class Runner:
                 return interrupts, client_calls
         log.warning("run %s stopped after %s model turns", self.run.pk, settings.AGUI_MAX_TURNS)
         return [], []
+
+    def begin_turn(self):
+        """Before each model turn (a workflow switches agents and opens its step here)."""
+
+    def builtin_call(self, tc, call):
+        """A subclass's own tools (a workflow's handoffs, asking the person): an outcome as
+        handle_call returns it, or NOT_BUILTIN to treat the call as an agent or client tool."""
+        return NOT_BUILTIN
 
     # --- the model ------------------------------------------------------------------------
 
@@ -204,6 +242,8 @@ class Runner:
                 add_message(self.thread, Message.Role.ASSISTANT, "".join(text), run=self.run, message_id=message_id)
             raise
         self._close_open(message_id, calls)
+        for call in calls.values():
+            self.state.on_end(call)  # the complete arguments settle the prediction
         return message_id, "".join(text), list(calls.values())
 
     def _close_open(self, message_id, calls):
@@ -247,6 +287,7 @@ class Runner:
             if delta.arguments:
                 call["arguments"] += delta.arguments
                 self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=delta.arguments))
+                self.state.on_args(call, delta.arguments)
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -259,6 +300,9 @@ class Runner:
             id=call["id"], thread=self.thread, run=self.run, message=assistant,
             name=call["name"], raw_arguments=call["arguments"],
         )
+        builtin = self.builtin_call(tc, call)
+        if builtin is not NOT_BUILTIN:
+            return builtin
         tool = self.agent.tool(call["name"])
         if tool is None and call["name"] in self.client_tools():
             ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.CLIENT)
@@ -275,16 +319,30 @@ class Runner:
             return self.invalid(tc, f"Error: invalid arguments ({problems}); nothing was executed.")
         tc.arguments = arguments
         tc.save(update_fields=["arguments"])
-        verdict = policy.evaluate(tool.name, arguments, {"user": self.user, "agent": self.agent.name,
-                                                         "thread": self.thread.id})
+        verdict = policy.evaluate(tool.name, arguments, {
+            "user": self.user, "agent": self.agent.name, "thread": self.thread.id,
+            "ask_model": self.self_check(tool),  # mode `model`: approvals cannot import the model itself
+        })
         if verdict.action == "auto":
             self.execute_call(tc, tool, arguments)
             return None
         if verdict.action == "deny":
             ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.DENIED)
-            self.result(tc, f"Error: {tool.name} is blocked by policy and was not executed. Do not retry it.")
+            self.result(tc, f"Error: {tool.name} is blocked by policy ({verdict.matched_rule}) and was not "
+                            "executed. Do not retry it or reach the same goal another way.")
             return None
         return self.pause(tc, tool, arguments, verdict)
+
+    def self_check(self, tool):
+        """ask_model(tool_name, arguments) for approvals.policy: the JSON-mode self-check (llm.self_check)."""
+
+        def ask(tool_name, arguments):
+            task = self.thread.messages.filter(role=Message.Role.USER).order_by("-seq").values_list(
+                "content", flat=True).first()
+            return llm.self_check(tool_name, arguments, description=tool.description_for(arguments),
+                                  risk=tool.risk, reversible=tool.reversible, task=task or "")
+
+        return ask
 
     def invalid(self, tc, message):
         ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.INVALID)
@@ -323,27 +381,27 @@ class Runner:
 
     def execute_call(self, tc, tool, arguments, prefix=""):
         """Exactly once: the conditional claim precedes the side effect."""
-        claimed = ToolCall.objects.filter(
-            pk=tc.pk, status__in=[ToolCall.Status.PROPOSED, ToolCall.Status.APPROVED]
-        ).update(status=ToolCall.Status.EXECUTING)
-        if not claimed:
+        if not execution.claim(tc.pk):  # proposed|approved -> executing, or someone else has it
             log.warning("tool call %s already claimed; not executing it again", tc.pk)
             return
         ctx = ToolContext(user=self.user, thread=self.thread, run=self.run,
                           forwarded_props=self.run.forwarded_props, tool_call_id=tc.pk)
         try:
-            output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
+            self.state.check(tc, arguments)
+            with execution.lease(tc.pk):  # a dead worker's lease lapses: recovery, not repetition
+                output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
         except ToolError as exc:
             output, status = f"Error: {exc}", ToolCall.Status.FAILED
         except Exception:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
-        ToolCall.objects.filter(pk=tc.pk).update(status=status, result=output)
-        self.result(tc, prefix + output)
+        if execution.finish(tc.pk, status, output):  # else recovery already told the model
+            self.result(tc, prefix + output)
 
     def result(self, tc, content):
         msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
+        self.state.on_result(tc)
 
     def settle(self):
         """A continuation first settles every decided call: execute it, or tell the model why not."""

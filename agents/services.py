@@ -2,15 +2,15 @@
 
 import logging
 
-from ag_ui.core import CustomEvent, RunStartedEvent
+from ag_ui.core import PROTOCOL_VERSION, CustomEvent, RunStartedEvent
 from django.db import transaction
 from django.db.models import F
 
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
-from . import events, presenters
-from .models import Message, Run, Thread, ToolCall
+from . import events, inputs, presenters
+from .models import InputRequest, Message, Run, Thread, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             raise RunConflict("run_exists", f"run {run_id} already exists")
         if thread.runs.filter(status__in=Run.ACTIVE).exists():
             raise RunConflict("run_active", "the agent is still answering; wait for it or stop it")
-        pending = pending_approvals(thread)
+        pending = pending_approvals(thread) + inputs.pending(thread)  # questions for the person too
         if pending:
             raise RunConflict(
                 "interrupt_pending",
@@ -91,7 +91,8 @@ def announce(run_id):
 
     run = Run.objects.get(pk=run_id)
     stream_id = events.append(
-        run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id)
+        run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
+                                       protocol_version=PROTOCOL_VERSION)
     )
     Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
     run_agent.delay(run.pk)
@@ -128,7 +129,7 @@ def approval_resolved(request):
         transaction.on_commit(
             lambda: events.append(call.thread_id, CustomEvent(name="approval_response", value=payload))
         )
-        if not run.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL).exists():
+        if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
             continue_run(run)
 
 
@@ -153,12 +154,12 @@ def resume_stalled():
         approval_resolved(request)
     started = []
     stalled = Run.objects.filter(status=Run.Status.INTERRUPTED, continuation__isnull=True).exclude(
-        tool_calls__status=ToolCall.Status.AWAITING_APPROVAL
+        tool_calls__status__in=ToolCall.WAITING
     )
     for run_id in list(stalled.values_list("pk", flat=True)[:100]):
         with transaction.atomic():
             run = Run.objects.select_for_update().get(pk=run_id)
-            if not run.tool_calls.filter(status=ToolCall.Status.AWAITING_APPROVAL).exists() and continue_run(run):
+            if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists() and continue_run(run):
                 started.append(run_id)
     return started
 
@@ -184,8 +185,20 @@ def apply_resume(thread, user, entries, run_id):
     takes the client's run id. Raises ResumeError with an AG-UI error code.
     """
     known = {r.pk: r for r in ApprovalRequest.objects.filter(thread_ref=thread.pk)}
-    answered = {}
+    questions = {q.pk: q for q in InputRequest.objects.filter(thread=thread)}
+    answered, replies = {}, {}
     for interrupt_id, status, payload in entries:
+        question = questions.get(interrupt_id)
+        if question is not None:  # an agent asked the person (agents/inputs.py): any JSON answers it
+            if question.status != InputRequest.Status.PENDING:
+                raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {question.status}")
+            if status == "resolved":
+                try:
+                    inputs.check_answer(question, payload)
+                except inputs.InputError as exc:
+                    raise ResumeError(exc.code, f"interrupt {interrupt_id}: {exc.message}") from exc
+            replies[interrupt_id] = (status, payload)
+            continue
         req = known.get(interrupt_id)
         if req is None:
             raise ResumeError("unknown_interrupt", f"no interrupt {interrupt_id} on this thread")
@@ -195,14 +208,20 @@ def apply_resume(thread, user, entries, run_id):
             raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {req.status}")
         answered[interrupt_id] = (status, payload if isinstance(payload, dict) else {})
     missing = [r.pk for r in known.values() if r.status == ApprovalRequest.Status.PENDING and r.pk not in answered]
+    missing += [q.pk for q in questions.values() if q.status == InputRequest.Status.PENDING and q.pk not in replies]
     if missing:
         raise ResumeError("missing_resume", "every open interrupt needs an answer; missing: " + ", ".join(missing))
     if Run.objects.filter(pk=run_id).exists():
         raise ResumeError("run_exists", f"run {run_id} already exists")
     try:
         with transaction.atomic():
-            for run_ref in {known[i].run_ref for i in answered}:
+            for run_ref in {known[i].run_ref for i in answered} | {questions[i].run_id for i in replies}:
                 Run.objects.filter(pk=run_ref, status=Run.Status.INTERRUPTED).update(resume_run_id=run_id)
+            for interrupt_id, (status, payload) in replies.items():
+                if status == "cancelled":
+                    inputs.cancel(interrupt_id, user, reason="cancelled by the client")
+                else:
+                    inputs.answer(interrupt_id, user, payload)
             for interrupt_id, (status, payload) in answered.items():
                 if status == "cancelled":
                     if known[interrupt_id].requester_id != user.pk:
@@ -225,6 +244,8 @@ def apply_resume(thread, user, entries, run_id):
             code = "expired"
         detail = f": {exc.errors}" if exc.errors else ""
         raise ResumeError(code, exc.message + detail) from exc
+    except inputs.InputError as exc:
+        raise ResumeError(exc.code, exc.message) from exc
 
 
 def cancel_key(run_id):
@@ -252,6 +273,8 @@ def cancel_run(run, user):
         elif run.status == Run.Status.INTERRUPTED:
             for request in ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING):
                 approval_services.cancel(request.pk, user, reason="the user stopped the run")
+            for question in run.input_requests.filter(status=InputRequest.Status.PENDING):
+                inputs.cancel(question.pk, user, reason="the user stopped the run")
         else:
             return False
     return True

@@ -3,19 +3,31 @@
 from approvals.models import ApprovalRequest
 from state import services as state_services
 
-from . import presenters
-from .models import Run, Thread
+from . import inputs, presenters, statesync
+from .catalog import get_agent
+from .models import Run, Thread, WorkflowInstance
 
 
 def thread_snapshot(thread_id):
     thread = Thread.objects.select_related("owner").get(pk=thread_id)
-    state, version = state_services.snapshot(thread.state_key)
+    doc = state_services.document(thread.state_key)  # predictions awaiting a decision stay visible
     active = thread.runs.filter(status__in=Run.ACTIVE).exclude(stream_id="").order_by("created_at").first()
     approvals = ApprovalRequest.objects.filter(thread_ref=thread.pk).select_related("approver_group", "decided_by")
     return {
         "messages": [presenters.agui_message(m) for m in thread.messages.all()],
-        "state": state,
-        "state_version": version,
+        "state": doc.view,
+        "state_version": doc.version,
+        "state_meta": statesync.meta_event(doc, force=statesync.has_state(get_agent(thread.agent))),
         "approvals": [presenters.approval(r, viewer=thread.owner) for r in approvals.order_by("created_at")],
         "active_stream_id": active.stream_id if active else None,
+        # questions the agents asked the person (agents/inputs.py), and where a workflow stands
+        "input_requests": [inputs.payload(q) for q in thread.input_requests.order_by("created_at")],
+        "workflow": workflow_view(WorkflowInstance.objects.filter(thread=thread).first()),
     }
+
+
+def workflow_view(instance):
+    if instance is None:
+        return None
+    return {"workflow": instance.workflow, "state": instance.status, "activeAgent": instance.active_agent,
+            "case": instance.case, "path": [p["agent"] for p in instance.path], "agentState": instance.agent_state}

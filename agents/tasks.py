@@ -13,3 +13,11 @@ def run_agent(run_id):
 @shared_task(ignore_result=True)
 def resume_stalled():
     services.resume_stalled()
+
+
+@shared_task(ignore_result=True)
+def recover_stuck_calls():
+    """Beat: tool calls left `executing` by a dead worker (agents/execution.py)."""
+    from . import execution
+
+    execution.recover_stuck_calls()

@@ -41,6 +41,7 @@ class Tool:
     risk: str = "low"
     idempotent: bool = False
     timeout_seconds: int | None = None
+    policy: dict = field(default_factory=dict)  # further ToolDefaults: conditions, required_approvals, ...
 
     @property
     def schema(self):
@@ -87,12 +88,25 @@ class Tool:
             approver=self.approver,
             risk=self.risk,
             timeout_seconds=self.timeout_seconds,
+            idempotent=self.idempotent,
+            reversible=self.reversible,
+            **self.policy,
         )
 
 
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",
-         risk="low", idempotent=False, timeout_seconds=None, name=None):
-    """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments."""
+         risk="low", idempotent=False, timeout_seconds=None, name=None, **policy):
+    """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments.
+
+    approval_mode: never | always | conditional | deny | model; `policy` takes the other code
+    defaults of approvals.registry.ToolDefaults (conditions, required_approvals, timeout_action,
+    reminder_fraction, escalation="group:<name>", escalation_fraction). A ToolPolicy row overrides
+    them all. idempotent=True: safe to run again after a worker died mid-call (it is retried).
+    """
+    unknown = set(policy) - {"conditions", "required_approvals", "timeout_action", "reminder_fraction",
+                             "escalation", "escalation_fraction"}
+    if unknown:
+        raise TypeError(f"@tool got unknown option(s): {', '.join(sorted(unknown))}")
 
     def wrap(func):
         params = list(inspect.signature(func).parameters.values())[1:]
@@ -117,6 +131,7 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
             risk=risk,
             idempotent=idempotent,
             timeout_seconds=timeout_seconds,
+            policy=policy,
         )
 
     return wrap

@@ -29,7 +29,10 @@ def agent_cards():
                 "approval": p.get("mode", t.approval_mode),
                 "approver": f"group:{group.name}" if group else "requester",
             })
-        cards.append({"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools})
+        card = {"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools}
+        if hasattr(agent, "participants"):  # a workflow (agents/workflows.py): its agents and handoff edges
+            card["workflow"] = agent.card()
+        cards.append(card)
     return cards
 
 

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "agui_project.limits.RequestLimitsMiddleware",  # 413 for big bodies, JSON errors under /api/ and /agui/
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -125,6 +126,8 @@ X_FRAME_OPTIONS = "DENY"
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
+# A stack of processes sharing one Redis with others (a test's live stack) takes its own queue.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -137,8 +140,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # An unacked task (worker killed) comes back after this many seconds, not the default hour.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300"))}
 CELERY_BEAT_SCHEDULE = {
-    "expire-due-approvals": {"task": "approvals.tasks.expire_due", "schedule": 5.0},
+    # reminders, escalations and expiry: every 2 s, so a request expires within 5 s of its deadline
+    # even when its countdown task was lost (near deadlines also get their own countdown task)
+    "approval-deadlines": {"task": "approvals.tasks.deadlines_due", "schedule": 2.0},
     "resume-stalled-runs": {"task": "agents.tasks.resume_stalled", "schedule": 30.0},
+    # tool calls left `executing` by a dead worker: outcome_unknown (or a retry when idempotent)
+    "recover-stuck-tool-calls": {"task": "agents.tasks.recover_stuck_calls", "schedule": 10.0},
 }
 
 CHANNEL_LAYERS = {
@@ -170,12 +177,30 @@ OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "") or None
 AGUI_MODEL = os.environ.get("AGUI_MODEL", "gpt-4o-mini")
 AGUI_MODEL_TIMEOUT = float(os.environ.get("AGUI_MODEL_TIMEOUT", "60"))
 AGUI_MAX_TURNS = int(os.environ.get("AGUI_MAX_TURNS", "8"))
+# The largest request body accepted (413 beyond); Django's own form limit follows it.
+AGUI_MAX_BODY_BYTES = int(os.environ.get("AGUI_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
 AGUI_STREAM_MAXLEN = int(os.environ.get("AGUI_STREAM_MAXLEN", "20000"))
 AGUI_STREAM_TTL = int(os.environ.get("AGUI_STREAM_TTL", str(24 * 3600)))
-AGUI_DEFAULT_APPROVAL_TIMEOUT = int(os.environ.get("AGUI_DEFAULT_APPROVAL_TIMEOUT", str(24 * 3600)))
+# seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
+AGUI_STATE_DELTA_INTERVAL = float(os.environ.get("AGUI_STATE_DELTA_INTERVAL", "0.05"))
+# Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).
+AGUI_DEFAULT_APPROVAL_TIMEOUT = int(os.environ.get("AGUI_DEFAULT_APPROVAL_TIMEOUT", "3600"))
+AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
+# Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
+# call still `executing` after its lease lapsed belongs to a dead worker (agents/execution.py).
+AGUI_TOOL_LEASE_SECONDS = float(os.environ.get("AGUI_TOOL_LEASE_SECONDS", "30"))
+AGUI_TOOL_MAX_ATTEMPTS = int(os.environ.get("AGUI_TOOL_MAX_ATTEMPTS", "3"))  # idempotent tools' retries
+# The ops agent acts for real, but only inside this directory.
+AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or VAR_DIR / "sandbox")
+AGUI_COMMAND_TIMEOUT = float(os.environ.get("AGUI_COMMAND_TIMEOUT", "5"))
+# Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
+AGUI_EXTRA_AGENTS = [m.strip() for m in os.environ.get("AGUI_EXTRA_AGENTS", "").split(",") if m.strip()]
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
 
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "agui-inbox <noreply@localhost>")
+EMAIL_SUBJECT_PREFIX = "[agui-inbox] "
 
 LOGGING = {
     "version": 1,

@@ -1,27 +1,65 @@
-from django.contrib import admin
+import json
 
-from .models import ApprovalRequest, AuditEvent, Decision, ToolPolicy
+from django.contrib import admin
+from django.utils.html import format_html
+
+from . import registry, services
+from .models import ApprovalRequest, AuditEvent, Decision, ThreadGrant, ToolPolicy
 
 
 @admin.register(ToolPolicy)
 class ToolPolicyAdmin(admin.ModelAdmin):
-    list_display = ["tool_name", "mode", "approver_kind", "approver_group", "required_approvals", "timeout_seconds", "risk"]
+    """The form validates through ToolPolicy.clean (approvals.validators); saves and deletes go
+    through services so that every change is audited with before/after."""
+
+    list_display = ["tool_name", "mode", "approver_kind", "approver_group", "required_approvals", "timeout_seconds",
+                    "risk", "escalation_group"]
     list_filter = ["mode", "risk"]
     search_fields = ["tool_name"]
+    readonly_fields = ["code_defaults", "updated_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # renaming would silently move a policy between tools
+        return [*self.readonly_fields, "tool_name"] if obj else self.readonly_fields
+
+    @admin.display(description="Code defaults (used when no policy row exists)")
+    def code_defaults(self, obj):
+        defaults = registry.get(obj.tool_name) if obj and obj.tool_name else None
+        if defaults is None:
+            return "this tool is not registered by any loaded agent"
+        shown = {"mode": defaults.mode, "approver": defaults.approver, "risk": defaults.risk,
+                 "conditions": defaults.conditions, "required_approvals": defaults.required_approvals,
+                 "timeout_seconds": defaults.timeout_seconds, "escalation": defaults.escalation or None}
+        return format_html("<pre>{}</pre>", json.dumps(shown, indent=2))
+
+    def save_model(self, request, obj, form, change):
+        values = {f: getattr(obj, f) for f in services.POLICY_FIELDS}
+        saved = services.save_policy(obj.tool_name, values, request.user)
+        obj.pk, obj.updated_at = saved.pk, saved.updated_at
+
+    def delete_model(self, request, obj):
+        services.delete_policy(obj.tool_name, request.user)
+
+    def delete_queryset(self, request, queryset):
+        for tool_name in list(queryset.values_list("tool_name", flat=True)):
+            services.delete_policy(tool_name, request.user)
 
 
 class DecisionInline(admin.TabularInline):
     model = Decision
     extra = 0
     can_delete = False
-    readonly_fields = ["user", "decision", "arguments", "feedback", "created_at"]
+    readonly_fields = ["user", "decision", "arguments", "feedback", "withdrawn_at", "created_at"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
     """Read-only here: status changes go through the inbox (services.decide)."""
 
-    list_display = ["tool_name", "status", "requester", "approver_group", "risk", "created_at"]
+    list_display = ["tool_name", "status", "requester", "approver_group", "risk", "matched_rule", "created_at"]
     list_filter = ["status", "risk", "tool_name"]
     search_fields = ["description", "thread_ref", "id"]
     inlines = [DecisionInline]
@@ -32,11 +70,32 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "action", "actor", "object_ref"]
-    list_filter = ["action"]
+    list_display = ["created_at", "action", "actor", "tool_name", "object_ref"]
+    list_filter = ["action", "tool_name"]
+    search_fields = ["object_ref", "tool_name"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ThreadGrant)
+class ThreadGrantAdmin(admin.ModelAdmin):
+    """Visible here; revoked through the API (services.revoke_grant), never deleted."""
+
+    list_display = ["tool_name", "thread_ref", "user", "created_at", "revoked_at", "revoked_by"]
+    list_filter = ["tool_name"]
 
     def has_change_permission(self, request, obj=None):
         return False

@@ -1,11 +1,59 @@
-"""REST: approvals visible to the caller, and deciding them."""
+"""REST: approvals (list with filters and search, decide, bulk-decide), tool policies (admins,
+keyed by tool name), the audit log (filters, ?format=csv) and "always allow in this thread" grants.
 
-from rest_framework import serializers, viewsets
+Views stay thin: every change goes through approvals.services.
+"""
+
+import csv
+import io
+import json
+from datetime import UTC, timedelta
+
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Q
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAdminUser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
-from . import services
-from .models import ApprovalRequest
+from . import policy as policy_engine
+from . import registry, services
+from .models import ApprovalRequest, AuditEvent, Decision, Risk, ThreadGrant, ToolPolicy
+from .validators import policy_errors
+
+
+def _error_response(exc):
+    data = {"message": exc.message, "code": exc.code}
+    if isinstance(exc, services.InvalidArguments):
+        data["arguments"] = exc.errors
+    elif exc.errors:
+        data.update(exc.errors)
+    return Response(data, status=exc.status_code)
+
+
+# --- approvals ------------------------------------------------------------------------------------
+
+
+class DecisionSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username", read_only=True)
+    withdrawn = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Decision
+        fields = ["user", "decision", "arguments", "arguments_hash", "feedback", "withdrawn", "withdrawn_at",
+                  "created_at"]
+
+    def get_withdrawn(self, obj) -> bool:
+        return obj.withdrawn_at is not None
 
 
 class ApprovalSerializer(serializers.ModelSerializer):
@@ -14,44 +62,154 @@ class ApprovalSerializer(serializers.ModelSerializer):
     tool_call = serializers.CharField(source="tool_call_ref", read_only=True)
     requester = serializers.CharField(source="requester.username", read_only=True)
     approver = serializers.CharField(source="approver_label", read_only=True)
+    approver_group = serializers.CharField(source="approver_group.name", read_only=True, default=None)
+    escalation_group = serializers.CharField(source="escalation_group.name", read_only=True, default=None)
     decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None)
     can_decide = serializers.SerializerMethodField()
+    approvals = serializers.SerializerMethodField()
+    decisions = DecisionSerializer(many=True, read_only=True)
 
     class Meta:
         model = ApprovalRequest
         fields = [
-            "id", "status", "tool_name", "arguments", "final_arguments", "description", "reason", "reversible",
-            "impact", "risk", "matched_rule", "thread", "run", "tool_call", "agent_name", "requester", "approver",
-            "required_approvals", "expires_at", "feedback", "decided_by", "decided_at", "created_at", "can_decide",
+            "id", "status", "tool_name", "arguments", "final_arguments", "description", "reason", "self_check",
+            "reversible", "impact", "risk", "matched_rule", "thread", "run", "tool_call", "agent_name", "requester",
+            "approver", "approver_group", "required_approvals", "approvals", "expires_at", "timeout_action",
+            "remind_at", "reminded_at", "escalation_group", "escalate_at", "escalated_at", "feedback", "decided_by",
+            "decided_at", "created_at", "can_decide", "decisions",
         ]
 
     def get_can_decide(self, obj) -> bool:
         request = self.context.get("request")
         return bool(request and obj.is_pending and services.can_decide(request.user, obj))
 
+    def get_approvals(self, obj) -> int:
+        """Approvals that count now: distinct approvers of the current arguments, not withdrawn."""
+        digest = services.arguments_hash(obj.current_arguments)
+        return len({d.user_id for d in obj.decisions.all()
+                    if d.decision == "approve" and d.withdrawn_at is None and d.arguments_hash == digest
+                    and not (obj.approver_kind == "group" and d.user_id == obj.requester_id)})
+
 
 class DecideSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["approve", "reject"])
-    arguments = serializers.DictField(required=False)
+    decision = serializers.ChoiceField(choices=Decision.Kind.choices)
+    arguments = serializers.DictField(required=False, help_text="Edited arguments (validated against the tool)")
+    feedback = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+    always_allow_in_thread = serializers.BooleanField(
+        required=False, default=False,
+        help_text="With approve, on a request you confirm yourself: run this tool without asking again in "
+        "this thread (revocable under /api/grants/)",
+    )
+
+
+class BulkDecideSerializer(serializers.Serializer):
+    ids = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1,
+                                max_length=services.BULK_LIMIT)
+    decision = serializers.ChoiceField(choices=Decision.Kind.choices)
     feedback = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
 
 
+class BulkItemSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    ok = serializers.BooleanField()
+    status = serializers.CharField(required=False)
+    code = serializers.CharField(required=False)
+    message = serializers.CharField(required=False)
+    errors = serializers.DictField(required=False)
+
+
+class BulkResultSerializer(serializers.Serializer):
+    results = BulkItemSerializer(many=True)
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+MAX_AGE_SECONDS = 10 * 366 * 24 * 3600
+
+
+def _check_params(params):
+    """Query values reach SQL filters: a NUL byte (which PostgreSQL refuses) is a 400, not a 500."""
+    for name, values in params.lists():
+        if any("\x00" in v for v in values):
+            raise ValidationError({name: ["NUL characters are not accepted"]})
+
+
+def _int_param(params, name):
+    raw = params.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: ["a whole number of seconds"]}) from None
+    if not 0 <= value <= MAX_AGE_SECONDS:
+        raise ValidationError({name: [f"between 0 and {MAX_AGE_SECONDS} seconds"]})
+    return value
+
+
+def _choices_param(params, name, allowed):
+    raw = params.get(name)
+    if not raw:
+        return None
+    values = [v.strip() for v in raw.split(",") if v.strip()]
+    bad = [v for v in values if v not in allowed]
+    if bad:
+        raise ValidationError({name: [f"unknown {name} {', '.join(bad)}; use {', '.join(allowed)}"]})
+    return values
+
+
+APPROVAL_FILTERS = [
+    OpenApiParameter("status", str, description="Comma-separated: " + ", ".join(ApprovalRequest.Status.values)),
+    OpenApiParameter("tool", str, description="Tool name"),
+    OpenApiParameter("group", str, description="Approver group name (or escalation group, once escalated)"),
+    OpenApiParameter("risk", str, description="Comma-separated: " + ", ".join(Risk.values)),
+    OpenApiParameter("thread", str, description="Thread id"),
+    OpenApiParameter("min_age", int, description="Only requests at least this many seconds old"),
+    OpenApiParameter("max_age", int, description="Only requests at most this many seconds old"),
+    OpenApiParameter("search", str, description="Words in the description, tool, reason, impact, requester, "
+                     "thread or id"),
+]
+
+
+@extend_schema(parameters=APPROVAL_FILTERS)
 class ApprovalViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = ApprovalSerializer
+    lookup_value_regex = r"[^/.\x00]+"
+    queryset = ApprovalRequest.objects.none()  # for the schema; get_queryset scopes to the caller
 
     def get_queryset(self):
-        qs = services.visible_to(self.request.user).select_related("decided_by")
-        status = self.request.query_params.get("status")
-        if status:
-            qs = qs.filter(status=status)
-        thread = self.request.query_params.get("thread")
-        if thread:
-            qs = qs.filter(thread_ref=thread)
-        tool = self.request.query_params.get("tool")
-        if tool:
-            qs = qs.filter(tool_name=tool)
+        qs = services.visible_to(self.request.user).select_related("decided_by").prefetch_related(
+            "decisions__user")
+        if self.action != "list":
+            return qs
+        params = self.request.query_params
+        _check_params(params)
+        statuses = _choices_param(params, "status", ApprovalRequest.Status.values)
+        if statuses:
+            qs = qs.filter(status__in=statuses)
+        risks = _choices_param(params, "risk", Risk.values)
+        if risks:
+            qs = qs.filter(risk__in=risks)
+        if params.get("tool"):
+            qs = qs.filter(tool_name=params["tool"])
+        if params.get("thread"):
+            qs = qs.filter(thread_ref=params["thread"])
+        if params.get("group"):
+            qs = qs.filter(Q(approver_group__name=params["group"])
+                           | Q(escalated_at__isnull=False, escalation_group__name=params["group"]))
+        now = timezone.now()
+        min_age, max_age = _int_param(params, "min_age"), _int_param(params, "max_age")
+        if min_age is not None:
+            qs = qs.filter(created_at__lte=now - timedelta(seconds=min_age))
+        if max_age is not None:
+            qs = qs.filter(created_at__gte=now - timedelta(seconds=max_age))
+        for word in (params.get("search") or "").split()[:8]:
+            qs = qs.filter(Q(description__icontains=word) | Q(tool_name__icontains=word) | Q(reason__icontains=word)
+                           | Q(impact__icontains=word) | Q(requester__username__iexact=word)
+                           | Q(thread_ref=word) | Q(pk=word))
         return qs.order_by("-created_at")
 
+    @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)
     def decide(self, request, pk=None):
         approval = self.get_object()
@@ -61,12 +219,319 @@ class ApprovalViewSet(viewsets.ReadOnlyModelViewSet):
             approval = services.decide(
                 approval.pk, request.user, body.validated_data["decision"],
                 arguments=body.validated_data.get("arguments"), feedback=body.validated_data.get("feedback", ""),
+                always_allow_in_thread=body.validated_data.get("always_allow_in_thread", False),
             )
         except services.DecisionError as exc:
-            data = {"message": exc.message, "code": exc.code}
-            if isinstance(exc, services.InvalidArguments):
-                data["arguments"] = exc.errors
-            elif exc.errors:
-                data.update(exc.errors)
-            return Response(data, status=exc.status_code)
+            return _error_response(exc)
+        approval = self.get_queryset().get(pk=approval.pk)
         return Response(ApprovalSerializer(approval, context={"request": request}).data)
+
+    @extend_schema(request=BulkDecideSerializer, responses={200: BulkResultSerializer})
+    @action(detail=False, methods=["post"], url_path="bulk-decide", serializer_class=BulkDecideSerializer)
+    def bulk_decide(self, request):
+        """Decide many requests with one reason; each is validated on its own and reported per item."""
+        body = BulkDecideSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        results = services.bulk_decide(body.validated_data["ids"], request.user, body.validated_data["decision"],
+                                       feedback=body.validated_data.get("feedback", ""))
+        ok = sum(1 for r in results if r["ok"])
+        return Response({"results": results, "succeeded": ok, "failed": len(results) - ok})
+
+
+# --- policies --------------------------------------------------------------------------------------
+
+
+class PolicySerializer(serializers.ModelSerializer):
+    approver_group = serializers.SlugRelatedField(slug_field="name", queryset=Group.objects.all(), allow_null=True,
+                                                  required=False)
+    escalation_group = serializers.SlugRelatedField(slug_field="name", queryset=Group.objects.all(),
+                                                    allow_null=True, required=False)
+    source = serializers.SerializerMethodField(help_text="policy: an admin's row; default: the tool's code defaults")
+    registered = serializers.SerializerMethodField(help_text="Whether a loaded agent offers this tool")
+
+    class Meta:
+        model = ToolPolicy
+        fields = ["tool_name", "source", "registered", "mode", "conditions", "approver_kind", "approver_group",
+                  "required_approvals", "timeout_seconds", "timeout_action", "risk", "reminder_fraction",
+                  "escalation_group", "escalation_fraction", "updated_at"]
+        read_only_fields = ["updated_at"]
+        extra_kwargs = {"tool_name": {"validators": []}}  # the URL names the tool; uniqueness is the upsert's
+
+    def get_source(self, obj) -> str:
+        return "policy" if obj.pk else "default"
+
+    def get_registered(self, obj) -> bool:
+        return registry.get(obj.tool_name) is not None
+
+    def validate(self, attrs):
+        """The one policy validator (also behind ToolPolicy.clean and the admin form)."""
+        base = self.instance
+        merged = {f: getattr(base, f) for f in services.POLICY_FIELDS} if base is not None else {}
+        merged.update({k: v for k, v in attrs.items() if k in services.POLICY_FIELDS})
+        merged["tool_name"] = attrs.get("tool_name", getattr(base, "tool_name", ""))
+        defaults = ToolPolicy()  # model defaults for fields a create leaves out
+        for field in services.POLICY_FIELDS:
+            merged.setdefault(field, getattr(defaults, field))
+        errors = policy_errors(merged)
+        if errors:
+            raise ValidationError(errors)
+        return attrs
+
+
+def _plain(data):
+    """A JSON object or form as a plain dict (one value per key); anything else as is (400 later)."""
+    return {k: data[k] for k in data.keys()} if hasattr(data, "keys") else data
+
+
+def _policy_for(tool_name):
+    row = ToolPolicy.objects.select_related("approver_group", "escalation_group").filter(tool_name=tool_name).first()
+    if row:
+        return row
+    defaults = registry.get(tool_name)
+    return policy_engine.policy_from_defaults(defaults) if defaults else None
+
+
+@extend_schema(parameters=[OpenApiParameter("tool_name", str, OpenApiParameter.PATH,
+                                            description="The tool's name")])
+class PolicyViewSet(viewsets.GenericViewSet):
+    """Tool policies, admins only. Every registered tool is listed (source "default" until an admin
+    saves a row); PUT/PATCH create or change the row, DELETE returns the tool to its code defaults.
+    Every change is audited with before/after."""
+
+    serializer_class = PolicySerializer
+    permission_classes = [IsAdminUser]
+    queryset = ToolPolicy.objects.all()
+    lookup_field = "tool_name"
+    lookup_value_regex = r"[A-Za-z0-9_.\-]+"
+
+    def list(self, request):
+        rows = {p.tool_name: p for p in ToolPolicy.objects.select_related("approver_group", "escalation_group")}
+        names = sorted(set(rows) | set(registry.all_tools()))
+        items = [rows.get(n) or policy_engine.policy_from_defaults(registry.get(n)) for n in names]
+        page = self.paginate_queryset(items)
+        return self.get_paginated_response(PolicySerializer(page, many=True).data)
+
+    def retrieve(self, request, tool_name=None):
+        policy = _policy_for(tool_name)
+        if policy is None:
+            raise NotFound("no policy or registered tool by that name")
+        return Response(PolicySerializer(policy).data)
+
+    def create(self, request):
+        body = PolicySerializer(data=_plain(request.data))
+        body.is_valid(raise_exception=True)
+        tool_name = body.validated_data["tool_name"]
+        if ToolPolicy.objects.filter(tool_name=tool_name).exists():
+            return Response({"message": f"{tool_name} already has a policy; use PUT or PATCH", "code": "exists"},
+                            status=status.HTTP_409_CONFLICT)
+        return self._save(tool_name, body.validated_data, status.HTTP_201_CREATED)
+
+    def update(self, request, tool_name=None):
+        return self._write(request, tool_name, partial=False)
+
+    def partial_update(self, request, tool_name=None):
+        return self._write(request, tool_name, partial=True)
+
+    def destroy(self, request, tool_name=None):
+        if not services.delete_policy(tool_name, request.user):
+            raise NotFound("this tool has no policy row (it runs on its code defaults)")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _write(self, request, tool_name, partial):
+        current = _policy_for(tool_name)  # PATCH of a default-only tool starts from its code defaults
+        data = _plain(request.data)
+        if isinstance(data, dict):
+            data["tool_name"] = tool_name  # the URL names the tool
+        body = PolicySerializer(current if partial else None, data=data, partial=partial)
+        body.is_valid(raise_exception=True)
+        created = current is None or current.pk is None
+        return self._save(tool_name, body.validated_data, status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+                          base=current if partial else None)
+
+    def _save(self, tool_name, validated, code, base=None):
+        values = {f: getattr(base, f) for f in services.POLICY_FIELDS} if base is not None else {}
+        values.update({k: v for k, v in validated.items() if k in services.POLICY_FIELDS})
+        try:
+            row = services.save_policy(tool_name, values, self.request.user)
+        except DjangoValidationError as exc:  # a concurrent change made it invalid
+            raise ValidationError(exc.message_dict) from exc
+        return Response(PolicySerializer(row).data, status=code)
+
+
+# --- audit -----------------------------------------------------------------------------------------
+
+
+class AuditSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", read_only=True, default=None)
+    request = serializers.CharField(source="request_id", read_only=True, default=None)
+
+    class Meta:
+        model = AuditEvent
+        fields = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+
+
+CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+CSV_LIMIT = 100_000
+
+
+def _csv_cell(value):
+    if isinstance(value, dict | list):
+        value = json.dumps(value, sort_keys=True)
+    text = "" if value is None else str(value)
+    # spreadsheet formula injection: a cell starting with = + - @ is shown as text
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+class CSVRenderer(BaseRenderer):
+    """Declares text/csv so that ?format=csv negotiates; AuditViewSet.list streams the rows itself."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        rows = data if isinstance(data, list) else [data]
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        keys = list(rows[0].keys()) if rows and isinstance(rows[0], dict) else ["message"]
+        writer.writerow(keys)
+        for row in rows:
+            writer.writerow([_csv_cell(row.get(k)) if isinstance(row, dict) else _csv_cell(row) for k in keys])
+        return buf.getvalue().encode()
+
+
+AUDIT_FILTERS = [
+    OpenApiParameter("action", str, description="Comma-separated: " + ", ".join(AuditEvent.Action.values)),
+    OpenApiParameter("actor", str, description="Username"),
+    OpenApiParameter("request", str, description="Approval request id"),
+    OpenApiParameter("tool", str, description="Tool name"),
+    OpenApiParameter("object_ref", str, description="e.g. policy:<tool>, toolcall:<id>, grant:<id>"),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="ISO 8601, inclusive"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="ISO 8601, exclusive"),
+    OpenApiParameter("format", str, enum=["json", "csv"], description="csv: every matching row as a download"),
+]
+
+
+@extend_schema(parameters=AUDIT_FILTERS)
+class AuditViewSet(viewsets.ReadOnlyModelViewSet):
+    """The append-only audit log: staff see everything, others the events of requests they can see."""
+
+    serializer_class = AuditSerializer
+    queryset = AuditEvent.objects.none()  # for the schema; get_queryset scopes to the caller
+    lookup_value_regex = r"\d+"
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, CSVRenderer]
+
+    def get_queryset(self):
+        user = self.request.user
+        qs = AuditEvent.objects.select_related("actor")
+        if not (user.is_staff or user.is_superuser):
+            qs = qs.filter(request__in=services.visible_to(user).values("pk"))
+        if self.action != "list":
+            return qs
+        params = self.request.query_params
+        _check_params(params)
+        actions = _choices_param(params, "action", AuditEvent.Action.values)
+        if actions:
+            qs = qs.filter(action__in=actions)
+        if params.get("actor"):
+            qs = qs.filter(actor__username=params["actor"])
+        if params.get("request"):
+            qs = qs.filter(request_id=params["request"])
+        if params.get("tool"):
+            qs = qs.filter(tool_name=params["tool"])
+        if params.get("object_ref"):
+            qs = qs.filter(object_ref=params["object_ref"])
+        for name, lookup in (("since", "created_at__gte"), ("until", "created_at__lt")):
+            if params.get(name):
+                try:
+                    moment = parse_datetime(params[name])
+                except ValueError:  # well formed, but no such moment (month 13)
+                    moment = None
+                if moment is None:
+                    raise ValidationError({name: ["an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z"]})
+                if timezone.is_naive(moment):
+                    moment = timezone.make_aware(moment, UTC)
+                qs = qs.filter(**{lookup: moment})
+        return qs.order_by("-created_at", "-id")
+
+    def list(self, request, *args, **kwargs):
+        if getattr(request.accepted_renderer, "format", None) == "csv":
+            return self._csv(self.get_queryset())
+        return super().list(request, *args, **kwargs)
+
+    def _csv(self, qs):
+        def rows():
+            buf = io.StringIO()
+            writer = csv.writer(buf)
+            writer.writerow(CSV_COLUMNS)
+            for event in qs[:CSV_LIMIT].iterator(chunk_size=1000):
+                writer.writerow([_csv_cell(v) for v in (
+                    event.pk, event.created_at.isoformat(), event.action,
+                    event.actor.username if event.actor_id else "", event.request_id or "", event.tool_name,
+                    event.object_ref, event.before, event.after)])
+                yield buf.getvalue()
+                buf.seek(0)
+                buf.truncate(0)
+            yield buf.getvalue()
+
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
+        return response
+
+
+# --- "always allow in this thread" -----------------------------------------------------------------
+
+
+class GrantSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username", read_only=True)
+    thread = serializers.CharField(source="thread_ref", read_only=True)
+    revoked_by = serializers.CharField(source="revoked_by.username", read_only=True, default=None)
+    source_request = serializers.CharField(source="source_request_id", read_only=True, default=None)
+    active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ThreadGrant
+        fields = ["id", "tool_name", "thread", "user", "active", "source_request", "created_at", "revoked_at",
+                  "revoked_by"]
+
+
+@extend_schema(parameters=[
+    OpenApiParameter("thread", str, description="Thread id"),
+    OpenApiParameter("tool", str, description="Tool name"),
+    OpenApiParameter("active", bool, description="true: only grants in force"),
+])
+class GrantViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Your "always allow in this thread" grants (staff: everyone's); created by deciding with
+    always_allow_in_thread, ended with POST .../revoke/ (kept, never deleted)."""
+
+    serializer_class = GrantSerializer
+    queryset = ThreadGrant.objects.none()  # for the schema; get_queryset scopes to the caller
+    lookup_value_regex = r"\d+"
+    lookup_value_regex = r"[0-9]+"  # integer ids: /api/grants/abc/ is a 404, not a ValueError (500)
+
+    def get_queryset(self):
+        qs = services.grants_visible_to(self.request.user)
+        if self.action != "list":
+            return qs
+        params = self.request.query_params
+        _check_params(params)
+        if params.get("thread"):
+            qs = qs.filter(thread_ref=params["thread"])
+        if params.get("tool"):
+            qs = qs.filter(tool_name=params["tool"])
+        if params.get("active") in ("true", "1"):
+            qs = qs.filter(revoked_at__isnull=True)
+        elif params.get("active") in ("false", "0"):
+            qs = qs.filter(revoked_at__isnull=False)
+        return qs.order_by("-created_at")
+
+    @extend_schema(request=None, responses={200: GrantSerializer})
+    @action(detail=True, methods=["post"])
+    def revoke(self, request, pk=None):
+        try:
+            grant = services.revoke_grant(pk, request.user)
+        except services.DecisionError as exc:
+            return _error_response(exc)
+        return Response(GrantSerializer(grant).data)
+

@@ -16,6 +16,7 @@ class Mode(models.TextChoices):
     NEVER = "never"
     CONDITIONAL = "conditional"
     DENY = "deny"
+    MODEL = "model", "model (the model asks itself whether a person is needed)"
 
 
 class ApproverKind(models.TextChoices):
@@ -35,17 +36,45 @@ class TimeoutAction(models.TextChoices):
     APPROVE = "approve"
 
 
+def default_reminder_fraction():
+    return 0.5
+
+
 class ToolPolicy(models.Model):
-    """An admin's override of a tool's code defaults (registered by agents at start-up)."""
+    """An admin's override of a tool's code defaults (registered by agents at start-up).
+
+    Saved only through approvals.services.save_policy / delete_policy (audited, before/after);
+    clean() and the REST serializer share approvals.validators.policy_errors.
+    """
 
     tool_name = models.CharField(max_length=100, unique=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ALWAYS)
+    conditions = models.JSONField(
+        default=list, blank=True,
+        help_text='Rules tried in order (modes conditional and model), e.g. [{"name": "large", '
+        '"when": {"path": "args.amount", "op": "gt", "value": 1000}, "action": "gate"}]. '
+        "Actions: gate, deny, allow. See approvals/rules.py.",
+    )
     approver_kind = models.CharField(max_length=16, choices=ApproverKind.choices, default=ApproverKind.GROUP)
     approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
     required_approvals = models.PositiveSmallIntegerField(default=1)
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the global default")
-    timeout_action = models.CharField(max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT)
+    timeout_action = models.CharField(
+        max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT,
+        help_text="approve is allowed only on low-risk policies",
+    )
     risk = models.CharField(max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
+    reminder_fraction = models.FloatField(
+        null=True, blank=True, default=default_reminder_fraction,
+        help_text="Remind the approvers when this fraction of the timeout has passed (empty: no reminder)",
+    )
+    escalation_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="A second group told (and allowed to decide) when the request is still pending",
+    )
+    escalation_fraction = models.FloatField(
+        null=True, blank=True, help_text="Escalate at this fraction of the timeout (empty: 0.75)"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -53,6 +82,15 @@ class ToolPolicy(models.Model):
 
     def __str__(self):
         return f"{self.tool_name}: {self.mode}"
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        from .validators import policy_errors
+
+        errors = policy_errors(self)
+        if errors:
+            raise ValidationError(errors)
 
 
 class ApprovalRequest(models.Model):
@@ -79,11 +117,17 @@ class ApprovalRequest(models.Model):
     impact = models.TextField(blank=True, default="")
     risk = models.CharField(max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
     matched_rule = models.CharField(max_length=200, blank=True, default="")
+    self_check = models.TextField(blank=True, default="")  # mode model: the model's reason a person is needed
     requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     approver_kind = models.CharField(max_length=16, choices=ApproverKind.choices)
     approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
     required_approvals = models.PositiveSmallIntegerField(default=1)
     expires_at = models.DateTimeField(null=True, blank=True)
+    remind_at = models.DateTimeField(null=True, blank=True)
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    escalation_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    escalate_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
     timeout_action = models.CharField(max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT)
     agent_name = models.CharField(max_length=100, blank=True, default="")
     thread_ref = models.CharField(max_length=200, blank=True, default="")
@@ -108,6 +152,21 @@ class ApprovalRequest(models.Model):
             models.Index(fields=["thread_ref", "created_at"], name="approval_thread_idx"),
             # expiry sweep: pending requests past their deadline
             models.Index(fields=["status", "expires_at"], name="approval_expiry_idx"),
+            # reminder sweep: pending requests past remind_at, not yet reminded
+            models.Index(fields=["status", "remind_at"], name="approval_remind_idx"),
+            # escalation sweep: pending requests past escalate_at, not yet escalated
+            models.Index(fields=["status", "escalate_at"], name="approval_escalate_idx"),
+            # the inbox (approvals/inbox.py), pending segment and single-status filters:
+            # WHERE status = %s [AND created_at < cursor] ORDER BY created_at DESC, id DESC LIMIT 51
+            models.Index(fields=["status", "-created_at", "-id"], name="approval_status_recent_idx"),
+            # the inbox, "recent decisions" segment:
+            # WHERE decided_at IS NOT NULL [AND decided_at < cursor] ORDER BY decided_at DESC, id DESC LIMIT 51
+            models.Index(fields=["-decided_at", "-id"], name="approval_decided_recent_idx"),
+            # the inbox's tool filter over decisions (a rare tool must not walk every decision):
+            # WHERE tool_name = %s AND decided_at IS NOT NULL ORDER BY decided_at DESC, id DESC LIMIT 51
+            models.Index(fields=["tool_name", "-decided_at", "-id"], name="approval_tool_decided_idx"),
+            # the same for the agent filter; also the filter's list of agents (index-only DISTINCT agent_name)
+            models.Index(fields=["agent_name", "-decided_at", "-id"], name="approval_agent_decided_idx"),
         ]
 
     def __str__(self):
@@ -123,6 +182,11 @@ class ApprovalRequest(models.Model):
     def is_pending(self):
         return self.status == self.Status.PENDING
 
+    @property
+    def current_arguments(self):
+        """What an approval now approves: the latest edit, else the model's arguments."""
+        return self.final_arguments if self.final_arguments is not None else self.arguments
+
 
 class Decision(models.Model):
     class Kind(models.TextChoices):
@@ -135,30 +199,114 @@ class Decision(models.Model):
     arguments = models.JSONField(null=True, blank=True)
     arguments_hash = models.CharField(max_length=64, blank=True, default="")
     feedback = models.TextField(blank=True, default="")
+    # an approval of other arguments stops counting when a reviewer edits them (quorum by hash)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at"]
 
 
+class AppendOnly(Exception):
+    pass
+
+
+class AuditQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnly("audit events are append-only")
+
+    def delete(self):
+        raise AppendOnly("audit events are append-only")
+
+    def _raw_delete(self, using):  # the deletion collector's fast path
+        raise AppendOnly("audit events are append-only")
+
+    # bulk_update goes through update(); bulk_create stays: it only appends
+
+
 class AuditEvent(models.Model):
-    """Append-only: who did what to which request, with before/after."""
+    """Append-only: who did what, when, to what, with before/after.
+
+    Neither the model, its queryset, the admin nor the API can change or delete a row.
+    """
+
+    class Action(models.TextChoices):
+        REQUESTED = "requested"
+        DECIDED = "decided"
+        EDITED = "edited"  # an approval with changed arguments
+        WITHDRAWN = "withdrawn"  # approvals of earlier arguments stop counting
+        EXPIRED = "expired"
+        CANCELLED = "cancelled"
+        REMINDED = "reminded"
+        ESCALATED = "escalated"
+        POLICY_CREATED = "policy_created"
+        POLICY_CHANGED = "policy_changed"
+        POLICY_DELETED = "policy_deleted"
+        GRANT_CREATED = "grant_created"
+        GRANT_REVOKED = "grant_revoked"
+        OUTCOME_UNKNOWN = "outcome_unknown"  # a tool call interrupted mid-execution
+        RETRIED = "retried"  # an idempotent tool call re-run after such an interruption
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    action = models.CharField(max_length=32)  # requested, decided, expired, cancelled, policy_changed
+    action = models.CharField(max_length=32, choices=Action.choices)
     request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit")
+    tool_name = models.CharField(max_length=100, blank=True, default="")
     object_ref = models.CharField(max_length=200, blank=True, default="")
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
 
+    objects = AuditQuerySet.as_manager()
+
     class Meta:
-        ordering = ["-created_at"]
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # /api/audit/?action=...: one kind of event, newest first
+            models.Index(fields=["action", "-created_at"], name="audit_action_idx"),
+            # /api/audit/?tool=...: a tool's history, incl. its policy changes
+            models.Index(fields=["tool_name", "-created_at"], name="audit_tool_idx"),
+        ]
 
     def save(self, *args, **kwargs):
         if self.pk is not None:
-            raise ValueError("audit events are append-only")
+            raise AppendOnly("audit events are append-only")
         super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):
-        raise ValueError("audit events are append-only")
+        raise AppendOnly("audit events are append-only")
+
+
+class ThreadGrant(models.Model):
+    """"Always allow in this thread": the requester waives their own confirmation of one tool.
+
+    Only for requester-routed tools (a group's decision cannot be waived by the requester);
+    revoked, never deleted, so the record stays visible.
+    """
+
+    tool_name = models.CharField(max_length=100)
+    thread_ref = models.CharField(max_length=200)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    source_request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "thread_ref", "tool_name"], condition=models.Q(revoked_at=None),
+                                    name="grant_one_active_uniq"),
+        ]
+        indexes = [
+            # policy.evaluate: an active grant for (user, thread, tool)?
+            models.Index(fields=["thread_ref", "tool_name", "user"], name="grant_lookup_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.tool_name} in {self.thread_ref} ({'revoked' if self.revoked_at else 'active'})"
+
+    @property
+    def active(self):
+        return self.revoked_at is None

@@ -18,26 +18,36 @@ def group_for_user(user_id):
     return f"inbox.user.{user_id}"
 
 
+def _send(targets, notice):
+    layer = get_channel_layer()
+    try:
+        for target in targets:
+            async_to_sync(layer.group_send)(target, {"type": "inbox.notice", "notice": notice})
+    except Exception:  # the inbox refetches on reconnect; a lost notice loses no data
+        log.exception("inbox notice %s not sent", notice.get("type"))
+
+
 def inbox_notice(kind, request):
-    """kind: requested | decided | expired | cancelled. Never fails the caller."""
-    payload = {
-        "type": "inbox.notice",
-        "notice": {
-            "type": f"approval.{kind}",
-            "approval": {
-                "id": request.id,
-                "status": request.status,
-                "tool_name": request.tool_name,
-                "description": request.description,
-            },
+    """kind: requested | decided | expired | cancelled | reminded | escalated. Never fails the caller."""
+    notice = {
+        "type": f"approval.{kind}",
+        "approval": {
+            "id": request.id,
+            "status": request.status,
+            "tool_name": request.tool_name,
+            "description": request.description,
+            "expires_at": request.expires_at.isoformat() if request.expires_at else None,
+            "escalated": request.escalated_at is not None,
         },
     }
     targets = {STAFF_GROUP, group_for_user(request.requester_id)}
     if request.approver_group_id:
         targets.add(group_for_approver_group(request.approver_group_id))
-    layer = get_channel_layer()
-    try:
-        for target in targets:
-            async_to_sync(layer.group_send)(target, payload)
-    except Exception:  # the inbox refetches on reconnect; a lost notice loses no data
-        log.exception("inbox notice %s for %s not sent", kind, request.id)
+    if request.escalation_group_id and request.escalated_at:
+        targets.add(group_for_approver_group(request.escalation_group_id))
+    _send(sorted(targets), notice)
+
+
+def operator_notice(kind, payload):
+    """A notice for operators (staff), e.g. a tool call whose outcome is unknown."""
+    _send([STAFF_GROUP], {"type": kind, **payload})

@@ -1,12 +1,22 @@
-"""evaluate(tool, validated arguments, context) -> auto | approve (by whom) | deny."""
+"""evaluate(tool, validated arguments, context) -> auto | approve (by whom) | deny.
 
+Modes: never (auto), always (a person), deny (blocked), conditional (rules decide; no match:
+auto) and model (rules first; no match: ask the model through context["ask_model"]).
+A policy row overrides the tool's code defaults. Context: user, agent, thread, and optionally
+ask_model(tool_name, arguments) -> {"needs_human": bool, "reason": str} (the caller's model:
+this app knows nothing of agents).
+"""
+
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import Group
 
-from . import registry
-from .models import ApproverKind, Mode, ToolPolicy
+from . import registry, rules
+from .models import ApproverKind, Mode, ThreadGrant, ToolPolicy
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -19,45 +29,100 @@ class Verdict:
     timeout_action: str = "reject"
     risk: str = "medium"
     matched_rule: str = ""
+    reason: str = ""  # the model's self-check reason (mode model)
+    reminder_fraction: float | None = None
+    escalation_group: Group | None = None
+    escalation_fraction: float | None = None
+    grant_id: int | None = None  # "always allow in this thread" turned a gate into auto
+
+
+def _group(spec):
+    if spec and spec.startswith("group:"):
+        return Group.objects.get_or_create(name=spec.split(":", 1)[1])[0]
+    return None
 
 
 def effective(tool_name):
     """The policy in force: the admin's row when there is one, else the tool's code defaults."""
-    row = ToolPolicy.objects.select_related("approver_group").filter(tool_name=tool_name).first()
+    row = (ToolPolicy.objects.select_related("approver_group", "escalation_group")
+           .filter(tool_name=tool_name).first())
     if row:
         return {
             "source": "policy",
             "mode": row.mode,
+            "conditions": row.conditions or [],
             "approver_kind": row.approver_kind,
             "group": row.approver_group,
             "required_approvals": row.required_approvals,
             "timeout_seconds": row.timeout_seconds,
             "timeout_action": row.timeout_action,
             "risk": row.risk,
+            "reminder_fraction": row.reminder_fraction,
+            "escalation_group": row.escalation_group,
+            "escalation_fraction": row.escalation_fraction,
         }
     defaults = registry.get(tool_name)
     if defaults is None:
         return None
-    kind, group = ApproverKind.REQUESTER, None
-    if defaults.approver.startswith("group:"):
-        kind = ApproverKind.GROUP
-        group, _ = Group.objects.get_or_create(name=defaults.approver.split(":", 1)[1])
+    group = _group(defaults.approver)
     return {
         "source": "default",
         "mode": defaults.mode,
-        "approver_kind": kind,
+        "conditions": defaults.conditions,
+        "approver_kind": ApproverKind.GROUP if group else ApproverKind.REQUESTER,
         "group": group,
         "required_approvals": defaults.required_approvals,
         "timeout_seconds": defaults.timeout_seconds,
         "timeout_action": defaults.timeout_action,
         "risk": defaults.risk,
+        "reminder_fraction": defaults.reminder_fraction,
+        "escalation_group": _group(defaults.escalation),
+        "escalation_fraction": defaults.escalation_fraction,
     }
+
+
+def policy_from_defaults(defaults):
+    """An unsaved ToolPolicy showing a tool's code defaults (the API and admin render it)."""
+    group = _group(defaults.approver)
+    return ToolPolicy(
+        tool_name=defaults.name, mode=defaults.mode, conditions=list(defaults.conditions),
+        approver_kind=ApproverKind.GROUP if group else ApproverKind.REQUESTER, approver_group=group,
+        required_approvals=defaults.required_approvals, timeout_seconds=defaults.timeout_seconds,
+        timeout_action=defaults.timeout_action, risk=defaults.risk, reminder_fraction=defaults.reminder_fraction,
+        escalation_group=_group(defaults.escalation), escalation_fraction=defaults.escalation_fraction,
+    )
+
+
+def active_grant(tool_name, context):
+    user, thread = (context or {}).get("user"), (context or {}).get("thread")
+    if user is None or not thread or not getattr(user, "pk", None):
+        return None
+    return ThreadGrant.objects.filter(
+        tool_name=tool_name, thread_ref=thread, user_id=user.pk, revoked_at__isnull=True
+    ).first()
+
+
+def _ask_model(tool_name, arguments, context):
+    """(needs_human, reason). Anything but a clear answer means a person decides."""
+    ask = (context or {}).get("ask_model")
+    if ask is None:
+        return True, "No model was available for the self-check, so a person decides."
+    try:
+        answer = ask(tool_name, arguments)
+    except Exception as exc:  # the conservative answer: ask a person
+        log.warning("self-check for %s failed: %s", tool_name, exc)
+        return True, f"The model's self-check failed ({exc}), so a person decides."
+    if not isinstance(answer, dict) or not isinstance(answer.get("needs_human"), bool):
+        return True, "The model's self-check gave no clear answer, so a person decides."
+    reason = str(answer.get("reason") or "").strip()[:2000]
+    return answer["needs_human"], reason or "(the model gave no reason)"
 
 
 def evaluate(tool_name, arguments, context=None) -> Verdict:
     p = effective(tool_name)
     if p is None:  # unknown to the engine: the safe answer is a person decides
-        return Verdict("approve", matched_rule="unregistered tool")
+        return Verdict("approve", matched_rule="unregistered tool",
+                       timeout_seconds=settings.AGUI_DEFAULT_APPROVAL_TIMEOUT)
     common = dict(
         approver_kind=p["approver_kind"],
         group=p["group"],
@@ -65,11 +130,38 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
         timeout_seconds=p["timeout_seconds"] or settings.AGUI_DEFAULT_APPROVAL_TIMEOUT,
         timeout_action=p["timeout_action"],
         risk=p["risk"],
+        reminder_fraction=p["reminder_fraction"],
+        escalation_group=p["escalation_group"],
+        escalation_fraction=p["escalation_fraction"],
     )
-    mode = p["mode"]
+    source, mode = p["source"], p["mode"]
+
+    def gate(matched_rule, reason=""):
+        if p["approver_kind"] == ApproverKind.REQUESTER:
+            grant = active_grant(tool_name, context)
+            if grant:
+                return Verdict("auto", matched_rule=f"always allowed in this thread (grant {grant.pk})",
+                               reason=reason, grant_id=grant.pk, **common)
+        return Verdict("approve", matched_rule=matched_rule, reason=reason, **common)
+
     if mode == Mode.NEVER:
-        return Verdict("auto", matched_rule=f"{p['source']}: mode never", **common)
+        return Verdict("auto", matched_rule=f"{source}: mode never", **common)
     if mode == Mode.DENY:
-        return Verdict("deny", matched_rule=f"{p['source']}: mode deny", **common)
-    # conditional rules arrive with the approval-engine issue; until then they gate like always
-    return Verdict("approve", matched_rule=f"{p['source']}: mode {mode}", **common)
+        return Verdict("deny", matched_rule=f"{source}: mode deny", **common)
+    if mode == Mode.ALWAYS:
+        return gate(f"{source}: mode always")
+    if p["conditions"]:
+        match = rules.first_match(p["conditions"], rules.scope_for(tool_name, arguments, context))
+        if match:
+            label = f"{source}: {match.label}"
+            if match.action == "deny":
+                return Verdict("deny", matched_rule=label, **common)
+            if match.action == "allow":
+                return Verdict("auto", matched_rule=label, **common)
+            return gate(label)
+    if mode == Mode.CONDITIONAL:
+        return Verdict("auto", matched_rule=f"{source}: no rule matched", **common)
+    needs_human, reason = _ask_model(tool_name, arguments, context)
+    if needs_human:
+        return gate(f"{source}: mode model (the model asked for a person)", reason)
+    return Verdict("auto", matched_rule=f"{source}: mode model (no person needed)", reason=reason, **common)

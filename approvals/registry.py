@@ -26,13 +26,37 @@ class ToolDefaults:
     timeout_seconds: int | None = None
     timeout_action: str = "reject"
     required_approvals: int = 1
+    conditions: list = field(default_factory=list)  # approvals/rules.py
+    idempotent: bool = False  # safe to re-run after a crash mid-execution
+    reversible: bool = False
+    reminder_fraction: float | None = 0.5
+    escalation: str = ""  # "group:<name>": told (and may decide) at escalation_fraction of the timeout
+    escalation_fraction: float | None = None
     extra: dict = field(default_factory=dict)
 
 
 _registry: dict[str, ToolDefaults] = {}
 
 
+class InvalidDefaults(Exception):
+    """A tool's code defaults break the policy rules: refused at start-up, never at run time."""
+
+
 def register(defaults: ToolDefaults):
+    from .validators import policy_errors
+
+    group = defaults.approver.split(":", 1)[1] if defaults.approver.startswith("group:") else None
+    escalation = defaults.escalation.split(":", 1)[1] if defaults.escalation.startswith("group:") else None
+    errors = policy_errors({
+        "tool_name": defaults.name, "mode": defaults.mode, "conditions": defaults.conditions,
+        "approver_kind": "group" if group else "requester", "approver_group": group,
+        "required_approvals": defaults.required_approvals, "timeout_seconds": defaults.timeout_seconds,
+        "timeout_action": defaults.timeout_action, "risk": defaults.risk,
+        "reminder_fraction": defaults.reminder_fraction, "escalation_group": escalation,
+        "escalation_fraction": defaults.escalation_fraction,
+    }, schema=defaults.schema)
+    if errors:
+        raise InvalidDefaults(f"tool {defaults.name}: {errors}")
     _registry[defaults.name] = defaults
 
 

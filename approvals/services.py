@@ -1,20 +1,37 @@
-"""request / decide / expire / cancel: the ONLY code that changes an approval's status."""
+"""request / decide / expire / remind / escalate / cancel, policy changes and thread grants:
+the ONLY code that changes approval records. Every change writes an AuditEvent."""
 
 import hashlib
 import json
 import logging
 from datetime import timedelta
 
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from . import notify, registry
-from .models import ApprovalRequest, ApproverKind, AuditEvent, Decision, Risk, TimeoutAction
+from . import mail, notify, registry
+from .models import (
+    ApprovalRequest,
+    ApproverKind,
+    AuditEvent,
+    Decision,
+    Risk,
+    ThreadGrant,
+    TimeoutAction,
+    ToolPolicy,
+)
 from .signals import approval_resolved
 
 log = logging.getLogger(__name__)
+# A deadline this close gets its own countdown task; later ones are left to the beat sweep,
+# since Redis redelivers an ETA task held longer than the broker's visibility timeout.
 ETA_HORIZON_SECONDS = 120
+DEFAULT_ESCALATION_FRACTION = 0.75
+BULK_LIMIT = 200
 Status = ApprovalRequest.Status
+Action = AuditEvent.Action
 
 
 class DecisionError(Exception):
@@ -32,9 +49,19 @@ class NotPending(DecisionError):
     code = "already_decided"
 
 
+class AlreadyApproved(DecisionError):
+    status_code = 409
+    code = "already_approved"
+
+
 class Forbidden(DecisionError):
     status_code = 403
     code = "forbidden"
+
+
+class NotFound(DecisionError):
+    status_code = 404
+    code = "not_found"
 
 
 class InvalidArguments(DecisionError):
@@ -50,15 +77,18 @@ def arguments_hash(arguments):
 
 
 def _snapshot(req):
-    return {
-        "status": req.status,
-        "arguments": req.final_arguments if req.final_arguments is not None else req.arguments,
-        "feedback": req.feedback,
-    }
+    return {"status": req.status, "arguments": req.current_arguments, "feedback": req.feedback}
 
 
 def _audit(action, req, actor=None, before=None, after=None):
-    AuditEvent.objects.create(action=action, request=req, actor=actor, object_ref=req.id, before=before, after=after)
+    AuditEvent.objects.create(action=action, request=req, actor=actor, object_ref=req.id, tool_name=req.tool_name,
+                              before=before, after=after)
+
+
+def record(action, *, actor=None, object_ref="", tool_name="", request=None, before=None, after=None):
+    """An audit row for events other apps observe (e.g. a tool call whose outcome is unknown)."""
+    return AuditEvent.objects.create(action=action, actor=actor, object_ref=object_ref, tool_name=tool_name,
+                                     request=request, before=before, after=after)
 
 
 def _resolved(req, kind):
@@ -71,11 +101,21 @@ def _resolved(req, kind):
     transaction.on_commit(fire)
 
 
+def _at(now, seconds, fraction):
+    return now + timedelta(seconds=seconds * fraction)
+
+
 def request(*, tool_name, arguments, requester, verdict, description, reason="", reversible=False,
             impact="", context=None, agent_name="", thread_ref="", run_ref="", tool_call_ref="", schema=None):
     """Record a pending request for a person (verdict comes from policy.evaluate)."""
     defaults = registry.get(tool_name)
-    expires_at = timezone.now() + timedelta(seconds=verdict.timeout_seconds) if verdict.timeout_seconds else None
+    now = timezone.now()
+    timeout = verdict.timeout_seconds
+    expires_at = now + timedelta(seconds=timeout) if timeout else None
+    remind_at = _at(now, timeout, verdict.reminder_fraction) if timeout and verdict.reminder_fraction else None
+    escalation = verdict.escalation_group if verdict.approver_kind == ApproverKind.GROUP else None
+    escalate_at = (_at(now, timeout, verdict.escalation_fraction or DEFAULT_ESCALATION_FRACTION)
+                   if timeout and escalation else None)
     with transaction.atomic():
         req = ApprovalRequest.objects.create(
             tool_name=tool_name,
@@ -86,12 +126,16 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
             reversible=reversible,
             impact=impact,
             risk=verdict.risk,
-            matched_rule=verdict.matched_rule,
+            matched_rule=verdict.matched_rule[:200],
+            self_check=verdict.reason,
             requester=requester,
             approver_kind=verdict.approver_kind,
             approver_group=verdict.group if verdict.approver_kind == ApproverKind.GROUP else None,
             required_approvals=verdict.required_approvals,
             expires_at=expires_at,
+            remind_at=remind_at,
+            escalation_group=escalation,
+            escalate_at=escalate_at,
             timeout_action=verdict.timeout_action,
             agent_name=agent_name,
             thread_ref=thread_ref,
@@ -99,19 +143,29 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
             tool_call_ref=tool_call_ref,
             context=context or {},
         )
-        _audit("requested", req, actor=requester, after=_snapshot(req))
+        _audit(Action.REQUESTED, req, actor=requester, after={
+            **_snapshot(req), "matched_rule": req.matched_rule, "risk": req.risk, "self_check": req.self_check,
+            "approver": req.approver_label, "required_approvals": req.required_approvals,
+            "expires_at": expires_at.isoformat() if expires_at else None,
+        })
 
         def after_commit():
             notify.inbox_notice("requested", req)
-            # a near deadline gets its own countdown task; far ones are left to the 5 s beat sweep,
-            # since Redis would redeliver an ETA task held longer than the visibility timeout
-            if expires_at and verdict.timeout_seconds <= ETA_HORIZON_SECONDS:
-                from .tasks import expire_request
+            from .tasks import deadline_due
 
-                expire_request.apply_async((req.id,), eta=expires_at)
+            for moment in {m for m in (remind_at, escalate_at, expires_at) if m}:
+                if (moment - now).total_seconds() <= ETA_HORIZON_SECONDS:
+                    deadline_due.apply_async((req.id,), eta=moment)
 
         transaction.on_commit(after_commit)
     return req
+
+
+def decider_group_ids(req):
+    ids = [req.approver_group_id] if req.approver_group_id else []
+    if req.escalated_at and req.escalation_group_id:
+        ids.append(req.escalation_group_id)
+    return ids
 
 
 def can_decide(user, req):
@@ -122,29 +176,43 @@ def can_decide(user, req):
     # four eyes: the requester never decides a group's request, even as a member
     if user.pk == req.requester_id:
         return False
-    return user.groups.filter(pk=req.approver_group_id).exists()
+    return user.groups.filter(pk__in=decider_group_ids(req)).exists()
 
 
 def visible_to(user):
-    """Requests a user may see: admins all; reviewers their groups'; anyone their own requester-routed ones."""
-    from django.db.models import Q
-
-    qs = ApprovalRequest.objects.select_related("requester", "approver_group")
+    """Requests a user may see: admins all; reviewers their groups' (and escalated ones); anyone their own."""
+    qs = ApprovalRequest.objects.select_related("requester", "approver_group", "escalation_group")
     if user.is_superuser or user.is_staff:
         return qs
+    groups = user.groups.all()
     return qs.filter(
-        Q(approver_kind=ApproverKind.GROUP, approver_group__in=user.groups.all())
+        Q(approver_kind=ApproverKind.GROUP, approver_group__in=groups)
+        | Q(escalated_at__isnull=False, escalation_group__in=groups)
         | Q(requester=user)
     )
 
 
-def decide(request_id, user, decision, arguments=None, feedback=""):
-    """Approve (optionally with edited arguments) or reject. Raises DecisionError subclasses."""
+def _lock(request_id):
+    req = (ApprovalRequest.objects.select_for_update(of=("self",))
+           .select_related("approver_group", "escalation_group", "requester").filter(pk=request_id).first())
+    if req is None:
+        raise NotFound("no such request")
+    return req
+
+
+def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False):
+    """Approve (optionally with edited arguments) or reject. Raises DecisionError subclasses.
+
+    Quorum: `required_approvals` distinct approvers of the same arguments (by hash); an edit
+    withdraws approvals of other arguments; any rejection rejects.
+    """
     if decision not in Decision.Kind.values:
         raise DecisionError("decision must be 'approve' or 'reject'", {"decision": ["must be approve or reject"]})
+    if arguments is not None and not isinstance(arguments, dict):
+        raise InvalidArguments("arguments must be an object", {"__root__": ["arguments must be an object"]})
     feedback = (feedback or "").strip()
     with transaction.atomic():
-        req = ApprovalRequest.objects.select_for_update(of=("self",)).select_related("approver_group").get(pk=request_id)
+        req = _lock(request_id)
         if not can_decide(user, req):
             raise Forbidden("you may not decide this request")
         if req.status != Status.PENDING:
@@ -153,43 +221,64 @@ def decide(request_id, user, decision, arguments=None, feedback=""):
             # past the deadline: expire now instead of accepting a late decision
             _expire_locked(req)
             raise NotPending("request expired")
+        if always_allow_in_thread and (decision != Decision.Kind.APPROVE or req.approver_kind != ApproverKind.REQUESTER
+                                       or not req.thread_ref):
+            raise DecisionError("'always allow in this thread' applies only when you approve your own request "
+                                "in a thread", {"always_allow_in_thread": ["not available for this request"]})
         before = _snapshot(req)
-        current = req.final_arguments if req.final_arguments is not None else req.arguments
+        current = req.current_arguments
 
         if decision == Decision.Kind.REJECT:
             if req.approver_kind == ApproverKind.GROUP and not feedback:
                 raise FeedbackRequired("feedback is required to reject", {"feedback": ["required to reject"]})
             Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
             req.status, req.feedback = Status.REJECTED, feedback
+            approvals = None
         else:
-            edited = arguments is not None and arguments != current
-            if edited:
+            if arguments is not None:
                 defaults = registry.get(req.tool_name)
                 if defaults is None:
                     raise InvalidArguments("this tool's arguments cannot be edited", {"arguments": ["unknown tool"]})
                 try:
-                    current = defaults.validate(arguments)
+                    proposed = defaults.validate(arguments)
                 except registry.ArgumentsInvalid as exc:
                     raise InvalidArguments("invalid arguments", exc.errors) from exc
-                req.final_arguments = current
-            digest = arguments_hash(current)
+            else:
+                proposed = current
+            digest = arguments_hash(proposed)
+            now = timezone.now()
+            active = req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
+            if proposed != current:
+                withdrawn = list(active.exclude(arguments_hash=digest).values_list("user__username", flat=True))
+                if withdrawn:
+                    active.exclude(arguments_hash=digest).update(withdrawn_at=now)
+                    _audit(Action.WITHDRAWN, req, actor=user, before={"approved_by": withdrawn},
+                           after={"reason": "the arguments were edited", "arguments": proposed})
+                _audit(Action.EDITED, req, actor=user, before={"arguments": current}, after={"arguments": proposed})
+                req.final_arguments = proposed
+            elif active.filter(user=user, arguments_hash=digest).exists():
+                raise AlreadyApproved("you already approved these arguments; another approver is needed")
             Decision.objects.create(
-                request=req, user=user, decision=decision, arguments=current, arguments_hash=digest, feedback=feedback
+                request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
-            # quorum: distinct approvers of exactly these arguments (an edit withdraws the others)
-            approvers = (
-                req.decisions.filter(decision=Decision.Kind.APPROVE, arguments_hash=digest)
-                .exclude(user_id=req.requester_id if req.approver_kind == ApproverKind.GROUP else None)
-                .values("user_id").distinct().count()
-            )
-            req.feedback = feedback
-            if approvers >= req.required_approvals:
-                req.status = Status.MODIFIED if current != req.arguments else Status.APPROVED
-                req.final_arguments = current
+            # quorum: distinct approvers of exactly these arguments; the requester never counts for a group
+            counted = active.filter(arguments_hash=digest)
+            if req.approver_kind == ApproverKind.GROUP:
+                counted = counted.exclude(user_id=req.requester_id)
+            approvals = counted.values("user_id").distinct().count()
+            if feedback:
+                req.feedback = feedback
+            if approvals >= req.required_approvals:
+                req.status = Status.MODIFIED if proposed != req.arguments else Status.APPROVED
+                req.final_arguments = proposed
         if req.status != Status.PENDING:
             req.decided_by, req.decided_at = user, timezone.now()
         req.save()
-        _audit("decided", req, actor=user, before=before, after={**_snapshot(req), "decision": decision})
+        _audit(Action.DECIDED, req, actor=user, before=before, after={
+            **_snapshot(req), "decision": decision, "approvals": approvals, "required": req.required_approvals,
+        })
+        if always_allow_in_thread:
+            _grant(req, user)
         if req.status != Status.PENDING:
             _resolved(req, "decided")
         else:
@@ -197,17 +286,40 @@ def decide(request_id, user, decision, arguments=None, feedback=""):
     return req
 
 
+def bulk_decide(request_ids, user, decision, feedback="", visible=None):
+    """Decide many requests with one reason; each on its own (own transaction), reported per item."""
+    ids = list(dict.fromkeys(str(i) for i in request_ids))[:BULK_LIMIT]
+    visible_ids = set((visible if visible is not None else visible_to(user)).filter(pk__in=ids)
+                      .values_list("pk", flat=True))
+    results = []
+    for request_id in ids:
+        item = {"id": request_id}
+        try:
+            if request_id not in visible_ids:
+                raise NotFound("no such request")
+            req = decide(request_id, user, decision, feedback=feedback)
+        except DecisionError as exc:
+            item.update(ok=False, code=exc.code, message=exc.message, errors=exc.errors or {})
+        else:
+            item.update(ok=True, status=req.status)
+        results.append(item)
+    return results
+
+
+# --- deadlines --------------------------------------------------------------------------------
+
+
 def _expire_locked(req):
     before = _snapshot(req)
     if req.timeout_action == TimeoutAction.APPROVE and req.risk == Risk.LOW:
-        req.status, req.final_arguments = Status.APPROVED, req.arguments
-        req.feedback = "approved automatically when the deadline passed"
+        req.status, req.final_arguments = Status.APPROVED, req.current_arguments
+        req.feedback = "approved automatically when the deadline passed (low-risk policy)"
     else:
         req.status = Status.EXPIRED
         req.feedback = "timed out: nobody decided before the deadline, so the action was not taken"
     req.decided_at = timezone.now()
     req.save()
-    _audit("expired", req, before=before, after=_snapshot(req))
+    _audit(Action.EXPIRED, req, before=before, after=_snapshot(req))
     _resolved(req, "expired")
 
 
@@ -221,6 +333,67 @@ def expire(request_id):
         return True
 
 
+def _recipients(req):
+    if req.approver_kind == ApproverKind.REQUESTER:
+        return [req.requester.email] if req.requester.email else []
+    return mail.group_recipients(req.approver_group_id, exclude_user_id=req.requester_id)
+
+
+def remind(request_id):
+    """Remind the approvers once, when remind_at has passed; returns True when it did."""
+    with transaction.atomic():
+        req = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
+        now = timezone.now()
+        if (not req or req.status != Status.PENDING or not req.remind_at or req.remind_at > now
+                or req.reminded_at or (req.expires_at and req.expires_at <= now)):
+            return False
+        req.reminded_at = now
+        req.save(update_fields=["reminded_at"])
+        recipients = _recipients(req)
+        _audit(Action.REMINDED, req, after={"recipients": recipients, "expires_at": req.expires_at.isoformat()})
+        transaction.on_commit(lambda: (mail.reminder(req, recipients), notify.inbox_notice("reminded", req)))
+        return True
+
+
+def escalate(request_id):
+    """Tell the escalation group (who may then decide) once escalate_at has passed."""
+    with transaction.atomic():
+        req = (ApprovalRequest.objects.select_for_update(of=("self",)).select_related("escalation_group")
+               .filter(pk=request_id).first())
+        now = timezone.now()
+        if (not req or req.status != Status.PENDING or not req.escalate_at or req.escalate_at > now
+                or req.escalated_at or not req.escalation_group_id or (req.expires_at and req.expires_at <= now)):
+            return False
+        req.escalated_at = now
+        req.save(update_fields=["escalated_at"])
+        recipients = mail.group_recipients(req.escalation_group_id, exclude_user_id=req.requester_id)
+        _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
+               after={"deciders": [req.approver_label, req.escalation_group.name], "recipients": recipients})
+        transaction.on_commit(lambda: (mail.escalation(req, recipients), notify.inbox_notice("escalated", req)))
+        return True
+
+
+def process_deadlines(request_id):
+    """Whatever is due for one request: expiry wins; else escalation and reminder. Safe to run twice."""
+    if expire(request_id):
+        return ["expired"]
+    done = []
+    if escalate(request_id):
+        done.append("escalated")
+    if remind(request_id):
+        done.append("reminded")
+    return done
+
+
+def due_request_ids(limit=500):
+    now = timezone.now()
+    pending = ApprovalRequest.objects.filter(status=Status.PENDING)
+    ids = list(pending.filter(expires_at__lte=now).values_list("pk", flat=True)[:limit])
+    ids += pending.filter(remind_at__lte=now, reminded_at__isnull=True).values_list("pk", flat=True)[:limit]
+    ids += pending.filter(escalate_at__lte=now, escalated_at__isnull=True).values_list("pk", flat=True)[:limit]
+    return list(dict.fromkeys(ids))
+
+
 def cancel(request_id, user=None, reason="cancelled"):
     with transaction.atomic():
         req = ApprovalRequest.objects.select_for_update().get(pk=request_id)
@@ -229,6 +402,100 @@ def cancel(request_id, user=None, reason="cancelled"):
         before = _snapshot(req)
         req.status, req.feedback, req.decided_by, req.decided_at = Status.CANCELLED, reason, user, timezone.now()
         req.save()
-        _audit("cancelled", req, actor=user, before=before, after=_snapshot(req))
+        _audit(Action.CANCELLED, req, actor=user, before=before, after=_snapshot(req))
         _resolved(req, "cancelled")
     return req
+
+
+# --- "always allow in this thread" -------------------------------------------------------------
+
+
+def _grant(req, user):
+    grant = ThreadGrant.objects.filter(tool_name=req.tool_name, thread_ref=req.thread_ref, user=user,
+                                       revoked_at__isnull=True).first()
+    if grant is None:
+        try:
+            with transaction.atomic():
+                grant = ThreadGrant.objects.create(tool_name=req.tool_name, thread_ref=req.thread_ref, user=user,
+                                                   source_request=req)
+        except IntegrityError:  # a concurrent grant of the same tool in the same thread
+            return ThreadGrant.objects.get(tool_name=req.tool_name, thread_ref=req.thread_ref, user=user,
+                                           revoked_at__isnull=True)
+        _audit(Action.GRANT_CREATED, req, actor=user, after=_grant_snapshot(grant))
+    return grant
+
+
+def _grant_snapshot(grant):
+    return {"grant": grant.pk, "tool_name": grant.tool_name, "thread": grant.thread_ref,
+            "user": grant.user.get_username(), "active": grant.active}
+
+
+def grants_visible_to(user):
+    qs = ThreadGrant.objects.select_related("user", "revoked_by")
+    return qs if user.is_staff or user.is_superuser else qs.filter(user=user)
+
+
+def revoke_grant(grant_id, user):
+    with transaction.atomic():
+        grant = grants_visible_to(user).select_for_update(of=("self",)).filter(pk=grant_id).first()
+        if grant is None:
+            raise NotFound("no such grant")
+        if grant.revoked_at:
+            raise NotPending("this grant is already revoked")
+        before = _grant_snapshot(grant)
+        grant.revoked_at, grant.revoked_by = timezone.now(), user
+        grant.save(update_fields=["revoked_at", "revoked_by"])
+        record(Action.GRANT_REVOKED, actor=user, object_ref=f"grant:{grant.pk}", tool_name=grant.tool_name,
+               request=grant.source_request, before=before, after=_grant_snapshot(grant))
+    return grant
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+POLICY_FIELDS = ("mode", "conditions", "approver_kind", "approver_group", "required_approvals", "timeout_seconds",
+                 "timeout_action", "risk", "reminder_fraction", "escalation_group", "escalation_fraction")
+
+
+def policy_snapshot(row):
+    if row is None:
+        return None
+    data = {f: getattr(row, f) for f in POLICY_FIELDS}
+    data["approver_group"] = row.approver_group.name if row.approver_group_id else None
+    data["escalation_group"] = row.escalation_group.name if row.escalation_group_id else None
+    return data
+
+
+def save_policy(tool_name, values, actor):
+    """Create or change a tool's policy row; validated (ValidationError) and audited with before/after."""
+    unknown = set(values) - set(POLICY_FIELDS)
+    if unknown:
+        raise ValidationError({f: ["not a policy field"] for f in unknown})
+    with transaction.atomic():
+        row = ToolPolicy.objects.select_for_update().filter(tool_name=tool_name).first()
+        created = row is None
+        before = policy_snapshot(row)
+        if created:
+            row = ToolPolicy(tool_name=tool_name)
+        for field, value in values.items():
+            setattr(row, field, value)
+        row.full_clean()
+        row.save()
+        after = policy_snapshot(row)
+        if before != after:
+            record(Action.POLICY_CREATED if created else Action.POLICY_CHANGED, actor=actor,
+                   object_ref=f"policy:{tool_name}", tool_name=tool_name, before=before, after=after)
+    return row
+
+
+def delete_policy(tool_name, actor):
+    """Remove the override: the tool's code defaults apply again."""
+    with transaction.atomic():
+        row = ToolPolicy.objects.select_for_update().filter(tool_name=tool_name).first()
+        if row is None:
+            return False
+        before = policy_snapshot(row)
+        row.delete()
+        defaults = registry.get(tool_name)
+        record(Action.POLICY_DELETED, actor=actor, object_ref=f"policy:{tool_name}", tool_name=tool_name,
+               before=before, after={"source": "default"} if defaults else None)
+    return True

@@ -1,20 +1,30 @@
+"""Deadlines without a waiting worker: countdown tasks for near moments, a beat sweep for all.
+Tasks take ids and are safe to run twice (services check and stamp under a row lock)."""
+
 from celery import shared_task
-from django.utils import timezone
 
 from . import services
-from .models import ApprovalRequest
 
 
 @shared_task(ignore_result=True)
+def deadline_due(request_id):
+    """A countdown task at a request's remind / escalate / expire moment."""
+    services.process_deadlines(request_id)
+
+
+@shared_task(ignore_result=True)
+def deadlines_due():
+    """Beat (every few seconds, CELERY_BEAT_SCHEDULE): everything past a deadline, whatever its countdown did."""
+    for request_id in services.due_request_ids():
+        services.process_deadlines(request_id)
+
+
+# the names the first slice used; kept so already queued tasks still resolve
+@shared_task(ignore_result=True)
 def expire_request(request_id):
-    services.expire(request_id)
+    services.process_deadlines(request_id)
 
 
 @shared_task(ignore_result=True)
 def expire_due():
-    """Beat safety net behind the per-request countdown tasks."""
-    due = ApprovalRequest.objects.filter(
-        status=ApprovalRequest.Status.PENDING, expires_at__lte=timezone.now()
-    ).values_list("id", flat=True)[:500]
-    for request_id in list(due):
-        services.expire(request_id)
+    deadlines_due()

@@ -146,6 +146,30 @@ def http_status(url: str, timeout: float = 2.0) -> tuple[int | None, bytes]:
         return None, b""
 
 
+class NotHealthy(RuntimeError):
+    pass
+
+
+def wait_healthy(url: str, children: list[Child], timeout: float = 60.0, min_workers: int = 1) -> dict:
+    """Poll `url`/healthz until the database, Redis and `min_workers` Celery workers answer;
+    returns the health body. Raises NotHealthy when a child dies first or time runs out."""
+    import json
+
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        dead = [c for c in children if not c.alive()]
+        if dead:
+            raise NotHealthy(f"{dead[0].name} exited ({dead[0].proc.returncode}) during start-up")
+        status, body = http_status(url + "/healthz", timeout=2.0)
+        last = (status, body[:300])
+        if status == 200:
+            health = json.loads(body)
+            if health.get("db") == "ok" and health.get("redis") == "ok" and health.get("workers", 0) >= min_workers:
+                return health
+        time.sleep(0.25)
+    raise NotHealthy(f"/healthz not ready after {timeout:.0f}s (last: {last})")
+
+
 def stack_commands(host: str, port: str, beat_schedule: str, pool: str, concurrency: str):
     """(name, argv) of the long-running processes; shared with the browser-test fixture."""
     return [

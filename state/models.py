@@ -6,8 +6,8 @@ from django.db import models
 
 class SharedState(models.Model):
     key = models.CharField(max_length=255, unique=True)  # e.g. "thread:<id>"
-    version = models.PositiveIntegerField(default=0)
-    data = models.JSONField(default=dict)
+    version = models.PositiveIntegerField(default=0)  # of the committed data; predictions do not bump it
+    data = models.JSONField(default=dict)  # committed; what clients see is data overlaid with live predictions
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):
@@ -15,18 +15,49 @@ class SharedState(models.Model):
 
 
 class StateChange(models.Model):
+    """One change of a document: committed (a JSON Patch that produced `version`), or a prediction.
+
+    A prediction (source=prediction) starts provisional: its `values` ({top-level key: value})
+    overlay the committed data in what clients see, until it is committed (it then gets the
+    patch it applied and the version it produced) or reverted.
+    """
+
     class Source(models.TextChoices):
         AGENT = "agent"
         USER = "user"
         PREDICTION = "prediction"
 
+    class Status(models.TextChoices):
+        COMMITTED = "committed"
+        PROVISIONAL = "provisional"
+        REVERTED = "reverted"
+
+    TRANSITIONS = {Status.PROVISIONAL: {Status.COMMITTED, Status.REVERTED}}
+
     state = models.ForeignKey(SharedState, on_delete=models.CASCADE, related_name="changes")
-    version = models.PositiveIntegerField()
-    patch = models.JSONField()
+    version = models.PositiveIntegerField(null=True, blank=True)  # produced; null while provisional / if nothing changed
+    base_version = models.PositiveIntegerField(default=0)  # the committed version it was made from
+    patch = models.JSONField(default=list)  # RFC 6902, as applied to the committed data
+    values = models.JSONField(null=True, blank=True)  # a prediction's {top-level key: value}
     source = models.CharField(max_length=16, choices=Source.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMMITTED)
+    ref = models.CharField(max_length=200, blank=True, default="")  # what a prediction predicts (a tool call id)
     run_ref = models.CharField(max_length=200, blank=True, default="")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["state", "version"], name="statechange_unique_version")]
+        constraints = [
+            models.UniqueConstraint(fields=["state", "version"], name="statechange_unique_version"),
+            models.UniqueConstraint(
+                fields=["state", "ref"], condition=models.Q(status="provisional"), name="statechange_one_live_prediction"
+            ),
+        ]
+        indexes = [
+            # the live predictions of a document, read to build what clients see
+            models.Index(fields=["state", "status"], name="statechange_state_status_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.source} {self.status} v{self.version}"

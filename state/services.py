@@ -1,20 +1,180 @@
-"""snapshot / replace / apply_patch: every change is a JSON Patch, versioned and recorded."""
+"""snapshot / replace / apply_patch / predictions: every change is a JSON Patch, versioned and recorded.
+
+A document has committed `data` at `version`, and may have live predictions (provisional
+StateChanges) that overlay top-level keys: the *view* is what clients are shown. People and
+agents change the committed data; a change that would touch a key under a live prediction is
+refused (PredictionPending) so that nobody edits a value that is about to be committed or
+reverted. A `base_version` other than the current one is refused (StateConflict) with the
+current document, never merged over. A `schema` (JSON Schema, checked with `jsonschema`) is
+checked against the committed data a change would produce (StateInvalid).
+"""
+
+import copy
+from dataclasses import dataclass, field
 
 import jsonpatch
+import jsonpointer
+import jsonschema
 from django.db import transaction
+from django.utils import timezone
 
 from .models import SharedState, StateChange
 
 
-class StateConflict(Exception):
-    def __init__(self, current):
-        super().__init__(f"state changed since version; current version is {current.version}")
-        self.current = current
+class StateError(Exception):
+    code = "state_error"
+
+
+class StateConflict(StateError):
+    """The change was made from an older version; `document` is the current one."""
+
+    code = "state_conflict"
+
+    def __init__(self, document, base_version=None):
+        super().__init__(
+            f"the state changed since version {base_version}; the current version is {document.version}"
+            if base_version is not None else f"the current version is {document.version}"
+        )
+        self.document = document
+
+
+class StateInvalid(StateError):
+    """The change does not apply, or breaks the schema; errors: [{"path", "message"}]."""
+
+    code = "state_invalid"
+
+    def __init__(self, message, errors=()):
+        super().__init__(message)
+        self.message, self.errors = message, list(errors)
+
+
+class PredictionPending(StateError):
+    """The change touches keys that a live prediction is about to commit or revert."""
+
+    code = "state_provisional"
+
+    def __init__(self, keys, document):
+        super().__init__(
+            "waiting for a decision on " + ", ".join(sorted(keys)) + "; change it after it is committed or reverted"
+        )
+        self.keys, self.document = set(keys), document
+
+
+@dataclass
+class Document:
+    data: dict
+    version: int
+    predictions: list = field(default_factory=list)  # [(ref, values)] of live predictions, oldest first
+
+    @property
+    def view(self):
+        out = dict(self.data)
+        for _ref, values in self.predictions:
+            out.update(values or {})
+        return out
+
+    @property
+    def provisional(self):
+        """{top-level key: ref of the live prediction that shows it}."""
+        out = {}
+        for ref, values in self.predictions:
+            for key in values or {}:
+                out[key] = ref
+        return out
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def _predictions(state):
+    return list(
+        state.changes.filter(status=StateChange.Status.PROVISIONAL).order_by("created_at", "pk").values_list("ref", "values")
+    )
+
+
+def _document(state):
+    if state is None:
+        return Document({}, 0)
+    return Document(copy.deepcopy(state.data), state.version, _predictions(state))
+
+
+def document(key):
+    return _document(SharedState.objects.filter(key=key).first())
 
 
 def snapshot(key):
+    """(committed data, version)."""
     state = SharedState.objects.filter(key=key).first()
     return (state.data, state.version) if state else ({}, 0)
+
+
+def view(key):
+    """(what clients are shown: committed data with live predictions, committed version)."""
+    doc = document(key)
+    return doc.view, doc.version
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def json_schema(schema):
+    """A full JSON Schema for the document. The short form `{key: property schema}` (as in the
+    agent-framework seed) means an object with those properties."""
+    if not schema:
+        return None
+    if any(k in schema for k in ("type", "properties", "$schema", "$defs", "allOf", "anyOf", "oneOf", "$ref")):
+        return schema
+    return {"type": "object", "properties": schema}
+
+
+def _pointer_of(path):
+    return "".join("/" + jsonpointer.escape(str(p)) for p in path)
+
+
+def validate(data, schema):
+    """Raise StateInvalid when `data` is not an object or breaks `schema`."""
+    if not isinstance(data, dict):
+        raise StateInvalid("the state must be a JSON object", [{"path": "", "message": "not an object"}])
+    full = json_schema(schema)
+    if full is None:
+        return
+    validator = jsonschema.validators.validator_for(full, default=jsonschema.Draft202012Validator)(full)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (_pointer_of(e.absolute_path), e.message))
+    if errors:
+        details = [{"path": _pointer_of(e.absolute_path), "message": e.message} for e in errors[:20]]
+        first = details[0]
+        raise StateInvalid(
+            f"the state does not match the schema: {first['path'] or '(root)'}: {first['message']}", details
+        )
+
+
+def _touched_keys(ops):
+    """Top-level keys a patch reads or writes; "" when it addresses the whole document."""
+    keys = set()
+    for op in ops:
+        for ref in (op.get("path"), op.get("from")):
+            if ref is None:
+                continue
+            parts = jsonpointer.JsonPointer(ref).parts
+            keys.add(parts[0] if parts else "")
+    return keys
+
+
+def _check_ops(ops):
+    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
+        raise StateInvalid("a patch is a list of RFC 6902 operations", [{"path": "", "message": "not a list of objects"}])
+    try:
+        patch = jsonpatch.JsonPatch(ops)
+        for op in ops:  # JsonPatch checks lazily; check the pointers now
+            for ref in (op.get("path"), op.get("from")):
+                if ref is not None:
+                    jsonpointer.JsonPointer(ref)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+        raise StateInvalid(f"not a valid JSON Patch: {exc}", [{"path": "", "message": str(exc)}]) from exc
+    return patch
+
+
+# --- changing -------------------------------------------------------------------------------
 
 
 def _locked(key):
@@ -22,33 +182,140 @@ def _locked(key):
     return SharedState.objects.select_for_update().get(pk=state.pk)
 
 
-def _commit(state, patch_ops, source, run_ref, user):
+def _check_base(state, base_version):
+    if base_version is not None and base_version != state.version:
+        raise StateConflict(_document(state), base_version)
+
+
+def _check_provisional(state, ops):
+    doc = _document(state)
+    live = doc.provisional
+    touched = _touched_keys(ops)
+    blocked = {k for k in touched if k in live} | ({"(the whole document)"} if "" in touched and live else set())
+    if blocked:
+        raise PredictionPending(blocked, doc)
+
+
+def _commit(state, new_data, patch_ops, *, source, run_ref, user, base_version, schema):
+    validate(new_data, schema)
+    state.data = new_data
     state.version += 1
     state.save(update_fields=["data", "version", "updated_at"])
-    StateChange.objects.create(
-        state=state, version=state.version, patch=patch_ops, source=source, run_ref=run_ref or "", user=user
+    return StateChange.objects.create(
+        state=state, version=state.version, base_version=base_version, patch=patch_ops, source=source,
+        run_ref=run_ref or "", user=user, resolved_at=timezone.now(),
     )
 
 
-def replace(key, data, *, source, run_ref="", user=None, base_version=None):
-    """Replace the document; returns the RFC 6902 patch actually applied (may be empty)."""
+def replace(key, data, *, source, run_ref="", user=None, base_version=None, schema=None):
+    """Make the document show `data`; returns the RFC 6902 patch actually applied (may be empty).
+
+    The patch is computed against what clients see, so a client that sends back the view
+    (predictions included) changes nothing it did not change.
+    """
     with transaction.atomic():
         state = _locked(key)
-        if base_version is not None and base_version != state.version:
-            raise StateConflict(state)
-        patch_ops = jsonpatch.make_patch(state.data, data).patch
-        if patch_ops:
-            state.data = data
-            _commit(state, patch_ops, source, run_ref, user)
+        _check_base(state, base_version)
+        if not isinstance(data, dict):
+            raise StateInvalid("the state must be a JSON object", [{"path": "", "message": "not an object"}])
+        doc = _document(state)
+        patch_ops = jsonpatch.make_patch(doc.view, data).patch
+        if not patch_ops:
+            return []
+        _check_provisional(state, patch_ops)
+        new_data = jsonpatch.apply_patch(state.data, patch_ops)
+        _commit(state, new_data, patch_ops, source=source, run_ref=run_ref, user=user,
+                base_version=state.version, schema=schema)
         return patch_ops
 
 
-def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=None):
-    """Apply a JSON Patch; raises jsonpatch.JsonPatchException on a patch that does not apply."""
+def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=None, schema=None):
+    """Apply a JSON Patch to the committed data; returns the patch applied.
+
+    Raises StateInvalid when the patch is malformed, does not apply, or breaks the schema.
+    """
+    patch = _check_ops(patch_ops)
     with transaction.atomic():
         state = _locked(key)
-        if base_version is not None and base_version != state.version:
-            raise StateConflict(state)
-        state.data = jsonpatch.apply_patch(state.data, patch_ops)
-        _commit(state, list(patch_ops), source, run_ref, user)
+        _check_base(state, base_version)
+        if not patch_ops:
+            return []
+        _check_provisional(state, patch_ops)
+        try:
+            new_data = patch.apply(state.data)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+            raise StateInvalid(f"the patch does not apply: {exc}", [{"path": "", "message": str(exc)}]) from exc
+        _commit(state, new_data, list(patch_ops), source=source, run_ref=run_ref, user=user,
+                base_version=state.version, schema=schema)
         return list(patch_ops)
+
+
+# --- predictions ----------------------------------------------------------------------------
+
+
+def predict(key, ref, values, *, run_ref=""):
+    """Record (or update) the live prediction `ref`: `values` overlay top-level keys of the view.
+
+    Returns the Document as it was before, so the caller knows which keys clients already have.
+    """
+    with transaction.atomic():
+        state = _locked(key)
+        before = _document(state)
+        updated = StateChange.objects.filter(state=state, ref=ref, status=StateChange.Status.PROVISIONAL).update(
+            values=values
+        )
+        if not updated:
+            StateChange.objects.create(
+                state=state, source=StateChange.Source.PREDICTION, status=StateChange.Status.PROVISIONAL,
+                ref=ref, values=values, base_version=state.version, run_ref=run_ref or "",
+            )
+        return before
+
+
+def commit_prediction(key, ref, values=None, *, schema=None, run_ref="", user=None):
+    """Make a prediction real, with `values` when given (an approval's edited arguments).
+
+    Returns the patch applied to the committed data. Raises StateInvalid (the prediction stays
+    live: the caller reverts it) when the result breaks the schema.
+    """
+    with transaction.atomic():
+        state = _locked(key)
+        row = StateChange.objects.filter(state=state, ref=ref, status=StateChange.Status.PROVISIONAL).first()
+        if values is None:
+            values = row.values if row else {}
+        new_data = {**state.data, **(values or {})}
+        validate(new_data, schema)
+        patch_ops = jsonpatch.make_patch(state.data, new_data).patch
+        if row is None:
+            row = StateChange(state=state, source=StateChange.Source.PREDICTION, ref=ref,
+                              base_version=state.version, run_ref=run_ref or "", user=user)
+        if patch_ops:
+            state.data = new_data
+            state.version += 1
+            state.save(update_fields=["data", "version", "updated_at"])
+            row.version = state.version
+        row.status, row.values, row.patch, row.resolved_at = StateChange.Status.COMMITTED, values, patch_ops, timezone.now()
+        row.save()
+        return patch_ops
+
+
+def revert_prediction(key, ref):
+    """Drop a live prediction; True when there was one."""
+    with transaction.atomic():
+        state = _locked(key)  # serialised with commits of the same prediction
+        return bool(
+            StateChange.objects.filter(state=state, ref=ref, status=StateChange.Status.PROVISIONAL).update(
+                status=StateChange.Status.REVERTED, resolved_at=timezone.now()
+            )
+        )
+
+
+def revert_predictions(key, keep=()):
+    """Drop every live prediction except those in `keep`; returns the refs reverted."""
+    with transaction.atomic():
+        state = _locked(key)
+        live = StateChange.objects.filter(state=state, status=StateChange.Status.PROVISIONAL).exclude(ref__in=list(keep))
+        refs = list(live.values_list("ref", flat=True))
+        if refs:
+            live.update(status=StateChange.Status.REVERTED, resolved_at=timezone.now())
+        return refs

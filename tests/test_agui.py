@@ -77,10 +77,10 @@ def test_interrupt_then_resume_with_edited_arguments(celery_worker_live, fake_ll
     # the requester cannot answer a finance-routed interrupt
     denied = sse_events(post(client, "banking", run_input(
         thread_id, resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
-    assert [e["type"] for e in denied] == ["RUN_ERROR"] and denied[0]["code"] == "forbidden"
+    assert [e["type"] for e in denied] == ["RUN_STARTED", "RUN_ERROR"] and denied[-1]["code"] == "forbidden"
     # a new message while the interrupt is open is refused and nothing starts
     pending = sse_events(post(client, "banking", run_input(thread_id, [user_msg("hello?")]), **alice))
-    assert pending[0]["code"] == "interrupt_pending" and interrupt["id"] in pending[0]["message"]
+    assert pending[-1]["code"] == "interrupt_pending" and interrupt["id"] in pending[-1]["message"]
     assert Run.objects.filter(thread_id=thread_id).count() == 1
 
 
@@ -92,14 +92,15 @@ def test_requester_resume_cancel_and_reject_and_approve(celery_worker_live, fake
     assert interrupt["metadata"]["approver"] == {"kind": "requester"}
     # missing and unknown answers change nothing
     missing = sse_events(post(client, "banking", run_input(thread_id, resume=[]), **alice))
-    assert missing[0]["type"] == "RUN_STARTED" or missing[0]["code"] in ("interrupt_pending",)
+    assert [e["type"] for e in missing] == ["RUN_STARTED", "RUN_ERROR"] and missing[-1]["code"] == "missing_resume"
+    assert interrupt["id"] in missing[-1]["message"]
     unknown = sse_events(post(client, "banking", run_input(
         thread_id, resume=[{"interruptId": "nope", "status": "resolved", "payload": {"approved": True}}]), **alice))
-    assert unknown[0]["code"] == "unknown_interrupt"
+    assert unknown[-1]["code"] == "unknown_interrupt"
     bad = sse_events(post(client, "banking", run_input(thread_id, resume=[
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True, "arguments": {"subscription_id": ""}}}
     ]), **alice))
-    assert bad[0]["code"] == "invalid_arguments"
+    assert bad[-1]["code"] == "invalid_arguments"
 
     run_id = f"run-{uuid.uuid4()}"
     resumed = sse_events(post(client, "banking", run_input(thread_id, run_id=run_id, resume=[
@@ -114,7 +115,7 @@ def test_requester_resume_cancel_and_reject_and_approve(celery_worker_live, fake
     again = sse_events(post(client, "banking", run_input(thread_id, resume=[
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
     ]), **alice))
-    assert again[0]["code"] == "already_decided"
+    assert again[-1]["code"] == "already_decided"
 
 
 def test_cancelled_resume_ends_with_cancelled_outcome(celery_worker_live, fake_llm, client, token_headers):

@@ -1,5 +1,7 @@
 from dataclasses import dataclass, field
 
+from .confirmation import ConfirmationStrategy, DefaultConfirmationStrategy
+
 
 @dataclass
 class Agent:
@@ -8,8 +10,27 @@ class Agent:
     description: str
     system_prompt: str
     tools: list = field(default_factory=list)
-    state_schema: dict | None = None
-    predict_state_config: dict | None = None
+    state_schema: dict | None = None  # JSON Schema of the thread's shared state (checked with jsonschema)
+    predict_state_config: dict | None = None  # {state_key: {"tool": name, "tool_argument": name | "*"}}
+    confirmation_strategy: ConfirmationStrategy = field(default_factory=DefaultConfirmationStrategy)
 
     def tool(self, name):
         return next((t for t in self.tools if t.name == name), None)
+
+
+def state_schema(**properties):
+    """The JSON Schema of a state document whose top-level keys hold these (pydantic-typed) values.
+
+    Every key is optional (a thread starts with `{}`); unknown keys are refused.
+    """
+    import pydantic
+
+    defs, props = {}, {}
+    for key, type_ in properties.items():
+        schema = pydantic.TypeAdapter(type_).json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        props[key] = schema
+    out = {"type": "object", "properties": props, "additionalProperties": False}
+    if defs:
+        out["$defs"] = defs
+    return out

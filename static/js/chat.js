@@ -14,7 +14,7 @@
   const config = configEl ? JSON.parse(configEl.textContent || "{}") || {} : {};
   const agents = Array.isArray(config.agents) ? config.agents : [];
 
-  const aguiChat = { ws: null, events: [], state: {}, approvals: {} };
+  const aguiChat = { ws: null, events: [], state: {}, approvals: {}, stateMeta: { version: 0, provisional: [] } };
   window.aguiChat = aguiChat;
 
   /* ------------------------------------------------------------------ helpers */
@@ -210,6 +210,8 @@
   const notice = $("chat-notice");
   const noticeText = $("chat-notice-text");
   const connStatus = $("conn-status");
+  const stopButton = $("stop");
+  const stepTrail = $("step-trail");
 
   const heading = $("chat-heading");
   if (heading && !heading.textContent.trim()) {
@@ -225,6 +227,12 @@
   const approvals = new Map(); // approvalId -> Approval
   const approvalCards = new Map(); // approvalId -> <section> (kept across snapshots)
   const dirty = new Set(); // messageIds whose markdown needs re-rendering
+  // Text messages and tool calls whose START arrived since the last snapshot: deltas for anything
+  // else were already in the snapshot (the socket may deliver a few events twice around it).
+  const openText = new Set();
+  const openCalls = new Set();
+  const run = { id: null, active: false, failedId: null, stopping: false }; // the thread's latest run
+  const steps = []; // workflow steps: {runId, name, done}
   let rafPending = false;
   let localSeq = 0;
   let lastUserText = "";
@@ -342,7 +350,7 @@
     const root = el(
       "div",
       { class: "tool-card streaming", dataset: { toolCallId: key }, role: "group", "aria-label": "Tool call " + (name || "") },
-      el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true", text: "🔧" }), " ", nameEl),
+      el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }), " ", nameEl),
       el("details", { class: "tool-args-box", open: true }, el("summary", { text: "Arguments" }), argsEl),
       el("div", { class: "approval-slot" }),
       resultBox
@@ -521,6 +529,8 @@
   function setState(next) {
     aguiChat.state = next === undefined ? {} : next;
     stateView.textContent = JSON.stringify(aguiChat.state, null, 2);
+    // Cards (recipe, checklist, document) with predicted values marked: state-panel.js.
+    if (window.aguiStatePanel) window.aguiStatePanel.render(aguiChat.state, aguiChat.stateMeta);
   }
 
   /* ------------------------------------------------------------------ approvals */
@@ -666,7 +676,14 @@
       el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "reject" }, text: "Reject", "aria-expanded": "false", "aria-controls": feedbackId })
     );
 
-    const box = el("div", { class: "approval-actions" }, buttons, editBox, rejectBox, errorBox);
+    // "Always allow in this thread": only the requester's own confirmations can be waived (the
+    // approval engine refuses it for a group's request); revocable from the grants bar.
+    const allowInput = el("input", { type: "checkbox", id: "allow-" + id });
+    const allowBox = approval.approver && approval.approver.kind === "requester"
+      ? el("label", { class: "allow-always", for: "allow-" + id }, allowInput, " Always allow ",
+          el("code", { text: approval.toolCallName || "this tool" }), " in this thread")
+      : null;
+    const box = el("div", { class: "approval-actions" }, buttons, allowBox, editBox, rejectBox, errorBox);
 
     const showError = (lines) => {
       errorBox.replaceChildren(...lines.map((line) => el("div", { text: line })));
@@ -678,9 +695,12 @@
     const decide = async (payload) => {
       showError([]);
       setBusy(true);
+      const always = !!(allowBox && allowInput.checked && payload.decision === "approve");
+      if (always) payload = Object.assign({}, payload, { always_allow_in_thread: true });
       try {
         const res = await postJSON("/api/approvals/" + encodeURIComponent(id) + "/decide/", payload);
         if (res.ok) {
+          if (always) document.dispatchEvent(new CustomEvent("agui:grants-changed"));
           const current = approvals.get(id) || approval;
           const merged = Object.assign({}, current, pickApprovalFields(res.data));
           merged.canDecide = merged.status === "pending" ? current.canDecide : false;
@@ -776,6 +796,9 @@
   function upsertApproval(approval) {
     if (!approval || approval.approvalId === undefined) return;
     const id = String(approval.approvalId);
+    const known = approvals.get(id);
+    // Statuses only leave "pending": a replayed approval_request never undoes a decision.
+    if (known && known.status && known.status !== "pending" && (approval.status || "pending") === "pending") return;
     approvals.set(id, approval);
     aguiChat.approvals[id] = approval;
     mutate(() => renderApproval(approval));
@@ -791,12 +814,75 @@
     return null;
   }
 
+  function pendingApprovals() {
+    return Array.from(approvals.values()).filter((a) => (a.status || "pending") === "pending");
+  }
+
+  /* What Stop would cancel: the streaming run, or the paused run whose requests still wait. */
+  function stopTarget() {
+    if (run.active && run.id) return run.id;
+    const waiting = pendingApprovals().find((a) => a.runId);
+    return waiting ? String(waiting.runId) : null;
+  }
+
   function updateComposer() {
     const blocker = blockingApproval();
     composer.disabled = !!blocker;
-    sendButton.disabled = !!blocker || sending;
+    sendButton.disabled = !!blocker || sending || run.active;
     if (blocker) composerNote.textContent = "Approve or reject the pending request above to continue.";
-    else composerNote.textContent = "";
+    else if (!run.active && pendingApprovals().length) {
+      composerNote.textContent = "A request waits for a reviewer's decision; you can write again once it is decided, or press Stop to withdraw it.";
+    } else composerNote.textContent = "";
+    if (stopButton) {
+      const target = stopTarget();
+      stopButton.hidden = !target;
+      stopButton.disabled = run.stopping;
+      stopButton.textContent = run.stopping ? "Stopping…" : "Stop";
+      stopButton.title = run.active ? "Stop the agent" : "Withdraw the waiting request and stop";
+    }
+  }
+
+  async function stopRun() {
+    const target = stopTarget();
+    if (!target || run.stopping) return;
+    run.stopping = true;
+    updateComposer();
+    try {
+      const res = await postJSON("/api/runs/" + encodeURIComponent(target) + "/cancel/", {});
+      if (!res.ok && res.status !== 409) showNotice(errorText(res.data, res.status));
+      // 202: RUN_FINISHED (cancelled) follows on the socket; 409: the run had already ended.
+      if (!res.ok) run.stopping = false;
+    } catch (e) {
+      run.stopping = false;
+      showNotice("Could not stop the run: " + e.message);
+    }
+    updateComposer();
+  }
+
+  function endStreaming() {
+    for (const article of messagesEl.querySelectorAll(".msg.streaming")) article.classList.remove("streaming");
+    for (const card of messagesEl.querySelectorAll(".tool-card.streaming")) card.classList.remove("streaming");
+    openText.clear();
+    openCalls.clear();
+  }
+
+  function removeSteps(runId) {
+    for (let i = steps.length - 1; i >= 0; i--) if (steps[i].runId === String(runId)) steps.splice(i, 1);
+  }
+
+  /* "triage_agent → refund_agent": the workflow's path; the running step is marked current. */
+  function renderSteps() {
+    if (!stepTrail) return;
+    const items = steps.map((step, i) =>
+      el(
+        "li",
+        { class: "step " + (step.done ? "step-done" : "step-active"), "aria-current": step.done ? null : "step", title: step.done ? "finished" : "running" },
+        i ? el("span", { class: "step-sep", "aria-hidden": "true", text: " → " }) : null,
+        el("span", { class: "step-name", text: step.name })
+      )
+    );
+    stepTrail.replaceChildren(...items);
+    stepTrail.hidden = !steps.length;
   }
 
   function showNotice(text) {
@@ -824,6 +910,8 @@
       const res = await postJSON("/api/threads/" + encodeURIComponent(threadId) + "/messages/", { content: text });
       if (res.ok && res.data) {
         const id = res.data.message_id !== undefined ? String(res.data.message_id) : null;
+        // The server titles an untitled chat after its first message; show that in the list too.
+        if (window.aguiThreads) window.aguiThreads.titleIfUntitled(threadId, text.trim().split("\n")[0].slice(0, 80));
         if (id && msgEls.has(id)) {
           bubble.remove(); // already rendered from a snapshot
         } else {
@@ -854,6 +942,10 @@
   composerForm.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = composer.value;
+    if (run.active && text.trim()) {
+      composerNote.textContent = "The agent is still answering: wait for it, or press Stop.";
+      return;
+    }
     if (!text.trim() || sending || blockingApproval()) return;
     composer.value = "";
     send(text);
@@ -864,7 +956,26 @@
       composerForm.requestSubmit ? composerForm.requestSubmit() : composerForm.dispatchEvent(new Event("submit", { cancelable: true }));
     }
   });
-  retryButton.addEventListener("click", () => {
+  if (stopButton) stopButton.addEventListener("click", stopRun);
+  retryButton.addEventListener("click", async () => {
+    if (run.failedId) {
+      // The failed run again, on the same history: no second copy of the user's message.
+      retryButton.disabled = true;
+      try {
+        const res = await postJSON("/api/runs/" + encodeURIComponent(run.failedId) + "/retry/", {});
+        if (res.ok) {
+          run.failedId = null;
+          runError.hidden = true;
+        } else {
+          showNotice(errorText(res.data, res.status));
+        }
+      } catch (e) {
+        showNotice("Could not retry: " + e.message);
+      } finally {
+        retryButton.disabled = false;
+      }
+      return;
+    }
     let text = lastUserText;
     if (!text) {
       const users = messagesEl.querySelectorAll(".msg-user .msg-body");
@@ -897,9 +1008,16 @@
   function handleEvent(ev) {
     if (!ev || typeof ev !== "object") return;
     aguiChat.events.push(ev);
+    document.dispatchEvent(new CustomEvent("agui:event", { detail: ev })); // for add-ons (chat-questions.js)
     switch (ev.type) {
       case "MESSAGES_SNAPSHOT":
+        openText.clear();
+        openCalls.clear();
+        // The active run, if any, is replayed right after the snapshots from its RUN_STARTED.
+        run.active = false;
+        setRunStatus("idle");
         renderSnapshot(ev.messages);
+        updateComposer();
         break;
       case "STATE_SNAPSHOT":
         setState(ev.snapshot);
@@ -914,49 +1032,99 @@
         break;
       case "RUN_STARTED":
         runError.hidden = true;
+        // The server stored the message being sent before it announced the run: whatever the run
+        // says goes after that bubble, even when this event beats the POST's response.
+        for (const bubble of messagesEl.querySelectorAll(".msg.pending")) bubble.classList.replace("pending", "sent");
+        // A new turn starts a new path of steps; a continuation (parentRunId) extends it, and a
+        // replayed run rebuilds its own steps.
+        if (!ev.parentRunId) steps.length = 0;
+        else removeSteps(ev.runId);
+        renderSteps();
+        run.id = ev.runId !== undefined ? String(ev.runId) : null;
+        run.active = true;
+        run.stopping = false;
         setRunStatus("running", "Running…");
+        updateComposer();
         break;
       case "RUN_FINISHED": {
         const outcome = ev.outcome || {};
-        if (outcome.type === "interrupt") setRunStatus("paused", "Paused: waiting for approval.");
-        else if (outcome.type === "cancelled") setRunStatus("cancelled", "Run cancelled.");
+        run.active = false;
+        run.stopping = false;
+        if (outcome.type === "interrupt") {
+          const asks = (outcome.interrupts || []).every((i) => i.reason === "input_required"); // a workflow's question
+          setRunStatus("paused", asks ? "Paused: waiting for your answer." : "Paused: waiting for approval.");
+        } else if (outcome.type === "cancelled") setRunStatus("cancelled", "Run cancelled.");
         else setRunStatus("idle");
-        for (const article of messagesEl.querySelectorAll(".msg.streaming")) article.classList.remove("streaming");
+        endStreaming();
+        updateComposer();
         break;
       }
       case "RUN_ERROR":
+        run.active = false;
+        run.stopping = false;
+        run.failedId = run.id;
         setRunStatus("idle");
         runErrorText.textContent = ev.message || "The run failed.";
         runError.hidden = false;
-        for (const article of messagesEl.querySelectorAll(".msg.streaming")) article.classList.remove("streaming");
+        endStreaming();
+        updateComposer();
         break;
+      case "STEP_STARTED":
+        steps.push({ runId: run.id, name: String(ev.stepName || "step"), done: false });
+        renderSteps();
+        if (run.active) setRunStatus("running", "Running " + (ev.stepName || "step") + "…");
+        break;
+      case "STEP_FINISHED": {
+        const step = steps.slice().reverse().find((s) => s.name === String(ev.stepName) && !s.done);
+        if (step) step.done = true;
+        renderSteps();
+        break;
+      }
       case "TEXT_MESSAGE_START": {
-        const article = ensureMessage(ev.messageId, ev.role || "assistant");
-        setMessageText(ev.messageId, "", true);
+        const key = String(ev.messageId);
+        openText.add(key);
+        const article = ensureMessage(key, ev.role || "assistant");
+        setMessageText(key, "", true);
         article.querySelector(".msg-body").hidden = false;
         break;
       }
       case "TEXT_MESSAGE_CONTENT": {
         const key = String(ev.messageId);
-        if (!msgEls.has(key)) ensureMessage(key, "assistant");
+        if (msgEls.has(key) && !openText.has(key)) break; // already complete in the snapshot
+        if (!msgEls.has(key)) {
+          ensureMessage(key, "assistant");
+          openText.add(key);
+        }
         setMessageText(key, (msgText.get(key) || "") + (ev.delta || ""), true);
         break;
       }
       case "TEXT_MESSAGE_END": {
-        const article = msgEls.get(String(ev.messageId));
+        const key = String(ev.messageId);
+        openText.delete(key);
+        const article = msgEls.get(key);
         if (article) article.classList.remove("streaming");
-        scheduleRender(String(ev.messageId));
+        scheduleRender(key);
         break;
       }
-      case "TOOL_CALL_START":
-        mutate(() => ensureToolCard(ev.toolCallId, ev.toolCallName, ev.parentMessageId));
+      case "TOOL_CALL_START": {
+        const key = String(ev.toolCallId);
+        openCalls.add(key);
+        mutate(() => {
+          const card = ensureToolCard(key, ev.toolCallName, ev.parentMessageId);
+          setToolArgs(card, "", false); // a replayed call streams its arguments again
+        });
         break;
+      }
       case "TOOL_CALL_ARGS": {
-        const card = toolCards.get(String(ev.toolCallId)) || ensureToolCard(ev.toolCallId, "", null);
+        const key = String(ev.toolCallId);
+        if (toolCards.has(key) && !openCalls.has(key)) break; // already complete in the snapshot
+        openCalls.add(key);
+        const card = toolCards.get(key) || ensureToolCard(key, "", null);
         mutate(() => setToolArgs(card, card.argsText + (ev.delta || ""), false));
         break;
       }
       case "TOOL_CALL_END": {
+        openCalls.delete(String(ev.toolCallId));
         const card = toolCards.get(String(ev.toolCallId));
         if (card) setToolArgs(card, card.argsText, true);
         break;
@@ -968,9 +1136,19 @@
         if (ev.name === "approvals") {
           const list = (ev.value && ev.value.approvals) || [];
           for (const a of list) upsertApproval(a);
+          // After a (re)connect: a run that waits on a person is paused, not idle.
+          if (!run.active && pendingApprovals().length) setRunStatus("paused", "Paused: waiting for approval.");
         } else if (ev.name === "approval_request" || ev.name === "approval_response") {
           upsertApproval(ev.value);
+        } else if (ev.name === "state_version") {
+          // {version, provisional: [{key, toolCallId}]}: the base of our next edit, and what is only predicted
+          aguiChat.stateMeta = ev.value || { version: 0, provisional: [] };
+          setState(aguiChat.state);
         }
+        break;
+      case "state_ack":
+      case "error": // replies to our own state_patch frames (not AG-UI events)
+        if (window.aguiStatePanel) window.aguiStatePanel.onReply(ev);
         break;
       default:
         break; // unknown event types are ignored
@@ -1009,6 +1187,7 @@
     if (document.body.dataset.wsState !== "open") setWsState("connecting");
     ws.addEventListener("open", () => {
       attempt = 0;
+      aguiChat.connects += 1;
       setWsState("open");
     });
     ws.addEventListener("message", (msg) => {
@@ -1027,9 +1206,14 @@
         }
       }
     });
-    ws.addEventListener("close", () => {
+    ws.addEventListener("close", (event) => {
       if (aguiChat.ws !== ws) return;
       setWsState("closed");
+      if (event.code === 4401 || event.code === 4403) {
+        // Signed out, or not this user's chat: retrying cannot help.
+        showNotice("This chat is not available to you any more; sign in again or open another chat.");
+        return;
+      }
       scheduleReconnect();
     });
   }
@@ -1049,6 +1233,8 @@
     }
   });
 
+  aguiChat.connects = 0; // sockets opened so far (tests watch reconnects)
+  aguiChat.setState = setState; // state-panel.js applies the snapshot of a refused edit
   setState({});
   updateComposer();
   setInterval(tickCountdowns, 1000);

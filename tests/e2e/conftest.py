@@ -7,13 +7,11 @@ inside fixtures so collecting this directory under `make test` starts no event l
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,21 +134,10 @@ def live_stack(request):
 
 
 def _wait_healthy(stack: LiveStack, timeout: float = 60.0) -> None:
-    deadline, last = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        dead = [c for c in stack.children if not c.alive()]
-        if dead:
-            pytest.fail(f"{dead[0].name} exited ({dead[0].proc.returncode}) during start-up\n"
-                        f"{stack.tails()}", pytrace=False)
-        status, body = devstack.http_status(stack.url + "/healthz", timeout=2.0)
-        last = (status, body[:300])
-        if status == 200:
-            health = json.loads(body)
-            if health.get("db") == "ok" and health.get("redis") == "ok" and health.get("workers", 0) >= 1:
-                return
-        time.sleep(0.25)
-    pytest.fail(f"/healthz not ready after {timeout:.0f}s (last: {last})\n{stack.tails()}",
-                pytrace=False)
+    try:
+        devstack.wait_healthy(stack.url, stack.children, timeout=timeout)
+    except devstack.NotHealthy as exc:
+        pytest.fail(f"{exc}\n{stack.tails()}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

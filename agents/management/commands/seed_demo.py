@@ -7,17 +7,21 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from agents.catalog.models import Account, Subscription
+from agents.catalog.models import Account, Order, Subscription
 
 USERS = [
     # username, groups, superuser
-    ("admin", [], True),
+    ("admin", ["oncall"], True),  # oncall: where the ops agent's deletions escalate
     ("alice", [], False),
     ("bob", [], False),
-    ("rita", ["reviewers"], False),
+    ("rita", ["reviewers", "support"], False),  # support: approves the support workflow's refunds
     ("finn", ["finance", "reviewers"], False),
 ]
 ACCOUNTS = [("1234567890", "alice", Decimal("5432.10")), ("0987654321", "bob", Decimal("1000.00"))]
+# the support workflow's orders: number, owner, item, amount
+ORDERS = [("12345", "alice", "Wireless Headphones", Decimal("129.99")),
+          ("12346", "alice", "Coffee Grinder", Decimal("59.00")),
+          ("23456", "bob", "Desk Lamp", Decimal("35.50"))]
 
 
 class Command(BaseCommand):
@@ -33,8 +37,11 @@ class Command(BaseCommand):
             user.is_superuser = user.is_staff = superuser
             user.save()
             user.groups.set([Group.objects.get_or_create(name=g)[0] for g in groups])
-        owners = {u.username: u for u in User.objects.filter(username__in=[a[1] for a in ACCOUNTS] + ["alice"])}
+        owners = {u.username: u for u in User.objects.filter(username__in=[a[1] for a in ACCOUNTS + ORDERS] + ["alice"])}
         for number, owner, balance in ACCOUNTS:
             Account.objects.get_or_create(number=number, defaults={"owner": owners[owner], "balance": balance})
         Subscription.objects.get_or_create(ref="sub_123", defaults={"owner": owners["alice"], "plan": "Premium"})
+        for number, owner, item, amount in ORDERS:
+            Order.objects.get_or_create(number=number, defaults={"owner": owners[owner], "item_name": item,
+                                                                 "amount": amount})
         self.stdout.write(self.style.SUCCESS(f"demo data ready (password for every demo user: {password})"))

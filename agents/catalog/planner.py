@@ -1,0 +1,64 @@
+"""The task planner (seed 002, two state keys): `generate_task_steps` proposes the steps, which the
+user confirms before they become the plan; `update_preferences` writes the user's preferences."""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.tools import tool
+
+from .agent import Agent, state_schema
+from .confirmation import TaskPlannerConfirmationStrategy
+
+
+class TaskStep(BaseModel):
+    """A single task step."""
+
+    model_config = ConfigDict(extra="forbid")
+    description: Annotated[str, Field(min_length=1, max_length=300)]
+    status: Literal["pending", "completed", "skipped"] = "pending"
+    estimated_duration: Annotated[str, Field(max_length=40)] = "5 min"
+
+
+Steps = Annotated[list[TaskStep], Field(min_length=1, max_length=30)]
+Preferences = dict[str, Any]
+
+
+def _describe(a):
+    steps = a.get("steps") or []
+    return f"Set the plan to {len(steps)} steps: " + "; ".join(s.get("description", "") for s in steps[:5]) + (
+        "; …" if len(steps) > 5 else "")
+
+
+@tool(approval_mode="always", approver="requester", risk="low", reversible=True, describe=_describe,
+      impact="Replaces the task list of this chat")
+def generate_task_steps(ctx, steps: Steps):
+    """Generate the task steps for the user's task. Write the complete list: keep existing steps
+    (and their status) and add or change only what the user asked for."""
+    return f"Generated {len(steps)} steps."
+
+
+@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: "Update your planning preferences")
+def update_preferences(ctx, preferences: Preferences):
+    """Update the user's planning preferences. Write the complete preferences object."""
+    return "Preferences updated."
+
+
+AGENT = Agent(
+    name="planner",
+    title="Task planner",
+    description="Breaks a task into steps you confirm, and keeps your planning preferences.",
+    system_prompt=(
+        "You are a task planner. You receive the current steps and preferences in a system message. "
+        "To propose or change the plan call generate_task_steps with the COMPLETE list of steps; the user "
+        "confirms it before it becomes the plan. To record preferences call update_preferences with the "
+        "complete preferences object. If the user rejects a plan, ask what to change."
+    ),
+    tools=[generate_task_steps, update_preferences],
+    state_schema=state_schema(steps=list[TaskStep], preferences=Preferences),
+    predict_state_config={
+        "steps": {"tool": "generate_task_steps", "tool_argument": "steps"},
+        "preferences": {"tool": "update_preferences", "tool_argument": "preferences"},
+    },
+    confirmation_strategy=TaskPlannerConfirmationStrategy(),
+)

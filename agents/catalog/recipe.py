@@ -1,0 +1,73 @@
+"""The recipe agent (seed 002): `update_recipe` writes the whole recipe; its arguments stream into
+the shared state as predictions while the model writes them."""
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.tools import tool
+
+from .agent import Agent, state_schema
+from .confirmation import RecipeConfirmationStrategy
+
+SkillLevel = Literal["Beginner", "Intermediate", "Advanced"]
+CookingTime = Literal["5 min", "15 min", "30 min", "45 min", "60+ min"]
+
+
+class Ingredient(BaseModel):
+    """An ingredient with its details."""
+
+    model_config = ConfigDict(extra="forbid")
+    icon: Annotated[str, Field(max_length=16, description="Emoji icon representing the ingredient (e.g. 🥕)")]
+    name: Annotated[str, Field(min_length=1, max_length=120, description="Name of the ingredient")]
+    amount: Annotated[str, Field(max_length=80, description="Amount or quantity of the ingredient")]
+
+
+class Recipe(BaseModel):
+    """A complete recipe."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: Annotated[str, Field(min_length=1, max_length=200, description="The title of the recipe")]
+    skill_level: Annotated[SkillLevel, Field(description="The skill level required")]
+    special_preferences: Annotated[
+        list[Annotated[str, Field(max_length=60)]],
+        Field(max_length=20, description="Dietary preferences (e.g. Vegetarian, Gluten-free)"),
+    ] = []
+    cooking_time: Annotated[CookingTime, Field(description="The estimated cooking time")]
+    ingredients: Annotated[list[Ingredient], Field(max_length=60, description="Complete list of ingredients")]
+    instructions: Annotated[
+        list[Annotated[str, Field(max_length=1000)]], Field(max_length=60, description="Step-by-step instructions")
+    ]
+
+
+@tool(approval_mode="never", risk="low", reversible=True,
+      describe=lambda a: f"Update the recipe card: {a['recipe'].get('title', '')}")
+def update_recipe(ctx, recipe: Recipe):
+    """Update the recipe with new or modified content.
+
+    You MUST write the complete recipe with ALL fields, even when changing only a few items.
+    When modifying an existing recipe, include ALL existing ingredients and instructions plus
+    your changes. NEVER delete existing data - only add or modify.
+    """
+    return "Recipe updated."
+
+
+AGENT = Agent(
+    name="recipe",
+    title="Recipe assistant",
+    description="Writes and improves a recipe card that fills in live while the model writes it.",
+    system_prompt=(
+        "You are a helpful recipe assistant that creates and modifies recipes.\n"
+        "CRITICAL RULES:\n"
+        "1. You receive the current recipe state in a system message.\n"
+        "2. To update the recipe, you MUST use the update_recipe tool.\n"
+        "3. When modifying a recipe, ALWAYS include ALL existing data plus your changes in the tool call.\n"
+        "4. NEVER delete existing ingredients or instructions - only add or modify.\n"
+        "5. After calling the tool, give a brief conversational message (1-2 sentences).\n"
+        "Use real emojis for ingredient icons. Leave special_preferences empty unless the user asks."
+    ),
+    tools=[update_recipe],
+    state_schema=state_schema(recipe=Recipe),
+    predict_state_config={"recipe": {"tool": "update_recipe", "tool_argument": "recipe"}},
+    confirmation_strategy=RecipeConfirmationStrategy(),
+)

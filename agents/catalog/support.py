@@ -1,0 +1,169 @@
+"""The support workflow (seed 001): triage_agent hands a case to refund_agent or order_agent.
+
+refund_agent looks orders up freely and submits refunds that the `support` group approves;
+order_agent submits replacements that the customer confirms. The workflow ends when an agent's
+last message ends with "case complete.".
+"""
+
+import json
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Annotated, Literal
+
+from django.db import IntegrityError, transaction
+from pydantic import Field
+
+from agents.tools import ToolError, tool
+from agents.workflows import Handoff, Workflow
+
+from .agent import Agent
+from .models import Order, OrderAction
+
+OrderNumber = Annotated[str, Field(pattern=r"^\d{4,12}$", description="The order number, digits only")]
+CENTS = Decimal("0.01")
+
+
+def _order(ctx, number, lock=False):
+    qs = Order.objects.select_for_update() if lock else Order.objects
+    order = qs.filter(number=number, owner=ctx.user).first()
+    if order is None:
+        raise ToolError(f"there is no order {number} on this customer's account")
+    return order
+
+
+def _client_context(ctx):
+    """The AG-UI forwardedProps, kept with the action for the support team (never told to the model)."""
+    return dict(ctx.forwarded_props or {})
+
+
+# a read: safe to run again when a worker died while it ran (agents/execution.py retries it)
+@tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
+      describe=lambda a: f"Look up order {a['order_id']}")
+def lookup_order_details(ctx, order_id: OrderNumber):
+    """Return the details of one of the customer's orders."""
+    order = _order(ctx, order_id)
+    return json.dumps({"order_id": order.number, "item_name": order.item_name,
+                       "amount": f"{order.amount} {order.currency}", "status": order.status})
+
+
+@tool(
+    approval_mode="always",
+    approver="group:support",
+    risk="medium",
+    reversible=False,
+    describe=lambda a: f"Refund {Decimal(str(a['amount'])).quantize(CENTS)} on order {a['order_id']}: "
+    f"{a['refund_description']}",
+    impact=lambda a: f"Pays {Decimal(str(a['amount'])).quantize(CENTS)} back to the customer of order "
+    f"{a['order_id']}; a refund cannot be taken back from here",
+)
+def submit_refund(
+    ctx,
+    order_id: OrderNumber,
+    amount: Annotated[float, Field(gt=0, le=100_000, description="Amount to refund, in the order's currency")],
+    refund_description: Annotated[str, Field(min_length=1, max_length=500, description="Why the refund is due")],
+):
+    """Submit a refund for one of the customer's orders (reviewed by the support team first)."""
+    value = Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
+    try:
+        with transaction.atomic():
+            order = _order(ctx, order_id, lock=True)
+            if order.status == Order.Status.REFUNDED:
+                raise ToolError(f"order {order_id} was already refunded")
+            if value > order.amount:
+                raise ToolError(f"the refund ({value}) is more than the order's amount ({order.amount})")
+            OrderAction.objects.create(
+                order=order, kind=OrderAction.Kind.REFUND, amount=value,
+                details={"description": refund_description}, client_context=_client_context(ctx),
+                tool_call_ref=ctx.tool_call_id,
+            )
+            order.status = Order.Status.REFUNDED
+            order.save(update_fields=["status"])
+    except IntegrityError as exc:  # the unique tool_call_ref: this call already refunded
+        raise ToolError("this refund was already submitted") from exc
+    return f"Refund of {value} {order.currency} recorded for order {order_id} ({order.item_name})."
+
+
+@tool(
+    approval_mode="always",
+    approver="requester",
+    risk="low",
+    reversible=False,
+    describe=lambda a: f"Send a replacement for order {a['order_id']} ({a['shipping_preference']} shipping)",
+    impact=lambda a: f"Ships a new item for order {a['order_id']} at no cost to the customer",
+)
+def submit_replacement(
+    ctx,
+    order_id: OrderNumber,
+    shipping_preference: Annotated[Literal["standard", "express"], Field(description="How to ship it")],
+    replacement_note: Annotated[str, Field(min_length=1, max_length=500, description="What is wrong")],
+):
+    """Send the customer a replacement for one of their orders (the customer confirms first)."""
+    try:
+        with transaction.atomic():
+            order = _order(ctx, order_id, lock=True)
+            OrderAction.objects.create(
+                order=order, kind=OrderAction.Kind.REPLACEMENT,
+                details={"shipping_preference": shipping_preference, "note": replacement_note},
+                client_context=_client_context(ctx), tool_call_ref=ctx.tool_call_id,
+            )
+            order.status = Order.Status.REPLACEMENT_SENT
+            order.save(update_fields=["status"])
+    except IntegrityError as exc:
+        raise ToolError("this replacement was already submitted") from exc
+    return f"Replacement for order {order_id} ({order.item_name}) will ship by {shipping_preference} delivery."
+
+
+_ENDING = 'When the case is resolved (or cannot be), tell the customer and end your message with "Case complete."'
+
+TRIAGE = Agent(
+    name="triage_agent",
+    title="Triage",
+    description="Works out what the customer needs and routes the case.",
+    system_prompt=(
+        "You are triage_agent, the first contact of a customer support team. Work out what the customer "
+        "needs. Refunds go to refund_agent (handoff_to_refund_agent); replacements of damaged or wrong "
+        "items go to order_agent (handoff_to_order_agent). Do not process anything yourself. If the "
+        "request is unclear, ask one short question. " + _ENDING
+    ),
+)
+REFUND = Agent(
+    name="refund_agent",
+    title="Refunds",
+    description="Looks orders up and submits refunds for the support team's approval.",
+    system_prompt=(
+        "You are refund_agent. You handle refunds. If you do not know the order number, ask the customer "
+        "with request_info. Look the order up with lookup_order_details before submitting anything, then "
+        "submit the refund with submit_refund (a support reviewer approves it first). If the customer also "
+        "wants a replacement, hand off to order_agent. Never claim a refund happened unless the tool result "
+        "says so. " + _ENDING
+    ),
+    tools=[lookup_order_details, submit_refund],
+)
+ORDER = Agent(
+    name="order_agent",
+    title="Orders",
+    description="Looks orders up and sends replacements the customer confirms.",
+    system_prompt=(
+        "You are order_agent. You handle replacements. If you do not know the order number or the shipping "
+        "preference, ask the customer with request_info. Look the order up with lookup_order_details, then "
+        "submit the replacement with submit_replacement (the customer confirms it). Hand off to "
+        "triage_agent if the customer needs something else. " + _ENDING
+    ),
+    tools=[lookup_order_details, submit_replacement],
+)
+
+WORKFLOW = Workflow(
+    name="support",
+    title="Customer support (workflow)",
+    description="Three agents hand a case to each other: triage, refunds (the support team approves) "
+    "and replacements (you confirm). They ask you when they need information.",
+    system_prompt="",
+    participants=[TRIAGE, REFUND, ORDER],
+    handoffs=[
+        Handoff("triage_agent", "refund_agent", "Route refund requests."),
+        Handoff("triage_agent", "order_agent", "Route replacement requests."),
+        Handoff("refund_agent", "order_agent", "Route to orders when a replacement is also needed."),
+        Handoff("order_agent", "triage_agent", "Route back when the customer needs something else."),
+    ],
+    start="triage_agent",
+)
+AGENT = WORKFLOW

@@ -1,0 +1,190 @@
+"""Each tool call executes at most once (DESIGN.md step 7).
+
+- claim(): the conditional update proposed|approved -> executing that precedes the side effect;
+  a second delivery of the same work finds nothing to claim.
+- lease(): while the tool runs, its worker renews a short Redis key. A call still `executing`
+  whose lease lapsed belongs to a dead worker (killed, OOM, power loss).
+- recover_stuck_calls() (beat): such a call becomes `outcome_unknown` (the model hears it as the
+  call's result; operators get mail, an inbox notice and an audit row) and is never repeated,
+  unless its tool is declared idempotent=True: then it goes back to `approved` and runs again
+  (at most AGUI_TOOL_MAX_ATTEMPTS claims). Either way the dead run ends with RUN_ERROR
+  (worker_lost) and one continuation run picks the thread up.
+"""
+
+import logging
+import threading
+from contextlib import contextmanager
+from datetime import timedelta
+
+import redis
+from ag_ui.core import RunErrorEvent
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from approvals import mail as approval_mail
+from approvals import notify as approval_notify
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest, AuditEvent
+
+from . import events
+from .models import Message, Run, ToolCall
+
+log = logging.getLogger(__name__)
+
+
+def lease_key(call_id):
+    return f"agui:toolcall:{call_id}:lease"
+
+
+def claim(call_id):
+    """proposed|approved -> executing, atomically; False when someone else got there first."""
+    return ToolCall.objects.filter(pk=call_id, status__in=ToolCall.CLAIMABLE).update(
+        status=ToolCall.Status.EXECUTING, claimed_at=timezone.now(), attempts=F("attempts") + 1
+    ) == 1
+
+
+def finish(call_id, status, output):
+    """executing -> succeeded|failed. False when recovery already declared the outcome unknown:
+    then the late result is kept on the row for operators, and the model is not told twice."""
+    if ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.EXECUTING).update(status=status, result=output):
+        return True
+    ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.OUTCOME_UNKNOWN).update(
+        result=f"[finished after recovery reported it: {status}] {output}"[:20000]
+    )
+    log.warning("tool call %s finished (%s) after recovery declared it unknown", call_id, status)
+    return False
+
+
+@contextmanager
+def lease(call_id):
+    """Hold the call's lease while the block runs; a daemon thread renews it. Never fails the tool."""
+    ttl = max(1.0, float(settings.AGUI_TOOL_LEASE_SECONDS))
+    client, key, stop = events.redis_client(), lease_key(call_id), threading.Event()
+
+    def renew():
+        try:
+            client.set(key, "1", px=int(ttl * 1000))
+        except redis.RedisError as exc:
+            log.warning("lease of tool call %s not renewed: %s", call_id, exc)
+
+    def keep():
+        while not stop.wait(ttl / 3):
+            renew()
+
+    renew()
+    keeper = threading.Thread(target=keep, name=f"lease-{call_id}", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join(timeout=2)
+        try:
+            client.delete(key)
+        except redis.RedisError:
+            pass
+
+
+# --- recovery ----------------------------------------------------------------------------------
+
+
+def unknown_text(name):
+    return (
+        f"Error: the outcome of {name} is unknown. The worker running it stopped before it reported back, "
+        "so it may or may not have taken effect. It was not run again, because running it twice could repeat "
+        "its effect. Do not call it again on your own: tell the user, and ask them to check whether it happened."
+    )
+
+
+def stuck_call_ids(limit=100):
+    """Executing calls whose lease lapsed. Nothing when Redis cannot be asked: better late than wrong."""
+    cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_TOOL_LEASE_SECONDS))
+    candidates = list(ToolCall.objects.filter(status=ToolCall.Status.EXECUTING, claimed_at__lt=cutoff)
+                      .values_list("pk", flat=True)[:limit])
+    if not candidates:
+        return []
+    try:
+        pipe = events.redis_client().pipeline(transaction=False)
+        for call_id in candidates:
+            pipe.exists(lease_key(call_id))
+        alive = pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("recovery skipped: leases unreadable (%s)", exc)
+        return []
+    return [call_id for call_id, held in zip(candidates, alive, strict=True) if not held]
+
+
+def recover_stuck_calls():
+    """Beat task body: returns {call id: "outcome_unknown" | "retry"} for what it changed."""
+    out = {}
+    for call_id in stuck_call_ids():
+        outcome = recover_call(call_id)
+        if outcome:
+            out[call_id] = outcome
+    return out
+
+
+def recover_call(call_id):
+    from .catalog import get_agent
+    from .services import add_message, announce
+
+    with transaction.atomic():
+        # lock order as in services.approval_resolved: the run, then the call
+        run_id = ToolCall.objects.filter(pk=call_id).values_list("run_id", flat=True).first()
+        if run_id is None:
+            return None
+        run = Run.objects.select_for_update().select_related("thread").get(pk=run_id)
+        call = ToolCall.objects.select_for_update().get(pk=call_id)
+        if call.status != ToolCall.Status.EXECUTING:
+            return None
+        agent = get_agent(run.thread.agent)
+        tool = agent.tool(call.name) if agent else None
+        request = ApprovalRequest.objects.filter(pk=call.approval_id).first() if call.approval_id else None
+        facts = {"tool_call": call.pk, "thread": run.thread_id, "run": run.pk, "attempts": call.attempts}
+        run_was_live = run.status == Run.Status.RUNNING  # else it was stopped or ended: no continuation
+        if (run_was_live and tool is not None and tool.idempotent
+                and call.attempts < settings.AGUI_TOOL_MAX_ATTEMPTS):
+            outcome = "retry"
+            call.status = ToolCall.Status.APPROVED  # claimable again: the continuation's settle runs it
+            call.save(update_fields=["status", "updated_at"])
+            approval_services.record(AuditEvent.Action.RETRIED, object_ref=f"toolcall:{call.pk}", tool_name=call.name,
+                                     request=request, before={"status": "executing", **facts},
+                                     after={"status": "approved", "reason": "idempotent tool: run again"})
+        else:
+            outcome = "outcome_unknown"
+            text = unknown_text(call.name)
+            call.status, call.result = ToolCall.Status.OUTCOME_UNKNOWN, text
+            call.save(update_fields=["status", "result", "updated_at"])
+            msg = add_message(run.thread, Message.Role.TOOL, text, run=run, tool_call_id=call.pk)
+            approval_services.record(AuditEvent.Action.OUTCOME_UNKNOWN, object_ref=f"toolcall:{call.pk}",
+                                     tool_name=call.name, request=request, before={"status": "executing", **facts},
+                                     after={"status": "outcome_unknown", "repeated": False})
+            transaction.on_commit(lambda: _tell_operators(call, run, msg))
+        if run_was_live:
+            message = (f"The worker stopped while {call.name} was running; "
+                       + ("it will be run again (the tool is idempotent)." if outcome == "retry"
+                          else "its outcome is unknown and it was not repeated."))
+            Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(),
+                                                 error=message, error_code="worker_lost")
+            transaction.on_commit(lambda: events.append(run.thread_id, RunErrorEvent(message=message,
+                                                                                     code="worker_lost")))
+            if not Run.objects.filter(parent_run=run).exists():
+                # one continuation: it settles a retried call, then the model answers the person
+                continuation = Run.objects.create(thread_id=run.thread_id, parent_run=run,
+                                                  forwarded_props=run.forwarded_props, client_tools=run.client_tools)
+                transaction.on_commit(lambda: announce(continuation.pk))
+    log.warning("tool call %s (%s) recovered: %s", call_id, call.name, outcome)
+    return outcome
+
+
+def _tell_operators(call, run, msg):
+    subject = f"Outcome unknown: {call.name} (tool call {call.pk})"
+    body = (f"A worker stopped while it was executing {call.name} in thread {run.thread_id} (run {run.pk}).\n"
+            f"Arguments: {call.final_arguments if call.final_arguments is not None else call.arguments}\n\n"
+            "The call was not repeated. Check whether it took effect; the model was told the outcome is unknown.\n")
+    approval_mail.operator_alert(subject, body)
+    approval_notify.operator_notice("toolcall.outcome_unknown", {
+        "tool_call": {"id": call.pk, "name": call.name, "thread": run.thread_id, "run": run.pk, "message": msg.pk},
+    })

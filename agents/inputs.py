@@ -1,0 +1,152 @@
+"""Asking the person: InputRequest state changes (an AG-UI interrupt of reason `input_required`).
+
+An agent's built-in `request_info` tool (agents/workflows.py) records a pending request and
+pauses the run. The answer arrives through AG-UI `resume[]` (services.apply_resume) or REST
+(`POST /api/threads/<id>/answer/`); it is validated against the request's JSON Schema, becomes
+the tool call's result, and the paused run continues once nothing else of it waits. A cancelled
+request ends the workflow (the continuation settles it as cancelled).
+"""
+
+import json
+
+import jsonschema
+from ag_ui.core import CustomEvent, Interrupt
+from django.db import transaction
+from django.utils import timezone
+
+from . import events
+from .models import InputRequest, Run, ToolCall
+
+DEFAULT_SCHEMA = {"type": "string"}
+
+
+class InputError(Exception):
+    """code: unknown_interrupt | already_decided | forbidden | invalid_payload."""
+
+    def __init__(self, code, message, errors=None):
+        super().__init__(message)
+        self.code, self.message, self.errors = code, message, errors or []
+
+
+def check_schema(schema):
+    """The schema an agent proposed, or InputError when it is not a JSON Schema."""
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InputError("invalid_schema", f"responseSchema is not a valid JSON Schema: {exc.message}") from exc
+    return schema
+
+
+def check_answer(request, payload):
+    """Validate an answer against the request's responseSchema (InputError with every problem)."""
+    validator = jsonschema.validators.validator_for(request.response_schema)(request.response_schema)
+    problems = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
+    if problems:
+        errors = [f"{'/'.join(str(p) for p in e.absolute_path) or '(answer)'}: {e.message}" for e in problems]
+        raise InputError("invalid_payload", "the answer does not match responseSchema: " + "; ".join(errors), errors)
+
+
+def create(*, thread, run, tool_call, agent, message, response_schema=None):
+    """Record the question and park its tool call (the caller emits the events)."""
+    with transaction.atomic():
+        request = InputRequest.objects.create(
+            thread=thread, run=run, tool_call=tool_call, agent=agent, message=message,
+            response_schema=response_schema or DEFAULT_SCHEMA,
+        )
+        ToolCall.objects.filter(pk=tool_call.pk).update(status=ToolCall.Status.AWAITING_INPUT)
+    return request
+
+
+def pending(thread):
+    return list(InputRequest.objects.filter(thread=thread, status=InputRequest.Status.PENDING))
+
+
+def payload(request):
+    """The CUSTOM `request_info` value, the snapshot entry and the REST representation."""
+    data = {
+        "requestId": request.pk,
+        "toolCallId": request.tool_call_id,
+        "runId": request.run_id,
+        "agent": request.agent,
+        "message": request.message,
+        "responseSchema": request.response_schema,
+        "status": request.status,
+    }
+    if request.status == InputRequest.Status.ANSWERED:
+        data["answer"] = request.answer
+    return data
+
+
+def interrupt_for(request):
+    return Interrupt(
+        id=request.pk,
+        reason="input_required",
+        message=request.message,
+        tool_call_id=request.tool_call_id,
+        response_schema=request.response_schema,
+        metadata={"agent": request.agent, "requestType": "request_info"},
+    )
+
+
+def pending_interrupts(run):
+    return [interrupt_for(r) for r in InputRequest.objects.filter(run=run, status=InputRequest.Status.PENDING)]
+
+
+def answer_text(request):
+    """What the model reads as the tool's result."""
+    if request.status == InputRequest.Status.CANCELLED:
+        return ("The person cancelled this request instead of answering; the workflow ends here. "
+                "Do not ask again.")
+    value = request.answer if isinstance(request.answer, str) else json.dumps(request.answer)
+    return f"The person answered: {value}"
+
+
+def _locked(request_id, user):
+    request = InputRequest.objects.select_for_update().select_related("thread").filter(pk=request_id).first()
+    if request is None:
+        raise InputError("unknown_interrupt", f"no input request {request_id}")
+    # lock the paused run first (as approval_resolved does): concurrent answers then see each other
+    Run.objects.select_for_update().get(pk=request.run_id)
+    if request.thread.owner_id != user.pk:
+        raise InputError("forbidden", "only the person the agent asked may answer")
+    if request.status != InputRequest.Status.PENDING:
+        raise InputError("already_decided", f"input request {request_id} is already {request.status}")
+    return request
+
+
+def answer(request_id, user, value):
+    """Record the person's answer (validated); continue the run when nothing else of it waits."""
+    with transaction.atomic():
+        request = _locked(request_id, user)
+        check_answer(request, value)
+        request.status, request.answer = InputRequest.Status.ANSWERED, value
+        request.answered_by, request.answered_at = user, timezone.now()
+        request.save(update_fields=["status", "answer", "answered_by", "answered_at"])
+        # the continuation's settle turns this into the tool message (agents/workflows.py)
+        ToolCall.objects.filter(pk=request.tool_call_id).update(
+            status=ToolCall.Status.SUCCEEDED, result=answer_text(request)
+        )
+        _after(request)
+    return request
+
+
+def cancel(request_id, user, reason=""):
+    with transaction.atomic():
+        request = _locked(request_id, user)
+        request.status, request.answered_by, request.answered_at = InputRequest.Status.CANCELLED, user, timezone.now()
+        request.save(update_fields=["status", "answered_by", "answered_at"])
+        ToolCall.objects.filter(pk=request.tool_call_id).update(
+            status=ToolCall.Status.CANCELLED, feedback=reason, result=answer_text(request)
+        )
+        _after(request)
+    return request
+
+
+def _after(request):
+    from .services import continue_run  # services imports this module
+
+    value = payload(request)
+    transaction.on_commit(lambda: events.append(request.thread_id, CustomEvent(name="request_info_response", value=value)))
+    run = Run.objects.get(pk=request.run_id)
+    if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():
+        continue_run(run)

@@ -1,0 +1,259 @@
+"""The inbox's queries: filters, search and keyset paging over approval requests.
+
+Read-only; every change still goes through approvals.services. Ordering is "pending first, then
+recent decisions" as two segments, each walked along its own index so that a page costs the same
+on page 1 and page 2,000 (no OFFSET, no full COUNT):
+
+  pending segment   status = pending          ORDER BY created_at DESC, id DESC  (approval_status_recent_idx)
+  decided segment   decided_at IS NOT NULL    ORDER BY decided_at DESC, id DESC  (approval_decided_recent_idx)
+
+A cursor names the segment and the last row's (timestamp, id); the next page continues after it.
+"""
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+from django.contrib.auth.models import Group
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from . import registry, services
+from .access import approver_group_names
+from .models import ApprovalRequest, ApproverKind, Risk
+
+Status = ApprovalRequest.Status
+PAGE_SIZE = 50
+COUNT_CAP = 1000  # "1000+": counting every match of a broad filter would cost a full scan
+MAX_SEARCH_WORDS = 8
+DECIDED = [s for s in Status.values if s != Status.PENDING]
+ID_LIKE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+SCOPES = {"mine": "Waiting for my groups", "all": "Everything I can see"}
+STATUSES = {
+    "pending": "Pending",
+    "decided": "Decided (any outcome)",
+    **{s: label for s, label in Status.choices if s != Status.PENDING},
+    "all": "All",
+}
+AGES = {
+    "": "Any age",
+    "lt15m": "Under 15 minutes",
+    "lt1h": "Under 1 hour",
+    "lt24h": "Under 24 hours",
+    "gt1h": "Over 1 hour",
+    "gt24h": "Over 24 hours",
+    "gt7d": "Over 7 days",
+}
+AGE_DELTAS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": timedelta(hours=24),
+              "7d": timedelta(days=7)}
+RISKS = {"": "Any risk", **{r: r for r in Risk.values}, "high,critical": "high or critical"}
+# the columns a row shows: the JSON blobs (schema, context, arguments) stay in the database
+ROW_FIELDS = ("id", "status", "tool_name", "description", "risk", "requester__username", "approver_kind",
+              "approver_group__name", "escalation_group__name", "escalated_at", "expires_at", "agent_name",
+              "thread_ref", "created_at", "decided_at", "required_approvals", "decided_by__username")
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    scope: str = "mine"
+    status: str = "pending"
+    tool: str = ""
+    agent: str = ""
+    group: str = ""
+    risk: str = ""
+    age: str = ""
+    q: str = ""
+    thread: str = ""
+    after: str = ""  # the cursor: "<segment>|<ISO timestamp>|<id>"
+
+    @property
+    def is_default(self):
+        return replace(self, after="") == InboxQuery()
+
+    def params(self, **changes):
+        """The query string of this query (with changes), defaults left out."""
+        data = {k: v for k, v in vars(replace(self, **changes)).items() if v != getattr(InboxQuery, k)}
+        if "scope" not in data and self.scope != "mine":
+            data["scope"] = self.scope
+        return data
+
+
+def parse(params):
+    """An InboxQuery from request.GET; unknown values fall back to the default, never an error."""
+
+    def pick(name, allowed, default):
+        value = (params.get(name) or "").strip()
+        return value if value in allowed else default
+
+    return InboxQuery(
+        scope=pick("scope", SCOPES, "mine"),
+        status=pick("status", STATUSES, "pending"),
+        tool=(params.get("tool") or "").strip()[:100],
+        agent=(params.get("agent") or "").strip()[:100],
+        group=(params.get("group") or "").strip()[:150],
+        risk=pick("risk", RISKS, ""),
+        age=pick("age", AGES, ""),
+        q=" ".join((params.get("q") or "").split())[:200],
+        thread=(params.get("thread") or "").strip()[:200],
+        after=(params.get("after") or "").strip()[:300],
+    )
+
+
+def mine(user):
+    """Requests routed to the user: their groups' (and those escalated to them), less the ones they
+    asked for themselves (four eyes), plus requester-routed requests they confirm themselves."""
+    group_ids = list(user.groups.values_list("pk", flat=True))
+    routed = (Q(approver_kind=ApproverKind.GROUP, approver_group_id__in=group_ids)
+              | Q(escalated_at__isnull=False, escalation_group_id__in=group_ids))
+    return (routed & ~Q(requester_id=user.pk)) | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
+
+
+def base(user, query):
+    """Visible requests matching every filter except status and the cursor (no ordering)."""
+    qs = services.visible_to(user)
+    if query.scope == "mine":
+        qs = qs.filter(mine(user))
+    if query.tool:
+        qs = qs.filter(tool_name=query.tool)
+    if query.agent:
+        qs = qs.filter(agent_name=query.agent)
+    if query.group:
+        qs = qs.filter(Q(approver_group__name=query.group)
+                       | Q(escalated_at__isnull=False, escalation_group__name=query.group))
+    if query.risk:
+        qs = qs.filter(risk__in=query.risk.split(","))
+    if query.age:
+        moment = timezone.now() - AGE_DELTAS[query.age[2:]]
+        qs = qs.filter(created_at__gte=moment) if query.age.startswith("lt") else qs.filter(created_at__lt=moment)
+    if query.thread:
+        qs = qs.filter(thread_ref=query.thread)  # approval_thread_idx
+    for word in query.q.split()[:MAX_SEARCH_WORDS]:
+        if ID_LIKE.match(word):
+            # a pasted request or thread id: an exact match both indexes answer at once
+            qs = qs.filter(Q(pk=word) | Q(thread_ref=word))
+            continue
+        # No index serves a substring: the scan walks the segment's index in order and stops at the
+        # page's last row, so a common word is cheap and a rare one costs one pass over the table.
+        qs = qs.filter(Q(description__icontains=word) | Q(arguments__icontains=word) | Q(thread_ref__icontains=word))
+    return qs
+
+
+def _segments(status):
+    if status == "pending":
+        return ["p"]
+    if status == "all":
+        return ["p", "d"]
+    return ["d"]
+
+
+def _segment_qs(qs, segment, status):
+    if segment == "p":
+        return qs.filter(status=Status.PENDING).order_by("-created_at", "-id"), "created_at"
+    qs = qs.filter(decided_at__isnull=False)
+    if status not in ("decided", "all"):
+        qs = qs.filter(status=status)
+    return qs.order_by("-decided_at", "-id"), "decided_at"
+
+
+def _cursor(after):
+    parts = after.split("|", 2)
+    if len(parts) != 3 or parts[0] not in ("p", "d"):
+        return None
+    moment = parse_datetime(parts[1])
+    if moment is None:
+        return None
+    return parts[0], moment, parts[2]
+
+
+@dataclass
+class Page:
+    rows: list
+    next_after: str = ""
+    total: int = 0
+    total_capped: bool = False
+    segments: dict = field(default_factory=dict)  # {"p": count on this page, "d": ...}
+
+
+def page(user, query, size=PAGE_SIZE):
+    """One page of rows (dicts of ROW_FIELDS), the cursor of the next page, and a capped count."""
+    qs = base(user, query)
+    segments = _segments(query.status)
+    cursor = _cursor(query.after) if query.after else None
+    if cursor and cursor[0] in segments:
+        segments = segments[segments.index(cursor[0]):]
+    else:
+        cursor = None
+    rows, next_after = [], ""
+    for segment in segments:
+        seg_qs, ts_field = _segment_qs(qs, segment, query.status)
+        if cursor and cursor[0] == segment:
+            _, moment, last_id = cursor
+            # the `<=` bound is what the index range uses; the OR then drops the rows already shown
+            seg_qs = seg_qs.filter(**{f"{ts_field}__lte": moment}).filter(
+                Q(**{f"{ts_field}__lt": moment}) | Q(**{ts_field: moment, "id__lt": last_id}))
+        want = size - len(rows)
+        batch = list(seg_qs.values(*ROW_FIELDS)[:want + 1])
+        if len(batch) > want:
+            batch = batch[:want]
+            last = batch[-1]
+            next_after = f"{segment}|{last[ts_field].isoformat()}|{last['id']}"
+        for row in batch:
+            row["segment"] = segment
+        rows += batch
+        if next_after or len(rows) >= size:
+            if not next_after and segment != segments[-1]:
+                # this page ends exactly at the end of the pending segment
+                last = rows[-1]
+                next_after = f"{segment}|{last[ts_field].isoformat()}|{last['id']}"
+            break
+    total = count(qs, query.status)
+    for row in rows:
+        decorate(row)
+    return Page(rows=rows, next_after=next_after, total=min(total, COUNT_CAP), total_capped=total > COUNT_CAP,
+                segments={s: sum(1 for r in rows if r["segment"] == s) for s in ("p", "d")})
+
+
+def count(qs, status):
+    """Matches of a filter, counted no further than COUNT_CAP + 1."""
+    if status == "pending":
+        qs = qs.filter(status=Status.PENDING)
+    elif status == "decided":
+        qs = qs.filter(status__in=DECIDED)
+    elif status != "all":
+        qs = qs.filter(status=status)
+    return qs.order_by().values("pk")[:COUNT_CAP + 1].count()
+
+
+def decorate(row):
+    row["status_label"] = Status(row["status"]).label
+    if row["approver_kind"] == ApproverKind.GROUP and row["approver_group__name"]:
+        row["approver_label"] = row["approver_group__name"]
+        if row["escalated_at"] and row["escalation_group__name"]:
+            row["approver_label"] += f" + {row['escalation_group__name']}"
+    else:
+        row["approver_label"] = "requester"
+    return row
+
+
+def pending_mine_count(user):
+    """The title badge: pending requests waiting for the user's groups (or for their own confirmation)."""
+    return services.visible_to(user).filter(mine(user), status=Status.PENDING).count()
+
+
+def is_waiting_for(user, approval_id):
+    return services.visible_to(user).filter(mine(user), status=Status.PENDING, pk=approval_id).exists()
+
+
+def choices(user):
+    """Options of the filter selects: tools, agents, groups a user could filter by."""
+    tools = set(registry.all_tools())
+    agents = set(
+        ApprovalRequest.objects.order_by().exclude(agent_name="").values_list("agent_name", flat=True).distinct()
+    )
+    if user.is_staff or user.is_superuser:
+        groups = approver_group_names() | set(Group.objects.values_list("name", flat=True))
+    else:
+        groups = set(user.groups.values_list("name", flat=True))
+    return {"tools": sorted(tools), "agents": sorted(agents), "groups": sorted(groups)}

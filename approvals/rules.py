@@ -1,0 +1,300 @@
+"""Policy conditions as data: a small rule language over validated arguments and context.
+
+A policy's `conditions` is a list of rules, tried in order; the first that matches decides:
+
+    [{"name": "system files", "when": {"path": "args.path", "op": "glob", "value": "/etc/*"}, "action": "deny"},
+     {"name": "large or foreign", "when": {"any": [
+         {"path": "args.amount", "op": "gt", "value": 1000},
+         {"path": "args.currency", "op": "ne", "value": "USD"}]}, "action": "gate"},
+     {"name": "otherwise", "action": "allow"}]
+
+- action: gate (a person decides) | deny (blocked, the model is told) | allow (runs at once)
+- when: a condition; omitted means "always" (a catch-all last rule)
+- condition: {"all": [...]} | {"any": [...]} | {"not": cond} | {"path", "op", "value"}
+- path: dotted, rooted at `args` (the validated arguments; digits index lists), `user`
+  (username, groups, is_staff), `agent`, `thread` or `tool`
+- op: eq ne gt gte lt lte in not_in contains matches (regex, re.search) glob (fnmatch)
+
+A leaf whose path is absent, or whose value has the wrong type for the operator, does not
+match (it never raises). Bad rules are refused when saved (`validate`), never at run time.
+"""
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass
+
+ACTIONS = ("gate", "deny", "allow")
+OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "contains", "matches", "glob")
+ROOTS = ("args", "user", "agent", "thread", "tool")
+USER_FIELDS = ("username", "groups", "is_staff", "is_superuser", "id")
+MAX_DEPTH = 8
+MAX_RULES = 50
+MAX_LIST = 500
+_MISSING = object()
+
+
+class RuleError(Exception):
+    """Malformed conditions: `errors` lists "where: what is wrong" messages."""
+
+    def __init__(self, errors):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Match:
+    index: int
+    name: str
+    action: str
+
+    @property
+    def label(self):
+        return f"rule {self.index + 1} ({self.name}): {self.action}"
+
+
+# --- validation (when saved) ------------------------------------------------------------------
+
+
+def _is_number(v):
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _schema_at(schema, segments):
+    """Follow dotted segments through a JSON schema; None when the path cannot exist.
+
+    Returns the sub-schema, or {} when the schema stops saying (free-form objects, unions).
+    """
+    defs = schema.get("$defs", {})
+    node = schema
+    for seg in segments:
+        while isinstance(node, dict) and "$ref" in node:  # pydantic puts nested models in $defs
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        if not isinstance(node, dict):
+            return {}
+        if "properties" in node:
+            if seg not in node["properties"]:
+                return None
+            node = node["properties"][seg]
+        elif node.get("type") == "array" and seg.isdigit():
+            node = node.get("items", {})
+        else:
+            return {}
+    return node
+
+
+def _check_path(path, where, errors, schema):
+    if not isinstance(path, str) or not path.strip():
+        errors.append(f"{where}: 'path' must be a non-empty dotted string such as \"args.amount\"")
+        return
+    segments = path.split(".")
+    if any(not s for s in segments):
+        errors.append(f"{where}: path {path!r} has an empty segment")
+        return
+    root = segments[0]
+    if root not in ROOTS:
+        errors.append(f"{where}: path {path!r} must start with one of {', '.join(ROOTS)}")
+    elif root in ("agent", "thread", "tool") and len(segments) > 1:
+        errors.append(f"{where}: {root!r} is a plain value; use the path {root!r}")
+    elif root == "user" and (len(segments) != 2 or segments[1] not in USER_FIELDS):
+        errors.append(f"{where}: path {path!r}: the user offers {', '.join('user.' + f for f in USER_FIELDS)}")
+    elif root == "args":
+        if len(segments) == 1:
+            errors.append(f"{where}: name an argument, e.g. \"args.amount\"")
+        elif schema and _schema_at(schema, segments[1:]) is None:
+            known = ", ".join(sorted(schema.get("properties", {}))) or "none"
+            errors.append(f"{where}: the tool has no argument {'.'.join(segments[1:])!r} (arguments: {known})")
+
+
+def _check_leaf(cond, where, errors, schema):
+    unknown = set(cond) - {"path", "op", "value"}
+    if unknown:
+        errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("path", "op", "value"):
+        if key not in cond:
+            errors.append(f"{where}: missing {key!r}")
+    _check_path(cond.get("path"), where, errors, schema)
+    op, value = cond.get("op"), cond.get("value")
+    if "op" in cond and op not in OPS:
+        errors.append(f"{where}: unknown operator {op!r} (use one of {', '.join(OPS)})")
+        return
+    if "value" not in cond:
+        return
+    if op in ("gt", "gte", "lt", "lte") and not (_is_number(value) or isinstance(value, str)):
+        errors.append(f"{where}: {op} needs a number or a string, not {type(value).__name__}")
+    elif op in ("in", "not_in"):
+        if not isinstance(value, list):
+            errors.append(f"{where}: {op} needs a list of values")
+        elif len(value) > MAX_LIST:
+            errors.append(f"{where}: {op} lists at most {MAX_LIST} values")
+    elif op in ("matches", "glob"):
+        if not isinstance(value, str) or not value:
+            errors.append(f"{where}: {op} needs a non-empty string pattern")
+        elif op == "matches":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                errors.append(f"{where}: invalid regular expression {value!r}: {exc}")
+    elif isinstance(value, float) and not math.isfinite(value):
+        errors.append(f"{where}: the value must be finite")
+
+
+def _check_condition(cond, where, errors, schema, depth):
+    if depth > MAX_DEPTH:
+        errors.append(f"{where}: conditions nest at most {MAX_DEPTH} deep")
+        return
+    if not isinstance(cond, dict):
+        errors.append(f"{where}: a condition is an object with all, any, not, or path/op/value")
+        return
+    combinators = [k for k in ("all", "any", "not") if k in cond]
+    if len(combinators) > 1 or (combinators and len(cond) != 1):
+        errors.append(f"{where}: use exactly one of all / any / not per object (found {', '.join(sorted(cond))})")
+        return
+    if not combinators:
+        _check_leaf(cond, where, errors, schema)
+        return
+    key = combinators[0]
+    if key == "not":
+        _check_condition(cond["not"], f"{where}.not", errors, schema, depth + 1)
+        return
+    items = cond[key]
+    if not isinstance(items, list):
+        errors.append(f"{where}: {key!r} takes a list of conditions")
+        return
+    for i, sub in enumerate(items):
+        _check_condition(sub, f"{where}.{key}[{i}]", errors, schema, depth + 1)
+
+
+def validate(conditions, schema=None):
+    """Return the conditions normalised, or raise RuleError listing every problem.
+
+    `schema` (the tool's JSON schema, when known) lets a misspelled argument be refused.
+    """
+    if conditions in (None, ""):
+        return []
+    if not isinstance(conditions, list):
+        raise RuleError(["conditions must be a list of rules"])
+    if len(conditions) > MAX_RULES:
+        raise RuleError([f"at most {MAX_RULES} rules"])
+    errors = []
+    out = []
+    for i, rule in enumerate(conditions):
+        where = f"rule {i + 1}"
+        if not isinstance(rule, dict):
+            errors.append(f"{where}: a rule is an object with name, when and action")
+            continue
+        unknown = set(rule) - {"name", "when", "action"}
+        if unknown:
+            errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        if rule.get("action") not in ACTIONS:
+            errors.append(f"{where}: action must be one of {', '.join(ACTIONS)} (got {rule.get('action')!r})")
+        name = rule.get("name", "")
+        if not isinstance(name, str) or len(name) > 100:
+            errors.append(f"{where}: name must be a string of at most 100 characters")
+        if "when" in rule:
+            _check_condition(rule["when"], f"{where}.when", errors, schema or {}, 1)
+        elif i != len(conditions) - 1:
+            errors.append(f"{where}: a rule without 'when' always matches, so only the last rule may omit it")
+        out.append({k: rule[k] for k in ("name", "when", "action") if k in rule})
+    if errors:
+        raise RuleError(errors)
+    return out
+
+
+# --- evaluation (at run time, over validated arguments) ----------------------------------------
+
+
+def _resolve(path, scope):
+    node = scope
+    for seg in path.split("."):
+        if isinstance(node, dict):
+            node = node.get(seg, _MISSING)
+        elif isinstance(node, list) and seg.isdigit():
+            idx = int(seg)
+            node = node[idx] if idx < len(node) else _MISSING
+        else:
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
+
+
+def _same(a, b):
+    # True == 1 in Python; a rule saying `eq true` must not match the number 1
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def _ordered(actual, expected):
+    if _is_number(actual) and _is_number(expected):
+        return True
+    return isinstance(actual, str) and isinstance(expected, str)
+
+
+def _leaf(cond, scope):
+    actual = _resolve(cond["path"], scope)
+    if actual is _MISSING:
+        return False
+    op, expected = cond["op"], cond["value"]
+    if op == "eq":
+        return _same(actual, expected)
+    if op == "ne":
+        return not _same(actual, expected)
+    if op in ("gt", "gte", "lt", "lte"):
+        if not _ordered(actual, expected):
+            return False
+        return {"gt": actual > expected, "gte": actual >= expected,
+                "lt": actual < expected, "lte": actual <= expected}[op]
+    if op == "in":
+        return any(_same(actual, v) for v in expected)
+    if op == "not_in":
+        return not any(_same(actual, v) for v in expected)
+    if op == "contains":
+        if isinstance(actual, str):
+            return isinstance(expected, str) and expected in actual
+        if isinstance(actual, list):
+            return any(_same(item, expected) for item in actual)
+        if isinstance(actual, dict):
+            return isinstance(expected, str) and expected in actual
+        return False
+    if not isinstance(actual, str):
+        return False
+    if op == "matches":
+        return re.search(expected, actual) is not None
+    return fnmatch.fnmatchcase(actual, expected)  # glob
+
+
+def holds(cond, scope):
+    if "all" in cond:
+        return all(holds(c, scope) for c in cond["all"])
+    if "any" in cond:
+        return any(holds(c, scope) for c in cond["any"])
+    if "not" in cond:
+        return not holds(cond["not"], scope)
+    return _leaf(cond, scope)
+
+
+def scope_for(tool_name, arguments, context=None):
+    """What rules can see: the validated arguments and plain facts about the caller."""
+    context = context or {}
+    user = context.get("user")
+    user_facts = {}
+    if user is not None and getattr(user, "is_authenticated", False):
+        user_facts = {
+            "id": user.pk,
+            "username": user.get_username(),
+            "groups": sorted(user.groups.values_list("name", flat=True)),
+            "is_staff": bool(user.is_staff),
+            "is_superuser": bool(user.is_superuser),
+        }
+    return {"args": arguments or {}, "user": user_facts, "agent": context.get("agent") or "",
+            "thread": context.get("thread") or "", "tool": tool_name}
+
+
+def first_match(conditions, scope):
+    """The first rule whose condition holds, or None."""
+    for i, rule in enumerate(conditions or []):
+        if "when" not in rule or holds(rule["when"], scope):
+            return Match(i, rule.get("name") or f"rule {i + 1}", rule["action"])
+    return None

@@ -1,0 +1,96 @@
+"""The one validator of a tool policy: ToolPolicy.clean() (so the admin form), the REST serializer
+and the code defaults' registration all call policy_errors, so a bad rule is refused when saved."""
+
+import re
+
+from . import registry, rules
+from .models import ApproverKind, Mode, Risk, TimeoutAction
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+RULE_MODES = (Mode.CONDITIONAL, Mode.MODEL)
+
+
+def _get(policy, name, default=None):
+    if isinstance(policy, dict):
+        return policy.get(name, default)
+    return getattr(policy, name, default)
+
+
+def policy_errors(policy, schema=None):
+    """{field: [messages]} for a ToolPolicy (instance or dict of its fields); {} when valid.
+
+    Rule paths into arguments are checked against `schema`, else the registered tool's schema.
+    """
+    errors = {}
+
+    def add(field, message):
+        errors.setdefault(field, []).append(message)
+
+    tool_name = _get(policy, "tool_name") or ""
+    if not TOOL_NAME.match(tool_name):
+        add("tool_name", "use letters, digits, '_', '.' or '-' (at most 100)")
+    mode = _get(policy, "mode")
+    if mode not in Mode.values:
+        add("mode", f"must be one of {', '.join(Mode.values)}")
+
+    conditions = _get(policy, "conditions")
+    if schema is None:
+        defaults = registry.get(tool_name)
+        schema = defaults.schema if defaults else None
+    try:
+        normalised = rules.validate(conditions, schema=schema)
+    except rules.RuleError as exc:
+        for message in exc.errors:
+            add("conditions", message)
+    else:
+        if mode == Mode.CONDITIONAL and not normalised:
+            add("conditions", "mode conditional needs at least one rule")
+        elif normalised and mode not in RULE_MODES:
+            add("conditions", f"rules apply only in modes {' and '.join(RULE_MODES)}; clear them or change the mode")
+
+    kind = _get(policy, "approver_kind")
+    group = _get(policy, "approver_group")
+    escalation = _get(policy, "escalation_group")
+    if kind not in ApproverKind.values:
+        add("approver_kind", f"must be one of {', '.join(ApproverKind.values)}")
+    elif kind == ApproverKind.GROUP and group is None:
+        add("approver_group", "a group-routed policy needs an approver group")
+    elif kind == ApproverKind.REQUESTER and group is not None:
+        add("approver_group", "the requester decides; leave the approver group empty")
+
+    required = _get(policy, "required_approvals")
+    if not isinstance(required, int) or required < 1:
+        add("required_approvals", "at least 1")
+    elif required > 1 and kind != ApproverKind.GROUP:
+        add("required_approvals", "only a group can give more than one approval (the requester is one person)")
+    elif required > 20:
+        add("required_approvals", "at most 20")
+
+    timeout = _get(policy, "timeout_seconds")
+    if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
+        add("timeout_seconds", "at least 1 second, or empty for the global default")
+    if _get(policy, "timeout_action") not in TimeoutAction.values:
+        add("timeout_action", f"must be one of {', '.join(TimeoutAction.values)}")
+    elif _get(policy, "timeout_action") == TimeoutAction.APPROVE and _get(policy, "risk") != Risk.LOW:
+        add("timeout_action", "approving on timeout is allowed only for low-risk policies; use reject")
+    if _get(policy, "risk") not in Risk.values:
+        add("risk", f"must be one of {', '.join(Risk.values)}")
+
+    reminder = _get(policy, "reminder_fraction")
+    if reminder is not None and not (0 < reminder < 1):
+        add("reminder_fraction", "a fraction of the timeout between 0 and 1 (exclusive), or empty for none")
+    fraction = _get(policy, "escalation_fraction")
+    if fraction is not None and not (0 < fraction < 1):
+        add("escalation_fraction", "a fraction of the timeout between 0 and 1 (exclusive)")
+    if escalation is not None:
+        if kind != ApproverKind.GROUP:
+            add("escalation_group", "escalation applies to group-routed policies")
+        elif group is not None and _pk(escalation) == _pk(group):
+            add("escalation_group", "must differ from the approver group")
+    elif fraction is not None:
+        add("escalation_fraction", "set an escalation group first")
+    return errors
+
+
+def _pk(obj):
+    return getattr(obj, "pk", obj)

@@ -1,0 +1,810 @@
+"""`make bench`: the six figures of issue 9, measured on the real stack.
+
+Starts Redis (embedded when REDIS_URL is unset; else a spare database of that server), a fresh
+database (a temporary SQLite file, or a fresh `<name>_bench` database on the PostgreSQL server
+that DATABASE_URL names), the benchmark model (bench/fake_llm_server.py: tests/fake_llm.py's
+FakeLLM in its own process, streaming as fast as it can), a Celery worker and Daphne, each as a
+child process (scripts/devstack.py). Then, as clients over real sockets:
+
+1. decision -> resume: decide API call returned -> TOOL_CALL_RESULT on the thread WebSocket
+2. streaming: a 2,000-word answer over SSE and over the WebSocket: model chunks per second end
+   to end, and model chunk -> client event latency per chunk
+3. time to first event: POST /agui/<agent>/ -> RUN_STARTED
+4. paused runs: busy worker slots and memory of worker and Daphne, idle vs 10,000 paused runs
+5. inbox at scale: the first page with filters among 100,000 requests (1,000 pending), EXPLAIN
+6. fan-out: 500 WebSocket clients on one thread, every event to every client, delivery latency
+
+Writes bench/results.json and prints a markdown table with the machine it ran on.
+
+    python bench/run.py [--quick] [--only NAME,...] [--profile NAME,...] [--keep-logs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import devstack  # noqa: E402
+
+PY = sys.executable
+LOG_DIR = ROOT / "var" / "bench-logs"
+PROFILE_DIR = ROOT / "var" / "bench-profiles"
+RESULTS = ROOT / "bench" / "results.json"
+BENCH_REDIS_DB = 13
+PASSWORD = "bench-" + secrets.token_hex(4)
+TRANSFER = "Transfer $1 from account 1234567890 to account 0987654321"
+
+FULL = dict(decisions=200, stream_reps=5, stream_words=2000, ttfe_reps=60, paused_total=10_000,
+            paused_real=300, inbox_total=100_000, inbox_pending=1_000, inbox_reps=100, fanout_clients=500,
+            fanout_words=100)
+QUICK = dict(decisions=40, stream_reps=2, stream_words=2000, ttfe_reps=15, paused_total=1_000,
+             paused_real=40, inbox_total=10_000, inbox_pending=1_000, inbox_reps=30, fanout_clients=100,
+             fanout_words=50)
+SCENARIOS = ["ttfe", "streaming", "decisions", "paused", "fanout", "inbox"]
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- statistics
+
+def pct(values, p):
+    """p-th percentile, linear interpolation between closest ranks."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def summary(values, digits=2):
+    if not values:
+        return {"n": 0}
+    r = lambda v: round(v, digits)  # noqa: E731
+    return {"n": len(values), "p50": r(pct(values, 50)), "p95": r(pct(values, 95)), "mean": r(statistics.fmean(values)),
+            "min": r(min(values)), "max": r(max(values))}
+
+
+# ---------------------------------------------------------------- the stack
+
+def _redis_db_url(url: str, db: int) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+def _pg_bench_url(url: str):
+    """(bench database url, admin connection url, name): a fresh database beside the named one."""
+    parts = urlsplit(url)
+    name = (parts.path.lstrip("/") or "postgres") + "_bench"
+    return urlunsplit(parts._replace(path=f"/{name}")), urlunsplit(parts._replace(path="/postgres")), name
+
+
+def _pg_admin(admin_url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def proc_tree_rss(pid: int) -> dict:
+    """RSS and USS (MiB) of a process and its children (a prefork worker's pool)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return {"rss_mib": None, "uss_mib": None, "processes": 0}
+    rss = uss = 0
+    for p in procs:
+        with suppress(psutil.Error):
+            info = p.memory_full_info()
+            rss += info.rss
+            uss += info.uss
+    return {"rss_mib": round(rss / 2**20, 1), "uss_mib": round(uss / 2**20, 1), "processes": len(procs)}
+
+
+class Stack:
+    def __init__(self, args):
+        self.args = args
+        self.tmp = Path(tempfile.mkdtemp(prefix="agui-bench-"))
+        self.children: list[devstack.Child] = []
+        self.redis = None
+        self.pg_drop = None
+        self.env: dict = {}
+        self.url = ""
+        self.machine: dict = {}
+
+    def djtask(self, *argv, timeout=600) -> dict:
+        out = subprocess.run([PY, str(ROOT / "bench" / "djtasks.py"), *argv], cwd=ROOT, env=self.env,
+                             capture_output=True, text=True, timeout=timeout)
+        if out.returncode:
+            raise RuntimeError(f"djtasks {argv[0]} failed:\n{out.stderr[-3000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def start(self) -> None:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+        if env.get("REDIS_URL"):  # a shared server: a spare database, emptied first
+            import redis
+
+            env["REDIS_URL"] = _redis_db_url(env["REDIS_URL"], BENCH_REDIS_DB)
+            redis.Redis.from_url(env["REDIS_URL"]).flushdb()
+        else:
+            self.redis = devstack.start_embedded_redis()
+            env["REDIS_URL"] = self.redis.url
+        db_url = env.get("DATABASE_URL", "")
+        if db_url.startswith(("postgres://", "postgresql://")):
+            bench_url, admin_url, name = _pg_bench_url(db_url)
+            _pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}"')
+            _pg_admin(admin_url, f'CREATE DATABASE "{name}"')
+            self.pg_drop = (admin_url, name)
+            env["DATABASE_URL"] = bench_url
+        else:
+            env["DATABASE_URL"] = f"sqlite:///{self.tmp / 'bench.sqlite3'}"
+        env.update({
+            "AGUI_VAR_DIR": str(self.tmp),
+            "DJANGO_SETTINGS_MODULE": "agui_project.settings",
+            "DJANGO_DEBUG": "0",  # production settings: no query log, secure cookies
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(40),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DEMO_PASSWORD": PASSWORD,
+            "LOG_LEVEL": "WARNING",
+            "CELERY_TASK_DEFAULT_QUEUE": "agui-bench",
+            "PYTHONUNBUFFERED": "1",
+        })
+        self.env = env
+        for argv in (["migrate", "--noinput"], ["seed_demo"]):
+            log(f"manage.py {argv[0]}")
+            with open(LOG_DIR / f"manage-{argv[0]}.log", "wb") as out:
+                if subprocess.call([PY, "manage.py", *argv], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT):
+                    raise RuntimeError(f"manage.py {argv[0]} failed; see {LOG_DIR}")
+        # the model, in its own process so that it never competes with the client for a GIL
+        llm_log = LOG_DIR / "fake-llm.log"
+        llm = devstack.spawn("llm", [PY, str(ROOT / "bench" / "fake_llm_server.py"), "--port", "0"], env=env,
+                             log_path=llm_log)
+        self.children.append(llm)
+        deadline = time.monotonic() + 20
+        base_url = None
+        while time.monotonic() < deadline and base_url is None:
+            m = re.search(r"ready (\S+)", llm_log.read_text() if llm_log.exists() else "")
+            base_url = m[1] if m else None
+            time.sleep(0.05)
+        if not base_url:
+            raise RuntimeError(f"the fake model did not start:\n{llm.tail()}")
+        env.update({"OPENAI_API_KEY": "bench-key", "OPENAI_BASE_URL": base_url, "AGUI_MODEL": "fake-model"})
+        port = devstack.free_port()
+        for name, cmd in devstack.stack_commands("127.0.0.1", str(port), str(self.tmp / "beat"),
+                                                 pool=self.args.pool, concurrency=str(self.args.concurrency)):
+            if name == "beat":  # no periodic sweeps in the measurements
+                continue
+            if name == "web":  # no access log line per request and per WebSocket frame
+                cmd = [*cmd, "--verbosity", "0"]
+            self.children.append(devstack.spawn(name, cmd, env=env, log_path=LOG_DIR / f"{name}.log"))
+        self.url = f"http://127.0.0.1:{port}"
+        log("waiting for /healthz")
+        devstack.wait_healthy(self.url, self.children, timeout=90)
+        self.machine = self._machine()
+
+    def pid(self, name: str) -> int:
+        return next(c.proc.pid for c in self.children if c.name == name)
+
+    def memory(self) -> dict:
+        return {"worker": proc_tree_rss(self.pid("worker")), "daphne": proc_tree_rss(self.pid("web"))}
+
+    def busy_slots(self) -> dict:
+        out = subprocess.run([PY, "-m", "celery", "-A", "agui_project", "inspect", "active", "-j", "-t", "3"],
+                             cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60)
+        reserved = subprocess.run([PY, "-m", "celery", "-A", "agui_project", "inspect", "reserved", "-j", "-t", "3"],
+                                  cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60)
+
+        def count(text):
+            m = re.search(r"\{.*\}", text, re.S)
+            if not m:
+                return None
+            return sum(len(v) for v in json.loads(m[0]).values())
+
+        return {"active": count(out.stdout), "reserved": count(reserved.stdout)}
+
+    def _machine(self) -> dict:
+        import redis
+
+        cpu = "unknown"
+        with suppress(OSError):
+            m = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+            cpu = m[1].strip() if m else cpu
+        ram = None
+        with suppress(OSError):
+            m = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
+            ram = round(int(m[1]) / 2**20, 1) if m else None
+        info = self.djtask("counts")
+        rinfo = redis.Redis.from_url(self.env["REDIS_URL"]).info("server")
+        return {"nproc": os.cpu_count(), "cpu": cpu, "ram_gib": ram, "python": platform.python_version(),
+                "db": info["vendor"] + " " + info.get("version", ""),
+                "redis": rinfo.get("redis_version"), "worker": f"celery {self.args.pool} x{self.args.concurrency}",
+                "embedded_redis": self.redis is not None}
+
+    def stop(self) -> None:
+        devstack.stop_children(self.children, timeout=10)
+        if self.redis:
+            self.redis.stop()
+        if self.pg_drop:
+            with suppress(Exception):
+                _pg_admin(self.pg_drop[0], f'DROP DATABASE IF EXISTS "{self.pg_drop[1]}" WITH (FORCE)')
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- clients
+
+class Client:
+    """HTTP (httpx) and WebSocket (websockets) access to the stack as the demo users."""
+
+    def __init__(self, stack: Stack):
+        import httpx
+
+        self.stack = stack
+        self.http = httpx.AsyncClient(base_url=stack.url, timeout=60,
+                                      limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        self.tokens: dict = {}
+        self.sessions: dict = {}
+        self.origin = stack.url
+
+    async def setup(self):
+        self.tokens = self.stack.djtask("tokens")
+        for user in ("alice", "finn", "admin"):
+            self.sessions[user] = await self.login(user)
+
+    async def close(self):
+        await self.http.aclose()
+
+    async def login(self, username: str) -> str:
+        """The real login form; returns the session id (cookies are Secure when DEBUG is off,
+        so they are carried by hand over plain http)."""
+        r = await self.http.get("/accounts/login/")
+        csrf = r.cookies.get("csrftoken")
+        form_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', r.text)[1]
+        r = await self.http.post("/accounts/login/", data={"username": username, "password": PASSWORD,
+                                                           "csrfmiddlewaretoken": form_token},
+                                 headers={"Cookie": f"csrftoken={csrf}", "Referer": self.stack.url + "/accounts/login/"})
+        self.http.cookies.clear()
+        session = r.cookies.get("sessionid")
+        if r.status_code != 302 or not session:
+            raise RuntimeError(f"login as {username} failed: {r.status_code}")
+        return session
+
+    def auth(self, user: str) -> dict:
+        return {"Authorization": f"Token {self.tokens[user]}"}
+
+    def session_headers(self, user: str) -> dict:
+        return {"Cookie": f"sessionid={self.sessions[user]}"}
+
+    async def api(self, method: str, path: str, user: str, **kw):
+        r = await self.http.request(method, path, headers=self.auth(user), **kw)
+        if r.status_code >= 400:
+            raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:300]}")
+        return r.json()
+
+    async def new_thread(self, user="alice") -> str:
+        return (await self.api("POST", "/api/threads/", user, json={"agent": "banking"}))["id"]
+
+    async def post_message(self, thread_id: str, content: str, user="alice") -> str:
+        return (await self.api("POST", f"/api/threads/{thread_id}/messages/", user, json={"content": content}))["run_id"]
+
+    async def wait_run(self, run_id: str, statuses=("interrupted", "succeeded", "failed", "cancelled"), timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = await self.api("GET", f"/api/runs/{run_id}/", "alice")
+            if run["status"] in statuses:
+                return run
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"run {run_id} still {run['status']} after {timeout}s")
+
+    @asynccontextmanager
+    async def ws(self, thread_id: str, user="alice"):
+        from websockets.asyncio.client import connect
+
+        url = self.stack.url.replace("http://", "ws://") + f"/ws/threads/{thread_id}/"
+        async with connect(url, additional_headers={**self.session_headers(user), "Origin": self.origin},
+                           max_size=None, open_timeout=60, ping_interval=None, compression=None) as sock:
+            yield sock
+
+    async def sse(self, agent: str, body: dict, user="alice"):
+        """Yields (perf_counter, wall µs, event dict) for each SSE frame of a POST /agui/<agent>/."""
+        headers = {**self.auth(user), "Content-Type": "application/json", "Accept": "text/event-stream"}
+        headers["Authorization"] = "Bearer " + self.tokens[user]
+        async with self.http.stream("POST", f"/agui/{agent}/", content=json.dumps(body), headers=headers) as r:
+            if r.status_code != 200:
+                raise RuntimeError(f"POST /agui/{agent}/ -> {r.status_code}: {(await r.aread())[:300]!r}")
+            buf = b""
+            async for chunk in r.aiter_raw():
+                now, wall = time.perf_counter(), time.time_ns() // 1000
+                buf += chunk
+                while b"\n\n" in buf:
+                    frame, buf = buf.split(b"\n\n", 1)
+                    if frame.startswith(b"data: "):
+                        yield now, wall, json.loads(frame[6:])
+
+
+def run_input(thread_id: str, text: str) -> dict:
+    return {"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": [{"id": f"msg-{uuid.uuid4()}", "role": "user", "content": text}]}
+
+
+async def read_until(sock, predicate, timeout=60.0):
+    """Frames (perf_counter, wall µs, event) until one matches `predicate`."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while True:
+        raw = await asyncio.wait_for(sock.recv(), timeout=max(0.1, deadline - time.monotonic()))
+        now, wall = time.perf_counter(), time.time_ns() // 1000
+        event = json.loads(raw)
+        out.append((now, wall, event))
+        if predicate(event):
+            return out
+
+
+def is_end(event) -> bool:
+    return event.get("type") in ("RUN_FINISHED", "RUN_ERROR")
+
+
+async def snapshots(sock):
+    """A fresh socket sends MESSAGES_SNAPSHOT, STATE_SNAPSHOT and the approvals card first."""
+    return await read_until(sock, lambda e: e.get("type") == "CUSTOM" and e.get("name") == "approvals")
+
+
+# ---------------------------------------------------------------- scenarios
+
+async def bench_ttfe(c: Client, cfg) -> dict:
+    """POST /agui/banking/ -> the RUN_STARTED frame (each run read to its end before the next)."""
+    firsts, totals = [], []
+    for i in range(cfg["ttfe_reps"] + 3):
+        t0 = time.perf_counter()
+        first = None
+        async for now, _wall, event in c.sse("banking", run_input(f"bench-ttfe-{uuid.uuid4()}", "hello")):
+            if first is None:
+                first = now
+                assert event["type"] == "RUN_STARTED", event
+            if is_end(event):
+                break
+        if i >= 3:  # the first runs warm connections and imports
+            firsts.append((first - t0) * 1000)
+            totals.append((time.perf_counter() - t0) * 1000)
+    return {"first_event_ms": summary(firsts), "whole_run_ms": summary(totals)}
+
+
+def stream_figures(frames, words) -> dict:
+    """Per stamped chunk: client receipt - model send (ms); rate over the whole answer."""
+    lat, stamps, events = [], [], 0
+    last_recv = None
+    for _now, wall, event in frames:
+        if event.get("type") != "TEXT_MESSAGE_CONTENT":
+            continue
+        events += 1
+        last_recv = wall
+        for word in event["delta"].split():
+            if word.isdigit():
+                stamps.append(int(word))
+                lat.append((wall - int(word)) / 1000)
+    if len(stamps) != words:
+        raise RuntimeError(f"expected {words} stamped chunks, got {len(stamps)}")
+    span = (last_recv - min(stamps)) / 1e6
+    return {"chunks_per_s": words / span, "client_events": events, "latency_ms": lat,
+            "model_send_chunks_per_s": words / max(1e-6, (max(stamps) - min(stamps)) / 1e6)}
+
+
+async def bench_streaming(c: Client, cfg) -> dict:
+    words = cfg["stream_words"]
+    text = f"BENCH-STREAM {words}"
+    out = {}
+    for transport in ("sse", "ws"):
+        rates, model_rates, lat, events = [], [], [], []
+        for _ in range(cfg["stream_reps"]):
+            if transport == "sse":
+                frames = []
+                async for frame in c.sse("banking", run_input(f"bench-sse-{uuid.uuid4()}", text)):
+                    frames.append(frame)
+                    if is_end(frame[2]):
+                        break
+            else:
+                thread_id = await c.new_thread()
+                async with c.ws(thread_id) as sock:
+                    await snapshots(sock)
+                    await c.post_message(thread_id, text)
+                    frames = await read_until(sock, is_end, timeout=120)
+            if not any(f[2]["type"] == "RUN_FINISHED" for f in frames):
+                raise RuntimeError(f"{transport} stream ended with {frames[-1][2]}")
+            fig = stream_figures(frames, words)
+            rates.append(fig["chunks_per_s"])
+            model_rates.append(fig["model_send_chunks_per_s"])
+            lat.extend(fig["latency_ms"])
+            events.append(fig["client_events"])
+        out[transport] = {"chunks_per_s": summary(rates, 0), "model_send_chunks_per_s": summary(model_rates, 0),
+                          "added_ms_per_chunk": summary(lat), "client_text_events": summary(events, 0)}
+    return out
+
+
+async def paused_runs(c: Client, n: int, concurrency=8) -> list[tuple[str, str]]:
+    """n transfer runs through the real path (REST -> worker -> policy -> pause): [(thread, run)]."""
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one():
+        async with sem:
+            thread_id = await c.new_thread()
+            run_id = await c.post_message(thread_id, TRANSFER)
+            run = await c.wait_run(run_id)
+            if run["status"] != "interrupted":
+                raise RuntimeError(f"run {run_id} ended {run['status']}: {run.get('error')}")
+            return thread_id, run_id
+
+    return await asyncio.gather(*(one() for _ in range(n)))
+
+
+async def bench_decisions(c: Client, cfg) -> dict:
+    n = cfg["decisions"]
+    log(f"decisions: pausing {n} transfer runs")
+    paused = await paused_runs(c, n + 3)
+    after_return, from_call, api_ms = [], [], []
+    for i, (thread_id, _run_id) in enumerate(paused):
+        pending = await c.api("GET", f"/api/approvals/?thread={thread_id}&status=pending", "finn")
+        approval_id = pending["results"][0]["id"]
+        async with c.ws(thread_id) as sock:
+            await snapshots(sock)
+            reader = asyncio.create_task(read_until(sock, lambda e: e.get("type") == "TOOL_CALL_RESULT", timeout=60))
+            await asyncio.sleep(0)  # the reader is waiting on the socket before the call
+            t0 = time.perf_counter()
+            await c.api("POST", f"/api/approvals/{approval_id}/decide/", "finn", json={"decision": "approve"})
+            t1 = time.perf_counter()
+            frames = await reader
+            t2 = frames[-1][0]
+            if "Transferred" not in frames[-1][2]["content"]:
+                raise RuntimeError(f"unexpected tool result: {frames[-1][2]['content']}")
+            await read_until(sock, is_end, timeout=60)  # let the continuation finish before the next
+        if i >= 3:
+            after_return.append((t2 - t1) * 1000)
+            from_call.append((t2 - t0) * 1000)
+            api_ms.append((t1 - t0) * 1000)
+    return {"after_api_return_ms": summary(after_return), "from_api_call_ms": summary(from_call),
+            "decide_api_ms": summary(api_ms)}
+
+
+async def settle_worker(stack: Stack, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        slots = stack.busy_slots()
+        if slots["active"] == 0 and slots["reserved"] == 0:
+            return slots
+        await asyncio.sleep(0.5)
+    return stack.busy_slots()
+
+
+async def bench_paused(c: Client, stack: Stack, cfg) -> dict:
+    await settle_worker(stack)
+    idle = stack.memory()
+    log(f"paused: {cfg['paused_real']} real paused runs, then rows copied up to {cfg['paused_total']}")
+    t0 = time.perf_counter()
+    await paused_runs(c, cfg["paused_real"])
+    real_s = time.perf_counter() - t0
+    cloned = stack.djtask("clone-paused", "--total", str(cfg["paused_total"]))
+    slots = await settle_worker(stack)
+    await asyncio.sleep(2)
+    after = stack.memory()
+    counts = stack.djtask("counts")
+
+    def growth(kind):
+        a, b = idle[kind]["rss_mib"], after[kind]["rss_mib"]
+        return round(100 * (b - a) / a, 1) if a else None
+
+    # still responsive with them all waiting: a new run finishes as before
+    t1 = time.perf_counter()
+    thread_id = await c.new_thread()
+    run = await c.wait_run(await c.post_message(thread_id, "hello"))
+    return {"interrupted_runs": counts["runs"].get("interrupted"), "real_paused": cfg["paused_real"],
+            "real_paused_per_s": round(cfg["paused_real"] / real_s, 1), "cloned": cloned["cloned"],
+            "busy_slots": slots, "memory_idle": idle, "memory_paused": after,
+            "worker_rss_growth_pct": growth("worker"), "daphne_rss_growth_pct": growth("daphne"),
+            "new_run_ms_with_paused": round((time.perf_counter() - t1) * 1000, 1), "new_run_status": run["status"]}
+
+
+async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
+    import redis
+
+    n = cfg["fanout_clients"]
+    thread_id = await c.new_thread()
+    sem = asyncio.Semaphore(10)  # a connect storm past Daphne's 5 s handshake limit drops sockets
+    go = asyncio.Event()
+    results: list = [None] * n
+    connect_ms, failures = [], []
+    pending_connects = n
+    all_in = asyncio.Event()
+
+    def settled():
+        nonlocal pending_connects
+        pending_connects -= 1
+        if pending_connects == 0:
+            all_in.set()
+
+    async def client(i):
+        cm = sock = None
+        async with sem:
+            for attempt in range(3):
+                t0 = time.perf_counter()
+                try:
+                    cm = c.ws(thread_id)
+                    sock = await cm.__aenter__()
+                    await snapshots(sock)
+                    connect_ms.append((time.perf_counter() - t0) * 1000)
+                    break
+                except Exception as exc:  # noqa: BLE001 - counted and reported
+                    failures.append(f"client {i} attempt {attempt + 1}: {exc.__class__.__name__}: {exc}")
+                    cm = sock = None
+        settled()
+        if sock is None:
+            return
+        try:
+            frames = []
+            await go.wait()
+            while True:  # raw frames now, parsed afterwards: the client must not be the bottleneck
+                raw = await asyncio.wait_for(sock.recv(), timeout=120)
+                frames.append((time.time_ns() // 1000, raw))
+                if raw.startswith(('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')):
+                    break
+            results[i] = frames
+        finally:
+            await cm.__aexit__(None, None, None)
+
+    tasks = [asyncio.create_task(client(i)) for i in range(n)]
+    t0 = time.perf_counter()
+    await all_in.wait()
+    connect_all_s = time.perf_counter() - t0
+    go.set()
+    await c.post_message(thread_id, f"BENCH-STREAM {cfg['fanout_words']}")
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    errors = [repr(o) for o in outcomes if isinstance(o, BaseException)]
+    ref = [f[b"e"].decode() for _id, f in redis.Redis.from_url(stack.env["REDIS_URL"]).xrange(f"agui:thread:{thread_id}")]
+    complete = sum(1 for frames in results if frames is not None and [raw for _w, raw in frames] == ref)
+    lat = []
+    for frames in results:
+        for wall, raw in frames or []:
+            lat.append(wall / 1000 - json.loads(raw)["timestamp"])  # the event's emit time (ms) in the worker
+    return {"clients": n, "connected": len(connect_ms), "connect_failures": len(failures),
+            "failure_samples": failures[:5], "receive_errors": errors[:5], "events_per_client": len(ref),
+            "clients_with_every_event_in_order": complete, "delivery_ms": summary(lat, 1),
+            "connect_ms": summary(connect_ms, 1), "connect_all_s": round(connect_all_s, 1)}
+
+
+async def bench_inbox(c: Client, stack: Stack, cfg) -> dict:
+    log(f"inbox: seeding {cfg['inbox_total']} requests ({cfg['inbox_pending']} pending)")
+    t0 = time.perf_counter()
+    seeded = stack.djtask("seed-inbox", "--total", str(cfg["inbox_total"]), "--pending", str(cfg["inbox_pending"]))
+    seed_s = time.perf_counter() - t0
+    plans = stack.djtask("explain")
+    pages = {
+        "finn /inbox/?status=pending": ("finn", "/inbox/?status=pending", "session"),
+        "admin /inbox/?status=pending": ("admin", "/inbox/?status=pending", "session"),
+        "finn /inbox/?status=decided": ("finn", "/inbox/?status=decided", "session"),
+        "finn /api/approvals/?status=pending&tool=transfer_money": (
+            "finn", "/api/approvals/?status=pending&tool=transfer_money", "token"),
+    }
+    out = {}
+    for name, (user, path, how) in pages.items():
+        headers = c.session_headers(user) if how == "session" else c.auth(user)
+        times = []
+        for i in range(cfg["inbox_reps"] + 3):
+            t = time.perf_counter()
+            r = await c.http.get(path, headers=headers)
+            elapsed = (time.perf_counter() - t) * 1000
+            if r.status_code != 200:
+                raise RuntimeError(f"GET {path} as {user} -> {r.status_code}")
+            if i >= 3:
+                times.append(elapsed)
+        out[name] = summary(times)
+    return {"seeded": seeded, "seed_s": round(seed_s, 1), "pages_ms": out, "explain": plans}
+
+
+# ---------------------------------------------------------------- profiling
+
+class Profiles:
+    """py-spy record of Daphne and the worker (with its pool) while one scenario runs."""
+
+    def __init__(self, stack: Stack, wanted: set):
+        self.stack, self.wanted, self.procs = stack, wanted, []
+
+    def start(self, scenario: str) -> None:
+        if scenario not in self.wanted:
+            return
+        PROFILE_DIR.mkdir(parents=True, exist_ok=True)
+        spy = shutil.which("py-spy") or str(Path(PY).parent / "py-spy")
+        for name in ("web", "worker"):
+            out = PROFILE_DIR / f"{scenario}-{name}.txt"
+            cmd = [spy, "record", "--format", "raw", "--rate", "250", "--nonblocking", "-o", str(out),
+                   "--pid", str(self.stack.pid(name))]
+            if name == "worker":
+                cmd.append("--subprocesses")
+            self.procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)  # py-spy attaches
+
+    def stop(self) -> None:
+        import signal
+
+        for p in self.procs:
+            p.send_signal(signal.SIGINT)
+        for p in self.procs:
+            with suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=20)
+        self.procs = []
+
+
+# ---------------------------------------------------------------- report
+
+TARGETS = {
+    "decision_resume": "p50 ≤ 25 ms, p95 ≤ 60 ms",
+    "streaming": "≥ 5,000 text events/s, ≤ 2 ms added per event (p50)",
+    "ttfe": "p50 ≤ 30 ms",
+    "paused": "0 busy slots; memory within 10 % of idle",
+    "inbox": "p95 ≤ 50 ms",
+    "fanout": "every client gets every event; p95 reported",
+}
+
+
+def verdict(ok) -> str:
+    return "—" if ok is None else ("meets" if ok else "**misses**")
+
+
+def table(results: dict) -> str:
+    m = results["machine"]
+    lines = [
+        f"Machine: {m['nproc']} × {m['cpu']}, {m['ram_gib']} GiB RAM; {m['db']}; Redis {m['redis']}"
+        f"{' (embedded)' if m['embedded_redis'] else ''}; {m['worker']}; Python {m['python']}; "
+        f"load average {results['load_before']} before, {results['load_after']} after"
+        f"{' (--quick)' if results['quick'] else ''}.",
+        "",
+        "| figure | target | p50 | p95 | n / detail | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    s = results["scenarios"]
+    if "decisions" in s:
+        d = s["decisions"]["after_api_return_ms"]
+        lines.append(f"| 1. decision → TOOL_CALL_RESULT on the thread WebSocket (after the decide API returned) | "
+                     f"{TARGETS['decision_resume']} | {d['p50']} ms | {d['p95']} ms | {d['n']} decisions; from the "
+                     f"call: p50 {s['decisions']['from_api_call_ms']['p50']} ms | "
+                     f"{verdict(d['p50'] <= 25 and d['p95'] <= 60)} |")
+    if "streaming" in s:
+        for transport in ("sse", "ws"):
+            st = s["streaming"][transport]
+            rate, added = st["chunks_per_s"], st["added_ms_per_chunk"]
+            lines.append(f"| 2. streaming over {transport.upper()}: model chunks/s end to end | ≥ 5,000 /s | "
+                         f"{rate['p50']:.0f} /s | (min {rate['min']:.0f} /s) | {rate['n']} runs × 2,000 chunks, "
+                         f"{st['client_text_events']['p50']:.0f} client events per run | {verdict(rate['min'] >= 5000)} |")
+            lines.append(f"| 2. streaming over {transport.upper()}: model chunk → client event | ≤ 2 ms at p50 | "
+                         f"{added['p50']} ms | {added['p95']} ms | {added['n']} chunks | {verdict(added['p50'] <= 2)} |")
+    if "ttfe" in s:
+        t = s["ttfe"]["first_event_ms"]
+        lines.append(f"| 3. POST /agui/banking/ → RUN_STARTED | {TARGETS['ttfe']} | {t['p50']} ms | {t['p95']} ms | "
+                     f"{t['n']} runs | {verdict(t['p50'] <= 30)} |")
+    if "paused" in s:
+        p = s["paused"]
+        busy = (p["busy_slots"]["active"] or 0) + (p["busy_slots"]["reserved"] or 0)
+        ok = busy == 0 and abs(p["worker_rss_growth_pct"]) <= 10 and abs(p["daphne_rss_growth_pct"]) <= 10
+        lines.append(f"| 4. {p['interrupted_runs']} paused runs: busy worker slots; RSS vs idle | {TARGETS['paused']} | "
+                     f"{busy} busy | worker {p['memory_idle']['worker']['rss_mib']} → "
+                     f"{p['memory_paused']['worker']['rss_mib']} MiB ({p['worker_rss_growth_pct']:+} %), Daphne "
+                     f"{p['memory_idle']['daphne']['rss_mib']} → {p['memory_paused']['daphne']['rss_mib']} MiB "
+                     f"({p['daphne_rss_growth_pct']:+} %) | {p['real_paused']} through the worker, "
+                     f"{p['cloned']} copied rows | {verdict(ok)} |")
+    if "inbox" in s:
+        i = s["inbox"]
+        for name, fig in i["pages_ms"].items():
+            target = TARGETS["inbox"] if "pending" in name else "(for comparison)"
+            ok = fig["p95"] <= 50 if "pending" in name else None
+            lines.append(f"| 5. {i['seeded']['total']} requests ({i['seeded']['pending']} pending): GET {name} | "
+                         f"{target} | {fig['p50']} ms | {fig['p95']} ms | {fig['n']} requests | {verdict(ok)} |")
+    if "fanout" in s:
+        f = s["fanout"]
+        ok = f["clients_with_every_event_in_order"] == f["clients"]
+        lines.append(f"| 6. fan-out: {f['clients']} WebSocket clients on one thread, emit → receipt | "
+                     f"{TARGETS['fanout']} | {f['delivery_ms']['p50']} ms | {f['delivery_ms']['p95']} ms | "
+                     f"{f['clients_with_every_event_in_order']}/{f['clients']} clients got all {f['events_per_client']} "
+                     f"events in order ({f['connect_failures']} failed connects, all connected in "
+                     f"{f['connect_all_s']} s) | {verdict(ok)} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- main
+
+async def run_all(stack: Stack, cfg, only, profile) -> dict:
+    c = Client(stack)
+    await c.setup()
+    # warm up: imports, connections, the first runs of each process
+    for _ in range(3):
+        thread_id = await c.new_thread()
+        await c.wait_run(await c.post_message(thread_id, "hello"))
+    profiles = Profiles(stack, profile)
+    results = {}
+    runners = {
+        "ttfe": lambda: bench_ttfe(c, cfg),
+        "streaming": lambda: bench_streaming(c, cfg),
+        "decisions": lambda: bench_decisions(c, cfg),
+        "paused": lambda: bench_paused(c, stack, cfg),
+        "fanout": lambda: bench_fanout(c, stack, cfg),
+        "inbox": lambda: bench_inbox(c, stack, cfg),
+    }
+    try:
+        for name in SCENARIOS:
+            if name not in only:
+                continue
+            log(f"{name} ...")
+            t0 = time.perf_counter()
+            profiles.start(name)
+            try:
+                results[name] = await runners[name]()
+            finally:
+                profiles.stop()
+            results[name]["seconds"] = round(time.perf_counter() - t0, 1)
+            log(f"{name}: done in {results[name]['seconds']} s")
+    finally:
+        await c.close()
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and rows (about 2 minutes)")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated: " + ",".join(SCENARIOS))
+    parser.add_argument("--profile", default="", help="py-spy record these scenarios into var/bench-profiles/")
+    parser.add_argument("--pool", default="prefork", help="Celery pool (default prefork)")
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2, help="Celery worker slots (default nproc)")
+    args = parser.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = only - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenario(s) {sorted(unknown)}")
+    cfg = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    stack = Stack(args)
+    try:
+        log(f"starting the stack (logs in {LOG_DIR})")
+        stack.start()
+        log(f"stack up at {stack.url}: {stack.machine}")
+        scenarios = asyncio.run(run_all(stack, cfg, only, {p.strip() for p in args.profile.split(",") if p.strip()}))
+    except BaseException:
+        for child in stack.children:
+            if child.log_path:
+                print(f"----- {child.name} (last lines) -----\n{child.tail(30)}", file=sys.stderr)
+        raise
+    finally:
+        stack.stop()
+    results = {
+        "quick": args.quick, "config": cfg, "machine": stack.machine,
+        "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
+        "seconds": round(time.perf_counter() - started, 1), "scenarios": scenarios,
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    RESULTS.write_text(json.dumps(results, indent=2))
+    print()
+    print(table(results))
+    print(f"\n{RESULTS.relative_to(ROOT)} written; {results['seconds']} s in all.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+/* Questions an agent asks the person (CUSTOM request_info; agents/inputs.py), as cards in the chat.
+ *
+ * chat.js re-dispatches every AG-UI event as a DOM "agui:event"; this file listens for
+ * request_info (a new question), request_info_response (answered or cancelled) and input_requests
+ * (the snapshot on (re)connect). A pending question gets a small form built from its
+ * responseSchema (one field per property; enums as a select); the answer goes to
+ * POST /api/threads/<id>/answer/ and the paused workflow continues on the server.
+ */
+(function () {
+  "use strict";
+
+  const configEl = document.getElementById("chat-config");
+  const config = configEl ? JSON.parse(configEl.textContent || "{}") || {} : {};
+  const threadId = config.threadId;
+  const messagesEl = document.getElementById("messages");
+  if (!threadId || !messagesEl) return;
+  const cards = new Map(); // requestId -> {data, node}
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = String(value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) if (child) node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    return node;
+  }
+
+  function csrf() {
+    const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+
+  async function post(body) {
+    const res = await fetch("/api/threads/" + encodeURIComponent(threadId) + "/answer/", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify(body),
+    });
+    let data = {};
+    try { data = await res.json(); } catch (e) { data = {}; }
+    return { ok: res.ok, status: res.status, data };
+  }
+
+  /* [{name, label, schema}] for the form; a non-object schema is one unnamed field. */
+  function fieldsOf(schema) {
+    if (schema && schema.type === "object" && schema.properties) {
+      return Object.entries(schema.properties).map(([name, s]) => ({ name, label: name.replace(/_/g, " "), schema: s || {} }));
+    }
+    return [{ name: null, label: "Your answer", schema: schema || {} }];
+  }
+
+  function inputFor(field, id) {
+    const s = field.schema;
+    if (Array.isArray(s.enum)) {
+      return el("select", { id, name: field.name || "answer" }, ...s.enum.map((v) => el("option", { value: JSON.stringify(v), text: String(v) })));
+    }
+    const type = s.type === "number" || s.type === "integer" ? "number" : "text";
+    return el("input", { id, type, name: field.name || "answer", autocomplete: "off", required: true });
+  }
+
+  function valueOf(field, input) {
+    if (Array.isArray(field.schema.enum)) return JSON.parse(input.value);
+    if (field.schema.type === "number" || field.schema.type === "integer") return Number(input.value);
+    if (field.schema.type === "boolean") return /^(y|yes|true|1)$/i.test(input.value.trim());
+    return input.value;
+  }
+
+  /* Inside the request_info call's tool card, like an approval card; else at the end. */
+  function place(data, card) {
+    const tool = data.toolCallId ? messagesEl.querySelector('.tool-card[data-tool-call-id="' + CSS.escape(String(data.toolCallId)) + '"] .approval-slot') : null;
+    (tool || messagesEl).appendChild(card);
+  }
+
+  function render(data) {
+    const known = cards.get(data.requestId);
+    if (known && known.data.status !== "pending" && data.status === "pending") return; // a replay never reopens it
+    const card = el("section", {
+      class: "approval-card question-card status-" + (data.status === "answered" ? "approved" : data.status),
+      "data-request-id": data.requestId, "aria-label": "Question from " + (data.agent || "the agent"),
+    });
+    card.appendChild(el("div", { class: "approval-head" },
+      el("span", { class: "approval-who", text: (data.agent || "The agent") + " asks" }),
+      el("span", { class: "badge " + (data.status === "pending" ? "badge-warn" : "badge-muted"), text: data.status })));
+    card.appendChild(el("p", { class: "approval-message", text: data.message }));
+    if (data.status === "answered") {
+      card.appendChild(el("p", { class: "muted", text: "You answered: " + (typeof data.answer === "string" ? data.answer : JSON.stringify(data.answer)) }));
+    } else if (data.status === "cancelled") {
+      card.appendChild(el("p", { class: "muted", text: "You declined to answer; the workflow ended." }));
+    } else {
+      card.appendChild(form(data));
+    }
+    if (known && known.node.isConnected) known.node.replaceWith(card);
+    else place(data, card); // new, or its old node went with a re-rendered snapshot
+    cards.set(data.requestId, { data, node: card });
+    if (data.status === "pending" && !(known && known.data.status === "pending")) card.scrollIntoView({ block: "nearest" });
+  }
+
+  function form(data) {
+    const fields = fieldsOf(data.responseSchema);
+    const errorEl = el("p", { class: "approval-error", role: "alert", hidden: true });
+    const inputs = fields.map((f, i) => [f, inputFor(f, "q-" + data.requestId + "-" + i)]);
+    const submit = el("button", { type: "submit", class: "btn btn-primary", text: "Answer" });
+    const cancel = el("button", { type: "button", class: "btn", text: "Decline" });
+    const node = el("form", { class: "approval-actions" },
+      ...inputs.map(([f, input]) => el("label", { for: input.id }, f.label + " ", input)),
+      el("div", {}, submit, " ", cancel), errorEl);
+    async function send(body) {
+      submit.disabled = cancel.disabled = true;
+      errorEl.hidden = true;
+      try {
+        const res = await post({ request_id: data.requestId, ...body });
+        if (res.ok) return render(res.data);
+        errorEl.textContent = res.data.message + (res.data.errors && res.data.errors.length ? "\n" + res.data.errors.join("\n") : "");
+      } catch (e) {
+        errorEl.textContent = "Could not send the answer: " + e.message;
+      }
+      errorEl.hidden = false;
+      submit.disabled = cancel.disabled = false;
+    }
+    node.addEventListener("submit", (event) => {
+      event.preventDefault();
+      let answer;
+      if (fields.length === 1 && fields[0].name === null) answer = valueOf(fields[0], inputs[0][1]);
+      else answer = Object.fromEntries(inputs.map(([f, input]) => [f.name, valueOf(f, input)]));
+      send({ answer });
+    });
+    cancel.addEventListener("click", () => send({ cancel: true }));
+    return node;
+  }
+
+  document.addEventListener("agui:event", (event) => {
+    const ev = event.detail;
+    if (!ev || ev.type !== "CUSTOM") return;
+    if (ev.name === "request_info" || ev.name === "request_info_response") render(ev.value);
+    else if (ev.name === "input_requests") for (const q of (ev.value && ev.value.requests) || []) render(q);
+  });
+})();

@@ -1,0 +1,200 @@
+/*
+ * state-panel.js — the shared-state panel of the chat page: a recipe card, a task checklist,
+ * preferences and a document view above the raw JSON; predicted (provisional) values are marked.
+ *
+ * chat.js calls aguiStatePanel.render(state, meta) whenever the state changes (STATE_SNAPSHOT,
+ * STATE_DELTA, CUSTOM state_version) and aguiStatePanel.onReply(frame) for the socket's
+ * state_ack / error frames. Edits go back on the thread socket as
+ * {"type": "state_patch", "baseVersion": <version>, "patch": [RFC 6902 ops]}; the server answers
+ * with STATE_DELTA for every tab, or an error frame (stale version: with the current snapshot).
+ *
+ * All text is inserted with textContent (the document's Markdown through markdown.js, which
+ * builds DOM nodes only).
+ */
+(function () {
+  "use strict";
+
+  const root = document.getElementById("state-cards");
+  const statusEl = document.getElementById("state-status");
+  let seq = 0;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = String(value);
+      else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function pointer(...parts) {
+    return parts.map((p) => "/" + String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("");
+  }
+
+  function setStatus(text, kind) {
+    if (!statusEl) return;
+    statusEl.textContent = text || "";
+    statusEl.dataset.kind = kind || "";
+    statusEl.hidden = !text;
+  }
+
+  function sendPatch(ops) {
+    const chat = window.aguiChat || {};
+    const ws = chat.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      setStatus("Not connected; your change was not sent.", "error");
+      return;
+    }
+    const meta = chat.stateMeta || {};
+    ws.send(JSON.stringify({ type: "state_patch", baseVersion: meta.version || 0, patch: ops, ref: "edit-" + ++seq }));
+    setStatus("Saving…", "");
+  }
+
+  function onReply(frame) {
+    if (!frame) return;
+    if (frame.type === "state_ack") {
+      setStatus("Saved.", "ok");
+      return;
+    }
+    if (frame.type !== "error" || !String(frame.code || "").startsWith("state_")) return;
+    const chat = window.aguiChat || {};
+    if (frame.snapshot && typeof chat.setState === "function") {
+      chat.stateMeta = Object.assign({}, chat.stateMeta || {}, { version: frame.version });
+      chat.setState(frame.snapshot);
+    }
+    const why = {
+      state_conflict: "Someone changed this in the meantime; you now see the current version. Try again.",
+      state_provisional: "This part waits for a decision; change it once it is approved or rejected.",
+    }[frame.code];
+    setStatus(why || frame.message || "The change was refused.", "error");
+  }
+
+  function provisionalBadge(key, provisional) {
+    if (!provisional.has(key)) return null;
+    return el("span", { class: "badge badge-provisional", title: "Predicted from the agent's tool call; not saved yet", text: "predicted · not saved" });
+  }
+
+  function card(key, title, provisional, ...body) {
+    return el(
+      "section",
+      { class: "state-card" + (provisional.has(key) ? " provisional" : ""), "data-state-key": key, "aria-label": title },
+      el("div", { class: "state-card-head" }, el("h3", { class: "state-card-title", text: title }), provisionalBadge(key, provisional)),
+      ...body
+    );
+  }
+
+  function recipeCard(recipe, provisional) {
+    const locked = provisional.has("recipe");
+    const title = el("h4", { class: "recipe-title", text: recipe.title || "Untitled recipe" });
+    const editTitle = locked
+      ? null
+      : el("button", {
+          type: "button",
+          class: "btn btn-small btn-quiet",
+          "aria-label": "Rename the recipe",
+          text: "✎",
+          onclick: () => {
+            const next = window.prompt("Recipe title", recipe.title || "");
+            if (next !== null && next.trim() && next !== recipe.title) {
+              sendPatch([{ op: recipe.title === undefined ? "add" : "replace", path: pointer("recipe", "title"), value: next.trim() }]);
+            }
+          },
+        });
+    const chips = [recipe.skill_level, recipe.cooking_time, ...(Array.isArray(recipe.special_preferences) ? recipe.special_preferences : [])]
+      .filter((v) => typeof v === "string" && v)
+      .map((v) => el("span", { class: "chip", text: v }));
+    const ingredients = Array.isArray(recipe.ingredients) ? recipe.ingredients : [];
+    const steps = Array.isArray(recipe.instructions) ? recipe.instructions : [];
+    return card(
+      "recipe",
+      "Recipe",
+      provisional,
+      el("div", { class: "recipe-head" }, title, editTitle),
+      chips.length ? el("div", { class: "chips" }, ...chips) : null,
+      ingredients.length
+        ? el("ul", { class: "ingredients", "aria-label": "Ingredients" },
+            ...ingredients.map((i) => el("li", null, el("span", { class: "icon", "aria-hidden": "true", text: (i && i.icon) || "•" }), " ",
+              el("span", { text: (i && i.name) || "" }), i && i.amount ? el("span", { class: "muted", text: " — " + i.amount }) : null)))
+        : null,
+      steps.length ? el("ol", { class: "instructions", "aria-label": "Instructions" }, ...steps.map((s) => el("li", { text: String(s) }))) : null
+    );
+  }
+
+  function checklist(steps, provisional) {
+    const locked = provisional.has("steps");
+    return card(
+      "steps",
+      "Tasks",
+      provisional,
+      el(
+        "ul",
+        { class: "checklist", "aria-label": "Task steps" },
+        ...steps.map((step, i) => {
+          const id = "step-" + i;
+          const box = el("input", {
+            type: "checkbox",
+            id,
+            checked: step && step.status === "completed",
+            disabled: locked || (step && step.status === "skipped"),
+            onchange: (e) => sendPatch([{ op: "replace", path: pointer("steps", i, "status"), value: e.target.checked ? "completed" : "pending" }]),
+          });
+          return el(
+            "li",
+            { class: "step step-" + ((step && step.status) || "pending") },
+            box,
+            " ",
+            el("label", { for: id, text: (step && step.description) || "" }),
+            step && step.estimated_duration ? el("span", { class: "muted", text: " · " + step.estimated_duration }) : null
+          );
+        })
+      )
+    );
+  }
+
+  function preferencesCard(prefs, provisional) {
+    const rows = Object.entries(prefs).map(([k, v]) =>
+      el("div", { class: "pref" }, el("dt", { text: k }), el("dd", { text: Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v) }))
+    );
+    return card("preferences", "Preferences", provisional, el("dl", { class: "prefs" }, ...rows));
+  }
+
+  function documentCard(doc, provisional) {
+    const body = el("div", { class: "doc-body md" });
+    const text = typeof doc.content === "string" ? doc.content : "";
+    body.appendChild(window.renderMarkdown ? window.renderMarkdown(text) : document.createTextNode(text));
+    const meta = doc.metadata && typeof doc.metadata === "object" ? Object.entries(doc.metadata) : [];
+    return card(
+      "document",
+      "Document",
+      provisional,
+      el("h4", { class: "doc-title", text: doc.title || "Untitled" }),
+      meta.length ? el("div", { class: "chips" }, ...meta.map(([k, v]) => el("span", { class: "chip", text: k + ": " + (typeof v === "object" ? JSON.stringify(v) : v) }))) : null,
+      body
+    );
+  }
+
+  function render(state, meta) {
+    if (!root) return;
+    const provisional = new Set(((meta && meta.provisional) || []).map((p) => p.key));
+    const cards = [];
+    if (state && typeof state === "object") {
+      if (state.recipe && typeof state.recipe === "object") cards.push(recipeCard(state.recipe, provisional));
+      if (Array.isArray(state.steps)) cards.push(checklist(state.steps, provisional));
+      if (state.preferences && typeof state.preferences === "object" && Object.keys(state.preferences).length) cards.push(preferencesCard(state.preferences, provisional));
+      if (state.document && typeof state.document === "object") cards.push(documentCard(state.document, provisional));
+    }
+    root.replaceChildren(...cards);
+    root.hidden = !cards.length;
+    document.body.dataset.stateVersion = String((meta && meta.version) || 0);
+    document.body.dataset.stateProvisional = Array.from(provisional).join(" ");
+  }
+
+  window.aguiStatePanel = { render, onReply, sendPatch };
+})();

@@ -1,0 +1,229 @@
+"""The chat page's live stream: text that grows, a socket closed mid-run, Stop, RUN_ERROR with Retry,
+workflow steps, and model output that tries to inject HTML.
+
+The offline scripted model plays demo prompts (agents/llm.py): "Tell me a long story" streams a
+paced reply (about 7 s), "Show me some raw HTML" answers with <script>, <img onerror> and a
+javascript: link, "Simulate a model outage" fails the way an unreachable model does.
+"""
+
+import pytest
+from chat_helpers import (
+    Session,
+    T,
+    assert_same_as_server,
+    new_chat,
+    run_events,
+    send,
+    server_messages,
+    xadd_events,
+)
+from playwright.sync_api import expect
+
+STREAMING_LENGTH = """n => {
+    const msgs = document.querySelectorAll('#messages .msg-assistant');
+    const m = msgs[msgs.length - 1];
+    return !!m && m.classList.contains('streaming') && m.querySelector('.msg-body').textContent.length >= n;
+}"""
+
+
+@pytest.fixture
+def alice(browser, live_stack, login, artifacts_dir, request):
+    s = Session(browser, live_stack, login, "alice", artifacts_dir, prefix=request.node.name.replace("test_", ""))
+    yield s
+    failed = getattr(request.node, "rep_call", None)
+    s.close(failed=bool(failed and failed.failed))
+    assert not s.errors, f"JavaScript errors: {s.errors}"
+
+
+def test_streaming_text_grows(alice):
+    page = alice.page
+    thread = new_chat(page)
+    send(page, "Tell me a long story")
+    body = page.locator("#messages .msg-assistant .msg-body").last
+    seen = []
+    for threshold in (20, 250, 500):
+        page.wait_for_function(STREAMING_LENGTH, arg=threshold, timeout=T)
+        seen.append(len(body.text_content()))
+        alice.shoot(f"streaming-{threshold}")
+    expect(page.locator("#stop")).to_be_visible()  # while the run streams
+    expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(0, timeout=T)
+    expect(page.locator("#run-status")).to_be_hidden(timeout=T)
+    final = body.text_content()
+    assert seen == sorted(seen) and seen[0] < seen[1] < seen[2] < len(final), (seen, len(final))
+    assert final.endswith("The end.")
+    assert len(run_events(page, ["TEXT_MESSAGE_CONTENT"])) >= 10  # many deltas, not one blob
+    expect(page.locator("#stop")).to_be_hidden()
+    assert_same_as_server(page, thread)
+    alice.shoot("finished")
+
+
+def test_socket_closed_mid_run_recovers_same_messages_as_server(alice):
+    page = alice.page
+    thread = new_chat(page)
+    send(page, "Tell me a long story")
+    page.wait_for_function(STREAMING_LENGTH, arg=100, timeout=T)
+    before = page.evaluate("window.aguiChat.events.length")
+    alice.shoot("before-close")
+
+    page.evaluate("window.aguiChat.ws.close()")
+    page.wait_for_function("() => window.aguiChat.connects >= 2 && document.body.dataset.wsState === 'open'",
+                           timeout=T)
+    expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(0, timeout=T)
+    expect(page.locator("#run-status")).to_be_hidden(timeout=T)
+
+    # The new socket began with the snapshots, and text kept streaming after them: the drop was mid-run.
+    after = page.evaluate("n => window.aguiChat.events.slice(n).map(e => e.type)", before)
+    first_snapshot = after.index("MESSAGES_SNAPSHOT")
+    assert "TEXT_MESSAGE_CONTENT" in after[first_snapshot:], after
+    assert after[-1] == "RUN_FINISHED"
+    # Exactly the server's messages, each once, with the whole reply.
+    assert_same_as_server(page, thread)
+    assert [m["role"] for m in server_messages(page, thread)] == ["user", "assistant"]
+    expect(page.locator("#messages .msg-assistant .msg-body")).to_have_count(1)
+    expect(page.locator("#messages .msg-assistant .msg-body")).to_contain_text("The end.")
+    alice.shoot("recovered")
+
+    # A second drop after the run: the snapshot alone rebuilds the same page.
+    page.evaluate("window.aguiChat.ws.close()")
+    page.wait_for_function("() => window.aguiChat.connects >= 3 && document.body.dataset.wsState === 'open'",
+                           timeout=T)
+    assert_same_as_server(page, thread)
+
+
+def test_stop_cancels_and_the_thread_stays_usable(alice, live_stack):
+    page = alice.page
+    thread = new_chat(page)
+    send(page, "Tell me a long story")
+    page.wait_for_function(STREAMING_LENGTH, arg=80, timeout=T)
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    expect(page.locator("#send")).to_be_disabled()
+    stop.click()
+
+    expect(page.locator("#run-status")).to_contain_text("Run cancelled.", timeout=T)
+    expect(stop).to_be_hidden()
+    finished = run_events(page, ["RUN_FINISHED"])
+    assert finished[-1]["outcome"] == {"type": "cancelled"}
+    run_id = run_events(page, ["RUN_STARTED"])[-1]["runId"]
+    assert page.request.get(f"/api/runs/{run_id}/").json()["status"] == "cancelled"
+    partial = page.locator("#messages .msg-assistant .msg-body").last.text_content()
+    assert partial and "The end." not in partial  # it stopped part-way
+    expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(0)
+    assert_same_as_server(page, thread)  # the partial reply is kept, once
+    alice.shoot("cancelled")
+
+    # The thread takes the next message.
+    expect(page.locator("#composer")).to_be_enabled()
+    send(page, "What's the balance of account 1234567890?")
+    expect(page.locator(".tool-card", has_text="check_balance").locator(".tool-result")).to_contain_text(
+        "1234567890 holds", timeout=T)
+    expect(page.locator("#run-status")).to_be_hidden(timeout=T)
+    assert_same_as_server(page, thread)
+    alice.shoot("usable-again")
+
+
+def test_run_error_banner_and_retry(alice):
+    page = alice.page
+    thread = new_chat(page)
+    send(page, "Simulate a model outage")
+    banner = page.locator("#run-error")
+    expect(banner).to_be_visible(timeout=T)
+    expect(banner).to_contain_text("could not be reached")
+    expect(page.locator("#run-status")).to_be_hidden()
+    expect(page.locator("#composer")).to_be_enabled()
+    alice.shoot("error")
+
+    first_run = run_events(page, ["RUN_STARTED"])[-1]["runId"]
+    page.get_by_role("button", name="Retry").click()
+    # Retry runs the failed turn again (a new run on the same history), which fails again here.
+    page.wait_for_function("() => window.aguiChat.events.filter(e => e.type === 'RUN_ERROR').length === 2",
+                           timeout=T)
+    runs = [e["runId"] for e in run_events(page, ["RUN_STARTED"])]
+    assert len(set(runs)) == 2 and runs[0] == first_run
+    expect(banner).to_be_visible()
+    assert page.request.get(f"/api/runs/{runs[1]}/").json()["status"] == "failed"
+    # No second copy of the user's message, on the page or on the server.
+    expect(page.locator("#messages .msg-user")).to_have_count(1)
+    assert [m["role"] for m in server_messages(page, thread)] == ["user"]
+    alice.shoot("retried")
+
+
+def test_step_indicator_follows_step_events(alice, live_stack):
+    """Workflows emit STEP_STARTED / STEP_FINISHED (stepName = agent); appended here as a worker would."""
+    page = alice.page
+    thread = new_chat(page)
+    trail = page.locator("#step-trail")
+    expect(trail).to_be_hidden()
+
+    xadd_events(live_stack, thread, [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": "wf-run-1"},
+        {"type": "STEP_STARTED", "stepName": "triage_agent"},
+    ])
+    expect(trail).to_be_visible(timeout=T)
+    expect(trail.locator('[aria-current="step"] .step-name')).to_have_text("triage_agent")
+    expect(page.locator("#run-status")).to_contain_text("Running triage_agent")
+
+    xadd_events(live_stack, thread, [
+        {"type": "STEP_FINISHED", "stepName": "triage_agent"},
+        {"type": "STEP_STARTED", "stepName": "refund_agent"},
+    ])
+    expect(trail).to_have_text("triage_agent → refund_agent", timeout=T)
+    expect(trail.locator('[aria-current="step"] .step-name')).to_have_text("refund_agent")
+    expect(trail.locator(".step-done .step-name")).to_have_text("triage_agent")
+    alice.shoot("steps")
+
+    xadd_events(live_stack, thread, [
+        {"type": "STEP_FINISHED", "stepName": "refund_agent"},
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": "wf-run-1"},
+        # a continuation extends the same path
+        {"type": "RUN_STARTED", "threadId": thread, "runId": "wf-run-2", "parentRunId": "wf-run-1"},
+        {"type": "STEP_STARTED", "stepName": "order_agent"},
+    ])
+    expect(trail).to_have_text("triage_agent → refund_agent → order_agent", timeout=T)
+    xadd_events(live_stack, thread, [
+        {"type": "STEP_FINISHED", "stepName": "order_agent"},
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": "wf-run-2"},
+    ])
+    expect(trail.locator('[aria-current="step"]')).to_have_count(0, timeout=T)
+    expect(page.locator("#run-status")).to_be_hidden()
+
+    # A new turn (no parentRunId) starts a new path.
+    xadd_events(live_stack, thread, [
+        {"type": "RUN_STARTED", "threadId": thread, "runId": "wf-run-3"},
+        {"type": "STEP_STARTED", "stepName": "triage_agent"},
+        {"type": "STEP_FINISHED", "stepName": "triage_agent"},
+        {"type": "RUN_FINISHED", "threadId": thread, "runId": "wf-run-3"},
+    ])
+    expect(trail).to_have_text("triage_agent", timeout=T)
+    alice.shoot("new-turn")
+
+
+def test_markdown_script_in_a_reply_renders_inert(alice):
+    page = alice.page
+    new_chat(page)
+    send(page, "Show me some raw HTML")
+    body = page.locator("#messages .msg-assistant .msg-body").last
+    expect(body).to_contain_text("that must stay text", timeout=T)
+    expect(page.locator("#run-status")).to_be_hidden(timeout=T)
+
+    def check():
+        expect(body).to_contain_text("<script>window.aguiPwned = true;")
+        expect(body).to_contain_text('<img src="x" onerror="window.aguiPwned = true">')
+        expect(body).to_contain_text('<b onclick="window.aguiPwned=true">bold tag</b>')
+        assert body.locator("script, img, iframe, b, [onerror], [onclick]").count() == 0
+        expect(body.locator("strong")).to_have_text("bold")
+        expect(body.locator("em")).to_have_text("italic")
+        link = body.locator("a", has_text="safe link")
+        expect(link).to_have_attribute("href", "https://example.com/docs")
+        expect(link).to_have_attribute("rel", "noopener nofollow")
+        assert body.locator('a[href^="javascript"]').count() == 0
+        expect(body).to_contain_text("a javascript link")
+        assert page.evaluate("window.aguiPwned") is None
+        assert "pwned" not in page.title()
+
+    check()
+    alice.shoot("inert")
+    page.reload()  # the same text through the snapshot path
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    body = page.locator("#messages .msg-assistant .msg-body").last
+    check()

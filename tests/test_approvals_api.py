@@ -1,0 +1,200 @@
+"""REST for the approval engine: /api/approvals/ filters and search, /api/policies/ (admins, keyed by
+tool name, audited), /api/audit/ (filters, CSV, append-only), the admin form, and the OpenAPI schema."""
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from approvals import policy, services
+from approvals.models import AppendOnly, ApprovalRequest, AuditEvent, ToolPolicy
+from tests.helpers import transfer_request
+
+pytestmark = pytest.mark.django_db
+
+
+def ids(resp):
+    assert resp.status_code == 200, resp.content
+    return {r["id"] for r in resp.json()["results"]}
+
+
+def test_approval_filters_and_search(demo, api):
+    big = transfer_request(demo["alice"], amount=5000.0)
+    small = transfer_request(demo["bob"], amount=20.0)
+    ApprovalRequest.objects.filter(pk=small.pk).update(thread_ref="t-small",
+                                                       created_at=timezone.now() - timedelta(hours=2))
+    services.decide(small.pk, demo["finn"], "reject", feedback="no")
+    own = services.request(tool_name="cancel_subscription", arguments={"subscription_id": "sub_123"},
+                           requester=demo["finn"], verdict=policy.evaluate("cancel_subscription", {}),
+                           description="Cancel sub_123")
+    finn = api("finn")
+    assert ids(finn.get("/api/approvals/")) == {big.pk, small.pk, own.pk}
+    assert ids(finn.get("/api/approvals/?status=pending")) == {big.pk, own.pk}
+    assert ids(finn.get("/api/approvals/?status=rejected,expired")) == {small.pk}
+    assert ids(finn.get("/api/approvals/?tool=cancel_subscription")) == {own.pk}
+    assert ids(finn.get("/api/approvals/?group=finance")) == {big.pk, small.pk}
+    assert ids(finn.get("/api/approvals/?risk=high")) == {big.pk, small.pk}
+    assert ids(finn.get("/api/approvals/?risk=medium")) == {own.pk}
+    assert ids(finn.get("/api/approvals/?thread=t-small")) == {small.pk}
+    assert ids(finn.get("/api/approvals/?min_age=3600")) == {small.pk}
+    assert ids(finn.get("/api/approvals/?max_age=3600")) == {big.pk, own.pk}
+    assert ids(finn.get("/api/approvals/?search=5000.00")) == {big.pk}
+    assert ids(finn.get("/api/approvals/?search=bob")) == {small.pk}  # the requester's username
+    assert ids(finn.get("/api/approvals/?search=sub_123 cancel")) == {own.pk}
+    for bad in ("status=maybe", "risk=extreme", "min_age=soon", "max_age=-1"):
+        resp = finn.get(f"/api/approvals/?{bad}")
+        assert resp.status_code == 400 and bad.split("=")[0] in resp.json(), bad
+    assert ids(api("rita").get("/api/approvals/")) == set()  # rita is not in finance
+    detail = finn.get(f"/api/approvals/{big.pk}/").json()
+    assert detail["matched_rule"] == "default: mode always" and detail["approvals"] == 0
+    assert detail["approver_group"] == "finance" and detail["decisions"] == []
+
+
+def test_policies_are_for_admins_only(api):
+    for user in ("alice", "finn"):
+        assert api(user).get("/api/policies/").status_code == 403
+        assert api(user).put("/api/policies/check_balance/", {"mode": "deny"}, format="json").status_code == 403
+    assert not ToolPolicy.objects.exists()
+
+
+def test_policy_crud_keyed_by_tool_name_and_audited(demo, api):
+    admin = api("admin")
+    listed = {p["tool_name"]: p for p in admin.get("/api/policies/").json()["results"]}
+    assert listed["transfer_money"]["source"] == "default" and listed["transfer_money"]["approver_group"] == "finance"
+    assert listed["delete_file"]["conditions"][0]["action"] == "deny"
+    assert {listed[t]["mode"] for t in listed} >= {"always", "never", "conditional", "deny", "model"}
+
+    rules = [{"name": "big", "when": {"path": "args.amount", "op": "gt", "value": 1000}, "action": "gate"}]
+    resp = admin.patch("/api/policies/transfer_money/", {"mode": "conditional", "conditions": rules}, format="json")
+    assert resp.status_code == 201, resp.content  # the first change creates the row from the code defaults
+    assert resp.json()["source"] == "policy" and resp.json()["approver_group"] == "finance"
+    resp = admin.patch("/api/policies/transfer_money/", {"required_approvals": 2}, format="json")
+    assert resp.status_code == 200 and resp.json()["conditions"] == rules and resp.json()["required_approvals"] == 2
+
+    bad = admin.patch("/api/policies/transfer_money/", {"conditions": [
+        {"when": {"path": "args.amount", "op": "bigger", "value": 1}, "action": "gate"}]}, format="json")
+    assert bad.status_code == 400 and "unknown operator 'bigger'" in bad.json()["conditions"][0]
+    bad = admin.patch("/api/policies/transfer_money/", {"timeout_action": "approve"}, format="json")
+    assert bad.status_code == 400 and "low-risk" in bad.json()["timeout_action"][0]
+    bad = admin.patch("/api/policies/transfer_money/", {"approver_group": "no-such-group"}, format="json")
+    assert bad.status_code == 400 and "approver_group" in bad.json()
+
+    created = admin.post("/api/policies/", {"tool_name": "future_tool", "mode": "deny", "approver_kind": "requester"},
+                         format="json")
+    assert created.status_code == 201 and created.json()["registered"] is False
+    assert admin.post("/api/policies/", {"tool_name": "future_tool", "mode": "deny", "approver_kind": "requester"},
+                      format="json").status_code == 409
+    put = admin.put("/api/policies/check_balance/", {"mode": "always", "approver_kind": "group",
+                                                    "approver_group": "reviewers", "risk": "low"}, format="json")
+    assert put.status_code == 201 and put.json()["approver_group"] == "reviewers"
+    assert admin.get("/api/policies/check_balance/").json()["mode"] == "always"
+
+    assert admin.delete("/api/policies/check_balance/").status_code == 204
+    assert admin.get("/api/policies/check_balance/").json()["source"] == "default"
+    assert admin.delete("/api/policies/check_balance/").status_code == 404
+    assert admin.get("/api/policies/nothing_here/").status_code == 404
+
+    events = admin.get("/api/audit/?tool=transfer_money").json()["results"]
+    assert [e["action"] for e in events] == ["policy_changed", "policy_created"]  # newest first
+    assert events[0]["before"]["required_approvals"] == 1 and events[0]["after"]["required_approvals"] == 2
+    assert events[1]["before"] is None and events[1]["after"]["conditions"] == rules
+    assert {e["actor"] for e in events} == {"admin"}
+    assert [e["action"] for e in admin.get("/api/audit/?object_ref=policy:check_balance").json()["results"]] == [
+        "policy_deleted", "policy_created"]
+
+
+def test_admin_form_uses_the_same_validator_and_audits(demo, client):
+    client.force_login(demo["admin"])
+    resp = client.post("/admin/approvals/toolpolicy/add/", {
+        "tool_name": "transfer_money", "mode": "conditional", "approver_kind": "group",
+        "approver_group": Group.objects.get(name="finance").pk, "required_approvals": 1, "timeout_action": "reject",
+        "risk": "high", "reminder_fraction": "0.5",
+        "conditions": '[{"when": {"path": "args.amount", "op": "gt", "value": 1000}, "action": "hold"}]',
+    })
+    assert resp.status_code == 200 and "action must be one of gate, deny, allow" in resp.content.decode()
+    assert not ToolPolicy.objects.exists()
+    resp = client.post("/admin/approvals/toolpolicy/add/", {
+        "tool_name": "transfer_money", "mode": "conditional", "approver_kind": "group",
+        "approver_group": Group.objects.get(name="finance").pk, "required_approvals": 1, "timeout_action": "reject",
+        "risk": "high", "reminder_fraction": "0.5",
+        "conditions": '[{"when": {"path": "args.amount", "op": "gt", "value": 1000}, "action": "gate"}]',
+    })
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    row = ToolPolicy.objects.get()
+    assert AuditEvent.objects.get(action="policy_created", tool_name="transfer_money").actor == demo["admin"]
+    assert client.post(f"/admin/approvals/toolpolicy/{row.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert AuditEvent.objects.filter(action="policy_deleted").count() == 1
+    # the audit log is read-only in the admin
+    event = AuditEvent.objects.first()
+    assert client.post(f"/admin/approvals/auditevent/{event.pk}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_audit_is_append_only_everywhere(demo, api):
+    req = transfer_request(demo["alice"])
+    event = AuditEvent.objects.get(request=req)
+    event.action = "decided"
+    with pytest.raises(AppendOnly):
+        event.save()
+    with pytest.raises(AppendOnly):
+        event.delete()
+    with pytest.raises(AppendOnly):
+        AuditEvent.objects.filter(pk=event.pk).update(action="decided")
+    with pytest.raises(AppendOnly):
+        AuditEvent.objects.all().delete()
+    admin = api("admin")
+    assert admin.delete(f"/api/audit/{event.pk}/").status_code == 405
+    assert admin.put(f"/api/audit/{event.pk}/", {"action": "x"}, format="json").status_code == 405
+    assert AuditEvent.objects.get(pk=event.pk).action == "requested"
+
+
+def test_audit_listing_filters_and_csv(demo, api, django_capture_on_commit_callbacks):
+    req = transfer_request(demo["alice"])
+    services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 400})
+    other = transfer_request(demo["bob"])
+    admin = api("admin")
+    everything = admin.get("/api/audit/").json()["results"]
+    assert [e["action"] for e in everything][:3] == ["requested", "decided", "edited"]
+    assert [e["action"] for e in admin.get(f"/api/audit/?request={req.pk}").json()["results"]] == [
+        "decided", "edited", "requested"]
+    assert len(admin.get("/api/audit/?action=decided,edited").json()["results"]) == 2
+    assert [e["request"] for e in admin.get("/api/audit/?actor=bob").json()["results"]] == [other.pk]
+    future = (timezone.now() + timedelta(minutes=1)).isoformat()
+    assert admin.get("/api/audit/", {"since": future}).json()["results"] == []
+    assert admin.get("/api/audit/?since=yesterday").status_code == 400
+    assert admin.get("/api/audit/?action=hacked").status_code == 400
+    # alice sees her requests' events, not bob's
+    alice_view = api("alice").get("/api/audit/").json()["results"]
+    assert {e["request"] for e in alice_view} == {req.pk}
+
+    resp = admin.get(f"/api/audit/?format=csv&request={req.pk}")
+    assert resp.status_code == 200 and resp["Content-Type"].startswith("text/csv")
+    assert resp["Content-Disposition"].startswith('attachment; filename="audit-')
+    rows = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
+    assert rows[0] == ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+    assert [r[2] for r in rows[1:]] == ["decided", "edited", "requested"]
+    assert rows[1][3] == "finn" and rows[1][5] == "transfer_money" and '"status": "modified"' in rows[1][8]
+
+
+def test_csv_cells_cannot_smuggle_formulas(demo, api):
+    services.record("policy_changed", actor=demo["admin"], object_ref="=HYPERLINK(\"http://x\")", tool_name="t")
+    resp = api("admin").get("/api/audit/?format=csv&tool=t")
+    rows = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
+    assert rows[1][6] == "'=HYPERLINK(\"http://x\")"
+
+
+def test_openapi_schema_stays_valid(client):
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.validation import validate_schema
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    validate_schema(schema)  # raises on an invalid OpenAPI 3 document
+    paths = schema["paths"]
+    for path in ("/api/approvals/", "/api/approvals/{id}/decide/", "/api/approvals/bulk-decide/", "/api/policies/",
+                 "/api/policies/{tool_name}/", "/api/audit/", "/api/grants/{id}/revoke/"):
+        assert path in paths, path
+    params = {p["name"] for p in paths["/api/approvals/"]["get"]["parameters"]}
+    assert {"status", "tool", "group", "risk", "thread", "min_age", "max_age", "search"} <= params
+    assert client.get("/api/schema/").status_code in (200, 401, 403)

@@ -1,0 +1,78 @@
+"""REST behind the chat page: rename / delete a thread (own only), retry a failed run."""
+
+import pytest
+
+from agents.models import Message, Run, Thread
+from agents.services import start_run
+from approvals.models import ApprovalRequest
+from tests.helpers import transfer_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def quiet_runs(monkeypatch):
+    """start_run's on-commit side effects (stream append, Celery task) recorded instead of run."""
+    queued = []
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: queued.append(run_id))
+    monkeypatch.setattr("agents.events.append", lambda *a, **k: "1-0")
+    return queued
+
+
+def test_rename_own_thread_but_not_its_agent_nor_anothers(api):
+    alice, bob = api("alice"), api("bob")
+    thread = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    resp = alice.patch(f"/api/threads/{thread}/", {"title": "Rent for May"}, format="json")
+    assert resp.status_code == 200 and resp.json()["title"] == "Rent for May"
+    assert Thread.objects.get(pk=thread).title == "Rent for May"
+
+    resp = alice.patch(f"/api/threads/{thread}/", {"agent": "recipe"}, format="json")
+    assert resp.status_code == 400 and "agent" in resp.json()
+    assert Thread.objects.get(pk=thread).agent == "banking"
+
+    assert bob.patch(f"/api/threads/{thread}/", {"title": "mine now"}, format="json").status_code == 404
+    assert bob.delete(f"/api/threads/{thread}/").status_code == 404
+    assert Thread.objects.get(pk=thread).title == "Rent for May"
+
+
+def test_delete_thread_refused_while_busy_then_allowed(api, demo, quiet_runs, django_capture_on_commit_callbacks):
+    alice = api("alice")
+    thread_id = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    thread = Thread.objects.get(pk=thread_id)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start_run(thread, demo["alice"], "hello")
+    resp = alice.delete(f"/api/threads/{thread_id}/")
+    assert resp.status_code == 409 and resp.json()["code"] == "thread_busy"
+
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.INTERRUPTED)
+    req = transfer_request(demo["alice"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread_id)
+    assert alice.delete(f"/api/threads/{thread_id}/").status_code == 409  # a request still waits
+
+    ApprovalRequest.objects.filter(pk=req.pk).update(status=ApprovalRequest.Status.CANCELLED)
+    assert alice.delete(f"/api/threads/{thread_id}/").status_code == 204
+    assert not Thread.objects.filter(pk=thread_id).exists()
+    assert not Message.objects.filter(thread_id=thread_id).exists()
+
+
+def test_retry_starts_a_new_run_without_a_new_message(api, demo, quiet_runs, django_capture_on_commit_callbacks):
+    alice = api("alice")
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    with django_capture_on_commit_callbacks(execute=True):
+        failed = start_run(thread, demo["alice"], "hello")
+    assert alice.post(f"/api/runs/{failed.pk}/retry/").json()["code"] == "not_retryable"  # still queued
+    Run.objects.filter(pk=failed.pk).update(status=Run.Status.FAILED, error="model down", error_code="model_unavailable")
+
+    assert api("bob").post(f"/api/runs/{failed.pk}/retry/").status_code == 404
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = alice.post(f"/api/runs/{failed.pk}/retry/")
+    assert resp.status_code == 202
+    retried = resp.json()
+    assert retried["status"] == "queued" and retried["id"] != failed.pk
+    assert quiet_runs == [failed.pk, retried["id"]]
+    assert list(thread.messages.values_list("role", "content")) == [("user", "hello")]  # no duplicate
+
+    # only the latest run of the thread can be retried
+    Run.objects.filter(pk=retried["id"]).update(status=Run.Status.FAILED)
+    resp = alice.post(f"/api/runs/{failed.pk}/retry/")
+    assert resp.status_code == 409 and resp.json()["code"] == "not_retryable"

@@ -1,0 +1,193 @@
+"""A worker killed with SIGKILL in the middle of a tool: recovery reports `outcome_unknown` and repeats
+nothing; an idempotent tool is retried once. Real subprocess Celery workers on the test database
+and the test Redis; the model is the fake OpenAI-compatible server."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings
+from django.core import mail
+from django.db import close_old_connections, connection
+
+from agents import execution
+from agents.models import Message, Run, ToolCall
+from agents.services import create_thread, start_run
+from approvals.models import AuditEvent
+from tests.blocking_agent import keys
+from tests.conftest import TEST_QUEUE, stream_events, wait_for_event
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+ROOT = Path(__file__).resolve().parent.parent
+LEASE = 1.5
+
+
+def database_url():
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+class Worker:
+    """`python -m celery -A agui_project worker` in its own process group, on this session's queue."""
+
+    def __init__(self, tmp_path, name, llm, visibility_timeout=300):
+        env = {
+            **os.environ, "DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL,
+            "CELERY_BROKER_URL": settings.REDIS_URL, "CELERY_TASK_DEFAULT_QUEUE": TEST_QUEUE,
+            "CELERY_VISIBILITY_TIMEOUT": str(visibility_timeout), "AGUI_EXTRA_AGENTS": "tests.blocking_agent",
+            "AGUI_TOOL_LEASE_SECONDS": str(LEASE), "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": llm.base_url,
+            "AGUI_MODEL": "fake-model", "AGUI_VAR_DIR": str(tmp_path / name), "PYTHONUNBUFFERED": "1",
+        }
+        self.log = tmp_path / f"{name}.log"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "agui_project", "worker", "-Q", TEST_QUEUE, "--pool=solo",
+             "--without-mingle", "--without-gossip", "--without-heartbeat", "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
+             "--loglevel=INFO"],
+            cwd=ROOT, env=env, start_new_session=True, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+        )
+
+    def kill(self, sig=signal.SIGKILL):
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=20)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.kill(signal.SIGQUIT)  # Celery's cold shutdown: the test is over
+
+    def output(self):
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def blocking(settings):
+    from agents.catalog import AGENTS, register_agent
+    from approvals import registry
+    from tests import blocking_agent
+
+    settings.AGUI_TOOL_LEASE_SECONDS = LEASE
+    register_agent(blocking_agent.AGENT)
+    yield blocking_agent.AGENT
+    AGENTS.pop("blocking", None)
+    for t in blocking_agent.AGENT.tools:
+        registry._registry.pop(t.name, None)
+
+
+@pytest.fixture
+def workers(tmp_path):
+    started = []
+
+    def start(name, llm, **kwargs):
+        worker = Worker(tmp_path, name, llm, **kwargs)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def wait_until(check, timeout=30.0, what="condition", worker=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        close_old_connections()
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}" + (f"\n--- worker log ---\n{worker.output()}" if worker else ""))
+
+
+def kill_mid_tool(demo, fake_llm, workers, tool_name):
+    """Start a run whose tool blocks on worker 1; SIGKILL worker 1 while it blocks; wait for the lease to lapse."""
+    r = redis.Redis.from_url(settings.REDIS_URL)
+    token = uuid.uuid4().hex
+    k = keys(token)
+    fake_llm.push({"text": "Working on it.", "tool_calls": [
+        {"id": f"call_{token[:12]}", "name": tool_name, "arguments": json.dumps({"token": token})}]})
+    first = workers("worker1", fake_llm)
+    thread = create_thread(demo["alice"], "blocking")
+    run = start_run(thread, demo["alice"], "please block")
+    # BLPOP in slices: redis-py's default socket timeout (5 s) is shorter than a worker's start-up
+    wait_until(lambda: r.blpop([k["started"]], timeout=1), timeout=60, what="the tool to start", worker=first)
+    call = ToolCall.objects.get(thread=thread)
+    assert call.status == "executing" and call.attempts == 1
+    assert r.exists(execution.lease_key(call.pk))  # the live worker holds the lease
+
+    first.kill(signal.SIGKILL)  # mid-tool: no result, no ack, no cleanup
+    assert first.proc.returncode == -signal.SIGKILL
+    # a second worker comes up (Redis will hand it the killed task again: visibility timeout 1 s)
+    second = workers("worker2", fake_llm, visibility_timeout=1)
+    assert ToolCall.objects.get(pk=call.pk).status == "executing"
+    # right after the kill the lease is still held (and the claim is fresh): recovery leaves it alone
+    assert execution.recover_stuck_calls() == {}
+    wait_until(lambda: not r.exists(execution.lease_key(call.pk)), timeout=10, what="the lease to lapse")
+    return r, k, thread, run, call, second
+
+
+def test_worker_killed_mid_tool_outcome_unknown_nothing_repeated(demo, fake_llm, blocking, workers):
+    r, k, thread, run, call, second = kill_mid_tool(demo, fake_llm, workers, "block")
+    wait_until(lambda: execution.stuck_call_ids() == [call.pk], timeout=10, what="the call to look stuck")
+    assert execution.recover_stuck_calls() == {call.pk: "outcome_unknown"}  # the beat task's body
+    assert execution.recover_stuck_calls() == {}  # twice is harmless
+
+    call.refresh_from_db()
+    assert call.status == "outcome_unknown" and "outcome of block is unknown" in call.result
+    told = Message.objects.get(thread=thread, role="tool", tool_call_id=call.pk)
+    assert "was not run again" in told.content
+    dead = Run.objects.get(pk=run.pk)
+    assert (dead.status, dead.error_code) == ("failed", "worker_lost")
+    assert any(e["type"] == "RUN_ERROR" and e["code"] == "worker_lost" for e in stream_events(thread.pk))
+    audit = AuditEvent.objects.get(action="outcome_unknown")
+    assert audit.object_ref == f"toolcall:{call.pk}" and audit.after == {"status": "outcome_unknown",
+                                                                         "repeated": False}
+    assert [m.to for m in mail.outbox] == [["admin@example.com"]]  # the operators
+    assert mail.outbox[0].subject == f"[agui-inbox] Outcome unknown: block (tool call {call.pk})"
+
+    # the second worker takes the continuation; Redis redelivered the killed task to it too
+    continuation = Run.objects.get(parent_run=run)
+    event, _ = wait_for_event(thread.pk, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR")
+                              and e.get("runId") == continuation.pk, timeout=60)
+    assert event["type"] == "RUN_FINISHED", second.output()
+    last_request = fake_llm.requests[-1]["messages"]
+    assert last_request[-1]["role"] == "tool" and "unknown" in last_request[-1]["content"]  # the model was told
+    wait_until(lambda: r.hlen("unacked") == 0, timeout=30, what="the killed task's redelivery", worker=second)
+    received = second.output().count("Task agents.tasks.run_agent[")
+    assert received >= 2, second.output()  # the continuation, and the killed run delivered again
+    assert int(r.get(k["calls"])) == 1  # ...and nothing ran twice
+    assert ToolCall.objects.get(pk=call.pk).status == "outcome_unknown"
+    assert Run.objects.get(pk=run.pk).status == "failed"
+    r.rpush(k["release"], "go")
+
+
+def test_an_idempotent_tool_is_retried_after_the_worker_dies(demo, fake_llm, blocking, workers):
+    r, k, thread, run, call, second = kill_mid_tool(demo, fake_llm, workers, "block_idempotent")
+    wait_until(lambda: execution.stuck_call_ids() == [call.pk], timeout=10, what="the call to look stuck")
+    assert execution.recover_stuck_calls() == {call.pk: "retry"}
+    assert ToolCall.objects.get(pk=call.pk).status == "approved"
+    assert not Message.objects.filter(thread=thread, role="tool").exists()
+    assert AuditEvent.objects.get(action="retried").object_ref == f"toolcall:{call.pk}"
+
+    continuation = Run.objects.get(parent_run=run)
+    event, _ = wait_for_event(thread.pk, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR")
+                              and e.get("runId") == continuation.pk, timeout=60)
+    assert event["type"] == "RUN_FINISHED", second.output()
+    call.refresh_from_db()
+    assert (call.status, call.attempts, call.result) == ("succeeded", 2, "finished attempt 2")
+    assert int(r.get(k["calls"])) == 2  # the retry, once
+    wait_until(lambda: r.hlen("unacked") == 0, timeout=30, what="the killed task's redelivery", worker=second)
+    assert int(r.get(k["calls"])) == 2
+    assert Message.objects.filter(thread=thread, role="tool").count() == 1
+    assert mail.outbox == []  # nothing unknown to report

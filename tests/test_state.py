@@ -1,0 +1,133 @@
+"""state.services: versioned JSON documents, JSON Patch changes, schema checks, predictions."""
+
+import jsonpatch
+import pytest
+
+from agents.catalog.recipe import AGENT as RECIPE_AGENT
+from agents.scripted_state import CARBONARA
+from state import services
+from state.models import SharedState, StateChange
+
+pytestmark = pytest.mark.django_db
+KEY = "thread:test-state"
+SCHEMA = RECIPE_AGENT.state_schema
+
+
+def changes():
+    return list(StateChange.objects.filter(state__key=KEY).order_by("pk").values("version", "source", "status", "patch"))
+
+
+def test_replace_and_patch_return_the_patch_applied_and_bump_the_version():
+    patch = services.replace(KEY, {"a": 1, "b": [1]}, source="agent")
+    assert jsonpatch.apply_patch({}, patch) == {"a": 1, "b": [1]}
+    assert services.snapshot(KEY) == ({"a": 1, "b": [1]}, 1)
+
+    ops = [{"op": "add", "path": "/b/-", "value": 2}, {"op": "remove", "path": "/a"}]
+    assert services.apply_patch(KEY, ops, source="user", base_version=1) == ops
+    assert services.snapshot(KEY) == ({"b": [1, 2]}, 2)
+
+    assert services.replace(KEY, {"b": [1, 2]}, source="agent") == []  # nothing changed: no version
+    assert services.snapshot(KEY)[1] == 2
+    assert [(c["version"], c["source"], c["status"]) for c in changes()] == [
+        (1, "agent", "committed"), (2, "user", "committed")]
+    assert changes()[1]["patch"] == ops
+
+
+def test_a_stale_base_version_is_refused_with_the_current_document():
+    services.replace(KEY, {"a": 1}, source="agent")
+    services.replace(KEY, {"a": 2}, source="agent")
+    with pytest.raises(services.StateConflict) as caught:
+        services.apply_patch(KEY, [{"op": "replace", "path": "/a", "value": 99}], source="user", base_version=1)
+    assert caught.value.document.version == 2 and caught.value.document.view == {"a": 2}
+    with pytest.raises(services.StateConflict):
+        services.replace(KEY, {"a": 99}, source="user", base_version=0)
+    assert services.snapshot(KEY) == ({"a": 2}, 2)  # never a lost update
+
+
+def test_schema_violations_and_bad_patches_change_nothing():
+    services.replace(KEY, {"recipe": CARBONARA}, source="agent", schema=SCHEMA)
+    bad = [{"op": "replace", "path": "/recipe/cooking_time", "value": "3 hours"}]
+    with pytest.raises(services.StateInvalid) as caught:
+        services.apply_patch(KEY, bad, source="user", base_version=1, schema=SCHEMA)
+    assert caught.value.errors[0]["path"] == "/recipe/cooking_time"
+    assert "'3 hours' is not one of" in caught.value.errors[0]["message"]
+    with pytest.raises(services.StateInvalid):  # unknown top-level key
+        services.apply_patch(KEY, [{"op": "add", "path": "/junk", "value": 1}], source="user", schema=SCHEMA)
+    with pytest.raises(services.StateInvalid):  # does not apply
+        services.apply_patch(KEY, [{"op": "remove", "path": "/nothing"}], source="user")
+    with pytest.raises(services.StateInvalid):  # not a patch
+        services.apply_patch(KEY, [{"op": "explode", "path": "/recipe"}], source="user")
+    with pytest.raises(services.StateInvalid):
+        services.apply_patch(KEY, {"op": "remove"}, source="user")
+    with pytest.raises(services.StateInvalid):  # the document stays an object
+        services.apply_patch(KEY, [{"op": "replace", "path": "", "value": [1]}], source="user")
+    assert services.snapshot(KEY) == ({"recipe": CARBONARA}, 1)
+    assert len(changes()) == 1
+
+
+def test_the_short_schema_form_of_the_seed_is_accepted():
+    short = {"recipe": {"type": "object", "description": "The current recipe"}}
+    services.replace(KEY, {"recipe": {"title": "x"}}, source="agent", schema=short)
+    with pytest.raises(services.StateInvalid):
+        services.replace(KEY, {"recipe": "not an object"}, source="agent", schema=short)
+
+
+def test_a_prediction_is_visible_provisional_then_committed():
+    services.replace(KEY, {"note": "hi"}, source="user")
+    before = services.predict(KEY, "call_1", {"recipe": {"title": "Carb"}})
+    assert before.view == {"note": "hi"}
+    doc = services.document(KEY)
+    assert doc.data == {"note": "hi"} and doc.version == 1  # a prediction is not a version
+    assert doc.view == {"note": "hi", "recipe": {"title": "Carb"}}
+    assert doc.provisional == {"recipe": "call_1"}
+
+    services.predict(KEY, "call_1", {"recipe": CARBONARA})  # the complete arguments
+    assert StateChange.objects.filter(state__key=KEY, status="provisional").count() == 1
+
+    # nobody edits what is about to be committed or reverted; other keys stay editable
+    with pytest.raises(services.PredictionPending):
+        services.apply_patch(KEY, [{"op": "replace", "path": "/recipe/title", "value": "x"}], source="user")
+    with pytest.raises(services.PredictionPending):
+        services.apply_patch(KEY, [{"op": "copy", "from": "/recipe", "path": "/copy"}], source="user")
+    services.apply_patch(KEY, [{"op": "replace", "path": "/note", "value": "ho"}], source="user", base_version=1)
+
+    patch = services.commit_prediction(KEY, "call_1", schema=SCHEMA | {"additionalProperties": True})
+    assert patch == [{"op": "add", "path": "/recipe", "value": CARBONARA}]
+    assert services.snapshot(KEY) == ({"note": "ho", "recipe": CARBONARA}, 3)
+    row = StateChange.objects.get(state__key=KEY, ref="call_1")
+    assert (row.status, row.version, row.source, row.base_version) == ("committed", 3, "prediction", 1)
+    assert services.document(KEY).provisional == {}
+
+
+def test_a_commit_takes_edited_values_and_checks_the_schema():
+    services.predict(KEY, "call_1", {"recipe": CARBONARA})
+    with pytest.raises(services.StateInvalid):
+        services.commit_prediction(KEY, "call_1", {"recipe": {**CARBONARA, "skill_level": "Wizard"}}, schema=SCHEMA)
+    assert services.document(KEY).provisional == {"recipe": "call_1"}  # still live: the caller reverts it
+    edited = {**CARBONARA, "title": "Edited"}
+    services.commit_prediction(KEY, "call_1", {"recipe": edited}, schema=SCHEMA)
+    assert services.snapshot(KEY) == ({"recipe": edited}, 1)
+
+
+def test_a_reverted_prediction_leaves_the_last_committed_state():
+    services.replace(KEY, {"recipe": CARBONARA}, source="agent")
+    services.predict(KEY, "call_1", {"recipe": {"title": "Something else"}})
+    services.predict(KEY, "call_2", {"other": 1})
+    assert services.view(KEY)[0] == {"recipe": {"title": "Something else"}, "other": 1}
+    assert services.revert_prediction(KEY, "call_1") is True
+    assert services.revert_prediction(KEY, "call_1") is False
+    assert services.view(KEY) == ({"recipe": CARBONARA, "other": 1}, 1)
+    assert services.revert_predictions(KEY, keep={"nothing"}) == ["call_2"]
+    assert services.view(KEY) == ({"recipe": CARBONARA}, 1)
+    assert SharedState.objects.get(key=KEY).version == 1
+
+
+def test_replace_compares_with_what_clients_see():
+    services.replace(KEY, {"a": 1}, source="agent")
+    services.predict(KEY, "call_1", {"recipe": {"title": "C"}})
+    # a client that sends back the view (prediction included) changes only what it changed
+    patch = services.replace(KEY, {"a": 2, "recipe": {"title": "C"}}, source="user", base_version=1)
+    assert patch == [{"op": "replace", "path": "/a", "value": 2}]
+    with pytest.raises(services.PredictionPending):
+        services.replace(KEY, {"a": 2, "recipe": {"title": "mine"}}, source="user", base_version=2)
+    assert services.snapshot(KEY) == ({"a": 2}, 2)
