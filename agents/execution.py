@@ -57,24 +57,28 @@ def finish(call_id, status, output):
     return False
 
 
+def run_lease_key(run_id):
+    return f"agui:run:{run_id}:lease"
+
+
 @contextmanager
-def lease(call_id):
-    """Hold the call's lease while the block runs; a daemon thread renews it. Never fails the tool."""
+def hold(key, label):
+    """Hold a Redis lease while the block runs; a daemon thread renews it. Never fails the work."""
     ttl = max(1.0, float(settings.AGUI_TOOL_LEASE_SECONDS))
-    client, key, stop = events.redis_client(), lease_key(call_id), threading.Event()
+    client, stop = events.redis_client(), threading.Event()
 
     def renew():
         try:
             client.set(key, "1", px=int(ttl * 1000))
         except redis.RedisError as exc:
-            log.warning("lease of tool call %s not renewed: %s", call_id, exc)
+            log.warning("lease of %s not renewed: %s", label, exc)
 
     def keep():
         while not stop.wait(ttl / 3):
             renew()
 
     renew()
-    keeper = threading.Thread(target=keep, name=f"lease-{call_id}", daemon=True)
+    keeper = threading.Thread(target=keep, name=f"lease-{label}", daemon=True)
     keeper.start()
     try:
         yield
@@ -85,6 +89,16 @@ def lease(call_id):
             client.delete(key)
         except redis.RedisError:
             pass
+
+
+def lease(call_id):
+    """While a tool runs: a lapsed lease on an `executing` call means its worker died."""
+    return hold(lease_key(call_id), f"tool call {call_id}")
+
+
+def run_lease(run_id):
+    """While a run is `running` in a worker: a lapsed lease means the worker died mid-stream."""
+    return hold(run_lease_key(run_id), f"run {run_id}")
 
 
 # --- recovery ----------------------------------------------------------------------------------
@@ -188,3 +202,67 @@ def _tell_operators(call, run, msg):
     approval_notify.operator_notice("toolcall.outcome_unknown", {
         "tool_call": {"id": call.pk, "name": call.name, "thread": run.thread_id, "run": run.pk, "message": msg.pk},
     })
+
+
+def _lapsed(keys):
+    """Which of these leases are gone; None when Redis cannot be asked (then recover nothing)."""
+    try:
+        pipe = events.redis_client().pipeline(transaction=False)
+        for key in keys:
+            pipe.exists(key)
+        return [not held for held in pipe.execute()]
+    except redis.RedisError as exc:
+        log.warning("recovery skipped: leases unreadable (%s)", exc)
+        return None
+
+
+def recover_stuck_runs(limit=100):
+    """Beat: runs left `running` by a dead worker outside any tool (the model was streaming).
+
+    They end with RUN_ERROR worker_lost and one continuation answers from the stored history
+    (what the dead worker had streamed but not stored is said again, not lost half-way).
+    Runs with a stuck tool call are recover_call's: it decides whether that call is repeated.
+    """
+    from .services import announce
+
+    cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_TOOL_LEASE_SECONDS))
+    candidates = list(
+        Run.objects.filter(status=Run.Status.RUNNING, started_at__lt=cutoff)
+        .exclude(tool_calls__status=ToolCall.Status.EXECUTING).values_list("pk", flat=True)[:limit]
+    )
+    lapsed = _lapsed([run_lease_key(r) for r in candidates]) if candidates else []
+    recovered = []
+    for run_id, gone in zip(candidates, lapsed or [], strict=False):
+        if not gone:
+            continue
+        with transaction.atomic():
+            run = Run.objects.select_for_update().get(pk=run_id)
+            if run.status != Run.Status.RUNNING or run.tool_calls.filter(status=ToolCall.Status.EXECUTING).exists():
+                continue
+            message = "The worker running this answer stopped; the agent answers again from the saved conversation."
+            Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(),
+                                                 error=message, error_code="worker_lost")
+            transaction.on_commit(lambda run=run, message=message: events.append(
+                run.thread_id, RunErrorEvent(message=message, code="worker_lost")))
+            if not Run.objects.filter(parent_run=run).exists():
+                continuation = Run.objects.create(thread_id=run.thread_id, parent_run=run,
+                                                  forwarded_props=run.forwarded_props, client_tools=run.client_tools)
+                transaction.on_commit(lambda pk=continuation.pk: announce(pk))
+            recovered.append(run_id)
+        log.warning("run %s recovered after its worker died", run_id)
+    return recovered
+
+
+def requeue_lost_runs(limit=100):
+    """Beat: queued runs whose task message never reached a worker (a broker restart) are sent again.
+
+    Safe when the message was only slow: the worker's conditional claim runs a run once.
+    """
+    from .tasks import run_agent
+
+    cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_RUN_REQUEUE_SECONDS))
+    run_ids = list(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff)
+                   .exclude(stream_id="").values_list("pk", flat=True)[:limit])
+    for run_id in run_ids:
+        run_agent.delay(run_id)
+    return run_ids

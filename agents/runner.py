@@ -56,7 +56,8 @@ def run_agent(run_id):
         status=Run.Status.RUNNING, started_at=timezone.now()
     )
     if claimed:
-        runner_for(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
+        with execution.run_lease(run_id):  # lapses if this worker dies: recovery then takes the run over
+            runner_for(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
     return bool(claimed)
 
 

@@ -21,3 +21,5 @@ def recover_stuck_calls():
     from . import execution
 
     execution.recover_stuck_calls()
+    execution.recover_stuck_runs()  # after the calls: a run with a stuck call is recover_call's
+    execution.requeue_lost_runs()

@@ -144,7 +144,8 @@ CELERY_BEAT_SCHEDULE = {
     # even when its countdown task was lost (near deadlines also get their own countdown task)
     "approval-deadlines": {"task": "approvals.tasks.deadlines_due", "schedule": 2.0},
     "resume-stalled-runs": {"task": "agents.tasks.resume_stalled", "schedule": 30.0},
-    # tool calls left `executing` by a dead worker: outcome_unknown (or a retry when idempotent)
+    # tool calls and runs left `executing`/`running` by a dead worker: outcome_unknown (or a retry
+    # when idempotent) / a continuation; queued runs whose task message was lost are sent again
     "recover-stuck-tool-calls": {"task": "agents.tasks.recover_stuck_calls", "schedule": 10.0},
 }
 
@@ -190,6 +191,7 @@ AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # 
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/execution.py).
 AGUI_TOOL_LEASE_SECONDS = float(os.environ.get("AGUI_TOOL_LEASE_SECONDS", "30"))
+AGUI_RUN_REQUEUE_SECONDS = float(os.environ.get("AGUI_RUN_REQUEUE_SECONDS", "120"))  # queued this long: send again
 AGUI_TOOL_MAX_ATTEMPTS = int(os.environ.get("AGUI_TOOL_MAX_ATTEMPTS", "3"))  # idempotent tools' retries
 # The ops agent acts for real, but only inside this directory.
 AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or VAR_DIR / "sandbox")

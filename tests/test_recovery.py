@@ -191,3 +191,39 @@ def test_an_idempotent_tool_is_retried_after_the_worker_dies(demo, fake_llm, blo
     assert int(r.get(k["calls"])) == 2
     assert Message.objects.filter(thread=thread, role="tool").count() == 1
     assert mail.outbox == []  # nothing unknown to report
+
+
+def test_worker_killed_mid_stream_the_run_is_answered_again(demo, fake_llm, blocking, workers):
+    """SIGKILL while the model streams (no tool running): the run ends worker_lost, a continuation
+    on a restarted worker answers from the stored history, and nothing is lost or doubled."""
+    fake_llm.push({"text": " ".join(f"w{i}" for i in range(300)), "delay": 0.05})
+    first = workers("worker1", fake_llm)
+    thread = create_thread(demo["alice"], "banking")
+    run = start_run(thread, demo["alice"], "tell me a long story")
+    wait_for_event(thread.pk, lambda e: e["type"] == "TEXT_MESSAGE_CONTENT", timeout=60)
+    r = redis.Redis.from_url(settings.REDIS_URL)
+    assert r.exists(execution.run_lease_key(run.pk))  # the live worker holds the run's lease
+    assert execution.recover_stuck_runs() == []  # a live run is left alone
+
+    first.kill(signal.SIGKILL)
+    wait_until(lambda: not r.exists(execution.run_lease_key(run.pk)), timeout=10, what="the run lease to lapse")
+    wait_until(lambda: execution.recover_stuck_runs() == [run.pk], timeout=10, what="the run to be recovered")
+    assert execution.recover_stuck_runs() == []  # twice is harmless
+    dead = Run.objects.get(pk=run.pk)
+    assert (dead.status, dead.error_code) == ("failed", "worker_lost")
+
+    fake_llm.push({"text": "Once upon a time, briefly."})
+    second = workers("worker2", fake_llm, visibility_timeout=1)
+    continuation = Run.objects.get(parent_run=run)
+    event, _ = wait_for_event(thread.pk, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR")
+                              and e.get("runId") == continuation.pk, timeout=60)
+    assert event["type"] == "RUN_FINISHED", second.output()
+    events = stream_events(thread.pk)
+    assert [e["code"] for e in events if e["type"] == "RUN_ERROR"] == ["worker_lost"]
+    # the continuation's request carried the user's message once, and its answer is stored once
+    assert [m["role"] for m in fake_llm.requests[-1]["messages"]].count("user") == 1
+    answers = list(Message.objects.filter(thread=thread, role="assistant").values_list("content", flat=True))
+    assert answers == ["Once upon a time, briefly."]
+    # the redelivered task of the killed run finds nothing to claim
+    wait_until(lambda: r.hlen("unacked") == 0, timeout=30, what="the killed task's redelivery", worker=second)
+    assert Run.objects.get(pk=run.pk).status == "failed"
