@@ -4,6 +4,7 @@ One stream per thread (`agui:thread:<id>`). Writers pipeline XADDs (flushed ever
 32 events, DESIGN.md "Events"); readers use XREAD BLOCK from the last id they saw.
 """
 
+import asyncio
 import threading
 import time
 
@@ -11,10 +12,13 @@ import redis
 import redis.asyncio
 from ag_ui.core import BaseEvent, EventType, TextMessageContentEvent
 from django.conf import settings
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 FLUSH_SECONDS = 0.005
 FLUSH_EVENTS = 32
 BLOCK_MS = 4000  # under redis-py's 5 s socket timeout (NOTES.md)
+RETRIES = 15  # with the backoff capped at 1 s: about 11 s of trying
 
 _client = None
 _client_lock = threading.Lock()
@@ -30,7 +34,12 @@ def redis_client():
     if _client is None:
         with _client_lock:
             if _client is None:
-                _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=10, health_check_interval=30)
+                # a Redis restart or failover shorter than ~10 s is ridden out, not turned into a failed run
+                _client = redis.Redis.from_url(
+                    settings.REDIS_URL, socket_timeout=10, health_check_interval=30,
+                    retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES),
+                    retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+                )
     return _client
 
 
@@ -136,7 +145,7 @@ class EventStream:
                 batch, self._buffer = self._buffer, []
                 self._inflight = True
             try:
-                pipe = client.pipeline(transaction=False)
+                pipe = client.pipeline(transaction=True)  # all or nothing: a retried batch is not doubled
                 _xadd_all(pipe, self.key, [encode(e) for e in _merge_text(batch)])
                 pipe.execute()
             except Exception as exc:  # surfaced to the runner on its next emit/flush
@@ -156,16 +165,19 @@ def last_id_sync(thread_id):
 # --- reading (async: Daphne's consumers and SSE views) ------------------------------------
 
 _async_clients = {}
+# Every XREAD BLOCK holds a connection while it waits. redis-py 8 caps an asyncio pool at 100
+# connections by default, and a 101st waiting reader failed with MaxConnectionsError (the
+# socket closed 1011): watchers of distinct threads in one Daphne process each need one.
+READER_CONNECTIONS = int(getattr(settings, "AGUI_STREAM_READER_CONNECTIONS", 2000))
 
 
 def async_redis_client():
     """A client per event loop: redis.asyncio connections belong to the loop that made them."""
-    import asyncio
-
     loop = asyncio.get_running_loop()
     client = _async_clients.get(id(loop))
     if client is None:
-        client = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=None)
+        client = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=None,
+                                              max_connections=READER_CONNECTIONS)
         _async_clients[id(loop)] = client
     return client
 
@@ -175,12 +187,54 @@ async def last_id(thread_id):
     return entries[0][0].decode() if entries else "0-0"
 
 
-async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
-    """[(entry_id, json_text), ...] after `after`; [] when nothing arrived within block_ms."""
+_inflight_reads = {}
+
+
+async def _xread(thread_id, after, block_ms, count):
     result = await async_redis_client().xread({stream_key(thread_id): after}, block=block_ms, count=count)
     if not result:
         return []
     return [(entry_id.decode(), fields[b"e"].decode()) for entry_id, fields in result[0][1]]
+
+
+class _SharedRead:
+    def __init__(self, key, coro):
+        self.key, self.waiters = key, 0
+        self.task = asyncio.ensure_future(coro)
+        self.task.add_done_callback(self._done)
+
+    def _done(self, task):
+        if _inflight_reads.get(self.key) is self:
+            del _inflight_reads[self.key]
+        if not task.cancelled():
+            task.exception()  # retrieved: nobody may be left to await it
+
+    def leave(self):
+        self.waiters -= 1
+        if self.waiters == 0 and not self.task.done():
+            # the last reader went away: stop waiting on Redis; a newcomer starts a fresh read
+            if _inflight_reads.get(self.key) is self:
+                del _inflight_reads[self.key]
+            self.task.cancel()
+
+
+async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
+    """[(entry_id, json_text), ...] after `after`; [] when nothing arrived within block_ms.
+
+    Readers of one thread at one position share a single XREAD (the clients of a watched chat
+    are all at the same entry after each batch): one connection and one decode for all of
+    them instead of one each. The read runs in its own task, so one reader going away does
+    not cancel it for the others; it is cancelled when the last one goes.
+    """
+    key = (id(asyncio.get_running_loop()), thread_id, after, block_ms, count)
+    shared = _inflight_reads.get(key)
+    if shared is None:
+        shared = _inflight_reads[key] = _SharedRead(key, _xread(thread_id, after, block_ms, count))
+    shared.waiters += 1
+    try:
+        return await asyncio.shield(shared.task)
+    finally:
+        shared.leave()
 
 
 async def range_from(thread_id, start):
