@@ -63,10 +63,12 @@ class OpenAIChatModel:
         kwargs = {"model": self.name, "messages": messages, "stream": True}
         if tools:
             kwargs["tools"] = tools
+        answered = False
         try:
             for chunk in self._client().chat.completions.create(**kwargs):
                 if not chunk.choices:
                     continue
+                answered = True
                 delta = chunk.choices[0].delta
                 if delta.content:
                     yield TextDelta(delta.content)
@@ -82,6 +84,8 @@ class OpenAIChatModel:
             raise ModelError(str(exc)) from exc
         except openai.APIError as exc:
             raise ModelError(str(exc)) from exc
+        if not answered:  # a 200 with no choice at all is no answer, not an empty success
+            raise ModelError("the model's stream ended without an answer")
 
 
 class ScriptedModel:

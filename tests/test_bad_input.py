@@ -318,8 +318,6 @@ def test_model_error_status_is_run_error(celery_worker_live, fake_llm, api):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.xfail(strict=True, reason="known gap (issue 9): a stream with no chunk ends as a silent RUN_FINISHED; "
-                   "agents/llm.py OpenAIChatModel.stream should raise ModelError when no choice arrived")
 def test_empty_stream_is_run_error(celery_worker_live, fake_llm, api, monkeypatch):
     """A 200 whose stream holds no chunk at all (only [DONE]): the run must not end as a silent success."""
     monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [])
