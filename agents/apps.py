@@ -6,7 +6,10 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import receivers  # noqa: F401  (connects approval_resolved)
+        from . import (
+            receivers,  # noqa: F401  (connects approval_resolved)
+            simulation,  # noqa: F401  (gives the policy simulator the recorded tool calls)
+        )
         from .catalog import load_agents
 
         load_agents()  # registers every tool's defaults with approvals

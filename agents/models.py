@@ -144,6 +144,9 @@ class ToolCall(models.Model):
             models.Index(fields=["thread", "status"], name="toolcall_thread_status_idx"),  # settle pass
             # recovery sweep: calls still executing, claimed longer ago than the lease
             models.Index(fields=["status", "claimed_at"], name="toolcall_recovery_idx"),
+            # the policy simulator (agents/simulation.py): a tool's latest calls,
+            # WHERE name = %s AND arguments IS NOT NULL ORDER BY created_at DESC LIMIT n
+            models.Index(fields=["name", "-created_at"], name="toolcall_name_recent_idx"),
         ]
 
     def __str__(self):

@@ -181,6 +181,9 @@ AGUI_MAX_TURNS = int(os.environ.get("AGUI_MAX_TURNS", "8"))
 # The largest request body accepted (413 beyond); Django's own form limit follows it.
 AGUI_MAX_BODY_BYTES = int(os.environ.get("AGUI_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
+# Redis connections one Daphne process may hold for XREAD BLOCK (one per watched thread; the
+# watchers of one thread share one): redis-py's own default of 100 broke the 101st chat.
+AGUI_STREAM_READER_CONNECTIONS = int(os.environ.get("AGUI_STREAM_READER_CONNECTIONS", "2000"))
 AGUI_STREAM_MAXLEN = int(os.environ.get("AGUI_STREAM_MAXLEN", "20000"))
 AGUI_STREAM_TTL = int(os.environ.get("AGUI_STREAM_TTL", str(24 * 3600)))
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)

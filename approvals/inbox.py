@@ -50,9 +50,10 @@ AGE_DELTAS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": tim
               "7d": timedelta(days=7)}
 RISKS = {"": "Any risk", **{r: r for r in Risk.values}, "high,critical": "high or critical"}
 # the columns a row shows: the JSON blobs (schema, context, arguments) stay in the database
-ROW_FIELDS = ("id", "status", "tool_name", "description", "risk", "requester__username", "approver_kind",
-              "approver_group__name", "escalation_group__name", "escalated_at", "expires_at", "agent_name",
-              "thread_ref", "created_at", "decided_at", "required_approvals", "decided_by__username")
+ROW_FIELDS = ("id", "status", "tool_name", "description", "risk", "requester_id", "requester__username",
+              "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
+              "escalation_group__name", "escalated_at", "expires_at", "agent_name", "thread_ref", "created_at",
+              "decided_at", "required_approvals", "decided_by__username")
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,7 @@ class InboxQuery:
 
     def params(self, **changes):
         """The query string of this query (with changes), defaults left out."""
-        data = {k: v for k, v in vars(replace(self, **changes)).items() if v != getattr(InboxQuery, k)}
-        if "scope" not in data and self.scope != "mine":
-            data["scope"] = self.scope
-        return data
+        return {k: v for k, v in vars(replace(self, **changes)).items() if v != getattr(InboxQuery, k)}
 
 
 def parse(params):
@@ -209,8 +207,9 @@ def page(user, query, size=PAGE_SIZE):
                 next_after = f"{segment}|{last[ts_field].isoformat()}|{last['id']}"
             break
     total = count(qs, query.status)
+    group_ids = set(user.groups.values_list("pk", flat=True))
     for row in rows:
-        decorate(row)
+        decorate(row, user, group_ids)
     return Page(rows=rows, next_after=next_after, total=min(total, COUNT_CAP), total_capped=total > COUNT_CAP,
                 segments={s: sum(1 for r in rows if r["segment"] == s) for s in ("p", "d")})
 
@@ -226,14 +225,20 @@ def count(qs, status):
     return qs.order_by().values("pk")[:COUNT_CAP + 1].count()
 
 
-def decorate(row):
+def decorate(row, user, group_ids):
+    """Labels for the template, and whether this user may decide the row (services.can_decide's rule)."""
     row["status_label"] = Status(row["status"]).label
-    if row["approver_kind"] == ApproverKind.GROUP and row["approver_group__name"]:
-        row["approver_label"] = row["approver_group__name"]
-        if row["escalated_at"] and row["escalation_group__name"]:
-            row["approver_label"] += f" + {row['escalation_group__name']}"
+    row["requester"] = row.pop("requester__username")
+    row["decided_by"] = row.pop("decided_by__username")
+    group, escalation = row.pop("approver_group__name"), row.pop("escalation_group__name")
+    if row["approver_kind"] == ApproverKind.GROUP and group:
+        row["approver_label"] = group + (f" + {escalation}" if row["escalated_at"] and escalation else "")
+        deciders = {row["approver_group_id"]} | ({row["escalation_group_id"]} if row["escalated_at"] else set())
+        row["can_decide"] = user.pk != row["requester_id"] and bool(deciders & group_ids)
     else:
         row["approver_label"] = "requester"
+        row["can_decide"] = user.pk == row["requester_id"]
+    row["can_decide"] = row["can_decide"] and row["status"] == Status.PENDING
     return row
 
 

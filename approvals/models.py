@@ -162,6 +162,9 @@ class ApprovalRequest(models.Model):
             # the inbox, "recent decisions" segment:
             # WHERE decided_at IS NOT NULL [AND decided_at < cursor] ORDER BY decided_at DESC, id DESC LIMIT 51
             models.Index(fields=["-decided_at", "-id"], name="approval_decided_recent_idx"),
+            # the same for one outcome (?status=rejected), whatever the planner's statistics say:
+            # WHERE status = %s AND decided_at IS NOT NULL ORDER BY decided_at DESC, id DESC LIMIT 51
+            models.Index(fields=["status", "-decided_at", "-id"], name="approval_status_decided_idx"),
             # the inbox's tool filter over decisions (a rare tool must not walk every decision):
             # WHERE tool_name = %s AND decided_at IS NOT NULL ORDER BY decided_at DESC, id DESC LIMIT 51
             models.Index(fields=["tool_name", "-decided_at", "-id"], name="approval_tool_decided_idx"),

@@ -1,23 +1,32 @@
-"""The inbox pages: the list (live through /ws/inbox/) and the detail with the decision form."""
+"""The reviewer pages: the inbox list (filters, search, keyset pages, live through /ws/inbox/),
+bulk decisions, the detail page with the arguments editor, and the stats page.
+
+Thin: reads go through approvals.inbox / approvals.stats, every change through approvals.services.
+"""
 
 import json
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
-from . import services
+from . import inbox as inbox_query
+from . import registry, services, stats
 from .access import is_reviewer
-from .models import ApprovalRequest
+from .models import ApprovalRequest, ApproverKind, AuditEvent, Decision
 
+# kept for bench/djtasks.py (issue 9), which EXPLAINs these filters
 STATUS_FILTERS = {
     "pending": [ApprovalRequest.Status.PENDING],
     "decided": [s for s in ApprovalRequest.Status.values if s != ApprovalRequest.Status.PENDING],
     "all": None,
 }
+FEEDBACK_MAX = 5000
 
 
 def reviewer_required(view):
@@ -30,76 +39,160 @@ def reviewer_required(view):
     return wrapped
 
 
+def wants_json(request):
+    return request.headers.get("X-Requested-With") == "XMLHttpRequest" or "application/json" in request.headers.get(
+        "Accept", "")
+
+
+def safe_next(request, default="/inbox/"):
+    """Back to where the reviewer was (their filters and page), never off this site."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target.startswith("/inbox/") and url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return default
+
+
+# --- the list ---------------------------------------------------------------------------------
+
+
 @reviewer_required
 def inbox(request):
-    status = request.GET.get("status", "pending")
-    if status not in STATUS_FILTERS:
-        status = "pending"
-    visible = services.visible_to(request.user)
-    qs = visible
-    if STATUS_FILTERS[status]:
-        qs = qs.filter(status__in=STATUS_FILTERS[status])
-    page = Paginator(qs.order_by("-created_at"), 50).get_page(request.GET.get("page"))
-    pending_count = visible.filter(status=ApprovalRequest.Status.PENDING).count()
-    params = request.GET.copy()
-    params.pop("partial", None)
-    context = {"approvals": page, "page": page, "status": status, "pending_count": pending_count,
-               "query_string": params.urlencode()}
+    query = inbox_query.parse(request.GET)
+    result = inbox_query.page(request.user, query)
+    waiting = inbox_query.pending_mine_count(request.user)
+    params = query.params(after="")
+    context = {
+        "filter_qs": urlencode(params),
+        "no_thread_qs": urlencode(query.params(after="", thread="")),
+        "next_qs": urlencode({**params, "after": result.next_after}) if result.next_after else "",
+        "query": query,
+        "page": result,
+        "rows": result.rows,
+        "pending_count": waiting,
+        "filter_params": params,
+        "choices": inbox_query.choices(request.user),
+        "scopes": inbox_query.SCOPES,
+        "statuses": inbox_query.STATUSES,
+        "ages": inbox_query.AGES,
+        "risks": inbox_query.RISKS,
+        "bulk_limit": services.BULK_LIMIT,
+    }
     if request.GET.get("partial") == "rows":
         response = render(request, "approvals/_rows.html", context)
-        response["X-Pending-Count"] = str(pending_count)
+        response["X-Pending-Count"] = str(waiting)
+        response["X-Result-Count"] = f"{result.total}{'+' if result.total_capped else ''}"
+        response["X-Next-After"] = result.next_after
         return response
     return render(request, "approvals/inbox.html", context)
 
 
-def form_fields(schema, arguments, errors):
-    """One input per top-level argument, typed from the tool's JSON schema."""
-    fields = []
-    props = schema.get("properties", {})
-    required = set(schema.get("required", []))
-    for name, prop in props.items():
-        value = arguments.get(name, prop.get("default"))
-        kind = prop.get("type")
-        if "enum" in prop:
-            kind = "enum"
-        elif kind not in {"number", "integer", "string", "boolean"}:
-            kind = "json"
-        shown = json.dumps(value) if kind == "json" else ("" if value is None else str(value).lower() if kind == "boolean" else str(value))
-        fields.append({
-            "name": name, "label": name.replace("_", " "), "kind": kind, "value": shown,
-            "choices": prop.get("enum", []), "error": "; ".join(errors.get(name, [])) or None,
-            "required": name in required, "description": prop.get("description", ""),
-        })
-    return fields
+@reviewer_required
+def summary(request):
+    """The title badge's count, and whether one new request waits for this reviewer (notifications)."""
+    data = {"waiting": inbox_query.pending_mine_count(request.user)}
+    approval_id = request.GET.get("id", "")[:64]
+    if approval_id:
+        data["for_me"] = inbox_query.is_waiting_for(request.user, approval_id)
+    return JsonResponse(data)
 
 
-def parse_fields(schema, post):
-    """Form strings -> typed arguments; raises ValueError with {field: [msg]} on bad input."""
-    out, errors = {}, {}
-    for name, prop in schema.get("properties", {}).items():
-        key = f"arg__{name}"
-        if key not in post:
+@require_POST
+@reviewer_required
+def bulk(request):
+    """Decide one or many requests with one reason (the list's checkboxes, and a/r on a row)."""
+    ids = [i for i in request.POST.getlist("ids") if i][:services.BULK_LIMIT]
+    decision = request.POST.get("decision", "")
+    feedback = request.POST.get("feedback", "").strip()[:FEEDBACK_MAX]
+    error = None
+    if not ids:
+        error = "Select at least one request."
+    elif decision not in Decision.Kind.values:
+        error = "Choose approve or reject."
+    elif decision == Decision.Kind.REJECT and not feedback:
+        # required for every rejection from the inbox: the agent is told why
+        error = "Give a reason to reject: the agent sees it."
+    if error:
+        if wants_json(request):
+            return JsonResponse({"message": error, "code": "invalid"}, status=400)
+        messages.error(request, error)
+        return redirect(safe_next(request))
+    results = services.bulk_decide(ids, request.user, decision, feedback=feedback,
+                                   visible=services.visible_to(request.user))
+    ok = [r for r in results if r["ok"]]
+    failed = [r for r in results if not r["ok"]]
+    if wants_json(request):
+        return JsonResponse({"results": results, "succeeded": len(ok), "failed": len(failed)})
+    verb = "approved" if decision == Decision.Kind.APPROVE else "rejected"
+    if ok:
+        messages.success(request, f"{len(ok)} request{'s' if len(ok) != 1 else ''} {verb}.")
+    for r in failed:
+        messages.error(request, f"{r['id'][:8]}: {r['message']}")
+    return redirect(safe_next(request))
+
+
+# --- the detail -------------------------------------------------------------------------------
+
+
+def quorum(approval):
+    """Who has approved the current arguments (counted), and whose approvals were withdrawn."""
+    digest = services.arguments_hash(approval.current_arguments)
+    counted, withdrawn = [], []
+    for d in approval.decisions.all():
+        if d.decision != Decision.Kind.APPROVE:
             continue
-        raw = post[key].strip()
-        kind = "enum" if "enum" in prop else prop.get("type")
-        try:
-            if raw == "" and name not in schema.get("required", []):
-                continue
-            if kind == "number":
-                out[name] = float(raw)
-            elif kind == "integer":
-                out[name] = int(raw)
-            elif kind == "boolean":
-                out[name] = raw.lower() in {"true", "1", "yes", "on"}
-            elif kind in ("string", "enum"):
-                out[name] = raw
-            else:
-                out[name] = json.loads(raw)
-        except (ValueError, json.JSONDecodeError):
-            errors[name] = [f"not a valid {kind}"]
-    if errors:
-        raise ValueError(errors)
+        if d.withdrawn_at or d.arguments_hash != digest:
+            withdrawn.append(d)
+        elif not (approval.approver_kind == ApproverKind.GROUP and d.user_id == approval.requester_id):
+            if all(c.user_id != d.user_id for c in counted):
+                counted.append(d)
+    required = approval.required_approvals
+    return {"counted": counted, "withdrawn": withdrawn, "required": required, "have": len(counted),
+            "missing": max(0, required - len(counted)), "slots": range(required),
+            "percent": min(100, round(100 * len(counted) / required)) if required else 100}
+
+
+def thread_state(approval):
+    """The thread's shared state (the state app), committed data and version."""
+    if not approval.thread_ref:
+        return None
+    from state import services as state_services
+
+    data, version = state_services.snapshot(f"thread:{approval.thread_ref}")
+    return {"json": json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False), "version": version,
+            "empty": not data}
+
+
+def audit_rows(events):
+    out = []
+    for e in events:
+        out.append({"event": e, "before": _compact(e.before), "after": _compact(e.after)})
     return out
+
+
+def _compact(value):
+    if value in (None, {}, []):
+        return ""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _detail_context(request, approval):
+    decisions = list(approval.decisions.select_related("user"))
+    approval._prefetched_objects_cache = {"decisions": decisions}  # quorum() reads them without a query
+    mine = [d for d in decisions if d.user_id == request.user.pk and d.decision == Decision.Kind.APPROVE
+            and not d.withdrawn_at and d.arguments_hash == services.arguments_hash(approval.current_arguments)]
+    defaults = registry.get(approval.tool_name)
+    return {
+        "approval": approval,
+        "quorum": quorum(approval),
+        "decisions": decisions,
+        "audit": audit_rows(AuditEvent.objects.filter(request=approval).select_related("actor")
+                            .order_by("created_at", "id")),
+        "can_decide": approval.is_pending and services.can_decide(request.user, approval),
+        "already_approved": bool(mine),
+        "editable": defaults is not None,
+        "pending_count": inbox_query.pending_mine_count(request.user),
+    }
 
 
 @reviewer_required
@@ -107,35 +200,86 @@ def detail(request, approval_id):
     approval = services.visible_to(request.user).filter(pk=approval_id).select_related("decided_by").first()
     if approval is None:
         raise Http404("no such request")
-    current = approval.final_arguments if approval.final_arguments is not None else approval.arguments
+    if request.GET.get("partial") == "live":  # the panels a notice about this request refreshes
+        return render(request, "approvals/_detail_live.html", _detail_context(request, approval))
+    current = approval.current_arguments
     errors, form_error, feedback_error = {}, None, None
-    feedback_value = ""
+    feedback_value, draft_text = "", None
     if request.method == "POST":
         action = request.POST.get("action")
-        feedback_value = request.POST.get("feedback", "")
+        feedback_value = request.POST.get("feedback", "")[:FEEDBACK_MAX]
+        draft_text = request.POST.get("arguments_json")
         try:
-            edited = parse_fields(approval.schema, request.POST) if action == "approve" else None
+            edited = None
+            if action == "approve" and draft_text is not None and draft_text.strip():
+                edited = _parse_arguments(draft_text)
+                if edited == current:
+                    edited = None  # unchanged: a plain approval (also for tools the engine cannot validate)
             decided = services.decide(approval.pk, request.user, action, arguments=edited, feedback=feedback_value)
-        except ValueError as exc:
-            errors, form_error = exc.args[0], "Some arguments are not valid."
-            current = {**current, **{k: request.POST.get(f"arg__{k}") for k in errors}}
         except services.DecisionError as exc:
             errors = exc.errors if isinstance(exc, services.InvalidArguments) else {}
             feedback_error = "; ".join(exc.errors.get("feedback", [])) or None
             form_error = exc.message
-            if isinstance(exc, services.InvalidArguments):
-                current = {**current, **{k: request.POST.get(f"arg__{k}", current.get(k)) for k in approval.schema.get("properties", {})}}
         else:
-            messages.success(request, f"{decided.tool_name}: {decided.get_status_display()}.")
-            return redirect("/inbox/")
+            if decided.status == ApprovalRequest.Status.PENDING:
+                q = quorum(decided)
+                messages.success(request, f"{decided.tool_name}: your approval is recorded "
+                                          f"({q['have']} of {q['required']}).")
+            else:
+                messages.success(request, f"{decided.tool_name}: {decided.get_status_display()}.")
+            return redirect(safe_next(request))
         approval.refresh_from_db()
-    return render(request, "approvals/detail.html", {
-        "approval": approval,
-        "arguments_json": json.dumps(approval.arguments, indent=2),
-        "decisions": approval.decisions.select_related("user"),
-        "fields": form_fields(approval.schema, current, errors),
-        "can_decide": approval.is_pending and services.can_decide(request.user, approval),
+    context = _detail_context(request, approval)
+    context.update({
+        "state": thread_state(approval),
+        "excerpt": (approval.context or {}).get("excerpt") or [],
+        "schema": approval.schema or {},
+        "draft_text": (draft_text if draft_text and draft_text.strip()
+                       else json.dumps(current, indent=2, ensure_ascii=False)),
+        "errors": errors,
+        "error_items": sorted(errors.items()),
+        "root_errors": errors.get("__root__", []),
         "form_error": form_error,
         "feedback_value": feedback_value,
         "feedback_error": feedback_error,
-    }, status=400 if form_error else 200)
+        "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
+        "current_json": json.dumps(current, indent=2, ensure_ascii=False),
+        "edited_before": approval.final_arguments is not None and approval.final_arguments != approval.arguments,
+        "next": safe_next(request, default=""),
+    })
+    return render(request, "approvals/detail.html", context, status=400 if form_error else 200)
+
+
+def _parse_arguments(text):
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise services.InvalidArguments(
+            "The arguments are not valid JSON.",
+            {"__root__": [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]}) from exc
+    if not isinstance(value, dict):
+        raise services.InvalidArguments("The arguments must be a JSON object.",
+                                        {"__root__": ["must be a JSON object"]})
+    return value
+
+
+# --- stats ------------------------------------------------------------------------------------
+
+
+@reviewer_required
+def stats_page(request):
+    try:
+        days = int(request.GET.get("days", 30))
+    except ValueError:
+        days = 30
+    if days not in stats.DAY_CHOICES:
+        days = 30
+    tool = request.GET.get("tool", "")[:100]
+    agent = request.GET.get("agent", "")[:100]
+    data = stats.compute(request.user, days=days, tool=tool, agent=agent)
+    return render(request, "approvals/stats.html", {
+        **data, "day_choices": stats.DAY_CHOICES, "choices": inbox_query.choices(request.user),
+        "fast_seconds": stats.FAST_SECONDS, "pending_count": inbox_query.pending_mine_count(request.user),
+        "outcome_labels": [("approved", "Approved"), ("modified", "With edits"), ("rejected", "Rejected"),
+                           ("expired", "Expired")],
+    })

@@ -5,7 +5,7 @@ environment. Each prints one JSON object on stdout.
     clone-paused --total N       top the paused runs up to N by cloning the rows of a real one
     counts                       runs by status, pending approvals
     seed-inbox --total N --pending P   N approval requests of which exactly P pending
-    explain                      EXPLAIN of the inbox's queries, for finn (finance) and admin
+    inbox-profile [--total REPS] [--paths P ...]   inbox pages rendered in-process: time, SQL, EXPLAIN
 """
 
 from __future__ import annotations
@@ -29,14 +29,12 @@ django.setup()
 
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
-from django.db.models import Count  # noqa: E402
+from django.db.models import Case, Count, DateTimeField, Value, When  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
 from agents.models import Message, Run, Thread, ToolCall  # noqa: E402
-from approvals import services as approval_services  # noqa: E402
 from approvals.models import ApprovalRequest, ApproverKind  # noqa: E402
-from approvals.views import STATUS_FILTERS  # noqa: E402
 
 BATCH = 2000
 
@@ -152,8 +150,11 @@ def seed_inbox(args):
         for b in range(buckets):
             chunk = ids[b::buckets]
             for j in range(0, len(chunk), 900):
+                created = now - timedelta(days=b, minutes=rnd.randint(0, 1400))
                 ApprovalRequest.objects.filter(id__in=chunk[j:j + 900]).update(
-                    created_at=now - timedelta(days=b, minutes=rnd.randint(0, 1400)))
+                    created_at=created,  # decided a few minutes after being asked
+                    decided_at=Case(When(status=ApprovalRequest.Status.PENDING, then=Value(None)),
+                                    default=Value(created + timedelta(minutes=7)), output_field=DateTimeField()))
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
             cur.execute("ANALYZE approvals_approvalrequest")
@@ -164,39 +165,52 @@ def seed_inbox(args):
             "pending": ApprovalRequest.objects.filter(status=ApprovalRequest.Status.PENDING).count()}
 
 
-def inbox_querysets(user):
-    """The queries the inbox page runs (approvals/views.py inbox), per filter."""
-    visible = approval_services.visible_to(user)
+def inbox_profile(args):
+    """Server-side view of the inbox pages: the page rendered in-process (middleware, view,
+    template; no network) `reps` times, and the SQL one rendering runs, each EXPLAINed."""
+    import time
+
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    paths = args.paths or ["/inbox/?status=pending"]
     out = {}
-    for status, statuses in STATUS_FILTERS.items():
-        qs = visible.filter(status__in=statuses) if statuses else visible
-        out[f"page status={status}"] = qs.order_by("-created_at")[:50]
-        out[f"count status={status}"] = qs
-    out["pending_count"] = visible.filter(status=ApprovalRequest.Status.PENDING)
-    return out
-
-
-def explain(_args):
-    plans = {}
     for username in ("finn", "admin"):
-        user = User.objects.get(username=username)
-        for name, qs in inbox_querysets(user).items():
-            if name.startswith("count") or name == "pending_count":
-                sql, params = qs.values("pk").query.sql_with_params()
-                sql = f"SELECT COUNT(*) FROM ({sql}) sub"
-            else:
-                sql, params = qs.query.sql_with_params()
-            prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
-            with connection.cursor() as cur:
-                cur.execute(prefix + sql, params)
-                rows = cur.fetchall()
-            plan = [" ".join(str(c) for c in row[-1:]) for row in rows]
-            plans[f"{username}: {name}"] = plan
-    return {"vendor": connection.vendor, "plans": plans}
+        client = Client(HTTP_HOST="127.0.0.1")
+        client.force_login(User.objects.get(username=username))
+        for path in paths:
+            for _ in range(3):
+                client.get(path)
+            times = []
+            for _ in range(args.total or 50):
+                t0 = time.perf_counter()
+                response = client.get(path)
+                times.append((time.perf_counter() - t0) * 1000)
+            assert response.status_code == 200, (path, response.status_code)
+            with CaptureQueriesContext(connection) as ctx:
+                client.get(path)
+            queries = []
+            for q in ctx.captured_queries:
+                sql = q["sql"]
+                entry = {"ms": round(float(q["time"]) * 1000, 2), "sql": sql[:300]}
+                if sql.lstrip().upper().startswith("SELECT") and "django_session" not in sql:
+                    prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+                    with connection.cursor() as cur:
+                        cur.execute(prefix + sql)
+                        entry["plan"] = [" ".join(str(c) for c in row[-1:]) for row in cur.fetchall()]
+                queries.append(entry)
+            times.sort()
+            out[f"{username} {path}"] = {
+                "server_ms": {"n": len(times), "p50": round(times[len(times) // 2], 2),
+                              "p95": round(times[int(len(times) * 0.95) - 1], 2)},
+                "queries": len(queries), "sql_ms": round(sum(q["ms"] for q in queries), 2), "sql": queries,
+            }
+    return {"vendor": connection.vendor, "pages": out}
 
 
 COMMANDS = {"tokens": tokens, "counts": counts, "clone-paused": clone_paused, "seed-inbox": seed_inbox,
-            "explain": explain}
+            "inbox-profile": inbox_profile}
 
 
 def main(argv):
@@ -204,6 +218,7 @@ def main(argv):
     parser.add_argument("command", choices=sorted(COMMANDS))
     parser.add_argument("--total", type=int, default=0)
     parser.add_argument("--pending", type=int, default=0)
+    parser.add_argument("--paths", nargs="*")
     args = parser.parse_args(argv)
     print(json.dumps(COMMANDS[args.command](args)))
     return 0

@@ -1,6 +1,7 @@
 """The benchmark's model: tests/fake_llm.py's FakeLLM in its own process, streaming as fast as it can.
 
-A user message `BENCH-STREAM <n>` is answered with n one-word chunks; each word is the
+A user message `BENCH-STREAM <n>` is answered with n one-word chunks, as fast as the socket
+takes them (`BENCH-STREAM <n> @<rate>`: paced at <rate> chunks per second); each word is the
 wall-clock time (µs since the epoch) at which its chunk was written to the socket, so the
 client can compute model chunk -> client event latency per chunk. Everything else is the offline
 demo script (agents.llm.scripted_reply), one word per chunk.
@@ -24,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fake_llm import FakeLLM, _Handler, default_responder, usage  # noqa: E402
 
-STREAM = re.compile(r"BENCH-STREAM (\d+)")
+STREAM = re.compile(r"BENCH-STREAM (\d+)(?: @(\d+))?")
 
 
 def _last_user_text(body: dict) -> str:
@@ -40,7 +41,7 @@ def _last_user_text(body: dict) -> str:
 def responder(body: dict) -> dict:
     match = STREAM.fullmatch(_last_user_text(body).strip())
     if match:
-        return {"bench_words": int(match[1])}
+        return {"bench_words": int(match[1]), "rate": int(match[2] or 0)}
     return default_responder(body)
 
 
@@ -65,7 +66,12 @@ class BenchHandler(_Handler):
 
         send(head)
         choice = piece["choices"][0]
-        for _ in range(words):
+        rate, start = reply.get("rate") or 0, time.monotonic()
+        for i in range(words):
+            if rate:  # paced: chunk i leaves at start + i/rate, like a (very fast) real model
+                wait = start + i / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
             choice["delta"] = {"content": f"{time.time_ns() // 1000} "}
             send(piece)
             self.wfile.flush()

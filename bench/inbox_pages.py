@@ -141,7 +141,7 @@ def main():
     deep = inbox.InboxQuery(scope="all", status="decided")
     cases["admin: decided, page 200 (cursor)"] = (admin, inbox.InboxQuery(
         scope="all", status="decided", after=deep_cursor(admin, deep, 199)))
-    print(f"\n| query | rows | median ms | p90 ms |\n|---|---|---|---|")
+    print("\n| query | rows | median ms | p90 ms |\n|---|---|---|---|")
     plans = {}
     for name, (user, query) in cases.items():
         times = []

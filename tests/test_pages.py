@@ -1,5 +1,7 @@
 """Server-rendered pages: who may open them, the decision form, escaping."""
 
+import json
+
 import pytest
 
 from approvals.models import ApprovalRequest
@@ -57,12 +59,14 @@ def test_detail_edit_and_approve_through_the_form(login, demo):
     req = transfer_request(demo["alice"])
     client = login("finn")
     page = client.get(f"/inbox/{req.pk}/")
-    assert page.status_code == 200 and b'name="arg__amount"' in page.content
-    form = {"arg__from_account": "1234567890", "arg__to_account": "0987654321", "arg__currency": "USD"}
-    bad = client.post(f"/inbox/{req.pk}/", {**form, "arg__amount": "-3", "action": "approve"})
+    # the editor (static/js/schema-editor.js) builds its inputs from the schema and submits one JSON field
+    assert page.status_code == 200 and b'name="arguments_json"' in page.content
+    assert b'id="approval-schema"' in page.content
+    args = {"from_account": "1234567890", "to_account": "0987654321", "currency": "USD"}
+    bad = client.post(f"/inbox/{req.pk}/", {"arguments_json": json.dumps({**args, "amount": -3}), "action": "approve"})
     assert bad.status_code == 400 and b"greater than 0" in bad.content
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
-    ok = client.post(f"/inbox/{req.pk}/", {**form, "arg__amount": "450", "action": "approve"})
+    ok = client.post(f"/inbox/{req.pk}/", {"arguments_json": json.dumps({**args, "amount": 450}), "action": "approve"})
     assert ok.status_code == 302
     req.refresh_from_db()
     assert req.status == "modified" and req.final_arguments["amount"] == 450.0 and req.decided_by == demo["finn"]

@@ -53,6 +53,7 @@ class Row:
     expect: dict
     body: dict | None = None
     location: dict = field(default_factory=dict)  # role -> where a redirect must point
+    after: object = None  # after(world, role): what must (not) have changed
 
 
 PAGE = dict(auth="session")
@@ -80,6 +81,15 @@ ROWS = [
         expect=by_role(302, anon=302, alice=403, bob=403, rita=404, admin=400), **PAGE),
     Row("inbox detail (requester-routed)", "GET", "/inbox/{req}/",
         expect=by_role(404, anon=302, alice=403, bob=403, admin=200), **PAGE),
+    Row("inbox stats", "GET", "/inbox/stats/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
+    Row("inbox summary", "GET", "/inbox/summary/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
+    # reviewers are sent back to the list either way; only finn's decision may land
+    Row("inbox bulk decide", "POST", "/inbox/bulk/", body={"ids": "{fin}", "decision": "approve"},
+        expect=by_role(302, anon=302, alice=403, bob=403), after=lambda w, role: _only_finn_decided(w, role), **PAGE),
+    Row("policy console", "GET", "/policies/", expect=by_role(403, anon=302, admin=200), **PAGE),
+    Row("policy console edit", "GET", "/policies/transfer_money/", expect=by_role(403, anon=302, admin=200), **PAGE),
+    Row("audit page", "GET", "/audit/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
+    Row("audit CSV export", "GET", "/audit/export.csv", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
     Row("admin index", "GET", "/admin/", expect=by_role(302, admin=200, anon=302), **PAGE),
     Row("admin policies", "GET", "/admin/approvals/toolpolicy/", expect=by_role(302, admin=200, anon=302), **PAGE),
     Row("admin users", "GET", "/admin/auth/user/", expect=by_role(302, admin=200, anon=302), **PAGE),
@@ -108,7 +118,8 @@ ROWS = [
     Row("approval decide (requester-routed)", "POST", "/api/approvals/{req}/decide/", body={"decision": "approve"},
         expect=by_role(404, anon=401, alice=200, admin=403), **API),
     Row("approvals bulk decide", "POST", "/api/approvals/bulk-decide/",
-        body={"ids": ["{fin}"], "decision": "approve"}, expect=by_role(200, anon=401), **API),
+        body={"ids": ["{fin}"], "decision": "approve"}, expect=by_role(200, anon=401),
+        after=lambda w, role: _only_finn_decided(w, role), **API),
     Row("policies list", "GET", "/api/policies/", expect=by_role(403, anon=401, admin=200), **API),
     Row("policy create", "POST", "/api/policies/",
         body={"tool_name": "check_balance", "mode": "always", "approver_kind": "requester"},
@@ -133,6 +144,13 @@ ROWS = [
     Row("AG-UI run on alice's thread", "POST", "/agui/banking/", body="run-on-thread",
         expect=by_role(403, anon=401, alice=200), **API),
 ]
+
+def _only_finn_decided(world, role):
+    from approvals.models import ApprovalRequest
+
+    status = ApprovalRequest.objects.get(pk=world["fin"]).status
+    assert status == ("approved" if role == "finn" else "pending"), f"as {role}: the request is {status}"
+
 
 WS_ROWS = [
     # (name, path, expected per role: True = accepted, else the close code)
@@ -225,6 +243,8 @@ def test_http_matrix(world, no_enqueue, row, role):
         f"{getattr(response, 'content', b'')[:300]!r}")
     if role in row.location:
         assert response["Location"].startswith(row.location[role]), response["Location"]
+    if row.after:
+        row.after(world, role)
     if path.startswith(("/api/", "/agui/")) and response.status_code >= 400:
         assert response["Content-Type"].startswith("application/json") and response.json().get("message")
 

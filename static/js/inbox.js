@@ -1,20 +1,30 @@
 /*
  * inbox.js — the reviewer pages.
  *
- * On /inbox/: listens on /ws/inbox/ and, on every notice, refetches the rows of the current
- * filter (`?partial=rows&...`, rendered and escaped by Django) and swaps the table body; keeps the
- * keyboard-selected row; updates the pending counters and the page title.
- * On /inbox/<id>/: a live preview of the argument changes ("amount: 500 → 450"), a warning when
- * someone else decides the request meanwhile, and the nav counter.
- * Both: countdowns (class "urgent" under 60 s) and document.body.dataset.wsState.
+ * /inbox/ (the list): listens on /ws/inbox/ and, on every notice, refetches the rows of the current
+ * filters and page (`?partial=rows&...`, rendered and escaped by Django) and swaps the table body,
+ * keeping the keyboard-selected row, the ticked checkboxes and the focus. Bulk and single decisions
+ * (checkboxes, a / r) go through a confirmation dialog and POST /inbox/bulk/. Keys: j k x a r e o / ?
  *
- * Text from the socket is only ever set with textContent.
+ * /inbox/<id>/ (the detail): the arguments editor (schema-editor.js) with a JSON fallback, the
+ * diff of the edits (old → new) next to the buttons, server errors next to their fields, keys
+ * a r e ? /, and live panels (quorum, decisions, audit) refreshed when this request changes.
+ *
+ * Both: countdowns (amber when a third of the time is left, red near the deadline), the title
+ * badge and nav counter (requests waiting for my groups), an optional browser notification for a
+ * new request that waits for me, and document.body.dataset.wsState.
+ *
+ * Text from the socket or the rows is only ever set with textContent.
  */
 (function () {
   "use strict";
 
   const rowsBody = document.getElementById("approval-rows");
   const detail = document.getElementById("approval-detail");
+  const LIST_KEY = "agui.inbox.list";
+  const NOTIFY_KEY = "agui.inbox.notify";
+  const state = { notices: [], notified: [] };
+  window.aguiInbox = state;
 
   /* ------------------------------------------------------------------ helpers */
 
@@ -23,13 +33,6 @@
     if (className) node.className = className;
     if (text !== undefined) node.textContent = String(text);
     return node;
-  }
-
-  function displayValue(v) {
-    if (v === undefined) return "(none)";
-    if (v === null) return "null";
-    if (typeof v === "object") return JSON.stringify(v);
-    return String(v);
   }
 
   function readJSONScript(id) {
@@ -42,6 +45,20 @@
     }
   }
 
+  function csrfToken() {
+    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    if (input) return input.value;
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  /* Keys belong to the control when one takes text (not to a checkbox, radio or button). */
+  function typing(target) {
+    if (!target) return false;
+    if (target.isContentEditable || /^(TEXTAREA|SELECT)$/.test(target.tagName)) return true;
+    return target.tagName === "INPUT" && !/^(checkbox|radio|button|submit|reset)$/.test(target.type);
+  }
+
   function formatRemaining(ms) {
     const s = Math.floor(ms / 1000);
     if (s < 60) return s + " s";
@@ -52,19 +69,25 @@
     return Math.floor(h / 24) + " d " + (h % 24) + " h";
   }
 
+  /* Urgent (red) under a minute or a sixth of the allowed time; soon (amber) under a third. */
   function tickCountdowns() {
     const now = Date.now();
     for (const node of document.querySelectorAll(".countdown[data-expires]")) {
-      const iso = node.dataset.expires;
-      const t = iso ? Date.parse(iso) : NaN;
+      const t = node.dataset.expires ? Date.parse(node.dataset.expires) : NaN;
       if (!Number.isFinite(t)) continue;
+      const created = node.dataset.created ? Date.parse(node.dataset.created) : NaN;
+      const total = Number.isFinite(created) && t > created ? t - created : null;
       const left = t - now;
       node.textContent = left > 0 ? (node.dataset.prefix || "") + formatRemaining(left) : "expired";
-      node.classList.toggle("urgent", left > 0 && left < 60000);
+      const urgent = left > 0 && (left < 60000 || (total && left < total / 6));
+      node.classList.toggle("urgent", Boolean(urgent));
+      node.classList.toggle("soon", Boolean(left > 0 && !urgent && total && left < total / 3));
       node.classList.toggle("expired", left <= 0);
       node.setAttribute("aria-label", left > 0 ? "expires in " + formatRemaining(left) : "expired");
     }
   }
+
+  const baseTitle = document.title.replace(/^\(\d+\)\s*/, "");
 
   function setPendingCount(n) {
     if (!Number.isFinite(n) || n < 0) return;
@@ -76,36 +99,78 @@
     }
     const counter = document.getElementById("pending-count");
     if (counter) counter.textContent = String(n);
-    if (rowsBody) document.title = (n ? "(" + n + ") " : "") + "Inbox · agui-inbox";
+    document.title = (n ? "(" + n + ") " : "") + baseTitle;
+    document.body.dataset.waiting = String(n);
   }
 
-  function rowsUrl(search) {
-    const params = new URLSearchParams(search);
-    params.delete("partial");
-    params.set("partial", "rows");
-    return "/inbox/?" + params.toString();
+  function announce(text) {
+    const live = document.getElementById("inbox-live");
+    if (live) live.textContent = text;
   }
 
-  async function fetchRows(search) {
-    const res = await fetch(rowsUrl(search), {
-      credentials: "same-origin",
-      headers: { Accept: "text/html", "X-Requested-With": "XMLHttpRequest" },
-      cache: "no-store",
+  /* ------------------------------------------------------------------ notifications */
+
+  const notifyToggle = document.getElementById("notify-toggle");
+
+  function notificationsOn() {
+    return "Notification" in window && Notification.permission === "granted" && localStorage.getItem(NOTIFY_KEY) === "1";
+  }
+
+  if (notifyToggle && "Notification" in window) {
+    notifyToggle.closest("label").hidden = false;
+    notifyToggle.checked = notificationsOn();
+    notifyToggle.addEventListener("change", async () => {
+      if (!notifyToggle.checked) {
+        localStorage.removeItem(NOTIFY_KEY);
+        return;
+      }
+      let permission = Notification.permission;
+      if (permission === "default") permission = await Notification.requestPermission();
+      if (permission === "granted") localStorage.setItem(NOTIFY_KEY, "1");
+      else {
+        notifyToggle.checked = false;
+        announce("The browser does not allow notifications for this site.");
+      }
     });
-    // A redirect means the session ended (login page): leave the page as it is.
+  }
+
+  function notifyNew(approval) {
+    const text = (approval.tool_name || "request") + ": " + (approval.description || "");
+    announce("New request for you: " + text);
+    if (!notificationsOn()) return;
+    try {
+      const n = new Notification("New request waiting for you", { body: text, tag: "approval-" + approval.id });
+      n.onclick = () => {
+        window.focus();
+        window.location.assign("/inbox/" + encodeURIComponent(approval.id) + "/");
+      };
+      state.notified.push(approval.id);
+    } catch (e) {
+      /* a notification is a nicety */
+    }
+  }
+
+  async function refreshSummary(newId) {
+    const url = "/inbox/summary/" + (newId ? "?id=" + encodeURIComponent(newId) : "");
+    const res = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
     if (!res.ok || res.redirected) throw new Error("HTTP " + res.status);
-    const count = parseInt(res.headers.get("X-Pending-Count") || "", 10);
-    const html = await res.text();
-    return { count, html };
+    const data = await res.json();
+    setPendingCount(data.waiting);
+    return data;
   }
 
   /* ------------------------------------------------------------------ inbox list */
 
   let selectedId = null;
   let knownIds = null;
+  const checked = new Set();
 
   function rows() {
     return rowsBody ? Array.from(rowsBody.querySelectorAll("tr[data-approval-id]")) : [];
+  }
+
+  function rowById(id) {
+    return rows().find((r) => r.dataset.approvalId === id) || null;
   }
 
   function selectRow(row, focus) {
@@ -122,10 +187,37 @@
     }
   }
 
+  function updateBulkBar() {
+    const count = document.getElementById("bulk-count");
+    if (!count) return;
+    count.textContent = checked.size + " selected";
+    document.getElementById("bulk-bar").classList.toggle("has-selection", checked.size > 0);
+    const all = document.getElementById("select-all");
+    const boxes = rows().map((r) => r.querySelector(".row-check")).filter(Boolean);
+    if (all) {
+      all.checked = boxes.length > 0 && boxes.every((b) => b.checked);
+      all.indeterminate = !all.checked && boxes.some((b) => b.checked);
+    }
+  }
+
+  function applyChecks() {
+    const present = new Set();
+    for (const r of rows()) {
+      const box = r.querySelector(".row-check");
+      if (!box) continue;
+      present.add(box.value);
+      box.checked = checked.has(box.value);
+      r.classList.toggle("checked", box.checked);
+    }
+    for (const id of Array.from(checked)) if (!present.has(id)) checked.delete(id);
+    updateBulkBar();
+  }
+
   /* Swap the table body for the server-rendered rows (Django-escaped markup from our own origin,
      parsed inertly with DOMParser: scripts in it never run). */
   function replaceRows(html) {
     const hadFocus = rowsBody.contains(document.activeElement);
+    const focusedCheck = hadFocus && document.activeElement.classList.contains("row-check");
     const doc = new DOMParser().parseFromString("<table><tbody>" + html + "</tbody></table>", "text/html");
     const fresh = doc.querySelector("tbody");
     const newRows = Array.from(fresh.children).map((node) => document.importNode(node, true));
@@ -137,13 +229,22 @@
       if (!before.has(r.dataset.approvalId)) r.classList.add("row-new");
     }
     knownIds = ids;
-    const keep = selectedId ? rows().find((r) => r.dataset.approvalId === selectedId) : null;
-    if (keep) selectRow(keep, hadFocus);
-    else {
+    applyChecks();
+    const keep = selectedId ? rowById(selectedId) : null;
+    if (keep) {
+      selectRow(keep, false);
+      if (hadFocus) (focusedCheck && keep.querySelector(".row-check") || keep.querySelector("a.row-link") || keep).focus();
+    } else {
       selectedId = null;
       if (hadFocus && rows().length) selectRow(rows()[0], true);
     }
     tickCountdowns();
+  }
+
+  function rowsUrl() {
+    const params = new URLSearchParams(location.search);
+    params.set("partial", "rows");
+    return "/inbox/?" + params.toString();
   }
 
   let inflight = false;
@@ -157,9 +258,18 @@
     try {
       do {
         again = false;
-        const { count, html } = await fetchRows(location.search);
+        const res = await fetch(rowsUrl(), {
+          credentials: "same-origin",
+          headers: { Accept: "text/html", "X-Requested-With": "XMLHttpRequest" },
+          cache: "no-store",
+        });
+        // A redirect means the session ended (login page): leave the page as it is.
+        if (!res.ok || res.redirected) throw new Error("HTTP " + res.status);
+        const html = await res.text();
         replaceRows(html);
-        setPendingCount(count);
+        setPendingCount(parseInt(res.headers.get("X-Pending-Count") || "", 10));
+        const total = document.getElementById("result-count");
+        if (total && res.headers.get("X-Result-Count")) total.textContent = res.headers.get("X-Result-Count");
       } while (again);
     } catch (e) {
       console.warn("Inbox refresh failed:", e.message);
@@ -168,8 +278,155 @@
     }
   }
 
+  /* ---- the decision dialog (single row or the ticked ones) */
+
+  const dialog = document.getElementById("decide-dialog");
+  let pending = null; // {ids, decision} while the list's dialog is open
+
+  function openListDialog(ids, decision) {
+    if (!dialog || !ids.length) return;
+    pending = { ids, decision };
+    const approve = decision === "approve";
+    const n = ids.length;
+    document.getElementById("decide-dialog-title").textContent =
+      (approve ? "Approve " : "Reject ") + (n === 1 ? "this request?" : n + " requests?");
+    const list = document.getElementById("decide-dialog-list");
+    const items = [];
+    let risky = 0;
+    for (const id of ids) {
+      const row = rowById(id);
+      if (!row) continue;
+      if (row.dataset.risk === "high" || row.dataset.risk === "critical") risky += 1;
+      const li = el("li");
+      li.appendChild(el("code", null, row.dataset.tool || ""));
+      li.appendChild(document.createTextNode(" "));
+      const link = row.querySelector("a.row-link");
+      li.appendChild(el("span", null, link ? link.textContent : id));
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(el("span", "badge risk risk-" + row.dataset.risk, row.dataset.risk));
+      items.push(li);
+    }
+    list.replaceChildren(...items);
+    const warning = document.getElementById("decide-dialog-warning");
+    warning.hidden = !(approve && risky);
+    warning.textContent = risky ? risky + " of " + (n === 1 ? "it is" : "these are") + " high or critical risk." : "";
+    if (n === 1 && risky) warning.textContent = "This request is " + rowById(ids[0]).dataset.risk + " risk.";
+    const reasonField = document.getElementById("decide-dialog-reason-field");
+    const reason = document.getElementById("decide-dialog-reason");
+    reasonField.hidden = approve;
+    const bulkFeedback = document.getElementById("bulk-feedback");
+    reason.value = !approve && bulkFeedback ? bulkFeedback.value : "";
+    const error = document.getElementById("decide-dialog-error");
+    error.hidden = true;
+    reason.removeAttribute("aria-invalid");
+    const confirm = document.getElementById("decide-dialog-confirm");
+    confirm.textContent = (approve ? "Approve" : "Reject") + (n > 1 ? " " + n : "");
+    confirm.className = "btn " + (approve ? "btn-primary" : "btn-danger-solid");
+    confirm.disabled = false;
+    document.getElementById("decide-dialog-hint").textContent = approve
+      ? "Enter approves; Esc cancels."
+      : "One reason for all of them; Ctrl+Enter rejects, Esc cancels.";
+    dialog.showModal();
+    (approve ? confirm : reason).focus();
+  }
+
+  async function postDecision(ids, decision, feedback) {
+    const body = new FormData();
+    for (const id of ids) body.append("ids", id);
+    body.append("decision", decision);
+    body.append("feedback", feedback);
+    const res = await fetch("/inbox/bulk/", {
+      method: "POST",
+      body,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
+    });
+    let data = {};
+    try {
+      data = await res.json();
+    } catch (e) {
+      /* an HTML error page */
+    }
+    if (!res.ok) throw new Error(data.message || "The server answered " + res.status + ".");
+    return data;
+  }
+
+  function showResult(text, failures) {
+    let box = document.getElementById("decide-result");
+    if (!box) {
+      box = el("div", "banner");
+      box.id = "decide-result";
+      box.setAttribute("role", "status");
+      const meta = document.querySelector(".result-meta");
+      meta.parentNode.insertBefore(box, meta.nextSibling);
+    }
+    box.className = "banner " + (failures.length ? "banner-warn" : "banner-ok");
+    const lines = [el("span", null, text)];
+    if (failures.length) {
+      const ul = el("ul", "result-failures");
+      for (const f of failures) ul.appendChild(el("li", null, f.id.slice(0, 8) + ": " + f.message));
+      lines.push(ul);
+    }
+    box.replaceChildren(...lines);
+  }
+
+  if (dialog && rowsBody) {
+    const form = document.getElementById("decide-dialog-form");
+    const reason = document.getElementById("decide-dialog-reason");
+    document.getElementById("decide-dialog-cancel").addEventListener("click", () => dialog.close());
+    dialog.addEventListener("close", () => {
+      pending = null;
+      const row = selectedId && rowById(selectedId);
+      if (row) (row.querySelector("a.row-link") || row).focus();
+    });
+    reason.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!pending) return;
+      const { ids, decision } = pending;
+      const feedback = decision === "reject" ? reason.value.trim() : "";
+      const error = document.getElementById("decide-dialog-error");
+      if (decision === "reject" && !feedback) {
+        error.textContent = "Give a reason: the agent sees it.";
+        error.hidden = false;
+        reason.setAttribute("aria-invalid", "true");
+        reason.setAttribute("aria-describedby", "decide-dialog-error");
+        reason.focus();
+        return;
+      }
+      const confirm = document.getElementById("decide-dialog-confirm");
+      confirm.disabled = true;
+      try {
+        const data = await postDecision(ids, decision, feedback);
+        const failures = (data.results || []).filter((r) => !r.ok);
+        for (const r of data.results || []) if (r.ok) checked.delete(r.id);
+        const verb = decision === "approve" ? "approved" : "rejected";
+        showResult(data.succeeded + " " + verb + (failures.length ? ", " + failures.length + " not:" : "."), failures);
+        announce(data.succeeded + " " + verb + ".");
+        const bulkFeedback = document.getElementById("bulk-feedback");
+        if (bulkFeedback && decision === "reject") bulkFeedback.value = "";
+        dialog.close();
+        await refreshRows();
+      } catch (e) {
+        error.textContent = e.message;
+        error.hidden = false;
+        confirm.disabled = false;
+      }
+    });
+  }
+
   if (rowsBody) {
     knownIds = new Set(rows().map((r) => r.dataset.approvalId));
+    try {
+      sessionStorage.setItem(LIST_KEY, location.pathname + location.search);
+    } catch (e) {
+      /* private mode */
+    }
 
     rowsBody.addEventListener("click", (event) => {
       const row = event.target.closest("tr[data-approval-id]");
@@ -179,105 +436,270 @@
       const row = event.target.closest("tr[data-approval-id]");
       if (row && row.dataset.approvalId !== selectedId) selectRow(row, false);
     });
+    rowsBody.addEventListener("change", (event) => {
+      const box = event.target.closest(".row-check");
+      if (!box) return;
+      if (box.checked) checked.add(box.value);
+      else checked.delete(box.value);
+      box.closest("tr").classList.toggle("checked", box.checked);
+      updateBulkBar();
+    });
+    const all = document.getElementById("select-all");
+    if (all) {
+      all.addEventListener("change", () => {
+        for (const r of rows()) {
+          const box = r.querySelector(".row-check");
+          if (!box) continue;
+          if (all.checked) checked.add(box.value);
+          else checked.delete(box.value);
+        }
+        applyChecks();
+      });
+    }
+    const bulkForm = document.getElementById("bulk-form");
+    bulkForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const decision = event.submitter ? event.submitter.value : "approve";
+      if (!checked.size) {
+        showResult("Select requests first (the boxes on the left, or x).", []);
+        return;
+      }
+      openListDialog(Array.from(checked), decision);
+    });
+
+    // Filters apply as soon as they change; the search box on Enter.
+    const filterForm = document.getElementById("filter-form");
+    if (filterForm) {
+      // Short, shareable URLs: only what differs from the defaults ("waiting for my groups").
+      const defaults = { scope: "mine", status: "pending" };
+      filterForm.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const params = new URLSearchParams();
+        for (const [name, value] of new FormData(filterForm)) {
+          const v = String(value).trim();
+          if (v && defaults[name] !== v) params.append(name, v);
+        }
+        const query = params.toString();
+        window.location.assign("/inbox/" + (query ? "?" + query : ""));
+      });
+      filterForm.addEventListener("change", (event) => {
+        if (event.target.tagName === "SELECT") filterForm.requestSubmit();
+      });
+      const search = document.getElementById("search");
+      search.addEventListener("keydown", (event) => {
+        if (event.key === "Escape") search.blur();
+      });
+    }
 
     document.addEventListener("keydown", (event) => {
       if (event.altKey || event.ctrlKey || event.metaKey) return;
-      const target = event.target;
-      if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+      if (document.querySelector("dialog[open]")) return;
+      if (typing(event.target)) return;
+      if (event.key === "/") {
+        event.preventDefault();
+        const search = document.getElementById("search");
+        search.focus();
+        search.select();
+        return;
+      }
+      if (event.key === "?") {
+        event.preventDefault();
+        document.getElementById("keys-dialog").showModal();
+        return;
+      }
       const list = rows();
       if (!list.length) return;
       const index = list.findIndex((r) => r.dataset.approvalId === selectedId);
+      const row = index >= 0 ? list[index] : null;
+      const onControl = event.target && event.target.closest && event.target.closest("a,button,input");
       if (event.key === "j" || event.key === "ArrowDown") {
         event.preventDefault();
         selectRow(list[Math.min(list.length - 1, index + 1)], true);
       } else if (event.key === "k" || event.key === "ArrowUp") {
         event.preventDefault();
         selectRow(list[Math.max(0, index < 0 ? 0 : index - 1)], true);
-      } else if ((event.key === "Enter" || event.key === "o") && index >= 0 && !(target && target.closest && target.closest("a,button"))) {
-        const link = list[index].querySelector("a.row-link");
-        if (link) {
+      } else if ((event.key === "Enter" || event.key === "o") && row && !(event.key === "Enter" && onControl)) {
+        event.preventDefault();
+        window.location.assign(row.querySelector("a.row-link").href);
+      } else if (event.key === "e" && row) {
+        event.preventDefault();
+        window.location.assign(row.querySelector("a.row-link").href + "#edit");
+      } else if (event.key === "x" && row) {
+        const box = row.querySelector(".row-check");
+        if (box) {
           event.preventDefault();
-          window.location.assign(link.href);
+          box.checked = !box.checked;
+          box.dispatchEvent(new Event("change", { bubbles: true }));
+        }
+      } else if (event.key === "a" || event.key === "r") {
+        const decision = event.key === "a" ? "approve" : "reject";
+        let ids = Array.from(checked);
+        if (!ids.length && row && row.dataset.canDecide) ids = [row.dataset.approvalId];
+        if (ids.length) {
+          event.preventDefault();
+          openListDialog(ids, decision);
+        } else if (row) {
+          showResult("You cannot decide this request.", []);
         }
       }
     });
 
-    const initial = parseInt((document.getElementById("pending-count") || {}).textContent || "", 10);
-    setPendingCount(initial);
+    if (location.hash === "#search") document.getElementById("search").focus();
+    applyChecks();
+    setPendingCount(parseInt((document.getElementById("pending-count") || {}).textContent || "", 10));
   }
 
   /* ------------------------------------------------------------------ detail page */
 
-  const original = readJSONScript("approval-arguments") || {};
-
-  function currentValue(input) {
-    const kind = input.dataset.kind;
-    const raw = input.value;
-    if (kind === "number" || kind === "integer") {
-      if (raw.trim() === "") return { value: undefined };
-      const n = Number(raw);
-      return Number.isFinite(n) ? { value: n } : { value: raw, invalid: true };
-    }
-    if (kind === "boolean") return { value: raw === "true" };
-    if (kind === "json") {
-      if (raw.trim() === "") return { value: undefined };
-      try {
-        return { value: JSON.parse(raw) };
-      } catch (e) {
-        return { value: raw, invalid: true };
-      }
-    }
-    return { value: raw };
-  }
-
-  function sameValue(before, after, kind) {
-    if (before === undefined || before === null) return after === undefined || after === "" || after === null;
-    if ((kind === "number" || kind === "integer") && typeof after === "number") {
-      const b = Number(before);
-      return Number.isFinite(b) && b === after;
-    }
-    if (kind === "boolean") return String(before).toLowerCase() === String(after);
-    if (kind === "enum" || kind === "string") return String(before) === String(after);
-    return JSON.stringify(before) === JSON.stringify(after);
-  }
-
-  function diffItem(name, before, after, invalid) {
-    const li = el("li");
-    li.appendChild(el("code", null, name));
-    li.appendChild(document.createTextNode(": "));
-    li.appendChild(el("del", null, displayValue(before)));
-    li.appendChild(document.createTextNode(" → "));
-    li.appendChild(el("ins", invalid ? "text-danger" : null, invalid ? displayValue(after) + " (invalid)" : displayValue(after)));
-    return li;
-  }
-
   const form = document.getElementById("decide-form");
   const preview = document.getElementById("diff-preview");
-  if (form && preview) {
-    const inputs = Array.from(form.querySelectorAll("[data-arg]"));
-    const initial = new Map(inputs.map((input) => [input, input.value]));
-    const updatePreview = () => {
-      const items = [];
-      for (const input of inputs) {
-        const name = input.dataset.arg;
-        const { value, invalid } = currentValue(input);
-        // An argument the agent left out shows its default: untouched, it is no change.
-        if (!(name in original) && input.value === initial.get(input)) continue;
-        if (!invalid && sameValue(original[name], value, input.dataset.kind)) continue;
-        items.push(diffItem(name, original[name], value, invalid));
-      }
-      if (items.length) preview.replaceChildren(...items);
-      else preview.replaceChildren(el("li", "muted", "No changes: approving runs the call as requested."));
-    };
-    form.addEventListener("input", updatePreview);
-    form.addEventListener("change", updatePreview);
-    updatePreview();
+  const requested = readJSONScript("approval-arguments") || {};
+  const current = readJSONScript("approval-current") || requested;
+  let editor = null;
+  let jsonMode = false;
+  let rawProblem = "";
 
-    // Rejecting needs feedback: say so before the round trip.
+  function diffItems(changes) {
+    return changes.map((c) => {
+      const li = el("li");
+      li.appendChild(el("code", null, c.path));
+      li.appendChild(document.createTextNode(": "));
+      li.appendChild(el("del", null, window.SchemaEditor.display(c.before)));
+      li.appendChild(document.createTextNode(" → "));
+      li.appendChild(el("ins", null, window.SchemaEditor.display(c.after)));
+      return li;
+    });
+  }
+
+  function draftValue() {
+    if (jsonMode || !editor) {
+      const raw = document.getElementById("arguments-json").value;
+      try {
+        const v = JSON.parse(raw);
+        return v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined;
+      } catch (e) {
+        return undefined;
+      }
+    }
+    return editor.value();
+  }
+
+  function updateDecision() {
+    if (!form || !preview) return;
+    const approve = document.getElementById("approve");
+    const draft = draftValue();
+    const problems = editor && !jsonMode ? editor.problems() : new Map();
+    const blocked = draft === undefined || problems.size > 0;
+    const changes = draft === undefined ? [] : window.SchemaEditor.diff(current, draft);
+    if (blocked) {
+      preview.replaceChildren(el("li", "text-danger",
+        draft === undefined ? "The JSON is not a valid object: fix it or switch back to the form."
+                            : "Fix the marked arguments first (" + Array.from(problems.keys()).join(", ") + ")."));
+    } else if (changes.length) preview.replaceChildren(...diffItems(changes));
+    else preview.replaceChildren(el("li", "muted", "No changes: approving runs the call as requested."));
+    approve.disabled = blocked;
+    approve.textContent = changes.length && !blocked
+      ? "Approve with edits (" + changes.length + " change" + (changes.length === 1 ? "" : "s") + ")"
+      : "Approve";
+    approve.classList.toggle("with-edits", changes.length > 0);
+    form.dataset.changes = String(changes.length);
+    document.getElementById("reset-edits").disabled = changes.length === 0;
+  }
+
+  function setMode(json) {
+    const raw = document.getElementById("arguments-json");
+    const rawField = document.getElementById("raw-json-field");
+    const box = document.getElementById("args-editor");
+    const rawError = document.getElementById("arguments-json-error");
+    if (!json && editor) {
+      const v = draftValue();
+      if (v === undefined) {
+        rawError.textContent = "Not a valid JSON object: fix it before switching to the form.";
+        rawError.hidden = false;
+        return;
+      }
+      editor.setValue(v);
+    }
+    jsonMode = json;
+    rawField.hidden = !json;
+    box.hidden = json;
+    document.getElementById("mode-form").setAttribute("aria-pressed", String(!json));
+    document.getElementById("mode-json").setAttribute("aria-pressed", String(json));
+    if (json) raw.focus(); // in form mode the textarea is kept in step, so it already holds the draft
+    updateDecision();
+  }
+
+  if (form) {
+    const raw = document.getElementById("arguments-json");
+    const editable = !raw.readOnly;
+    const schema = readJSONScript("approval-schema") || {};
+    const errors = readJSONScript("approval-errors") || {};
+    let initial = current;
+    try {
+      initial = JSON.parse(raw.value);
+    } catch (e) {
+      rawProblem = "invalid";
+    }
+    if (editable && window.SchemaEditor && schema && Object.keys(schema).length) {
+      const box = document.getElementById("args-editor");
+      editor = window.SchemaEditor.create(box, schema, initial, {
+        onChange(value) {
+          if (!jsonMode) raw.value = JSON.stringify(value, null, 2);
+          updateDecision();
+        },
+      });
+      if (!rawProblem) raw.value = JSON.stringify(editor.value(), null, 2);
+      document.getElementById("editor-toolbar").hidden = false;
+      document.getElementById("raw-json-field").hidden = true;
+      const fieldErrors = Object.fromEntries(Object.entries(errors).filter(([k]) => k !== "__root__"));
+      const unplaced = editor.showErrors(fieldErrors);
+      if (unplaced.length) {
+        const box2 = document.getElementById("editor-errors");
+        const ul = el("ul", "error-list");
+        for (const [path, messages] of unplaced) ul.appendChild(el("li", null, path + ": " + messages.join("; ")));
+        box2.replaceChildren(ul);
+        box2.hidden = false;
+      }
+      document.getElementById("mode-form").addEventListener("click", () => setMode(false));
+      document.getElementById("mode-json").addEventListener("click", () => setMode(true));
+      document.getElementById("reset-edits").addEventListener("click", () => {
+        editor.reset();
+        raw.value = JSON.stringify(editor.value(), null, 2);
+        updateDecision();
+      });
+      if (rawProblem || errors.__root__) setMode(true);
+      else if (Object.keys(fieldErrors).length) editor.focusFirst();
+    } else {
+      const toolbar = document.getElementById("editor-toolbar");
+      if (toolbar) toolbar.hidden = true;
+    }
+    raw.addEventListener("input", () => {
+      const error = document.getElementById("arguments-json-error");
+      const ok = draftValue() !== undefined;
+      error.hidden = ok;
+      if (!ok) error.textContent = "Not a valid JSON object.";
+      raw.toggleAttribute("aria-invalid", !ok);
+      updateDecision();
+    });
+
+    // Back to the list as the reviewer left it (filters, page).
+    let back = null;
+    try {
+      back = sessionStorage.getItem(LIST_KEY);
+    } catch (e) {
+      /* private mode */
+    }
+    if (back && back.startsWith("/inbox/")) {
+      const link = document.getElementById("back-link");
+      if (link) link.href = back;
+      const next = document.getElementById("next-field");
+      if (next && !next.value) next.value = back;
+    }
+
     form.addEventListener("submit", (event) => {
       const submitter = event.submitter;
       const feedback = document.getElementById("feedback");
-      if (submitter && submitter.value === "reject" && feedback && !feedback.value.trim()) {
+      if (submitter && submitter.value === "reject" && !feedback.value.trim()) {
         event.preventDefault();
         let error = document.getElementById("feedback-error");
         if (!error) {
@@ -289,55 +711,121 @@
         feedback.setAttribute("aria-invalid", "true");
         feedback.setAttribute("aria-describedby", "feedback-error");
         feedback.focus();
+        return;
       }
+      if (submitter && submitter.value === "approve" && submitter.disabled) event.preventDefault();
+    });
+    document.getElementById("feedback").addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit(document.getElementById("reject"));
+      }
+    });
+    updateDecision();
+    if (location.hash === "#edit") {
+      if (editor) editor.focusFirst();
+      else raw.focus();
+    }
+  }
+
+  // The detail's approve dialog (key a): the diff again, Enter confirms.
+  if (detail && dialog && form) {
+    const dform = document.getElementById("decide-dialog-form");
+    document.getElementById("decide-dialog-cancel").addEventListener("click", () => dialog.close());
+    dform.addEventListener("submit", (event) => {
+      event.preventDefault();
+      dialog.close();
+      form.requestSubmit(document.getElementById("approve"));
     });
   }
 
-  // Decided requests: show what changed between the requested and approved arguments.
-  const finalDiff = document.getElementById("final-diff");
-  const finalArgs = readJSONScript("approval-final-arguments");
-  if (finalDiff && finalArgs && typeof finalArgs === "object") {
-    const pre = document.getElementById("final-arguments");
-    if (pre) pre.textContent = JSON.stringify(finalArgs, null, 2);
-    const keys = Array.from(new Set([...Object.keys(original), ...Object.keys(finalArgs)]));
-    const items = keys
-      .filter((k) => JSON.stringify(original[k]) !== JSON.stringify(finalArgs[k]))
-      .map((k) => diffItem(k, original[k], finalArgs[k], false));
-    if (items.length) finalDiff.replaceChildren(...items);
-    else finalDiff.replaceChildren(el("li", "muted", "As requested (no edits)."));
+  function openDetailDialog() {
+    const approve = document.getElementById("approve");
+    if (!approve || approve.disabled) {
+      if (approve) updateDecision();
+      return;
+    }
+    const draft = draftValue();
+    const changes = window.SchemaEditor ? window.SchemaEditor.diff(current, draft || current) : [];
+    document.getElementById("decide-dialog-title").textContent = changes.length
+      ? "Approve with these edits?" : "Approve as requested?";
+    const list = document.getElementById("decide-dialog-list");
+    list.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", "No changes to the arguments.")]));
+    const confirm = document.getElementById("decide-dialog-confirm");
+    confirm.textContent = changes.length ? "Approve with edits" : "Approve";
+    dialog.showModal();
+    confirm.focus();
+  }
+
+  if (detail) {
+    document.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      if (document.querySelector("dialog[open]")) return;
+      if (typing(event.target)) return;
+      if (event.key === "?") {
+        event.preventDefault();
+        document.getElementById("keys-dialog").showModal();
+      } else if (event.key === "/") {
+        event.preventDefault();
+        window.location.assign("/inbox/#search");
+      } else if (!form) {
+        return;
+      } else if (event.key === "a") {
+        event.preventDefault();
+        openDetailDialog();
+      } else if (event.key === "r") {
+        event.preventDefault();
+        const feedback = document.getElementById("feedback");
+        feedback.focus();
+        feedback.placeholder = "Why? Then Ctrl+Enter rejects.";
+      } else if (event.key === "e") {
+        event.preventDefault();
+        if (editor && !jsonMode) editor.focusFirst();
+        else document.getElementById("arguments-json").focus();
+      }
+    });
+
+    // Decided requests: what changed between the requested and the approved arguments.
+    const finalDiff = document.getElementById("final-diff");
+    if (finalDiff && window.SchemaEditor) {
+      const changes = window.SchemaEditor.diff(requested, current);
+      finalDiff.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", "As requested (no edits).")]));
+    }
+  }
+
+  let panelsInflight = false;
+  async function refreshPanels() {
+    const box = document.getElementById("detail-live-panels");
+    if (!box || panelsInflight) return;
+    panelsInflight = true;
+    try {
+      const res = await fetch(location.pathname + "?partial=live", { credentials: "same-origin", cache: "no-store" });
+      if (!res.ok || res.redirected) return;
+      const doc = new DOMParser().parseFromString("<div>" + (await res.text()) + "</div>", "text/html");
+      box.replaceChildren(...Array.from(doc.body.firstChild.childNodes).map((n) => document.importNode(n, true)));
+    } finally {
+      panelsInflight = false;
+    }
   }
 
   function onDetailNotice(notice) {
     const approval = notice.approval || {};
     if (String(approval.id) !== detail.dataset.approvalId) return;
+    refreshPanels();
     if (notice.type === "approval.requested" || approval.status === detail.dataset.status) return;
     const live = document.getElementById("detail-live");
-    if (!live) return;
     const status = approval.status || (notice.type === "approval.expired" ? "expired" : "decided");
     live.textContent = "This request is now " + status + ". Reload the page to see the outcome.";
     live.hidden = false;
+    detail.dataset.status = status;
     if (form) for (const button of form.querySelectorAll("button[type=submit]")) button.disabled = true;
-  }
-
-  let countInflight = false;
-  async function refreshCount() {
-    if (countInflight || !document.getElementById("nav-inbox-count")) return;
-    countInflight = true;
-    try {
-      const { count } = await fetchRows("?status=pending");
-      setPendingCount(count);
-    } catch (e) {
-      /* the counter is a nicety */
-    } finally {
-      countInflight = false;
-    }
   }
 
   /* ------------------------------------------------------------------ socket */
 
   let attempt = 0;
   let timer = null;
-  let current = null;
+  let currentWs = null;
 
   function setWsState(value) {
     document.body.dataset.wsState = value;
@@ -348,34 +836,38 @@
     }
   }
 
-  function onNotice(notice) {
+  async function onNotice(notice) {
     if (!notice || typeof notice !== "object") return;
-    if (rowsBody) {
-      refreshRows();
-      const live = document.getElementById("inbox-live");
-      const approval = notice.approval || {};
-      if (live && notice.type === "approval.requested") {
-        live.textContent = "New request: " + (approval.description || approval.tool_name || "");
-      }
-    } else {
-      refreshCount();
-    }
+    state.notices.push(notice);
+    const approval = notice.approval || {};
+    if (rowsBody) refreshRows();
     if (detail) onDetailNotice(notice);
+    try {
+      if (notice.type === "approval.requested" && approval.id) {
+        const data = await refreshSummary(approval.id);
+        if (data.for_me) notifyNew(approval);
+      } else if (!rowsBody) {
+        await refreshSummary();
+      }
+    } catch (e) {
+      /* the counter is a nicety */
+    }
   }
 
   function connect() {
     clearTimeout(timer);
     timer = null;
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/inbox/");
-    current = ws;
-    window.aguiInbox = { ws };
+    currentWs = ws;
+    state.ws = ws;
     if (document.body.dataset.wsState !== "open") setWsState("connecting");
     ws.addEventListener("open", () => {
       attempt = 0;
       setWsState("open");
       // Anything may have changed while we were away.
       if (rowsBody) refreshRows();
-      else refreshCount();
+      else refreshSummary().catch(() => {});
+      if (detail) refreshPanels();
     });
     ws.addEventListener("message", (msg) => {
       let data;
@@ -387,7 +879,7 @@
       for (const notice of Array.isArray(data) ? data : [data]) onNotice(notice);
     });
     ws.addEventListener("close", () => {
-      if (current !== ws) return;
+      if (currentWs !== ws) return;
       setWsState("closed");
       const base = Math.min(8000, 500 * Math.pow(2, attempt));
       attempt += 1;

@@ -84,7 +84,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         shoot("inbox-live-row")
 
         # finn opens it, lowers the amount to 450 and approves.
-        new_row.get_by_role("link").click()
+        new_row.locator("a.row-link").click()  # the row also links its thread
         finn.wait_for_url(re.compile(rf"/inbox/{re.escape(approval_id)}/$"), timeout=T)
         expect(finn.locator(".detail-title")).to_contain_text("Transfer 500.00 USD from 1234567890 to 0987654321")
         expect(finn.locator(".excerpt")).to_contain_text("Transfer $500 from account 1234567890")

@@ -1,0 +1,367 @@
+"""The admins' policy console (/policies/: list, edit with a rule builder, simulator, change history)
+and the audit trail (/audit/: filters, keyset pages, CSV export).
+
+Thin: policies are saved only through services.save_policy / delete_policy (validated and
+audited), the simulator is approvals.simulate, the audit is read-only.
+"""
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, time
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from . import inbox as inbox_query
+from . import policy as policy_engine
+from . import registry, rules, services, simulate
+from .api import _csv_cell
+from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
+from .views import reviewer_required
+
+POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
+SIMULATE_CHOICES = (10, 25, 50, 100, 200)
+AUDIT_PAGE = 100
+CSV_LIMIT = 100_000
+
+
+def admin_required(view):
+    @login_required
+    def wrapped(request, *args, **kwargs):
+        if not (request.user.is_staff or request.user.is_superuser):
+            raise PermissionDenied("the policy console is for admins")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+# --- the list ---------------------------------------------------------------------------------
+
+
+def _policy_for(tool_name):
+    row = ToolPolicy.objects.select_related("approver_group", "escalation_group").filter(tool_name=tool_name).first()
+    if row:
+        return row
+    defaults = registry.get(tool_name)
+    return policy_engine.policy_from_defaults(defaults) if defaults else None
+
+
+@admin_required
+def policy_list(request):
+    rows = {p.tool_name: p for p in ToolPolicy.objects.select_related("approver_group", "escalation_group")}
+    names = sorted(set(rows) | set(registry.all_tools()))
+    last_change = {}
+    for e in (AuditEvent.objects.filter(action__in=POLICY_ACTIONS).select_related("actor")
+              .order_by("-created_at")[:500]):
+        last_change.setdefault(e.tool_name, e)
+    items = []
+    for name in names:
+        policy = rows.get(name) or policy_engine.policy_from_defaults(registry.get(name))
+        defaults = registry.get(name)
+        items.append({"name": name, "policy": policy, "source": "policy" if name in rows else "default",
+                      "registered": defaults is not None, "rules": len(policy.conditions or []),
+                      "description": defaults.description if defaults else "", "changed": last_change.get(name)})
+    return render(request, "approvals/policies.html", {"items": items, "modes": Mode.choices,
+                                                        "pending_count": inbox_query.pending_mine_count(request.user)})
+
+
+# --- the edit page: save, revert, simulate ------------------------------------------------------
+
+
+def _int_or_none(raw, field, errors, minimum=None):
+    raw = (raw or "").strip()
+    if raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        errors.setdefault(field, []).append("a whole number")
+        return None
+    if minimum is not None and value < minimum:
+        errors.setdefault(field, []).append(f"at least {minimum}")
+    return value
+
+
+def _float_or_none(raw, field, errors):
+    raw = (raw or "").strip()
+    if raw == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        errors.setdefault(field, []).append("a number such as 0.5")
+        return None
+
+
+def _group_or_none(name, field, errors):
+    name = (name or "").strip()
+    if not name:
+        return None
+    group = Group.objects.filter(name=name).first()
+    if group is None:
+        errors.setdefault(field, []).append(f"no group named {name!r}")
+    return group
+
+
+def policy_values_from_post(post):
+    """The policy fields of the edit form, typed; (values, {field: [messages]})."""
+    errors = {}
+    values = {
+        "mode": post.get("mode", ""),
+        "approver_kind": post.get("approver_kind", ""),
+        "timeout_action": post.get("timeout_action", ""),
+        "risk": post.get("risk", ""),
+    }
+    text = post.get("conditions", "").strip()
+    try:
+        values["conditions"] = json.loads(text) if text else []
+    except json.JSONDecodeError as exc:
+        errors["conditions"] = [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+        values["conditions"] = []
+    values["approver_group"] = _group_or_none(post.get("approver_group"), "approver_group", errors)
+    values["escalation_group"] = _group_or_none(post.get("escalation_group"), "escalation_group", errors)
+    values["required_approvals"] = _int_or_none(post.get("required_approvals"), "required_approvals", errors, 1) or 1
+    values["timeout_seconds"] = _int_or_none(post.get("timeout_seconds"), "timeout_seconds", errors, 1)
+    values["reminder_fraction"] = _float_or_none(post.get("reminder_fraction"), "reminder_fraction", errors)
+    values["escalation_fraction"] = _float_or_none(post.get("escalation_fraction"), "escalation_fraction", errors)
+    return values, errors
+
+
+def _draft_policy(tool_name, values):
+    policy = ToolPolicy(tool_name=tool_name)
+    for field, value in values.items():
+        setattr(policy, field, value)
+    return policy
+
+
+def _paths_for(schema):
+    """Argument paths the rule builder suggests (args.amount, args.steps.0.status, ...)."""
+    out = []
+    defs = (schema or {}).get("$defs", {})
+
+    def walk(node, prefix, depth):
+        while isinstance(node, dict) and "$ref" in node:
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        if not isinstance(node, dict) or depth > 4:
+            return
+        for name, prop in (node.get("properties") or {}).items():
+            path = f"{prefix}.{name}"
+            out.append(path)
+            target = prop
+            while isinstance(target, dict) and "$ref" in target:
+                target = defs.get(target["$ref"].rsplit("/", 1)[-1], {})
+            if isinstance(target, dict) and target.get("type") == "array":
+                walk(target.get("items", {}), f"{path}.0", depth + 1)
+            else:
+                walk(target, path, depth + 1)
+
+    walk(schema or {}, "args", 0)
+    return out + [f"user.{f}" for f in rules.USER_FIELDS] + ["agent", "thread", "tool"]
+
+
+def history(tool_name, limit=50):
+    """The policy's changes, newest first, each with the fields that changed (before -> after)."""
+    events = (AuditEvent.objects.filter(tool_name=tool_name, action__in=POLICY_ACTIONS)  # audit_tool_idx
+              .select_related("actor").order_by("-created_at", "-id")[:limit])
+    out = []
+    for e in events:
+        before, after = e.before or {}, e.after or {}
+        fields = sorted(set(before) | set(after), key=lambda f: (f != "mode", f))
+        changes = [{"field": f, "before": _show(before.get(f)), "after": _show(after.get(f))}
+                   for f in fields if before.get(f) != after.get(f)]
+        out.append({"event": e, "changes": changes})
+    return out
+
+
+def _show(value):
+    if value is None:
+        return "—"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+@admin_required
+def policy_edit(request, tool_name):
+    current = _policy_for(tool_name)
+    if current is None:
+        raise Http404("no policy or registered tool by that name")
+    defaults = registry.get(tool_name)
+    errors, simulation, limit = {}, None, 50
+    action = request.POST.get("action", "") if request.method == "POST" else ""
+    form_values = None
+    if action in ("save", "simulate"):
+        values, errors = policy_values_from_post(request.POST)
+        form_values = values
+        if action == "simulate":
+            try:
+                limit = int(request.POST.get("limit", 50))
+            except ValueError:
+                limit = 50
+            limit = max(1, min(limit, simulate.MAX_CALLS))
+            draft = _draft_policy(tool_name, values)
+            if not errors:
+                # judge only a draft the engine would accept: a bad rule is reported, not replayed
+                from .validators import policy_errors
+
+                errors = policy_errors(draft)
+            if not errors:
+                simulation = simulate.simulate(draft, limit)
+        elif not errors:
+            try:
+                services.save_policy(tool_name, values, request.user)
+            except ValidationError as exc:
+                errors = exc.message_dict
+            else:
+                messages.success(request, f"Policy for {tool_name} saved.")
+                return redirect(f"/policies/{tool_name}/")
+    elif action == "revert":
+        if services.delete_policy(tool_name, request.user):
+            messages.success(request, f"{tool_name} is back on its code defaults.")
+        return redirect(f"/policies/{tool_name}/")
+    shown = _draft_policy(tool_name, form_values) if form_values is not None else current
+    conditions_text = (request.POST.get("conditions") if form_values is not None
+                       else json.dumps(current.conditions or [], indent=2, ensure_ascii=False))
+    return render(request, "approvals/policy_edit.html", {
+        "tool_name": tool_name,
+        "policy": shown,
+        "source": "policy" if getattr(current, "pk", None) else "default",
+        "defaults": defaults,
+        "schema": defaults.schema if defaults else {},
+        "conditions_text": conditions_text,
+        "paths": _paths_for(defaults.schema if defaults else {}),
+        "ops": rules.OPS,
+        "actions": rules.ACTIONS,
+        "errors": errors,
+        "error_fields": sorted(errors),
+        "modes": Mode.choices,
+        "approver_kinds": ApproverKind.choices,
+        "risks": Risk.choices,
+        "timeout_actions": TimeoutAction.choices,
+        "groups": list(Group.objects.order_by("name").values_list("name", flat=True)),
+        "simulation": simulation,
+        "limit": limit,
+        "simulate_choices": SIMULATE_CHOICES,
+        "has_source": simulate.has_call_source(),
+        "history": history(tool_name),
+        "pending_count": inbox_query.pending_mine_count(request.user),
+    }, status=400 if errors else 200)
+
+
+# --- the audit trail --------------------------------------------------------------------------
+
+
+def _moment(raw, end=False):
+    """A date (whole day) or an ISO date-time; aware, UTC when naive."""
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    moment = parse_datetime(raw)
+    if moment is None:
+        day = parse_date(raw)
+        if day is None:
+            return None
+        moment = datetime.combine(day, time.max if end else time.min)
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return moment
+
+
+def audit_filters(params):
+    return {
+        "action": params.get("action", "") if params.get("action", "") in AuditEvent.Action.values else "",
+        "actor": params.get("actor", "").strip()[:150],
+        "tool": params.get("tool", "").strip()[:100],
+        "request": params.get("request", "").strip()[:64],
+        "object_ref": params.get("object_ref", "").strip()[:200],
+        "since": params.get("since", "").strip()[:40],
+        "until": params.get("until", "").strip()[:40],
+    }
+
+
+def audit_queryset(user, f):
+    qs = AuditEvent.objects.select_related("actor")
+    if not (user.is_staff or user.is_superuser):
+        qs = qs.filter(request__in=services.visible_to(user).values("pk"))
+    if f["action"]:
+        qs = qs.filter(action=f["action"])  # audit_action_idx
+    if f["actor"]:
+        qs = qs.filter(actor__username=f["actor"])
+    if f["tool"]:
+        qs = qs.filter(tool_name=f["tool"])  # audit_tool_idx
+    if f["request"]:
+        qs = qs.filter(request_id=f["request"])
+    if f["object_ref"]:
+        qs = qs.filter(object_ref=f["object_ref"])
+    since, until = _moment(f["since"]), _moment(f["until"], end=True)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    if until:
+        qs = qs.filter(created_at__lte=until)
+    return qs.order_by("-created_at", "-id")
+
+
+@reviewer_required
+def audit(request):
+    f = audit_filters(request.GET)
+    qs = audit_queryset(request.user, f)
+    after = request.GET.get("after", "")
+    if "|" in after:
+        stamp, _, last_id = after.partition("|")
+        moment = parse_datetime(stamp)
+        if moment and last_id.isdigit():
+            qs = qs.filter(created_at__lte=moment).filter(
+                Q(created_at__lt=moment) | Q(created_at=moment, id__lt=int(last_id)))
+    events = list(qs[:AUDIT_PAGE + 1])
+    next_after = ""
+    if len(events) > AUDIT_PAGE:
+        events = events[:AUDIT_PAGE]
+        next_after = f"{events[-1].created_at.isoformat()}|{events[-1].pk}"
+    params = {k: v for k, v in f.items() if v}
+    return render(request, "approvals/audit.html", {
+        "filters": f, "params": params, "events": [
+            {"event": e, "before": _compact(e.before), "after": _compact(e.after)} for e in events],
+        "next_after": next_after, "first_page": not after, "actions": AuditEvent.Action.choices,
+        "tools": sorted(registry.all_tools()), "pending_count": inbox_query.pending_mine_count(request.user),
+    })
+
+
+def _compact(value):
+    if value in (None, {}, []):
+        return ""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+
+
+@reviewer_required
+def audit_csv(request):
+    qs = audit_queryset(request.user, audit_filters(request.GET))
+
+    def rows():
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(CSV_COLUMNS)
+        for e in qs[:CSV_LIMIT].iterator(chunk_size=1000):
+            writer.writerow([_csv_cell(v) for v in (
+                e.pk, e.created_at.isoformat(), e.action, e.actor.username if e.actor_id else "", e.request_id or "",
+                e.tool_name, e.object_ref, e.before, e.after)])
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate(0)
+        yield buf.getvalue()
+
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
+    return response
+

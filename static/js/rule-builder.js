@@ -1,0 +1,341 @@
+/*
+ * rule-builder.js — the policy console's rule builder. It edits the same JSON the engine stores
+ * (approvals/rules.py): a list of {name, when, action}; every change is written to the
+ * "conditions" textarea, which is what the form submits, so the JSON stays editable by hand
+ * ("Load this JSON into the builder" reads it back). A rule nested deeper than the builder shows
+ * (all/any of leaves, each optionally negated) is kept as it is and marked "edit as JSON".
+ * The server validates; its messages ("rule 2.when.any[0]: ...") are shown on the rule's card.
+ */
+(function () {
+  "use strict";
+
+  const textarea = document.getElementById("p-conditions");
+  const root = document.getElementById("rule-builder");
+  if (!textarea || !root) return;
+
+  const read = (id, fallback) => {
+    const node = document.getElementById(id);
+    try {
+      return node ? JSON.parse(node.textContent) : fallback;
+    } catch (e) {
+      return fallback;
+    }
+  };
+  const OPS = read("rule-ops", ["eq"]);
+  const ACTIONS = read("rule-actions", ["gate", "deny", "allow"]);
+  const ACTION_LABELS = { gate: "gate (a person decides)", deny: "deny (blocked)", allow: "allow (runs at once)" };
+  const OP_LABELS = {
+    eq: "equals", ne: "is not", gt: ">", gte: "≥", lt: "<", lte: "≤", in: "is one of", not_in: "is none of",
+    contains: "contains", matches: "matches regex", glob: "matches glob",
+  };
+
+  let model = [];
+  let uid = 0;
+
+  function el(tag, attrs, text) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "className") node.className = v;
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
+  function field(labelText, input, className) {
+    const wrap = el("div", { className: "field " + (className || "") });
+    const id = "rb-" + ++uid;
+    input.id = id;
+    wrap.append(el("label", { for: id }, labelText), input);
+    return wrap;
+  }
+
+  /* ---------------------------------------------------------------- values */
+
+  function showValue(value) {
+    if (typeof value === "string") {
+      try {
+        JSON.parse(value);
+        return JSON.stringify(value); // "1000" stays a string only when quoted
+      } catch (e) {
+        return value;
+      }
+    }
+    if (Array.isArray(value)) return value.map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join(", ");
+    return JSON.stringify(value);
+  }
+
+  function parseScalar(text) {
+    const t = text.trim();
+    try {
+      return JSON.parse(t);
+    } catch (e) {
+      return t;
+    }
+  }
+
+  function parseValue(text, op) {
+    if (op === "in" || op === "not_in") {
+      const t = text.trim();
+      if (t.startsWith("[")) {
+        try {
+          const v = JSON.parse(t);
+          if (Array.isArray(v)) return v;
+        } catch (e) {
+          /* a comma list */
+        }
+      }
+      return t === "" ? [] : t.split(",").map(parseScalar);
+    }
+    if (op === "matches" || op === "glob") return text.trim();
+    return parseScalar(text);
+  }
+
+  /* ---------------------------------------------------------------- rule <-> builder */
+
+  function isLeaf(c) {
+    return c && typeof c === "object" && "path" in c && "op" in c;
+  }
+
+  function leafOf(c) {
+    if (isLeaf(c)) return { not: false, path: c.path, op: c.op, value: c.value };
+    if (c && typeof c === "object" && Object.keys(c).length === 1 && isLeaf(c.not)) {
+      return { not: true, path: c.not.path, op: c.not.op, value: c.not.value };
+    }
+    return null;
+  }
+
+  function fromRule(rule) {
+    const b = { name: rule.name || "", action: rule.action || "gate", always: !("when" in rule), match: "all", conds: [], raw: null };
+    if (b.always) return b;
+    const when = rule.when;
+    const single = leafOf(when);
+    if (single) {
+      b.conds = [single];
+      return b;
+    }
+    const key = when && typeof when === "object" && Object.keys(when).length === 1 ? Object.keys(when)[0] : null;
+    if ((key === "all" || key === "any") && Array.isArray(when[key])) {
+      const leaves = when[key].map(leafOf);
+      if (leaves.every(Boolean)) {
+        b.match = key;
+        b.conds = leaves;
+        return b;
+      }
+    }
+    b.raw = when; // deeper than the builder shows: kept as is
+    return b;
+  }
+
+  function toRule(b) {
+    const rule = {};
+    if (b.name) rule.name = b.name;
+    if (!b.always) {
+      if (b.raw !== null) rule.when = b.raw;
+      else {
+        const leaves = b.conds.map((c) => {
+          const leaf = { path: c.path, op: c.op, value: c.value };
+          return c.not ? { not: leaf } : leaf;
+        });
+        rule.when = leaves.length === 1 && b.match === "all" ? leaves[0] : { [b.match]: leaves };
+      }
+    }
+    rule.action = b.action;
+    return rule;
+  }
+
+  function sync() {
+    textarea.value = JSON.stringify(model.map(toRule), null, 2);
+    textarea.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  /* ---------------------------------------------------------------- rendering */
+
+  function condRow(b, i, c, j) {
+    const li = el("li", { className: "cond-row" });
+    const notBox = el("input", { type: "checkbox" });
+    notBox.checked = c.not;
+    notBox.addEventListener("change", () => {
+      c.not = notBox.checked;
+      sync();
+    });
+    const notLabel = el("label", { className: "cond-not" });
+    notLabel.append(notBox, document.createTextNode("not"));
+    const path = el("input", { type: "text", list: "rule-paths", placeholder: "args.amount", autocomplete: "off" });
+    path.value = c.path || "";
+    path.addEventListener("input", () => {
+      c.path = path.value.trim();
+      sync();
+    });
+    const op = el("select");
+    for (const o of OPS) op.appendChild(el("option", { value: o }, OP_LABELS[o] ? o + " (" + OP_LABELS[o] + ")" : o));
+    op.value = c.op || "eq";
+    const value = el("input", { type: "text", autocomplete: "off", placeholder: "1000, true, USD, a, b" });
+    value.value = c.value === undefined ? "" : showValue(c.value);
+    op.addEventListener("change", () => {
+      c.op = op.value;
+      c.value = parseValue(value.value, c.op);
+      sync();
+    });
+    value.addEventListener("input", () => {
+      c.value = parseValue(value.value, c.op);
+      sync();
+    });
+    const remove = el("button", { type: "button", className: "btn btn-small btn-quiet",
+                                  "aria-label": "Remove condition " + (j + 1) + " of rule " + (i + 1) }, "✕");
+    remove.addEventListener("click", () => {
+      b.conds.splice(j, 1);
+      render();
+      sync();
+    });
+    li.append(notLabel, field("Path", path), field("Operator", op), field("Value", value), remove);
+    return li;
+  }
+
+  function ruleCard(b, i) {
+    const li = el("li", { className: "rule-card", "data-action": b.action, "data-index": String(i) });
+    const head = el("div", { className: "rule-head" });
+    const name = el("input", { type: "text", maxlength: 100, placeholder: "e.g. large transfer" });
+    name.value = b.name;
+    name.addEventListener("input", () => {
+      b.name = name.value;
+      sync();
+    });
+    const action = el("select");
+    for (const a of ACTIONS) action.appendChild(el("option", { value: a }, ACTION_LABELS[a] || a));
+    action.value = b.action;
+    action.addEventListener("change", () => {
+      b.action = action.value;
+      li.dataset.action = b.action;
+      sync();
+    });
+    const always = el("input", { type: "checkbox" });
+    always.checked = b.always;
+    always.addEventListener("change", () => {
+      b.always = always.checked;
+      if (!b.always && !b.conds.length && b.raw === null) b.conds.push({ not: false, path: "args.", op: "eq", value: "" });
+      render();
+      sync();
+    });
+    const alwaysLabel = el("label", { className: "cond-not" });
+    alwaysLabel.append(always, document.createTextNode("always (catch-all, last)"));
+    const tools = el("span", { className: "rule-tools" });
+    const mk = (text, label, fn, disabled) => {
+      const btn = el("button", { type: "button", className: "btn btn-small btn-quiet", "aria-label": label }, text);
+      btn.disabled = Boolean(disabled);
+      btn.addEventListener("click", fn);
+      tools.appendChild(btn);
+    };
+    mk("↑", "Move rule " + (i + 1) + " up", () => move(i, -1), i === 0);
+    mk("↓", "Move rule " + (i + 1) + " down", () => move(i, 1), i === model.length - 1);
+    mk("Remove", "Remove rule " + (i + 1), () => {
+      model.splice(i, 1);
+      render();
+      sync();
+    });
+    head.append(el("strong", {}, "Rule " + (i + 1)), field("Name", name, "field-name"), field("Then", action), alwaysLabel, tools);
+    li.appendChild(head);
+    if (b.raw !== null && !b.always) {
+      const note = el("p", { className: "rule-json-only" }, "This rule nests conditions deeper than the builder shows; edit it as JSON: ");
+      note.appendChild(el("code", {}, JSON.stringify(b.raw)));
+      li.appendChild(note);
+    } else if (!b.always) {
+      const match = el("select");
+      match.append(el("option", { value: "all" }, "all of these hold"), el("option", { value: "any" }, "any of these holds"));
+      match.value = b.match;
+      match.addEventListener("change", () => {
+        b.match = match.value;
+        sync();
+      });
+      li.appendChild(field("When", match, "field-match"));
+      const list = el("ol", { className: "cond-list" });
+      b.conds.forEach((c, j) => list.appendChild(condRow(b, i, c, j)));
+      li.appendChild(list);
+      const add = el("button", { type: "button", className: "btn btn-small" }, "Add condition");
+      add.addEventListener("click", () => {
+        b.conds.push({ not: false, path: "args.", op: "eq", value: "" });
+        render();
+        sync();
+        const inputs = root.querySelectorAll(`[data-index="${i}"] .cond-row input[list]`);
+        if (inputs.length) inputs[inputs.length - 1].focus();
+      });
+      li.appendChild(add);
+    }
+    const errors = el("ul", { className: "field-error error-list rule-errors" });
+    errors.hidden = true;
+    li.appendChild(errors);
+    return li;
+  }
+
+  function move(i, by) {
+    const [b] = model.splice(i, 1);
+    model.splice(i + by, 0, b);
+    render();
+    sync();
+  }
+
+  function render() {
+    const list = el("ol", { className: "rules-list", "aria-label": "Rules" });
+    model.forEach((b, i) => list.appendChild(ruleCard(b, i)));
+    const add = el("button", { type: "button", className: "btn btn-small", id: "add-rule" }, "Add rule");
+    add.addEventListener("click", () => {
+      model.push({ name: "", action: "gate", always: false, match: "all", raw: null,
+                   conds: [{ not: false, path: "args.", op: "eq", value: "" }] });
+      render();
+      sync();
+      const names = root.querySelectorAll(".rule-card .field-name input");
+      if (names.length) names[names.length - 1].focus();
+    });
+    const empty = model.length ? null : el("p", { className: "muted" }, "No rules: the mode alone decides.");
+    root.replaceChildren(...[empty, list, add].filter(Boolean));
+    showServerErrors();
+  }
+
+  function showServerErrors() {
+    const items = document.querySelectorAll("#p-conditions-error li");
+    for (const item of items) {
+      const m = item.textContent.match(/^rule (\d+)/);
+      const card = m && root.querySelector(`.rule-card[data-index="${Number(m[1]) - 1}"] .rule-errors`);
+      if (!card) continue;
+      card.appendChild(el("li", {}, item.textContent));
+      card.hidden = false;
+    }
+  }
+
+  function load(text) {
+    let data;
+    try {
+      data = JSON.parse(text.trim() || "[]");
+    } catch (e) {
+      return "The JSON is not valid (" + e.message + ").";
+    }
+    if (!Array.isArray(data)) return "The rules must be a JSON list.";
+    if (!data.every((r) => r && typeof r === "object" && !Array.isArray(r))) return "Every rule must be an object.";
+    model = data.map(fromRule);
+    render();
+    return "";
+  }
+
+  const loadButton = document.getElementById("json-to-builder");
+  const problem = load(textarea.value);
+  root.hidden = false;
+  loadButton.hidden = false;
+  if (problem) {
+    root.replaceChildren(el("p", { className: "field-error" }, problem + " Fix it in the JSON below, then load it."));
+    document.getElementById("conditions-details").open = true;
+  }
+  loadButton.addEventListener("click", () => {
+    const error = load(textarea.value);
+    if (error) {
+      root.replaceChildren(el("p", { className: "field-error" }, error));
+    }
+  });
+
+  const revert = document.getElementById("revert-form");
+  if (revert) {
+    revert.addEventListener("submit", (event) => {
+      if (!window.confirm("Delete this policy? The tool returns to its code defaults.")) event.preventDefault();
+    });
+  }
+})();

@@ -1,0 +1,434 @@
+/*
+ * schema-editor.js — an arguments editor generated from a tool's JSON schema (pydantic output).
+ *
+ *   const ed = SchemaEditor.create(container, schema, value, {onChange(value, problems) {}});
+ *   ed.value()  ed.setValue(v)  ed.showErrors({"steps.0.description": ["..."]})  ed.focusFirst()
+ *
+ * Typed inputs: strings (a textarea when long), numbers and integers, booleans and enums as
+ * selects, nested objects as fieldsets, arrays as lists with add / remove, "anyOf [T, null]" as T;
+ * anything else (free-form objects, unions) as a small JSON textarea of its own. Every input's id
+ * is "arg__" + its path joined with "__" (amount -> arg__amount, steps.0.status ->
+ * arg__steps__0__status); its error slot has data-error-for="<dotted path>", the form the server's
+ * validation errors use. Only textContent and .value are ever set from data.
+ */
+(function () {
+  "use strict";
+
+  function el(tag, attrs, text) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "className") node.className = v;
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
+  const clone = (v) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+  function getIn(root, path) {
+    let node = root;
+    for (const seg of path) {
+      if (node === null || typeof node !== "object") return undefined;
+      node = node[seg];
+    }
+    return node;
+  }
+
+  function setIn(root, path, value) {
+    let node = root;
+    for (let i = 0; i < path.length - 1; i++) {
+      const seg = path[i];
+      if (node[seg] === null || typeof node[seg] !== "object") node[seg] = typeof path[i + 1] === "number" ? [] : {};
+      node = node[seg];
+    }
+    const last = path[path.length - 1];
+    if (value === undefined) {
+      if (Array.isArray(node)) node[last] = null;
+      else delete node[last];
+    } else node[last] = value;
+  }
+
+  /* ---------------------------------------------------------------- schema helpers */
+
+  function makeResolver(root) {
+    const defs = (root && (root.$defs || root.definitions)) || {};
+    return function resolve(node) {
+      let guard = 0;
+      while (node && node.$ref && guard++ < 20) node = defs[String(node.$ref).split("/").pop()] || {};
+      return node || {};
+    };
+  }
+
+  function kindOf(node, resolve) {
+    node = resolve(node);
+    const union = node.anyOf || node.oneOf;
+    if (union) {
+      const options = union.map(resolve).filter((o) => o.type !== "null");
+      if (options.length === 1) return { ...kindOf(options[0], resolve), nullable: true };
+      return { kind: "json", node };
+    }
+    if (Array.isArray(node.enum)) return { kind: "enum", node };
+    let type = node.type;
+    if (Array.isArray(type)) {
+      const rest = type.filter((t) => t !== "null");
+      if (rest.length !== 1) return { kind: "json", node };
+      type = rest[0];
+    }
+    if (type === "string" || type === "number" || type === "integer" || type === "boolean") return { kind: type, node };
+    if (type === "object" && node.properties && Object.keys(node.properties).length) return { kind: "object", node };
+    if (type === "array" && node.items && !Array.isArray(node.items)) return { kind: "array", node };
+    return { kind: "json", node };
+  }
+
+  function defaultFor(node, resolve) {
+    const { kind, node: n } = kindOf(node, resolve);
+    if (n.default !== undefined) return clone(n.default);
+    if (kind === "object") {
+      const out = {};
+      for (const [name, prop] of Object.entries(n.properties || {})) {
+        const p = resolve(prop);
+        if (p.default !== undefined) out[name] = clone(p.default);
+        else if ((n.required || []).includes(name)) {
+          const k = kindOf(prop, resolve).kind;
+          if (k === "string") out[name] = "";
+          else if (k === "enum") out[name] = resolve(prop).enum[0];
+          else if (k === "array") out[name] = [];
+          else if (k === "object") out[name] = defaultFor(prop, resolve);
+        }
+      }
+      return out;
+    }
+    if (kind === "array") return [];
+    if (kind === "enum") return n.enum[0];
+    if (kind === "boolean") return false;
+    if (kind === "string") return "";
+    return undefined;
+  }
+
+  function constraintsText(n) {
+    const parts = [];
+    if (n.exclusiveMinimum !== undefined) parts.push("> " + n.exclusiveMinimum);
+    if (n.minimum !== undefined) parts.push("≥ " + n.minimum);
+    if (n.exclusiveMaximum !== undefined) parts.push("< " + n.exclusiveMaximum);
+    if (n.maximum !== undefined) parts.push("≤ " + n.maximum);
+    if (n.maxLength !== undefined) parts.push("at most " + n.maxLength + " characters");
+    if (n.pattern) parts.push("pattern " + n.pattern);
+    if (n.maxItems !== undefined) parts.push("at most " + n.maxItems + " items");
+    if (n.minItems) parts.push("at least " + n.minItems);
+    return parts.join(", ");
+  }
+
+  /* ---------------------------------------------------------------- diff (old → new) */
+
+  function flatten(value, prefix, out) {
+    if (Array.isArray(value) && value.length) value.forEach((v, i) => flatten(v, prefix.concat(i), out));
+    else if (isObject(value) && Object.keys(value).length) {
+      for (const k of Object.keys(value)) flatten(value[k], prefix.concat(k), out);
+    } else out.set(prefix.join("."), value);
+    return out;
+  }
+
+  function display(v) {
+    if (v === undefined) return "(none)";
+    if (v === null) return "null";
+    if (v === "") return "(empty)";
+    if (typeof v === "object") return JSON.stringify(v);
+    return String(v);
+  }
+
+  function same(a, b) {
+    return JSON.stringify(a) === JSON.stringify(b);
+  }
+
+  /** [{path, before, after}] for every leaf that differs, in a stable order. */
+  function diff(before, after) {
+    const a = flatten(before, [], new Map());
+    const b = flatten(after, [], new Map());
+    const keys = Array.from(new Set([...a.keys(), ...b.keys()]));
+    return keys
+      .filter((k) => !same(a.get(k), b.get(k)))
+      .map((k) => ({ path: k || "(arguments)", before: a.get(k), after: b.get(k) }));
+  }
+
+  /* ---------------------------------------------------------------- the editor */
+
+  function create(container, schema, initial, options) {
+    const opts = options || {};
+    const resolve = makeResolver(schema || {});
+    const rootKind = kindOf(schema || {}, resolve);
+    const original = clone(initial) || {};
+    let value = clone(initial) || {};
+    const problems = new Map(); // path -> local message (unparsable number, bad JSON)
+    let serverErrors = {};
+
+    const idFor = (path) => "arg__" + (path.length ? path.join("__") : "root");
+    const changed = () => {
+      if (opts.onChange) opts.onChange(clone(value), new Map(problems));
+    };
+
+    function errorSlot(path) {
+      const p = el("p", { className: "field-error", "data-error-for": path.join("."), id: idFor(path) + "-error" });
+      p.hidden = true;
+      return p;
+    }
+
+    function label(text, path, required) {
+      const l = el("label", { for: idFor(path) }, text);
+      if (required) l.appendChild(el("span", { className: "required", "aria-hidden": "true" }, " *"));
+      return l;
+    }
+
+    function help(node, path) {
+      const text = [resolve(node).description, constraintsText(resolve(node))].filter(Boolean).join(" — ");
+      return text ? el("p", { className: "field-help", id: idFor(path) + "-help" }, text) : null;
+    }
+
+    function describe(input, path, helpNode) {
+      const ids = [idFor(path) + "-error"];
+      if (helpNode) ids.push(helpNode.id);
+      input.setAttribute("aria-describedby", ids.join(" "));
+    }
+
+    function markProblem(input, path, message) {
+      const key = path.join(".");
+      if (message) problems.set(key, message);
+      else problems.delete(key);
+      const slot = container.querySelector(`[data-error-for="${CSS.escape(key)}"]`);
+      const server = (serverErrors[key] || []).join("; ");
+      if (slot) {
+        slot.textContent = message || server;
+        slot.hidden = !(message || server);
+      }
+      if (message || server) input.setAttribute("aria-invalid", "true");
+      else input.removeAttribute("aria-invalid");
+    }
+
+    function scalar(kindInfo, path, name, required) {
+      const { kind, node } = kindInfo;
+      const wrap = el("div", { className: "field ed-field ed-" + kind, "data-path": path.join(".") });
+      const current = getIn(value, path);
+      const helpNode = help(node, path);
+      wrap.appendChild(label(name, path, required));
+      let input;
+      const optional = !required || kindInfo.nullable;
+      if (kind === "enum" || kind === "boolean") {
+        input = el("select", { id: idFor(path), "data-kind": kind });
+        const choices = kind === "boolean" ? [true, false] : node.enum;
+        if (optional || current === undefined) input.appendChild(el("option", { value: "" }, "—"));
+        choices.forEach((choice, i) => {
+          const option = el("option", { value: String(i) }, display(choice));
+          if (same(choice, current)) option.selected = true;
+          input.appendChild(option);
+        });
+        if (current === undefined || current === null) input.value = "";
+        input.addEventListener("change", () => {
+          setIn(value, path, input.value === "" ? undefined : clone(choices[Number(input.value)]));
+          markProblem(input, path, "");
+          changed();
+        });
+      } else if (kind === "number" || kind === "integer") {
+        input = el("input", { type: "text", inputmode: kind === "integer" ? "numeric" : "decimal", id: idFor(path),
+                              "data-kind": kind, autocomplete: "off" });
+        input.value = current === undefined || current === null ? "" : String(current);
+        input.addEventListener("input", () => {
+          const raw = input.value.trim();
+          if (raw === "") {
+            setIn(value, path, optional ? undefined : null);
+            markProblem(input, path, optional ? "" : "required");
+          } else {
+            const n = Number(raw);
+            if (!Number.isFinite(n)) markProblem(input, path, "not a number");
+            else if (kind === "integer" && !Number.isInteger(n)) markProblem(input, path, "a whole number");
+            else {
+              setIn(value, path, n);
+              markProblem(input, path, "");
+            }
+          }
+          changed();
+        });
+      } else {
+        const long = (node.maxLength || 0) > 200 || (typeof current === "string" && (current.length > 80 || current.includes("\n")));
+        input = long ? el("textarea", { id: idFor(path), rows: (node.maxLength || 0) > 1000 ? 4 : 2, "data-kind": "string" })
+                     : el("input", { type: "text", id: idFor(path), "data-kind": "string", autocomplete: "off" });
+        if (node.maxLength) input.setAttribute("maxlength", node.maxLength);
+        input.value = current === undefined || current === null ? "" : String(current);
+        input.addEventListener("input", () => {
+          const before = getIn(original, path);
+          setIn(value, path, input.value === "" && before === undefined && optional ? undefined : input.value);
+          markProblem(input, path, "");
+          changed();
+        });
+      }
+      describe(input, path, helpNode);
+      wrap.appendChild(input);
+      if (helpNode) wrap.appendChild(helpNode);
+      wrap.appendChild(errorSlot(path));
+      return wrap;
+    }
+
+    function jsonField(kindInfo, path, name, required) {
+      const wrap = el("div", { className: "field ed-field ed-json", "data-path": path.join(".") });
+      const helpNode = el("p", { className: "field-help", id: idFor(path) + "-help" },
+        [resolve(kindInfo.node).description, "JSON"].filter(Boolean).join(" — "));
+      wrap.appendChild(label(name, path, required));
+      const current = getIn(value, path);
+      const input = el("textarea", { id: idFor(path), rows: 3, className: "mono", spellcheck: "false", "data-kind": "json" });
+      input.value = current === undefined ? "" : JSON.stringify(current, null, 2);
+      input.addEventListener("input", () => {
+        const raw = input.value.trim();
+        if (raw === "") {
+          setIn(value, path, undefined);
+          markProblem(input, path, "");
+        } else {
+          try {
+            setIn(value, path, JSON.parse(raw));
+            markProblem(input, path, "");
+          } catch (e) {
+            markProblem(input, path, "not valid JSON");
+          }
+        }
+        changed();
+      });
+      describe(input, path, helpNode);
+      wrap.append(input, helpNode, errorSlot(path));
+      return wrap;
+    }
+
+    function objectField(kindInfo, path, name, required) {
+      const node = kindInfo.node;
+      const box = path.length ? el("fieldset", { className: "ed-object", "data-path": path.join(".") }) : el("div", { className: "ed-root" });
+      if (path.length) {
+        const legend = el("legend", {}, name);
+        if (required) legend.appendChild(el("span", { className: "required", "aria-hidden": "true" }, " *"));
+        box.appendChild(legend);
+        if (getIn(value, path) === undefined || getIn(value, path) === null) setIn(value, path, {});
+      }
+      const req = new Set(node.required || []);
+      for (const [prop, sub] of Object.entries(node.properties || {})) {
+        box.appendChild(field(sub, path.concat(prop), prop.replace(/_/g, " "), req.has(prop)));
+      }
+      const slot = errorSlot(path);
+      box.appendChild(slot);
+      return box;
+    }
+
+    function arrayField(kindInfo, path, name, required) {
+      const node = kindInfo.node;
+      const items = getIn(value, path);
+      if (!Array.isArray(items)) setIn(value, path, []);
+      const list = getIn(value, path);
+      const box = el("fieldset", { className: "ed-array", "data-path": path.join(".") });
+      const legend = el("legend", {}, name + " (" + list.length + ")");
+      if (required) legend.appendChild(el("span", { className: "required", "aria-hidden": "true" }, " *"));
+      box.appendChild(legend);
+      const helpText = constraintsText(node);
+      if (resolve(node).description || helpText) {
+        box.appendChild(el("p", { className: "field-help" }, [resolve(node).description, helpText].filter(Boolean).join(" — ")));
+      }
+      const ol = el("ol", { className: "ed-items" });
+      list.forEach((_, i) => {
+        const li = el("li", { className: "ed-item" });
+        li.appendChild(field(node.items, path.concat(i), name.replace(/s$/, "") + " " + (i + 1), true));
+        const remove = el("button", { type: "button", className: "btn btn-small btn-quiet ed-remove",
+                                      "aria-label": "Remove " + name + " item " + (i + 1) }, "Remove");
+        remove.addEventListener("click", () => {
+          getIn(value, path).splice(i, 1);
+          rerender(idFor(path) + "-add");
+          changed();
+        });
+        li.appendChild(remove);
+        ol.appendChild(li);
+      });
+      box.appendChild(ol);
+      const add = el("button", { type: "button", className: "btn btn-small ed-add", id: idFor(path) + "-add" }, "Add " + name.replace(/s$/, ""));
+      if (node.maxItems !== undefined && list.length >= node.maxItems) add.disabled = true;
+      add.addEventListener("click", () => {
+        getIn(value, path).push(defaultFor(node.items, resolve));
+        rerender(null, path.concat(getIn(value, path).length - 1).join("."));
+        changed();
+      });
+      box.appendChild(add);
+      box.appendChild(errorSlot(path));
+      return box;
+    }
+
+    function field(node, path, name, required) {
+      const info = kindOf(node, resolve);
+      if (info.kind === "object") return objectField(info, path, name, required);
+      if (info.kind === "array") return arrayField(info, path, name, required);
+      if (info.kind === "json") return jsonField(info, path, name, required);
+      return scalar(info, path, name, required);
+    }
+
+    function render() {
+      problems.clear();
+      container.replaceChildren();
+      if (rootKind.kind === "object") container.appendChild(objectField(rootKind, [], "", true));
+      else container.appendChild(jsonField({ kind: "json", node: schema || {} }, [], "arguments", true));
+      applyServerErrors();
+    }
+
+    /** Rebuild after a structural change; focus moves to an element by id, or into a path's field. */
+    function rerender(focusId, focusPath) {
+      render();
+      let target = focusId ? document.getElementById(focusId) : null;
+      if (!target && focusPath !== undefined) {
+        const box = container.querySelector(`[data-path="${CSS.escape(focusPath)}"]`);
+        target = box && (box.matches("input, select, textarea") ? box : box.querySelector("input, select, textarea"));
+      }
+      target = target || container.querySelector("input, select, textarea, button");
+      if (target) target.focus();
+    }
+
+    function applyServerErrors() {
+      const general = [];
+      for (const [path, messages] of Object.entries(serverErrors)) {
+        const slot = container.querySelector(`[data-error-for="${CSS.escape(path)}"]`);
+        if (!slot) {
+          general.push([path, messages]);
+          continue;
+        }
+        slot.textContent = messages.join("; ");
+        slot.hidden = false;
+        const input = document.getElementById(idFor(path === "" ? [] : path.split(".")));
+        if (input) input.setAttribute("aria-invalid", "true");
+      }
+      return general;
+    }
+
+    render();
+    return {
+      value: () => clone(value),
+      original: () => clone(original),
+      problems: () => new Map(problems),
+      setValue(v) {
+        value = clone(v) || {};
+        render();
+        changed();
+      },
+      reset() {
+        value = clone(original);
+        serverErrors = {};
+        render();
+        changed();
+      },
+      /** Server validation errors {dotted path: [messages]}; returns those no field could show. */
+      showErrors(errors) {
+        serverErrors = errors || {};
+        render();
+        return Object.entries(serverErrors).filter(
+          ([path]) => !container.querySelector(`[data-error-for="${CSS.escape(path)}"]`));
+      },
+      focusFirst() {
+        const first = container.querySelector("[aria-invalid=true]") || container.querySelector("input, select, textarea");
+        if (first) first.focus();
+        return first;
+      },
+    };
+  }
+
+  window.SchemaEditor = { create, diff, display };
+})();

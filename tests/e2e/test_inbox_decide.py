@@ -1,0 +1,174 @@
+"""Deciding in the browser: edit nested arguments (diff shown before submitting, the server's error
+next to its field) then approve; approve from the keyboard; reject several with one reason."""
+
+import re
+
+import inbox_e2e
+from inbox_e2e import T, make_requests, statuses, tag
+from playwright.sync_api import expect
+
+people = inbox_e2e.people  # the fixture: a signed-in person per browser context
+
+
+def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, artifacts_dir):
+    t = tag()
+    [rid] = make_requests(live_stack, [{
+        "requester": "alice", "tool": "generate_task_steps", "agent": "planner", "group": "finance",
+        "description": f"Plan the move ({t})", "risk": "medium", "required": 1}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator(".detail-title")).to_have_text(f"Plan the move ({t})")
+    expect(page.locator(".excerpt")).to_contain_text("Please run generate_task_steps")
+    # the editor is built from the schema: an array of objects, an enum as a select
+    first = page.locator("#arg__steps__0__description")
+    expect(first).to_have_value("Pack the boxes")
+    expect(page.locator("#arg__steps__1__status")).to_have_js_property("tagName", "SELECT")
+    expect(page.locator("#approve")).to_have_text("Approve")
+    expect(page.locator("#diff-preview")).to_contain_text("No changes")
+
+    first.fill("Pack the boxes carefully")
+    page.locator("#arg__steps__1__status").select_option(label="completed")
+    page.get_by_role("button", name="Add step").click()
+    third = page.locator("#arg__steps__2__description")
+    expect(third).to_be_focused()
+    third.fill("Label the boxes")
+    diff = page.locator("#diff-preview")
+    expect(diff).to_contain_text("steps.0.description: Pack the boxes → Pack the boxes carefully")
+    expect(diff).to_contain_text("steps.1.status: pending → completed")
+    expect(diff).to_contain_text("steps.2.description: (none) → Label the boxes")
+    expect(page.locator("#approve")).to_have_text(re.compile(r"^Approve with edits \(\d+ changes\)$"))
+    finn.shoot("detail-edited")
+    page.screenshot(path=str(artifacts_dir / "inbox-detail.png"), full_page=True)
+
+    # an empty description passes the browser but not the tool's schema: the error comes back by the field
+    first.fill("")
+    page.locator("#approve").click()
+    page.wait_for_load_state("domcontentloaded")
+    error = page.locator('[data-error-for="steps.0.description"]')
+    expect(error).to_be_visible(timeout=T)
+    expect(error).to_contain_text("at least 1 character")
+    expect(page.locator("#arg__steps__0__description")).to_have_attribute("aria-invalid", "true")
+    # the rest of the draft survived the round trip
+    expect(page.locator("#arg__steps__2__description")).to_have_value("Label the boxes")
+    expect(page.locator("#form-error")).to_be_visible()
+    finn.shoot("server-error")
+
+    page.locator("#arg__steps__0__description").fill("Pack the boxes carefully")
+    expect(page.locator("#diff-preview")).to_contain_text("steps.2.description: (none) → Label the boxes")
+    page.locator("#approve").click()
+    page.wait_for_url(re.compile(r"/inbox/(\?.*)?$"), timeout=T)
+    expect(page.locator(".flash-messages")).to_contain_text("generate_task_steps: approved with edits")
+    status, _feedback, final = statuses(live_stack, [rid])[rid]
+    assert status == "modified"
+    assert [s["description"] for s in final["steps"]] == ["Pack the boxes carefully", "Call the movers",
+                                                          "Label the boxes"]
+    assert final["steps"][1]["status"] == "completed" and final["steps"][2]["status"] == "pending"
+
+    # the decided request shows what changed
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("#final-diff")).to_contain_text("steps.2.description: (none) → Label the boxes")
+    expect(page.locator("#quorum-panel")).to_contain_text(re.compile("approved with edits by finn", re.I))
+
+
+def test_the_raw_json_fallback(people, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"JSON edit ({t})"}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    page.get_by_role("button", name="JSON").click()
+    raw = page.locator("#arguments-json")
+    expect(raw).to_be_focused()
+    raw.fill('{"from_account": "1234567890", "to_account": "0987654321", "amount": 75, "currency": "EUR"')
+    expect(page.locator("#approve")).to_be_disabled()
+    raw.fill('{"from_account": "1234567890", "to_account": "0987654321", "amount": 75, "currency": "EUR"}')
+    expect(page.locator("#diff-preview")).to_contain_text("amount: 500 → 75")
+    expect(page.locator("#diff-preview")).to_contain_text("currency: USD → EUR")
+    page.get_by_role("button", name="Form").click()
+    expect(page.locator("#arg__amount")).to_have_value("75")
+    expect(page.locator("#arg__currency")).to_have_js_property("tagName", "SELECT")
+    page.get_by_role("button", name="Reset edits").click()
+    expect(page.locator("#arg__amount")).to_have_value("500")
+    expect(page.locator("#diff-preview")).to_contain_text("No changes")
+
+
+def test_keyboard_approve_from_the_list(people, live_stack, artifacts_dir):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Keyboard {t}", "risk": "high"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.keyboard.press("?")
+    expect(page.locator("#keys-dialog")).to_be_visible()
+    expect(page.locator("#keys-dialog")).to_contain_text("approve it, or the selected ones")
+    page.keyboard.press("Escape")
+    expect(page.locator("#keys-dialog")).to_be_hidden()
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    dialog = page.locator("#decide-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(f"Keyboard {t}")
+    expect(dialog.locator("#decide-dialog-warning")).to_contain_text("high risk")
+    expect(page.locator("#decide-dialog-confirm")).to_be_focused()
+    page.screenshot(path=str(artifacts_dir / "inbox-keyboard-confirm.png"))
+    page.keyboard.press("Enter")
+    expect(dialog).to_be_hidden(timeout=T)
+    expect(page.locator(f'#approval-rows tr[data-approval-id="{rid}"]')).to_have_count(0, timeout=T)
+    expect(page.locator("#decide-result")).to_contain_text("1 approved")
+    assert statuses(live_stack, [rid])[rid][0] == "approved"
+    # / jumps to the search box
+    page.keyboard.press("/")
+    expect(page.locator("#search")).to_be_focused()
+
+
+def test_keyboard_on_the_detail_page(people, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Detail keys {t}"}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("e")
+    expect(page.locator("#arg__from_account")).to_be_focused()
+    page.locator("#arg__amount").fill("450")
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("a")
+    expect(page.locator("#decide-dialog")).to_contain_text("amount: 500 → 450")
+    page.keyboard.press("Escape")
+    page.keyboard.press("r")
+    expect(page.locator("#feedback")).to_be_focused()
+    page.keyboard.type("Too much this month")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(re.compile(r"/inbox/(\?.*)?$"), timeout=T)
+    status, feedback, _ = statuses(live_stack, [rid])[rid]
+    assert (status, feedback) == ("rejected", "Too much this month")
+
+
+def test_bulk_reject_with_one_reason(people, live_stack):
+    t = tag()
+    ids = make_requests(live_stack, [{"requester": "alice", "description": f"Bulk {i} {t}"} for i in range(3)])
+    [other] = make_requests(live_stack, [{"requester": "bob", "description": f"Keep me {t}"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("#approval-rows tr[data-approval-id]")).to_have_count(4)
+    for rid in ids[:2]:
+        page.locator(f"#sel-{rid}").check()
+    page.locator(f'#approval-rows tr[data-approval-id="{ids[2]}"] a.row-link').focus()
+    page.keyboard.press("x")  # the keyboard ticks the third
+    expect(page.locator("#bulk-count")).to_have_text("3 selected")
+    page.locator("#bulk-reject").click()
+    dialog = page.locator("#decide-dialog")
+    expect(dialog).to_contain_text("Reject 3 requests?")
+    page.locator("#decide-dialog-confirm").click()
+    expect(page.locator("#decide-dialog-error")).to_have_text("Give a reason: the agent sees it.")
+    page.locator("#decide-dialog-reason").fill("Duplicate of yesterday's batch")
+    finn.shoot("bulk-reject")
+    page.locator("#decide-dialog-confirm").click()
+    expect(dialog).to_be_hidden(timeout=T)
+    expect(page.locator("#approval-rows tr[data-approval-id]")).to_have_count(1, timeout=T)
+    expect(page.locator("#decide-result")).to_contain_text("3 rejected")
+    expect(page.locator("#bulk-count")).to_have_text("0 selected")
+    result = statuses(live_stack, ids + [other])
+    assert all(result[r][:2] == ["rejected", "Duplicate of yesterday's batch"] for r in ids)
+    assert result[other][0] == "pending"

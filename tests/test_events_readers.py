@@ -1,0 +1,76 @@
+"""Stream readers at scale (issue 9, fan-out): many watchers of one thread share one XREAD, and
+watchers of many threads in one process are not capped by redis-py's pool default (100)."""
+
+import asyncio
+import uuid
+
+from ag_ui.core import CustomEvent
+
+from agents import events
+
+
+def _thread():
+    return f"readers-{uuid.uuid4()}"
+
+
+async def test_watchers_of_one_thread_share_one_xread(monkeypatch):
+    calls = []
+    real = events._xread
+
+    async def counting(*args):
+        calls.append(args)
+        return await real(*args)
+
+    monkeypatch.setattr(events, "_xread", counting)
+    thread_id = _thread()
+    after = events.last_id_sync(thread_id)
+    readers = [asyncio.create_task(events.read(thread_id, after, block_ms=3000)) for _ in range(300)]
+    await asyncio.sleep(0.05)  # all of them are waiting
+    await asyncio.to_thread(events.append, thread_id, CustomEvent(name="ping", value=1))
+    results = await asyncio.wait_for(asyncio.gather(*readers), timeout=10)
+    assert len(calls) == 1
+    assert all(len(r) == 1 and '"name":"ping"' in r[0][1] for r in results)
+    assert results[0] is results[-1]  # literally one decode for all
+
+
+async def test_a_reader_leaving_does_not_cancel_the_others():
+    thread_id = _thread()
+    after = events.last_id_sync(thread_id)
+    leaving = asyncio.create_task(events.read(thread_id, after, block_ms=3000))
+    staying = asyncio.create_task(events.read(thread_id, after, block_ms=3000))
+    await asyncio.sleep(0.05)
+    leaving.cancel()
+    await asyncio.to_thread(events.append, thread_id, CustomEvent(name="still-here", value=1))
+    got = await asyncio.wait_for(staying, timeout=10)
+    assert '"still-here"' in got[0][1]
+    assert leaving.cancelled()
+
+
+async def test_last_reader_leaving_stops_the_shared_read_and_newcomers_start_fresh():
+    thread_id = _thread()
+    after = events.last_id_sync(thread_id)
+    first = asyncio.create_task(events.read(thread_id, after, block_ms=3000))
+    await asyncio.sleep(0.05)
+    shared = next(v for k, v in events._inflight_reads.items() if k[1] == thread_id)
+    first.cancel()
+    await asyncio.sleep(0.05)
+    assert shared.task.cancelled()
+    late = asyncio.create_task(events.read(thread_id, after, block_ms=3000))
+    await asyncio.sleep(0.05)
+    await asyncio.to_thread(events.append, thread_id, CustomEvent(name="fresh", value=1))
+    assert '"fresh"' in (await asyncio.wait_for(late, timeout=10))[0][1]
+
+
+async def test_watchers_of_many_threads_are_not_capped_at_the_pool_default():
+    threads = [_thread() for _ in range(150)]  # past redis-py 8's default of 100 connections
+    readers = [asyncio.create_task(events.read(t, "0-0", block_ms=5000)) for t in threads]
+    await asyncio.sleep(0.2)
+    assert not any(r.done() for r in readers), [r.exception() for r in readers if r.done()][:1]
+
+    def append_all():
+        for t in threads:
+            events.append(t, CustomEvent(name="hello", value=t))
+
+    await asyncio.to_thread(append_all)
+    results = await asyncio.wait_for(asyncio.gather(*readers), timeout=15)
+    assert [t in r[0][1] for t, r in zip(threads, results, strict=True)] == [True] * len(threads)

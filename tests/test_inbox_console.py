@@ -1,0 +1,205 @@
+"""The policy console (save through the rule builder's JSON, validation next to the fields, revert,
+change history), the simulator replaying recorded tool calls, and the audit page with its CSV."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from approvals import policy, services, simulate
+from approvals.models import AuditEvent, ToolPolicy
+from tests.inbox_helpers import make_request, record_call, user
+
+pytestmark = pytest.mark.django_db
+
+RULES = [
+    {"name": "bob is blocked", "when": {"path": "user.username", "op": "eq", "value": "bob"}, "action": "deny"},
+    {"name": "large or foreign", "when": {"any": [
+        {"path": "args.amount", "op": "gt", "value": 1000},
+        {"path": "args.currency", "op": "ne", "value": "USD"}]}, "action": "gate"},
+]
+
+
+def form(**overrides):
+    data = {"mode": "conditional", "conditions": json.dumps(RULES), "approver_kind": "group",
+            "approver_group": "finance", "required_approvals": "1", "timeout_seconds": "", "timeout_action": "reject",
+            "risk": "high", "reminder_fraction": "0.5", "escalation_group": "", "escalation_fraction": ""}
+    data.update(overrides)
+    return data
+
+
+def transfer(amount, currency="USD"):
+    return {"from_account": "1234567890", "to_account": "0987654321", "amount": amount, "currency": currency}
+
+
+@pytest.fixture
+def admin(client, demo):
+    client.force_login(demo["admin"])
+    return client
+
+
+@pytest.fixture
+def calls(demo):
+    """Five recorded transfer_money calls, newest first: what happened then under `always`."""
+    return [
+        record_call("alice", "transfer_money", transfer(50), status="awaiting_approval", approval_id="a1", seconds_ago=1),
+        record_call("alice", "transfer_money", transfer(500), status="succeeded", approval_id="a2", seconds_ago=2),
+        record_call("alice", "transfer_money", transfer(5000), status="rejected", approval_id="a3", seconds_ago=3),
+        record_call("alice", "transfer_money", transfer(20, "EUR"), status="succeeded", seconds_ago=4),
+        record_call("bob", "transfer_money", transfer(10), status="succeeded", seconds_ago=5),
+    ]
+
+
+def test_the_list_shows_every_tool_with_its_source(admin):
+    services.save_policy("send_email", {"mode": "never", "approver_kind": "requester", "approver_group": None,
+                                        "conditions": []}, user("admin"))
+    body = admin.get("/policies/").content.decode()
+    assert 'data-tool="transfer_money"' in body and 'data-tool="send_email"' in body
+    row = body[body.index('data-tool="send_email"'):]
+    row = row[:row.index("</tr>")]
+    assert "policy" in row and "never" in row and "admin" in row
+
+
+def test_save_creates_a_policy_and_the_history_shows_before_after(admin):
+    resp = admin.post("/policies/transfer_money/", {**form(), "action": "save"})
+    assert resp.status_code == 302
+    row = ToolPolicy.objects.get(tool_name="transfer_money")
+    assert row.mode == "conditional" and row.conditions == RULES and row.approver_group.name == "finance"
+    created = AuditEvent.objects.get(action="policy_created", tool_name="transfer_money")
+    assert created.before is None and created.after["conditions"] == RULES and created.actor.username == "admin"
+
+    resp = admin.post("/policies/transfer_money/", {**form(required_approvals="2"), "action": "save"})
+    assert resp.status_code == 302
+    changed = AuditEvent.objects.get(action="policy_changed", tool_name="transfer_money")
+    assert changed.before["required_approvals"] == 1 and changed.after["required_approvals"] == 2
+    body = admin.get("/policies/transfer_money/").content.decode()
+    history = body[body.index('id="history"'):]
+    assert history.index("Policy Changed") < history.index("Policy Created")
+    assert "<code>required_approvals</code></th><td><del>1</del></td><td><ins>2</ins>" in history
+
+
+def test_a_bad_rule_is_refused_next_to_the_rules(admin):
+    bad = [{"name": "x", "when": {"path": "args.amount", "op": "bigger", "value": 1}, "action": "gate"}]
+    resp = admin.post("/policies/transfer_money/", {**form(conditions=json.dumps(bad)), "action": "save"})
+    assert resp.status_code == 400
+    body = resp.content.decode()
+    errors = body[body.index('id="p-conditions-error"'):]
+    assert "unknown operator &#x27;bigger&#x27;" in errors[:600]
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+    # the draft is kept in the form
+    assert "bigger" in body[body.index('id="p-conditions"'):]
+
+
+@pytest.mark.parametrize("overrides,field", [
+    ({"conditions": "[{"}, "conditions"),
+    ({"approver_group": ""}, "approver_group"),
+    ({"required_approvals": "two"}, "required_approvals"),
+    ({"timeout_action": "approve"}, "timeout_action"),  # approve on timeout: low risk only
+    ({"conditions": json.dumps([{"when": {"path": "args.amont", "op": "gt", "value": 1}, "action": "gate"}])},
+     "conditions"),
+])
+def test_field_errors_are_shown_by_their_field(admin, overrides, field):
+    resp = admin.post("/policies/transfer_money/", {**form(**overrides), "action": "save"})
+    assert resp.status_code == 400
+    assert "has-error" in resp.content.decode()
+    assert field in resp.context["errors"], resp.context["errors"]
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+
+
+def test_revert_returns_the_tool_to_its_defaults(admin):
+    admin.post("/policies/transfer_money/", {**form(), "action": "save"})
+    resp = admin.post("/policies/transfer_money/", {"action": "revert"})
+    assert resp.status_code == 302 and not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+    assert AuditEvent.objects.filter(action="policy_deleted", tool_name="transfer_money").count() == 1
+
+
+def test_simulator_replays_recorded_calls_against_the_draft(admin, calls):
+    resp = admin.post("/policies/transfer_money/", {**form(), "action": "simulate", "limit": "50"})
+    assert resp.status_code == 200
+    sim = resp.context["simulation"]
+    outcomes = [(r["call"].arguments["amount"], r["call"].user.username, r["outcome"], r["then"]) for r in sim.results]
+    assert outcomes == [
+        (50, "alice", "allowed", "gated"),
+        (500, "alice", "allowed", "gated"),
+        (5000, "alice", "gated", "gated"),
+        (20, "alice", "gated", "allowed"),  # foreign currency
+        (10, "bob", "denied", "allowed"),  # the first rule
+    ]
+    assert (sim.counts["gated"], sim.counts["allowed"], sim.counts["denied"]) == (2, 2, 1)
+    assert sim.changed == 4
+    assert sim.results[4]["matched"] == "rule 1 (bob is blocked): deny"
+    body = resp.content.decode()
+    assert 'id="sim-table"' in body and body.count('class="sim-changed"') == 4
+    # nothing was saved
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+    assert not AuditEvent.objects.filter(tool_name="transfer_money", action__startswith="policy").exists()
+
+
+def test_simulator_takes_the_last_n_calls_and_refuses_a_bad_draft(admin, calls):
+    resp = admin.post("/policies/transfer_money/", {**form(), "action": "simulate", "limit": "2"})
+    assert [r["call"].arguments["amount"] for r in resp.context["simulation"].results] == [50, 500]
+    bad = admin.post("/policies/transfer_money/", {**form(conditions='[{"action": "maybe"}]'), "action": "simulate"})
+    assert bad.status_code == 400 and bad.context["simulation"] is None
+
+
+def test_simulator_agrees_with_the_engine(demo, calls):
+    """The draft judge mirrors approvals.policy.evaluate: save the same policy and compare."""
+    values = {"mode": "conditional", "conditions": RULES, "approver_kind": "group",
+              "approver_group": Group.objects.get(name="finance")}
+    draft = ToolPolicy(tool_name="transfer_money", **values)
+    sim = simulate.simulate(draft, 50)
+    services.save_policy("transfer_money", values, user("admin"))
+    verdicts = {"auto": "allowed", "approve": "gated", "deny": "denied"}
+    for result in sim.results:
+        call = result["call"]
+        verdict = policy.evaluate("transfer_money", call.arguments,
+                                  {"user": call.user, "agent": call.agent, "thread": call.thread})
+        assert verdicts[verdict.action] == result["outcome"], call.arguments
+    for mode, expected in (("never", "allowed"), ("deny", "denied"), ("always", "gated"), ("model", "model")):
+        judged = simulate.simulate(ToolPolicy(tool_name="transfer_money", mode=mode, conditions=[]), 1)
+        assert judged.results[0]["outcome"] == expected
+
+
+# --- the audit page and its CSV ------------------------------------------------------------------
+
+
+def test_audit_page_filters(admin):
+    req = make_request("alice")
+    services.decide(req.pk, user("finn"), "reject", feedback="no")
+    services.save_policy("send_email", {"mode": "never", "approver_kind": "requester", "approver_group": None,
+                                        "conditions": []}, user("admin"))
+    body = admin.get("/audit/").content.decode()
+    assert body.count("data-event-id=") == 3
+    assert admin.get("/audit/?action=decided").content.decode().count("data-event-id=") == 1
+    assert admin.get("/audit/?actor=finn").content.decode().count("data-event-id=") == 1
+    assert admin.get("/audit/?tool=send_email").content.decode().count("data-event-id=") == 1
+    assert admin.get(f"/audit/?request={req.pk}").content.decode().count("data-event-id=") == 2
+    assert admin.get("/audit/?since=2000-01-01&until=2000-01-02").content.decode().count("data-event-id=") == 0
+
+
+def test_audit_csv_export(admin, demo):
+    req = make_request("alice")
+    sneaky = User.objects.create_user("@sneaky", password="x")
+    sneaky.groups.add(Group.objects.get(name="finance"))
+    services.decide(req.pk, sneaky, "reject", feedback="=HYPERLINK(\"http://x\")")
+    resp = admin.get("/audit/export.csv?action=decided")
+    assert resp["Content-Type"].startswith("text/csv") and "attachment" in resp["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
+    assert rows[0] == ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+    assert len(rows) == 2
+    row = dict(zip(rows[0], rows[1], strict=True))
+    assert row["action"] == "decided" and row["request"] == req.pk and row["tool_name"] == "transfer_money"
+    assert row["actor"] == "'@sneaky"  # a spreadsheet would run a cell starting with @ = + -
+    assert json.loads(row["after"])["status"] == "rejected"
+
+
+def test_a_reviewer_exports_only_what_they_can_see(client, demo):
+    make_request("alice", group="finance")
+    support = make_request("alice", group="support")
+    services.save_policy("send_email", {"mode": "never", "approver_kind": "requester", "approver_group": None,
+                                        "conditions": []}, user("admin"))
+    client.force_login(demo["rita"])
+    rows = list(csv.reader(io.StringIO(b"".join(client.get("/audit/export.csv").streaming_content).decode())))
+    assert [r[4] for r in rows[1:]] == [support.pk]

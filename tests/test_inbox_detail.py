@@ -1,0 +1,175 @@
+"""The detail page (quorum, audit trail, conversation, shared state, the arguments editor's server
+side) and deciding from the inbox: one, with edits, rejected, and in bulk with one reason."""
+
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import Group
+
+from approvals import services
+from approvals.models import ApprovalRequest, AuditEvent
+from state import services as state_services
+from tests.inbox_helpers import make_request, user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def login(client, demo):
+    def as_user(username):
+        client.force_login(demo[username])
+        return client
+
+    return as_user
+
+
+def json_script(body, element_id):
+    match = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', body, re.S)
+    assert match, element_id
+    return json.loads(match.group(1))
+
+
+def test_detail_shows_everything_a_reviewer_needs(login):
+    req = make_request("alice", thread="thread-7", reason="The user asked to pay rent.",
+                       excerpt=[{"role": "user", "content": "Pay my rent please"},
+                                {"role": "assistant", "content": "I'll transfer 500.00 USD"}])
+    state_services.replace("thread:thread-7", {"balance": 5432.1, "payee": "landlord"}, source="agent")
+    body = login("finn").get(f"/inbox/{req.pk}/").content.decode()
+    for text in ("The user asked to pay rent.", "test impact", "test: mode always", "Pay my rent please",
+                 "I&#x27;ll transfer 500.00 USD", "&quot;payee&quot;: &quot;landlord&quot;", "v1",
+                 "Approvals 0 of 1", "Requested", 'class="countdown countdown-big"', 'id="decide-form"',
+                 'name="arguments_json"'):
+        assert text in body, text
+    assert json_script(body, "approval-schema")["properties"]["amount"]["type"] == "number"
+    assert json_script(body, "approval-current")["amount"] == 500.0
+
+
+def test_quorum_progress_and_audit_trail(login, demo):
+    finance = Group.objects.get(name="finance")
+    demo["rita"].groups.add(finance)
+    req = make_request("alice", required=2)
+    services.decide(req.pk, user("rita"), "approve")
+    body = login("finn").get(f"/inbox/{req.pk}/").content.decode()
+    assert "Approvals 1 of 2" in body and 'aria-valuenow="1"' in body
+    assert "1 more approval needed from finance" in body
+    trail = body[body.index('id="audit-heading"'):]
+    assert trail.index("Requested") < trail.index("Decided") and "rita" in trail
+    # an edit withdraws rita's approval: she shows as withdrawn, the count starts again
+    resp = login("finn").post(f"/inbox/{req.pk}/", {
+        "action": "approve", "arguments_json": json.dumps({**req.arguments, "amount": 450})})
+    assert resp.status_code == 302
+    body = login("finn").get(f"/inbox/{req.pk}/?partial=live").content.decode()
+    assert "Approvals 1 of 2" in body and "<del>rita</del>" in body and "withdrawn by an edit" in body
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
+def test_approve_with_edits_from_the_json_field(login):
+    req = make_request("alice")
+    resp = login("finn").post(f"/inbox/{req.pk}/", {
+        "action": "approve", "arguments_json": json.dumps({**req.arguments, "amount": 450}), "next": "/inbox/?status=all"})
+    assert resp.status_code == 302 and resp["Location"] == "/inbox/?status=all"
+    req.refresh_from_db()
+    assert req.status == "modified" and req.final_arguments["amount"] == 450.0
+    edited = AuditEvent.objects.get(request=req, action="edited")
+    assert edited.before["arguments"]["amount"] == 500.0 and edited.after["arguments"]["amount"] == 450.0
+
+
+def test_unchanged_arguments_are_a_plain_approval(login):
+    req = make_request("alice")
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve",
+                                                    "arguments_json": json.dumps(req.arguments, indent=4)})
+    assert resp.status_code == 302
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "approved"
+
+
+def test_server_errors_come_back_next_to_their_fields(login):
+    req = make_request("alice", tool="generate_task_steps")
+    bad = {"steps": [{"description": "", "status": "pending"}, {"description": "ok", "status": "later"}]}
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": json.dumps(bad)})
+    assert resp.status_code == 400
+    body = resp.content.decode()
+    errors = json_script(body, "approval-errors")
+    assert set(errors) == {"steps.0.description", "steps.1.status"}
+    assert "<code>steps.0.description</code>" in body  # also listed for a page without JavaScript
+    # the reviewer's draft is kept, not replaced by the original
+    assert json.loads(re.search(r'id="arguments-json"[^>]*>(.*?)</textarea>', body, re.S).group(1)
+                      .replace("&quot;", '"')) == bad
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
+def test_invalid_json_is_refused_with_a_message(login):
+    req = make_request("alice")
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": '{"amount": 4'})
+    assert resp.status_code == 400 and b"not valid JSON" in resp.content
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": "[1, 2]"})
+    assert resp.status_code == 400 and b"must be a JSON object" in resp.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
+def test_reject_needs_feedback_and_the_agent_gets_it(login):
+    req = make_request("alice")
+    client = login("finn")
+    assert client.post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": "  "}).status_code == 400
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    assert client.post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": "Wrong payee"}).status_code == 302
+    req.refresh_from_db()
+    assert req.status == "rejected" and req.feedback == "Wrong payee"
+
+
+def test_next_never_leaves_the_inbox(login):
+    req = make_request("alice")
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "next": "https://evil.example/inbox/"})
+    assert resp["Location"] == "/inbox/"
+
+
+def test_requester_sees_four_eyes_note_not_the_form(login, demo):
+    req = make_request("finn", group="finance")
+    body = login("finn").get(f"/inbox/{req.pk}/").content.decode()
+    assert 'id="decide-form"' not in body and "four eyes" in body
+
+
+def test_bulk_reject_with_one_reason(login):
+    reqs = [make_request("alice") for _ in range(3)]
+    client = login("finn")
+    refused = client.post("/inbox/bulk/", {"ids": [r.pk for r in reqs], "decision": "reject", "feedback": ""},
+                          HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert refused.status_code == 400 and "reason" in refused.json()["message"]
+    assert ApprovalRequest.objects.filter(status="pending").count() == 3
+    resp = client.post("/inbox/bulk/", {"ids": [r.pk for r in reqs], "decision": "reject",
+                                        "feedback": "Not this week"}, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert resp.json()["succeeded"] == 3 and resp.json()["failed"] == 0
+    for r in reqs:
+        r.refresh_from_db()
+        assert (r.status, r.feedback, r.decided_by.username) == ("rejected", "Not this week", "finn")
+
+
+def test_bulk_reports_each_item_and_works_without_javascript(login):
+    ok = make_request("alice")
+    done = make_request("alice")
+    services.decide(done.pk, user("finn"), "approve")
+    resp = login("finn").post("/inbox/bulk/", {"ids": [ok.pk, done.pk], "decision": "approve",
+                                               "next": "/inbox/?status=all"}, follow=True)
+    assert resp.redirect_chain[-1][0] == "/inbox/?status=all"
+    messages = [str(m) for m in resp.context["messages"]]
+    assert "1 request approved." in messages and any("already" in m for m in messages)
+    assert ApprovalRequest.objects.get(pk=ok.pk).status == "approved"
+
+
+def test_everything_shown_is_escaped(login):
+    payload = "<script>alert('x')</script>"
+    req = make_request("alice", description=payload, reason=payload, thread="thread-x",
+                       arguments={"from_account": "1234567890", "to_account": payload, "amount": 1.0,
+                                  "currency": "USD"},
+                       excerpt=[{"role": "user", "content": payload}, {"role": payload, "content": "hi"}])
+    state_services.replace("thread:thread-x", {"note": payload}, source="agent")
+    services.decide(req.pk, user("finn"), "reject", feedback=payload)
+    client = login("admin")
+    for url in (f"/inbox/{req.pk}/", f"/inbox/{req.pk}/?partial=live", "/inbox/?scope=all&status=all",
+                "/audit/", "/inbox/stats/"):
+        body = client.get(url).content.decode()
+        assert "<script>alert" not in body, url
+    body = client.get(f"/inbox/{req.pk}/").content.decode()
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in body
+    # inside JSON script elements the < is escaped too (json_script)
+    assert "\\u003Cscript\\u003E" in body

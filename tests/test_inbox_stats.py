@@ -1,0 +1,100 @@
+"""The stats page: rates, median / p90 time to decision, fast decisions, rejection reasons, the chart,
+all checked against numbers worked out by hand."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from approvals import services, stats
+from approvals.models import ApprovalRequest
+from tests.inbox_helpers import backdate, decide_at, make_request, user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def history(demo):
+    """transfer_money (banking): approved after 10 s and 30 s, rejected after 1 s ("Wrong account."),
+    approved with edits after 100 s, one pending, one expired; send_email (ops): rejected after
+    50 s ("wrong account"), one cancelled; and one transfer 40 days old (outside 30 days)."""
+
+    def at(req, seconds):
+        return req.created_at + timedelta(seconds=seconds)
+
+    t = [make_request("alice") for _ in range(6)]
+    decide_at(t[0], "finn", "approve", at(t[0], 10))
+    decide_at(t[1], "finn", "approve", at(t[1], 30))
+    decide_at(t[2], "finn", "reject", at(t[2], 1), feedback="Wrong account.")
+    decide_at(t[3], "finn", "approve", at(t[3], 100), arguments={**t[3].arguments, "amount": 450})
+    ApprovalRequest.objects.filter(pk=t[5].pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.expire(t[5].pk)
+    e = [make_request("bob", tool="send_email", agent="ops") for _ in range(2)]
+    decide_at(e[0], "finn", "reject", at(e[0], 50), feedback="  wrong   account ")
+    services.cancel(e[1].pk, user("bob"))
+    old = backdate(make_request("alice"), created=timezone.now() - timedelta(days=40))
+    return {"transfers": t, "emails": e, "old": old}
+
+
+def test_numbers_per_tool_agent_and_overall(history):
+    data = stats.compute(user("finn"), days=30)
+    overall = data["overall"]
+    assert overall.requests == 8 and overall.pending == 1 and overall.cancelled == 1
+    assert overall.resolved == 6  # approved 2, modified 1, rejected 2, expired 1
+    assert overall.approved_rate == pytest.approx(2 / 6) and overall.rejected_rate == pytest.approx(2 / 6)
+    assert sorted(overall.durations) == pytest.approx([1, 10, 30, 50, 100])
+    assert overall.median == pytest.approx(30) and overall.p90 == pytest.approx(100)
+    assert (overall.fast, overall.decisions) == (1, 5)
+
+    tools = {g.key: g for g in data["per_tool"]}
+    transfer, email = tools["transfer_money"], tools["send_email"]
+    assert (transfer.requests, transfer.pending, transfer.resolved) == (6, 1, 5)
+    assert transfer.approved_rate == pytest.approx(0.4) and transfer.modified_rate == pytest.approx(0.2)
+    assert transfer.rejected_rate == pytest.approx(0.2) and transfer.expired_rate == pytest.approx(0.2)
+    assert transfer.median == pytest.approx(20) and transfer.p90 == pytest.approx(100)  # (10+30)/2; rank 4 of 4
+    assert (transfer.fast, transfer.decisions) == (1, 4)
+    assert (email.requests, email.resolved, email.cancelled) == (2, 1, 1)
+    assert email.rejected_rate == 1 and email.median == pytest.approx(50) and email.fast == 0
+    agents = {g.key: g for g in data["per_agent"]}
+    assert agents["banking"].requests == 6 and agents["ops"].requests == 2
+
+    assert len(data["reasons"]) == 1
+    reason = data["reasons"][0]
+    assert reason["count"] == 2 and set(reason["tools"].split(", ")) == {"transfer_money", "send_email"}
+    assert data["fast_reviewers"] == [{"user": "finn", "fast": 1, "decisions": 5, "share": pytest.approx(0.2)}]
+    assert data["fast_recent"][0]["id"] == history["transfers"][2].pk
+
+
+def test_the_window_and_filters(history):
+    assert stats.compute(user("finn"), days=90)["overall"].requests == 9
+    assert stats.compute(user("finn"), days=30, tool="send_email")["overall"].requests == 2
+    assert stats.compute(user("finn"), days=30, agent="banking")["overall"].requests == 6
+    # rita (reviewers, support) sees none of finance's requests
+    assert stats.compute(user("rita"), days=30)["overall"].requests == 0
+
+
+def test_percentile_is_nearest_rank():
+    assert stats.percentile([5], 0.9) == 5
+    assert stats.percentile(list(range(1, 11)), 0.9) == 9
+    assert stats.percentile(list(range(1, 11)), 0.5) == 5
+    assert stats.percentile([3, 1, 2], 1.0) == 3
+
+
+def test_the_page_shows_them_with_an_svg_chart(client, history):
+    client.force_login(user("finn"))
+    body = client.get("/inbox/stats/").content.decode()
+    assert re.search(r'id="stat-requests">8<', body)
+    assert re.search(r'id="stat-median">30 s<', body) and re.search(r'id="stat-p90">1 min 40 s<', body)
+    assert re.search(r'id="stat-fast">1<', body) and 'class="stat-card flagged"' in body
+    assert re.search(r'id="stat-approved">33 %<', body)
+    assert "Wrong account." in body or "wrong   account" in body
+    row = body[body.index('data-key="transfer_money"'):]
+    row = row[:row.index("</tr>")]
+    assert "40 %" in row and "20 %" in row and "20 s" in row and "⚑ 1/4" in row
+    svg = body[body.index('<svg class="chart"'):body.index("</svg>")]
+    assert svg.count("<rect") >= 5  # today's stacked bar: approved, modified, rejected, expired, cancelled, pending
+    assert "2 approved" in svg and "2 rejected" in svg and "1 pending" in svg
+    assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    hourly = client.get("/inbox/stats/?days=1").content.decode()
+    assert "Requests per hour" in hourly
