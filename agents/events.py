@@ -228,7 +228,9 @@ async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
     """
     key = (id(asyncio.get_running_loop()), thread_id, after, block_ms, count)
     shared = _inflight_reads.get(key)
-    if shared is None:
+    if shared is None or shared.task.done():
+        # a finished read is never reused: awaiting a done task does not yield to the loop, so a
+        # reader that got [] (the block timed out) would spin on it before its cleanup could run
         shared = _inflight_reads[key] = _SharedRead(key, _xread(thread_id, after, block_ms, count))
     shared.waiters += 1
     try:

@@ -74,3 +74,30 @@ async def test_watchers_of_many_threads_are_not_capped_at_the_pool_default():
     await asyncio.to_thread(append_all)
     results = await asyncio.wait_for(asyncio.gather(*readers), timeout=15)
     assert [t in r[0][1] for t, r in zip(threads, results, strict=True)] == [True] * len(threads)
+
+
+def test_readers_after_an_empty_read_block_again_instead_of_spinning():
+    """Two readers whose shared read timed out with [] ask again at once: each new read must wait
+    on Redis (a done read reused would return [] without yielding: a busy loop that starved
+    Daphne's event loop). Run in its own thread and loop, so a regression fails instead of hanging."""
+    import threading
+    import time
+
+    thread_id = _thread()
+    after = events.last_id_sync(thread_id)
+    rounds = []
+
+    async def reader():
+        for _ in range(3):
+            rounds.append(await events.read(thread_id, after, block_ms=100))
+
+    async def main():
+        await asyncio.gather(reader(), reader())
+
+    started = time.monotonic()
+    worker = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "readers spun on a finished read"
+    assert rounds == [[]] * 6
+    assert time.monotonic() - started >= 0.3  # three real 100 ms waits, shared by both readers

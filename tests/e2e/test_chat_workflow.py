@@ -4,7 +4,7 @@ support group (rita) approves in the inbox, the case completed — all live, wit
 import re
 
 import pytest
-from chat_helpers import T, Session, assert_same_as_server, new_chat, send
+from chat_helpers import Session, T, assert_same_as_server, new_chat, send
 from playwright.sync_api import expect
 
 
