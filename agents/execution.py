@@ -254,15 +254,22 @@ def recover_stuck_runs(limit=100):
 
 
 def requeue_lost_runs(limit=100):
-    """Beat: queued runs whose task message never reached a worker (a broker restart) are sent again.
+    """Beat: queued runs that never reached a worker are sent again.
 
-    Safe when the message was only slow: the worker's conditional claim runs a run once.
+    A run with a stream id was announced but its task message was lost (a broker restart); one
+    without was committed by a process that died before its on-commit announce (RUN_STARTED and
+    the task) ran: it is announced now. Safe when either was only slow: the worker's conditional
+    claim runs a run once.
     """
+    from .services import announce
     from .tasks import run_agent
 
     cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_RUN_REQUEUE_SECONDS))
-    run_ids = list(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff)
-                   .exclude(stream_id="").values_list("pk", flat=True)[:limit])
-    for run_id in run_ids:
-        run_agent.delay(run_id)
-    return run_ids
+    lost = list(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff)
+                .values_list("pk", "stream_id")[:limit])
+    for run_id, stream_id in lost:
+        if stream_id:
+            run_agent.delay(run_id)
+        else:
+            announce(run_id)
+    return [run_id for run_id, _ in lost]

@@ -16,6 +16,11 @@ from django.conf import settings
 from .scripted_state import state_demo_reply
 from .scripted_support import support_reply
 
+try:  # the HTTP library the SDK streams with (openai 3 moved to httpx2): its errors escape a raw stream
+    import httpx2 as sdk_http
+except ImportError:  # pragma: no cover - openai < 3
+    import httpx as sdk_http
+
 
 class ModelUnavailable(Exception):
     """The model could not be reached or failed on its side (network, 5xx, rate limit)."""
@@ -63,21 +68,40 @@ class OpenAIChatModel:
         kwargs = {"model": self.name, "messages": messages, "stream": True}
         if tools:
             kwargs["tools"] = tools
-        answered = False
+        answered = finished = False
         try:
-            for chunk in self._client().chat.completions.create(**kwargs):
-                if not chunk.choices:
-                    continue
-                answered = True
-                delta = chunk.choices[0].delta
-                if delta.content:
-                    yield TextDelta(delta.content)
-                for tc in delta.tool_calls or []:
-                    fn = tc.function
-                    yield ToolCallDelta(tc.index, tc.id, fn.name if fn else None, (fn.arguments or "") if fn else "")
+            # The SDK's own stream builds a pydantic model per chunk (300-600 us each, the worker's
+            # main cost at thousands of chunks/s); the raw response keeps its request, retries and
+            # status-error mapping, and a chunk is then one json.loads.
+            with self._client().chat.completions.with_streaming_response.create(**kwargs) as response:
+                for data in sse_data(response.iter_lines()):
+                    if data == "[DONE]":
+                        finished = True
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise ModelError(f"the model's stream held a chunk that is not JSON: {data[:80]!r}") from exc
+                    if not isinstance(chunk, dict):
+                        raise ModelError(f"the model's stream held a chunk that is not an object: {data[:80]!r}")
+                    if chunk.get("error"):
+                        error = chunk["error"]
+                        raise ModelError(error.get("message", error) if isinstance(error, dict) else error)
+                    choices = chunk.get("choices") or []
+                    if not choices:
+                        continue
+                    answered = True
+                    choice = choices[0]
+                    finished = finished or bool(choice.get("finish_reason"))
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        yield TextDelta(delta["content"])
+                    for tc in delta.get("tool_calls") or []:
+                        fn = tc.get("function") or {}
+                        yield ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                openai.InternalServerError) as exc:
-            raise ModelUnavailable(str(exc)) from exc
+                openai.InternalServerError, sdk_http.TransportError) as exc:
+            raise ModelUnavailable(str(exc) or type(exc).__name__) from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
                 raise ModelUnavailable(str(exc)) from exc
@@ -86,6 +110,23 @@ class OpenAIChatModel:
             raise ModelError(str(exc)) from exc
         if not answered:  # a 200 with no choice at all is no answer, not an empty success
             raise ModelError("the model's stream ended without an answer")
+        if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way
+            raise ModelUnavailable("the model's stream was cut off before it finished")
+
+
+def sse_data(lines):
+    """The `data:` payload of each server-sent event (multi-line data joined with newlines)."""
+    data = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+        # event:, id:, retry: and ":" comments carry nothing a chat completion needs
+    if data:
+        yield "\n".join(data)
 
 
 class ScriptedModel:

@@ -108,7 +108,8 @@ _CALL_STATUS = {
 
 
 def approval_resolved(request):
-    """A decision landed: record the call's fate, tell the chat, and continue the run when nothing waits."""
+    """A decision landed: record the call's fate, tell the chat, and continue the run when nothing
+    waits. Returns the continuation it started, if any."""
     status = _CALL_STATUS.get(request.status)
     if status is None:
         return
@@ -130,7 +131,8 @@ def approval_resolved(request):
             lambda: events.append(call.thread_id, CustomEvent(name="approval_response", value=payload))
         )
         if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
-            continue_run(run)
+            return continue_run(run)
+    return None
 
 
 def continue_run(paused_run):
@@ -146,13 +148,18 @@ def continue_run(paused_run):
 
 
 def resume_stalled():
-    """Safety net for a process that died between a decision and its continuation."""
+    """Beat: the safety net for a process that died between a decision and its continuation.
+
+    Returns the ids of the paused runs it continued.
+    """
     resolved = ApprovalRequest.objects.filter(
         pk__in=ToolCall.objects.filter(status=ToolCall.Status.AWAITING_APPROVAL).values("approval_id")
     ).exclude(status=ApprovalRequest.Status.PENDING)
-    for request in resolved[:100]:
-        approval_resolved(request)
     started = []
+    for request in resolved[:100]:  # decided, but the call never heard of it
+        continuation = approval_resolved(request)
+        if continuation is not None:
+            started.append(continuation.parent_run_id)
     stalled = Run.objects.filter(status=Run.Status.INTERRUPTED, continuation__isnull=True).exclude(
         tool_calls__status__in=ToolCall.WAITING
     )

@@ -5,6 +5,8 @@ itself in Redis (agui:test:<token>:calls) and announces its start (agui:test:<to
 only the first attempt blocks, on agui:test:<token>:release, so a retry finishes at once.
 """
 
+import os
+
 import redis
 from django.conf import settings
 
@@ -45,3 +47,21 @@ AGENT = Agent(
     system_prompt="Test agent.",
     tools=[block, block_idempotent],
 )
+
+
+# A subprocess worker started with AGUI_TEST_HOLD_CONTINUATIONS=<token> stops inside every
+# continuation task it receives, before the run is claimed: the test can SIGKILL it between a
+# decision and its continuation (tests/test_recovery.py). Nothing happens without the variable.
+if os.environ.get("AGUI_TEST_HOLD_CONTINUATIONS"):
+    from celery.signals import task_prerun
+
+    @task_prerun.connect(weak=False)
+    def _hold_continuations(task_id=None, task=None, args=None, **kwargs):
+        from agents.models import Run
+
+        if task.name != "agents.tasks.run_agent" or not Run.objects.filter(pk=args[0], parent_run__isnull=False).exists():
+            return
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=150)
+        k = keys(os.environ["AGUI_TEST_HOLD_CONTINUATIONS"])
+        client.rpush(k["started"], args[0])
+        client.blpop([k["release"]], timeout=120)

@@ -14,6 +14,7 @@ Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}
     cut         stream: close the connection after half the chunks, no [DONE] (an incomplete
                 chunked body: openai raises APIConnectionError while iterating);
                 non-stream: close without an answer (APIConnectionError too)
+    no_done     stream: end the body properly but send no `data: [DONE]`
     delay       seconds to sleep before each chunk (non-stream: once)
 Queued replies are used in order; with the queue empty, `responder(request_json)` decides
 (default: agents.llm.scripted_reply, the offline demo model).
@@ -227,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        frames = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        frames = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ([] if reply.get("no_done") else ["data: [DONE]\n\n"])
         if reply.get("cut"):
             frames = frames[:max(1, len(chunks) // 2)]
         for frame in frames:

@@ -1,5 +1,6 @@
 """A worker killed with SIGKILL in the middle of a tool: recovery reports `outcome_unknown` and repeats
-nothing; an idempotent tool is retried once. Real subprocess Celery workers on the test database
+nothing; an idempotent tool is retried once. A worker (or the web process) that dies between a
+decision and its continuation: the approved call still runs exactly once. Real subprocess Celery workers on the test database
 and the test Redis; the model is the fake OpenAI-compatible server."""
 
 import json
@@ -9,18 +10,21 @@ import subprocess
 import sys
 import time
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import redis
 from django.conf import settings
 from django.core import mail
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, transaction
 
-from agents import execution
+from agents import execution, services
+from agents.catalog.models import Transfer
 from agents.models import Message, Run, ToolCall
 from agents.services import create_thread, start_run
-from approvals.models import AuditEvent
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest, AuditEvent
 from tests.blocking_agent import keys
 from tests.conftest import TEST_QUEUE, stream_events, wait_for_event
 
@@ -40,13 +44,14 @@ def database_url():
 class Worker:
     """`python -m celery -A agui_project worker` in its own process group, on this session's queue."""
 
-    def __init__(self, tmp_path, name, llm, visibility_timeout=300):
+    def __init__(self, tmp_path, name, llm, visibility_timeout=300, **extra_env):
         env = {
             **os.environ, "DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL,
             "CELERY_BROKER_URL": settings.REDIS_URL, "CELERY_TASK_DEFAULT_QUEUE": TEST_QUEUE,
             "CELERY_VISIBILITY_TIMEOUT": str(visibility_timeout), "AGUI_EXTRA_AGENTS": "tests.blocking_agent",
             "AGUI_TOOL_LEASE_SECONDS": str(LEASE), "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": llm.base_url,
             "AGUI_MODEL": "fake-model", "AGUI_VAR_DIR": str(tmp_path / name), "PYTHONUNBUFFERED": "1",
+            **extra_env,
         }
         self.log = tmp_path / f"{name}.log"
         self.proc = subprocess.Popen(
@@ -227,3 +232,98 @@ def test_worker_killed_mid_stream_the_run_is_answered_again(demo, fake_llm, bloc
     # the redelivered task of the killed run finds nothing to claim
     wait_until(lambda: r.hlen("unacked") == 0, timeout=30, what="the killed task's redelivery", worker=second)
     assert Run.objects.get(pk=run.pk).status == "failed"
+
+
+# --- between a decision and its continuation ------------------------------------------------
+
+TRANSFER_PROMPT = "Transfer $500 from account 1234567890 to account 0987654321"
+
+
+def run_end(run_id):
+    return lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR") and e.get("runId") == run_id
+
+
+def pause_transfer(demo, worker):
+    """alice's transfer through a worker until it waits for finance; returns (thread, run, request)."""
+    thread = create_thread(demo["alice"], "banking")
+    run = start_run(thread, demo["alice"], TRANSFER_PROMPT)
+    event, _ = wait_for_event(thread.pk, run_end(run.pk), timeout=60)
+    assert event["type"] == "RUN_FINISHED" and event["outcome"]["type"] == "interrupt", worker.output()
+    return thread, run, ApprovalRequest.objects.get(thread_ref=thread.pk)
+
+
+def assert_transferred_once(thread, run, req, finn, amount):
+    continuation = Run.objects.get(parent_run=run)
+    event, _ = wait_for_event(thread.pk, run_end(continuation.pk), timeout=60)
+    assert event["type"] == "RUN_FINISHED", event
+    assert [t.amount for t in Transfer.objects.all()] == [Decimal(amount)]
+    call = ToolCall.objects.get(approval_id=req.pk)
+    assert (call.status, call.attempts) == ("succeeded", 1)
+    req.refresh_from_db()  # the decision itself is intact: who, what, with which arguments
+    assert req.status == "modified" and req.final_arguments["amount"] == float(amount)
+    assert list(req.decisions.values_list("user__username", "decision")) == [("finn", "approve")]
+    results = [e for e in stream_events(thread.pk) if e["type"] == "TOOL_CALL_RESULT"]
+    assert len(results) == 1 and f"Transferred {amount} USD" in results[0]["content"]
+    return continuation
+
+
+def test_worker_killed_between_a_decision_and_its_continuation(demo, fake_llm, workers):
+    """The continuation's task reaches a worker, which is SIGKILLed before it claims the run: a
+    restarted worker gets the task again and the approved transfer runs once."""
+    r = redis.Redis.from_url(settings.REDIS_URL)
+    token = uuid.uuid4().hex
+    k = keys(token)
+    first = workers("worker1", fake_llm, AGUI_TEST_HOLD_CONTINUATIONS=token)
+    thread, run, req = pause_transfer(demo, first)
+
+    decided = approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
+    assert decided.status == "modified"
+    continuation = Run.objects.get(parent_run=run)
+    _, held = wait_until(lambda: r.blpop([k["started"]], timeout=1), timeout=60,
+                         what="the continuation to reach worker 1", worker=first)
+    assert held.decode() == continuation.pk
+    first.kill(signal.SIGKILL)  # the task was received, never acknowledged; the run never claimed
+    assert Run.objects.get(pk=continuation.pk).status == "queued"
+    assert not Transfer.objects.exists()
+    assert ToolCall.objects.get(approval_id=req.pk).status == "approved"
+
+    second = workers("worker2", fake_llm, visibility_timeout=1)  # takes the unacknowledged task back
+    assert assert_transferred_once(thread, run, req, demo["finn"], "450.00").pk == continuation.pk
+    wait_until(lambda: r.hlen("unacked") == 0, timeout=30, what="the killed task's redelivery", worker=second)
+    assert Transfer.objects.count() == 1
+
+
+def test_a_decision_whose_process_died_before_the_call_heard_of_it(demo, fake_llm, workers, monkeypatch):
+    """The web process dies right after the decision commits, before its on-commit hooks: the
+    beat's resume_stalled finds the decided request and starts the continuation once."""
+    worker = workers("worker1", fake_llm)
+    thread, run, req = pause_transfer(demo, worker)
+    with monkeypatch.context() as m:
+        m.setattr(transaction, "on_commit", lambda func, using=None, robust=False: None)  # the process is gone
+        approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
+    assert ToolCall.objects.get(approval_id=req.pk).status == "awaiting_approval"
+    assert not Run.objects.filter(parent_run=run).exists()
+
+    assert services.resume_stalled() == [run.pk]  # the beat task's body
+    assert services.resume_stalled() == []  # twice is harmless
+    assert_transferred_once(thread, run, req, demo["finn"], "450.00")
+
+
+def test_a_continuation_whose_announce_was_lost_is_sent_by_the_beat(demo, fake_llm, workers, monkeypatch, settings):
+    """The continuation row commits but its process dies before announcing it (no RUN_STARTED, no
+    task): after AGUI_RUN_REQUEUE_SECONDS the beat's requeue_lost_runs announces it."""
+    worker = workers("worker1", fake_llm)
+    thread, run, req = pause_transfer(demo, worker)
+    with monkeypatch.context() as m:
+        m.setattr(services, "announce", lambda run_id: None)  # the process is gone
+        approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
+    continuation = Run.objects.get(parent_run=run)
+    assert (continuation.status, continuation.stream_id) == ("queued", "")
+
+    assert execution.requeue_lost_runs() == []  # younger than AGUI_RUN_REQUEUE_SECONDS: maybe only slow
+    settings.AGUI_RUN_REQUEUE_SECONDS = 0
+    assert execution.requeue_lost_runs() == [continuation.pk]
+    assert_transferred_once(thread, run, req, demo["finn"], "450.00")
+    started = [e for e in stream_events(thread.pk) if e["type"] == "RUN_STARTED" and e["runId"] == continuation.pk]
+    assert len(started) == 1
+    assert execution.requeue_lost_runs() == []  # finished: nothing left queued

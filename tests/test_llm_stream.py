@@ -1,0 +1,68 @@
+"""agents.llm.OpenAIChatModel reads the SDK's raw stream itself: what it yields, and how a broken
+stream becomes ModelError / ModelUnavailable. Through the real openai client and tests/fake_llm.py."""
+
+import json
+
+import pytest
+
+from agents.llm import ModelError, ModelUnavailable, OpenAIChatModel, TextDelta, ToolCallDelta, sse_data
+
+
+def drain():
+    return list(OpenAIChatModel().stream([{"role": "user", "content": "hi"}], []))
+
+
+def test_text_and_tool_call_deltas(fake_llm):
+    args = json.dumps({"amount": 12.5, "note": "ünïcode ✓"})
+    fake_llm.push({"text": "Sending it now.", "tool_calls": [{"id": "call_1", "name": "transfer_money",
+                                                             "arguments": args}]})
+    out = drain()
+    assert "".join(d.text for d in out if isinstance(d, TextDelta)) == "Sending it now."
+    calls = [d for d in out if isinstance(d, ToolCallDelta)]
+    assert (calls[0].index, calls[0].id, calls[0].name) == (0, "call_1", "transfer_money")
+    assert "".join(d.arguments for d in calls) == args
+    assert all(d.id is None and d.name is None for d in calls[1:])
+
+
+def test_error_object_inside_the_stream_is_model_error(fake_llm, monkeypatch):
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [{"error": {"message": "overloaded, sorry"}}])
+    fake_llm.push("unused")
+    with pytest.raises(ModelError, match="overloaded, sorry"):
+        drain()
+
+
+def test_chunk_that_is_not_an_object_is_model_error(fake_llm, monkeypatch):
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [["not", "a", "chunk"]])
+    fake_llm.push("unused")
+    with pytest.raises(ModelError, match="not an object"):
+        drain()
+
+
+def test_clean_end_without_done_or_finish_reason_is_cut(fake_llm, monkeypatch):
+    """A body that ends properly but before the model said it was done is a truncated answer."""
+    real = fake_llm.chunks
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: real(reply, model)[:-1])  # no finish_reason
+    fake_llm.push({"text": "half an answer", "no_done": True})
+    with pytest.raises(ModelUnavailable, match="cut off"):
+        drain()
+
+
+def test_connection_cut_mid_stream_is_model_unavailable(fake_llm):
+    fake_llm.push({"text": "one two three four five six seven eight", "cut": True})
+    with pytest.raises(ModelUnavailable):
+        drain()
+
+
+def test_http_error_statuses_map_as_before(fake_llm):
+    fake_llm.push({"error": 400, "error_message": "context_length_exceeded"})
+    with pytest.raises(ModelError, match="context_length_exceeded"):
+        drain()
+    fake_llm.push({"error": 503, "error_message": "down"}, {"error": 503, "error_message": "down"})  # 1 retry
+    with pytest.raises(ModelUnavailable):
+        drain()
+
+
+def test_sse_data_framing():
+    lines = ["", ": keep-alive", "event: message", 'data: {"a":', 'data: 1}', "", "id: 7", "data:[DONE]", ""]
+    assert list(sse_data(lines)) == ['{"a":\n1}', "[DONE]"]
+    assert list(sse_data(["data: tail"])) == ["tail"]  # a last event without its blank line
