@@ -6,10 +6,13 @@ RUN_FINISHED / RUN_ERROR. A client that goes away does not stop the run.
 """
 
 import json
-import time
+import logging
+from asyncio import sleep
 from dataclasses import dataclass, field
+from time import monotonic
 
 import pydantic
+import redis
 from ag_ui.core import (
     PROTOCOL_VERSION,
     CustomEvent,
@@ -32,7 +35,10 @@ from .catalog import get_agent, load_agents
 from .models import InputRequest, Message, Run, Thread
 from .views import agent_cards
 
+log = logging.getLogger(__name__)
+
 KEEPALIVE_SECONDS = 15
+STREAM_GRACE_SECONDS = 30  # how long a relay waits for an unreachable Redis before it gives up
 MAX_THREAD_ID = 200
 TERMINAL = ('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')
 
@@ -232,14 +238,34 @@ async def relay(plan):
         started = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
         yield frame(events.encode(started)) + frame(events.encode(plan.error))
         return
-    after, started, last_write = plan.position, False, time.monotonic()
+    after, started, last_write, lost_since = plan.position, False, monotonic(), None
     run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
     while True:
         chunk = []
         # block until the next keep-alive is due at most (and under the Redis socket timeout)
-        due_ms = int((last_write + KEEPALIVE_SECONDS - time.monotonic()) * 1000)
+        due_ms = int((last_write + KEEPALIVE_SECONDS - monotonic()) * 1000)
         block_ms = max(1, min(events.BLOCK_MS, due_ms))  # XREAD BLOCK 0 would wait forever
-        for entry_id, payload in await events.read(plan.thread_id, after, block_ms=block_ms):
+        try:
+            batch = await events.read(plan.thread_id, after, block_ms=block_ms)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # Redis is away: wait for it (keeping the client's connection alive), and past the
+            # grace period end this client's stream with a RUN_ERROR rather than a dropped socket
+            lost_since = lost_since or monotonic()
+            if monotonic() - lost_since > STREAM_GRACE_SECONDS:
+                log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, STREAM_GRACE_SECONDS, exc)
+                lost = RunErrorEvent(code="stream_unavailable", message="The live connection (Redis) was lost; the "
+                                     "run may still finish. Reconnect to follow the thread.")
+                head = "" if started else frame(events.encode(RunStartedEvent(
+                    thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)))
+                yield head + frame(events.encode(lost))
+                return
+            await sleep(1.0)
+            if monotonic() - last_write >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                last_write = monotonic()
+            continue
+        lost_since = None
+        for entry_id, payload in batch:
             after = entry_id
             if not started:
                 # the stream may hold the tail of earlier runs and decision notices: skip to ours
@@ -254,10 +280,10 @@ async def relay(plan):
                 return
         if chunk:
             yield "".join(chunk)
-            last_write = time.monotonic()
-        elif time.monotonic() - last_write >= KEEPALIVE_SECONDS:
+            last_write = monotonic()
+        elif monotonic() - last_write >= KEEPALIVE_SECONDS:
             yield ": keep-alive\n\n"
-            last_write = time.monotonic()
+            last_write = monotonic()
 
 
 @csrf_exempt  # token clients carry no cookie; session callers are CSRF-checked in authenticate()

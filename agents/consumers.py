@@ -88,6 +88,7 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             CustomEvent(name="input_requests", value={"requests": snap["input_requests"]})
             if snap["input_requests"] else None,
             CustomEvent(name="workflow", value=snap["workflow"]) if snap["workflow"] else None,
+            CustomEvent(name="run_error", value=snap["run_error"]) if snap["run_error"] else None,
         ):
             if event is not None:
                 await self.send(events.encode(event))

@@ -22,7 +22,9 @@ from redis.retry import Retry
 FLUSH_SECONDS = 0.001
 FLUSH_EVENTS = 32
 BLOCK_MS = 4000  # under redis-py's 5 s socket timeout (NOTES.md)
-RETRIES = 15  # with the backoff capped at 1 s: about 11 s of trying
+
+class StreamUnavailable(Exception):
+    """Redis stayed unreachable past the client's retries: this run's events cannot be written."""
 
 _client = None
 _client_lock = threading.Lock()
@@ -41,7 +43,8 @@ def redis_client():
                 # a Redis restart or failover shorter than ~10 s is ridden out, not turned into a failed run
                 _client = redis.Redis.from_url(
                     settings.REDIS_URL, socket_timeout=10, health_check_interval=30,
-                    retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES),
+                    # AGUI_REDIS_RETRIES, default 15: about 11 s of trying (backoff capped at 1 s)
+                    retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), settings.AGUI_REDIS_RETRIES),
                     retry_on_error=[redis.ConnectionError, redis.TimeoutError],
                 )
     return _client
@@ -65,9 +68,13 @@ def _xadd_all(pipe, key, payloads):
 
 def append(thread_id, *events):
     """Append events at once (low-rate callers: start_run, decisions). Returns the last entry id."""
-    key = stream_key(thread_id)
+    return append_encoded(thread_id, *[encode(e) for e in events])
+
+
+def append_encoded(thread_id, *payloads):
+    """Append events already serialised (a run's end kept while Redis was down)."""
     pipe = redis_client().pipeline(transaction=False)
-    _xadd_all(pipe, key, [encode(e) for e in events])
+    _xadd_all(pipe, stream_key(thread_id), payloads)
     ids = pipe.execute()[:-1]
     return ids[-1].decode() if ids else None
 
@@ -125,6 +132,8 @@ class EventStream:
     def close(self):
         try:
             self.flush()
+        except StreamUnavailable:
+            pass  # already raised to the runner on an emit or flush; its end is kept for the beat
         finally:
             with self._cond:
                 self._closed = True
@@ -153,7 +162,9 @@ class EventStream:
                 pipe.execute()
             except Exception as exc:  # surfaced to the runner on its next emit/flush
                 with self._cond:
-                    self._error = exc
+                    self._error = StreamUnavailable(f"events for {self.key} could not be written: {exc!r}")
+                    self._error.__cause__ = exc
+                    self._buffer = []  # the run is ending: nothing after this could be written in order
             finally:
                 with self._cond:
                     self._inflight = False
@@ -248,4 +259,4 @@ async def range_from(thread_id, start):
     return [(entry_id.decode(), fields[b"e"].decode()) for entry_id, fields in entries]
 
 
-__all__ = ["EventStream", "EventType", "append", "encode", "read", "range_from", "last_id", "redis_client"]
+__all__ = ["EventStream", "EventType", "StreamUnavailable", "append", "encode", "read", "range_from", "last_id", "redis_client"]

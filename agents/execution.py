@@ -273,3 +273,20 @@ def requeue_lost_runs(limit=100):
         else:
             announce(run_id)
     return [run_id for run_id, _ in lost]
+
+
+def publish_undelivered_ends(limit=100):
+    """Beat: the RUN_FINISHED / RUN_ERROR of runs that ended while Redis was unreachable.
+
+    Readers wait after the last entry they saw; a restarted Redis numbers new entries from the
+    clock, so they hear the end even when the stream itself was lost. Returns the run ids.
+    """
+    published = []
+    for run_id, thread_id, payload in (Run.objects.exclude(undelivered_end="").order_by("finished_at")
+                                       .values_list("pk", "thread_id", "undelivered_end")[:limit]):
+        events.append_encoded(thread_id, payload)
+        Run.objects.filter(pk=run_id, undelivered_end=payload).update(undelivered_end="")
+        published.append(run_id)
+    if published:
+        log.warning("published the end of %d run(s) that ended while Redis was unreachable", len(published))
+    return published

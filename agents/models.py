@@ -53,12 +53,17 @@ class Run(models.Model):
     stream_id = models.CharField(max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
     client_tools = models.JSONField(default=list, blank=True)  # AG-UI frontend tools offered to the model
     resume_run_id = models.CharField(max_length=200, blank=True, default="")  # the client's id for the continuation
+    # the run's RUN_FINISHED / RUN_ERROR when Redis could not take it: published later by the beat
+    undelivered_end = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["thread", "status"], name="run_thread_status_idx")]  # active run lookup
+        indexes = [
+            models.Index(fields=["thread", "status"], name="run_thread_status_idx"),  # active run lookup
+            models.Index(fields=["finished_at"], condition=~models.Q(undelivered_end=""), name="run_undelivered_idx"),
+        ]
 
     def __str__(self):
         return f"{self.id} ({self.status})"

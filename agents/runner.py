@@ -5,6 +5,7 @@ import logging
 import time
 import uuid
 
+import redis
 from ag_ui.core import (
     CustomEvent,
     Interrupt,
@@ -33,7 +34,7 @@ from state import services as state_services
 
 from . import execution, llm, presenters
 from .catalog import get_agent
-from .events import EventStream
+from .events import EventStream, StreamUnavailable, encode
 from .llm import ModelError, ModelUnavailable, TextDelta, get_model
 from .models import Message, Run, ToolCall
 from .services import add_message, cancel_requested
@@ -138,6 +139,12 @@ class Runner:
                 self.finish(Run.Status.SUCCEEDED)
         except RunCancelled:
             self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
+        except (StreamUnavailable, redis.ConnectionError, redis.TimeoutError) as exc:
+            # Redis stayed down past the retries: nobody can follow this run, so it stops here
+            # (what it stored stays) and says so once Redis is back (the beat publishes the end)
+            log.error("run %s: %s", self.run.pk, exc)
+            self.fail("stream_unavailable", "The live connection (Redis) was lost for too long, so the run stopped. "
+                      "Retry it.")
         except ModelUnavailable as exc:
             log.warning("run %s: model unavailable: %s", self.run.pk, exc)
             self.fail("model_unavailable", "The model could not be reached. Try again in a moment.")
@@ -154,14 +161,23 @@ class Runner:
         self.state.release()
         Run.objects.filter(pk=self.run.pk).update(status=status, finished_at=timezone.now())
         kwargs = {"outcome": outcome} if outcome else {}
-        self.emit(RunFinishedEvent(thread_id=self.thread.id, run_id=self.run.pk, **kwargs))
+        self.end(RunFinishedEvent(thread_id=self.thread.id, run_id=self.run.pk, **kwargs))
 
     def fail(self, code, message):
         self.state.release()
         Run.objects.filter(pk=self.run.pk).update(
             status=Run.Status.FAILED, finished_at=timezone.now(), error=message, error_code=code
         )
-        self.emit(RunErrorEvent(message=message, code=code))
+        self.end(RunErrorEvent(message=message, code=code))
+
+    def end(self, event):
+        """The run's last event. When Redis cannot take it, the run row keeps it and the beat
+        (execution.publish_undelivered_ends) appends it once Redis answers: never a silent end."""
+        try:
+            self.stream.emit(event)
+            self.stream.flush()
+        except StreamUnavailable:
+            Run.objects.filter(pk=self.run.pk).update(undelivered_end=encode(event))
 
     def loop(self):
         for _turn in range(settings.AGUI_MAX_TURNS):

@@ -13,6 +13,7 @@ def thread_snapshot(thread_id):
     doc = state_services.document(thread.state_key)  # predictions awaiting a decision stay visible
     active = thread.runs.filter(status__in=Run.ACTIVE).exclude(stream_id="").order_by("created_at").first()
     approvals = ApprovalRequest.objects.filter(thread_ref=thread.pk).select_related("approver_group", "decided_by")
+    latest = thread.runs.order_by("-created_at").values("pk", "status", "error", "error_code").first()
     return {
         "messages": [presenters.agui_message(m) for m in thread.messages.all()],
         "state": doc.view,
@@ -23,6 +24,9 @@ def thread_snapshot(thread_id):
         # questions the agents asked the person (agents/inputs.py), and where a workflow stands
         "input_requests": [inputs.payload(q) for q in thread.input_requests.order_by("created_at")],
         "workflow": workflow_view(WorkflowInstance.objects.filter(thread=thread).first()),
+        # the thread's latest run failed: a reloaded page still shows why, and can retry it
+        "run_error": {"runId": latest["pk"], "code": latest["error_code"], "message": latest["error"]}
+        if latest and latest["status"] == Run.Status.FAILED else None,
     }
 
 

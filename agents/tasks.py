@@ -17,9 +17,10 @@ def resume_stalled():
 
 @shared_task(ignore_result=True)
 def recover_stuck_calls():
-    """Beat: tool calls left `executing` by a dead worker (agents/execution.py)."""
+    """Beat: tool calls and runs a dead worker left, lost run messages, ends Redis could not take."""
     from . import execution
 
     execution.recover_stuck_calls()
     execution.recover_stuck_runs()  # after the calls: a run with a stuck call is recover_call's
     execution.requeue_lost_runs()
+    execution.publish_undelivered_ends()

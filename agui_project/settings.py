@@ -186,6 +186,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
 AGUI_STREAM_READER_CONNECTIONS = int(os.environ.get("AGUI_STREAM_READER_CONNECTIONS", "2000"))
 AGUI_STREAM_MAXLEN = int(os.environ.get("AGUI_STREAM_MAXLEN", "20000"))
 AGUI_STREAM_TTL = int(os.environ.get("AGUI_STREAM_TTL", str(24 * 3600)))
+# tries of the event writer's Redis client before a run gives up on its stream (15: ~11 s of outage)
+AGUI_REDIS_RETRIES = int(os.environ.get("AGUI_REDIS_RETRIES", "15"))
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
 AGUI_STATE_DELTA_INTERVAL = float(os.environ.get("AGUI_STATE_DELTA_INTERVAL", "0.05"))
 # Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).

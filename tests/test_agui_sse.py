@@ -79,3 +79,34 @@ def test_keepalive_while_idle_and_disconnect_does_not_stop_the_run(
     assert finished["type"] == "RUN_FINISHED" and finished["runId"] == run_id
     assert Run.objects.get(pk=run_id).status == Run.Status.SUCCEEDED
     assert Message.objects.get(thread_id=thread_id, role="assistant").content == "Finally, the answer you waited for."
+
+
+def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch):
+    """Past STREAM_GRACE_SECONDS of refused reads, an SSE client gets RUN_STARTED + RUN_ERROR
+    (stream_unavailable) instead of a dropped connection; a shorter outage is waited out."""
+    import redis
+
+    outage = {"reads": 0}
+
+    async def read(thread_id, after, block_ms=0, count=500):
+        outage["reads"] += 1
+        raise redis.ConnectionError("Connection refused")
+
+    async def no_wait(seconds):
+        clock["now"] += seconds  # the relay's backoff advances the test's clock instead of sleeping
+
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(agui.events, "read", read)
+    monkeypatch.setattr(agui, "sleep", no_wait)
+    monkeypatch.setattr(agui, "monotonic", lambda: clock["now"])
+    plan = agui.Plan(thread_id="t-1", run_id="r-1", position="0-0")
+
+    async def collect():
+        return [chunk async for chunk in agui.relay(plan)]
+
+    chunks = async_to_sync(collect)()
+    frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
+    assert [(f["type"], f.get("code")) for f in frames] == [("RUN_STARTED", None), ("RUN_ERROR", "stream_unavailable")]
+    assert frames[0]["runId"] == "r-1"
+    assert outage["reads"] > agui.STREAM_GRACE_SECONDS  # one try a second, through the whole grace period
+    assert KEEPALIVE in chunks  # the client's connection was kept alive meanwhile

@@ -112,3 +112,29 @@ async def test_inbox_socket_hears_new_requests_for_its_groups(demo):
     assert await rita.receive_nothing(timeout=0.3)  # not in finance
     await finn.disconnect()
     await rita.disconnect()
+
+
+async def test_snapshot_tells_a_reconnecting_client_that_the_latest_run_failed(demo, no_enqueue):
+    """The RUN_ERROR may be long gone from the stream (expired, or Redis restarted): the snapshot
+    still says the latest run failed, so the chat can show why and offer Retry."""
+    from agents.models import Run
+
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    run = await sync_to_async(services.start_run)(thread, alice, "hello")
+    message = "The live connection (Redis) was lost for too long, so the run stopped. Retry it."
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(status="failed", error=message,
+                                                              error_code="stream_unavailable")
+    comm = communicator(f"/ws/threads/{thread.pk}/", alice)
+    assert (await comm.connect())[0]
+    seen = await receive_until(comm, lambda e: e.get("name") == "run_error")
+    assert seen[-1]["value"] == {"runId": run.pk, "code": "stream_unavailable", "message": message}
+    await comm.disconnect()
+
+    # a later, successful run: nothing to report any more
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(status="succeeded", error="", error_code="")
+    comm = communicator(f"/ws/threads/{thread.pk}/", alice)
+    assert (await comm.connect())[0]
+    seen = await receive_until(comm, lambda e: e.get("name") == "approvals")
+    assert not any(e.get("name") == "run_error" for e in seen)
+    await comm.disconnect()

@@ -79,3 +79,54 @@ def test_redis_restart_mid_run_the_run_finishes(demo, fake_llm, private_redis, t
         assert events and events[-1]["type"] == "RUN_FINISHED"  # clients reading the new stream see the end
     finally:
         worker.stop()
+
+
+def test_redis_down_longer_than_the_retries_fails_the_run_loudly(demo, fake_llm, private_redis, tmp_path, settings,
+                                                                 monkeypatch):
+    """Redis stays away past the writer's retries: the run stops as failed (stream_unavailable),
+    keeps its RUN_ERROR, and the beat publishes it once Redis is back; a new run then works."""
+    from agents import events, execution
+
+    settings.REDIS_URL, settings.AGUI_REDIS_RETRIES = private_redis.url, 1
+    monkeypatch.setattr(events, "_client", None)  # this process's writer client follows the private Redis
+    worker = Worker(tmp_path, "worker", fake_llm, AGUI_REDIS_RETRIES="1")  # gives up within ~0.1 s
+    try:
+        fake_llm.push({"text": " ".join(f"w{i}" for i in range(200)), "delay": 0.05})
+        thread = create_thread(demo["alice"], "banking")
+        run = Run.objects.create(thread=thread)
+        add_message(thread, "user", "a long story please", run=run)
+        Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[run.pk], queue=TEST_QUEUE)
+        client = redis.Redis.from_url(private_redis.url)
+        wait_until(lambda: any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in stream(client, thread.pk)),
+                   timeout=60, what="the run to stream", worker=worker)
+
+        private_redis.stop()
+        # the run is marked failed first, then its RUN_ERROR (which Redis cannot take) is kept
+        wait_until(lambda: Run.objects.filter(pk=run.pk, status="failed").exclude(undelivered_end="").exists(),
+                   timeout=60, what="the run to give up on Redis", worker=worker)
+        run.refresh_from_db()
+        assert run.error_code == "stream_unavailable" and "Retry" in run.error, (run.error_code, run.error)
+        kept = json.loads(run.undelivered_end)
+        assert kept["type"] == "RUN_ERROR" and kept["code"] == "stream_unavailable"
+        with pytest.raises(redis.ConnectionError):  # the beat cannot publish it while Redis is down either
+            execution.publish_undelivered_ends()
+        assert Run.objects.get(pk=run.pk).undelivered_end == run.undelivered_end
+
+        private_redis.start()  # a restart: the stream and everything in it are gone
+        assert stream(client, thread.pk) == []
+        assert execution.publish_undelivered_ends() == [run.pk]  # the beat task's body
+        assert execution.publish_undelivered_ends() == []  # once
+        told = stream(client, thread.pk)
+        assert [(e["type"], e.get("code")) for e in told] == [("RUN_ERROR", "stream_unavailable")]
+        assert Run.objects.get(pk=run.pk).undelivered_end == ""
+
+        # the worker came through the outage: retrying (a new run on the same history) works
+        fake_llm.push({"text": "Back again."})
+        retry = Run.objects.create(thread=thread)
+        Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[retry.pk], queue=TEST_QUEUE)
+        wait_until(lambda: Run.objects.get(pk=retry.pk).status not in ("queued", "running"), timeout=60,
+                   what="the retry to end", worker=worker)
+        assert Run.objects.get(pk=retry.pk).status == "succeeded", worker.output()[-2000:]
+        assert stream(client, thread.pk)[-1]["type"] == "RUN_FINISHED"
+    finally:
+        worker.stop()

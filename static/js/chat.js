@@ -890,6 +890,13 @@
     notice.hidden = false;
   }
 
+  function showRunError(runId, message) {
+    run.failedId = runId;
+    setRunStatus("idle");
+    runErrorText.textContent = message || "The run failed.";
+    runError.hidden = false;
+  }
+
   function hideBanners() {
     notice.hidden = true;
     runError.hidden = true;
@@ -961,11 +968,15 @@
     if (run.failedId) {
       // The failed run again, on the same history: no second copy of the user's message.
       retryButton.disabled = true;
+      const retried = run.failedId;
       try {
-        const res = await postJSON("/api/runs/" + encodeURIComponent(run.failedId) + "/retry/", {});
+        const res = await postJSON("/api/runs/" + encodeURIComponent(retried) + "/retry/", {});
         if (res.ok) {
-          run.failedId = null;
-          runError.hidden = true;
+          // the new run may already have started and failed over the socket: keep its banner
+          if (run.failedId === retried) {
+            run.failedId = null;
+            runError.hidden = true;
+          }
         } else {
           showNotice(errorText(res.data, res.status));
         }
@@ -1062,10 +1073,7 @@
       case "RUN_ERROR":
         run.active = false;
         run.stopping = false;
-        run.failedId = run.id;
-        setRunStatus("idle");
-        runErrorText.textContent = ev.message || "The run failed.";
-        runError.hidden = false;
+        showRunError(ev.runId || run.id, ev.message);
         endStreaming();
         updateComposer();
         break;
@@ -1138,6 +1146,9 @@
           for (const a of list) upsertApproval(a);
           // After a (re)connect: a run that waits on a person is paused, not idle.
           if (!run.active && pendingApprovals().length) setRunStatus("paused", "Paused: waiting for approval.");
+        } else if (ev.name === "run_error") {
+          // on (re)connect: the thread's latest run failed (its RUN_ERROR may be long gone)
+          if (!run.active && ev.value) showRunError(ev.value.runId, ev.value.message);
         } else if (ev.name === "approval_request" || ev.name === "approval_response") {
           upsertApproval(ev.value);
         } else if (ev.name === "state_version") {

@@ -147,6 +147,19 @@ def test_run_error_banner_and_retry(alice):
     assert [m["role"] for m in server_messages(page, thread)] == ["user"]
     alice.shoot("retried")
 
+    # A reload: the RUN_ERROR is history now, the snapshot still says the latest run failed.
+    page.reload()
+    expect(banner).to_be_visible(timeout=T)
+    expect(banner).to_contain_text("could not be reached")
+    page.wait_for_function("() => window.aguiChat.events.some(e => e.name === 'run_error')", timeout=T)
+    assert not run_events(page, ["RUN_ERROR"])
+    page.get_by_role("button", name="Retry").click()  # retries the run named by the snapshot
+    page.wait_for_function("() => window.aguiChat.events.filter(e => e.type === 'RUN_ERROR').length === 1",
+                           timeout=T)
+    third = run_events(page, ["RUN_STARTED"])[-1]["runId"]
+    assert third not in runs and page.request.get(f"/api/runs/{third}/").json()["status"] == "failed"
+    expect(page.locator("#messages .msg-user")).to_have_count(1)
+
 
 def test_step_indicator_follows_step_events(alice, live_stack):
     """Workflows emit STEP_STARTED / STEP_FINISHED (stepName = agent); appended here as a worker would."""
