@@ -181,12 +181,15 @@ def prepare(request, agent_name):
         return error(409, f"thread {thread.pk} belongs to agent {thread.agent!r}", code="agent_mismatch")
     if Run.objects.filter(pk=agent_input.run_id).exists():
         return error(409, f"run {agent_input.run_id} already exists", code="run_exists")
-    if thread is None:
+    new_thread = thread is None
+    if new_thread:
         thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
     refused = accept_state(thread, user, agent_input)
     if refused:
         return refused
-    plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=events.last_id_sync(thread.pk))
+    # a new thread's stream starts empty (the relay skips to this run's RUN_STARTED regardless)
+    position = "0-0" if new_thread else events.last_id_sync(thread.pk)
+    plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=position)
     resume = _answers(thread, agent_input.resume)
     try:
         # resume: [] answers nothing; it is "missing" only while something waits for an answer
@@ -211,6 +214,7 @@ def prepare(request, agent_name):
         else:
             services.start_run(
                 thread, user, run_id=agent_input.run_id, messages=_new_messages(thread, agent_input),
+                new_thread=new_thread,
                 forwarded_props=agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {},
                 client_tools=[t.model_dump(mode="json", exclude_none=True) for t in agent_input.tools],
             )

@@ -30,7 +30,7 @@ def create_thread(user, agent, title="", thread_id=None):
 
 def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_call_id="", message_id=None):
     """Append a message with the thread's next sequence number (the row lock orders writers)."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
         Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + 1)
         seq = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk)
         kwargs = {"id": message_id} if message_id else {}
@@ -47,19 +47,20 @@ def pending_approvals(thread):
 
 
 def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwarded_props=None,
-              messages=(), client_tools=None):
+              messages=(), client_tools=None, new_thread=False):
     """Store the new messages and a queued Run; on commit announce it and enqueue the worker.
 
     `content` is one user message; `messages` are (id, role, content, tool_call_id) from an
     AG-UI client (user messages and frontend-tool results), already filtered to new ones.
+    `new_thread`: the caller created the thread just now, so no run or question can be open on it.
     """
     with transaction.atomic():
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
         if run_id and Run.objects.filter(pk=run_id).exists():
             raise RunConflict("run_exists", f"run {run_id} already exists")
-        if thread.runs.filter(status__in=Run.ACTIVE).exists():
+        if not new_thread and thread.runs.filter(status__in=Run.ACTIVE).exists():
             raise RunConflict("run_active", "the agent is still answering; wait for it or stop it")
-        pending = pending_approvals(thread) + inputs.pending(thread)  # questions for the person too
+        pending = [] if new_thread else pending_approvals(thread) + inputs.pending(thread)  # questions too
         if pending:
             raise RunConflict(
                 "interrupt_pending",
@@ -81,15 +82,15 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             elif not thread.title and role == Message.Role.USER and text.strip():
                 thread.title = text.strip().splitlines()[0][:80]
         thread.save(update_fields=["title", "updated_at"])
-        transaction.on_commit(lambda: announce(run.pk))
+        transaction.on_commit(lambda: announce(run.pk, run))
     return run
 
 
-def announce(run_id):
+def announce(run_id, run=None):
     """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker."""
     from .tasks import run_agent
 
-    run = Run.objects.get(pk=run_id)
+    run = run or Run.objects.get(pk=run_id)
     stream_id = events.append(
         run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
                                        protocol_version=PROTOCOL_VERSION)

@@ -91,6 +91,12 @@ DATABASES = {
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and os.environ.get("AGUI_DB_POOL", "1") != "0":
+    # Under ASGI every request runs its sync code on a thread of its own, so a persistent
+    # connection is never reused: without a pool each request paid a new PostgreSQL connection.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1, "max_size": int(os.environ.get("AGUI_DB_POOL_SIZE", "10")), "timeout": 10,
+    }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"] = {**_SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
     # A file, not memory: worker threads in tests need to share it (NOTES.md trap 1).

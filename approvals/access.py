@@ -13,10 +13,27 @@ def approver_group_names():
     return names | {"reviewers"}
 
 
+def memberships(user):
+    """(ids, names) of the user's groups, read once per user object.
+
+    A page asks several times (the access check, the navigation, the inbox's filters and rows);
+    request.user and a socket's scope user live no longer than their request or connection.
+    """
+    cached = getattr(user, "_agui_memberships", None)
+    if cached is None:
+        rows = list(user.groups.values_list("pk", "name"))
+        cached = ({pk for pk, _ in rows}, {name for _, name in rows})
+        user._agui_memberships = cached
+    return cached
+
+
 def is_reviewer(user):
     """Staff, or members of `reviewers` or of any group that decides (or is escalated) a tool."""
     if not user.is_authenticated:
         return False
     if user.is_staff:
         return True
-    return user.groups.filter(name__in=approver_group_names()).exists()
+    cached = getattr(user, "_agui_is_reviewer", None)
+    if cached is None:
+        cached = user._agui_is_reviewer = bool(memberships(user)[1] & approver_group_names())
+    return cached

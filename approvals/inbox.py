@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from . import registry, services
-from .access import approver_group_names
+from .access import approver_group_names, memberships
 from .models import ApprovalRequest, ApproverKind, Risk
 
 Status = ApprovalRequest.Status
@@ -102,7 +102,7 @@ def parse(params):
 def mine(user):
     """Requests routed to the user: their groups' (and those escalated to them), less the ones they
     asked for themselves (four eyes), plus requester-routed requests they confirm themselves."""
-    group_ids = list(user.groups.values_list("pk", flat=True))
+    group_ids = sorted(memberships(user)[0])
     routed = (Q(approver_kind=ApproverKind.GROUP, approver_group_id__in=group_ids)
               | Q(escalated_at__isnull=False, escalation_group_id__in=group_ids))
     return (routed & ~Q(requester_id=user.pk)) | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
@@ -207,7 +207,7 @@ def page(user, query, size=PAGE_SIZE):
                 next_after = f"{segment}|{last[ts_field].isoformat()}|{last['id']}"
             break
     total = count(qs, query.status)
-    group_ids = set(user.groups.values_list("pk", flat=True))
+    group_ids = memberships(user)[0]
     for row in rows:
         decorate(row, user, group_ids)
     return Page(rows=rows, next_after=next_after, total=min(total, COUNT_CAP), total_capped=total > COUNT_CAP,
@@ -254,11 +254,30 @@ def is_waiting_for(user, approval_id):
 def choices(user):
     """Options of the filter selects: tools, agents, groups a user could filter by."""
     tools = set(registry.all_tools())
-    agents = set(
-        ApprovalRequest.objects.order_by().exclude(agent_name="").values_list("agent_name", flat=True).distinct()
-    )
+    agents = agent_names()
     if user.is_staff or user.is_superuser:
         groups = approver_group_names() | set(Group.objects.values_list("name", flat=True))
     else:
-        groups = set(user.groups.values_list("name", flat=True))
+        groups = set(memberships(user)[1])
     return {"tools": sorted(tools), "agents": sorted(agents), "groups": sorted(groups)}
+
+
+MAX_AGENT_NAMES = 100
+
+
+def agent_names():
+    """The distinct agent names of all requests, one index probe each (approval_agent_decided_idx).
+
+    A plain SELECT DISTINCT reads the whole table on PostgreSQL (51 ms at 100,000 requests, most
+    of the inbox page's SQL); stepping from name to name costs a few index lookups for the
+    handful of agents there are.
+    """
+    names, qs = [], ApprovalRequest.objects.order_by("agent_name").values_list("agent_name", flat=True)
+    last = ""
+    while len(names) < MAX_AGENT_NAMES:
+        name = qs.filter(agent_name__gt=last).first()
+        if name is None:
+            break
+        names.append(name)
+        last = name
+    return set(names)
