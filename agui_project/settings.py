@@ -51,7 +51,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "agui_project.limits.RequestLimitsMiddleware",  # 413 for big bodies, JSON errors under /api/ and /agui/
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "agui_project.static.StaticFilesMiddleware",  # WhiteNoise, async-capable (agui_project/static.py)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
