@@ -251,7 +251,8 @@ class AuditEvent(models.Model):
         RETRIED = "retried"  # an idempotent tool call re-run after such an interruption
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     action = models.CharField(max_length=32, choices=Action.choices)
     request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit")
     tool_name = models.CharField(max_length=100, blank=True, default="")

@@ -150,6 +150,29 @@ def test_audit_is_append_only_everywhere(demo, api):
     assert AuditEvent.objects.get(pk=event.pk).action == "requested"
 
 
+def test_audit_is_append_only_in_the_database(demo):
+    """Below the model: raw SQL cannot rewrite (nor, on PostgreSQL, delete) an audit row."""
+    from django.db import DatabaseError, connection, transaction
+
+    req = transfer_request(demo["alice"])
+    event = AuditEvent.objects.get(request=req)
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cur:
+        cur.execute("UPDATE approvals_auditevent SET action = 'decided' WHERE id = %s", [event.pk])
+    if connection.vendor == "postgresql":  # SQLite: Django's flush deletes rows (see migration 0005)
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cur:
+            cur.execute("DELETE FROM approvals_auditevent WHERE id = %s", [event.pk])
+    assert AuditEvent.objects.get(pk=event.pk).action == "requested"
+
+
+def test_a_user_with_audit_history_is_deactivated_not_deleted(demo):
+    from django.db.models import ProtectedError
+
+    transfer_request(demo["alice"])
+    with pytest.raises(ProtectedError):
+        demo["alice"].delete()
+    assert AuditEvent.objects.filter(actor=demo["alice"]).exists()
+
+
 def test_audit_listing_filters_and_csv(demo, api, django_capture_on_commit_callbacks):
     req = transfer_request(demo["alice"])
     services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 400})
