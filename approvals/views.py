@@ -60,7 +60,9 @@ def safe_next(request, default="/inbox/"):
 def inbox(request):
     query = inbox_query.parse(request.GET)
     result = inbox_query.page(request.user, query)
-    waiting = inbox_query.pending_mine_count(request.user)
+    # the default page counts exactly what the title badge counts: no second count
+    same = query.is_default and not result.total_capped
+    waiting = result.total if same else inbox_query.pending_mine_count(request.user)
     params = query.params(after="")
     context = {
         "filter_qs": urlencode(params),
