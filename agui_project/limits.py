@@ -12,11 +12,12 @@
 import json
 import logging
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.http.response import HttpResponseBase
+
+from .middleware import DualModeMiddleware
 
 log = logging.getLogger("django.request")
 
@@ -119,21 +120,10 @@ def _on_exception(request, exc):
     return JsonResponse({"message": "internal error; nothing further was done", "code": "internal_error"}, status=500)
 
 
-class RequestLimitsMiddleware:
+class RequestLimitsMiddleware(DualModeMiddleware):
     """First in MIDDLEWARE; sync and async capable (no thread hop in front of async views)."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.is_async:
-            return self.__acall__(request)
+    def sync_call(self, request):
         refused = _before(request)
         if refused is not None:
             return refused

@@ -6,19 +6,15 @@ measured on POST /agui/<agent>/ -> RUN_STARTED, about 8 ms of thread hops per re
 wrapper asks WhiteNoise only for paths under STATIC_URL and otherwise stays in the caller's mode.
 """
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from whitenoise.middleware import WhiteNoiseMiddleware
 
+from .middleware import DualModeMiddleware
 
-class StaticFilesMiddleware:
-    sync_capable = True
-    async_capable = True
 
+class StaticFilesMiddleware(DualModeMiddleware):
     def __init__(self, get_response):
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
+        super().__init__(get_response)
         self.whitenoise = WhiteNoiseMiddleware(get_response)  # reads STATIC_*/WHITENOISE_* settings
 
     def _static(self, request):
@@ -27,9 +23,7 @@ class StaticFilesMiddleware:
         found = wn.find_file(request.path_info) if wn.autorefresh else wn.files.get(request.path_info)
         return wn.serve(found, request) if found is not None else None
 
-    def __call__(self, request):
-        if self.is_async:
-            return self.__acall__(request)
+    def sync_call(self, request):
         if request.path_info.startswith(self.whitenoise.static_prefix):
             response = self._static(request)
             if response is not None:

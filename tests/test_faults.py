@@ -52,18 +52,25 @@ def stream(client, thread_id):
     return [json.loads(f[b"e"]) for _id, f in client.xrange(f"agui:thread:{thread_id}")]
 
 
+def start_streaming(demo, fake_llm, private_redis, worker, words):
+    """A run whose model streams `words` words slowly, handed to the worker through the private
+    Redis; returns (thread, run, client of that Redis) once text is on the stream."""
+    fake_llm.push({"text": " ".join(f"w{i}" for i in range(words)), "delay": 0.05})
+    thread = create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread)
+    add_message(thread, "user", "a long story please", run=run)
+    Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[run.pk], queue=TEST_QUEUE)
+    client = redis.Redis.from_url(private_redis.url)
+    wait_until(lambda: any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in stream(client, thread.pk)),
+               timeout=60, what="the run to stream", worker=worker)
+    return thread, run, client
+
+
 def test_redis_restart_mid_run_the_run_finishes(demo, fake_llm, private_redis, tmp_path, settings):
     settings.REDIS_URL = private_redis.url  # Worker() hands the worker this Redis as broker and stream
     worker = Worker(tmp_path, "worker", fake_llm)
     try:
-        fake_llm.push({"text": " ".join(f"w{i}" for i in range(120)), "delay": 0.05})
-        thread = create_thread(demo["alice"], "banking")
-        run = Run.objects.create(thread=thread)
-        add_message(thread, "user", "a long story please", run=run)
-        Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[run.pk], queue=TEST_QUEUE)
-        client = redis.Redis.from_url(private_redis.url)
-        wait_until(lambda: any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in stream(client, thread.pk)),
-                   timeout=60, what="the run to stream", worker=worker)
+        thread, run, client = start_streaming(demo, fake_llm, private_redis, worker, words=120)
 
         private_redis.stop()  # the restart: all it held is gone, and clients see refused connections
         time.sleep(OUTAGE_SECONDS)  # how long Redis stays down (the fault itself, not a wait for something)
@@ -91,14 +98,7 @@ def test_redis_down_longer_than_the_retries_fails_the_run_loudly(demo, fake_llm,
     monkeypatch.setattr(events, "_client", None)  # this process's writer client follows the private Redis
     worker = Worker(tmp_path, "worker", fake_llm, AGUI_REDIS_RETRIES="1")  # gives up within ~0.1 s
     try:
-        fake_llm.push({"text": " ".join(f"w{i}" for i in range(200)), "delay": 0.05})
-        thread = create_thread(demo["alice"], "banking")
-        run = Run.objects.create(thread=thread)
-        add_message(thread, "user", "a long story please", run=run)
-        Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[run.pk], queue=TEST_QUEUE)
-        client = redis.Redis.from_url(private_redis.url)
-        wait_until(lambda: any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in stream(client, thread.pk)),
-                   timeout=60, what="the run to stream", worker=worker)
+        thread, run, client = start_streaming(demo, fake_llm, private_redis, worker, words=200)
 
         private_redis.stop()
         # the run is marked failed first, then its RUN_ERROR (which Redis cannot take) is kept
