@@ -22,53 +22,66 @@ def group_for_user(user_id):
     return f"inbox.user.{user_id}"
 
 
-_sender = {"pid": None, "loop": None}
-_sender_lock = threading.Lock()
-_pending = set()  # notices queued and not yet sent
+class _Sender:
+    """One event loop thread per process sends the notices, one after another in the order they
+    were queued (a `decided` must never overtake its `requested`). The caller (a decision, a
+    paused run) does not wait for Redis, and the channel layer keeps its connections:
+    async_to_sync made a new loop, hence new connections, for every target of every notice."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.queue = asyncio.Queue()
+        self.pending = set()  # queued and not yet sent
+        threading.Thread(target=self._run, name="inbox-notices", daemon=True).start()
+        atexit.register(self.drain)
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._send_in_order())
+
+    async def _send_in_order(self):
+        while True:
+            targets, notice, future = await self.queue.get()
+            try:
+                layer = get_channel_layer()
+                for target in targets:
+                    await layer.group_send(target, {"type": "inbox.notice", "notice": notice})
+            except Exception as exc:  # the inbox refetches on reconnect: a lost notice loses no data
+                log.error("inbox notice %s not sent", notice.get("type"), exc_info=exc)
+                future.set_exception(exc)
+            else:
+                future.set_result(None)
+            self.pending.discard(future)
+
+    def submit(self, targets, notice):
+        future = concurrent.futures.Future()
+        self.pending.add(future)
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (targets, notice, future))
+        return future
+
+    def drain(self):
+        """At exit (a management command, a script) send what is queued instead of dropping it."""
+        if os.getpid() == self.pid:
+            concurrent.futures.wait(list(self.pending), timeout=DRAIN_SECONDS)
+
+
 DRAIN_SECONDS = 5.0
-
-
-def _sender_loop():
-    """One event loop thread per process sends the notices: the caller (a decision, a paused run)
-    does not wait for Redis, and the channel layer keeps its connections (async_to_sync made a
-    new loop, hence new connections, for every target of every notice)."""
-    with _sender_lock:
-        if _sender["pid"] != os.getpid():  # a forked worker inherits the object, not the thread
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="inbox-notices", daemon=True).start()
-            _sender.update(pid=os.getpid(), loop=loop)
-            _pending.clear()
-            atexit.register(_drain)
-        return _sender["loop"]
-
-
-def _drain():
-    """At exit (a management command, a script) send what is queued instead of dropping it."""
-    concurrent.futures.wait(list(_pending), timeout=DRAIN_SECONDS)
-
-
-async def _group_send(targets, notice):
-    layer = get_channel_layer()
-    for target in targets:
-        await layer.group_send(target, {"type": "inbox.notice", "notice": notice})
-
-
-def _sent(future):
-    _pending.discard(future)
-    if not future.cancelled() and future.exception() is not None:  # the inbox refetches on reconnect
-        log.error("inbox notice not sent", exc_info=future.exception())
+_sender = None
+_sender_lock = threading.Lock()
 
 
 def _send(targets, notice):
-    """Queue the notice for every target, in order; returns the future (tests may wait on it)."""
+    """Queue the notice for every target; returns a future that is done once it is sent."""
+    global _sender
     try:
-        future = asyncio.run_coroutine_threadsafe(_group_send(targets, notice), _sender_loop())
+        with _sender_lock:
+            if _sender is None or _sender.pid != os.getpid():  # a forked worker has no sender thread
+                _sender = _Sender()
+        return _sender.submit(list(targets), notice)
     except Exception:  # a lost notice loses no data
         log.exception("inbox notice %s not sent", notice.get("type"))
         return None
-    _pending.add(future)
-    future.add_done_callback(_sent)
-    return future
 
 
 def inbox_notice(kind, request):
