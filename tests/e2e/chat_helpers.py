@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -38,6 +41,18 @@ class Session:
         if failed and self.page.url.startswith("http"):
             self.page.screenshot(path=str(self.artifacts_dir / f"FAILED-{self.prefix}-{self.who}.png"), full_page=True)
         self.ctx.close()
+
+
+@contextmanager
+def frozen(live_stack, name):
+    """SIGSTOP one process of the live stack for the block (SIGCONT after, whatever happens):
+    what the test does meanwhile certainly happens while that process is mid-way."""
+    child = next(c for c in live_stack.children if c.name == name)
+    os.killpg(child.pgid, signal.SIGSTOP)
+    try:
+        yield child
+    finally:
+        os.killpg(child.pgid, signal.SIGCONT)
 
 
 def new_chat(page, agent="banking"):

@@ -11,6 +11,7 @@ from chat_helpers import (
     Session,
     T,
     assert_same_as_server,
+    frozen,
     new_chat,
     run_events,
     send,
@@ -23,6 +24,14 @@ STREAMING_LENGTH = """n => {
     const msgs = document.querySelectorAll('#messages .msg-assistant');
     const m = msgs[msgs.length - 1];
     return !!m && m.classList.contains('streaming') && m.querySelector('.msg-body').textContent.length >= n;
+}"""
+
+# After event n: a MESSAGES_SNAPSHOT, then the run's RUN_STARTED, then some of its text again.
+REPLAYED = """n => {
+    const types = window.aguiChat.events.slice(n).map(e => e.type);
+    const snap = types.indexOf('MESSAGES_SNAPSHOT');
+    const start = snap < 0 ? -1 : types.indexOf('RUN_STARTED', snap);
+    return start >= 0 && types.indexOf('TEXT_MESSAGE_CONTENT', start) > start;
 }"""
 
 
@@ -57,24 +66,36 @@ def test_streaming_text_grows(alice):
     alice.shoot("finished")
 
 
-def test_socket_closed_mid_run_recovers_same_messages_as_server(alice):
+def test_socket_closed_mid_run_recovers_same_messages_as_server(alice, live_stack):
     page = alice.page
     thread = new_chat(page)
     send(page, "Tell me a long story")
     page.wait_for_function(STREAMING_LENGTH, arg=100, timeout=T)
-    before = page.evaluate("window.aguiChat.events.length")
-    alice.shoot("before-close")
 
-    page.evaluate("window.aguiChat.ws.close()")
-    page.wait_for_function("() => window.aguiChat.connects >= 2 && document.body.dataset.wsState === 'open'",
-                           timeout=T)
+    # The worker is frozen (SIGSTOP) while the socket is away, so the run is certainly still going
+    # when the new socket connects, however slow the machine: the drop is mid-run by construction.
+    with frozen(live_stack, "worker"):
+        shown = len(page.locator("#messages .msg-assistant .msg-body").last.text_content())
+        before = page.evaluate("window.aguiChat.events.length")
+        alice.shoot("before-close")
+        page.evaluate("window.aguiChat.ws.close()")
+        page.wait_for_function("() => window.aguiChat.connects >= 2 && document.body.dataset.wsState === 'open'",
+                               timeout=T)
+        # The new socket began with the snapshots, then replayed the live run from its RUN_STARTED:
+        # the half-told story is back on the page, still streaming, with nothing lost.
+        page.wait_for_function(REPLAYED, arg=before, timeout=T)
+        page.wait_for_function(STREAMING_LENGTH, arg=shown, timeout=T)
+        after = page.evaluate("n => window.aguiChat.events.slice(n).map(e => e.type)", before)
+        assert "RUN_FINISHED" not in after, after
+        expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(1)
+        alice.shoot("reconnected-mid-run")
+
+    # The worker goes on: the rest of the story reaches the new socket.
     expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(0, timeout=T)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
-
-    # The new socket began with the snapshots, and text kept streaming after them: the drop was mid-run.
     after = page.evaluate("n => window.aguiChat.events.slice(n).map(e => e.type)", before)
-    first_snapshot = after.index("MESSAGES_SNAPSHOT")
-    assert "TEXT_MESSAGE_CONTENT" in after[first_snapshot:], after
+    replayed = after.index("RUN_STARTED", after.index("MESSAGES_SNAPSHOT"))
+    assert "TEXT_MESSAGE_CONTENT" in after[replayed:], after
     assert after[-1] == "RUN_FINISHED"
     # Exactly the server's messages, each once, with the whole reply.
     assert_same_as_server(page, thread)
@@ -96,9 +117,13 @@ def test_stop_cancels_and_the_thread_stays_usable(alice, live_stack):
     send(page, "Tell me a long story")
     page.wait_for_function(STREAMING_LENGTH, arg=80, timeout=T)
     stop = page.get_by_role("button", name="Stop")
-    expect(stop).to_be_visible()
-    expect(page.locator("#send")).to_be_disabled()
-    stop.click()
+    # Frozen worker: Stop lands mid-story however slow the machine (the story lasts about 7 s).
+    with frozen(live_stack, "worker"):
+        expect(stop).to_be_visible()
+        expect(page.locator("#send")).to_be_disabled()
+        with page.expect_response(lambda r: r.url.endswith("/cancel/")) as cancelled:
+            stop.click()
+        assert cancelled.value.status == 202
 
     expect(page.locator("#run-status")).to_contain_text("Run cancelled.", timeout=T)
     expect(stop).to_be_hidden()
