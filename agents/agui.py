@@ -22,6 +22,7 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -30,7 +31,7 @@ from rest_framework.authtoken.models import Token
 from approvals.models import ApprovalRequest
 from state.services import StateError, StateInvalid
 
-from . import events, inputs, presenters, services, statesync
+from . import events, inputs, presenters, replay, services, statesync
 from .catalog import get_agent, load_agents
 from .models import InputRequest, Message, Run, Thread
 from .views import agent_cards
@@ -38,7 +39,6 @@ from .views import agent_cards
 log = logging.getLogger(__name__)
 
 KEEPALIVE_SECONDS = 15
-STREAM_GRACE_SECONDS = 30  # how long a relay waits for an unreachable Redis before it gives up
 MAX_THREAD_ID = 200
 TERMINAL = ('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')
 
@@ -244,6 +244,11 @@ async def relay(plan):
         return
     after, started, last_write, lost_since = plan.position, False, monotonic(), None
     run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
+    checked = monotonic()  # when the database was last asked whether the run ended unseen
+
+    def ours(payload):
+        return payload.startswith('{"type":"RUN_STARTED"') and run_marker in payload
+
     while True:
         chunk = []
         # block until the next keep-alive is due at most (and under the Redis socket timeout)
@@ -255,8 +260,9 @@ async def relay(plan):
             # Redis is away: wait for it (keeping the client's connection alive), and past the
             # grace period end this client's stream with a RUN_ERROR rather than a dropped socket
             lost_since = lost_since or monotonic()
-            if monotonic() - lost_since > STREAM_GRACE_SECONDS:
-                log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, STREAM_GRACE_SECONDS, exc)
+            grace = settings.AGUI_STREAM_GRACE_SECONDS
+            if monotonic() - lost_since > grace:
+                log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, grace, exc)
                 lost = RunErrorEvent(code="stream_unavailable", message="The live connection (Redis) was lost; the "
                                      "run may still finish. Reconnect to follow the thread.")
                 head = "" if started else frame(events.encode(RunStartedEvent(
@@ -269,18 +275,34 @@ async def relay(plan):
                 last_write = monotonic()
             continue
         lost_since = None
+        an_end = False
         for entry_id, payload in batch:
             after = entry_id
             if not started:
                 # the stream may hold the tail of earlier runs and decision notices: skip to ours
-                if payload.startswith('{"type":"RUN_STARTED"') and run_marker in payload:
+                if ours(payload):
                     started = True
                     chunk.append(frame(payload))
                     chunk.extend(frame(events.encode(e)) for e in plan.after_start)
+                else:
+                    an_end = an_end or payload.startswith(TERMINAL)
                 continue
             chunk.append(frame(payload))
             if payload.startswith(TERMINAL):
                 yield "".join(chunk)
+                return
+        if not started and (an_end or monotonic() - checked >= KEEPALIVE_SECONDS):
+            # Redis lost the stream before this relay saw the run begin (a restart): the run goes
+            # on unseen, so the database says when it has ended, and the client gets that ending
+            checked = monotonic()
+            ended = await sync_to_async(replay.ended_run)(plan.run_id)
+            # its RUN_STARTED preceded its ending: a start written since the read above is read next
+            if ended and not any(ours(p) for _, p in await events.range_from(plan.thread_id, after)):
+                log.warning("SSE relay of run %s: its start was lost from the stream; ending from the database",
+                            plan.run_id)
+                head = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
+                responses = [e for e in plan.after_start if not isinstance(e, MessagesSnapshotEvent)]
+                yield "".join(frame(events.encode(e)) for e in (head, ended[0], *responses, ended[1]))
                 return
         if chunk:
             yield "".join(chunk)

@@ -194,6 +194,8 @@ AGUI_STREAM_MAXLEN = int(os.environ.get("AGUI_STREAM_MAXLEN", "20000"))
 AGUI_STREAM_TTL = int(os.environ.get("AGUI_STREAM_TTL", str(24 * 3600)))
 # tries of the event writer's Redis client before a run gives up on its stream (15: ~11 s of outage)
 AGUI_REDIS_RETRIES = int(os.environ.get("AGUI_REDIS_RETRIES", "15"))
+# how long an SSE relay keeps its client waiting on an unreachable Redis before it ends with RUN_ERROR
+AGUI_STREAM_GRACE_SECONDS = float(os.environ.get("AGUI_STREAM_GRACE_SECONDS", "30"))
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
 AGUI_STATE_DELTA_INTERVAL = float(os.environ.get("AGUI_STATE_DELTA_INTERVAL", "0.05"))
 # Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).

@@ -10,9 +10,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from rest_framework.authtoken.models import Token
 
-from agents import agui
+from agents import agui, events
 from agents.models import Message, Run
+from approvals.models import ApprovalRequest
 from tests.conftest import wait_for_event
+from tests.fake_llm import default_responder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 KEEPALIVE = ": keep-alive\n\n"
@@ -34,10 +36,10 @@ def gated_model(fake_llm):
     release.set()  # never leave the worker blocked on a failed test
 
 
-def start(client, demo, thread_id, run_id):
+def start(client, demo, thread_id, run_id, text="Take your time"):
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
     body = {"threadId": thread_id, "runId": run_id, "state": {}, "tools": [], "context": [], "forwardedProps": {},
-            "messages": [{"id": f"msg-{uuid.uuid4()}", "role": "user", "content": "Take your time"}]}
+            "messages": [{"id": f"msg-{uuid.uuid4()}", "role": "user", "content": text}]}
     resp = client.post("/agui/banking/", json.dumps(body), content_type="application/json",
                        HTTP_ACCEPT="text/event-stream", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert resp.status_code == 200 and resp["Content-Type"] == "text/event-stream"
@@ -81,8 +83,8 @@ def test_keepalive_while_idle_and_disconnect_does_not_stop_the_run(
     assert Message.objects.get(thread_id=thread_id, role="assistant").content == "Finally, the answer you waited for."
 
 
-def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch):
-    """Past STREAM_GRACE_SECONDS of refused reads, an SSE client gets RUN_STARTED + RUN_ERROR
+def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch, settings):
+    """Past AGUI_STREAM_GRACE_SECONDS of refused reads, an SSE client gets RUN_STARTED + RUN_ERROR
     (stream_unavailable) instead of a dropped connection; a shorter outage is waited out."""
     import redis
 
@@ -96,6 +98,7 @@ def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch):
         clock["now"] += seconds  # the relay's backoff advances the test's clock instead of sleeping
 
     clock = {"now": 1000.0}
+    settings.AGUI_STREAM_GRACE_SECONDS = 20  # past one keep-alive (15 s)
     monkeypatch.setattr(agui.events, "read", read)
     monkeypatch.setattr(agui, "sleep", no_wait)
     monkeypatch.setattr(agui, "monotonic", lambda: clock["now"])
@@ -108,5 +111,56 @@ def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch):
     frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
     assert [(f["type"], f.get("code")) for f in frames] == [("RUN_STARTED", None), ("RUN_ERROR", "stream_unavailable")]
     assert frames[0]["runId"] == "r-1"
-    assert outage["reads"] > agui.STREAM_GRACE_SECONDS  # one try a second, through the whole grace period
+    assert 20 < outage["reads"] <= 22  # one try a second, through the whole (configured) grace period
     assert KEEPALIVE in chunks  # the client's connection was kept alive meanwhile
+
+
+def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_live, fake_llm, client, demo, monkeypatch):
+    """Redis loses the thread's stream (a restart without persistence) after the run began but
+    before its relay read anything: the relay can never see this run's RUN_STARTED. It keeps the
+    client's connection open while the run goes on, then ends the client's stream from the
+    database: RUN_STARTED, the messages, and the run's real ending (here: paused on an approval)."""
+    entered, release = threading.Event(), threading.Event()
+
+    def reply(body):
+        entered.set()
+        release.wait(30)
+        return default_responder(body)  # the offline demo: a transfer, which needs approval
+
+    fake_llm.responder = reply
+    monkeypatch.setattr(agui, "KEEPALIVE_SECONDS", 0.3)
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    content = start(client, demo, thread_id, run_id,
+                    text="Transfer $500 from account 1234567890 to account 0987654321")
+    try:
+        assert entered.wait(20)  # the run is in the model's hands: its RUN_STARTED is on the stream
+        assert events.redis_client().delete(events.stream_key(thread_id)) == 1
+
+        async def read():
+            chunks = []
+            async for chunk in content:
+                chunks.append(chunk.decode())
+                if chunks.count(KEEPALIVE) == 2:
+                    release.set()  # the relay waited, saying nothing it could not know; now the run goes on
+                if chunks.count(KEEPALIVE) > 100:  # 30 s: a relay that never ends fails, not hangs
+                    break
+            await content.aclose()
+            return chunks
+
+        chunks = async_to_sync(read)()
+    finally:
+        release.set()
+    assert chunks[:2] == [KEEPALIVE, KEEPALIVE]  # nothing was made up while the run was still running
+    frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
+    assert [f["type"] for f in frames] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert frames[0]["runId"] == frames[2]["runId"] == run_id and frames[0]["threadId"] == thread_id
+    assert [m["role"] for m in frames[1]["messages"]] == ["user", "assistant"]
+    call = frames[1]["messages"][1]["toolCalls"][0]
+    assert call["function"]["name"] == "transfer_money"
+    request = ApprovalRequest.objects.get(run_ref=run_id)
+    assert request.status == ApprovalRequest.Status.PENDING
+    outcome = frames[2]["outcome"]
+    assert outcome["type"] == "interrupt"
+    assert [(i["id"], i["toolCallId"], i["metadata"]["toolName"]) for i in outcome["interrupts"]] == [
+        (request.pk, call["id"], "transfer_money")]
+    assert Run.objects.get(pk=run_id).status == Run.Status.INTERRUPTED
