@@ -266,3 +266,21 @@ def test_requester_routed_requests_wait_for_their_requester(login):
     assert ids(login("rita").get("/inbox/")) == [own.pk] and f'value="{own.pk}"' in body  # she may decide it
     assert ids(login("finn").get("/inbox/?scope=all&status=all")) == []  # nobody else sees it
     assert ids(login("admin").get("/inbox/?scope=all")) == [own.pk]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's trigram indexes")
+def test_a_searched_word_can_be_found_by_the_trigram_indexes_on_postgresql(demo):
+    """`UPPER(col) LIKE '%WORD%'` on the description, the arguments and the thread id: each branch
+    of the OR Django writes matches a GIN trigram index (approvals 0006) expression for expression,
+    so PostgreSQL can OR three bitmaps instead of reading every row. Whether it does on a page at
+    100,000 requests is bench/inbox_pages.py's to measure: a tiny test table is read whole."""
+    make_request("alice", description="Pay the plumber")
+    qs = inbox.base(user("admin"), inbox.parse({"scope": "all", "status": "all", "q": "plumber"}))
+    sql, args = qs.order_by().values("id").query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")
+        cur.execute("EXPLAIN " + sql, args)
+        text = " | ".join(row[0] for row in cur.fetchall())
+    assert "BitmapOr" in text, text
+    for index in ("approval_search_desc_trgm", "approval_search_args_trgm", "approval_search_thread_trgm"):
+        assert f"Bitmap Index Scan on {index}" in text, text
