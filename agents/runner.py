@@ -213,7 +213,7 @@ class Runner:
 
     def model_messages(self):
         out = [{"role": "system", "content": self.agent.system_prompt}]
-        state, _ = state_services.snapshot(self.thread.state_key)
+        state, self.state.read_version = state_services.snapshot(self.thread.state_key)
         if state:
             out.append({"role": "system", "content": "Current shared state (JSON):\n" + json.dumps(state)})
         answered = set(

@@ -100,6 +100,7 @@ class StateSync:
         self._predictions = {}  # tool call id -> predict.Prediction (None: not mapped)
         self._shown = {}  # tool call id -> keys clients already have (add vs replace)
         self.outcomes = []  # [(status, arguments)] of mapped calls settled in this run
+        self.read_version = None  # the committed version the model was last shown (Runner.model_messages)
 
     def mapped(self, tool_name):
         return bool(self.config) and bool(predict.mappings(self.config, tool_name))
@@ -133,12 +134,14 @@ class StateSync:
         if values:
             self._show(call, values)
         if prediction.values is not None:
-            state_services.predict(self.key, call["id"], prediction.values, run_ref=self.runner.run.pk)
+            state_services.predict(self.key, call["id"], prediction.values, run_ref=self.runner.run.pk,
+                                   base_version=self.read_version)
 
     def _show(self, call, values):
         first = call["id"] not in self._shown
         if first:  # record the prediction before clients see it: people's edits to these keys now wait
-            before = state_services.predict(self.key, call["id"], values, run_ref=self.runner.run.pk)
+            before = state_services.predict(self.key, call["id"], values, run_ref=self.runner.run.pk,
+                                            base_version=self.read_version)
             self._shown[call["id"]] = set(before.view)
         self.runner.emit(StateDeltaEvent(delta=predict.delta_ops(values, self._shown[call["id"]])))
         self._shown[call["id"]] |= set(values)
@@ -157,6 +160,17 @@ class StateSync:
             state_services.validate({**data, **values}, self.schema)
         except state_services.StateInvalid as exc:
             raise ToolError(f"the new state was refused, nothing changed: {exc.message}") from exc
+        # A person's edit made after the model read the state is not overwritten unseen: the call
+        # fails with what they changed, and the model's next turn reads the current state. (Edits
+        # to keys a live prediction shows are refused meanwhile, so this covers the time before it.)
+        base = state_services.prediction_base(self.key, tc.pk)
+        base = self.read_version if base is None else base
+        changed = state_services.people_changed_since(self.key, base, values) if base is not None else {}
+        if changed:
+            raise ToolError(
+                f"the shared state changed after you read it: a person edited {', '.join(changed)}. Nothing was "
+                f"changed and their edit stands. You are shown the current state from now on; if your change is "
+                f"still wanted, call {tc.name} again based on it.")
 
     def on_result(self, tc):
         """A call got its result: commit its prediction if it ran, else revert it; then a snapshot."""

@@ -253,8 +253,9 @@ def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=N
 # --- predictions ----------------------------------------------------------------------------
 
 
-def predict(key, ref, values, *, run_ref=""):
+def predict(key, ref, values, *, run_ref="", base_version=None):
     """Record (or update) the live prediction `ref`: `values` overlay top-level keys of the view.
+    `base_version`: the committed version its author read (default: the current one).
 
     Returns the Document as it was before, so the caller knows which keys clients already have.
     """
@@ -267,9 +268,31 @@ def predict(key, ref, values, *, run_ref=""):
         if not updated:
             StateChange.objects.create(
                 state=state, source=StateChange.Source.PREDICTION, status=StateChange.Status.PROVISIONAL,
-                ref=ref, values=values, base_version=state.version, run_ref=run_ref or "",
+                ref=ref, values=values, base_version=state.version if base_version is None else base_version,
+                run_ref=run_ref or "",
             )
         return before
+
+
+def prediction_base(key, ref):
+    """The version the live prediction `ref` was made from; None when there is no such prediction."""
+    return (StateChange.objects.filter(state__key=key, ref=ref, status=StateChange.Status.PROVISIONAL)
+            .values_list("base_version", flat=True).first())
+
+
+def people_changed_since(key, base_version, keys):
+    """{key: committed value now} of those top-level `keys` a person changed after `base_version`
+    (an author who read that version would overwrite their edit without knowing it)."""
+    state = SharedState.objects.filter(key=key).first()
+    if state is None or state.version <= base_version:
+        return {}
+    touched = set()
+    for ops in StateChange.objects.filter(state=state, status=StateChange.Status.COMMITTED,
+                                          source=StateChange.Source.USER, version__gt=base_version
+                                          ).values_list("patch", flat=True):
+        touched |= _touched_keys(ops)
+    hit = set(keys) if "" in touched else set(keys) & touched
+    return {k: state.data.get(k) for k in sorted(hit)}
 
 
 def commit_prediction(key, ref, values=None, *, schema=None, run_ref="", user=None):

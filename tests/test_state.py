@@ -131,3 +131,29 @@ def test_replace_compares_with_what_clients_see():
     with pytest.raises(services.PredictionPending):
         services.replace(KEY, {"a": 2, "recipe": {"title": "mine"}}, source="user", base_version=2)
     assert services.snapshot(KEY) == ({"a": 2}, 2)
+
+
+def test_people_changed_since_names_the_keys_a_person_changed_after_a_version(demo):
+    services.replace(KEY, {"a": 1, "b": 2}, source=StateChange.Source.AGENT)  # v1
+    services.apply_patch(KEY, [{"op": "replace", "path": "/a", "value": 10}],
+                         source=StateChange.Source.USER, user=demo["alice"])  # v2
+    services.predict(KEY, "call-1", {"b": 3}, base_version=1)
+    services.commit_prediction(KEY, "call-1")  # v3: an agent's write is not a person's edit
+    assert services.people_changed_since(KEY, 1, ["a", "b"]) == {"a": 10}
+    assert services.people_changed_since(KEY, 2, ["a", "b"]) == {}  # read after the edit
+    assert services.people_changed_since(KEY, 1, ["b"]) == {}  # not a key the writer writes
+    services.replace(KEY, {"a": 10, "b": 3, "c": 4}, source=StateChange.Source.USER)  # v4 adds c
+    assert services.people_changed_since(KEY, 3, ["b", "c"]) == {"c": 4}
+    services.apply_patch(KEY, [{"op": "replace", "path": "", "value": {"z": 0}}], source=StateChange.Source.USER)
+    assert services.people_changed_since(KEY, 4, ["a", "z"]) == {"a": None, "z": 0}  # the whole document
+
+
+def test_a_prediction_keeps_the_version_its_author_read(demo):
+    services.replace(KEY, {"a": 1}, source=StateChange.Source.AGENT)
+    services.replace(KEY, {"a": 2}, source=StateChange.Source.USER)
+    services.predict(KEY, "call-1", {"a": 3}, base_version=1)
+    services.predict(KEY, "call-1", {"a": 4}, base_version=2)  # an update keeps the first base
+    assert services.prediction_base(KEY, "call-1") == 1
+    services.predict(KEY, "call-2", {"a": 5})
+    assert services.prediction_base(KEY, "call-2") == 2  # default: the current version
+    assert services.prediction_base(KEY, "nothing") is None

@@ -232,3 +232,64 @@ def test_the_state_schema_is_checked_before_the_tool_runs(demo, fake_llm, monkey
     assert call.status == ToolCall.Status.FAILED
     assert "the new state was refused" in call.result and "/recipe/title" in call.result
     assert state_services.view(thread.state_key) == ({}, 0)
+
+
+def test_a_persons_edit_made_while_the_model_answers_is_not_overwritten(demo, fake_llm):
+    """The model read version 1; a person renames the recipe while it writes its update from what it
+    read. Applying that update would undo the rename unseen: the call fails instead, saying what
+    changed, and the model's next turn (which reads the current state) makes its change again."""
+    from agents import statesync
+    from tests.fake_llm import default_responder
+
+    alice = demo["alice"]
+    thread = services.create_thread(alice, "recipe")
+    run_prompt(thread, alice, CARBONARA_PROMPT)
+    requests = []
+
+    def reply(body):
+        requests.append(body)
+        if len(requests) == 1:  # the person's edit lands after the model was given version 1
+            statesync.apply_user_patch(thread, alice, [
+                {"op": "replace", "path": "/recipe/title", "value": "Carbonara for two"}], base_version=1)
+        if len(requests) == 2:  # a real model retries from the state it now reads; the demo one
+            # would answer the error: it is asked the user's request again, on the current state
+            last_user = max(i for i, m in enumerate(body["messages"]) if m["role"] == "user")
+            body = {**body, "messages": body["messages"][:last_user + 1]}
+        if len(requests) <= 2:
+            return default_responder(body)  # the demo model: make the recipe vegetarian
+        return {"text": "Done: vegetarian, and still called what you named it."}
+
+    fake_llm.responder = reply
+    run = run_prompt(thread, alice, "Make it vegetarian")
+    assert run.status == Run.Status.SUCCEEDED
+
+    first, second = ToolCall.objects.filter(run=run).order_by("created_at")
+    assert first.status == ToolCall.Status.FAILED
+    assert "a person edited recipe" in first.result
+    assert "Nothing was changed and their edit stands" in first.result
+    # the model's next turn read the renamed recipe, and its retry kept the name
+    assert "Carbonara for two" in next(m["content"] for m in requests[1]["messages"] if m["role"] == "system"
+                                       and m["content"].startswith("Current shared state"))
+    assert second.status == ToolCall.Status.SUCCEEDED
+    recipe, version = state_services.snapshot(thread.state_key)
+    assert recipe["recipe"]["title"] == "Carbonara for two"
+    assert "Vegetarian" in recipe["recipe"]["special_preferences"]
+    assert version == 3  # the rename, then the retried update; the refused one changed nothing
+    states = replay_state(of_run(stream_events(thread.pk), run.pk))
+    assert states[-1] == ("STATE_SNAPSHOT", recipe)  # clients end on the committed state
+
+
+def test_edits_of_other_keys_or_before_the_read_do_not_refuse_a_write(demo, fake_llm):
+    """Only what a person changed after the model's read, in the keys the call writes, refuses it."""
+    from agents import statesync
+
+    alice = demo["alice"]
+    thread = services.create_thread(alice, "recipe")
+    run_prompt(thread, alice, CARBONARA_PROMPT)
+    statesync.apply_user_patch(thread, alice, [
+        {"op": "replace", "path": "/recipe/title", "value": "Renamed before the run"}], base_version=1)
+    run = run_prompt(thread, alice, "Make it vegetarian")
+    assert run.status == Run.Status.SUCCEEDED
+    assert ToolCall.objects.get(run=run).status == ToolCall.Status.SUCCEEDED
+    recipe = state_services.snapshot(thread.state_key)[0]["recipe"]
+    assert recipe["title"] == "Renamed before the run" and "Vegetarian" in recipe["special_preferences"]
