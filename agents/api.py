@@ -1,10 +1,13 @@
-"""REST for scripts and tests: threads, messages (starting runs), runs."""
+"""REST for scripts and tests: threads, messages (starting runs), shared state, runs."""
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from . import inputs, services
+from state import services as state_services
+
+from . import inputs, services, statesync
 from .catalog import get_agent
 from .models import Message, Run, Thread
 
@@ -63,6 +66,28 @@ class AnswerSerializer(serializers.Serializer):
 
 
 _ANSWER_STATUS = {"unknown_interrupt": 404, "already_decided": 409, "forbidden": 403, "invalid_payload": 400}
+
+
+class StateChangeSerializer(serializers.Serializer):
+    """PATCH: an RFC 6902 patch; PUT: the whole document (`{}` clears it). Both from `base_version`."""
+
+    base_version = serializers.IntegerField(min_value=0, help_text="The version your change was made from; a "
+                                            "stale one is refused (409 state_conflict, with the current state)")
+    patch = serializers.JSONField(required=False, help_text="PATCH: RFC 6902 operations")
+    state = serializers.JSONField(required=False, help_text="PUT: the whole document")
+
+    def validate(self, data):
+        field = "patch" if self.context["request"].method == "PATCH" else "state"
+        if field not in data:
+            raise serializers.ValidationError({field: ["This field is required."]})
+        return data
+
+
+class StateSerializer(serializers.Serializer):
+    version = serializers.IntegerField(help_text="The committed version: the base of your next change")
+    state = serializers.JSONField(help_text="What the chat shows: committed data with live predictions")
+    provisional = serializers.ListField(child=serializers.DictField(), help_text="[{key, tool_call_id}]: keys "
+                                        "that show a prediction awaiting a decision (their edits wait)")
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -143,6 +168,27 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         continuation = Run.objects.filter(parent_run_id=question.run_id).first()
         return Response({**inputs.payload(question), "continuation_run_id": continuation.pk if continuation else None},
                         status=status.HTTP_202_ACCEPTED)
+
+
+    @extend_schema(methods=["GET"], responses=StateSerializer)
+    @extend_schema(methods=["PATCH", "PUT"], request=StateChangeSerializer, responses=StateSerializer)
+    @action(detail=True, methods=["get", "patch", "put"], serializer_class=StateChangeSerializer)
+    def state(self, request, pk=None):
+        """The chat's shared state; people change it from a version (every open chat sees the change)."""
+        thread = self.get_object()
+        if request.method != "GET":
+            body = StateChangeSerializer(data=request.data, context={"request": request})
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+            try:
+                if request.method == "PATCH":
+                    statesync.apply_user_patch(thread, request.user, data["patch"], data["base_version"])
+                else:
+                    statesync.replace_user_state(thread, request.user, data["state"], data["base_version"])
+            except state_services.StateError as exc:
+                payload = statesync.error_payload(exc)
+                return Response(payload, status=422 if isinstance(exc, state_services.StateInvalid) else 409)
+        return Response(statesync.document_payload(thread))
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):

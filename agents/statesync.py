@@ -267,12 +267,26 @@ def apply_client_state(thread, user, state, base_version):
         if doc.version or doc.predictions:
             raise VersionRequired(doc)
         base_version = 0  # never written: there is nothing to overwrite
+    return replace_user_state(thread, user, state, base_version)
+
+
+def replace_user_state(thread, user, state, base_version):
+    """A person's whole document (`{}` clears it); returns the ops applied. Raises StateError."""
+    if base_version is None:
+        raise VersionRequired(state_services.document(thread.state_key))
     with transaction.atomic():
         ops = state_services.replace(thread.state_key, state, source=StateChange.Source.USER, user=user,
                                      base_version=base_version, schema=_schema(thread))
         if ops:
             transaction.on_commit(lambda: _broadcast(thread.pk, thread.state_key, ops))
     return ops
+
+
+def document_payload(thread):
+    """The state as a REST client reads it: what is shown, its committed version, what is predicted."""
+    doc = state_services.document(thread.state_key)
+    return {"version": doc.version, "state": doc.view,
+            "provisional": [{"key": key, "tool_call_id": ref} for key, ref in doc.provisional.items()]}
 
 
 def socket_patch(thread_id, user, msg):

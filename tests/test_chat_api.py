@@ -1,8 +1,11 @@
 """REST behind the chat page: rename / delete a thread (own only), retry a failed run."""
 
+import json
+
 import pytest
 
 from agents.models import Message, Run, Thread
+from agents.scripted_state import CARBONARA
 from agents.services import start_run
 from approvals.models import ApprovalRequest
 from tests.helpers import transfer_request
@@ -76,3 +79,75 @@ def test_retry_starts_a_new_run_without_a_new_message(api, demo, quiet_runs, dja
     Run.objects.filter(pk=retried["id"]).update(status=Run.Status.FAILED)
     resp = alice.post(f"/api/runs/{failed.pk}/retry/")
     assert resp.status_code == 409 and resp.json()["code"] == "not_retryable"
+
+
+# --- shared state over REST ------------------------------------------------------------------
+
+
+def test_state_read_patch_replace_and_clear_over_rest(api, demo, django_capture_on_commit_callbacks):
+    from agents import events
+    from state import services as state_services
+
+    alice = api("alice")
+    thread = alice.post("/api/threads/", {"agent": "recipe"}, format="json").json()["id"]
+    url = f"/api/threads/{thread}/state/"
+    assert alice.get(url).json() == {"version": 0, "state": {}, "provisional": []}
+
+    recipe = {**CARBONARA, "title": "Soup"}
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = alice.put(url, {"base_version": 0, "state": {"recipe": recipe}}, format="json")
+    assert resp.status_code == 200, resp.json()
+    assert resp.json() == {"version": 1, "state": {"recipe": recipe}, "provisional": []}
+
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = alice.patch(url, {"base_version": 1, "patch": [
+            {"op": "replace", "path": "/recipe/title", "value": "Carrot soup"}]}, format="json")
+    assert resp.status_code == 200 and resp.json()["version"] == 2
+    assert state_services.snapshot(f"thread:{thread}") == ({"recipe": {**recipe, "title": "Carrot soup"}}, 2)
+    # every open chat hears it: STATE_DELTA on the thread's stream, then the version
+    deltas = [json.loads(e[b"e"]) for _id, e in events.redis_client().xrange(events.stream_key(thread))]
+    assert [d["type"] for d in deltas][-2:] == ["STATE_DELTA", "CUSTOM"]
+    assert deltas[-2]["delta"] == [{"op": "replace", "path": "/recipe/title", "value": "Carrot soup"}]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = alice.put(url, {"base_version": 2, "state": {}}, format="json")  # {} clears it here
+    assert resp.status_code == 200 and resp.json() == {"version": 3, "state": {}, "provisional": []}
+
+
+def test_state_changes_that_cannot_be_made_change_nothing(api, demo):
+    from state import services as state_services
+
+    alice = api("alice")
+    thread = alice.post("/api/threads/", {"agent": "recipe"}, format="json").json()["id"]
+    url = f"/api/threads/{thread}/state/"
+    good = {"recipe": {**CARBONARA, "title": "Soup"}}
+    assert alice.put(url, {"base_version": 0, "state": good}, format="json").status_code == 200
+
+    stale = alice.patch(url, {"base_version": 0, "patch": [{"op": "remove", "path": "/recipe"}]}, format="json")
+    assert stale.status_code == 409
+    assert stale.json()["code"] == "state_conflict" and stale.json()["version"] == 1
+    assert stale.json()["snapshot"] == good  # what to retry from
+
+    schema = alice.patch(url, {"base_version": 1, "patch": [
+        {"op": "replace", "path": "/recipe/title", "value": 42}]}, format="json")
+    assert schema.status_code == 422 and schema.json()["code"] == "state_invalid"
+    assert schema.json()["errors"][0]["path"] == "/recipe/title"
+
+    bad = alice.patch(url, {"base_version": 1, "patch": {"op": "add"}}, format="json")
+    assert bad.status_code == 422 and bad.json()["code"] == "state_invalid"
+    missing = alice.patch(url, {"base_version": 1}, format="json")
+    assert missing.status_code == 400 and "patch" in missing.json()
+    unversioned = alice.put(url, {"state": {}}, format="json")
+    assert unversioned.status_code == 400 and "base_version" in unversioned.json()
+
+    state_services.predict(f"thread:{thread}", "call-1", {"recipe": {**CARBONARA, "title": "Predicted"}})
+    waiting = alice.patch(url, {"base_version": 1, "patch": [
+        {"op": "replace", "path": "/recipe/title", "value": "Mine"}]}, format="json")
+    assert waiting.status_code == 409 and waiting.json()["code"] == "state_provisional"
+    assert alice.get(url).json()["provisional"] == [{"key": "recipe", "tool_call_id": "call-1"}]
+
+    assert state_services.snapshot(f"thread:{thread}") == (good, 1)
+    bob = api("bob")
+    assert bob.get(url).status_code == 404
+    assert bob.put(url, {"base_version": 1, "state": {}}, format="json").status_code == 404
+    assert state_services.snapshot(f"thread:{thread}") == (good, 1)

@@ -105,6 +105,9 @@ ROWS = [
         expect=owner_only(409), **API),
     Row("thread answer (no open question)", "POST", "/api/threads/{thread}/answer/", body={"answer": "yes"},
         expect=owner_only(400), **API),
+    Row("thread state", "GET", "/api/threads/{thread}/state/", expect=owner_only(200), **API),
+    Row("thread state change", "PUT", "/api/threads/{thread}/state/", body={"base_version": 0, "state": {"n": 1}},
+        expect=owner_only(200), **API, after=lambda world, role: _state_changed_by(world, role)),
     Row("runs list", "GET", "/api/runs/", expect=by_role(200, anon=401), **API),
     Row("run read", "GET", "/api/runs/{run}/", expect=owner_only(200), **API),
     Row("run cancel", "POST", "/api/runs/{run}/cancel/", expect=owner_only(202), **API),
@@ -150,6 +153,13 @@ def _only_finn_decided(world, role):
 
     status = ApprovalRequest.objects.get(pk=world["fin"]).status
     assert status == ("approved" if role == "finn" else "pending"), f"as {role}: the request is {status}"
+
+
+def _state_changed_by(world, role):
+    from state import services as state_services
+
+    data = state_services.snapshot(f"thread:{world['thread']}")[0]
+    assert data == ({"n": 1} if role == "alice" else {}), f"as {role}: the state is {data}"
 
 
 WS_ROWS = [
