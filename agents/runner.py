@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from approvals import policy
 from approvals import services as approval_services
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalRequest, ApproverKind
 from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
@@ -449,6 +449,9 @@ def interrupt_for(request):
         "arguments": request.schema or {"type": "object"},
         "feedback": {"type": "string"},
     }
+    if request.approver_kind == ApproverKind.REQUESTER:  # the requester's own confirmation may become a grant
+        properties["alwaysAllowInThread"] = {
+            "type": "boolean", "description": "Approve, and let this tool run without asking again in this thread"}
     return Interrupt(
         id=request.pk,
         reason="tool_call",

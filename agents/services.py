@@ -242,9 +242,13 @@ def apply_resume(thread, user, entries, run_id):
                 arguments = payload.get("arguments", payload.get("editedArgs"))
                 if arguments is not None and not isinstance(arguments, dict):
                     raise ResumeError("invalid_arguments", f"interrupt {interrupt_id}: arguments must be an object")
+                allow = payload.get("alwaysAllowInThread", False)  # the chat's "always allow in this thread"
+                if not isinstance(allow, bool):
+                    raise ResumeError("invalid_resume",
+                                      f"interrupt {interrupt_id}: payload.alwaysAllowInThread must be a boolean")
                 approval_services.decide(
                     interrupt_id, user, "approve" if approved else "reject",
-                    arguments=arguments, feedback=str(payload.get("feedback") or ""),
+                    arguments=arguments, feedback=str(payload.get("feedback") or ""), always_allow_in_thread=allow,
                 )
     except approval_services.DecisionError as exc:
         code = next((c for cls, c in _RESUME_CODES.items() if isinstance(exc, cls)), "invalid_resume")

@@ -74,6 +74,7 @@ def test_interrupt_then_resume_with_edited_arguments(celery_worker_live, fake_ll
     interrupt = first[-1]["outcome"]["interrupts"][0]
     assert interrupt["reason"] == "tool_call" and interrupt["responseSchema"]["required"] == ["approved"]
     assert interrupt["metadata"]["approver"] == {"kind": "group", "group": "finance"}
+    assert "alwaysAllowInThread" not in interrupt["responseSchema"]["properties"]  # a reviewer's decision: no grant
     # the requester cannot answer a finance-routed interrupt
     denied = sse_events(post(client, "banking", run_input(
         thread_id, resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
@@ -116,6 +117,40 @@ def test_requester_resume_cancel_and_reject_and_approve(celery_worker_live, fake
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
     ]), **alice))
     assert again[-1]["code"] == "already_decided"
+
+
+def test_resume_may_always_allow_a_requester_tool_in_the_thread(celery_worker_live, fake_llm, client, token_headers):
+    """The chat's "always allow in this thread" over AG-UI: approving with alwaysAllowInThread
+    records a grant, and the tool then runs in that thread without asking."""
+    from approvals.models import ThreadGrant
+
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Cancel my subscription sub_123")]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    assert interrupt["responseSchema"]["properties"]["alwaysAllowInThread"]["type"] == "boolean"
+    bad = sse_events(post(client, "banking", run_input(thread_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True, "alwaysAllowInThread": "yes"}}
+    ]), **alice))
+    assert bad[-1]["code"] == "invalid_resume" and "alwaysAllowInThread" in bad[-1]["message"]
+    refused = sse_events(post(client, "banking", run_input(thread_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": False, "alwaysAllowInThread": True}}
+    ]), **alice))
+    assert refused[-1]["code"] == "invalid_resume" and "always allow" in refused[-1]["message"]
+    assert not ThreadGrant.objects.exists()  # neither answer changed anything
+
+    resumed = sse_events(post(client, "banking", run_input(thread_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True, "alwaysAllowInThread": True}}
+    ]), **alice))
+    assert resumed[-1]["type"] == "RUN_FINISHED" and "TOOL_CALL_RESULT" in [e["type"] for e in resumed]
+    grant = ThreadGrant.objects.get()
+    assert (grant.tool_name, grant.thread_ref, grant.user.username) == ("cancel_subscription", thread_id, "alice")
+
+    again = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Cancel my subscription sub_123")]), **alice))
+    assert again[-1]["type"] == "RUN_FINISHED"
+    assert (again[-1].get("outcome") or {}).get("type") != "interrupt"
+    assert [e["toolCallName"] for e in again if e["type"] == "TOOL_CALL_START"] == ["cancel_subscription"]
+    assert "TOOL_CALL_RESULT" in [e["type"] for e in again]  # ran at once: the grant answered for her
 
 
 def test_cancelled_resume_ends_with_cancelled_outcome(celery_worker_live, fake_llm, client, token_headers):
