@@ -372,3 +372,46 @@ def test_workflow_definitions_are_checked():
     assert ends_with_case_complete([{"role": "assistant", "content": "Refunded.  Case complete. "}])
     assert not ends_with_case_complete([{"role": "assistant", "content": "Case complete? Not yet."},
                                         {"role": "user", "content": "case complete."}])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_gated_call_and_a_handoff_in_one_turn(demo, direct, fake_llm):
+    """refund_agent asks for a refund (the support group decides) and hands off to order_agent in the
+    same turn. The run pauses with order_agent already active; once approved, the continuation runs
+    the refund, which belongs to refund_agent's tools, exactly once, and order_agent answers."""
+    from approvals import services as approval_services
+    from approvals.models import ApprovalRequest
+
+    alice = demo["alice"]
+    thread = support_thread(alice)
+    refund = {"order_id": "12346", "amount": 59.0, "refund_description": "Stopped working"}
+    fake_llm.push(
+        {"tool_calls": [{"id": "call_to_refund", "name": "handoff_to_refund_agent", "arguments": "{}"}]},
+        {"text": "I'll refund it and pass you to orders for the replacement.", "tool_calls": [
+            {"id": "call_refund", "name": "submit_refund", "arguments": json.dumps(refund)},
+            {"id": "call_to_orders", "name": "handoff_to_order_agent",
+             "arguments": json.dumps({"summary": "refund requested for 12346; wants a replacement"})}]},
+        {"text": "Your refund went through. Case complete."},
+    )
+    paused = run_prompt(thread, alice, "Order 12346 stopped working: refund it, and I want a replacement")
+    assert paused.status == "interrupted"
+    instance = WorkflowInstance.objects.get(thread=thread)
+    assert instance.active_agent == "order_agent"
+    assert [p["agent"] for p in instance.path] == ["triage_agent", "refund_agent", "order_agent"]
+    assert ToolCall.objects.get(pk="call_refund").status == "awaiting_approval"
+    assert not OrderAction.objects.exists()
+
+    request = ApprovalRequest.objects.get(tool_call_ref="call_refund")
+    approval_services.decide(request.pk, demo["rita"], "approve")
+    cont = run_continuation(paused)
+    assert cont.status == "succeeded"
+    action = OrderAction.objects.get()
+    assert (action.kind, str(action.amount), action.tool_call_ref) == ("refund", "59.00", "call_refund")
+    assert ToolCall.objects.get(pk="call_refund").status == "succeeded"
+    events = of_run(stream_events(thread.pk), cont.pk)
+    assert steps_of(events) == ["order_agent"]  # the refund settled inside the active agent's step
+    result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == "call_refund")
+    assert "Refund of 59.00" in result["content"]
+    agent, last = model_turns(fake_llm)[-1]
+    assert agent == "order_agent" and "submit_refund" not in tool_names(last)
+    assert WorkflowInstance.objects.get(thread=thread).status == "completed"
