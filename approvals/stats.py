@@ -1,9 +1,9 @@
 """The inbox's statistics: outcome rates, time to decision, suspiciously fast decisions, rejection
 reasons and a chart over time, per tool and per agent, over the requests a user may see.
 
-Counts come from one indexed read of the window (status IN (...) AND created_at >= since walks
-approval_status_recent_idx once per status); percentiles are computed here because neither
-SQLite nor a portable ORM query offers them.
+The database counts (grouped reads of the window: status IN (...) AND created_at >= since walks
+approval_status_recent_idx once per status) and subtracts the timestamps; percentiles are taken
+here, from the durations alone, because SQLite has no percentile aggregate.
 """
 
 import math
@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.db.models import Count, DateTimeField, FloatField, Func, IntegerField, Value
 from django.utils import timezone
 
 from . import services
@@ -96,7 +97,47 @@ class Group:
         return self.fast / self.decisions if self.decisions else None
 
 
+class Seconds(Func):
+    """Seconds from one datetime to another, as a float the database computes (fetching 100,000
+    datetime pairs to subtract them here cost more than everything else on the page)."""
+
+    output_field = FloatField()
+    templates = {
+        "postgresql": "EXTRACT(EPOCH FROM (%(end)s - %(start)s))::float8",
+        # julianday() keeps ~40 µs of a date: rounding to the millisecond gives exact milliseconds back
+        "sqlite": "ROUND((julianday(%(end)s) - julianday(%(start)s)) * 86400.0, 3)",
+    }
+
+    def __init__(self, start, end, **extra):
+        super().__init__(start, end, **extra)
+
+    def as_sql(self, compiler, connection, **extra):
+        (start, start_params), (end, end_params) = (compiler.compile(e) for e in self.source_expressions)
+        template = self.templates[connection.vendor]
+        first_end = template.index("%(end)s") < template.index("%(start)s")
+        params = (*end_params, *start_params) if first_end else (*start_params, *end_params)
+        return template % {"start": start, "end": end}, params
+
+
+class Steps(Seconds):
+    """Whole `step`-second steps from `start` to `end` (end >= start): the chart's bucket, counted
+    natively (Django's Trunc is a Python function per row on SQLite)."""
+
+    output_field = IntegerField()
+
+    def __init__(self, start, end, step):
+        self.step = int(step)
+        super().__init__(start, end)
+
+    def as_sql(self, compiler, connection, **extra):
+        sql, params = super().as_sql(compiler, connection, **extra)
+        floor = "FLOOR" if connection.vendor == "postgresql" else ""  # SQLite: CAST truncates, and it is >= 0
+        return f"CAST({floor}(({sql}) / {self.step}) AS INTEGER)", params
+
+
 def compute(user, days=30, tool="", agent="", now=None):
+    """The page's figures, aggregated by the database: a handful of small grouped reads instead of
+    every request of the window (100,000 requests: 1.4 s before, see the README)."""
     now = now or timezone.now()
     since = now - timedelta(days=days)
     qs = services.visible_to(user).filter(status__in=Status.values, created_at__gte=since)
@@ -104,51 +145,61 @@ def compute(user, days=30, tool="", agent="", now=None):
         qs = qs.filter(tool_name=tool)
     if agent:
         qs = qs.filter(agent_name=agent)
-    rows = list(qs.order_by().values_list("id", "tool_name", "agent_name", "status", "created_at", "decided_at",
-                                          "decided_by_id", "feedback"))
-    by_id = {r[0]: r for r in rows}
+    qs = qs.order_by()
     overall, per_tool, per_agent = Group("all"), {}, {}
 
-    def groups_of(row):
-        t = per_tool.setdefault(row[1], Group(row[1]))
-        a = per_agent.setdefault(row[2] or "(none)", Group(row[2] or "(none)"))
+    def groups_of(tool_name, agent_name):
+        t = per_tool.setdefault(tool_name, Group(tool_name))
+        a = per_agent.setdefault(agent_name or "(none)", Group(agent_name or "(none)"))
         return overall, t, a
 
+    start, step = chart_start(since, days)
+    buckets = Counter()  # (bucket index, status) -> requests, for the chart
+    step_from_start = Steps(Value(start, output_field=DateTimeField()), "created_at", step.total_seconds())
+    for row in qs.values("tool_name", "agent_name", "status", bucket=step_from_start).annotate(n=Count("id")):
+        for g in groups_of(row["tool_name"], row["agent_name"]):
+            g.requests += row["n"]
+            g.counts[row["status"]] += row["n"]
+        buckets[row["bucket"], row["status"]] += row["n"]
+
+    # time to a person's final decision, per request
+    for tool_name, agent_name, seconds in (
+            qs.filter(status__in=PERSON_DECIDED, decided_at__isnull=False, decided_by__isnull=False)
+            .values_list("tool_name", "agent_name", Seconds("created_at", "decided_at"))):
+        for g in groups_of(tool_name, agent_name):
+            g.durations.append(seconds)
+
     reasons = defaultdict(lambda: {"count": 0, "text": "", "tools": Counter()})
-    for rid, tool_name, _agent, status, created, decided, decided_by, feedback in rows:
-        duration = (decided - created).total_seconds() if decided and decided_by and status in PERSON_DECIDED else None
-        for g in groups_of(by_id[rid]):
-            g.requests += 1
-            g.counts[status] += 1
-            if duration is not None:
-                g.durations.append(duration)
-        if status == Status.REJECTED and feedback.strip():
-            entry = reasons[_reason_key(feedback)]
-            entry["count"] += 1
-            entry["text"] = entry["text"] or feedback.strip()
-            entry["tools"][tool_name] += 1
+    for tool_name, feedback in qs.filter(status=Status.REJECTED).exclude(feedback="").values_list(
+            "tool_name", "feedback").order_by("created_at"):
+        if not feedback.strip():
+            continue
+        entry = reasons[_reason_key(feedback)]
+        entry["count"] += 1
+        entry["text"] = entry["text"] or feedback.strip()
+        entry["tools"][tool_name] += 1
 
     # every decision by a person (quorum members too), timed from the request
-    fast_by_user = defaultdict(lambda: {"fast": 0, "decisions": 0})
-    fast_recent = []
-    decisions = (Decision.objects.filter(request__in=qs.values("pk"))
-                 .values_list("request_id", "user__username", "decision", "created_at").order_by("created_at"))
-    for rid, username, kind, decided in decisions:
-        row = by_id.get(rid)
-        if row is None:
-            continue
-        seconds = (decided - row[4]).total_seconds()
-        is_fast = seconds < FAST_SECONDS
-        for g in groups_of(row):
-            g.decisions += 1
-            g.fast += is_fast
-        fast_by_user[username]["decisions"] += 1
-        if is_fast:
-            fast_by_user[username]["fast"] += 1
-            fast_recent.append({"id": rid, "user": username, "decision": kind, "seconds": seconds,
-                                "tool": row[1], "at": decided})
+    decisions = Decision.objects.filter(request__in=qs.values("pk")).order_by()
+    for row in decisions.values("request__tool_name", "request__agent_name").annotate(n=Count("id")):
+        for g in groups_of(row["request__tool_name"], row["request__agent_name"]):
+            g.decisions += row["n"]
+    fast_recent, fast_by_user = [], defaultdict(int)
+    for rid, username, kind, decided, seconds, tool_name, agent_name in (
+            decisions.annotate(seconds=Seconds("request__created_at", "created_at"))
+            .filter(seconds__lt=FAST_SECONDS).order_by("created_at")
+            .values_list("request_id", "user__username", "decision", "created_at", "seconds",
+                         "request__tool_name", "request__agent_name")):
+        for g in groups_of(tool_name, agent_name):
+            g.fast += 1
+        fast_by_user[username] += 1
+        fast_recent.append({"id": rid, "user": username, "decision": kind, "seconds": seconds,
+                            "tool": tool_name, "at": decided})
+    decided_by_user = dict(decisions.filter(user__username__in=list(fast_by_user))
+                           .values("user__username").annotate(n=Count("id")).values_list("user__username", "n"))
     reviewers = sorted(
-        ({"user": u, **v, "share": v["fast"] / v["decisions"]} for u, v in fast_by_user.items() if v["fast"]),
+        ({"user": u, "fast": fast, "decisions": decided_by_user[u], "share": fast / decided_by_user[u]}
+         for u, fast in fast_by_user.items()),
         key=lambda r: (-r["fast"], r["user"]))
     top_reasons = sorted(reasons.values(), key=lambda r: (-r["count"], r["text"]))[:10]
     for r in top_reasons:
@@ -161,7 +212,7 @@ def compute(user, days=30, tool="", agent="", now=None):
         "reasons": top_reasons,
         "fast_reviewers": reviewers,
         "fast_recent": list(reversed(fast_recent))[:10],
-        "chart": chart(rows, since, now, days),
+        "chart": chart(buckets, since, now, days),
     }
 
 
@@ -181,23 +232,28 @@ def _nice_max(value):
     return int(10 * magnitude)
 
 
-def chart(rows, since, now, days):
-    """Stacked bars of requests per bucket (hour for a day, else day) by outcome."""
-    hourly = days <= 1
-    step = timedelta(hours=1) if hourly else timedelta(days=1)
+def chart_start(since, days):
+    """The first bucket's start and the bucket length: hours for a day, else days from local midnight."""
     start = timezone.localtime(since).replace(minute=0, second=0, microsecond=0)
-    if not hourly:
-        start = start.replace(hour=0)
+    if days <= 1:
+        return start, timedelta(hours=1)
+    return start.replace(hour=0), timedelta(days=1)
+
+
+def chart(counted, since, now, days):
+    """Stacked bars of requests per bucket (hour for a day, else day) by outcome.
+    `counted`: {(bucket index from chart_start, status): requests}."""
+    hourly = days <= 1
+    start, step = chart_start(since, days)
     buckets = []
     t = start
     while t <= now:
         buckets.append(t)
         t += step
     counts = [Counter() for _ in buckets]
-    for _rid, _tool, _agent, status, created, *_rest in rows:
-        index = int((created - start) / step)
+    for (index, status), n in counted.items():
         if 0 <= index < len(buckets):
-            counts[index][status] += 1
+            counts[index][status] += n
     top = _nice_max(max((sum(c.values()) for c in counts), default=0))
     plot_w, plot_h = CHART_W - PAD_L - PAD_R, CHART_H - PAD_T - PAD_B
     slot = plot_w / max(1, len(buckets))

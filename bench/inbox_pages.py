@@ -1,4 +1,5 @@
-"""The inbox's queries at 100,000 requests: time per page and the query plans (issue 5).
+"""The inbox's queries at 100,000 requests: time per page, the query plans (issue 5), and the
+stats page's figures.
 
 Runs approvals.inbox.page() in-process (no HTTP: bench/run.py measures the pages end to end) on
 a fresh database: a temporary SQLite file by default, or the PostgreSQL database DATABASE_URL
@@ -156,6 +157,20 @@ def main():
         qs = inbox.base(user, query)
         seg_qs, _ = inbox._segment_qs(qs, inbox._segments(query.status)[0], query.status)
         plans[name] = explain(seg_qs.values(*inbox.ROW_FIELDS)[:51])
+    # the stats page's figures over the same rows (approvals/stats.py: grouped reads, percentiles here)
+    from approvals import stats
+
+    print("\n| stats | requests | median ms | p90 ms |\n|---|---|---|---|")
+    for name, user, days in (("finn, 30 days (default)", finn, 30), ("admin, 30 days", admin, 30),
+                             ("admin, 90 days", admin, 90), ("admin, 1 day (hourly)", admin, 1)):
+        times = []
+        for _ in range(max(3, args.reps // 2)):
+            t = time.perf_counter()
+            data = stats.compute(user, days=days)
+            times.append((time.perf_counter() - t) * 1000)
+        times.sort()
+        print(f"| {name} | {data['overall'].requests} | {statistics.median(times):.1f} | "
+              f"{times[int(len(times) * 0.9) - 1]:.1f} |")
     print()
     for name, plan in plans.items():
         print(f"## {name}")
