@@ -98,3 +98,24 @@ def test_the_page_shows_them_with_an_svg_chart(client, history):
     assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
     hourly = client.get("/inbox/stats/?days=1").content.decode()
     assert "Requests per hour" in hourly
+
+
+def test_chart_buckets_are_counted_by_the_database_hour_by_hour_and_day_by_day(demo):
+    """Requests at chosen moments land in their hour (1 day) or day (7 days), edges included."""
+    from datetime import datetime
+    from datetime import timezone as tz
+
+    now = datetime(2026, 3, 10, 15, 30, tzinfo=tz.utc)
+    for moment in (datetime(2026, 3, 9, 16, 0, tzinfo=tz.utc),  # the first hour of the day's window
+                   datetime(2026, 3, 10, 9, 59, 59, 999000, tzinfo=tz.utc),
+                   datetime(2026, 3, 10, 10, 0, tzinfo=tz.utc),
+                   datetime(2026, 3, 10, 10, 30, tzinfo=tz.utc),
+                   datetime(2026, 3, 4, 0, 0, 0, 1000, tzinfo=tz.utc)):  # a week ago, just after midnight
+        backdate(make_request("alice"), created=moment)
+
+    hourly = stats.compute(user("finn"), days=1, now=now)["chart"]
+    counts = {bar["when"]: bar["total"] for bar in hourly["bars"] if bar["total"]}
+    assert counts == {"16:00": 1, "09:00": 1, "10:00": 2}
+    daily = stats.compute(user("finn"), days=7, now=now)["chart"]
+    counts = {bar["when"]: bar["total"] for bar in daily["bars"] if bar["total"]}
+    assert counts == {"Mar 04": 1, "Mar 09": 1, "Mar 10": 3}
