@@ -50,9 +50,12 @@ def chat(request, thread_id=None):
         "modelName": model.name,
         "wsPath": f"/ws/threads/{thread.pk}/" if thread else None,
     }
+    threads = Thread.objects.filter(owner=request.user).order_by("-updated_at")[:100]
+    if request.GET.get("partial") == "threads":  # the list alone: another tab may have changed it
+        return render(request, "agents/_thread_items.html", {"threads": threads, "thread": thread})
     return render(request, "agents/chat.html", {
         "chat_config": config,
-        "threads": Thread.objects.filter(owner=request.user).order_by("-updated_at")[:100],
+        "threads": threads,
         "thread": thread,
         "agents": agents,
         "offline_model": model.offline,

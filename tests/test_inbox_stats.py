@@ -102,15 +102,14 @@ def test_the_page_shows_them_with_an_svg_chart(client, history):
 
 def test_chart_buckets_are_counted_by_the_database_hour_by_hour_and_day_by_day(demo):
     """Requests at chosen moments land in their hour (1 day) or day (7 days), edges included."""
-    from datetime import datetime
-    from datetime import timezone as tz
+    from datetime import UTC, datetime
 
-    now = datetime(2026, 3, 10, 15, 30, tzinfo=tz.utc)
-    for moment in (datetime(2026, 3, 9, 16, 0, tzinfo=tz.utc),  # the first hour of the day's window
-                   datetime(2026, 3, 10, 9, 59, 59, 999000, tzinfo=tz.utc),
-                   datetime(2026, 3, 10, 10, 0, tzinfo=tz.utc),
-                   datetime(2026, 3, 10, 10, 30, tzinfo=tz.utc),
-                   datetime(2026, 3, 4, 0, 0, 0, 1000, tzinfo=tz.utc)):  # a week ago, just after midnight
+    now = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
+    for moment in (datetime(2026, 3, 9, 16, 0, tzinfo=UTC),  # the first hour of the day's window
+                   datetime(2026, 3, 10, 9, 59, 59, 999000, tzinfo=UTC),
+                   datetime(2026, 3, 10, 10, 0, tzinfo=UTC),
+                   datetime(2026, 3, 10, 10, 30, tzinfo=UTC),
+                   datetime(2026, 3, 4, 0, 0, 0, 1000, tzinfo=UTC)):  # a week ago, just after midnight
         backdate(make_request("alice"), created=moment)
 
     hourly = stats.compute(user("finn"), days=1, now=now)["chart"]

@@ -45,6 +45,22 @@ def test_chat_page_shows_own_threads_only(login, api):
     assert client.get(f"/chat/{bob_thread}/").status_code == 404
 
 
+def test_the_chat_list_alone_for_other_tabs(login, api, client):
+    """?partial=threads: the list items only, the user's own, titles escaped, the open chat marked."""
+    mine = api("alice").post("/api/threads/", {"agent": "banking", "title": "<b>rent</b>"}, format="json").json()["id"]
+    theirs = api("bob").post("/api/threads/", {"agent": "banking", "title": "bob's"}, format="json").json()["id"]
+    assert client.get("/chat/?partial=threads").status_code == 302  # signed out: to the login page
+    alice = login("alice")
+    resp = alice.get(f"/chat/{mine}/?partial=threads")
+    body = resp.content.decode()
+    assert resp.status_code == 200 and body.lstrip().startswith('<li class="thread-item"')
+    assert "<html" not in body and "<ul" not in body
+    assert f'data-thread-id="{mine}"' in body and theirs not in body
+    assert "&lt;b&gt;rent&lt;/b&gt;" in body and "<b>rent" not in body
+    assert 'aria-current="page"' in body
+    assert alice.get(f"/chat/{theirs}/?partial=threads").status_code == 404
+
+
 def test_inbox_lists_pending_for_finance_and_partial_refresh(login, demo):
     req = transfer_request(demo["alice"])
     client = login("finn")

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import jsonpatch
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from agents import runner, services
@@ -249,8 +250,11 @@ def test_a_persons_edit_made_while_the_model_answers_is_not_overwritten(demo, fa
     def reply(body):
         requests.append(body)
         if len(requests) == 1:  # the person's edit lands after the model was given version 1
-            statesync.apply_user_patch(thread, alice, [
-                {"op": "replace", "path": "/recipe/title", "value": "Carbonara for two"}], base_version=1)
+            try:
+                statesync.apply_user_patch(thread, alice, [
+                    {"op": "replace", "path": "/recipe/title", "value": "Carbonara for two"}], base_version=1)
+            finally:
+                connection.close()  # this is the fake server's thread: leave no connection behind
         if len(requests) == 2:  # a real model retries from the state it now reads; the demo one
             # would answer the error: it is asked the user's request again, on the current state
             last_user = max(i for i, m in enumerate(body["messages"]) if m["role"] == "user")

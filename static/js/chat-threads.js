@@ -5,12 +5,21 @@
  * Rename: the title turns into a small form (Enter saves, Escape cancels). Delete: an inline
  * confirmation (no window.confirm, so it stays keyboard- and test-friendly); deleting the open
  * chat goes back to /chat/. Text goes in with textContent only.
+ *
+ * Other tabs: when this one is shown again (or regains focus) the list is fetched anew as the
+ * server renders it (?partial=threads, escaped by the template), unless someone is using it.
  */
 (function () {
   "use strict";
 
   const list = document.getElementById("thread-list");
+  const empty = document.getElementById("no-threads");
   if (!list) return;
+
+  function showEmpty() {
+    list.hidden = !list.querySelector(".thread-item");
+    if (empty) empty.hidden = !list.hidden;
+  }
 
   function getCookie(name) {
     for (const part of document.cookie ? document.cookie.split(";") : []) {
@@ -183,9 +192,7 @@
           item.remove();
           const focusable = next && next.querySelector("a");
           if (focusable) focusable.focus();
-          if (!list.querySelector(".thread-item")) {
-            list.replaceWith(el("p", { class: "muted", text: "No chats yet." }));
-          }
+          showEmpty();
           return;
         }
         error.textContent = message(res.data, res.status);
@@ -199,11 +206,44 @@
     no.focus();
   }
 
+  let refreshing = false;
+  let shown = null; // the last list the server sent
+
+  /* The list as the server has it now: chats made, renamed or deleted in another tab. */
+  async function refresh() {
+    // never under someone's hands: an open rename or delete, or focus inside the list
+    if (refreshing || list.querySelector(".editing") || list.contains(document.activeElement)) return;
+    refreshing = true;
+    try {
+      const res = await fetch(location.pathname + "?partial=threads", {
+        credentials: "same-origin", headers: { Accept: "text/html" },
+      });
+      if (!res.ok) return;
+      const html = (await res.text()).trim();
+      if (html === shown || list.querySelector(".editing") || list.contains(document.activeElement)) return;
+      shown = html;
+      list.innerHTML = html;
+      const current = openThread && list.querySelector('.thread-item[data-thread-id="' + CSS.escape(openThread) + '"]');
+      if (current) applyTitle(current, titleOf(current)); // the header follows a rename made elsewhere
+      showEmpty();
+    } catch (e) {
+      // offline for a moment: the list stays as it was, the next visit tries again
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") refresh();
+  });
+  window.addEventListener("focus", refresh);
+
   window.aguiThreads = {
     titleIfUntitled(threadId, title) {
       const item = list.querySelector('.thread-item[data-thread-id="' + CSS.escape(String(threadId)) + '"]');
       if (item && !titleOf(item) && title) applyTitle(item, title);
     },
+    refresh,
   };
 
   list.addEventListener("click", (event) => {

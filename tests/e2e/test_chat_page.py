@@ -100,6 +100,45 @@ def test_rename_and_delete_own_chats_only(people):
     alice.shoot("deleted")
 
 
+def test_the_chat_list_follows_other_tabs(people):
+    """A chat made, renamed or deleted in another tab shows in this tab's list when this tab is
+    shown again (the browser's visibilitychange / focus; dispatched here, since headless tabs are
+    always visible)."""
+    alice = people("alice")
+    page = alice.page
+    opened = new_chat(page)  # this tab shows one chat
+    other = alice.ctx.new_page()
+    made = new_chat(other)  # another tab makes a chat and asks something in it
+    send(other, "What's the balance of account 1234567890?")
+    expect(other.locator(".tool-card", has_text="check_balance").locator(".tool-result")).to_contain_text(
+        "1234567890 holds", timeout=T)
+    item = page.locator(f'.thread-item[data-thread-id="{made}"]')
+    expect(item).to_have_count(0)  # this tab has not looked again yet
+
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(item.locator(".thread-title")).to_have_text("What's the balance of account 1234567890?", timeout=T)
+    expect(page.locator(".thread-item").first).to_have_attribute("data-thread-id", made)  # newest first
+    alice.shoot("list-refreshed")
+
+    # renamed elsewhere: this tab's list and header follow the chat it shows
+    assert other.request.patch(f"/api/threads/{opened}/", data={"title": "Renamed elsewhere"},
+                               headers=csrf_headers(other)).ok
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    expect(page.locator(f'.thread-item[data-thread-id="{opened}"] .thread-title')).to_have_text(
+        "Renamed elsewhere", timeout=T)
+    expect(page.locator(".chat-subtitle")).to_have_text("Renamed elsewhere")
+
+    # deleted elsewhere: gone here too; the refreshed list's own controls still work
+    assert other.request.delete(f"/api/threads/{made}/", headers=csrf_headers(other)).ok
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(item).to_have_count(0, timeout=T)
+    mine = page.locator(f'.thread-item[data-thread-id="{opened}"]')
+    mine.get_by_role("button", name="Rename chat: Renamed elsewhere").click()
+    expect(mine.get_by_label("New title")).to_be_focused()
+    mine.get_by_label("New title").press("Escape")
+    other.close()
+
+
 def test_a_chat_with_a_waiting_request_cannot_be_deleted(people):
     alice = people("alice")
     page = alice.page
