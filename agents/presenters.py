@@ -3,6 +3,7 @@
 from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
 
 from approvals import services as approval_services
+from approvals.access import memberships
 from approvals.models import ApproverKind
 
 
@@ -23,7 +24,8 @@ def approval(request, viewer=None):
         "message": request.description,
         "status": request.status,
         "approver": approver(request),
-        "canDecide": bool(viewer and request.is_pending and approval_services.can_decide(viewer, request)),
+        "canDecide": bool(viewer and request.is_pending and approval_services.can_decide(
+            viewer, request, group_ids=memberships(viewer)[0])),
         "risk": request.risk,
         "reversible": request.reversible,
         "impact": request.impact,

@@ -27,6 +27,7 @@ from rest_framework.settings import api_settings
 
 from . import policy as policy_engine
 from . import registry, services
+from .access import memberships
 from .models import ApprovalRequest, AuditEvent, Decision, Risk, ThreadGrant, ToolPolicy
 from .validators import policy_errors
 
@@ -81,7 +82,8 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
     def get_can_decide(self, obj) -> bool:
         request = self.context.get("request")
-        return bool(request and obj.is_pending and services.can_decide(request.user, obj))
+        return bool(request and obj.is_pending
+                    and services.can_decide(request.user, obj, group_ids=memberships(request.user)[0]))
 
     def get_approvals(self, obj) -> int:
         """Approvals that count now: distinct approvers of the current arguments, not withdrawn."""

@@ -169,7 +169,9 @@ def decider_group_ids(req):
     return ids
 
 
-def can_decide(user, req):
+def can_decide(user, req, group_ids=None):
+    """`group_ids`: the user's groups as already read (a list of rows shows a button per row); the
+    decision itself asks the database, so a membership removed a moment ago counts."""
     if not user.is_authenticated:
         return False
     if req.approver_kind == ApproverKind.REQUESTER:
@@ -177,6 +179,8 @@ def can_decide(user, req):
     # four eyes: the requester never decides a group's request, even as a member
     if user.pk == req.requester_id:
         return False
+    if group_ids is not None:
+        return bool(set(decider_group_ids(req)) & set(group_ids))
     return user.groups.filter(pk__in=decider_group_ids(req)).exists()
 
 

@@ -221,3 +221,26 @@ def test_openapi_schema_stays_valid(client):
     params = {p["name"] for p in paths["/api/approvals/"]["get"]["parameters"]}
     assert {"status", "tool", "group", "risk", "thread", "min_age", "max_age", "search"} <= params
     assert client.get("/api/schema/").status_code in (200, 401, 403)
+
+
+def test_the_list_says_who_may_decide_each_row_without_a_query_per_row(demo, api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    theirs = [transfer_request(demo["alice"], amount=10.0 + n) for n in range(3)]
+    mine = transfer_request(demo["finn"], amount=99.0)  # finn asked: four eyes, he may not decide it
+    finn = api("finn")
+
+    def listed():
+        with CaptureQueriesContext(connection) as ctx:
+            resp = finn.get("/api/approvals/?status=pending")
+        assert resp.status_code == 200
+        return {r["id"]: r["can_decide"] for r in resp.json()["results"]}, len(ctx.captured_queries)
+
+    flags, few = listed()
+    assert flags == {**{r.pk: True for r in theirs}, mine.pk: False}
+    for n in range(12):
+        transfer_request(demo["bob"], amount=50.0 + n)
+    flags, many = listed()
+    assert len(flags) == 16 and sum(flags.values()) == 15
+    assert many == few  # one read of finn's groups, whatever the number of rows
