@@ -209,7 +209,7 @@ class ApprovalViewSet(viewsets.ReadOnlyModelViewSet):
             qs = qs.filter(Q(description__icontains=word) | Q(tool_name__icontains=word) | Q(reason__icontains=word)
                            | Q(impact__icontains=word) | Q(requester__username__iexact=word)
                            | Q(thread_ref=word) | Q(pk=word))
-        return qs.order_by("-created_at")
+        return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
 
     @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)
@@ -526,7 +526,7 @@ class GrantViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             qs = qs.filter(revoked_at__isnull=True)
         elif params.get("active") in ("false", "0"):
             qs = qs.filter(revoked_at__isnull=False)
-        return qs.order_by("-created_at")
+        return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
 
     @extend_schema(request=None, responses={200: GrantSerializer})
     @action(detail=True, methods=["post"])

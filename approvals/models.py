@@ -170,6 +170,9 @@ class ApprovalRequest(models.Model):
             models.Index(fields=["tool_name", "-decided_at", "-id"], name="approval_tool_decided_idx"),
             # the same for the agent filter; also the filter's list of agents (index-only DISTINCT agent_name)
             models.Index(fields=["agent_name", "-decided_at", "-id"], name="approval_agent_decided_idx"),
+            # /api/approvals/ with no status filter (an admin's whole list, a requester's own):
+            # ORDER BY created_at DESC, id DESC LIMIT n (without it, every row was sorted: 90 ms at 100k)
+            models.Index(fields=["-created_at", "-id"], name="approval_recent_idx"),
         ]
 
     def __str__(self):
