@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
 from approvals.access import is_reviewer
-from approvals.policy import effective
+from approvals.policy import effective, policy_rows
 
 from .catalog import load_agents
 from .llm import get_model
@@ -17,11 +17,11 @@ def home(request):
 
 
 def agent_cards():
-    cards = []
+    cards, rows = [], policy_rows()
     for agent in load_agents().values():
         tools = []
         for t in agent.tools:
-            p = effective(t.name) or {}
+            p = effective(t.name, rows) or {}
             group = p.get("group")
             tools.append({
                 "name": t.name,

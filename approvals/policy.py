@@ -42,10 +42,19 @@ def _group(spec):
     return None
 
 
-def effective(tool_name):
-    """The policy in force: the admin's row when there is one, else the tool's code defaults."""
-    row = (ToolPolicy.objects.select_related("approver_group", "escalation_group")
-           .filter(tool_name=tool_name).first())
+def policy_rows():
+    """Every admin policy by tool name, in one read (a page listing all tools asks for each)."""
+    return {row.tool_name: row for row in ToolPolicy.objects.select_related("approver_group", "escalation_group")}
+
+
+def effective(tool_name, rows=None):
+    """The policy in force: the admin's row when there is one, else the tool's code defaults.
+    `rows`: policy_rows(), when many tools are looked up at once."""
+    if rows is None:
+        row = (ToolPolicy.objects.select_related("approver_group", "escalation_group")
+               .filter(tool_name=tool_name).first())
+    else:
+        row = rows.get(tool_name)
     if row:
         return {
             "source": "policy",
