@@ -92,7 +92,7 @@ class StateSync:
     def __init__(self, runner):
         self.runner = runner
         self.key = runner.thread.state_key
-        agent = runner.agent
+        agent = self.declaring = runner.agent  # a workflow declares its participants' state together
         self.config = agent.predict_state_config if agent else None
         self.schema = agent.state_schema if agent else None
         self.strategy = agent.confirmation_strategy if agent else None
@@ -108,7 +108,7 @@ class StateSync:
     def emit_snapshot(self):
         doc = state_services.document(self.key)
         self.runner.emit(StateSnapshotEvent(snapshot=doc.view))
-        meta = meta_event(doc, force=has_state(self.runner.agent))  # also says "nothing is predicted now"
+        meta = meta_event(doc, force=has_state(self.declaring))  # also says "nothing is predicted now"
         if meta:
             self.runner.emit(meta)
 

@@ -35,6 +35,8 @@ from ag_ui.core import CustomEvent, StepFinishedEvent, StepStartedEvent
 from django.db import transaction
 from django.utils import timezone
 
+from state import services as state_services
+
 from . import inputs
 from .catalog.agent import Agent
 from .models import InputRequest, Message, Run, ToolCall, WorkflowInstance
@@ -92,9 +94,14 @@ class Workflow(Agent):
     start: str = ""
     # conversation of the current case, [{"role", "content"}], -> finished?
     terminate: Callable[[list], bool] = ends_with_case_complete
+    # after a decision on a state-writing call the active participant's model answers, not a template
+    confirmation_strategy: object = None
 
     def __post_init__(self):
         names = [a.name for a in self.participants]
+        if self.state_schema is None and self.predict_state_config is None:
+            # the thread has one state document: what every participant declares, together
+            self.predict_state_config, self.state_schema = merged_state(self.participants, self.name)
         if self.start not in names:
             raise ValueError(f"workflow {self.name}: start agent {self.start!r} is not a participant")
         for h in self.handoffs:
@@ -125,6 +132,41 @@ class Workflow(Agent):
                         "tools": [t.name for t in a.tools],
                         "handoffs": [h.target for h in self.targets(a.name)]} for a in self.participants],
         }
+
+
+_PLAIN_OBJECT_KEYS = {"type", "properties", "additionalProperties", "required", "$defs"}
+
+
+def merged_state(participants, workflow_name):
+    """(predict_state_config, state_schema) of a workflow from its participants' declarations.
+
+    Object schemas (agents.catalog.agent.state_schema writes them) are merged key by key, so that
+    `additionalProperties: false` in one does not refuse another's keys; any other form is
+    combined with allOf. Two participants may share a key only when they declare it alike.
+    """
+    config, schemas = {}, []
+    for agent in participants:
+        for key, mapping in (agent.predict_state_config or {}).items():
+            if config.setdefault(key, mapping) != mapping:
+                raise ValueError(f"workflow {workflow_name}: participants predict state key {key!r} differently")
+        if agent.state_schema:
+            schemas.append(state_services.json_schema(agent.state_schema))
+    if len(schemas) <= 1:
+        return config or None, schemas[0] if schemas else None
+    if not all(s.get("type") == "object" and set(s) <= _PLAIN_OBJECT_KEYS for s in schemas):
+        return config or None, {"allOf": schemas}
+    merged = {"type": "object", "properties": {}}
+    for schema in schemas:
+        for section in ("properties", "$defs"):
+            for key, value in schema.get(section, {}).items():
+                if merged.setdefault(section, {}).setdefault(key, value) != value:
+                    raise ValueError(f"workflow {workflow_name}: participants define state {section} {key!r} differently")
+        merged["required"] = sorted(set(merged.get("required", [])) | set(schema.get("required", [])))
+    if not merged["required"]:
+        del merged["required"]
+    if all(s.get("additionalProperties") is False for s in schemas):
+        merged["additionalProperties"] = False
+    return config or None, merged
 
 
 def handoff_spec(edge):

@@ -415,3 +415,61 @@ def test_a_gated_call_and_a_handoff_in_one_turn(demo, direct, fake_llm):
     agent, last = model_turns(fake_llm)[-1]
     assert agent == "order_agent" and "submit_refund" not in tool_names(last)
     assert WorkflowInstance.objects.get(thread=thread).status == "completed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_participants_shared_state_streams_and_commits_inside_a_workflow(demo, direct, fake_llm, settings):
+    """A workflow whose participant declares shared state (the recipe agent): the workflow takes
+    its participants' state declarations together, so the participant's tool streams predicted
+    STATE_DELTAs and commits like the agent alone would, and people's edits are checked against
+    the same schema."""
+    from agents import statesync
+    from agents.catalog import AGENTS, recipe, register_agent, support
+    from agents.scripted_state import CARBONARA
+    from agents.workflows import merged_state
+    from state import services as state_services
+
+    settings.AGUI_STATE_DELTA_INTERVAL = 0  # every growth of the arguments is a delta (no throttle)
+    cooking = Workflow(
+        name="cooking_desk", title="Cooking desk (test)", description="Triage, then the recipe agent.",
+        system_prompt="", participants=[support.TRIAGE, recipe.AGENT],
+        handoffs=[Handoff("triage_agent", "recipe", "Route cooking questions.")], start="triage_agent")
+    assert cooking.predict_state_config == recipe.AGENT.predict_state_config
+    assert cooking.state_schema == recipe.AGENT.state_schema
+    register_agent(cooking)
+    try:
+        alice = demo["alice"]
+        thread = services.create_thread(alice, "cooking_desk")
+        fake_llm.push(
+            {"tool_calls": [{"id": "call_to_recipe", "name": "handoff_to_recipe", "arguments": "{}"}]},
+            {"text": "Here it is.", "tool_calls": [{"id": "call_recipe", "name": "update_recipe",
+                                                    "arguments": json.dumps({"recipe": CARBONARA})}]},
+            {"text": "Enjoy your carbonara. Case complete."},
+        )
+        run = run_prompt(thread, alice, "I want to make a classic Italian pasta carbonara")
+        assert run.status == "succeeded"
+        assert state_services.snapshot(thread.state_key) == ({"recipe": CARBONARA}, 1)
+        events = of_run(stream_events(thread.pk), run.pk)
+        types = [e["type"] for e in events]
+        deltas = [e for e in events if e["type"] == "STATE_DELTA"]
+        assert len(deltas) > 3 and deltas[0]["delta"][0]["op"] == "add"  # the key is new the first time
+        # predicted while the arguments streamed, inside the recipe agent's step
+        args_at = next(i for i, e in enumerate(events) if e["type"] == "TOOL_CALL_ARGS" and e["toolCallId"] == "call_recipe")
+        end_at = next(i for i, e in enumerate(events) if e["type"] == "TOOL_CALL_END" and e["toolCallId"] == "call_recipe")
+        assert args_at < types.index("STATE_DELTA") < end_at
+        assert steps_of(events) == ["triage_agent", "recipe"]
+        assert [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"][-1] == {"recipe": CARBONARA}
+
+        # a person's edit on the workflow's thread meets the recipe schema
+        with pytest.raises(state_services.StateInvalid):
+            statesync.apply_user_patch(thread, alice, [
+                {"op": "replace", "path": "/recipe/title", "value": 42}], base_version=1)
+        assert state_services.snapshot(thread.state_key)[1] == 1
+    finally:
+        AGENTS.pop("cooking_desk", None)
+
+    # declarations that cannot hold together are refused when the workflow is defined
+    other = recipe.AGENT.__class__(name="other", title="", description="", system_prompt="",
+                                   predict_state_config={"recipe": {"tool": "x", "tool_argument": "*"}})
+    with pytest.raises(ValueError, match="predict state key 'recipe' differently"):
+        merged_state([recipe.AGENT, other], "broken")
