@@ -297,7 +297,11 @@ async def relay(plan):
             checked = monotonic()
             ended = await sync_to_async(replay.ended_run)(plan.run_id)
             # its RUN_STARTED preceded its ending: a start written since the read above is read next
-            if ended and not any(ours(p) for _, p in await events.range_from(plan.thread_id, after)):
+            try:
+                unread = await events.range_from(plan.thread_id, after) if ended else []
+            except (redis.ConnectionError, redis.TimeoutError):
+                ended = None  # Redis went away again: the next read waits for it (the grace above)
+            if ended and not any(ours(p) for _, p in unread):
                 log.warning("SSE relay of run %s: its start was lost from the stream; ending from the database",
                             plan.run_id)
                 head = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
