@@ -108,6 +108,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
+# Django's password check, throttled per account and address (agui_project/login_throttle.py)
+AUTHENTICATION_BACKENDS = ["agui_project.login_throttle.ThrottledModelBackend"]
+AGUI_LOGIN_MAX_FAILURES = int(os.environ.get("AGUI_LOGIN_MAX_FAILURES", "10"))
+AGUI_LOGIN_WINDOW_SECONDS = int(os.environ.get("AGUI_LOGIN_WINDOW_SECONDS", "900"))
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

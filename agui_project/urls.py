@@ -5,12 +5,16 @@ from drf_spectacular.views import SpectacularAPIView
 
 from agents.views import home
 from agui_project.health import healthz
+from agui_project.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+
+admin.site.login_form = ThrottledAdminAuthenticationForm  # the admin's sign-in says why it is refused too
 
 urlpatterns = [
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
+         name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("agents.api_urls")),

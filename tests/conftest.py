@@ -27,6 +27,21 @@ def _drop_test_queue():
 
 
 @pytest.fixture(autouse=True)
+def _no_sign_in_history():
+    """Failed sign-ins are counted in Redis (agui_project/login_throttle.py): each test starts with none."""
+    import redis
+
+    from agents.events import redis_client
+
+    try:
+        keys = list(redis_client().scan_iter("agui:login-failures*", count=1000))
+        if keys:
+            redis_client().delete(*keys)
+    except redis.RedisError:
+        pass  # a test without Redis signs nobody in
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

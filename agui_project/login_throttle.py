@@ -1,0 +1,109 @@
+"""Sign-in throttling: after AGUI_LOGIN_MAX_FAILURES failed passwords for one account from one
+address within AGUI_LOGIN_WINDOW_SECONDS, that account refuses sign-ins from that address until
+the window ends; one address gets five times as many failures over all accounts.
+
+Counted in Redis (every web process sees the same counts). Keyed by address as well as account, so
+a stranger cannot lock a person out of their own account from elsewhere. When Redis cannot be
+asked, sign-in works unthrottled (and says so in the log) rather than locking everyone out.
+"""
+
+import logging
+
+import redis
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import PermissionDenied, ValidationError
+
+log = logging.getLogger(__name__)
+
+ADDRESS_FACTOR = 5  # failures one address may make over all accounts, in multiples of the per-account limit
+
+
+def _keys(username, request):
+    address = (request.META.get("REMOTE_ADDR") if request is not None else "") or "unknown"
+    return f"agui:login-failures:{username.strip().lower()}:{address}", f"agui:login-failures-from:{address}"
+
+
+def _client():
+    from agents.events import redis_client
+
+    return redis_client()
+
+
+def retry_after(username, request):
+    """Seconds until this account may sign in again from this address; 0 when it may now."""
+    if not username:
+        return 0
+    limit = settings.AGUI_LOGIN_MAX_FAILURES
+    account, address = _keys(username, request)
+    try:
+        pipe = _client().pipeline(transaction=False)
+        pipe.get(account).ttl(account).get(address).ttl(address)
+        account_n, account_ttl, address_n, address_ttl = pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("sign-in throttle skipped: Redis unreachable (%s)", exc)
+        return 0
+    waits = [ttl for n, ttl, cap in ((account_n, account_ttl, limit), (address_n, address_ttl, limit * ADDRESS_FACTOR))
+             if n is not None and int(n) >= cap]
+    return max(max(waits), 1) if waits else 0
+
+
+def _failed(username, request):
+    try:
+        pipe = _client().pipeline(transaction=True)
+        for key in _keys(username, request):
+            # the window starts with the first failure (SET NX EX; INCR keeps the expiry)
+            pipe.set(key, 0, ex=settings.AGUI_LOGIN_WINDOW_SECONDS, nx=True).incr(key)
+        pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("sign-in failure not counted: Redis unreachable (%s)", exc)
+
+
+def _succeeded(username, request):
+    try:
+        _client().delete(_keys(username, request)[0])
+    except redis.RedisError as exc:
+        log.warning("sign-in failures not cleared: Redis unreachable (%s)", exc)
+
+
+class ThrottledModelBackend(ModelBackend):
+    """Django's username/password check, refusing while throttled, counting each failure."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        username = username if username is not None else kwargs.get("username")
+        if not username:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        if retry_after(username, request):
+            raise PermissionDenied("too many failed sign-ins")  # authenticate() stops here: no password check
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            _failed(username, request)
+        else:
+            _succeeded(username, request)
+        return user
+
+
+def _throttle_message(seconds):
+    minutes = -(-seconds // 60)
+    return (f"Too many failed sign-ins for this account from your address. Try again in {minutes} "
+            f"minute{'s' if minutes != 1 else ''}.")
+
+
+class ThrottledFormMixin:
+    """Says why a sign-in is refused while throttled (the backend refuses it either way)."""
+
+    def clean(self):
+        wait = retry_after(self.cleaned_data.get("username") or "", self.request)
+        if wait:
+            raise ValidationError(_throttle_message(wait), code="throttled")
+        return super().clean()
+
+
+class ThrottledAuthenticationForm(ThrottledFormMixin, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminAuthenticationForm(ThrottledFormMixin, AdminAuthenticationForm):
+    pass

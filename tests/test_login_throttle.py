@@ -1,0 +1,86 @@
+"""Sign-in throttling (agui_project/login_throttle.py): failed passwords are counted per account and
+address in Redis; past the limit that account refuses that address, with a message, until the
+window ends; other addresses and other accounts are not affected; Redis away means no throttle."""
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+
+from agents.events import redis_client
+from agui_project import login_throttle
+
+pytestmark = pytest.mark.django_db
+HOME = "10.0.0.1"
+
+
+@pytest.fixture(autouse=True)
+def small_limit(settings):
+    settings.AGUI_LOGIN_MAX_FAILURES = 3
+    settings.AGUI_LOGIN_WINDOW_SECONDS = 600
+
+
+def sign_in(client, username, password, address=HOME, url="/accounts/login/"):
+    return client.post(url, {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def signed_in(client):
+    return "_auth_user_id" in client.session
+
+
+def test_failures_past_the_limit_refuse_even_the_right_password_from_that_address(client, demo):
+    for _ in range(3):
+        resp = sign_in(client, "alice", "wrong")
+        assert resp.status_code == 200 and not signed_in(client)
+        assert b"Please enter a correct username and password" in resp.content
+    resp = sign_in(client, "alice", django_settings.DEMO_PASSWORD)
+    assert resp.status_code == 200 and not signed_in(client)
+    assert b"Too many failed sign-ins for this account from your address. Try again in 10 minutes." in resp.content
+    ttl = redis_client().ttl(f"agui:login-failures:alice:{HOME}")
+    assert 590 < ttl <= 600  # the window runs from the first failure; a refused try does not extend it
+
+    # alice elsewhere, and bob here, are not locked out by these failures
+    assert sign_in(client, "alice", django_settings.DEMO_PASSWORD, address="10.0.0.2").status_code == 302
+    client.logout()
+    assert sign_in(client, "bob", django_settings.DEMO_PASSWORD).status_code == 302
+    client.logout()
+    # the window over (its key expired), alice signs in here again
+    redis_client().delete(f"agui:login-failures:alice:{HOME}")
+    assert sign_in(client, "alice", django_settings.DEMO_PASSWORD).status_code == 302
+
+
+def test_a_success_clears_the_accounts_failures(client, demo):
+    for _ in range(2):
+        sign_in(client, "alice", "wrong")
+    assert sign_in(client, "alice", django_settings.DEMO_PASSWORD).status_code == 302
+    client.logout()
+    for _ in range(2):
+        sign_in(client, "alice", "wrong")
+    assert sign_in(client, "alice", django_settings.DEMO_PASSWORD).status_code == 302  # 2 + 2 failures, not 4
+
+
+def test_one_address_trying_many_accounts_is_throttled_too(client, demo):
+    for n in range(3 * login_throttle.ADDRESS_FACTOR):
+        sign_in(client, f"nobody-{n}", "wrong")  # never the same account twice
+    resp = sign_in(client, "bob", django_settings.DEMO_PASSWORD)
+    assert resp.status_code == 200 and not signed_in(client) and b"Too many failed sign-ins" in resp.content
+    assert sign_in(client, "bob", django_settings.DEMO_PASSWORD, address="10.0.0.3").status_code == 302
+
+
+def test_the_admin_sign_in_is_throttled_the_same_way(client, demo):
+    for _ in range(3):
+        sign_in(client, "admin", "wrong", url="/admin/login/")
+    resp = sign_in(client, "admin", django_settings.DEMO_PASSWORD, url="/admin/login/")
+    assert resp.status_code == 200 and not signed_in(client)
+    assert b"Too many failed sign-ins" in resp.content
+
+
+def test_without_redis_sign_in_works_unthrottled(client, demo, monkeypatch, caplog):
+    class Down:
+        def __getattr__(self, name):
+            raise redis.ConnectionError("Connection refused")
+
+    monkeypatch.setattr(login_throttle, "_client", lambda: Down())
+    for _ in range(5):
+        assert sign_in(client, "alice", "wrong").status_code == 200
+    assert sign_in(client, "alice", django_settings.DEMO_PASSWORD).status_code == 302
+    assert "sign-in throttle skipped: Redis unreachable" in caplog.text
