@@ -68,10 +68,11 @@ class InboxQuery:
     q: str = ""
     thread: str = ""
     after: str = ""  # the cursor: "<segment>|<ISO timestamp>|<id>"
+    before: str = ""  # the same, of the first row of the page after the one wanted (Previous page)
 
     @property
     def is_default(self):
-        return replace(self, after="") == InboxQuery()
+        return replace(self, after="", before="") == InboxQuery()
 
     def params(self, **changes):
         """The query string of this query (with changes), defaults left out."""
@@ -96,6 +97,7 @@ def parse(params):
         q=" ".join((params.get("q") or "").split())[:200],
         thread=(params.get("thread") or "").strip()[:200],
         after=(params.get("after") or "").strip()[:300],
+        before="" if params.get("after") else (params.get("before") or "").strip()[:300],
     )
 
 
@@ -166,19 +168,58 @@ def _cursor(after):
     return parts[0], moment, parts[2]
 
 
+def _cursor_at(row, segment):
+    return f"{segment}|{row['created_at' if segment == 'p' else 'decided_at'].isoformat()}|{row['id']}"
+
+
 @dataclass
 class Page:
     rows: list
     next_after: str = ""
+    prev_before: str = ""  # the cursor of the first row, when rows come before it (a Previous page)
     total: int = 0
     total_capped: bool = False
     segments: dict = field(default_factory=dict)  # {"p": count on this page, "d": ...}
 
 
+def _rows_before(qs, query, cursor, size):
+    """The `size` rows just before the cursor's row in page order, and whether more come before
+    them. The same indexes, walked the other way: nearest rows first, segment by segment back."""
+    segments = _segments(query.status)
+    back, more = [], False
+    for segment in reversed(segments[:segments.index(cursor[0]) + 1]):
+        seg_qs, ts_field = _segment_qs(qs, segment, query.status)
+        if segment == cursor[0]:
+            _, moment, first_id = cursor
+            seg_qs = seg_qs.filter(**{f"{ts_field}__gte": moment}).filter(
+                Q(**{f"{ts_field}__gt": moment}) | Q(**{ts_field: moment, "id__gt": first_id}))
+        want = size - len(back)
+        batch = list(seg_qs.reverse().values(*ROW_FIELDS)[:want + 1])
+        for row in batch:
+            row["segment"] = segment
+        more = len(batch) > want
+        back += batch[:want]
+        if more:
+            break
+        if len(back) >= size:  # full: is anything left in the segments further back?
+            earlier = segments[:segments.index(segment)]
+            more = any(_segment_qs(qs, s, query.status)[0].exists() for s in earlier)
+            break
+    return back[::-1], more
+
+
 def page(user, query, size=PAGE_SIZE):
-    """One page of rows (dicts of ROW_FIELDS), the cursor of the next page, and a capped count."""
+    """One page of rows (dicts of ROW_FIELDS), the cursors of the next and previous pages, and a
+    capped count."""
     qs = base(user, query)
     segments = _segments(query.status)
+    before = _cursor(query.before) if query.before and not query.after else None
+    if before and before[0] in segments:
+        rows, more = _rows_before(qs, query, before, size)
+        # the row the cursor names comes next; when nothing is before it this is the first page
+        result = _finish(user, qs, query, rows, next_after=_cursor_at(rows[-1], rows[-1]["segment"]) if rows else "")
+        result.prev_before = _cursor_at(rows[0], rows[0]["segment"]) if rows and more else ""
+        return result
     cursor = _cursor(query.after) if query.after else None
     if cursor and cursor[0] in segments:
         segments = segments[segments.index(cursor[0]):]
@@ -196,17 +237,22 @@ def page(user, query, size=PAGE_SIZE):
         batch = list(seg_qs.values(*ROW_FIELDS)[:want + 1])
         if len(batch) > want:
             batch = batch[:want]
-            last = batch[-1]
-            next_after = f"{segment}|{last[ts_field].isoformat()}|{last['id']}"
+            next_after = _cursor_at(batch[-1], segment)
         for row in batch:
             row["segment"] = segment
         rows += batch
         if next_after or len(rows) >= size:
             if not next_after and segment != segments[-1]:
                 # this page ends exactly at the end of the pending segment
-                last = rows[-1]
-                next_after = f"{segment}|{last[ts_field].isoformat()}|{last['id']}"
+                next_after = _cursor_at(rows[-1], segment)
             break
+    result = _finish(user, qs, query, rows, next_after)
+    # a page reached by a cursor has rows before it: at least the one the cursor names
+    result.prev_before = _cursor_at(rows[0], rows[0]["segment"]) if cursor and rows else ""
+    return result
+
+
+def _finish(user, qs, query, rows, next_after):
     total = count(qs, query.status)
     group_ids = memberships(user)[0]
     for row in rows:

@@ -63,11 +63,12 @@ def inbox(request):
     # the default page counts exactly what the title badge counts: no second count
     same = query.is_default and not result.total_capped
     waiting = result.total if same else inbox_query.pending_mine_count(request.user)
-    params = query.params(after="")
+    params = query.params(after="", before="")
     context = {
         "filter_qs": urlencode(params),
-        "no_thread_qs": urlencode(query.params(after="", thread="")),
+        "no_thread_qs": urlencode(query.params(after="", before="", thread="")),
         "next_qs": urlencode({**params, "after": result.next_after}) if result.next_after else "",
+        "prev_qs": urlencode({**params, "before": result.prev_before}) if result.prev_before else "",
         "query": query,
         "page": result,
         "rows": result.rows,

@@ -135,6 +135,44 @@ def test_keyset_pages_cover_everything_once(login, monkeypatch):
     assert set(seen[12:]) == {r.pk for r in made[12:]}
 
 
+def _link(resp, rel):
+    match = re.search(rb'href="/inbox/\?([^"]*)" rel="' + rel.encode() + b'"', resp.content)
+    return "/inbox/?" + match.group(1).decode().replace("&amp;", "&") if match else None
+
+
+@pytest.mark.parametrize("status,pending,decided", [("all", 12, 9), ("all", 14, 9), ("decided", 0, 17)])
+def test_previous_pages_walk_back_to_the_same_pages(login, monkeypatch, status, pending, decided):
+    """Next, next, next; then Previous all the way: the same pages, in reverse, across the pending /
+    decided boundary (14 pending: a page ends exactly at it), and no Previous on the first page."""
+    monkeypatch.setattr(inbox, "PAGE_SIZE", 7)
+    monkeypatch.setattr(inbox.page, "__defaults__", (7,))
+    now = timezone.now()
+    for i in range(pending):
+        backdate(make_request("alice", description=f"p{i}"), created=now - timedelta(minutes=i))
+    made = []
+    for i in range(decided):
+        r = make_request("alice", description=f"d{i}")
+        services.decide(r.pk, user("finn"), "approve")
+        made.append(backdate(r, decided=now - timedelta(seconds=i)))
+    backdate(made[-1], decided=made[-2].decided_at)  # a tie, broken by the id
+    client = login("finn")
+    forward, url = [], f"/inbox/?status={status}"
+    while url:
+        resp = client.get(url)
+        forward.append(ids(resp))
+        url = _link(resp, "next")
+    assert sum(len(p) for p in forward) == pending + decided and len(forward) == -(-(pending + decided) // 7)
+    assert _link(client.get(f"/inbox/?status={status}"), "prev") is None  # the first page has none
+
+    backward, url = [ids(resp)], _link(resp, "prev")
+    while url:
+        resp = client.get(url)
+        backward.append(ids(resp))
+        url = _link(resp, "prev")
+    assert backward == forward[::-1]
+    assert _link(resp, "next")  # the first page, reached backwards, leads on again
+
+
 def test_result_count_is_capped(login, monkeypatch):
     monkeypatch.setattr(inbox, "COUNT_CAP", 3)
     for _ in range(5):
