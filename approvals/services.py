@@ -216,6 +216,20 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
     if arguments is not None and not isinstance(arguments, dict):
         raise InvalidArguments("arguments must be an object", {"__root__": ["arguments must be an object"]})
     feedback = (feedback or "").strip()
+    try:
+        return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread)
+    except _PastDeadline:
+        # A late decision is refused and the deadline's outcome recorded now, in a transaction of
+        # its own: raised inside the decision's, the expiry would have been rolled back with it.
+        expire(request_id)
+        raise NotPending("request expired") from None
+
+
+class _PastDeadline(Exception):
+    pass
+
+
+def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread):
     with transaction.atomic():
         req = _lock(request_id)
         if not can_decide(user, req):
@@ -223,9 +237,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
         if req.status != Status.PENDING:
             raise NotPending(f"request already {req.status}")
         if req.expires_at and req.expires_at <= timezone.now():
-            # past the deadline: expire now instead of accepting a late decision
-            _expire_locked(req)
-            raise NotPending("request expired")
+            raise _PastDeadline
         if always_allow_in_thread and (decision != Decision.Kind.APPROVE or req.approver_kind != ApproverKind.REQUESTER
                                        or not req.thread_ref):
             raise DecisionError("'always allow in this thread' applies only when you approve your own request "

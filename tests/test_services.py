@@ -104,3 +104,24 @@ def test_racing_deciders_exactly_one_wins(demo):
     req.refresh_from_db()
     assert Decision.objects.filter(request=req).count() == 1
     assert req.status == ("approved" if outcomes["finn"] == "won" else "rejected")
+
+
+def test_a_late_decision_is_refused_and_the_expiry_it_found_stays(demo, django_capture_on_commit_callbacks):
+    """Deciding past the deadline (before the sweep came by) expires the request for good: the
+    refusal must not roll the expiry back with it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals.models import AuditEvent, Decision
+
+    req = transfer_request(demo["alice"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(services.NotPending, match="expired"):
+        services.decide(req.pk, demo["finn"], "approve")
+    req.refresh_from_db()
+    assert req.status == "expired" and "timed out" in req.feedback and req.decided_by is None
+    assert not Decision.objects.filter(request=req).exists()
+    assert list(AuditEvent.objects.filter(request=req).order_by("id").values_list("action", flat=True)) == [
+        "requested", "expired"]
+    assert callbacks  # the run is told (approval_resolved, notices) once this commits
