@@ -254,6 +254,10 @@ def apply_resume(thread, user, entries, run_id):
         code = next((c for cls, c in _RESUME_CODES.items() if isinstance(exc, cls)), "invalid_resume")
         if code == "already_decided" and "expired" in exc.message:
             code = "expired"
+            # the answers were rolled back together, the expiry the late answer found with them:
+            # record it again now, on its own (a no-op for requests still in time)
+            for interrupt_id in answered:
+                approval_services.expire(interrupt_id)
         detail = f": {exc.errors}" if exc.errors else ""
         raise ResumeError(code, exc.message + detail) from exc
     except inputs.InputError as exc:

@@ -125,3 +125,30 @@ def test_a_late_decision_is_refused_and_the_expiry_it_found_stays(demo, django_c
     assert list(AuditEvent.objects.filter(request=req).order_by("id").values_list("action", flat=True)) == [
         "requested", "expired"]
     assert callbacks  # the run is told (approval_resolved, notices) once this commits
+
+
+def test_a_late_answer_over_ag_ui_refuses_the_resume_and_the_expiry_stays(demo):
+    """AG-UI resume answers every interrupt in one transaction; one past its deadline refuses them
+    all (`expired`), and that request is expired for good, not rolled back with the rest."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents import services as agent_services
+    from agents.models import Run
+    from approvals import policy
+
+    alice = demo["alice"]
+    thread = agent_services.create_thread(alice, "banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+    args = {"subscription_id": "sub_123"}
+    req = services.request(tool_name="cancel_subscription", arguments=args, requester=alice,
+                           verdict=policy.evaluate("cancel_subscription", args), description="Cancel sub_123",
+                           thread_ref=thread.pk, run_ref=run.pk, tool_call_ref="call-late")
+    ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(agent_services.ResumeError) as refused:
+        agent_services.apply_resume(thread, alice, [(req.pk, "resolved", {"approved": True})], "run-late")
+    assert refused.value.code == "expired"
+    req.refresh_from_db()
+    assert req.status == "expired"
+    assert not Run.objects.filter(pk="run-late").exists()
