@@ -88,10 +88,6 @@ def interrupt_for(request):
     )
 
 
-def pending_interrupts(run):
-    return [interrupt_for(r) for r in InputRequest.objects.filter(run=run, status=InputRequest.Status.PENDING)]
-
-
 def answer_text(request):
     """What the model reads as the tool's result."""
     if request.status == InputRequest.Status.CANCELLED:

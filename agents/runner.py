@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from approvals import policy
 from approvals import services as approval_services
-from approvals.models import ApprovalRequest, ApproverKind
+from approvals.models import ApproverKind
 from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
@@ -467,7 +467,3 @@ def interrupt_for(request):
             "approver": presenters.approver(request),
         },
     )
-
-
-def pending_interrupts(run):
-    return [interrupt_for(r) for r in ApprovalRequest.objects.filter(run_ref=run.pk, status="pending")]
