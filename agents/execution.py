@@ -30,6 +30,7 @@ from approvals.models import ApprovalRequest, AuditEvent
 
 from . import events
 from .models import Message, Run, ToolCall
+from .transitions import move_call, move_run
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +39,25 @@ def lease_key(call_id):
     return f"agui:toolcall:{call_id}:lease"
 
 
-def claim(call_id):
-    """proposed|approved -> executing, atomically; False when someone else got there first."""
-    return ToolCall.objects.filter(pk=call_id, status__in=ToolCall.CLAIMABLE).update(
-        status=ToolCall.Status.EXECUTING, claimed_at=timezone.now(), attempts=F("attempts") + 1
-    ) == 1
+RUN_LOST = "run_lost"
+
+
+def claim(call_id, run_id):
+    """proposed|approved -> executing, at the moment of acting, while `run_id` (the run executing
+    it) is still running: True; False when someone else got the call first; RUN_LOST when the
+    run is no longer this worker's (recovery declared it lost while it was stuck). The run's row
+    is locked for the claim, as recovery locks it to declare it lost, so the two never cross."""
+    with transaction.atomic():
+        if not Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).exists():
+            return RUN_LOST
+        return move_call(call_id, ToolCall.Status.EXECUTING, leaving=ToolCall.CLAIMABLE,
+                         claimed_at=timezone.now(), attempts=F("attempts") + 1)
 
 
 def finish(call_id, status, output):
     """executing -> succeeded|failed. False when recovery already declared the outcome unknown:
     then the late result is kept on the row for operators, and the model is not told twice."""
-    if ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.EXECUTING).update(status=status, result=output):
+    if move_call(call_id, status, leaving=[ToolCall.Status.EXECUTING], result=output):
         return True
     ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.OUTCOME_UNKNOWN).update(
         result=f"[finished after recovery reported it: {status}] {output}"[:20000]
@@ -161,8 +170,9 @@ def recover_call(call_id):
         if (run_was_live and tool is not None and tool.idempotent
                 and call.attempts < settings.AGUI_TOOL_MAX_ATTEMPTS):
             outcome = "retry"
-            call.status = ToolCall.Status.APPROVED  # claimable again: the continuation's settle runs it
-            call.save(update_fields=["status", "updated_at"])
+            # claimable again: the continuation's settle runs it
+            move_call(call.pk, ToolCall.Status.APPROVED, leaving=[ToolCall.Status.EXECUTING],
+                      updated_at=timezone.now())
             approval_services.record(AuditEvent.Action.RETRIED, object_ref=f"toolcall:{call.pk}", tool_name=call.name,
                                      request=request, before={"status": "executing", **facts},
                                      after={"status": "approved", "reason": "idempotent tool: run again"})
@@ -170,7 +180,8 @@ def recover_call(call_id):
             outcome = "outcome_unknown"
             text = unknown_text(call.name)
             call.status, call.result = ToolCall.Status.OUTCOME_UNKNOWN, text
-            call.save(update_fields=["status", "result", "updated_at"])
+            move_call(call.pk, call.status, leaving=[ToolCall.Status.EXECUTING], result=text,
+                      updated_at=timezone.now())
             msg = add_message(run.thread, Message.Role.TOOL, text, run=run, tool_call_id=call.pk)
             approval_services.record(AuditEvent.Action.OUTCOME_UNKNOWN, object_ref=f"toolcall:{call.pk}",
                                      tool_name=call.name, request=request, before={"status": "executing", **facts},
@@ -180,8 +191,8 @@ def recover_call(call_id):
             message = (f"The worker stopped while {call.name} was running; "
                        + ("it will be run again (the tool is idempotent)." if outcome == "retry"
                           else "its outcome is unknown and it was not repeated."))
-            Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(),
-                                                 error=message, error_code="worker_lost")
+            move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
+                     error=message, error_code="worker_lost")
             transaction.on_commit(lambda: events.append(run.thread_id, RunErrorEvent(message=message,
                                                                                      code="worker_lost")))
             if not Run.objects.filter(parent_run=run).exists():
@@ -240,8 +251,8 @@ def recover_stuck_runs(limit=100):
             if run.status != Run.Status.RUNNING or run.tool_calls.filter(status=ToolCall.Status.EXECUTING).exists():
                 continue
             message = "The worker running this answer stopped; the agent answers again from the saved conversation."
-            Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED, finished_at=timezone.now(),
-                                                 error=message, error_code="worker_lost")
+            move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
+                     error=message, error_code="worker_lost")
             transaction.on_commit(lambda run=run, message=message: events.append(
                 run.thread_id, RunErrorEvent(message=message, code="worker_lost")))
             if not Run.objects.filter(parent_run=run).exists():

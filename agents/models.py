@@ -40,6 +40,12 @@ class Run(models.Model):
         CANCELLED = "cancelled"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
+    # read by agents/transitions.py, the only writer of run statuses; failed, succeeded and
+    # cancelled are final (a run declared worker_lost is never written back by its old worker)
+    TRANSITIONS = {
+        Status.QUEUED: {Status.RUNNING, Status.CANCELLED},
+        Status.RUNNING: {Status.INTERRUPTED, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED},
+    }
 
     id = models.CharField(primary_key=True, max_length=200, default=new_id)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
@@ -116,10 +122,13 @@ class ToolCall(models.Model):
     # a worker may start executing only from these (the conditional claim, agents/execution.py);
     # rejected, expired, cancelled and denied calls can never run
     CLAIMABLE = (Status.PROPOSED, Status.APPROVED)
-    # the allowed transitions (recovery: executing -> outcome_unknown, or -> approved to retry)
+    # the allowed transitions, read by agents/transitions.py (recovery: executing ->
+    # outcome_unknown, or -> approved to retry; a handoff or a question is answered in place)
     TRANSITIONS = {
-        Status.PROPOSED: {Status.AWAITING_APPROVAL, Status.EXECUTING, Status.DENIED, Status.INVALID, Status.CLIENT},
+        Status.PROPOSED: {Status.AWAITING_APPROVAL, Status.AWAITING_INPUT, Status.EXECUTING, Status.DENIED,
+                          Status.INVALID, Status.CLIENT, Status.SUCCEEDED},
         Status.AWAITING_APPROVAL: {Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED},
+        Status.AWAITING_INPUT: {Status.SUCCEEDED, Status.CANCELLED},
         Status.APPROVED: {Status.EXECUTING},
         Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED},
         Status.CLIENT: {Status.SUCCEEDED},
@@ -220,3 +229,21 @@ class InputRequest(models.Model):
 
     def __str__(self):
         return f"{self.message[:40]} ({self.status})"
+
+
+class ThreadIdClaim(models.Model):
+    """Every thread id ever handed out; the row outlives its thread.
+
+    Clients choose thread ids (AG-UI threadId, REST `id`), and other records name a thread by
+    its id alone (the event stream `agui:thread:<id>`, approval requests, the shared state key):
+    an id given to a second owner after a deletion would reach the first owner's leftovers.
+    """
+
+    id = models.CharField(primary_key=True, max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    released_at = models.DateTimeField(null=True, blank=True)  # its thread was deleted
+
+    def __str__(self):
+        return self.id

@@ -40,6 +40,7 @@ from .models import Message, Run, ToolCall
 from .services import add_message, cancel_requested
 from .statesync import StateSync
 from .tools import ToolContext, ToolError
+from .transitions import move_call, move_run
 
 log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 6
@@ -51,11 +52,13 @@ class RunCancelled(Exception):
     pass
 
 
+class RunLost(Exception):
+    """This worker no longer holds the run (recovery declared it lost): stop, write nothing more."""
+
+
 def run_agent(run_id):
     """Claim a queued run (a second delivery of the task finds nothing) and execute it."""
-    claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
-        status=Run.Status.RUNNING, started_at=timezone.now()
-    )
+    claimed = move_run(run_id, Run.Status.RUNNING, started_at=timezone.now())
     if claimed:
         with execution.run_lease(run_id):  # lapses if this worker dies: recovery then takes the run over
             runner_for(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
@@ -139,6 +142,8 @@ class Runner:
                 self.finish(Run.Status.SUCCEEDED)
         except RunCancelled:
             self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
+        except RunLost:
+            log.warning("run %s was taken over by recovery; this worker stops without writing", self.run.pk)
         except (StreamUnavailable, redis.ConnectionError, redis.TimeoutError) as exc:
             # Redis stayed down past the retries: nobody can follow this run, so it stops here
             # (what it stored stays) and says so once Redis is back (the beat publishes the end)
@@ -159,16 +164,21 @@ class Runner:
 
     def finish(self, status, outcome=None):
         self.state.release()
-        Run.objects.filter(pk=self.run.pk).update(status=status, finished_at=timezone.now())
+        if not move_run(self.run.pk, status, leaving=[Run.Status.RUNNING], finished_at=timezone.now()):
+            return self._lost(status)
         kwargs = {"outcome": outcome} if outcome else {}
         self.end(RunFinishedEvent(thread_id=self.thread.id, run_id=self.run.pk, **kwargs))
 
     def fail(self, code, message):
         self.state.release()
-        Run.objects.filter(pk=self.run.pk).update(
-            status=Run.Status.FAILED, finished_at=timezone.now(), error=message, error_code=code
-        )
+        if not move_run(self.run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
+                        error=message, error_code=code):
+            return self._lost(Run.Status.FAILED)
         self.end(RunErrorEvent(message=message, code=code))
+
+    def _lost(self, status):
+        """Recovery ended this run while this worker was stuck: its end is already told."""
+        log.warning("run %s is no longer running here; not writing it %s", self.run.pk, status)
 
     def end(self, event):
         """The run's last event. When Redis cannot take it, the run row keeps it and the beat
@@ -322,7 +332,7 @@ class Runner:
             return builtin
         tool = self.agent.tool(call["name"])
         if tool is None and call["name"] in self.client_tools():
-            ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.CLIENT)
+            move_call(tc.pk, ToolCall.Status.CLIENT)
             return tc.pk
         if tool is None:
             return self.invalid(tc, f"Error: there is no tool named {call['name']!r}.")
@@ -336,6 +346,12 @@ class Runner:
             return self.invalid(tc, f"Error: invalid arguments ({problems}); nothing was executed.")
         tc.arguments = arguments
         tc.save(update_fields=["arguments"])
+        try:  # the requester's own objects only, before policy is asked
+            objects = tool.authorize(self.user, arguments)
+        except ToolError as exc:
+            move_call(tc.pk, ToolCall.Status.DENIED)
+            self.result(tc, f"Error: {exc}, so {tool.name} was not executed.")
+            return None
         verdict = policy.evaluate(tool.name, arguments, {
             "user": self.user, "agent": self.agent.name, "thread": self.thread.id,
             "ask_model": self.self_check(tool),  # mode `model`: approvals cannot import the model itself
@@ -344,11 +360,11 @@ class Runner:
             self.execute_call(tc, tool, arguments)
             return None
         if verdict.action == "deny":
-            ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.DENIED)
+            move_call(tc.pk, ToolCall.Status.DENIED)
             self.result(tc, f"Error: {tool.name} is blocked by policy ({verdict.matched_rule}) and was not "
                             "executed. Do not retry it or reach the same goal another way.")
             return None
-        return self.pause(tc, tool, arguments, verdict)
+        return self.pause(tc, tool, arguments, verdict, objects)
 
     def self_check(self, tool):
         """ask_model(tool_name, arguments) for approvals.policy: the JSON-mode self-check (llm.self_check)."""
@@ -362,11 +378,11 @@ class Runner:
         return ask
 
     def invalid(self, tc, message):
-        ToolCall.objects.filter(pk=tc.pk).update(status=ToolCall.Status.INVALID)
+        move_call(tc.pk, ToolCall.Status.INVALID)
         self.result(tc, message)
         return None
 
-    def pause(self, tc, tool, arguments, verdict):
+    def pause(self, tc, tool, arguments, verdict, objects=()):
         excerpt = [
             {"role": m.role, "content": m.content[:1000]}
             for m in reversed(self.thread.messages.exclude(role=Message.Role.TOOL).order_by("-seq")[:EXCERPT_MESSAGES])
@@ -384,27 +400,29 @@ class Runner:
                 reason=assistant_text or "The agent gave no reason.",
                 reversible=tool.reversible,
                 impact=tool.impact_for(arguments),
-                context={"excerpt": excerpt},
+                context={"excerpt": excerpt, **({"objects": list(objects)} if objects else {})},
                 agent_name=self.agent.name,
                 thread_ref=self.thread.id,
                 run_ref=self.run.pk,
                 tool_call_ref=tc.pk,
             )
-            ToolCall.objects.filter(pk=tc.pk).update(
-                status=ToolCall.Status.AWAITING_APPROVAL, approval_id=request.pk
-            )
+            move_call(tc.pk, ToolCall.Status.AWAITING_APPROVAL, approval_id=request.pk)
         self.emit(CustomEvent(name="approval_request", value=presenters.approval(request, viewer=self.user)))
         return interrupt_for(request)
 
     def execute_call(self, tc, tool, arguments, prefix=""):
         """Exactly once: the conditional claim precedes the side effect."""
-        if not execution.claim(tc.pk):  # proposed|approved -> executing, or someone else has it
+        claimed = execution.claim(tc.pk, self.run.pk)  # proposed|approved -> executing, while this run is ours
+        if claimed is execution.RUN_LOST:
+            raise RunLost()
+        if not claimed:
             log.warning("tool call %s already claimed; not executing it again", tc.pk)
             return
         ctx = ToolContext(user=self.user, thread=self.thread, run=self.run,
                           forwarded_props=self.run.forwarded_props, tool_call_id=tc.pk)
         try:
             self.state.check(tc, arguments)
+            tool.authorize(self.user, arguments)  # again: an edit, or an object that changed hands
             with execution.lease(tc.pk):  # a dead worker's lease lapses: recovery, not repetition
                 output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
         except ToolError as exc:

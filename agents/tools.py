@@ -1,10 +1,14 @@
 """@tool: a Python function becomes a model-callable tool with a JSON schema and approval defaults.
 
 The schema comes from the type hints through pydantic; arguments are validated (extra fields
-forbidden) before policy, reviewers or the function ever see them.
+forbidden, JSON types strict) before policy, reviewers or the function ever see them. A tool
+that acts on people's objects declares them (`objects=`): a call on an object that is not the
+requester's is refused before policy is asked, again when a reviewer edits it, and again just
+before it runs.
 """
 
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +31,29 @@ class ToolError(Exception):
     """A domain failure the model should hear about (insufficient funds, unknown account)."""
 
 
+@dataclass(frozen=True)
+class Owned:
+    """An object a call acts on, as `objects=` reports it: whose it is (None: nobody's, or it
+    does not exist) and whether it must be the requester's (a transfer's destination need not)."""
+
+    field: str  # the argument that names it
+    kind: str  # "account"
+    ref: str  # "1234567890"
+    owner_id: int | None
+    owner_name: str = ""
+    mine: bool = True
+
+    @property
+    def label(self):
+        return f"{self.kind} {self.ref}"
+
+
+class NotYours(ToolError):
+    def __init__(self, obj: Owned):
+        super().__init__(f"{obj.label} is not yours")
+        self.obj = obj
+
+
 @dataclass
 class Tool:
     name: str
@@ -42,6 +69,7 @@ class Tool:
     idempotent: bool = False
     timeout_seconds: int | None = None
     policy: dict = field(default_factory=dict)  # further ToolDefaults: conditions, required_approvals, ...
+    objects: Callable[[dict], list[Owned]] | None = None  # the objects a call acts on, and whose they are
 
     @property
     def schema(self):
@@ -59,12 +87,34 @@ class Tool:
         if not isinstance(arguments, dict):
             raise registry.ArgumentsInvalid({"__root__": ["arguments must be a JSON object"]})
         try:
-            return self.model.model_validate(arguments).model_dump(mode="json")
+            text = json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise registry.ArgumentsInvalid({"__root__": ["arguments must be plain JSON"]}) from exc
+        try:
+            # JSON's own types, strictly: lax mode read `"amount": true` as 1.0 and "500" as 500
+            return self.model.model_validate_json(text, strict=True).model_dump(mode="json")
         except pydantic.ValidationError as exc:
-            errors = {}
-            for err in exc.errors():
-                errors.setdefault(".".join(str(p) for p in err["loc"]) or "__root__", []).append(err["msg"])
-            raise registry.ArgumentsInvalid(errors) from exc
+            raise registry.ArgumentsInvalid(_errors(exc)) from exc
+
+    def authorize(self, user, arguments) -> list[dict]:
+        """The objects the call acts on, for the people who judge it ([{object, owner}]); NotYours
+        when one that must be the requester's is not."""
+        if self.objects is None:
+            return []
+        touched = self.objects(arguments)
+        for obj in touched:
+            if obj.mine and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
+                raise NotYours(obj)
+        return [{"object": obj.label, "owner": obj.owner_name or None} for obj in touched]
+
+    def authorize_for(self, arguments, requester):
+        """approvals' view of authorize (an edited call): the refusal names the requester."""
+        try:
+            return self.authorize(requester, arguments)
+        except NotYours as exc:
+            raise registry.ArgumentsInvalid(
+                {exc.obj.field: [f"{exc.obj.label} is not {requester.get_username()}'s"]}) from exc
+
 
     def description_for(self, arguments):
         if self.describe:
@@ -90,18 +140,27 @@ class Tool:
             timeout_seconds=self.timeout_seconds,
             idempotent=self.idempotent,
             reversible=self.reversible,
+            authorize=self.authorize_for if self.objects else None,
             **self.policy,
         )
 
 
+def _errors(exc):
+    errors = {}
+    for err in exc.errors():
+        errors.setdefault(".".join(str(p) for p in err["loc"]) or "__root__", []).append(err["msg"])
+    return errors
+
+
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",
-         risk="low", idempotent=False, timeout_seconds=None, name=None, **policy):
+         risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, **policy):
     """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments.
 
     approval_mode: never | always | conditional | deny | model; `policy` takes the other code
     defaults of approvals.registry.ToolDefaults (conditions, required_approvals, timeout_action,
     reminder_fraction, escalation="group:<name>", escalation_fraction). A ToolPolicy row overrides
     them all. idempotent=True: safe to run again after a worker died mid-call (it is retried).
+    objects(arguments) -> [Owned]: what the call acts on and whose it is (see Owned).
     """
     unknown = set(policy) - {"conditions", "required_approvals", "timeout_action", "reminder_fraction",
                              "escalation", "escalation_fraction"}
@@ -132,6 +191,7 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
             idempotent=idempotent,
             timeout_seconds=timeout_seconds,
             policy=policy,
+            objects=objects,
         )
 
     return wrap

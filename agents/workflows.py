@@ -41,6 +41,7 @@ from . import inputs
 from .catalog.agent import Agent
 from .models import InputRequest, Message, Run, ToolCall, WorkflowInstance
 from .runner import NOT_BUILTIN, RunCancelled, Runner
+from .transitions import move_call
 
 log = logging.getLogger(__name__)
 
@@ -381,8 +382,7 @@ class WorkflowRunner(Runner):
             return self.invalid(tc, f"Error: this turn already handed off to {self._handoff}; one handoff per turn.")
         source = self.agent.name
         with transaction.atomic():
-            ToolCall.objects.filter(pk=tc.pk).update(arguments=args, status=ToolCall.Status.SUCCEEDED,
-                                                     result=f"Handed off to {target}.")
+            move_call(tc.pk, ToolCall.Status.SUCCEEDED, arguments=args, result=f"Handed off to {target}.")
             self.working_state(source)["status"] = "handed_off"
             self.instance.path.append({"agent": target, "from": source, "toolCallId": tc.pk, "runId": self.run.pk,
                                        "at": timezone.now().isoformat(), **({"summary": args["summary"]}

@@ -160,7 +160,12 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
     if mode == Mode.ALWAYS:
         return gate(f"{source}: mode always")
     if p["conditions"]:
-        match = rules.first_match(p["conditions"], rules.scope_for(tool_name, arguments, context))
+        try:
+            match = rules.first_match(p["conditions"], rules.scope_for(tool_name, arguments, context))
+        except rules.RuleBroken as exc:  # fail safe: a rule that cannot be read never lets a call through
+            log.error("policy of %s: %s", tool_name, exc)
+            return Verdict("approve", matched_rule=f"{source}: a rule could not be evaluated, so a person decides",
+                           **common)
         if match:
             label = f"{source}: {match.label}"
             if match.action == "deny":

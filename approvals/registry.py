@@ -33,6 +33,9 @@ class ToolDefaults:
     escalation: str = ""  # "group:<name>": told (and may decide) at escalation_fraction of the timeout
     escalation_fraction: float | None = None
     extra: dict = field(default_factory=dict)
+    # (arguments, requester) -> [{"object", "owner"}] for the inbox, or ArgumentsInvalid when the
+    # arguments name something that is not the requester's (an edit must not redirect the call)
+    authorize: Callable[[dict, object], list] | None = None
 
 
 _registry: dict[str, ToolDefaults] = {}

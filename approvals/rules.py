@@ -1,4 +1,4 @@
-"""Policy conditions as data: a small rule language over validated arguments and context.
+r"""Policy conditions as data: a small rule language over validated arguments and context.
 
 A policy's `conditions` is a list of rules, tried in order; the first that matches decides:
 
@@ -13,16 +13,23 @@ A policy's `conditions` is a list of rules, tried in order; the first that match
 - condition: {"all": [...]} | {"any": [...]} | {"not": cond} | {"path", "op", "value"}
 - path: dotted, rooted at `args` (the validated arguments; digits index lists), `user`
   (username, groups, is_staff), `agent`, `thread` or `tool`
-- op: eq ne gt gte lt lte in not_in contains matches (regex, re.search) glob (fnmatch)
+- op: eq ne gt gte lt lte in not_in contains matches (regex, searched with RE2) glob (fnmatch)
+
+`matches` runs on RE2 (google-re2), a linear-time engine: Python's backtracking `re` let one
+saved pattern such as `^(\w+\s?)*$` hold a worker for minutes on a 30-character argument (and
+the GIL with it, so the run's lease lapsed). Patterns RE2 cannot run (backreferences,
+lookaround) are refused when saved.
 
 A leaf whose path is absent, or whose value has the wrong type for the operator, does not
 match (it never raises). Bad rules are refused when saved (`validate`), never at run time.
 """
 
 import fnmatch
+import functools
 import math
-import re
 from dataclasses import dataclass
+
+import re2
 
 ACTIONS = ("gate", "deny", "allow")
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "contains", "matches", "glob")
@@ -31,6 +38,7 @@ USER_FIELDS = ("username", "groups", "is_staff", "is_superuser", "id")
 MAX_DEPTH = 8
 MAX_RULES = 50
 MAX_LIST = 500
+MAX_PATTERN = 500  # characters of a `matches` or `glob` pattern
 _MISSING = object()
 
 
@@ -130,11 +138,14 @@ def _check_leaf(cond, where, errors, schema):
     elif op in ("matches", "glob"):
         if not isinstance(value, str) or not value:
             errors.append(f"{where}: {op} needs a non-empty string pattern")
+        elif len(value) > MAX_PATTERN:
+            errors.append(f"{where}: a pattern is at most {MAX_PATTERN} characters")
         elif op == "matches":
             try:
-                re.compile(value)
-            except re.error as exc:
-                errors.append(f"{where}: invalid regular expression {value!r}: {exc}")
+                _pattern(value)
+            except re2.error as exc:
+                errors.append(f"{where}: {value!r} is not a regular expression this engine runs (RE2 syntax: "
+                              f"no backreferences or lookaround): {_re2_message(exc)}")
     elif isinstance(value, float) and not math.isfinite(value):
         errors.append(f"{where}: the value must be finite")
 
@@ -204,6 +215,26 @@ def validate(conditions, schema=None):
 # --- evaluation (at run time, over validated arguments) ----------------------------------------
 
 
+def _options():
+    options = re2.Options()
+    options.log_errors = False  # a refused pattern is reported to the admin, not logged to stderr
+    return options
+
+
+@functools.lru_cache(maxsize=512)
+def _pattern(value):
+    return re2.compile(value, _options())
+
+
+def _re2_message(exc):
+    arg = exc.args[0] if exc.args else exc
+    return arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
+
+
+class RuleBroken(Exception):
+    """A stored rule that cannot be evaluated (saved before today's checks): a person decides."""
+
+
 def _resolve(path, scope):
     node = scope
     for seg in path.split("."):
@@ -261,7 +292,10 @@ def _leaf(cond, scope):
     if not isinstance(actual, str):
         return False
     if op == "matches":
-        return re.search(expected, actual) is not None
+        try:
+            return _pattern(expected).search(actual) is not None
+        except re2.error as exc:
+            raise RuleBroken(f"the pattern {expected!r} cannot be run: {_re2_message(exc)}") from exc
     return fnmatch.fnmatchcase(actual, expected)  # glob
 
 

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import mail, notify, registry
+from . import mail, notify, policy, registry
 from .access import memberships
 from .models import (
     ApprovalRequest,
@@ -71,6 +71,26 @@ class InvalidArguments(DecisionError):
 
 class FeedbackRequired(DecisionError):
     code = "feedback_required"
+
+
+class EditDenied(DecisionError):
+    """The edited arguments are blocked by the policy that applies to them."""
+    code = "edit_denied"
+
+
+class EditNeedsOtherApprover(DecisionError):
+    """The edited arguments need another group, more approvals or a higher risk than this request has."""
+    code = "edit_needs_other_approver"
+
+
+RISK_ORDER = [Risk.LOW, Risk.MEDIUM, Risk.HIGH, Risk.CRITICAL]
+
+
+def _move(req, to):
+    """A locked request's status -> `to`, as ApprovalRequest.TRANSITIONS allows (else it raises)."""
+    if to not in ApprovalRequest.TRANSITIONS.get(req.status, ()):
+        raise ValueError(f"approval request {req.pk}: {req.status} -> {to} is not an allowed transition")
+    req.status = to
 
 
 def arguments_hash(arguments):
@@ -249,7 +269,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if req.approver_kind == ApproverKind.GROUP and not feedback:
                 raise FeedbackRequired("feedback is required to reject", {"feedback": ["required to reject"]})
             Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
-            req.status, req.feedback = Status.REJECTED, feedback
+            _move(req, Status.REJECTED)
+            req.feedback = feedback
             approvals = None
         else:
             if arguments is not None:
@@ -260,6 +281,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                     proposed = defaults.validate(arguments)
                 except registry.ArgumentsInvalid as exc:
                     raise InvalidArguments("invalid arguments", exc.errors) from exc
+                if proposed != req.arguments:
+                    _check_edit(req, defaults, proposed)
             else:
                 proposed = current
             digest = arguments_hash(proposed)
@@ -286,7 +309,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if feedback:
                 req.feedback = feedback
             if approvals >= req.required_approvals:
-                req.status = Status.MODIFIED if proposed != req.arguments else Status.APPROVED
+                _move(req, Status.MODIFIED if proposed != req.arguments else Status.APPROVED)
                 req.final_arguments = proposed
         if req.status != Status.PENDING:
             req.decided_by, req.decided_at = user, timezone.now()
@@ -301,6 +324,40 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         else:
             transaction.on_commit(lambda: notify.inbox_notice("decided", req))
     return req
+
+
+def _check_edit(req, defaults, proposed):
+    """The arguments that execute have passed the policy that applies to them: an edit is judged
+    like a new call from the same requester, agent and thread. Refused (rather than re-routed, so
+    nobody's decision is silently handed to someone else) when it is blocked, or needs another
+    group, more approvals or a higher risk than this request has; the same approver goes on."""
+    if defaults.authorize is not None:
+        try:
+            objects = defaults.authorize(proposed, req.requester)
+        except registry.ArgumentsInvalid as exc:
+            raise InvalidArguments("the edited arguments act on something that is not the requester's",
+                                   exc.errors) from exc
+        req.context = {**(req.context or {}), "objects": objects}
+    verdict = policy.evaluate(req.tool_name, proposed,
+                              {"user": req.requester, "agent": req.agent_name, "thread": req.thread_ref})
+    rule = verdict.matched_rule.split(": ", 1)[-1]  # "policy: rule 1 (x): deny" -> "rule 1 (x): deny"
+    if verdict.action == "deny":
+        message = f"These arguments are blocked by policy ({rule}), so the edit was refused."
+        raise EditDenied(message, {"arguments": [message]})
+    if verdict.action != "approve":
+        return
+    needs = []
+    if verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None \
+            and verdict.group.pk != req.approver_group_id:
+        needs.append(f"approval by {verdict.group.name}")
+    if verdict.required_approvals > req.required_approvals:
+        needs.append(f"{verdict.required_approvals} approvals")
+    if RISK_ORDER.index(verdict.risk) > RISK_ORDER.index(req.risk):
+        needs.append(f"a {verdict.risk}-risk review")
+    if needs:
+        message = (f"These arguments need {' and '.join(needs)} ({rule}), which this request does not have. "
+                   "Approve the arguments as they were, or reject the request with feedback.")
+        raise EditNeedsOtherApprover(message, {"arguments": [message]})
 
 
 def bulk_decide(request_ids, user, decision, feedback="", visible=None):
@@ -329,10 +386,11 @@ def bulk_decide(request_ids, user, decision, feedback="", visible=None):
 def _expire_locked(req):
     before = _snapshot(req)
     if req.timeout_action == TimeoutAction.APPROVE and req.risk == Risk.LOW:
-        req.status, req.final_arguments = Status.APPROVED, req.current_arguments
+        _move(req, Status.APPROVED)
+        req.final_arguments = req.current_arguments
         req.feedback = "approved automatically when the deadline passed (low-risk policy)"
     else:
-        req.status = Status.EXPIRED
+        _move(req, Status.EXPIRED)
         req.feedback = "timed out: nobody decided before the deadline, so the action was not taken"
     req.decided_at = timezone.now()
     req.save()
@@ -417,7 +475,8 @@ def cancel(request_id, user=None, reason="cancelled"):
         if req.status != Status.PENDING:
             raise NotPending(f"request already {req.status}")
         before = _snapshot(req)
-        req.status, req.feedback, req.decided_by, req.decided_at = Status.CANCELLED, reason, user, timezone.now()
+        _move(req, Status.CANCELLED)
+        req.feedback, req.decided_by, req.decided_at = reason, user, timezone.now()
         req.save()
         _audit(Action.CANCELLED, req, actor=user, before=before, after=_snapshot(req))
         _resolved(req, "cancelled")

@@ -132,9 +132,21 @@ def test_an_edit_withdraws_earlier_approvals(demo, finance):
 
 def test_an_approval_that_repeats_the_current_arguments_is_no_edit(demo, finance):
     req = transfer_request(demo["alice"])
-    done = services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": "500"})
-    assert done.status == "approved"  # "500" validates to 500.0: the same arguments
+    done = services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 500})
+    assert done.status == "approved"  # 500 validates to 500.0: the same arguments
     assert not AuditEvent.objects.filter(request=req, action="edited").exists()
+
+
+@pytest.mark.parametrize("amount", [True, "500", None])
+def test_edited_arguments_keep_json_types_strictly(demo, finance, amount):
+    """Lax validation read `"amount": true` as 1.0 (and "500" as 500): an edit moved money the
+    reviewer never typed as a number."""
+    req = transfer_request(demo["alice"])
+    with pytest.raises(services.InvalidArguments) as exc:
+        services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": amount})
+    assert "amount" in exc.value.errors
+    req.refresh_from_db()
+    assert req.status == "pending" and req.final_arguments is None
 
 
 def test_the_model_is_told_exactly_what_changed_and_why_it_was_refused():

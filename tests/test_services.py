@@ -37,7 +37,7 @@ def test_edited_arguments_are_validated_and_recorded(demo):
     assert req.status == "pending" and req.final_arguments is None
     assert not Decision.objects.filter(request=req).exists()
 
-    decided = services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": "450"})
+    decided = services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
     assert decided.status == "modified"
     assert decided.final_arguments["amount"] == 450.0
     decision = Decision.objects.get(request=req)

@@ -1,4 +1,8 @@
-"""The banking agent (seed 000): transfer_money and cancel_subscription need approval."""
+"""The banking agent (seed 000): transfer_money and cancel_subscription need approval.
+
+Tools act for the requester: money leaves only their own accounts, balances are theirs to read,
+subscriptions theirs to cancel (`objects=`, agents/tools.py); a transfer may go to anyone's account.
+"""
 
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Literal
@@ -7,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import Field
 
-from agents.tools import ToolError, tool
+from agents.tools import Owned, ToolError, tool
 
 from .agent import Agent
 from .models import Account, Subscription, Transfer
@@ -20,6 +24,23 @@ def _money(amount):
     return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
 
 
+def _accounts(**fields):
+    """objects= for account arguments: {argument: must it be the requester's}."""
+
+    def objects(a):
+        rows = Account.objects.filter(number__in={a[f] for f in fields}).values_list(
+            "number", "owner_id", "owner__username")
+        owners = {number: (owner_id, name or "") for number, owner_id, name in rows}
+        return [Owned(f, "account", a[f], *owners.get(a[f], (None, "")), mine=mine) for f, mine in fields.items()]
+
+    return objects
+
+
+def _subscription(a):
+    row = Subscription.objects.filter(ref=a["subscription_id"]).values_list("owner_id", "owner__username").first()
+    return [Owned("subscription_id", "subscription", a["subscription_id"], *(row or (None, "")))]
+
+
 @tool(
     approval_mode="always",
     approver="group:finance",
@@ -28,6 +49,7 @@ def _money(amount):
     describe=lambda a: f"Transfer {_money(a['amount'])} {a['currency']} from {a['from_account']} to {a['to_account']}",
     impact=lambda a: f"Moves {_money(a['amount'])} {a['currency']} out of account {a['from_account']}; "
     "a completed transfer cannot be undone from here",
+    objects=_accounts(from_account=True, to_account=False),
 )
 def transfer_money(
     ctx,
@@ -47,6 +69,8 @@ def transfer_money(
                 missing = [n for n in (from_account, to_account) if n not in accounts]
                 raise ToolError(f"unknown account {', '.join(missing)}")
             src, dst = accounts[from_account], accounts[to_account]
+            if src.owner_id != ctx.user.pk:  # checked before policy too; this is the row we lock
+                raise ToolError(f"account {from_account} is not yours")
             if src.currency != currency or dst.currency != currency:
                 raise ToolError(f"accounts are in {src.currency}/{dst.currency}, not {currency}")
             if src.balance < value:
@@ -73,6 +97,7 @@ def transfer_money(
     reversible=False,
     describe=lambda a: f"Cancel subscription {a['subscription_id']} (it stops at once and is not refunded)",
     impact=lambda a: f"Subscription {a['subscription_id']} ends immediately",
+    objects=_subscription,
 )
 def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
     """Cancel one of the user's subscriptions."""
@@ -87,12 +112,13 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
     return f"Subscription {subscription_id} ({sub.plan}) is cancelled."
 
 
-@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: f"Read the balance of {a['account']}")
+@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: f"Read the balance of {a['account']}",
+      objects=_accounts(account=True))
 def check_balance(ctx, account: AccountNumber):
-    """Look up the balance of an account."""
-    acct = Account.objects.filter(number=account).first()
+    """Look up the balance of one of the user's accounts."""
+    acct = Account.objects.filter(number=account, owner=ctx.user).first()
     if acct is None:
-        raise ToolError(f"unknown account {account}")
+        raise ToolError(f"account {account} is not yours")
     return f"Account {acct.number} holds {acct.balance} {acct.currency}."
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from django.db import IntegrityError, transaction
 from pydantic import Field
 
-from agents.tools import ToolError, tool
+from agents.tools import Owned, ToolError, tool
 from agents.workflows import Handoff, Workflow
 
 from .agent import Agent
@@ -30,6 +30,12 @@ def _order(ctx, number, lock=False):
     return order
 
 
+def _order_objects(a):
+    """objects=: the order a call acts on must be the customer's own."""
+    row = Order.objects.filter(number=a["order_id"]).values_list("owner_id", "owner__username").first()
+    return [Owned("order_id", "order", a["order_id"], *(row or (None, "")))]
+
+
 def _client_context(ctx):
     """The AG-UI forwardedProps, kept with the action for the support team (never told to the model)."""
     return dict(ctx.forwarded_props or {})
@@ -37,7 +43,7 @@ def _client_context(ctx):
 
 # a read: safe to run again when a worker died while it ran (agents/execution.py retries it)
 @tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
-      describe=lambda a: f"Look up order {a['order_id']}")
+      describe=lambda a: f"Look up order {a['order_id']}", objects=_order_objects)
 def lookup_order_details(ctx, order_id: OrderNumber):
     """Return the details of one of the customer's orders."""
     order = _order(ctx, order_id)
@@ -54,6 +60,7 @@ def lookup_order_details(ctx, order_id: OrderNumber):
     f"{a['refund_description']}",
     impact=lambda a: f"Pays {Decimal(str(a['amount'])).quantize(CENTS)} back to the customer of order "
     f"{a['order_id']}; a refund cannot be taken back from here",
+    objects=_order_objects,
 )
 def submit_refund(
     ctx,
@@ -89,6 +96,7 @@ def submit_refund(
     reversible=False,
     describe=lambda a: f"Send a replacement for order {a['order_id']} ({a['shipping_preference']} shipping)",
     impact=lambda a: f"Ships a new item for order {a['order_id']} at no cost to the customer",
+    objects=_order_objects,
 )
 def submit_replacement(
     ctx,
