@@ -1,0 +1,74 @@
+"""A worker stuck long enough for recovery to declare its run lost never writes that run back,
+and never starts a tool's side effect afterwards; a saved rule cannot be what sticks it."""
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from agents import execution, runner, services
+from agents.models import Run, Thread, ToolCall
+from approvals import policy
+from tests.conftest import stream_events
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def test_a_backtracking_pattern_runs_in_linear_time():
+    """`^(\\w+\\s?)*$` against 40 word characters and a '!' takes Python's `re` about 2^40 steps;
+    RE2 answers at once. In a child process, so the old engine's hang cannot hold this one."""
+    code = ("from approvals import rules; "
+            "cond = {'path': 'args.note', 'op': 'matches', 'value': r'^(\\w+\\s?)*$'}; "
+            "print(rules.holds(cond, {'args': {'note': 'a' * 40 + '!'}}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_patterns_the_linear_engine_cannot_run_are_refused_when_saved(demo):
+    from django.core.exceptions import ValidationError
+
+    from approvals import services as approval_services
+
+    with pytest.raises(ValidationError) as exc:
+        approval_services.save_policy("write_file", {
+            "mode": "conditional", "approver_kind": "requester",
+            "conditions": [{"name": "twice", "when": {"path": "args.content", "op": "matches", "value": r"(a)\1"},
+                            "action": "deny"}]}, demo["admin"])
+    assert "backreferences" in str(exc.value)
+
+
+def test_a_run_declared_lost_is_not_written_back_and_its_tool_never_acts(demo, fake_llm, settings, tmp_path,
+                                                                         monkeypatch):
+    settings.AGUI_SANDBOX_DIR = tmp_path
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    thread = Thread.objects.create(owner=demo["alice"], agent="ops")
+    fake_llm.push({"tool_calls": [{"id": "c-write", "name": "write_file",
+                                   "arguments": json.dumps({"path": "/late.txt", "content": "written late"})}]},
+                  "Done.")
+    run = services.start_run(thread, demo["alice"], "write late.txt")
+    # claimed as run_agent would, but without the lease a live worker renews
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(hours=1))
+
+    real_evaluate = policy.evaluate
+
+    def stuck_then_evaluate(*args, **kwargs):
+        # while this worker is "stuck" (no lease: nobody renews it), the beat declares the run lost
+        assert execution.recover_stuck_runs() == [run.pk]
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(policy, "evaluate", stuck_then_evaluate)
+    runner.Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run.pk)).execute()
+
+    lost = Run.objects.get(pk=run.pk)
+    assert lost.status == "failed" and lost.error_code == "worker_lost"  # not written back to succeeded
+    assert not (tmp_path / "late.txt").exists()  # the side effect never started
+    assert ToolCall.objects.get(pk="c-write").status == "proposed"  # never claimed
+    ends = [e["type"] for e in stream_events(thread.pk) if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
+    assert ends == ["RUN_ERROR"]  # recovery's worker_lost; the stuck worker adds no RUN_FINISHED
+    assert Run.objects.filter(parent_run=lost).count() == 1  # one continuation answers instead
