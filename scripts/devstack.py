@@ -213,6 +213,9 @@ class EmbeddedRedis:
         self.url = f"redis://127.0.0.1:{port}/0"
         atexit.register(self.stop)
 
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -231,14 +234,16 @@ class EmbeddedRedis:
         self.stop()
 
 
-def start_embedded_redis(tmpdir: str | None = None, timeout: float = 10.0) -> EmbeddedRedis:
+def start_embedded_redis(tmpdir: str | None = None, timeout: float = 10.0, port: int | None = None) -> EmbeddedRedis:
+    """On a free port, or on `port` (a restart: its clients reconnect to the same address)."""
     binary = redis_server_binary()
     own = tmpdir is None
     tmpdir = tempfile.mkdtemp(prefix="agui-redis-") if own else tmpdir
     log_path = os.path.join(tmpdir, "redis.log")
     last_error = ""
+    fixed = port
     for _attempt in range(3):  # the free port can be taken between probe and bind: retry
-        port = free_port()
+        port = fixed or free_port()
         with open(log_path, "wb") as log:
             # own session: a terminal Ctrl-C must not kill Redis before its users shut down
             proc = subprocess.Popen(

@@ -2,7 +2,10 @@
 
 migrate + seed_demo, then a Celery worker, Celery beat and Daphne as child processes (each in
 its own process group, output prefixed by name), an embedded Redis if REDIS_URL is unset.
-Ctrl-C, SIGTERM or any child dying stops everything; nothing is left running.
+A child that dies is started again after a backoff, as systemd (`Restart=always`) or a process
+manager would in production; one that keeps dying (AGUI_RESTART_BURST exits within
+AGUI_RESTART_WINDOW seconds) stops everything. The embedded Redis is restarted on its own port.
+Ctrl-C or SIGTERM stops everything; nothing is left running.
 """
 
 from __future__ import annotations
@@ -25,6 +28,74 @@ PY = sys.executable
 def log(msg: str) -> None:
     with devstack._print_lock:
         print(f"[run] {msg}", flush=True)
+
+
+class Supervisor:
+    """Keeps named child processes running (a small systemd `Restart=always` with a start limit).
+
+    A child that exits for any reason is started again after a backoff that doubles with each
+    exit inside the window (`backoff`, 2x, 4x ... up to `backoff_max`), with a log line each time;
+    the `burst`-th exit within `window` seconds gives up (poll() returns False), like systemd's
+    StartLimitBurst / StartLimitIntervalSec. Why not supervisord or honcho: `make run` must work
+    with nothing installed but Python, and either would be one more dependency for ~50 lines.
+    """
+
+    def __init__(self, commands, env, *, spawn=devstack.spawn, log=log, backoff=1.0, backoff_max=30.0,
+                 burst=5, window=60.0, clock=time.monotonic):
+        self.commands = dict(commands)  # name -> argv
+        self.env, self._spawn, self._log, self._clock = env, spawn, log, clock
+        self.backoff, self.backoff_max, self.burst, self.window = backoff, backoff_max, burst, window
+        self.children: dict[str, devstack.Child] = {}
+        self.exits: dict[str, list[float]] = {name: [] for name in self.commands}
+        self.restart_at: dict[str, float] = {}  # name -> when a dead child is started again
+        self.gave_up: str | None = None  # why, once a child failed too often
+
+    def start(self) -> None:
+        for name in self.commands:
+            self._start(name)
+
+    def _start(self, name: str) -> None:
+        self.children[name] = self._spawn(name, self.commands[name], env=self.env)
+
+    def poll(self) -> bool:
+        """Restart what died (when its backoff is over); False once a child failed too often."""
+        now = self._clock()
+        for name, child in list(self.children.items()):
+            if name in self.restart_at:
+                if now >= self.restart_at[name]:
+                    del self.restart_at[name]
+                    self._start(name)
+                    self._log(f"{name} restarted (pid {self.children[name].proc.pid})")
+                continue
+            if child.alive():
+                continue
+            child.signal_group(signal.SIGKILL)  # whatever it forked (a prefork pool) goes with it
+            recent = [t for t in self.exits[name] if now - t < self.window] + [now]
+            self.exits[name] = recent
+            code = child.proc.returncode
+            if len(recent) >= self.burst:
+                self.gave_up = (f"{name} exited {len(recent)} times within {self.window:.0f} s "
+                                f"(last code {code}); giving up")
+                self._log(self.gave_up)
+                return False
+            delay = min(self.backoff * 2 ** (len(recent) - 1), self.backoff_max)
+            self.restart_at[name] = now + delay
+            self._log(f"{name} exited with code {code}; restarting in {delay:g} s "
+                      f"(exit {len(recent)} of {self.burst} allowed within {self.window:.0f} s)")
+        return True
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.children:
+            self._log("stopping " + ", ".join(self.children))
+            devstack.stop_children(list(self.children.values()), timeout=timeout)
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name) or ""
+    try:
+        return float(value) if value.strip() else default
+    except ValueError:
+        raise SystemExit(f"[run] {name}={value!r} is not a number") from None
 
 
 def manage(env: dict, *args: str) -> None:
@@ -73,7 +144,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
 
     redis = None
-    children: list[devstack.Child] = []
+    supervisor = None
     failed = False
     try:
         if not env.get("REDIS_URL"):
@@ -85,17 +156,21 @@ def main() -> int:
         if stop.is_set():
             return 0
 
-        for name, cmd in devstack.stack_commands(host, port, "var/celerybeat-schedule",
-                                        os.environ.get("CELERY_POOL") or "prefork",
-                                        os.environ.get("CELERY_CONCURRENCY") or "4"):
-            children.append(devstack.spawn(name, cmd, env=env))
+        supervisor = Supervisor(
+            devstack.stack_commands(host, port, "var/celerybeat-schedule",
+                                    os.environ.get("CELERY_POOL") or "prefork",
+                                    os.environ.get("CELERY_CONCURRENCY") or "4"),
+            env, burst=int(_env_float("AGUI_RESTART_BURST", 5)), window=_env_float("AGUI_RESTART_WINDOW", 60.0))
+        supervisor.start()
 
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
         started, ready, next_note = time.monotonic(), False, 10.0
         while not stop.is_set():
-            dead = [c for c in children if not c.alive()]
-            if dead:
-                log(f"{dead[0].name} exited with code {dead[0].proc.returncode}; stopping")
+            if redis and not redis.alive():
+                log(f"embedded Redis exited (code {redis.proc.returncode}); starting it again on port {redis.port}")
+                redis.stop()  # its files
+                redis = devstack.start_embedded_redis(port=redis.port)
+            if not supervisor.poll():
                 failed = True
                 break
             if not ready:
@@ -113,9 +188,8 @@ def main() -> int:
                     next_note += 10
             stop.wait(0.25 if not ready else 0.5)
     finally:
-        if children:
-            log("stopping " + ", ".join(c.name for c in children))
-            devstack.stop_children(children, timeout=10)
+        if supervisor:
+            supervisor.stop(timeout=10)
         if redis:
             redis.stop()
     return 1 if failed else 0  # a requested stop (Ctrl-C, SIGTERM) is a clean exit
