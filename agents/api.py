@@ -99,6 +99,7 @@ class RunSerializer(serializers.ModelSerializer):
 class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                     mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = ThreadSerializer
+    queryset = Thread.objects.none()  # names the model for the schema; get_queryset scopes to the owner
 
     def get_queryset(self):
         return Thread.objects.filter(owner=self.request.user).order_by("-updated_at")
@@ -193,6 +194,7 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = RunSerializer
+    queryset = Run.objects.none()  # names the model for the schema; get_queryset scopes to the owner
 
     def get_queryset(self):
         return Run.objects.filter(thread__owner=self.request.user).order_by("-created_at")

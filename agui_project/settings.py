@@ -1,21 +1,56 @@
 """Settings from the environment (DESIGN.md, "Configuration"): every default works on a laptop."""
 
+import ipaddress
 import os
 import sys
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("AGUI_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def env_bool(name, default=False):
+def _env(name):
     value = os.environ.get(name)
-    if value is None or value == "":
+    return None if value is None or value.strip() == "" else value.strip()
+
+
+def env_bool(name, default=False):
+    value = _env(name)
+    if value is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
+
+
+def env_int(name, default):
+    value = _env(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+
+
+def env_list(name, default=""):
+    """A comma-separated list, blanks dropped."""
+    value = os.environ.get(name)
+    return [v.strip() for v in (default if value is None else value).split(",") if v.strip()]
+
+
+def env_networks(name):
+    """Comma-separated IP addresses or CIDR networks (`10.0.0.0/8, ::1`)."""
+    try:
+        return [str(ipaddress.ip_network(v, strict=False)) for v in env_list(name)]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
 
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
@@ -52,6 +87,7 @@ MIDDLEWARE = [
     "agui_project.limits.RequestLimitsMiddleware",  # 413 for big bodies, JSON errors under /api/ and /agui/
     "django.middleware.security.SecurityMiddleware",
     "agui_project.static.StaticFilesMiddleware",  # WhiteNoise, async-capable (agui_project/static.py)
+    "agui_project.csp.CSPMiddleware",  # Content-Security-Policy header (django-csp), async-capable
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,10 +163,51 @@ STATIC_ROOT = VAR_DIR / "static"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# --- Security: cookies, HTTPS, proxies, Content-Security-Policy, API tokens -----------------
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 X_FRAME_OPTIONS = "DENY"
+# AGUI_HTTPS=1 when the site is served over HTTPS only: plain-HTTP requests are redirected and
+# browsers are told (HSTS) to use HTTPS for a year. Each part can be set on its own too.
+AGUI_HTTPS = env_bool("AGUI_HTTPS", False)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", AGUI_HTTPS)
+# a load balancer probes the backend over plain HTTP: a redirect would read as "unhealthy"
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000 if AGUI_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
+# Preloading is a promise to browser vendors that is slow to take back (and anyone may submit a
+# domain whose header asks for it): opt in only. Its deploy-check reminder is silenced below.
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# Behind a TLS-terminating proxy: the header it sets on HTTPS requests, e.g.
+# AGUI_PROXY_SSL_HEADER=X-Forwarded-Proto (value https) or "X-Forwarded-Proto: https". Only set
+# it when the proxy always sets (or strips) that header: a client could otherwise claim HTTPS.
+_proxy_ssl_header = os.environ.get("AGUI_PROXY_SSL_HEADER", "").strip()
+if _proxy_ssl_header:
+    _name, _, _value = _proxy_ssl_header.partition(":")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip() or "https")
+# Proxies whose X-Forwarded-For names the client (sign-in throttling counts per client address):
+# comma-separated addresses or CIDR networks. Empty: REMOTE_ADDR is the client.
+AGUI_TRUSTED_PROXIES = env_networks("AGUI_TRUSTED_PROXIES")
+# The pages load only their own scripts, styles and sockets (agui_project/csp.py sends it).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],  # same-origin fetch and WebSockets (CSP 3: 'self' covers ws/wss)
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "upgrade-insecure-requests": AGUI_HTTPS,
+    },
+}
+# REST and AG-UI tokens (DRF's) expire this long after they were made (0: never); expired or
+# revoked (DELETE /api/auth/token/, the admin) tokens answer 401.
+AGUI_TOKEN_TTL_SECONDS = env_int("AGUI_TOKEN_TTL_SECONDS", 30 * 24 * 3600)
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
@@ -180,7 +257,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agents.api_errors.exception_handler",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "agui-inbox API", "VERSION": "0.1.0", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "agui-inbox API", "VERSION": "0.1.0", "SERVE_INCLUDE_SCHEMA": False,
+    # approve/reject is one choice set under several field names: one schema name for it
+    "ENUM_NAME_OVERRIDES": {"DecisionEnum": "approvals.models.Decision.Kind"},
+}
 
 # --- The product ---------------------------------------------------------------------------
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
