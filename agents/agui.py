@@ -26,12 +26,12 @@ from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework.authtoken.models import Token
 
 from approvals.models import ApprovalRequest
 from state.services import StateError, StateInvalid
 
 from . import events, inputs, presenters, replay, services, statesync
+from .auth import token_user
 from .catalog import get_agent, load_agents
 from .models import InputRequest, Message, Run, Thread
 from .views import agent_cards
@@ -54,10 +54,10 @@ def authenticate(request):
         keyword, _, key = header.partition(" ")
         if keyword not in ("Bearer", "Token") or not key.strip():
             return None, error(401, "unsupported Authorization header; use Bearer <token> or Token <token>")
-        token = Token.objects.select_related("user").filter(key=key.strip()).first()
-        if token is None or not token.user.is_active:
-            return None, error(401, "invalid token")
-        return token.user, None
+        user, _token, problem = token_user(key.strip())  # expired and revoked tokens too
+        if user is None:
+            return None, error(401, problem, code="invalid_token")
+        return user, None
     user = request.user
     if not user.is_authenticated:
         return None, error(401, "authentication required")

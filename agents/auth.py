@@ -1,9 +1,58 @@
+"""API tokens: DRF's authtoken Token, which expire AGUI_TOKEN_TTL_SECONDS after they were made and
+are revoked by deleting them (DELETE /api/auth/token/, or the admin's Tokens page).
+
+DRF's Token has no expiry of its own; its `created` is enough to give it one, so no model of ours.
+Every way in (`Token <key>`, `Bearer <key>`, the AG-UI endpoint) goes through `token_user`.
+The view is in agents/token_api.py: DRF's APIView reads the authentication classes (this module)
+when it is imported.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
+INVALID = "The token is not valid: it may have been revoked or mistyped."
+EXPIRED = "The token has expired. Ask for a new one."
+INACTIVE = "The account this token belongs to is disabled."
 
-class BearerTokenAuthentication(TokenAuthentication):
-    """`Authorization: Bearer <key>` with DRF's tokens (AG-UI clients send Bearer)."""
+
+def token_expires_at(token):
+    """When `token` stops working, or None when tokens never expire (AGUI_TOKEN_TTL_SECONDS=0)."""
+    ttl = settings.AGUI_TOKEN_TTL_SECONDS
+    return token.created + timedelta(seconds=ttl) if ttl > 0 else None
+
+
+def token_user(key):
+    """(user, token, None) for a key that may be used now, else (None, None, why not)."""
+    from rest_framework.authtoken.models import Token  # not at import: DRF loads this module early
+
+    token = Token.objects.select_related("user").filter(key=key).first()
+    if token is None:
+        return None, None, INVALID
+    expires = token_expires_at(token)
+    if expires is not None and expires <= timezone.now():
+        return None, None, EXPIRED
+    if not token.user.is_active:
+        return None, None, INACTIVE
+    return token.user, token, None
+
+
+class ExpiringTokenAuthentication(TokenAuthentication):
+    """`Authorization: Token <key>`, refused once the token expired or was revoked."""
+
+    def authenticate_credentials(self, key):
+        user, token, problem = token_user(key)
+        if user is None:
+            raise exceptions.AuthenticationFailed(problem)
+        return user, token
+
+
+class BearerTokenAuthentication(ExpiringTokenAuthentication):
+    """`Authorization: Bearer <key>` with the same tokens (AG-UI clients send Bearer)."""
 
     keyword = "Bearer"
 

@@ -248,7 +248,7 @@ CHANNEL_LAYERS = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "agents.auth.BearerTokenAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "agents.auth.ExpiringTokenAuthentication",  # `Token <key>`; both expire (AGUI_TOKEN_TTL_SECONDS)
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

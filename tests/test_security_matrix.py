@@ -141,6 +141,7 @@ ROWS = [
         **API),
     Row("grant revoke (alice's)", "POST", "/api/grants/{grant}/revoke/",
         expect=by_role(404, anon=401, alice=200, admin=200), **API),
+    Row("API token (the caller's: when it expires)", "GET", "/api/auth/token/", expect=by_role(200, anon=401), **API),
     # --- AG-UI (token) ---
     Row("AG-UI agents", "GET", "/agui/", expect=by_role(200, anon=401), **API),
     Row("AG-UI run, new thread", "POST", "/agui/banking/", body="new-run", expect=by_role(200, anon=401), **API),

@@ -1,0 +1,37 @@
+"""GET/DELETE /api/auth/token/: the caller's API token (agents/auth.py says how tokens expire)."""
+
+from rest_framework import permissions, serializers, status
+from rest_framework.authtoken.models import Token
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .auth import token_expires_at
+
+
+class TokenInfoSerializer(serializers.Serializer):
+    created = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="null: the token does not expire")
+
+
+class TokenView(APIView):
+    """GET: when the caller's token was made and when it expires. DELETE: revoke it (204); signed in
+    with a session, DELETE revokes the account's token."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    serializer_class = TokenInfoSerializer
+
+    def _token(self, request):
+        if isinstance(request.auth, Token):
+            return request.auth
+        return Token.objects.filter(user=request.user).first()
+
+    def get(self, request):
+        token = self._token(request)
+        if token is None:
+            return Response({"message": "This account has no API token.", "code": "no_token"},
+                            status=status.HTTP_404_NOT_FOUND)
+        return Response(TokenInfoSerializer({"created": token.created, "expires_at": token_expires_at(token)}).data)
+
+    def delete(self, request):
+        Token.objects.filter(user=request.user).delete()  # one token per user (DRF's OneToOne)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,107 @@
+"""API tokens expire (AGUI_TOKEN_TTL_SECONDS after they were made) and can be revoked (DELETE
+/api/auth/token/, the admin); either way REST (`Token` and `Bearer`) and AG-UI answer 401."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+pytestmark = pytest.mark.django_db
+KEYWORDS = ["Token", "Bearer"]
+
+
+@pytest.fixture
+def ttl(settings):
+    settings.AGUI_TOKEN_TTL_SECONDS = 3600
+    return 3600
+
+
+def client_for(token, keyword="Token"):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"{keyword} {token.key}")
+    return client
+
+
+def age(token, seconds):
+    Token.objects.filter(pk=token.pk).update(created=timezone.now() - timedelta(seconds=seconds))
+
+
+def agui_agents(token, keyword="Token"):
+    return Client().get("/agui/", HTTP_AUTHORIZATION=f"{keyword} {token.key}")
+
+
+@pytest.mark.parametrize("keyword", KEYWORDS)
+def test_an_expired_token_is_refused_everywhere(demo, ttl, keyword):
+    token = Token.objects.create(user=demo["alice"])
+    age(token, ttl - 60)
+    assert client_for(token, keyword).get("/api/threads/").status_code == 200
+    assert agui_agents(token, keyword).status_code == 200
+
+    age(token, ttl + 1)
+    resp = client_for(token, keyword).get("/api/threads/")
+    assert resp.status_code == 401
+    assert resp.json()["message"] == "The token has expired. Ask for a new one."
+    resp = agui_agents(token, keyword)
+    assert resp.status_code == 401 and "expired" in resp.json()["message"]
+    assert Token.objects.filter(pk=token.pk).exists()  # refused, not deleted: the admin still sees it
+
+
+def test_no_expiry_when_the_ttl_is_zero(demo, settings):
+    settings.AGUI_TOKEN_TTL_SECONDS = 0
+    token = Token.objects.create(user=demo["alice"])
+    age(token, 10 * 365 * 24 * 3600)
+    assert client_for(token).get("/api/threads/").status_code == 200
+    assert client_for(token).get("/api/auth/token/").json()["expires_at"] is None
+
+
+def test_the_token_endpoint_says_when_it_expires(demo, ttl):
+    token = Token.objects.create(user=demo["alice"])
+    body = client_for(token, "Bearer").get("/api/auth/token/").json()
+    created = timezone.datetime.fromisoformat(body["created"])
+    expires = timezone.datetime.fromisoformat(body["expires_at"])
+    assert expires - created == timedelta(seconds=ttl)
+    assert body == {"created": body["created"], "expires_at": body["expires_at"]}  # nothing else: not the key
+
+
+@pytest.mark.parametrize("keyword", KEYWORDS)
+def test_a_revoked_token_is_refused(demo, keyword):
+    token = Token.objects.create(user=demo["alice"])
+    resp = client_for(token, keyword).delete("/api/auth/token/")
+    assert resp.status_code == 204
+    assert not Token.objects.filter(user=demo["alice"]).exists()
+    resp = client_for(token, keyword).get("/api/threads/")
+    assert resp.status_code == 401 and "revoked" in resp.json()["message"]
+    assert agui_agents(token, keyword).status_code == 401
+
+
+def test_signed_in_with_a_session_a_person_revokes_their_token(demo):
+    token = Token.objects.create(user=demo["alice"])
+    other = Token.objects.create(user=demo["bob"])
+    session = APIClient(enforce_csrf_checks=True)
+    session.force_login(demo["alice"])
+    assert session.delete("/api/auth/token/").status_code == 403  # a session is a browser: CSRF applies
+    session = APIClient()
+    session.force_login(demo["alice"])
+    assert session.delete("/api/auth/token/").status_code == 204
+    assert client_for(token).get("/api/threads/").status_code == 401
+    assert client_for(other).get("/api/threads/").status_code == 200  # only the caller's own
+    assert session.get("/api/auth/token/").status_code == 404
+
+
+def test_an_admin_revokes_a_token_in_the_admin(demo):
+    token = Token.objects.create(user=demo["alice"])
+    admin = Client()
+    admin.force_login(demo["admin"])
+    # DRF's token admin addresses a token by its user's id
+    resp = admin.post(f"/admin/authtoken/tokenproxy/{demo['alice'].pk}/delete/", {"post": "yes"})
+    assert resp.status_code == 302, resp.content[:500]
+    assert not Token.objects.filter(pk=token.pk).exists()
+    assert client_for(token).get("/api/threads/").status_code == 401
+
+
+def test_anonymous_callers_get_401(demo):
+    assert APIClient().get("/api/auth/token/").status_code == 401
+    assert APIClient().delete("/api/auth/token/").status_code == 401
