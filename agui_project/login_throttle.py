@@ -3,10 +3,13 @@ address within AGUI_LOGIN_WINDOW_SECONDS, that account refuses sign-ins from tha
 the window ends; one address gets five times as many failures over all accounts.
 
 Counted in Redis (every web process sees the same counts). Keyed by address as well as account, so
-a stranger cannot lock a person out of their own account from elsewhere. When Redis cannot be
+a stranger cannot lock a person out of their own account from elsewhere; behind a proxy the
+address is the client's (AGUI_TRUSTED_PROXIES, `client_address`). When Redis cannot be
 asked, sign-in works unthrottled (and says so in the log) rather than locking everyone out.
 """
 
+import functools
+import ipaddress
 import logging
 
 import redis
@@ -21,8 +24,42 @@ log = logging.getLogger(__name__)
 ADDRESS_FACTOR = 5  # failures one address may make over all accounts, in multiples of the per-account limit
 
 
+@functools.lru_cache(maxsize=8)
+def _networks(trusted):
+    return tuple(ipaddress.ip_network(n, strict=False) for n in trusted)
+
+
+def _ip(text):
+    """The address in `text` (IPv4-mapped IPv6 as IPv4), or None when it is not one."""
+    try:
+        addr = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    return addr.ipv4_mapped or addr if addr.version == 6 else addr
+
+
+def client_address(request):
+    """Who is signing in, as an address: REMOTE_ADDR, unless that is one of AGUI_TRUSTED_PROXIES;
+    then the right-most X-Forwarded-For entry that is not a trusted proxy. Entries further left
+    were written by the client and prove nothing; a peer that is not trusted cannot choose its
+    address with the header. Done here, not by Daphne's --proxy-headers, which trusts any peer."""
+    remote = (request.META.get("REMOTE_ADDR") or "") if request is not None else ""
+    trusted = _networks(tuple(settings.AGUI_TRUSTED_PROXIES))
+    peer = _ip(remote)
+    if peer is None or not any(peer in net for net in trusted):
+        return str(peer) if peer is not None else (remote or "unknown")
+    for hop in reversed(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")):
+        addr = _ip(hop)
+        if addr is None:  # written by a trusted proxy, yet not an address: keep the proxy's own
+            return str(peer)
+        if not any(addr in net for net in trusted):
+            return str(addr)
+        peer = addr
+    return str(peer)  # every hop was a trusted proxy: the left-most one is as close as it gets
+
+
 def _keys(username, request):
-    address = (request.META.get("REMOTE_ADDR") if request is not None else "") or "unknown"
+    address = client_address(request)
     return f"agui:login-failures:{username.strip().lower()}:{address}", f"agui:login-failures-from:{address}"
 
 

@@ -84,3 +84,61 @@ def test_without_redis_sign_in_works_unthrottled(client, demo, monkeypatch, capl
         assert sign_in(client, "alice", "wrong").status_code == 200
     assert sign_in(client, "alice", django_settings.DEMO_PASSWORD).status_code == 302
     assert "sign-in throttle skipped: Redis unreachable" in caplog.text
+
+
+# --- behind a proxy (AGUI_TRUSTED_PROXIES) -----------------------------------------------------
+PROXY = "10.9.0.2"
+
+
+def via_proxy(client, username, password, forwarded_for, proxy=PROXY):
+    return client.post("/accounts/login/", {"username": username, "password": password},
+                       REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR=forwarded_for)
+
+
+def test_behind_a_trusted_proxy_the_forwarded_client_is_counted(client, demo, settings):
+    settings.AGUI_TRUSTED_PROXIES = ["10.9.0.0/24"]
+    for _ in range(3):
+        via_proxy(client, "alice", "wrong", "203.0.113.7")
+    resp = via_proxy(client, "alice", django_settings.DEMO_PASSWORD, "203.0.113.7")
+    assert resp.status_code == 200 and b"Too many failed sign-ins" in resp.content
+    assert redis_client().get("agui:login-failures:alice:203.0.113.7") == b"3"
+    # another person behind the same proxy is a different address, not the proxy's
+    assert via_proxy(client, "alice", django_settings.DEMO_PASSWORD, "198.51.100.4").status_code == 302
+
+
+def test_the_right_most_untrusted_hop_is_the_client(client, demo, settings):
+    """Entries left of it were written by the client: a fresh made-up one per try does not help."""
+    settings.AGUI_TRUSTED_PROXIES = ["10.9.0.0/24", "192.0.2.10"]
+    for n in range(3):
+        via_proxy(client, "alice", "wrong", f"1.2.3.{n}, 203.0.113.7, 192.0.2.10")
+    resp = via_proxy(client, "alice", django_settings.DEMO_PASSWORD, "9.9.9.9, 203.0.113.7, 192.0.2.10")
+    assert resp.status_code == 200 and b"Too many failed sign-ins" in resp.content
+
+
+def test_x_forwarded_for_from_an_untrusted_peer_is_ignored(client, demo, settings):
+    settings.AGUI_TRUSTED_PROXIES = ["10.9.0.0/24"]
+    for n in range(3):  # a client talking to us directly cannot pick its address with the header
+        via_proxy(client, "alice", "wrong", f"198.51.100.{n}", proxy=HOME)
+    resp = via_proxy(client, "alice", django_settings.DEMO_PASSWORD, "198.51.100.200", proxy=HOME)
+    assert resp.status_code == 200 and b"Too many failed sign-ins" in resp.content
+    assert redis_client().get(f"agui:login-failures:alice:{HOME}") == b"3"
+
+
+@pytest.mark.parametrize("remote,forwarded,expected", [
+    ("10.9.0.2", "203.0.113.7", "203.0.113.7"),
+    ("10.9.0.2", "", "10.9.0.2"),  # the proxy's own request
+    ("10.9.0.2", "garbage", "10.9.0.2"),  # not an address: nothing better than the proxy
+    ("10.9.0.2", "203.0.113.7, 10.9.0.3", "203.0.113.7"),  # two trusted hops
+    ("::ffff:10.9.0.2", "2001:db8::1", "2001:db8::1"),  # an IPv4-mapped proxy address, an IPv6 client
+    ("203.0.113.9", "1.1.1.1", "203.0.113.9"),  # not a trusted proxy
+    ("", "1.1.1.1", "unknown"),
+])
+def test_client_address(rf, settings, remote, forwarded, expected):
+    settings.AGUI_TRUSTED_PROXIES = ["10.9.0.0/24"]
+    request = rf.get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+    assert login_throttle.client_address(request) == expected
+
+
+def test_without_trusted_proxies_the_header_means_nothing(rf, settings):
+    settings.AGUI_TRUSTED_PROXIES = []
+    assert login_throttle.client_address(rf.get("/", REMOTE_ADDR="10.9.0.2", HTTP_X_FORWARDED_FOR="1.1.1.1")) == "10.9.0.2"

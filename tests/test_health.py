@@ -1,0 +1,82 @@
+"""GET /healthz (agui_project/health.py): 200 while the database and Redis answer, whatever the
+workers do (they are reported in the body); `?require=worker` waits for a worker, asking again when
+a ping goes unanswered, instead of failing a healthy start after one 0.5 s ping."""
+
+import pytest
+import redis
+
+from agui_project import health
+
+pytestmark = pytest.mark.django_db
+PONG = [{"celery@test": {"ok": "pong"}}]
+
+
+class Pings:
+    """Stands in for celery's control.ping: silent for the first `silent` calls, then one worker."""
+
+    def __init__(self, silent):
+        self.silent, self.calls = silent, []
+
+    def __call__(self, timeout, limit=None):
+        self.calls.append((timeout, limit))
+        return PONG if len(self.calls) > self.silent else []
+
+
+@pytest.fixture
+def pings(monkeypatch):
+    def install(silent):
+        fake = Pings(silent)
+        monkeypatch.setattr(health.celery_app.control, "ping", fake)
+        return fake
+
+    return install
+
+
+def test_a_worker_that_misses_its_first_pings_is_still_found(client, pings):
+    fake = pings(silent=2)
+    resp = client.get("/healthz?require=worker")
+    assert resp.status_code == 200, resp.content
+    assert resp.json() == {"db": "ok", "redis": "ok", "workers": 1, "worker": "ok"}
+    assert len(fake.calls) == 3
+    assert all(limit == 1 for _, limit in fake.calls)  # each ping ends at the first reply
+    assert sum(t for t, _ in fake.calls) >= 2.0  # more patience than the old single 0.5 s ping
+
+
+def test_the_strict_probe_fails_when_no_worker_ever_answers(client, pings):
+    fake = pings(silent=99)
+    resp = client.get("/healthz?require=worker")
+    assert resp.status_code == 503
+    assert resp.json()["workers"] == 0 and resp.json()["worker"] == "no worker answered"
+    assert len(fake.calls) == len(health.WORKER_PING_TIMEOUTS)
+
+
+def test_the_load_balancer_probe_is_healthy_without_a_worker(client, pings):
+    """Workers are shared: one being slow or restarting must not take the web processes out."""
+    fake = pings(silent=99)
+    resp = client.get("/healthz")
+    assert resp.status_code == 200
+    assert resp.json() == {"db": "ok", "redis": "ok", "workers": 0, "worker": "no worker answered"}
+    assert fake.calls == [(health.LB_PING_TIMEOUT, 1)]  # one short ping: the probe stays quick
+
+
+def test_redis_down_is_unhealthy(client, pings, monkeypatch):
+    fake = pings(silent=0)
+
+    class Down:
+        def ping(self):
+            raise redis.ConnectionError("Connection refused")
+
+    monkeypatch.setattr(health, "redis_client", lambda: Down())
+    resp = client.get("/healthz")
+    assert resp.status_code == 503
+    assert resp.json()["redis"] == "error: ConnectionError"
+    assert fake.calls == []  # the workers are reached through Redis: not asked
+
+
+def test_a_ping_that_raises_counts_as_no_answer(client, monkeypatch):
+    def broken(timeout, limit=None):
+        raise OSError("broker unreachable")
+
+    monkeypatch.setattr(health.celery_app.control, "ping", broken)
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/healthz?require=worker").status_code == 503
