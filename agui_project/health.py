@@ -1,4 +1,18 @@
-"""GET /healthz: 200 once the database, Redis and at least one Celery worker answer."""
+"""GET /healthz: can this web process serve? 200 when the database and Redis answer; the body also
+says whether a Celery worker answered a ping.
+
+A load balancer asks this to decide whether to send users to this process. The workers are shared
+by every web process: without them pages, chats and decisions still work (runs wait, queued, until
+a worker is back), so a slow or restarting worker must not take every web process out of service.
+`?require=worker` is the readiness of the whole stack (start-up scripts, monitoring): 503 until a
+worker answers.
+
+The ping stops at the first reply (`limit=1`): a healthy probe takes milliseconds. Without a limit
+Celery listens for the whole timeout, and measured here a fixed 0.5 s ping missed a healthy worker's
+reply about every other time in its first seconds. A worker can also miss a ping outright (the
+broadcast goes over Redis pub/sub, and a worker subscribes a moment after it says "ready"), so the
+strict probe asks again, with longer waits, up to sum(WORKER_PING_TIMEOUTS).
+"""
 
 from django.db import connection
 from django.http import JsonResponse
@@ -6,8 +20,24 @@ from django.http import JsonResponse
 from agents.events import redis_client
 from agui_project.celery import app as celery_app
 
+LB_PING_TIMEOUT = 0.5  # the plain probe reports workers but never waits long for them
+WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s at most
+
+
+def _workers(timeouts):
+    """1 when a worker answered one of the pings (each waits up to its timeout), else 0."""
+    for timeout in timeouts:
+        try:
+            replies = celery_app.control.ping(timeout=timeout, limit=1) or []
+        except Exception:  # the broker connection failed: as if nobody answered
+            replies = []
+        if replies:
+            return len(replies)
+    return 0
+
 
 def healthz(request):
+    require_worker = request.GET.get("require") == "worker"
     body, ok = {}, True
     try:
         with connection.cursor() as cursor:
@@ -22,10 +52,9 @@ def healthz(request):
         body["redis"], ok = f"error: {exc.__class__.__name__}", False
     workers = 0
     if body["redis"] == "ok":
-        try:
-            workers = len(celery_app.control.ping(timeout=0.5) or [])
-        except Exception:
-            workers = 0
+        workers = _workers(WORKER_PING_TIMEOUTS if require_worker else (LB_PING_TIMEOUT,))
     body["workers"] = workers
-    ok = ok and workers > 0
+    body["worker"] = "ok" if workers else "no worker answered"
+    if require_worker:
+        ok = ok and workers > 0
     return JsonResponse(body, status=200 if ok else 503)
