@@ -6,6 +6,8 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from agui_project import sockets  # noqa: F401  (closes a session's sockets on logout)
+
         from . import (
             receivers,  # noqa: F401  (connects approval_resolved)
             simulation,  # noqa: F401  (gives the policy simulator the recorded tool calls)

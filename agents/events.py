@@ -171,6 +171,11 @@ class EventStream:
                     self._cond.notify_all()
 
 
+def discard(thread_id):
+    """Drop a deleted thread's stream (its replay buffer must not outlive it)."""
+    redis_client().delete(stream_key(thread_id))
+
+
 def last_id_sync(thread_id):
     entries = redis_client().xrevrange(stream_key(thread_id), count=1)
     return entries[0][0].decode() if entries else "0-0"

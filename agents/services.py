@@ -3,14 +3,16 @@
 import logging
 
 from ag_ui.core import PROTOCOL_VERSION, CustomEvent, RunStartedEvent
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
-from . import events, inputs, presenters
-from .models import InputRequest, Message, Run, Thread, ToolCall
+from . import events, inputs, presenters, thread_ids
+from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
+from .transitions import move_call, move_run
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +26,14 @@ class RunConflict(Exception):
 
 
 def create_thread(user, agent, title="", thread_id=None):
-    kwargs = {"id": thread_id} if thread_id else {}
-    return Thread.objects.create(owner=user, agent=agent, title=title[:200], **kwargs)
+    """A new thread; a client-chosen id that was ever used raises thread_ids.ThreadIdTaken."""
+    thread_id = thread_id or new_id()
+    try:
+        with transaction.atomic():
+            thread_ids.claim(thread_id, user)
+            return Thread.objects.create(id=thread_id, owner=user, agent=agent, title=title[:200])
+    except IntegrityError:  # a row that predates its claim
+        raise thread_ids.ThreadIdTaken(thread_id) from None
 
 
 def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_call_id="", message_id=None):
@@ -38,6 +46,21 @@ def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_cal
             thread=thread, run=run, seq=seq, role=role, content=content or "",
             tool_calls=tool_calls or None, tool_call_id=tool_call_id or "", **kwargs,
         )
+
+
+def add_messages(thread, messages, *, run=None):
+    """Append (id, role, content, tool_call_id) rows at once: one counter update and one INSERT
+    (three queries per message held SQLite's write lock for seconds on a long list)."""
+    if not messages:
+        return []
+    with transaction.atomic(savepoint=False):
+        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
+        first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
+        return Message.objects.bulk_create([
+            Message(thread=thread, run=run, seq=first + i, role=role, content=content or "",
+                    tool_call_id=tool_call_id or "", **({"id": msg_id} if msg_id else {}))
+            for i, (msg_id, role, content, tool_call_id) in enumerate(messages)
+        ])
 
 
 def pending_approvals(thread):
@@ -73,8 +96,8 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
         )
         if content:
             messages = [*messages, (message_id, Message.Role.USER, content, "")]
-        for msg_id, role, text, tool_call_id in messages:
-            add_message(thread, role, text, run=run, message_id=msg_id, tool_call_id=tool_call_id)
+        add_messages(thread, messages, run=run)
+        for _id, role, text, tool_call_id in messages:
             if role == Message.Role.TOOL:  # a frontend tool's result settles its call
                 ToolCall.objects.filter(pk=tool_call_id, thread=thread, status=ToolCall.Status.CLIENT).update(
                     status=ToolCall.Status.SUCCEEDED, result=text
@@ -121,12 +144,12 @@ def approval_resolved(request):
         # lock the paused run first: concurrent decisions on one run then see each other's writes
         run = Run.objects.select_for_update().get(pk=call.run_id)
         call = ToolCall.objects.select_for_update().get(pk=call.pk)
-        if call.status != ToolCall.Status.AWAITING_APPROVAL:
-            return
-        call.status = status
         call.final_arguments = request.final_arguments if status == ToolCall.Status.APPROVED else None
         call.feedback = request.feedback
-        call.save(update_fields=["status", "final_arguments", "feedback", "updated_at"])
+        if not move_call(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],
+                         final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now()):
+            return
+        call.status = status
         payload = presenters.approval(request, viewer=call.thread.owner)
         transaction.on_commit(
             lambda: events.append(call.thread_id, CustomEvent(name="approval_response", value=payload))
@@ -183,6 +206,8 @@ _RESUME_CODES = {
     approval_services.Forbidden: "forbidden",
     approval_services.InvalidArguments: "invalid_arguments",
     approval_services.FeedbackRequired: "feedback_required",
+    approval_services.EditDenied: "edit_denied",
+    approval_services.EditNeedsOtherApprover: "edit_needs_other_approver",
 }
 
 
@@ -279,8 +304,7 @@ def cancel_run(run, user):
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if run.status == Run.Status.QUEUED:
-            run.status = Run.Status.CANCELLED
-            run.save(update_fields=["status"])
+            move_run(run.pk, Run.Status.CANCELLED, leaving=[Run.Status.QUEUED])
             # RUN_STARTED is already on the stream: close it for every listener
             transaction.on_commit(lambda: events.append(run.thread_id, RunFinishedEvent(
                 thread_id=run.thread_id, run_id=run.pk, outcome=RunFinishedCancelledOutcome())))

@@ -1,0 +1,92 @@
+"""What of a RunAgentInput's `messages` a thread takes: the new user messages and client-tool results.
+
+AG-UI clients send their whole history on every run (DESIGN.md "Beyond our own agents"), some
+with the ids they were given, some (Agent Framework's AGUIChatClient) with new ids every turn.
+The stored thread is the truth: a message it holds, by id or as part of a resent history, is
+not stored again; what is new is bounded (one request must not hold the database for seconds);
+a tool result is taken only for a frontend tool call this thread is waiting on.
+"""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from .models import Message, ToolCall
+
+ROLES = (Message.Role.USER, Message.Role.TOOL)
+
+
+@dataclass
+class Refused(Exception):
+    status: int
+    code: str
+    message: str
+    extra: dict = field(default_factory=dict)
+
+
+def max_new_messages():
+    return settings.AGUI_MAX_NEW_MESSAGES
+
+
+def _text(message):
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return " ".join(getattr(part, "text", "") for part in (content or []))
+
+
+def _key(role, content, tool_call_id):
+    return role, content, tool_call_id or ""
+
+
+def select(thread, agent_input):
+    """[(id, role, content, tool_call_id)] to store, in order; raises Refused.
+
+    `thread` is None for a thread this request creates (it holds nothing yet).
+    """
+    sent = [(m.id, m.role, _text(m), getattr(m, "tool_call_id", "") or "")
+            for m in agent_input.messages if m.role in ROLES]
+    held = list(thread.messages.filter(role__in=ROLES).values_list("id", "role", "content", "tool_call_id")) \
+        if thread is not None else []
+    held_ids = {h[0] for h in held}
+    held_keys = [_key(*h[1:]) for h in held]
+    start = 0
+    if held and len(sent) > len(held) and [_key(*s[1:]) for s in sent[:len(held)]] == held_keys:
+        start = len(held)  # the whole history resent (whatever its ids): only what follows it is new
+    new = [s for s in sent[start:] if s[0] not in held_ids]
+    limit = max_new_messages()
+    if len(new) > limit:
+        raise Refused(413, "too_many_messages",
+                      f"This request adds {len(new)} messages the chat does not have yet; at most {limit} may be "
+                      "added at once. Send the conversation in smaller parts.", {"limit": limit})
+    # a message id is global: one stored in another thread is not this thread's to add (kept as before: skipped)
+    elsewhere = set(Message.objects.filter(pk__in=[s[0] for s in new]).values_list("pk", flat=True))
+    new = [s for s in new if s[0] not in elsewhere]
+    return _tool_results(thread, new)
+
+
+def _tool_results(thread, new):
+    """Keep a tool result only for a frontend call the thread waits on; a resent one is dropped."""
+    call_ids = {s[3] for s in new if s[1] == Message.Role.TOOL}
+    if not call_ids:
+        return new
+    waiting, answered = set(), set()
+    if thread is not None:
+        waiting = set(ToolCall.objects.filter(thread=thread, pk__in=call_ids, status=ToolCall.Status.CLIENT)
+                      .values_list("pk", flat=True))
+        answered = set(thread.messages.filter(role=Message.Role.TOOL, tool_call_id__in=call_ids)
+                       .values_list("tool_call_id", flat=True))
+    unknown = sorted(call_ids - waiting - answered)
+    if unknown:
+        raise Refused(422, "unknown_tool_call",
+                      "A tool result was sent for a tool call this chat is not waiting on (" + ", ".join(unknown)
+                      + "); only the results of the chat's own pending client-side tool calls are accepted.",
+                      {"toolCallIds": unknown})
+    out, taken = [], set()
+    for s in new:
+        if s[1] == Message.Role.TOOL:
+            if s[3] in answered or s[3] in taken:
+                continue  # its result is already in the chat (or earlier in this request)
+            taken.add(s[3])
+        out.append(s)
+    return out

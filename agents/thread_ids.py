@@ -1,0 +1,58 @@
+"""Thread ids are handed out once, ever (DESIGN.md "Beyond our own agents": clients choose them).
+
+The event stream (`agui:thread:<id>`), approval requests and the shared state name a thread by
+its id alone. An id re-used after a deletion would give its new owner the old owner's replay
+buffer, approvals and state; so every id is claimed for good (agents.models.ThreadIdClaim) and
+a deleted thread takes its stream and state with it.
+"""
+
+import logging
+
+import redis
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from state.models import SharedState
+
+from . import events
+from .models import ThreadIdClaim
+
+log = logging.getLogger(__name__)
+
+
+class ThreadIdTaken(Exception):
+    """The id belongs, or belonged, to another thread."""
+
+    code = "thread_id_used"
+    message = "this thread id is already taken or belonged to a deleted chat; start a new thread with a new id"
+
+
+def claim(thread_id, owner):
+    """Record the id as used (atomic: two creators of one id cannot both win)."""
+    try:
+        with transaction.atomic():
+            ThreadIdClaim.objects.create(id=thread_id, owner=owner)
+    except IntegrityError:
+        raise ThreadIdTaken(thread_id) from None
+
+
+def is_taken(thread_id):
+    return ThreadIdClaim.objects.filter(pk=thread_id).exists()
+
+
+def released(thread):
+    """A thread row is being deleted (any path: REST, admin, its owner's deletion)."""
+    now = timezone.now()
+    if not ThreadIdClaim.objects.filter(pk=thread.pk).update(released_at=now):
+        # no owner: this may be the owner's own deletion (the row would point at a user being deleted)
+        ThreadIdClaim.objects.get_or_create(pk=thread.pk, defaults={"released_at": now})
+    # the state document belongs to the thread alone (state knows nothing of threads: keyed by name)
+    SharedState.objects.filter(key=thread.state_key).delete()
+    transaction.on_commit(lambda: _drop_stream(thread.pk))
+
+
+def _drop_stream(thread_id):
+    try:
+        events.discard(thread_id)
+    except redis.RedisError as exc:  # the stream still expires (AGUI_STREAM_TTL); the id is never reused
+        log.warning("thread %s deleted but its event stream could not be: %r", thread_id, exc)

@@ -1,0 +1,36 @@
+"""A database too busy to answer now is a 503 with Retry-After, not a 500 that says something broke.
+
+SQLite: a writer that waited past busy_timeout gets "database is locked". PostgreSQL: lock and
+statement timeouts, serialization failures and deadlocks (the transaction was rolled back:
+retrying is safe), too many connections, a server starting or going away.
+"""
+
+from django.db import OperationalError
+from django.http import HttpResponse, JsonResponse
+
+RETRY_AFTER_SECONDS = 1
+MESSAGE = "The database is busy right now. Please try again in a moment."
+SQLITE_BUSY = ("database is locked", "database table is locked", "database schema is locked")
+# lock_not_available, query_canceled, serialization_failure, deadlock_detected, too_many_connections,
+# cannot_connect_now, and the connection exceptions (class 08)
+PG_BUSY = {"55P03", "57014", "40001", "40P01", "53300", "57P03"}
+
+
+def is_busy(exc):
+    if not isinstance(exc, OperationalError):
+        return False
+    text = str(exc).lower()
+    if any(s in text for s in SQLITE_BUSY):
+        return True
+    cause = exc.__cause__
+    state = getattr(getattr(cause, "diag", None), "sqlstate", None) or getattr(cause, "sqlstate", None)
+    return state in PG_BUSY or (state or "").startswith("08")
+
+
+def response(request, json_body):
+    if json_body:
+        reply = JsonResponse({"message": MESSAGE, "code": "database_busy"}, status=503)
+    else:
+        reply = HttpResponse(MESSAGE, status=503, content_type="text/plain; charset=utf-8")
+    reply["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return reply
