@@ -2,15 +2,20 @@
 the offline model's demo prompts, and every approval mode end to end on a live worker."""
 
 import os
+import runpy
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from django.core import mail
 
 from agents import llm
-from agents.catalog import get_agent
+from agents.catalog import get_agent, ops
 from agents.catalog.ops import ALLOWED_COMMANDS, execute_command, normalise, real_path
 from agents.models import Message, ToolCall
 from agents.tools import ToolContext, ToolError
+from approvals import policy
 from approvals.models import ApprovalRequest
 from approvals.registry import ArgumentsInvalid
 from tests.conftest import wait_for_event
@@ -25,6 +30,22 @@ def sandbox(settings, tmp_path):
     settings.AGUI_SANDBOX_DIR = root
     (tmp_path / "outside.txt").write_text("secret")
     return root
+
+
+def _bwrap_unusable():
+    """Why commands cannot be isolated with bubblewrap here, or "" when they can."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return "bwrap (Debian's bubblewrap) is not installed"
+    usable, reason = ops._bwrap_probe(bwrap)
+    return "" if usable else reason
+
+
+@pytest.fixture(params=["off", "auto"])
+def isolation(request, settings):
+    """Commands run both ways: validated argv directly (off) and under bubblewrap where it works (auto)."""
+    settings.AGUI_SANDBOX_BWRAP = request.param
+    return request.param
 
 
 def run(tool_name, **arguments):
@@ -47,6 +68,10 @@ ESCAPES = [
     ("execute_command", {"command": "cat ../outside.txt"}),
     ("execute_command", {"command": "cat link-out/outside.txt"}),
     ("execute_command", {"command": "grep --file=../outside.txt x"}),
+    # finding 13.1: after "--" a "flag" is a path, and it is checked like any other
+    ("execute_command", {"command": "ls -la -- -d/../.."}),
+    ("execute_command", {"command": "cat -- -d/../../../../../../../../etc/hostname"}),
+    ("execute_command", {"command": "grep -a -o -E [0-9a-f]{40} -- -e/../../db.sqlite3"}),
 ]
 
 
@@ -136,7 +161,7 @@ def test_execute_command_allow_list_and_no_shell(sandbox, command, message):
     assert message in str(exc.value.errors)
 
 
-def test_execute_command_runs_without_a_shell_inside_the_sandbox(sandbox):
+def test_execute_command_runs_without_a_shell_inside_the_sandbox(sandbox, isolation):
     (sandbox / "notes.txt").write_text("one\ntwo\n")
     assert run("execute_command", command="ls") == "exit code 0\nnotes.txt"
     assert run("execute_command", command="wc -l /notes.txt") == "exit code 0\n2 /notes.txt"
@@ -146,12 +171,222 @@ def test_execute_command_runs_without_a_shell_inside_the_sandbox(sandbox):
     assert "rm" not in ALLOWED_COMMANDS and "sh" not in ALLOWED_COMMANDS
 
 
-def test_execute_command_has_a_timeout(sandbox, settings):
+def test_execute_command_has_a_timeout(sandbox, settings, isolation):
     settings.AGUI_COMMAND_TIMEOUT = 0.5
     fifo = sandbox / "never"
     os.mkfifo(fifo)  # reading a FIFO nobody writes blocks forever
     with pytest.raises(ToolError, match="timed out after 0.5 s"):
         run("execute_command", command="cat never")
+
+
+# --- finding 13.1: every argument is an option of that program or a path inside the sandbox ------------
+
+FINDING_ESCAPES = [
+    ("ls -la -- -d/../..", "'-d/../..' escapes the sandbox"),
+    ("cat -- -d/../../../../../../../../etc/hostname", "'-d/../../../../../../../../etc/hostname' escapes the sandbox"),
+    ("grep -a -o -E [0-9a-f]{40} -- -e/../../db.sqlite3", "'-e/../../db.sqlite3' escapes the sandbox"),
+]
+
+
+@pytest.fixture
+def sandbox_next_to_a_database(settings, tmp_path):
+    """The layout of e0e825f's default: var/sandbox beside var/db.sqlite3 holding a 40-hex token."""
+    var = tmp_path / "var"
+    (var / "sandbox").mkdir(parents=True)
+    (var / "db.sqlite3").write_text("token 0123456789abcdef0123456789abcdef01234567\n")
+    settings.AGUI_SANDBOX_DIR = var / "sandbox"
+    for name in ("-d", "-e"):  # made by the attacker with the tool itself, so that "-d/.." resolves
+        run("write_file", path=f"{name}/x", content="")
+    return var / "sandbox"
+
+
+@pytest.mark.parametrize(("command", "message"), FINDING_ESCAPES, ids=[c for c, _ in FINDING_ESCAPES])
+def test_a_dash_argument_after_double_dash_is_a_path_and_cannot_leave_the_sandbox(
+        sandbox_next_to_a_database, isolation, command, message):
+    with pytest.raises(ArgumentsInvalid) as exc:  # what the model gets: an argument-validation error
+        execute_command.validate({"command": command})
+    [error] = exc.value.errors["command"]
+    assert message in error and "every argument that is not one of its options is a path" in error, error
+    # the tool itself refuses it too, called without validation: nothing runs
+    with pytest.raises(ToolError, match="escapes the sandbox"):
+        execute_command.run(ToolContext(None, None, None), {"command": command})
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    ("ls -L", "ls: option -L (in '-L') is not allowed here; ls takes -a -l -h"),  # follows links
+    ("ls -lZ", "ls: option -Z (in '-lZ') is not allowed"),
+    ("ls --color=always", "ls: option --color is not allowed"),
+    ("grep -f patterns.txt notes.txt", "grep: option -f"),  # reads a file that is not an operand
+    ("grep -R x", "grep: option -R"),  # -R follows every link, -r does not
+    ("grep", "grep: give a pattern"),
+    ("tail -f notes.txt", "tail: option -f"),
+    ("head -n", "head: -n needs a value (-n N)"),
+    ("head -n ten notes.txt", "head: -n 'ten' is not a valid N"),
+    ("head --lines", "head: --lines needs a value"),
+    ("wc --files0-from=list", "wc: option --files0-from is not allowed"),
+    ("du --exclude-from=list", "du: option --exclude-from is not allowed"),
+    ("wc --lines=3", "wc: --lines takes no value"),
+    ("cat -- ../outside.txt", "'../outside.txt' escapes the sandbox"),
+])
+def test_each_program_takes_only_its_own_options(sandbox, command, message):
+    with pytest.raises(ArgumentsInvalid) as exc:
+        execute_command.validate({"command": command})
+    assert message in str(exc.value.errors), exc.value.errors
+
+
+@pytest.mark.parametrize(("command", "canonical"), [
+    ("ls -la", "ls -l -a"),
+    ("ls -la -- -notes.txt", "ls -l -a /-notes.txt"),
+    ("head -n5 notes.txt", "head -n 5 /notes.txt"),
+    ("tail --lines=+2 docs/../notes.txt", "tail -n +2 /notes.txt"),
+    ("grep -in one notes.txt", "grep -i -n one /notes.txt"),
+    ("grep -- -x notes.txt", "grep -e -x /notes.txt"),  # the pattern is not a path, and never an option
+    ("grep -e -d/../.. notes.txt", "grep -e -d/../.. /notes.txt"),
+    ("grep -a -o -E '[0-9a-f]{40}' -- notes.txt", "grep -a -o -E '[0-9a-f]{40}' /notes.txt"),
+    ("du -sh", "du -s -h"),
+    ("stat -c %s notes.txt", "stat -c %s /notes.txt"),
+    ("echo -d/../.. is text", "echo -d/../.. is text"),  # echo opens nothing
+])
+def test_validated_commands_are_canonical(sandbox, command, canonical):
+    assert execute_command.validate({"command": command}) == {"command": canonical}
+
+
+def test_paths_reach_the_program_as_absolute_sandbox_paths_after_double_dash(sandbox):
+    (sandbox / "notes.txt").write_text("x")
+    argv = ops._argv_for("grep -i x notes.txt")
+    assert argv[1:] == ["-i", "-e", "x", "--", str(sandbox / "notes.txt")] and argv[0].endswith("/grep")
+    assert ops._argv_for("cat /", inside="/sandbox")[1:] == ["--", "/sandbox"]
+    assert ops._argv_for("cat a/../notes.txt", inside="/sandbox")[1:] == ["--", "/sandbox/notes.txt"]
+    assert ops._argv_for("ls")[1:] == []
+
+
+def test_double_dash_ends_options_for_real(sandbox, isolation):
+    (sandbox / "-notes.txt").write_text("dash\n")
+    (sandbox / "notes.txt").write_text("one\n-x\n")
+    assert run("execute_command", command="cat -- -notes.txt") == "exit code 0\ndash"
+    assert run("execute_command", command="grep -- -x notes.txt") == "exit code 0\n-x"
+    assert run("execute_command", command="head -n 1 notes.txt") == "exit code 0\none"
+    assert run("execute_command", command="ls -- -notes.txt") == "exit code 0\n/-notes.txt"
+
+
+def test_commands_run_isolated_by_bubblewrap_where_it_works(sandbox, settings):
+    reason = _bwrap_unusable()
+    if reason:
+        pytest.skip(f"bubblewrap cannot isolate commands here: {reason}")
+    settings.AGUI_SANDBOX_BWRAP = "required"
+    bwrap = ops.isolation()
+    assert bwrap
+
+    def inside(*argv):
+        done = subprocess.run(ops._bwrap_argv(bwrap, sandbox) + list(argv), capture_output=True, timeout=10)
+        return done.returncode, (done.stdout + done.stderr).decode()
+
+    code, listing = inside("/usr/bin/ls", "/")
+    assert code == 0 and "sandbox" in listing.split()
+    assert not {"etc", "home", "root", "tmp", "var", "work"} & set(listing.split()), listing
+    code, out = inside("/usr/bin/cat", str(sandbox.parent / "outside.txt"))  # the host's files are not there
+    assert code != 0 and "secret" not in out
+    code, out = inside("/usr/bin/touch", "/sandbox/new.txt")  # read-only, even for an allowed program
+    assert code != 0 and not (sandbox / "new.txt").exists()
+    (sandbox / "notes.txt").write_text("one\n")
+    assert run("execute_command", command="cat notes.txt") == "exit code 0\none"
+    assert run("execute_command", command="ls -d /") == "exit code 0\n/"
+
+
+def test_isolation_can_be_forced_off_or_required(sandbox, settings, monkeypatch, tmp_path):
+    (sandbox / "notes.txt").write_text("one\n")
+    settings.AGUI_SANDBOX_BWRAP = "off"
+    assert ops.isolation() is None and run("execute_command", command="cat notes.txt") == "exit code 0\none"
+    which = shutil.which
+    monkeypatch.setattr(ops.shutil, "which", lambda name, **kw: None if name == "bwrap" else which(name, **kw))
+    settings.AGUI_SANDBOX_BWRAP = "auto"  # not installed: the validated argv runs directly
+    assert ops.isolation() is None and run("execute_command", command="cat notes.txt") == "exit code 0\none"
+    settings.AGUI_SANDBOX_BWRAP = "required"
+    with pytest.raises(ToolError, match=r"AGUI_SANDBOX_BWRAP=required.*not installed; nothing was run"):
+        run("execute_command", command="cat notes.txt")
+    # installed but unable to make namespaces (an unprivileged container): found by one probe, then the
+    # validated argv runs directly (auto) or nothing runs (required), saying why
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(ops.shutil, "which", lambda name, **kw: str(fake) if name == "bwrap" else which(name, **kw))
+    with pytest.raises(ToolError, match="bwrap failed: bwrap: No permissions to creating new namespace"):
+        run("execute_command", command="cat notes.txt")
+    settings.AGUI_SANDBOX_BWRAP = "auto"
+    assert ops.isolation() is None and run("execute_command", command="cat notes.txt") == "exit code 0\none"
+    settings.AGUI_SANDBOX_BWRAP = "sometimes"
+    with pytest.raises(ToolError, match="not one of auto, off, required"):
+        run("execute_command", command="cat notes.txt")
+
+
+def test_the_default_sandbox_is_not_next_to_the_database(monkeypatch, tmp_path):
+    """e0e825f: var/sandbox, so var/db.sqlite3 was one '..' away. Now the user's data directory, in
+    a parent of its own: neither it nor its parent is the product's var/ or project directory."""
+    from django.conf import settings
+
+    monkeypatch.delenv("AGUI_SANDBOX_DIR", raising=False)
+    settings_file = Path(settings.BASE_DIR) / "agui_project" / "settings.py"
+    for xdg, expected in [(str(tmp_path / "data"), tmp_path / "data" / "agui-inbox" / "sandbox"),
+                          (None, tmp_path / "home" / ".local" / "share" / "agui-inbox" / "sandbox")]:
+        if xdg:
+            monkeypatch.setenv("XDG_DATA_HOME", xdg)
+        else:
+            monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+            monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        conf = runpy.run_path(str(settings_file))
+        default = Path(conf["AGUI_SANDBOX_DIR"])
+        var, base = Path(conf["VAR_DIR"]).resolve(), Path(conf["BASE_DIR"]).resolve()
+        assert default == expected
+        assert not default.is_relative_to(var) and not default.is_relative_to(base)
+        assert var not in (default.parent, default.parent.parent) and base not in default.parents
+
+
+def test_the_system_files_rule_covers_every_path_argument_of_every_changing_tool(demo, sandbox):
+    """e0e825f: 'Rename /etc/hosts to gone.txt' only asked the requester; the deny rule looked at
+    delete_file's path alone."""
+    ctx = {"user": demo["alice"], "agent": "ops", "thread": "t-1"}
+
+    def verdict(tool_name, **arguments):
+        return policy.evaluate(tool_name, AGENT.tool(tool_name).validate(arguments), ctx)
+
+    for tool_name, arguments in [
+        ("rename_file", {"source": "/etc/hosts", "destination": "gone.txt"}),
+        ("rename_file", {"source": "notes.txt", "destination": "/etc/cron.d/job"}),
+        ("rename_file", {"source": "notes.txt", "destination": "docs/../etc"}),
+        ("write_file", {"path": "/etc/hosts", "content": "x"}),  # creating one, not only overwriting
+        ("write_file", {"path": "etc/hosts", "content": "x", "overwrite": True}),
+        ("delete_file", {"path": "/etc/hosts"}),
+    ]:
+        denied = verdict(tool_name, **arguments)
+        assert denied.action == "deny" and denied.matched_rule == "default: rule 1 (system files): deny", \
+            (tool_name, arguments)
+    renamed = verdict("rename_file", source="notes.txt", destination="old-notes.txt")
+    assert renamed.action == "approve" and renamed.approver_kind == "requester"
+    assert renamed.matched_rule == "default: rule 2 (every other rename): gate"
+    assert verdict("rename_file", source="/etcetera", destination="/etc.bak").action == "approve"
+    assert verdict("write_file", path="/notes.txt", content="x").action == "auto"
+    assert verdict("delete_directory", path="/etc").action == "deny"
+    for name in ("write_file", "rename_file", "delete_file"):  # one rule, shown in every default policy
+        [rule] = [r for r in AGENT.tool(name).policy["conditions"] if r["name"] == "system files"]
+        assert rule == ops.system_files(*[a for a in ("path", "source", "destination")
+                                          if a in AGENT.tool(name).schema["properties"]])
+
+
+def test_a_link_inside_the_sandbox_does_not_sidestep_the_rule(demo, sandbox):
+    """Validated paths are canonical: rules see the file that is really touched."""
+    (sandbox / "etc").mkdir()
+    (sandbox / "etc" / "hosts").write_text("127.0.0.1 localhost\n")
+    (sandbox / "shortcut").symlink_to("etc", target_is_directory=True)
+    cleaned = AGENT.tool("rename_file").validate({"source": "shortcut/hosts", "destination": "gone.txt"})
+    assert cleaned == {"source": "/etc/hosts", "destination": "/gone.txt"}
+    assert policy.evaluate("rename_file", cleaned, {"user": demo["alice"]}).action == "deny"
+    # a link swapped in after validation (and policy) is refused as the tool acts
+    t = AGENT.tool("delete_file")
+    cleaned = t.validate({"path": "/later/hosts"})
+    (sandbox / "later").symlink_to("etc", target_is_directory=True)
+    with pytest.raises(ToolError, match="now leads to /etc/hosts"):
+        t.run(ToolContext(None, None, None), cleaned)
+    assert (sandbox / "etc" / "hosts").exists()
 
 
 SPECS = [t.openai_spec() for t in AGENT.tools]
@@ -220,7 +455,7 @@ def test_every_mode_end_to_end(celery_worker_live, api, sandbox, settings):
     event = say(alice, thread, "Overwrite notes.txt with 'bye'")
     [interrupt] = event["outcome"]["interrupts"]
     req = ApprovalRequest.objects.get(pk=interrupt["id"])
-    assert req.matched_rule == "default: rule 1 (overwrite): gate" and req.approver_kind == "requester"
+    assert req.matched_rule == "default: rule 2 (overwrite): gate" and req.approver_kind == "requester"
     assert req.description == "Overwrite /notes.txt (5 bytes now) with 3 bytes; its current content is lost"
     resp = alice.post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "always_allow_in_thread": True},
                       format="json")
@@ -253,6 +488,14 @@ def test_every_mode_end_to_end(celery_worker_live, api, sandbox, settings):
     settled(thread, req.run_ref)
     assert "explicitly rejected" in last_tool_result(thread) and '"not now"' in last_tool_result(thread)
 
+    # the same rule holds for a rename's source (finding 13.1: only the requester was asked)
+    (sandbox / "etc").mkdir()
+    (sandbox / "etc" / "hosts").write_text("127.0.0.1 localhost\n")
+    say(alice, thread, "Rename /etc/hosts to gone.txt")
+    assert ToolCall.objects.filter(thread_id=thread, name="rename_file").get().status == "denied"
+    assert "system files" in last_tool_result(thread)
+    assert (sandbox / "etc" / "hosts").exists() and not (sandbox / "gone.txt").exists()
+
     # always, group-routed: a reviewer approves the email; the sandbox never leaks
     event = say(alice, thread, "Email bob@example.com subject 'Status' saying 'All good'")
     req = ApprovalRequest.objects.get(pk=event["outcome"]["interrupts"][0]["id"])
@@ -268,3 +511,9 @@ def test_every_mode_end_to_end(celery_worker_live, api, sandbox, settings):
     assert ToolCall.objects.filter(thread_id=thread, status="invalid").count() == 1
     assert "escapes the sandbox" in last_tool_result(thread)
     assert ApprovalRequest.objects.count() == before and (sandbox.parent / "outside.txt").exists()
+
+    # finding 13.1: a "flag" after -- is a path; it is refused the same way, nothing runs, nobody is asked
+    say(alice, thread, "Run `ls -la -- -d/../..`")
+    assert ToolCall.objects.filter(thread_id=thread, status="invalid").count() == 2
+    assert "'-d/../..' escapes the sandbox" in last_tool_result(thread)
+    assert ApprovalRequest.objects.count() == before

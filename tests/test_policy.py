@@ -73,7 +73,7 @@ BAD = [
     ("not a list", {"when": {}}, "conditions must be a list"),
     ("unknown op", [{"when": leaf("args.amount", "bigger", 1), "action": "gate"}], "unknown operator 'bigger'"),
     ("bad action", [{"when": leaf("args.amount", "gt", 1), "action": "maybe"}], "action must be one of"),
-    ("bad regex", [{"when": leaf("args.note", "matches", "("), "action": "deny"}], "invalid regular expression"),
+    ("bad regex", [{"when": leaf("args.note", "matches", "("), "action": "deny"}], "is not a regular expression this engine runs"),
     ("in needs list", [{"when": leaf("args.currency", "in", "USD"), "action": "gate"}], "in needs a list"),
     ("gt needs number", [{"when": leaf("args.amount", "gt", [1]), "action": "gate"}], "gt needs a number"),
     ("missing value", [{"when": {"path": "args.amount", "op": "gt"}, "action": "gate"}], "missing 'value'"),
@@ -160,7 +160,7 @@ def test_ops_code_defaults_write_overwrite_and_delete_etc(demo, settings, tmp_pa
     assert policy.evaluate("write_file", {"path": "/a", "content": "x", "overwrite": False}, ctx).action == "auto"
     gated = policy.evaluate("write_file", {"path": "/a", "content": "x", "overwrite": True}, ctx)
     assert gated.action == "approve" and gated.approver_kind == "requester"
-    assert gated.matched_rule == "default: rule 1 (overwrite): gate"
+    assert gated.matched_rule == "default: rule 2 (overwrite): gate"  # rule 1: system files (deny)
     denied = policy.evaluate("delete_file", {"path": "/etc/hosts"}, ctx)
     assert denied.action == "deny" and "system files" in denied.matched_rule
     other = policy.evaluate("delete_file", {"path": "/notes.txt"}, ctx)

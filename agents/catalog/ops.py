@@ -3,22 +3,45 @@
 Paths are virtual: "/" is the sandbox root (AGUI_SANDBOX_DIR), so "/etc/hosts" means the
 sandbox's etc/hosts. A path that would leave the sandbox (".." above the root, a symbolic link
 pointing out) is refused by argument validation, before policy is asked, and checked again
-just before the tool acts. Default policies show every approval mode:
+just before the tool acts. A validated path is canonical (links inside the sandbox followed), so
+rules see the file that is really touched; one that leads elsewhere by the time the tool acts is
+refused. Default policies show every approval mode:
 
 | tool | mode | who decides |
 |---|---|---|
-| list_files, read_file | never | - |
-| write_file | conditional: overwrite == true -> gate | the requester |
-| rename_file | always (it copies, then deletes: said so) | the requester |
-| delete_file | conditional: /etc/* -> deny, otherwise gate | reviewers, escalated to oncall |
+| list_files, read_file | never (reading changes nothing) | - |
+| write_file | conditional: system files -> deny; overwrite == true -> gate | the requester |
+| rename_file | conditional: system files (source or destination) -> deny; otherwise gate (it copies, then deletes: said so) | the requester |
+| delete_file | conditional: system files -> deny, otherwise gate | reviewers, escalated to oncall |
 | send_email | always | reviewers |
 | execute_command | model: the model's self-check decides | the requester |
-| delete_directory | deny | - |
+| delete_directory | deny (whatever the path) | - |
+
+"System files" is one rule (`system_files(...)`), first in the conditions of every tool that
+changes files: denied when any of its path arguments (a rename's source and destination alike) is
+/etc or lies under it. Reads and listings change nothing and stay free; delete_directory is denied
+outright (rules do not apply in mode deny).
+
+execute_command runs one allow-listed program without a shell. Every argument is an option from
+that program's own allow-list (PROGRAMS), the value of such an option, grep's pattern, or a path
+that normalises inside the sandbox; "--" ends the options and what follows is a path like any
+other; anything else is refused by validation. Paths reach the program as absolute paths (after
+"--"), never as the raw text. Where bubblewrap works (`bwrap`, Debian's `bubblewrap`), the program
+runs in namespaces of its own that see only the sandbox (read-only, at /sandbox) and the system's
+programs and libraries (read-only): no network, no other files, no capabilities.
+AGUI_SANDBOX_BWRAP = auto (the default: used when installed and a probe run succeeds, otherwise the
+validated argv runs directly, logged once) | off | required (a command it cannot isolate is refused).
 """
 
+import functools
+import logging
+import os
+import re
 import shlex
 import shutil
 import subprocess
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -32,9 +55,10 @@ from agents.tools import ToolError, tool
 
 from .agent import Agent
 
+log = logging.getLogger(__name__)
+
 MAX_FILE_BYTES = 100_000
 MAX_OUTPUT = 8_000
-ALLOWED_COMMANDS = ("ls", "cat", "head", "tail", "wc", "du", "stat", "echo", "grep")
 SHELL_OPERATORS = {"|", "||", "&", "&&", ";", ";;", ">", ">>", "<", "<<", "2>", "2>&1", "&>"}
 
 
@@ -44,7 +68,7 @@ class SandboxEscape(ValueError):
 
 def sandbox_root() -> Path:
     root = Path(settings.AGUI_SANDBOX_DIR).resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return root
 
 
@@ -72,17 +96,26 @@ def normalise(path: str) -> str:
 def real_path(virtual: str) -> Path:
     """The file on disk for a virtual path; refuses a symbolic link (or .. ) that leads outside."""
     root = sandbox_root()
-    target = (root / normalise(virtual).lstrip("/")).resolve()
+    try:
+        target = (root / normalise(virtual).lstrip("/")).resolve()
+    except (OSError, RuntimeError) as exc:  # a symbolic link loop
+        raise SandboxEscape(f"{virtual!r} cannot be resolved ({exc})") from exc
     if target != root and root not in target.parents:
         raise SandboxEscape(f"{virtual!r} escapes the sandbox through a symbolic link")
     return target
 
 
-def _checked(path: str) -> str:
-    virtual = normalise(path)
-    real_path(virtual)
-    return virtual
+def _virtual_of(target: Path, root: Path) -> str:
+    rel = target.relative_to(root).as_posix()
+    return "/" if rel == "." else "/" + rel
 
+
+def canonical(path: str) -> str:
+    """The virtual path of the file really meant: normalised, links inside the sandbox followed."""
+    return _virtual_of(real_path(normalise(path)), sandbox_root())
+
+
+_checked = canonical
 
 SandboxPath = Annotated[str, AfterValidator(_checked),
                         Field(description='A path inside the sandbox; "/" is its root', max_length=500)]
@@ -96,38 +129,222 @@ def _checked_email(value: str) -> str:
     return value
 
 
-def _checked_command(command: str) -> str:
-    """Allow-listed program, no shell syntax, and every path-like argument inside the sandbox."""
+# --- execute_command: each program's own options; everything else is a path --------------------
+
+COUNT = re.compile(r"[+-]?\d{1,9}")  # head/tail -n 5, -n -5, tail -n +5; du -d 2; grep -m 3
+TEXT = re.compile(r"[^\x00]{1,200}")  # a grep pattern, a stat format: text, never a path
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a program may be given: flags, options with a value (name -> value shape, and how the
+    value is called in messages), long names of either, and what its operands are."""
+
+    flags: str = ""
+    values: dict = field(default_factory=dict)  # "n": (COUNT, "N")
+    long: dict = field(default_factory=dict)  # "lines": "n"
+    operands: str = "paths"  # "paths" | "pattern, paths" (grep: the first one is the pattern) | "text"
+
+    def usage(self, name):
+        shown = [f"-{f}" for f in self.flags] + [f"-{o} {meta}" for o, (_shape, meta) in self.values.items()]
+        shown += [f"--{n}" + (f"={self.values[s][1]}" if s in self.values else "") for n, s in self.long.items()]
+        what = {"paths": "paths inside the sandbox", "pattern, paths": "a pattern, then paths inside the sandbox",
+                "text": "text"}[self.operands]
+        return f"{name} takes {' '.join(shown) or 'no options'} and {what}"
+
+
+_N = (COUNT, "N")
+PROGRAMS = {
+    # no -L / -H anywhere (they follow symbolic links), no tail -f (it waits), no option naming a file
+    # to read (grep -f, wc/du --files0-from, du -X): every file a program opens is an operand we checked
+    "ls": Program("alhAR1tSrdFisnp", long={"all": "a", "almost-all": "A", "human-readable": "h",
+                                            "recursive": "R", "reverse": "r", "directory": "d"}),
+    "cat": Program("nbsAETv"),
+    "head": Program("qv", {"n": _N, "c": _N}, {"lines": "n", "bytes": "c"}),
+    "tail": Program("qv", {"n": _N, "c": _N}, {"lines": "n", "bytes": "c"}),
+    "wc": Program("lwcmL", long={"lines": "l", "words": "w", "bytes": "c", "chars": "m"}),
+    "du": Program("sahckmb", {"d": _N}, {"summarize": "s", "human-readable": "h", "max-depth": "d"}),
+    "stat": Program("tf", {"c": (TEXT, "FORMAT")}, {"terse": "t", "format": "c"}),
+    "echo": Program(operands="text"),
+    "grep": Program("incEFGwxvolLHhsqar", {"e": (TEXT, "PATTERN"), "m": _N, "A": _N, "B": _N, "C": _N},
+                    {"ignore-case": "i", "line-number": "n", "count": "c", "extended-regexp": "E",
+                     "fixed-strings": "F", "word-regexp": "w", "invert-match": "v", "only-matching": "o",
+                     "files-with-matches": "l", "recursive": "r", "regexp": "e", "max-count": "m"},
+                    operands="pattern, paths"),
+}
+ALLOWED_COMMANDS = tuple(PROGRAMS)
+
+
+@dataclass
+class Parsed:
+    program: str
+    options: list  # [(letter, value or None)] in order
+    pattern: str | None  # grep's pattern given as its first operand
+    paths: list  # canonical virtual paths
+    text: list  # echo's arguments, verbatim
+
+    def canonical(self):
+        """The command as validated: options split, grep's pattern as -e when it looks like an
+        option, paths absolute and normalised (so no path can be read as an option)."""
+        words = [self.program]
+        for letter, value in self.options:
+            words += [f"-{letter}"] + ([value] if value is not None else [])
+        if self.pattern is not None:
+            words += ["-e", self.pattern] if self.pattern.startswith("-") else [self.pattern]
+        return shlex.join(words + self.paths + self.text)
+
+
+def _value(program, spec, letter, value, shown):
+    shape, meta = spec.values[letter]
+    if value is None:
+        raise ValueError(f"{program}: {shown} needs a value ({shown} {meta})")
+    if not shape.fullmatch(value):
+        raise ValueError(f"{program}: {shown} {value!r} is not a valid {meta}")
+    return value
+
+
+def parse_command(command: str) -> Parsed:
+    """The command taken apart and checked, or ValueError saying what is not allowed and why."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:
         raise ValueError(f"cannot parse the command: {exc}") from exc
     if not argv:
         raise ValueError("the command is empty")
-    if argv[0] not in ALLOWED_COMMANDS:
-        raise ValueError(f"{argv[0]!r} is not allowed; allowed commands: {', '.join(ALLOWED_COMMANDS)}")
+    program = argv[0]
+    if program not in PROGRAMS:
+        raise ValueError(f"{program!r} is not allowed; allowed commands: {', '.join(ALLOWED_COMMANDS)}")
     for arg in argv[1:]:
         if arg in SHELL_OPERATORS or arg.startswith(("$(", "`")) or "\x00" in arg:
             raise ValueError(f"no shell here: {arg!r} (pipes, redirection and substitution are not available)")
-        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else (None if arg.startswith("-") else arg)
-        if value:
-            _checked(value)  # raises SandboxEscape for ../ and outbound links
-    return command.strip()
+    spec = PROGRAMS[program]
+    if spec.operands == "text":  # echo: its arguments are printed, never opened
+        return Parsed(program, [], None, [], argv[1:])
+    options, operands, ended, i = [], [], False, 1
+    while i < len(argv):
+        arg, i = argv[i], i + 1
+        if ended or arg == "-" or not arg.startswith("-"):
+            operands.append(arg)
+        elif arg == "--":
+            ended = True  # what follows is an operand (a path), whatever it looks like
+        elif arg.startswith("--"):
+            name, has_value, value = arg[2:].partition("=")
+            letter = spec.long.get(name)
+            if letter is None:
+                raise ValueError(f"{program}: option --{name} is not allowed here; {spec.usage(program)}")
+            if letter in spec.values:
+                if not has_value:
+                    value, i = (argv[i], i + 1) if i < len(argv) else (None, i)
+                options.append((letter, _value(program, spec, letter, value, f"--{name}")))
+            elif has_value:
+                raise ValueError(f"{program}: --{name} takes no value")
+            else:
+                options.append((letter, None))
+        else:  # -la, -n5, -in 5: a cluster of short options, the last one may take a value
+            j = 1
+            while j < len(arg):
+                letter, j = arg[j], j + 1
+                if letter in spec.values:
+                    value = arg[j:] or None
+                    if value is None and i < len(argv):
+                        value, i = argv[i], i + 1
+                    options.append((letter, _value(program, spec, letter, value, f"-{letter}")))
+                    break
+                if letter not in spec.flags:
+                    raise ValueError(f"{program}: option -{letter} (in {arg!r}) is not allowed here; "
+                                     f"{spec.usage(program)}")
+                options.append((letter, None))
+    pattern = None
+    if spec.operands == "pattern, paths" and not any(letter == "e" for letter, _ in options):
+        if not operands:
+            raise ValueError(f"{program}: give a pattern to search for; {spec.usage(program)}")
+        pattern = operands.pop(0)
+        if not TEXT.fullmatch(pattern):
+            raise ValueError(f"{program}: the pattern must be 1 to 200 characters")
+    paths = []
+    for operand in operands:
+        try:
+            paths.append(canonical(operand))
+        except SandboxEscape as exc:
+            raise SandboxEscape(f"{program}: every argument that is not one of its options is a path, and "
+                                f"{exc}") from exc
+    return Parsed(program, options, pattern, paths, [])
 
 
-def _argv_for(command: str):
-    """The argv actually run: virtual absolute paths mapped into the sandbox."""
-    argv = shlex.split(command)
-    out = [shutil.which(argv[0], path="/usr/bin:/bin") or argv[0]]
-    for arg in argv[1:]:
-        if arg.startswith("/"):
-            out.append(str(real_path(arg)))
-        elif arg.startswith("-") and "=" in arg and arg.split("=", 1)[1].startswith("/"):
-            flag, value = arg.split("=", 1)
-            out.append(f"{flag}={real_path(value)}")
+def _checked_command(command: str) -> str:
+    """Allow-listed program, its own options only, no shell, every path inside the sandbox."""
+    return parse_command(command).canonical()
+
+
+MOUNT = "/sandbox"  # where the sandbox appears inside bubblewrap's namespaces
+_SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+def _bwrap_argv(bwrap, root):
+    """bubblewrap: fresh namespaces (no network), only the sandbox (read-only) and the system's
+    programs and libraries (read-only) visible, no capabilities, killed with its parent."""
+    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for tree in _SYSTEM_TREES:
+        if os.path.islink(tree):
+            argv += ["--symlink", os.readlink(tree), tree]
+        elif os.path.isdir(tree):
+            argv += ["--ro-bind", tree, tree]
+    return argv + ["--dev", "/dev", "--ro-bind", str(root), MOUNT, "--chdir", MOUNT, "--"]
+
+
+@functools.cache
+def _bwrap_probe(bwrap):
+    """(usable, why not): one real run of `true` the way commands run, once per process."""
+    true = shutil.which("true", path="/usr/bin:/bin") or "/bin/true"
+    with tempfile.TemporaryDirectory() as probe_root:
+        try:
+            done = subprocess.run(_bwrap_argv(bwrap, probe_root) + [true], capture_output=True,
+                                  stdin=subprocess.DEVNULL, timeout=10, env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            reason = f"bwrap could not run: {exc}"
         else:
-            out.append(arg)
-    return out
+            if done.returncode == 0:
+                log.info("ops sandbox: commands run isolated by %s", bwrap)
+                return True, ""
+            reason = f"bwrap failed: {done.stderr.decode(errors='replace').strip() or done.returncode}"
+    log.warning("ops sandbox: %s; commands run without namespace isolation (validated arguments only)", reason)
+    return False, reason
+
+
+def isolation():
+    """The bwrap binary to run commands with, or None; ToolError when required and not possible."""
+    mode = str(getattr(settings, "AGUI_SANDBOX_BWRAP", "auto") or "auto").lower()
+    if mode not in ("auto", "off", "required"):
+        raise ToolError(f"AGUI_SANDBOX_BWRAP={mode!r} is not one of auto, off, required; nothing was run")
+    if mode == "off":
+        return None
+    bwrap = shutil.which("bwrap")
+    usable, reason = _bwrap_probe(bwrap) if bwrap else (False, "bwrap (bubblewrap) is not installed")
+    if usable:
+        return bwrap
+    if mode == "required":
+        raise ToolError(f"commands must run isolated (AGUI_SANDBOX_BWRAP=required), but {reason}; nothing was run")
+    return None
+
+
+def _argv_for(command: str, inside: str | None = None):
+    """The argv actually run: the program's absolute path, its checked options, grep's pattern,
+    then "--" and every path as an absolute path into the sandbox (under `inside` when given: the
+    sandbox's mount point in bubblewrap's namespaces). Parses again: nothing unchecked runs."""
+    parsed = parse_command(command)
+    out = [shutil.which(parsed.program, path="/usr/bin:/bin") or parsed.program]
+    if parsed.text:
+        return out + parsed.text
+    for letter, value in parsed.options:
+        out += [f"-{letter}"] + ([value] if value is not None else [])
+    if parsed.pattern is not None:
+        out += ["-e", parsed.pattern]
+    root = sandbox_root()
+    paths = []
+    for virtual in parsed.paths:
+        target = real_path(virtual)  # a link swapped in since validation is refused here
+        paths.append(str(target) if inside is None else (inside + _virtual_of(target, root)).rstrip("/"))
+    return out + (["--", *paths] if paths else [])
 
 
 def _size(path):
@@ -139,10 +356,26 @@ def _size(path):
 
 
 def _at(path):
+    """The file a validated (canonical) path names, checked again as the tool acts: a link swapped in
+    since validation is refused, whether it leads out or to another file inside than policy saw."""
     try:
-        return real_path(path)
-    except SandboxEscape as exc:  # a link swapped in after validation
+        target = real_path(path)
+    except SandboxEscape as exc:
         raise ToolError(str(exc)) from exc
+    now = _virtual_of(target, sandbox_root())
+    if now != normalise(path):
+        raise ToolError(f"{path} now leads to {now} (a symbolic link changed after it was checked); nothing was done")
+    return target
+
+
+def system_files(*arguments):
+    """The one "system files" rule: deny when any of these path arguments is /etc or under it.
+
+    Every tool that changes files carries it first, with all its path arguments, so no argument
+    (a rename's source or destination alike) reaches a system file another way."""
+    return {"name": "system files", "action": "deny", "when": {"any": [
+        leaf for name in arguments for leaf in ({"path": f"args.{name}", "op": "eq", "value": "/etc"},
+                                               {"path": f"args.{name}", "op": "glob", "value": "/etc/*"})]}}
 
 
 # --- read-only tools ----------------------------------------------------------------------------
@@ -157,6 +390,9 @@ def list_files(ctx, path: SandboxPath = "/"):
         raise ToolError(f"{path} is not a directory")
     rows = []
     for entry in sorted(target.iterdir(), key=lambda p: p.name)[:200]:
+        if entry.is_symlink():  # never followed here: it may lead out of the sandbox
+            rows.append(f"link {entry.name}")
+            continue
         kind = "dir " if entry.is_dir() else "file"
         size = "" if entry.is_dir() else f" {entry.stat().st_size} bytes"
         rows.append(f"{kind} {entry.name}{size}")
@@ -188,7 +424,8 @@ def _describe_write(a):
 
 @tool(
     approval_mode="conditional",
-    conditions=[{"name": "overwrite", "when": {"path": "args.overwrite", "op": "eq", "value": True},
+    conditions=[system_files("path"),
+                {"name": "overwrite", "when": {"path": "args.overwrite", "op": "eq", "value": True},
                  "action": "gate"}],
     approver="requester", risk="medium", reversible=False,
     describe=_describe_write,
@@ -210,7 +447,9 @@ def write_file(ctx, path: SandboxPath,
 
 
 @tool(
-    approval_mode="always", approver="requester", risk="medium", reversible=True,
+    approval_mode="conditional", conditions=[system_files("source", "destination"),
+                                             {"name": "every other rename", "action": "gate"}],
+    approver="requester", risk="medium", reversible=True,
     describe=lambda a: (f"Rename {a['source']} to {a['destination']}: copy {a['source']} to {a['destination']}, "
                         f"then delete {a['source']} (refused if {a['destination']} exists)"),
     impact=lambda a: f"{a['source']} no longer exists afterwards; its content lives on as {a['destination']}",
@@ -231,7 +470,7 @@ def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
 @tool(
     approval_mode="conditional",
     conditions=[
-        {"name": "system files", "when": {"path": "args.path", "op": "glob", "value": "/etc/*"}, "action": "deny"},
+        system_files("path"),
         {"name": "every other file", "action": "gate"},
     ],
     approver="group:reviewers", risk="high", reversible=False, timeout_seconds=900,
@@ -286,23 +525,32 @@ def send_email(ctx,
     impact="Read-only: it lists or prints files in the sandbox; nothing is changed",
 )
 def execute_command(ctx, command: Annotated[str, AfterValidator(_checked_command),
-                                            Field(max_length=500, description=f"One of: {', '.join(ALLOWED_COMMANDS)}")]):
-    """Run an allow-listed read-only command in the sandbox (no shell: no pipes or redirection)."""
+                                            Field(max_length=500, description=(
+                                                f"One of: {', '.join(ALLOWED_COMMANDS)}, with that program's own "
+                                                "options only; every other argument is a path in the sandbox"))]):
+    """Run an allow-listed read-only command in the sandbox (no shell: no pipes or redirection).
+    Each program takes only its own listed options; every other argument is a path in the sandbox."""
     root = sandbox_root()
+    bwrap = isolation()
     try:
-        argv = _argv_for(command)
-    except SandboxEscape as exc:
+        argv = _argv_for(command, inside=MOUNT if bwrap else None)
+    except ValueError as exc:  # SandboxEscape included: called without validation, or a link swapped in
         raise ToolError(str(exc)) from exc
+    if bwrap:
+        argv = _bwrap_argv(bwrap, root) + argv
+    home = MOUNT if bwrap else str(root)
     try:
         done = subprocess.run(
             argv, cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=settings.AGUI_COMMAND_TIMEOUT,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(root)}, shell=False, check=False,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home}, shell=False, check=False,
         )
     except subprocess.TimeoutExpired as exc:
         raise ToolError(f"the command timed out after {settings.AGUI_COMMAND_TIMEOUT:g} s and was stopped") from exc
     except OSError as exc:
         raise ToolError(f"the command could not start: {exc.strerror}") from exc
-    output = (done.stdout + done.stderr).decode(errors="replace").replace(str(root), "")
+    output = (done.stdout + done.stderr).decode(errors="replace")
+    for shown in ([MOUNT] if bwrap else []) + [str(root)]:  # the model sees virtual paths only
+        output = output.replace(shown + "/", "/").replace(shown, "/")
     if len(output) > MAX_OUTPUT:
         output = output[:MAX_OUTPUT] + f"\n[... {len(output) - MAX_OUTPUT} more characters]"
     return f"exit code {done.returncode}\n{output}".rstrip()
