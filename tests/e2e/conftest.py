@@ -150,8 +150,41 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
             "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run"])
+        _watch_csp(b)
         yield b
         b.close()
+
+
+CSP_VIOLATIONS: list[str] = []  # what Chromium refused under the Content-Security-Policy, in any context
+
+
+def _watch_csp(browser) -> None:
+    """Every context (the fixtures' and the ones tests make themselves) reports CSP refusals."""
+    new_context = browser.new_context
+
+    def watched(*args, **kwargs):
+        ctx = new_context(*args, **kwargs)
+        ctx.on("console", lambda msg: CSP_VIOLATIONS.append(f"{msg.location.get('url', '')}: {msg.text}")
+               if "Content Security Policy" in msg.text else None)
+        return ctx
+
+    browser.new_context = watched
+
+
+@pytest.fixture
+def csp_violations():
+    """The refusals seen during this test; a test that provokes one on purpose clears the list."""
+    return CSP_VIOLATIONS
+
+
+@pytest.fixture(autouse=True)
+def _no_csp_violations():
+    CSP_VIOLATIONS.clear()
+    yield
+    seen, CSP_VIOLATIONS[:] = list(CSP_VIOLATIONS), []
+    if seen:
+        pytest.fail("the browser refused something under the Content-Security-Policy (inline script or style, "
+                    "another origin):\n" + "\n".join(seen[:10]), pytrace=False)
 
 
 @pytest.fixture
