@@ -39,7 +39,7 @@ from .llm import ModelError, ModelUnavailable, TextDelta, get_model
 from .models import Message, Run, ToolCall
 from .services import add_message, cancel_requested
 from .statesync import StateSync
-from .tools import ToolContext, ToolError
+from .tools import ToolContext, ToolError, on_behalf_of
 from .transitions import move_call, move_run
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,10 @@ class Runner:
     # --- the run --------------------------------------------------------------------------
 
     def execute(self):
+        with on_behalf_of(self.user):  # every call of this run acts for the thread's owner
+            self._execute()
+
+    def _execute(self):
         try:
             if self.agent is None:
                 raise ToolError(f"unknown agent {self.thread.agent}")

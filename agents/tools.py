@@ -7,9 +7,11 @@ requester's is refused before policy is asked, again when a reviewer edits it, a
 before it runs.
 """
 
+import contextvars
 import inspect
 import json
 from collections.abc import Callable
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,28 @@ class ToolContext:
     run: Any
     forwarded_props: dict = field(default_factory=dict)
     tool_call_id: str = ""
+
+
+_acting_for = contextvars.ContextVar("agui_acting_for", default=None)
+
+
+def acting_for():
+    """The user the tool call at hand acts for (while it is validated, described, judged and run),
+    or None outside any call. Tools whose objects live in per-user places read it (ops' sandbox)."""
+    return _acting_for.get()
+
+
+@contextmanager
+def on_behalf_of(user):
+    token = _acting_for.set(user)
+    try:
+        yield
+    finally:
+        _acting_for.reset(token)
+
+
+def _for(user):
+    return on_behalf_of(user) if user is not None else nullcontext()
 
 
 class ToolError(Exception):
@@ -82,8 +106,13 @@ class Tool:
     def openai_spec(self):
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.schema}}
 
-    def validate(self, arguments) -> dict:
-        """Cleaned arguments (JSON-ready) or ArgumentsInvalid with {field: [messages]}."""
+    def validate(self, arguments, requester=None) -> dict:
+        """Cleaned arguments (JSON-ready) or ArgumentsInvalid with {field: [messages]}; `requester`:
+        whom the call acts for (else the user already acting_for), where that decides what a path means."""
+        with _for(requester):
+            return self._validate(arguments)
+
+    def _validate(self, arguments):
         if not isinstance(arguments, dict):
             raise registry.ArgumentsInvalid({"__root__": ["arguments must be a JSON object"]})
         try:
@@ -101,7 +130,8 @@ class Tool:
         when one that must be the requester's is not."""
         if self.objects is None:
             return []
-        touched = self.objects(arguments)
+        with _for(user):
+            touched = self.objects(arguments)
         for obj in touched:
             if obj.mine and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
                 raise NotYours(obj)
@@ -126,7 +156,8 @@ class Tool:
         return self.impact(arguments) if callable(self.impact) else self.impact
 
     def run(self, ctx: ToolContext, arguments: dict):
-        return self.func(ctx, **arguments)
+        with _for(ctx.user):
+            return self.func(ctx, **arguments)
 
     def defaults(self):
         return registry.ToolDefaults(

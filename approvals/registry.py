@@ -19,7 +19,9 @@ class ToolDefaults:
     name: str
     description: str
     schema: dict
-    validate: Callable[[dict], dict]  # returns cleaned arguments or raises ArgumentsInvalid
+    # (arguments, requester=None) -> cleaned arguments, or ArgumentsInvalid; the requester is whom
+    # the call acts for (what a name means can depend on it: a file in their own sandbox)
+    validate: Callable[..., dict]
     mode: str = "never"
     approver: str = "requester"  # "requester" or "group:<name>"
     risk: str = "medium"

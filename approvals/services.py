@@ -278,7 +278,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                 if defaults is None:
                     raise InvalidArguments("this tool's arguments cannot be edited", {"arguments": ["unknown tool"]})
                 try:
-                    proposed = defaults.validate(arguments)
+                    proposed = defaults.validate(arguments, requester=req.requester)
                 except registry.ArgumentsInvalid as exc:
                     raise InvalidArguments("invalid arguments", exc.errors) from exc
                 if proposed != req.arguments:

@@ -442,8 +442,9 @@ def last_tool_result(thread):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
-def test_every_mode_end_to_end(celery_worker_live, api, sandbox, settings):
+def test_every_mode_end_to_end(celery_worker_live, api, demo, settings, sandbox):
     settings.OPENAI_API_KEY = ""  # the offline scripted model, self-check included
+    base, sandbox = sandbox, sandbox / "users" / str(demo["alice"].pk)  # alice's own "/"
     alice = api("alice")
     thread = alice.post("/api/threads/", {"agent": "ops"}, format="json").json()["id"]
 
@@ -510,10 +511,34 @@ def test_every_mode_end_to_end(celery_worker_live, api, sandbox, settings):
     say(alice, thread, "Delete ../outside.txt")
     assert ToolCall.objects.filter(thread_id=thread, status="invalid").count() == 1
     assert "escapes the sandbox" in last_tool_result(thread)
-    assert ApprovalRequest.objects.count() == before and (sandbox.parent / "outside.txt").exists()
+    assert ApprovalRequest.objects.count() == before and (base.parent / "outside.txt").exists()
 
     # finding 13.1: a "flag" after -- is a path; it is refused the same way, nothing runs, nobody is asked
     say(alice, thread, "Run `ls -la -- -d/../..`")
     assert ToolCall.objects.filter(thread_id=thread, status="invalid").count() == 2
     assert "'-d/../..' escapes the sandbox" in last_tool_result(thread)
     assert ApprovalRequest.objects.count() == before
+
+
+def test_each_user_has_a_sandbox_of_their_own(demo, sandbox):
+    """Files belong to someone: alice's "/" is not bob's, so bob can neither read, list, run a
+    command on, nor overwrite what alice wrote (and the names he uses never reach her folder)."""
+    from agents.tools import on_behalf_of
+
+    def as_user(name, tool_name, **arguments):
+        t = AGENT.tool(tool_name)
+        user = demo[name]
+        with on_behalf_of(user):
+            return t.run(ToolContext(user=user, thread=None, run=None, tool_call_id="c"),
+                         t.validate(arguments, requester=user))
+
+    assert as_user("alice", "write_file", path="/mine.txt", content="alice's notes") == "Wrote 13 bytes to /mine.txt."
+    assert (sandbox / "users" / str(demo["alice"].pk) / "mine.txt").read_text() == "alice's notes"
+    assert "mine.txt" not in as_user("bob", "list_files", path="/")
+    with pytest.raises(ToolError, match="does not exist"):
+        as_user("bob", "read_file", path="/mine.txt")
+    assert "alice's notes" not in as_user("bob", "execute_command", command="cat mine.txt")
+    as_user("bob", "write_file", path="/mine.txt", content="bob's")
+    assert (sandbox / "users" / str(demo["alice"].pk) / "mine.txt").read_text() == "alice's notes"
+    with pytest.raises(ArgumentsInvalid):  # and ".." cannot climb from his folder into hers
+        AGENT.tool("read_file").validate({"path": f"/../{demo['alice'].pk}/mine.txt"}, requester=demo["bob"])

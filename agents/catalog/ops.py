@@ -1,7 +1,8 @@
 """The ops agent (seed 003): file, mail and command tools acting for real inside a sandbox.
 
-Paths are virtual: "/" is the sandbox root (AGUI_SANDBOX_DIR), so "/etc/hosts" means the
-sandbox's etc/hosts. A path that would leave the sandbox (".." above the root, a symbolic link
+Paths are virtual: "/" is the root of the requester's own sandbox (a folder per user under
+AGUI_SANDBOX_DIR: files belong to someone, and nobody can name another user's), so "/etc/hosts"
+means that sandbox's etc/hosts. A path that would leave the sandbox (".." above the root, a symbolic link
 pointing out) is refused by argument validation, before policy is asked, and checked again
 just before the tool acts. A validated path is canonical (links inside the sandbox followed), so
 rules see the file that is really touched; one that leads elsewhere by the time the tool acts is
@@ -51,7 +52,7 @@ from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 from pydantic import AfterValidator, Field
 
-from agents.tools import ToolError, tool
+from agents.tools import ToolError, acting_for, tool
 
 from .agent import Agent
 
@@ -67,7 +68,13 @@ class SandboxEscape(ValueError):
 
 
 def sandbox_root() -> Path:
+    """The sandbox of the user the call acts for: files belong to someone, so each user's "/" is
+    a folder of their own (by id: a username may be ".."), and nobody can name another's files.
+    Outside any call (management, tests) it is the base folder itself."""
     root = Path(settings.AGUI_SANDBOX_DIR).resolve()
+    user = acting_for()
+    if user is not None and getattr(user, "pk", None):
+        root = root / "users" / str(int(user.pk))
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return root
 
