@@ -57,8 +57,9 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Owned:
-    """An object a call acts on, as `objects=` reports it: whose it is (None: nobody's, or it
-    does not exist) and whether it must be the requester's (a transfer's destination need not)."""
+    """An object a call acts on, as `objects=` reports it: whose it is (None: nobody's) and
+    whether it must be the requester's (a transfer's destination need not). One that does not
+    exist is left to the tool, which says so when it runs (nobody's object is touched)."""
 
     field: str  # the argument that names it
     kind: str  # "account"
@@ -66,6 +67,14 @@ class Owned:
     owner_id: int | None
     owner_name: str = ""
     mine: bool = True
+    exists: bool = True
+
+    @classmethod
+    def lookup(cls, field, kind, ref, row, mine=True):
+        """From a (owner_id, owner username) row, or None when there is no such object."""
+        if row is None:
+            return cls(field, kind, ref, None, "", mine=mine, exists=False)
+        return cls(field, kind, ref, row[0], row[1] or "", mine=mine)
 
     @property
     def label(self):
@@ -133,9 +142,9 @@ class Tool:
         with _for(user):
             touched = self.objects(arguments)
         for obj in touched:
-            if obj.mine and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
+            if obj.mine and obj.exists and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
                 raise NotYours(obj)
-        return [{"object": obj.label, "owner": obj.owner_name or None} for obj in touched]
+        return [{"object": obj.label, "owner": obj.owner_name or None} for obj in touched if obj.exists]
 
     def authorize_for(self, arguments, requester):
         """approvals' view of authorize (an edited call): the refusal names the requester."""

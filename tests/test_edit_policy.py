@@ -183,3 +183,17 @@ def test_an_object_that_changed_hands_before_execution_is_refused_at_execution(d
     assert ToolCall.objects.get(pk="c0").status == "failed"
     assert "is not yours" in Message.objects.get(thread=thread, role="tool", tool_call_id="c0").content
     assert not Transfer.objects.exists() and Account.objects.get(number=BOB).balance == Decimal("1000.00")
+
+
+def test_an_object_that_does_not_exist_is_left_to_the_tool(demo, fake_llm):
+    """Nobody's object is touched, so the call takes its usual way and the tool says what is missing."""
+    thread, run = run_banking(demo, fake_llm, "alice", ("cancel_subscription", {"subscription_id": "sub_999"}))
+    assert run.status == "interrupted"  # alice confirms her own cancellations
+    req = ApprovalRequest.objects.get(thread_ref=thread.pk)
+    assert "objects" not in req.context
+
+
+def test_nobodys_account_is_not_the_requesters(demo, fake_llm):
+    Account.objects.create(number="5555555555", owner=None, balance=10)
+    thread, run = run_banking(demo, fake_llm, "alice", ("check_balance", {"account": "5555555555"}))
+    assert "account 5555555555 is not yours" in Message.objects.get(thread=thread, role="tool").content

@@ -30,15 +30,15 @@ def _accounts(**fields):
     def objects(a):
         rows = Account.objects.filter(number__in={a[f] for f in fields}).values_list(
             "number", "owner_id", "owner__username")
-        owners = {number: (owner_id, name or "") for number, owner_id, name in rows}
-        return [Owned(f, "account", a[f], *owners.get(a[f], (None, "")), mine=mine) for f, mine in fields.items()]
+        owners = {number: (owner_id, name) for number, owner_id, name in rows}
+        return [Owned.lookup(f, "account", a[f], owners.get(a[f]), mine=mine) for f, mine in fields.items()]
 
     return objects
 
 
 def _subscription(a):
     row = Subscription.objects.filter(ref=a["subscription_id"]).values_list("owner_id", "owner__username").first()
-    return [Owned("subscription_id", "subscription", a["subscription_id"], *(row or (None, "")))]
+    return [Owned.lookup("subscription_id", "subscription", a["subscription_id"], row)]
 
 
 @tool(

@@ -33,7 +33,7 @@ def _order(ctx, number, lock=False):
 def _order_objects(a):
     """objects=: the order a call acts on must be the customer's own."""
     row = Order.objects.filter(number=a["order_id"]).values_list("owner_id", "owner__username").first()
-    return [Owned("order_id", "order", a["order_id"], *(row or (None, "")))]
+    return [Owned.lookup("order_id", "order", a["order_id"], row)]
 
 
 def _client_context(ctx):
