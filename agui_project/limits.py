@@ -5,8 +5,9 @@
   sent Content-Length; a chunked body has none). Daphne has already buffered the body by then: a
   proxy in front (client_max_body_size) is what protects memory; this keeps the contract.
 - Under /api/ and /agui/ every error is JSON with a `message`: unknown routes, bodies that no
-  JSON parser should be handed (nesting deep enough to overflow the parser's recursion, a
-  \\u0000 that PostgreSQL cannot store in text), and unexpected exceptions (logged, then 500).
+  JSON parser or view should be handed (jsoncheck: nesting deep enough to overflow the parser's
+  recursion, a \\u0000 that PostgreSQL cannot store in text, a lone surrogate that is not
+  Unicode), refused with 400 naming the field, and unexpected exceptions (logged, then 500).
 """
 
 import json
@@ -17,12 +18,12 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 
+from . import busy, jsoncheck
 from .middleware import DualModeMiddleware
 
 log = logging.getLogger("django.request")
 
 JSON_PREFIXES = ("/api/", "/agui/")
-MAX_JSON_DEPTH = 200  # far beyond any real RunAgentInput or API body; well under the recursion limit
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -44,34 +45,6 @@ def _declared_length(request):
         return None
 
 
-def _json_depth_ok(body: bytes) -> bool:
-    """False when the body nests arrays/objects deeper than MAX_JSON_DEPTH.
-
-    Counting openers is a C-speed upper bound on the depth; only a body with that many of
-    them is walked (outside strings) to find the real depth.
-    """
-    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
-        return True
-    depth, in_string, escaped = 0, False, False
-    for ch in body.decode("utf-8", "replace"):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return False
-        elif ch in "]}":
-            depth -= 1
-    return True
-
-
 def _before(request):
     """A response that refuses the request, or None to let it through."""
     if request.method not in BODY_METHODS:
@@ -88,12 +61,9 @@ def _before(request):
     if len(body) > max_body_bytes():
         return too_large(len(body))
     if request.path.startswith(JSON_PREFIXES) and "json" in request.META.get("CONTENT_TYPE", ""):
-        if not _json_depth_ok(body):
-            return JsonResponse({"message": f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels",
-                                 "code": "too_deep"}, status=400)
-        if b"\\u0000" in body:
-            return JsonResponse({"message": "the JSON body contains a NUL character (\\u0000), which is not accepted",
-                                 "code": "nul_character"}, status=400)
+        refusal = jsoncheck.check_body(body)  # the same gate as the AG-UI view and the sockets
+        if refusal is not None:
+            return JsonResponse(refusal.payload(), status=400)
     return None
 
 
@@ -114,6 +84,9 @@ def _after(request, response):
 def _on_exception(request, exc):
     if isinstance(exc, RequestDataTooBig):
         return too_large()
+    if busy.is_busy(exc):  # every view: 503 + Retry-After (agui_project/busy.py)
+        log.warning("database busy: %s %s: %s", request.method, request.path, exc)
+        return busy.response(request, json_body=request.path.startswith(JSON_PREFIXES))
     if not request.path.startswith(JSON_PREFIXES):
         return None  # pages keep Django's error handling
     log.error("Internal Server Error: %s", request.path, exc_info=exc, extra={"status_code": 500, "request": request})

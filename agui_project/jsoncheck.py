@@ -1,0 +1,184 @@
+"""One gate for JSON that comes from outside: nesting depth, NUL, and text that is not Unicode.
+
+Python's json module accepts what later breaks the product: a "\\ud800" escape (and, from bytes,
+UTF-8-encoded surrogates, decoded with surrogatepass) gives a str that cannot be encoded as
+UTF-8, so once stored every page, stream and API answer that shows it fails; PostgreSQL cannot
+store \\u0000 in text; nesting deep enough overflows the parser's recursion. Every entry point
+parses with `loads` or checks with `problem`: HTTP JSON bodies (RequestLimitsMiddleware), the
+AG-UI view, WebSocket frames, JSON typed into forms and DRF JSONFields (`Decoder`).
+
+No library does this check (jsonschema cannot see a lone surrogate; orjson refuses them but
+would be a second JSON parser with other differences), so it is written here.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+
+MAX_DEPTH = 200  # far beyond any real RunAgentInput or API body; well under the recursion limit
+
+# What can become a NUL or a surrogate once parsed: its \u escape, or (in bytes) a UTF-8-encoded
+# surrogate. A body without any is clean without walking it; a hit is confirmed by the walk
+# (an escaped backslash, or a valid surrogate pair such as an emoji, is not a problem).
+_SUSPECT_TEXT = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)|[\ud800-\udfff]")
+_SUSPECT_BYTES = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)|\xed[\xa0-\xbf]")
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+
+
+@dataclass
+class Refusal:
+    code: str  # too_deep | nul_character | invalid_text
+    message: str
+    field: str = ""  # dotted path of the offending value ("" = the whole body)
+
+    def payload(self):
+        return {"message": self.message, "code": self.code, "field": self.field}
+
+
+class Refused(ValueError):
+    """Raised by `loads`; a ValueError so that callers treating bad JSON as ValueError refuse it too."""
+
+    def __init__(self, refusal):
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def depth_ok(raw, limit=MAX_DEPTH):
+    """False when the JSON text nests arrays/objects deeper than `limit` (checked before parsing).
+
+    Counting openers is a C-speed upper bound on the depth; only a text with that many of
+    them is walked (outside strings) to find the real depth.
+    """
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else raw
+    if text.count("[") + text.count("{") <= limit:
+        return True
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
+def _path(link):
+    parts = []
+    while link is not None:
+        key, link = link
+        parts.append(_printable(str(key)))
+    return ".".join(reversed(parts))
+
+
+def _printable(text):
+    """The text with surrogates and NUL shown as escapes: an error message must itself be valid text."""
+    return _BAD_CHAR.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _bad_text(text, where):
+    if "\x00" in text:
+        return "nul_character", f"{where} contains a NUL character (\\u0000), which is not accepted"
+    return "invalid_text", (f"{where} is not valid Unicode: it contains an unpaired UTF-16 surrogate "
+                            "(\\ud800 to \\udfff without its pair)")
+
+
+def problem(value, max_depth=MAX_DEPTH, prefix=""):
+    """The first thing wrong with a parsed JSON value, as a Refusal, or None.
+
+    Walks iteratively (no recursion limit to hit); a node's path is a (key, parent) link, so the
+    walk costs O(1) per node and the dotted path is only built for the one that is refused.
+    """
+    root = (prefix, None) if prefix else None
+    stack = [(value, root, 1)]
+    while stack:
+        node, link, depth = stack.pop()
+        if isinstance(node, str):
+            if _BAD_CHAR.search(node):
+                field = _path(link)
+                code, message = _bad_text(node, f"The text at {field}" if field else "The text")
+                return Refusal(code, message, field)
+            continue
+        if not isinstance(node, dict | list):
+            continue
+        if depth > max_depth:
+            field = _path(link)
+            return Refusal("too_deep", f"{field or 'The value'} nests deeper than {max_depth} levels", field)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            if isinstance(key, str) and _BAD_CHAR.search(key):
+                field = _path(link)
+                code, message = _bad_text(key, f"A key in {field}" if field else "A key")
+                return Refusal(code, message, field)
+            stack.append((child, (key, link), depth + 1))
+    return None
+
+
+def _suspect(raw):
+    pattern = _SUSPECT_BYTES if isinstance(raw, bytes | bytearray) else _SUSPECT_TEXT
+    return pattern.search(raw) is not None
+
+
+def loads(raw, max_depth=MAX_DEPTH):
+    """json.loads for input from outside: raises Refused (too deep, NUL, not Unicode) or the
+    usual ValueError (json.JSONDecodeError, UnicodeDecodeError) for text that is not JSON."""
+    if not depth_ok(raw, max_depth):
+        raise Refused(Refusal("too_deep", f"The JSON nests deeper than {max_depth} levels"))
+    value = json.loads(raw)
+    if _suspect(raw):
+        refusal = problem(value, max_depth)
+        if refusal:
+            raise Refused(refusal)
+    return value
+
+
+def check_body(body):
+    """For the middleware: a Refusal for a JSON body that must not reach a parser or a view, or None.
+    A body that is not JSON at all passes: the view answers that in its own words."""
+    if not depth_ok(body):
+        return Refusal("too_deep", f"the JSON body nests deeper than {MAX_DEPTH} levels")
+    if not _suspect(body):
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return problem(value)
+
+
+class Decoder(json.JSONDecoder):
+    """For DRF's JSONField(decoder=...): JSON typed into a form field passes the same gate
+    (a JSON body was already checked by the middleware; form text is parsed by the field)."""
+
+    def decode(self, s, *args, **kwargs):
+        if not depth_ok(s):
+            raise Refused(Refusal("too_deep", f"The JSON nests deeper than {MAX_DEPTH} levels"))
+        value = super().decode(s, *args, **kwargs)
+        refusal = problem(value)
+        if refusal:
+            raise Refused(refusal)
+        return value
+
+
+def read_frame(text):
+    """A WebSocket text frame -> (object, None), or (None, the error frame to send back).
+
+    A frame that is not a JSON object is answered, not fatal: the socket stays open."""
+    try:
+        msg = loads(text or "{}")
+    except Refused as exc:
+        return None, {"type": "error", **exc.refusal.payload()}
+    except ValueError:
+        return None, {"type": "error", "code": "invalid_frame", "message": "A frame must be a JSON object."}
+    if not isinstance(msg, dict):
+        return None, {"type": "error", "code": "invalid_frame", "message": "A frame must be a JSON object."}
+    return msg, None
