@@ -78,11 +78,20 @@ def error_payload(exc):
     out = {"code": exc.code, "message": getattr(exc, "message", None) or str(exc)}
     if isinstance(exc, state_services.StateInvalid) and exc.errors:
         out["errors"] = exc.errors
+    if isinstance(exc, state_services.StateTooLarge):
+        out["limit"] = exc.limit
     doc = getattr(exc, "document", None)
     if doc is not None:
         out["version"] = doc.version
         out["snapshot"] = doc.view
     return out
+
+
+def http_status(exc):
+    """The HTTP status of a refused change, the same for REST and AG-UI."""
+    if isinstance(exc, state_services.StateTooLarge):
+        return 413
+    return 422 if isinstance(exc, state_services.StateInvalid) else 409
 
 
 # --- in a run -------------------------------------------------------------------------------
@@ -133,15 +142,26 @@ class StateSync:
         values = prediction.finish(call["arguments"])
         if values:
             self._show(call, values)
-        if prediction.values is not None:
-            state_services.predict(self.key, call["id"], prediction.values, run_ref=self.runner.run.pk,
-                                   base_version=self.read_version)
+        if prediction.values is not None and self._predictions.get(call["id"]) is not None:
+            self._predict(call, prediction.values)
+
+    def _predict(self, call, values):
+        """Record the prediction; None (and no more predictions for this call) when it breaks the
+        state's limits: the call itself is refused with the reason when it is about to run (check)."""
+        try:
+            return state_services.predict(self.key, call["id"], values, run_ref=self.runner.run.pk,
+                                          base_version=self.read_version)
+        except state_services.StateInvalid as exc:
+            log.warning("tool call %s: prediction dropped: %s", call["id"], exc.message)
+            self._predictions[call["id"]] = None
+            return None
 
     def _show(self, call, values):
         first = call["id"] not in self._shown
         if first:  # record the prediction before clients see it: people's edits to these keys now wait
-            before = state_services.predict(self.key, call["id"], values, run_ref=self.runner.run.pk,
-                                            base_version=self.read_version)
+            before = self._predict(call, values)
+            if before is None:
+                return
             self._shown[call["id"]] = set(before.view)
         self.runner.emit(StateDeltaEvent(delta=predict.delta_ops(values, self._shown[call["id"]])))
         self._shown[call["id"]] |= set(values)
@@ -157,8 +177,9 @@ class StateSync:
         data, _ = state_services.snapshot(self.key)
         values = predict.values_from_arguments(self.config, tc.name, arguments)
         try:
+            state_services.check_document({**data, **values}, before=data)  # size, depth, text
             state_services.validate({**data, **values}, self.schema)
-        except state_services.StateInvalid as exc:
+        except state_services.StateInvalid as exc:  # StateTooLarge too
             raise ToolError(f"the new state was refused, nothing changed: {exc.message}") from exc
         # A person's edit made after the model read the state is not overwritten unseen: the call
         # fails with what they changed, and the model's next turn reads the current state. (Edits

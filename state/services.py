@@ -7,16 +7,26 @@ refused (PredictionPending) so that nobody edits a value that is about to be com
 reverted. A `base_version` other than the current one is refused (StateConflict) with the
 current document, never merged over. A `schema` (JSON Schema, checked with `jsonschema`) is
 checked against the committed data a change would produce (StateInvalid).
+
+Limits (StateTooLarge, before anything is applied or stored): the document's size as compact
+UTF-8 JSON (AGUI_STATE_MAX_BYTES) and nesting (AGUI_STATE_MAX_DEPTH), text that is valid Unicode
+without NUL, and at most MAX_PATCH_OPS operations. A patch is applied one operation at a time
+with a running estimate of the size, so that a few `copy` operations that each double the
+document are refused when the estimate passes the limit, not after they have built gigabytes.
 """
 
 import copy
+import json
 from dataclasses import dataclass, field
 
 import jsonpatch
 import jsonpointer
 import jsonschema
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+
+from agui_project import jsoncheck
 
 from .models import SharedState, StateChange
 
@@ -46,6 +56,16 @@ class StateInvalid(StateError):
     def __init__(self, message, errors=()):
         super().__init__(message)
         self.message, self.errors = message, list(errors)
+
+
+class StateTooLarge(StateInvalid):
+    """The change would make the document larger or deeper than the limits, or is too long itself."""
+
+    code = "state_too_large"
+
+    def __init__(self, message, path=""):
+        super().__init__(message, [{"path": path, "message": message}])
+        self.limit = max_bytes()
 
 
 class PredictionPending(StateError):
@@ -174,6 +194,125 @@ def _check_ops(ops):
     return patch
 
 
+# --- limits ---------------------------------------------------------------------------------
+
+MAX_PATCH_OPS = 1000
+_NOTHING = object()
+WORK_FACTOR = 8  # bytes a patch may copy or re-measure from the document, in multiples of the limit
+
+
+def max_bytes():  # the defaults are the app's own; the project's settings may change them
+    return getattr(settings, "AGUI_STATE_MAX_BYTES", 256 * 1024)
+
+
+def max_depth():
+    return getattr(settings, "AGUI_STATE_MAX_DEPTH", 32)
+
+
+def size_of(value):
+    """Bytes of `value` as compact UTF-8 JSON: what AGUI_STATE_MAX_BYTES counts."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def _too_large(size):
+    return StateTooLarge(f"The shared state would grow to {size:,} bytes; the limit is {max_bytes():,} bytes. "
+                         "Nothing was changed.")
+
+
+def check_value(value, at_depth=0, where="state"):
+    """Raise when `value`, placed `at_depth` levels below the document's root, nests too deep or
+    holds text that is not valid Unicode (the input gate's check, again: a tool's or a model's
+    values reach the state without passing an HTTP body or a socket frame)."""
+    refusal = jsoncheck.problem(value, max_depth=max(max_depth() - at_depth, 0), prefix=where)
+    if refusal is None:
+        return
+    if refusal.code == "too_deep":
+        raise StateTooLarge(f"The shared state may nest at most {max_depth()} levels deep (at {refusal.field}). "
+                            "Nothing was changed.", refusal.field)
+    raise StateInvalid(refusal.message, [{"path": refusal.field, "message": refusal.message}])
+
+
+def check_document(data, before=None):
+    """Raise StateTooLarge / StateInvalid unless the whole document `data` is within the limits.
+
+    A document stored larger than the limit (before the limit existed, or under a larger one)
+    may still shrink: it is refused only when it grows past the limit and past `before`.
+    """
+    check_value(data, where="state")
+    size = size_of(data)
+    if size > max_bytes() and (before is None or size > size_of(before)):
+        raise _too_large(size)
+
+
+class _Budget:
+    """A running upper bound of the document's size while a patch applies, and of the work spent."""
+
+    def __init__(self, doc):
+        self.estimate = size_of(doc)
+        self.limit = max(max_bytes(), self.estimate)  # an oversized document may shrink, not grow
+        self.work, self.max_work = 0, WORK_FACTOR * max_bytes()
+
+    def spend(self, n):
+        self.work += n
+        if self.work > self.max_work:
+            raise StateTooLarge("This patch copies too much data at once; send the whole document (PUT) instead. "
+                                "Nothing was changed.")
+        return n
+
+    def grow(self, n, doc, replaced=_NOTHING):
+        """Before an operation that adds `n` bytes to `doc`, overwriting `replaced` (if anything)."""
+        self.estimate += n
+        if self.estimate > self.limit:  # what left the document is not subtracted as it goes: measure now
+            gone = 0 if replaced is _NOTHING else self.spend(size_of(replaced))
+            self.estimate = self.spend(size_of(doc)) - gone + n
+            if self.estimate > self.limit:
+                raise _too_large(self.estimate)
+
+
+def _resolve(doc, ref):
+    try:
+        return True, jsonpointer.resolve_pointer(doc, ref)
+    except jsonpointer.JsonPointerException:
+        return False, None  # the operation itself reports it
+
+
+def _replaced(doc, op):
+    """The value an add / replace / copy overwrites at its path, or _NOTHING (an insertion)."""
+    if op["path"] == "":
+        return doc
+    try:
+        parent, part = jsonpointer.JsonPointer(op["path"]).to_last(doc)
+    except (jsonpointer.JsonPointerException, TypeError):
+        return _NOTHING
+    if isinstance(parent, dict) and part in parent:
+        return parent[part]
+    if op["op"] == "replace" and isinstance(parent, list) and isinstance(part, int) and 0 <= part < len(parent):
+        return parent[part]
+    return _NOTHING
+
+
+def _apply_bounded(data, ops):
+    """Apply `ops` to a copy of `data`, one at a time, refusing before the document outgrows the limits."""
+    if len(ops) > MAX_PATCH_OPS:
+        raise StateTooLarge(f"A patch may have at most {MAX_PATCH_OPS} operations; this one has {len(ops)}.")
+    doc = copy.deepcopy(data)
+    budget = _Budget(doc)
+    for i, op in enumerate(ops):
+        depth = len(jsonpointer.JsonPointer(op["path"]).parts)
+        if op["op"] in ("add", "replace") and "value" in op:
+            check_value(op["value"], depth, where=f"patch.{i}.value")
+            budget.grow(size_of(op["value"]), doc, _replaced(doc, op))
+        elif op["op"] in ("copy", "move") and "from" in op:
+            found, value = _resolve(doc, op["from"])
+            if found:
+                check_value(value, depth, where=f"patch.{i}.from")
+                n = budget.spend(size_of(value))
+                if op["op"] == "copy":
+                    budget.grow(n, doc, _replaced(doc, op))
+        doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
+    return doc
+
+
 # --- changing -------------------------------------------------------------------------------
 
 
@@ -197,6 +336,7 @@ def _check_provisional(state, ops):
 
 
 def _commit(state, new_data, patch_ops, *, source, run_ref, user, base_version, schema):
+    check_document(new_data, before=state.data)
     validate(new_data, schema)
     state.data = new_data
     state.version += 1
@@ -218,6 +358,7 @@ def replace(key, data, *, source, run_ref="", user=None, base_version=None, sche
         _check_base(state, base_version)
         if not isinstance(data, dict):
             raise StateInvalid("the state must be a JSON object", [{"path": "", "message": "not an object"}])
+        check_document(data, before=state.data)  # before diffing it
         doc = _document(state)
         patch_ops = jsonpatch.make_patch(doc.view, data).patch
         if not patch_ops:
@@ -242,7 +383,7 @@ def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=N
             return []
         _check_provisional(state, patch_ops)
         try:
-            new_data = patch.apply(state.data)
+            new_data = _apply_bounded(state.data, patch.patch)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
             raise StateInvalid(f"the patch does not apply: {exc}", [{"path": "", "message": str(exc)}]) from exc
         _commit(state, new_data, list(patch_ops), source=source, run_ref=run_ref, user=user,
@@ -262,6 +403,7 @@ def predict(key, ref, values, *, run_ref="", base_version=None):
     with transaction.atomic():
         state = _locked(key)
         before = _document(state)
+        check_document({**before.view, **(values or {})}, before=before.view)
         updated = StateChange.objects.filter(state=state, ref=ref, status=StateChange.Status.PROVISIONAL).update(
             values=values
         )
@@ -307,6 +449,7 @@ def commit_prediction(key, ref, values=None, *, schema=None, run_ref="", user=No
         if values is None:
             values = row.values if row else {}
         new_data = {**state.data, **(values or {})}
+        check_document(new_data, before=state.data)
         validate(new_data, schema)
         patch_ops = jsonpatch.make_patch(state.data, new_data).patch
         if row is None:
