@@ -20,6 +20,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from agui_project import jsoncheck
+
 from . import inbox as inbox_query
 from . import policy as policy_engine
 from . import registry, rules, services, simulate
@@ -122,7 +124,10 @@ def policy_values_from_post(post):
     }
     text = post.get("conditions", "").strip()
     try:
-        values["conditions"] = json.loads(text) if text else []
+        values["conditions"] = jsoncheck.loads(text) if text else []
+    except jsoncheck.Refused as exc:
+        errors["conditions"] = [exc.refusal.message]
+        values["conditions"] = []
     except json.JSONDecodeError as exc:
         errors["conditions"] = [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
         values["conditions"] = []
