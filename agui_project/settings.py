@@ -213,6 +213,9 @@ AGUI_TOKEN_TTL_SECONDS = env_int("AGUI_TOKEN_TTL_SECONDS", 30 * 24 * 3600)
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
+# kombu's Redis transport with a fix: a worker lives through a Redis restart mid-task (agui_project/broker.py)
+if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
+    CELERY_BROKER_TRANSPORT = "agui_project.broker:Transport"
 # A stack of processes sharing one Redis with others (a test's live stack) takes its own queue.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
 CELERY_RESULT_BACKEND = None
@@ -272,6 +275,8 @@ AGUI_MAX_TURNS = int(os.environ.get("AGUI_MAX_TURNS", "8"))
 # The largest request body accepted (413 beyond); Django's own form limit follows it.
 AGUI_MAX_BODY_BYTES = int(os.environ.get("AGUI_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
+# Messages one AG-UI request may add to a thread (413 beyond): a resent history it holds does not count.
+AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200)
 # Redis connections one Daphne process may hold for XREAD BLOCK (one per watched thread; the
 # watchers of one thread share one): redis-py's own default of 100 broke the 101st chat.
 AGUI_STREAM_READER_CONNECTIONS = int(os.environ.get("AGUI_STREAM_READER_CONNECTIONS", "2000"))
@@ -283,6 +288,10 @@ AGUI_REDIS_RETRIES = int(os.environ.get("AGUI_REDIS_RETRIES", "15"))
 AGUI_STREAM_GRACE_SECONDS = float(os.environ.get("AGUI_STREAM_GRACE_SECONDS", "30"))
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
 AGUI_STATE_DELTA_INTERVAL = float(os.environ.get("AGUI_STATE_DELTA_INTERVAL", "0.05"))
+# a thread's shared state: its size as compact UTF-8 JSON and its nesting, checked before any change
+# is applied or stored (state/services.py); beyond them a change is refused, state_too_large
+AGUI_STATE_MAX_BYTES = env_int("AGUI_STATE_MAX_BYTES", 256 * 1024)
+AGUI_STATE_MAX_DEPTH = env_int("AGUI_STATE_MAX_DEPTH", 32)
 # Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).
 AGUI_DEFAULT_APPROVAL_TIMEOUT = int(os.environ.get("AGUI_DEFAULT_APPROVAL_TIMEOUT", "3600"))
 AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
@@ -290,9 +299,19 @@ AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # 
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/execution.py).
 AGUI_TOOL_LEASE_SECONDS = float(os.environ.get("AGUI_TOOL_LEASE_SECONDS", "30"))
 AGUI_RUN_REQUEUE_SECONDS = float(os.environ.get("AGUI_RUN_REQUEUE_SECONDS", "120"))  # queued this long: send again
+# a queued run never announced (Redis was down when it was committed): the beat announces it after
+# this long; longer than the event writer's retries (~11 s), so a slow announce is not doubled
+AGUI_ANNOUNCE_RETRY_SECONDS = float(os.environ.get("AGUI_ANNOUNCE_RETRY_SECONDS", "15"))
 AGUI_TOOL_MAX_ATTEMPTS = int(os.environ.get("AGUI_TOOL_MAX_ATTEMPTS", "3"))  # idempotent tools' retries
-# The ops agent acts for real, but only inside this directory.
-AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or VAR_DIR / "sandbox")
+# The ops agent acts for real, but only inside this directory. By default it lives in the user's
+# data directory ($XDG_DATA_HOME, else ~/.local/share), in a parent of its own that holds nothing
+# else, and never in var/ or the project: the product's database, settings and code are not one
+# ".." away from what the agent touches. AGUI_SANDBOX_BWRAP: auto (isolate commands with bubblewrap
+# when `bwrap` is installed and works here), off, or required (refuse commands it cannot isolate).
+AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or (
+    Path(os.environ["XDG_DATA_HOME"]) if os.path.isabs(os.environ.get("XDG_DATA_HOME", ""))
+    else Path.home() / ".local" / "share") / "agui-inbox" / "sandbox")
+AGUI_SANDBOX_BWRAP = (os.environ.get("AGUI_SANDBOX_BWRAP") or "auto").strip().lower()
 AGUI_COMMAND_TIMEOUT = float(os.environ.get("AGUI_COMMAND_TIMEOUT", "5"))
 # Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
 AGUI_EXTRA_AGENTS = [m.strip() for m in os.environ.get("AGUI_EXTRA_AGENTS", "").split(",") if m.strip()]

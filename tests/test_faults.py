@@ -1,4 +1,5 @@
-"""Redis restarted in the middle of a run: the run rides it out and finishes, never silently.
+"""Redis restarted in the middle of a run: the run rides it out and finishes, never silently,
+and the worker lives on to take the next run.
 
 A private redis-server on a fixed port (so it can come back on the same address), a real
 subprocess Celery worker using it as broker and event stream, the fake model streaming slowly.
@@ -12,11 +13,12 @@ import pytest
 import redis
 from celery import Celery
 
-from agents.models import Message, Run
+from agents.models import Message, Run, ToolCall
 from agents.services import add_message, create_thread
+from approvals.models import ApprovalRequest
 from scripts import devstack
-from tests.conftest import TEST_QUEUE
-from tests.test_recovery import Worker, wait_until
+from tests.conftest import TEST_QUEUE, stream_events
+from tests.test_recovery import Worker, assert_transferred_once, pause_transfer, wait_until
 
 OUTAGE_SECONDS = 3.0
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -48,6 +50,35 @@ def private_redis(tmp_path):
     server.stop()
 
 
+@pytest.fixture
+def on_private_redis(private_redis, settings, monkeypatch):
+    """This process (the web side: decisions, announces) uses the private Redis for its event stream
+    and as its Celery broker, and gives up on it quickly (one retry) while it is down."""
+    from agents import events
+    from agui_project.celery import app
+
+    settings.REDIS_URL, settings.AGUI_REDIS_RETRIES = private_redis.url, 1
+    monkeypatch.setattr(events, "_client", None)
+
+    def broker(url):  # Celery caches its broker connection pool (NOTES.md trap 4): drop it
+        if app._pool is not None:
+            app._pool.force_close_all()
+        app.conf.broker_url, app._pool, app.amqp._producer_pool = url, None, None
+
+    saved = app.conf.broker_url
+    app.set_current()  # shared tasks (run_agent.delay) go through Celery's current app
+    broker(private_redis.url)
+    yield private_redis
+    broker(saved)
+
+
+def send_run(private_redis, run_id):
+    """The run's task through the private Redis, by an app of its own that never becomes Celery's
+    current app (shared tasks such as run_agent.delay in later tests would follow it there)."""
+    Celery(broker=private_redis.url, set_as_current=False).send_task("agents.tasks.run_agent", args=[run_id],
+                                                                     queue=TEST_QUEUE)
+
+
 def stream(client, thread_id):
     return [json.loads(f[b"e"]) for _id, f in client.xrange(f"agui:thread:{thread_id}")]
 
@@ -59,7 +90,7 @@ def start_streaming(demo, fake_llm, private_redis, worker, words):
     thread = create_thread(demo["alice"], "banking")
     run = Run.objects.create(thread=thread)
     add_message(thread, "user", "a long story please", run=run)
-    Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[run.pk], queue=TEST_QUEUE)
+    send_run(private_redis, run.pk)
     client = redis.Redis.from_url(private_redis.url)
     wait_until(lambda: any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in stream(client, thread.pk)),
                timeout=60, what="the run to stream", worker=worker)
@@ -84,6 +115,45 @@ def test_redis_restart_mid_run_the_run_finishes(demo, fake_llm, private_redis, t
         assert answer.split() == [f"w{i}" for i in range(120)]  # nothing lost from the stored answer
         events = stream(client, thread.pk)
         assert events and events[-1]["type"] == "RUN_FINISHED"  # clients reading the new stream see the end
+    finally:
+        worker.stop()
+
+
+def run_to_the_end(thread, private_redis, worker):
+    """One more run on the thread through the worker; returns it once it ended (or the worker died)."""
+    run = Run.objects.create(thread=thread)
+    add_message(thread, "user", "and now?", run=run)
+    send_run(private_redis, run.pk)
+    wait_until(lambda: worker.proc.poll() is not None or Run.objects.get(pk=run.pk).status not in ("queued", "running"),
+               timeout=60, what="the next run to end", worker=worker)
+    run.refresh_from_db()
+    return run
+
+
+@pytest.mark.parametrize("pool", ["threads", "prefork"])  # `make run` uses prefork; solo never met the bug
+def test_the_worker_lives_through_a_redis_restart_mid_task_and_takes_the_next_run(pool, demo, fake_llm, private_redis,
+                                                                                  tmp_path, settings):
+    """Celery 5.7 + kombu 5.7 killed the worker here ("Unrecoverable error: AttributeError("'NoneType'
+    object has no attribute 'hostname'")"), once while reconnecting and once at the late ack of the
+    task that ran through the outage (agui_project/broker.py)."""
+    settings.REDIS_URL = private_redis.url
+    worker = Worker(tmp_path, "worker", fake_llm, pool=pool)
+    try:
+        thread, run, client = start_streaming(demo, fake_llm, private_redis, worker, words=80)
+        private_redis.stop()
+        time.sleep(OUTAGE_SECONDS)  # how long Redis stays down (the fault itself, not a wait for something)
+        private_redis.start()
+        wait_until(lambda: Run.objects.get(pk=run.pk).status not in ("queued", "running"), timeout=60,
+                   what="the run to end", worker=worker)
+        assert Run.objects.get(pk=run.pk).status == "succeeded", worker.output()[-3000:]
+
+        fake_llm.push({"text": "Still here."})
+        after = run_to_the_end(thread, private_redis, worker)
+        assert worker.proc.poll() is None, worker.output()[-3000:]
+        assert after.status == "succeeded", (after.status, after.error, worker.output()[-3000:])
+        assert Message.objects.filter(thread=thread, role="assistant", content="Still here.").exists()
+        assert stream(client, thread.pk)[-1]["type"] == "RUN_FINISHED"
+        assert "Unrecoverable error" not in worker.output()
     finally:
         worker.stop()
 
@@ -123,10 +193,44 @@ def test_redis_down_longer_than_the_retries_fails_the_run_loudly(demo, fake_llm,
         # the worker came through the outage: retrying (a new run on the same history) works
         fake_llm.push({"text": "Back again."})
         retry = Run.objects.create(thread=thread)
-        Celery(broker=private_redis.url).send_task("agents.tasks.run_agent", args=[retry.pk], queue=TEST_QUEUE)
+        send_run(private_redis, retry.pk)
         wait_until(lambda: Run.objects.get(pk=retry.pk).status not in ("queued", "running"), timeout=60,
                    what="the retry to end", worker=worker)
         assert Run.objects.get(pk=retry.pk).status == "succeeded", worker.output()[-2000:]
         assert stream(client, thread.pk)[-1]["type"] == "RUN_FINISHED"
+    finally:
+        worker.stop()
+
+
+def test_a_decision_while_redis_is_down_is_committed_and_answered_and_continues_once_redis_is_back(
+        demo, api, fake_llm, on_private_redis, tmp_path, settings):
+    """Before: the decision committed, then announcing its continuation raised in the on-commit
+    callback, and the reviewer got a 500 that said nothing was done while the decision stood."""
+    from agents import tasks
+
+    worker = Worker(tmp_path, "worker", fake_llm, pool="threads")  # idle through the outage
+    try:
+        thread, run, req = pause_transfer(demo, worker)
+
+        on_private_redis.stop()
+        response = api("finn").post(f"/api/approvals/{req.pk}/decide/",
+                                    {"decision": "approve", "arguments": {**req.arguments, "amount": 450}}, format="json")
+        assert response.status_code == 200, response.content
+        assert response.json()["status"] == "modified"
+        req.refresh_from_db()
+        assert (req.status, req.final_arguments["amount"]) == ("modified", 450)
+        assert ToolCall.objects.get(approval_id=req.pk).status == "approved"
+        continuation = Run.objects.get(parent_run=run)
+        assert (continuation.status, continuation.stream_id) == ("queued", "")  # waits for Redis, not lost
+
+        on_private_redis.start()  # back, empty
+        settings.AGUI_ANNOUNCE_RETRY_SECONDS = 0  # the beat's wait for a slow announce, here none
+        tasks.recover_stuck_calls()  # the beat task's body (every 10 s)
+        continuation = assert_transferred_once(thread, run, req, demo["finn"], "450.00")
+        started = [e for e in stream_events(thread.pk) if e["type"] == "RUN_STARTED"]
+        assert [(e["runId"], e.get("parentRunId")) for e in started] == [(continuation.pk, run.pk)]
+        assert Run.objects.get(pk=continuation.pk).status == "succeeded"
+        assert ApprovalRequest.objects.get(pk=req.pk).status == "modified"
+        assert worker.proc.poll() is None, worker.output()[-3000:]
     finally:
         worker.stop()

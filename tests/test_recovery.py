@@ -44,7 +44,7 @@ def database_url():
 class Worker:
     """`python -m celery -A agui_project worker` in its own process group, on this session's queue."""
 
-    def __init__(self, tmp_path, name, llm, visibility_timeout=300, **extra_env):
+    def __init__(self, tmp_path, name, llm, visibility_timeout=300, pool="solo", **extra_env):
         env = {
             **os.environ, "DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL,
             "CELERY_BROKER_URL": settings.REDIS_URL, "CELERY_TASK_DEFAULT_QUEUE": TEST_QUEUE,
@@ -55,7 +55,7 @@ class Worker:
         }
         self.log = tmp_path / f"{name}.log"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agui_project", "worker", "-Q", TEST_QUEUE, "--pool=solo",
+            [sys.executable, "-m", "celery", "-A", "agui_project", "worker", "-Q", TEST_QUEUE, f"--pool={pool}",
              "--without-mingle", "--without-gossip", "--without-heartbeat", "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h",
              "--loglevel=INFO"],
             cwd=ROOT, env=env, start_new_session=True, stdout=self.log.open("w"), stderr=subprocess.STDOUT,

@@ -1,0 +1,33 @@
+"""The Celery broker transport: kombu's Redis transport, made to live through a Redis restart.
+
+Celery 5.7 (PR #10242, "close broken connection in error handler") closes the broker connection
+again after `Connection.collect()` has already released its transport. On kombu's Redis
+transport anything that then touches a channel of that connection builds a new connection pool
+from `transport.client`, which is None: `AttributeError: 'NoneType' object has no attribute
+'hostname'`. Two places do so when Redis goes away while a task runs (reproduced here with
+celery 5.7.0 / kombu 5.7.0, threads and prefork pools; the solo pool happens to miss it):
+
+- the second close, which tries to put the unacked message back, and
+- the late ack of that task once it finishes, on the old connection's channel.
+
+AttributeError is not one of the transport's connection errors, so Celery calls it an
+"Unrecoverable error" and the worker exits. Here a channel whose connection was released says so
+with a connection error instead: the close ignores it as it ignores any connection error, the late
+ack is logged ("Couldn't ack"), and the consumer reconnects. The message is not lost: kombu keeps
+it in the unacked set and restores it after the visibility timeout (and a run's task is safe to
+receive twice: the worker's conditional claim runs it once).
+"""
+
+from kombu.transport import redis as kombu_redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+
+class Channel(kombu_redis.Channel):
+    def _connparams(self, asynchronous=False):
+        if self.connection.client is None:  # released by Connection.collect()/close()
+            raise RedisConnectionError("this broker connection was closed after Redis went away")
+        return super()._connparams(asynchronous=asynchronous)
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
