@@ -1,3 +1,5 @@
+import logging
+
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
@@ -6,10 +8,18 @@ from approvals.signals import approval_resolved
 from . import services, thread_ids
 from .models import Thread
 
+log = logging.getLogger(__name__)
+
 
 @receiver(approval_resolved)
 def on_approval_resolved(sender, request, **kwargs):
-    services.approval_resolved(request)
+    """Sent after the decision committed: nothing here may make it look undone (a 500 while the
+    decision stands). What this could not do, the beat's resume_stalled settles."""
+    try:
+        services.approval_resolved(request)
+    except Exception:
+        log.exception("the decision on %s is committed, but its run could not be continued now; "
+                      "the beat continues it", request.pk)
 
 
 @receiver(post_delete, sender=Thread)

@@ -1,8 +1,12 @@
 """State changes of threads, runs and messages (DESIGN.md "The life of a run", steps 1 and 6)."""
 
 import logging
+from datetime import timedelta
 
+import kombu.exceptions
+import redis
 from ag_ui.core import PROTOCOL_VERSION, CustomEvent, RunStartedEvent
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -122,6 +126,47 @@ def announce(run_id, run=None):
     run_agent.delay(run.pk)
 
 
+# what an unreachable Redis raises: the event writer's client after its retries, Celery's publish
+REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
+
+
+def announce_after_commit(run_id):
+    """A continuation's on-commit announce. The decision that started it is committed: Redis
+    being unreachable now must not turn it into an error (a 500 saying nothing was done while the
+    decision stands). The run stays queued without a stream id, and the beat announces it once
+    Redis answers again (announce_unannounced)."""
+    try:
+        announce(run_id)
+    except REDIS_DOWN as exc:
+        log.warning("run %s is queued but could not be announced (Redis unreachable: %s); "
+                    "it is announced once Redis is back", run_id, exc)
+
+
+def announce_unannounced(limit=100):
+    """Beat: queued runs whose announce never happened (Redis was down at commit, or the process
+    died) get RUN_STARTED and their task now. Only runs older than AGUI_ANNOUNCE_RETRY_SECONDS,
+    longer than the event writer's own retries (AGUI_REDIS_RETRIES), so an announce that is only
+    slow is not doubled. Returns the run ids."""
+    cutoff = timezone.now() - timedelta(seconds=settings.AGUI_ANNOUNCE_RETRY_SECONDS)
+    unannounced = list(Run.objects.filter(status=Run.Status.QUEUED, stream_id="", created_at__lt=cutoff)
+                       .order_by("created_at").values_list("pk", flat=True)[:limit])
+    for run_id in unannounced:
+        announce(run_id)
+    if unannounced:
+        log.warning("announced %d queued run(s) that could not be announced when they were made", len(unannounced))
+    return unannounced
+
+
+def _tell_chat(thread_id, event):
+    """A low-rate notice on the thread's stream after commit; a Redis outage loses only the notice
+    (the chat reads the durable truth when the continuation's snapshot arrives)."""
+    try:
+        events.append(thread_id, event)
+    except redis.RedisError as exc:
+        log.warning("%s not sent to thread %s (Redis unreachable: %s)", getattr(event, "name", event.type),
+                    thread_id, exc)
+
+
 _CALL_STATUS = {
     ApprovalRequest.Status.APPROVED: ToolCall.Status.APPROVED,
     ApprovalRequest.Status.MODIFIED: ToolCall.Status.APPROVED,
@@ -152,7 +197,7 @@ def approval_resolved(request):
         call.status = status
         payload = presenters.approval(request, viewer=call.thread.owner)
         transaction.on_commit(
-            lambda: events.append(call.thread_id, CustomEvent(name="approval_response", value=payload))
+            lambda: _tell_chat(call.thread_id, CustomEvent(name="approval_response", value=payload))
         )
         if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
             return continue_run(run)
@@ -167,7 +212,7 @@ def continue_run(paused_run):
         thread_id=paused_run.thread_id, parent_run=paused_run, forwarded_props=paused_run.forwarded_props,
         client_tools=paused_run.client_tools, **({"id": paused_run.resume_run_id} if paused_run.resume_run_id else {}),
     )
-    transaction.on_commit(lambda: announce(run.pk))
+    transaction.on_commit(lambda: announce_after_commit(run.pk))
     return run
 
 

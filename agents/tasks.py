@@ -22,5 +22,6 @@ def recover_stuck_calls():
 
     execution.recover_stuck_calls()
     execution.recover_stuck_runs()  # after the calls: a run with a stuck call is recover_call's
+    services.announce_unannounced()  # soon after Redis is back, before requeue_lost_runs' longer wait
     execution.requeue_lost_runs()
     execution.publish_undelivered_ends()
