@@ -27,13 +27,14 @@ from django.http import JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
+from agui_project import jsoncheck
 from approvals.models import ApprovalRequest
-from state.services import StateError, StateInvalid
+from state.services import StateError
 
-from . import events, inputs, presenters, replay, services, statesync
+from . import events, incoming, inputs, presenters, replay, services, statesync, thread_ids
 from .auth import token_user
 from .catalog import get_agent, load_agents
-from .models import InputRequest, Message, Run, Thread
+from .models import InputRequest, Run, Thread
 from .views import agent_cards
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,10 @@ def authenticate(request):
 def parse_input(body):
     """RunAgentInput from the body, or (None, 422 response naming the fields)."""
     try:
-        data = json.loads(body or b"")
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = jsoncheck.loads(body or b"")  # the middleware's gate: depth, NUL, lone surrogates
+    except jsoncheck.Refused as exc:
+        return None, error(400, **exc.refusal.payload())
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError
         return None, error(422, "the body is not JSON", errors={"body": ["not valid JSON"]})
     if not isinstance(data, dict):
         return None, error(422, "the body must be a JSON object", errors={"body": ["not an object"]})
@@ -104,21 +107,6 @@ class Plan:
     position: str = "0-0"
     error: RunErrorEvent | None = None
     after_start: list = field(default_factory=list)  # events injected right after RUN_STARTED
-
-
-def _new_messages(thread, agent_input):
-    """The client's user messages and frontend-tool results that the thread does not have yet."""
-    ids = [m.id for m in agent_input.messages if m.role in ("user", "tool")]
-    stored = set(Message.objects.filter(pk__in=ids).values_list("pk", flat=True))
-    out = []
-    for m in agent_input.messages:
-        if m.role not in ("user", "tool") or m.id in stored:
-            continue
-        content = m.content if isinstance(m.content, str) else " ".join(
-            getattr(part, "text", "") for part in (m.content or [])
-        )
-        out.append((m.id, m.role, content, getattr(m, "tool_call_id", "") or ""))
-    return out
 
 
 def _answers(thread, resume):
@@ -159,7 +147,7 @@ def accept_state(thread, user, agent_input):
         statesync.apply_client_state(thread, user, agent_input.state, base)
     except StateError as exc:
         payload = statesync.error_payload(exc)
-        return error(422 if isinstance(exc, StateInvalid) else 409, payload.pop("message"), **payload)
+        return error(statesync.http_status(exc), payload.pop("message"), **payload)
     return None
 
 
@@ -171,6 +159,9 @@ def prepare(request, agent_name):
     user, denied = authenticate(request)
     if denied:
         return denied
+    if request.content_type != "application/json":  # what the body checks (middleware, jsoncheck) read
+        return error(415, "send the RunAgentInput as JSON (Content-Type: application/json)",
+                     code="unsupported_media_type")
     agent_input, invalid = parse_input(request.body)
     if invalid:
         return invalid
@@ -181,9 +172,16 @@ def prepare(request, agent_name):
         return error(409, f"thread {thread.pk} belongs to agent {thread.agent!r}", code="agent_mismatch")
     if Run.objects.filter(pk=agent_input.run_id).exists():
         return error(409, f"run {agent_input.run_id} already exists", code="run_exists")
+    try:  # what of the client's history is new, before anything is written (agents/incoming.py)
+        new_messages = incoming.select(thread, agent_input)
+    except incoming.Refused as exc:
+        return error(exc.status, exc.message, code=exc.code, **exc.extra)
     new_thread = thread is None
     if new_thread:
-        thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+        try:
+            thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+        except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
+            return error(409, exc.message, code=exc.code)
     refused = accept_state(thread, user, agent_input)
     if refused:
         return refused
@@ -213,7 +211,7 @@ def prepare(request, agent_name):
             ]
         else:
             services.start_run(
-                thread, user, run_id=agent_input.run_id, messages=_new_messages(thread, agent_input),
+                thread, user, run_id=agent_input.run_id, messages=new_messages,
                 new_thread=new_thread,
                 forwarded_props=agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {},
                 client_tools=[t.model_dump(mode="json", exclude_none=True) for t in agent_input.tools],

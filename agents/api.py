@@ -5,9 +5,10 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from agui_project import jsoncheck
 from state import services as state_services
 
-from . import inputs, services, statesync
+from . import inputs, services, statesync, thread_ids
 from .catalog import get_agent
 from .models import Message, Run, Thread
 
@@ -27,8 +28,8 @@ class ThreadSerializer(serializers.ModelSerializer):
         return value
 
     def validate_id(self, value):
-        if Thread.objects.filter(pk=value).exists():
-            raise serializers.ValidationError("a thread with this id exists")
+        if Thread.objects.filter(pk=value).exists() or thread_ids.is_taken(value):
+            raise serializers.ValidationError("this thread id is already taken or belonged to a deleted chat")
         return value
 
 
@@ -56,7 +57,7 @@ class AnswerSerializer(serializers.Serializer):
 
     request_id = serializers.CharField(max_length=64, required=False,
                                        help_text="Which question; optional when exactly one is open")
-    answer = serializers.JSONField(required=False)
+    answer = serializers.JSONField(required=False, decoder=jsoncheck.Decoder)
     cancel = serializers.BooleanField(default=False, help_text="Decline to answer: the workflow ends")
 
     def validate(self, data):
@@ -73,8 +74,9 @@ class StateChangeSerializer(serializers.Serializer):
 
     base_version = serializers.IntegerField(min_value=0, help_text="The version your change was made from; a "
                                             "stale one is refused (409 state_conflict, with the current state)")
-    patch = serializers.JSONField(required=False, help_text="PATCH: RFC 6902 operations")
-    state = serializers.JSONField(required=False, help_text="PUT: the whole document")
+    # decoder: JSON typed into a form field passes the same gate as a JSON body (agui_project/jsoncheck.py)
+    patch = serializers.JSONField(required=False, decoder=jsoncheck.Decoder, help_text="PATCH: RFC 6902 operations")
+    state = serializers.JSONField(required=False, decoder=jsoncheck.Decoder, help_text="PUT: the whole document")
 
     def validate(self, data):
         field = "patch" if self.context["request"].method == "PATCH" else "state"
@@ -113,10 +115,14 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         return super().destroy(request, *args, **kwargs)
 
     def perform_create(self, serializer):
-        serializer.instance = services.create_thread(
-            self.request.user, serializer.validated_data["agent"], serializer.validated_data.get("title", ""),
-            thread_id=serializer.validated_data.get("id"),
-        )
+        try:
+            serializer.instance = services.create_thread(
+                self.request.user, serializer.validated_data["agent"], serializer.validated_data.get("title", ""),
+                thread_id=serializer.validated_data.get("id"),
+            )
+        except thread_ids.ThreadIdTaken:  # claimed between validation and now
+            raise serializers.ValidationError({"id": ["this thread id is already taken or belonged to a deleted "
+                                                      "chat"]}) from None
 
     @action(detail=True, methods=["get", "post"], serializer_class=NewMessageSerializer)
     def messages(self, request, pk=None):
@@ -188,7 +194,7 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
                     statesync.replace_user_state(thread, request.user, data["state"], data["base_version"])
             except state_services.StateError as exc:
                 payload = statesync.error_payload(exc)
-                return Response(payload, status=422 if isinstance(exc, state_services.StateInvalid) else 409)
+                return Response(payload, status=statesync.http_status(exc))
         return Response(statesync.document_payload(thread))
 
 

@@ -8,13 +8,16 @@ from ag_ui.core import CustomEvent, MessagesSnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from agui_project import jsoncheck
+from agui_project.sockets import SignedInSocket
+
 from . import events, statesync
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
 
 
-class ThreadConsumer(AsyncWebsocketConsumer):
+class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logout
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -44,10 +47,9 @@ class ThreadConsumer(AsyncWebsocketConsumer):
             self.pump.cancel()
 
     async def receive(self, text_data=None, bytes_data=None):
-        try:
-            msg = json.loads(text_data or "{}")
-        except json.JSONDecodeError:
-            await self.send(json.dumps({"type": "error", "message": "frames must be JSON"}))
+        msg, refused = jsoncheck.read_frame(text_data)  # the HTTP bodies' gate; a bad frame is answered
+        if refused:
+            await self.send(json.dumps(refused))
             return
         if msg.get("type") == "resume" and isinstance(msg.get("after"), str):
             self._start(after=msg["after"])  # resume from the last entry the client saw: no snapshot needed

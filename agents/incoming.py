@@ -25,7 +25,7 @@ class Refused(Exception):
 
 
 def max_new_messages():
-    return settings.AGUI_MAX_NEW_MESSAGES
+    return getattr(settings, "AGUI_MAX_NEW_MESSAGES", 200)  # settings.py: env AGUI_MAX_NEW_MESSAGES
 
 
 def _text(message):

@@ -3,11 +3,14 @@
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from agui_project import jsoncheck
+from agui_project.sockets import SignedInSocket
+
 from . import notify
 from .access import is_reviewer
 
 
-class InboxConsumer(AsyncJsonWebsocketConsumer):
+class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on logout
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -34,6 +37,12 @@ class InboxConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         for target in getattr(self, "targets", None) or []:
             await self.channel_layer.group_discard(target, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        """The inbox takes no frames; one that is not a JSON object is answered, not a 1011 close."""
+        _msg, refused = jsoncheck.read_frame(text_data)
+        if refused:
+            await self.send_json(refused)
 
     async def inbox_notice(self, message):
         await self.send_json(message["notice"])

@@ -1,0 +1,122 @@
+"""WebSockets through the real ASGI stack: the exact-origin check (issue 13, finding 11) and
+logout closing the session's sockets (finding 12)."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from agents import services
+from state import services as state_services
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+PATCH = {"type": "state_patch", "baseVersion": 0, "patch": [{"op": "add", "path": "/note", "value": "hi"}]}
+
+
+async def signed_in(user):
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    return client
+
+
+def socket(path, client, origin="http://localhost:8000", host="localhost:8000"):
+    from agui_project.asgi import application
+
+    headers = [(b"host", host.encode()), (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+async def until_snapshot_done(comm):
+    for _ in range(20):
+        frame = json.loads(await comm.receive_from(timeout=10))
+        if frame.get("type") == "CUSTOM" and frame.get("name") == "approvals":
+            return
+    raise AssertionError("no snapshot")
+
+
+@pytest.mark.parametrize("origin,host,trusted,accepted", [
+    ("http://localhost:9999", "localhost:8000", [], False),  # another web app on the same host
+    ("https://localhost:8000", "localhost:8000", [], False),  # another scheme
+    ("http://localhost:8000", "localhost:8000", [], True),  # the site itself
+    ("http://LOCALHOST:8000", "localhost:8000", [], True),
+    ("http://localhost", "localhost:80", [], True),  # the default port, written or not
+    ("http://localhost:8000", "evil.example:8000", [], False),  # a Host the site does not serve
+    ("https://chat.example.com", "localhost:8000", ["https://chat.example.com"], True),  # DJANGO_CSRF_TRUSTED_ORIGINS
+    ("https://chat.example.com:8443", "localhost:8000", ["https://chat.example.com"], False),
+    ("https://a.example.com", "localhost:8000", ["https://*.example.com"], True),
+    ("http://a.example.com", "localhost:8000", ["https://*.example.com"], False),
+    ("null", "localhost:8000", [], False),
+    (None, "localhost:8000", [], False),
+])
+async def test_socket_origin_must_be_the_site_or_trusted(demo, settings, origin, host, trusted, accepted):
+    settings.CSRF_TRUSTED_ORIGINS = trusted
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    for path, user in ((f"/ws/threads/{thread.pk}/", alice), ("/ws/inbox/", demo["finn"])):
+        comm = socket(path, await signed_in(user), origin=origin, host=host)
+        connected, _code = await comm.connect(timeout=10)
+        assert connected is accepted, f"{path} with Origin {origin!r}, Host {host!r}"
+        if connected and "threads" in path:  # the socket works: a patch is applied
+            await until_snapshot_done(comm)
+            await comm.send_to(text_data=json.dumps(PATCH))
+            reply = json.loads(await comm.receive_from(timeout=10))
+            while reply.get("type") != "state_ack":
+                reply = json.loads(await comm.receive_from(timeout=10))
+        await comm.disconnect()
+    data, _version = await sync_to_async(state_services.snapshot)(thread.state_key)
+    assert (data == {"note": "hi"}) is accepted
+
+
+async def test_socket_behind_a_tls_proxy_takes_its_https_origin(demo, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    client = await signed_in(demo["finn"])
+    comm = socket("/ws/inbox/", client, origin="https://chat.example.com", host="chat.example.com")
+    settings.ALLOWED_HOSTS = ["chat.example.com"]
+    comm.scope["headers"].append((b"x-forwarded-proto", b"https"))
+    assert (await comm.connect(timeout=10))[0]
+    await comm.disconnect()
+    plain = socket("/ws/inbox/", client, origin="https://chat.example.com", host="chat.example.com")
+    assert not (await plain.connect(timeout=10))[0]  # without the proxy's header the connection is http
+    await plain.disconnect()
+
+
+async def test_logout_closes_that_browsers_sockets_and_they_take_no_more_patches(demo):
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    browser, other_browser = await signed_in(alice), await signed_in(alice)
+    chat = socket(f"/ws/threads/{thread.pk}/", browser)
+    other_chat = socket(f"/ws/threads/{thread.pk}/", other_browser)
+    for comm in (chat, other_chat):
+        assert (await comm.connect(timeout=10))[0]
+        await until_snapshot_done(comm)
+    finn = await signed_in(demo["finn"])
+    inbox = socket("/ws/inbox/", finn)
+    assert (await inbox.connect(timeout=10))[0]
+
+    response = await sync_to_async(browser.post)("/accounts/logout/")
+    assert response.status_code == 302
+    closed = await chat.receive_output(timeout=10)
+    assert closed == {"type": "websocket.close", "code": 4401}
+    # a frame that still arrives is dropped: the session it was opened with has ended
+    await chat.send_to(text_data=json.dumps(PATCH))
+    assert await chat.receive_nothing(timeout=0.5)
+    data, version = await sync_to_async(state_services.snapshot)(thread.state_key)
+    assert (data, version) == ({}, 0)
+
+    # alice's other browser is still signed in: its socket stays open and works
+    assert await other_chat.receive_nothing(timeout=0.2)
+    await other_chat.send_to(text_data=json.dumps(PATCH))
+    reply = json.loads(await other_chat.receive_from(timeout=10))
+    while reply.get("type") != "state_ack":
+        reply = json.loads(await other_chat.receive_from(timeout=10))
+    assert (await sync_to_async(state_services.snapshot)(thread.state_key))[0] == {"note": "hi"}
+
+    # the inbox socket closes with its reviewer's logout too
+    await sync_to_async(finn.post)("/accounts/logout/")
+    assert await inbox.receive_output(timeout=10) == {"type": "websocket.close", "code": 4401}
+    for comm in (chat, other_chat, inbox):
+        await comm.disconnect()

@@ -1,0 +1,99 @@
+"""A deleted thread's id is never handed to anyone again, and its stream goes with it (issue 13, finding 7)."""
+
+import json
+import uuid
+
+import pytest
+from ag_ui.core import ToolCallResultEvent
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from agents import events, services
+from agents.models import Thread, ThreadIdClaim
+from agents.routing import websocket_urlpatterns
+from agents.thread_ids import ThreadIdTaken
+from state import services as state_services
+from state.models import SharedState, StateChange
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def fresh(name):
+    return f"{name}-{uuid.uuid4()}"  # streams live in a Redis other test runs share
+
+
+SECRET = "Transferred 5000.00 USD from 1234567890; balance 12.00"
+
+
+def agui_post(client, thread_id, token, run_id):
+    body = {"threadId": thread_id, "runId": run_id, "messages": [{"id": f"m-{run_id}", "role": "user", "content": "hi"}],
+            "state": {}, "tools": [], "context": [], "forwardedProps": {}}
+    return client.post("/agui/banking/", json.dumps(body), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def token(user):
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+def alices_deleted_thread(api, thread_id):
+    """alice's chat with a tool result on its stream and a state, deleted through the REST API."""
+    assert api("alice").post("/api/threads/", {"id": thread_id, "agent": "banking"}, format="json").status_code == 201
+    events.append(thread_id, ToolCallResultEvent(message_id="m1", tool_call_id="call_1", content=SECRET))
+    state_services.replace(f"thread:{thread_id}", {"balance": 12}, source=StateChange.Source.USER)
+    assert events.last_id_sync(thread_id) != "0-0"
+    assert api("alice").delete(f"/api/threads/{thread_id}/").status_code == 204
+
+
+def test_deleting_a_thread_drops_its_stream_and_state(api, demo):
+    thread_id = fresh("chat-x")
+    alices_deleted_thread(api, thread_id)
+    assert not events.redis_client().exists(events.stream_key(thread_id))
+    assert not SharedState.objects.filter(key=f"thread:{thread_id}").exists()
+    assert ThreadIdClaim.objects.get(pk=thread_id).released_at is not None
+
+
+def test_a_deleted_threads_id_is_not_given_to_anyone(api, client, demo):
+    thread_id = fresh("chat-x")
+    alices_deleted_thread(api, thread_id)
+    # REST: bob (and alice too) are refused the id
+    for user in ("bob", "alice"):
+        resp = api(user).post("/api/threads/", {"id": thread_id, "agent": "banking"}, format="json")
+        assert resp.status_code == 400 and "id" in resp.json(), resp.json()
+    # AG-UI: the client-chosen threadId is refused before anything is written
+    resp = agui_post(client, thread_id, token(demo["bob"]), fresh("run-bob"))
+    assert resp.status_code == 409 and resp.json()["code"] == "thread_id_used"
+    assert not Thread.objects.filter(pk=thread_id).exists()
+    assert not events.redis_client().exists(events.stream_key(thread_id))
+
+
+async def test_bob_cannot_replay_alices_events_on_a_reused_id(api, demo):
+    thread_id = fresh("chat-y")
+    await sync_to_async(alices_deleted_thread)(api, thread_id)
+    with pytest.raises(ThreadIdTaken):  # bob cannot get the id in any way ...
+        await sync_to_async(services.create_thread)(demo["bob"], "banking", thread_id=thread_id)
+    # ... so his socket on it is refused, and a resume from 0-0 has nothing of alice's to give
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/threads/{thread_id}/")
+    comm.scope["user"] = demo["bob"]
+    connected, code = await comm.connect()
+    assert not connected and code == 4403
+    assert await sync_to_async(events.last_id_sync)(thread_id) == "0-0"
+
+
+def test_a_thread_deleted_another_way_keeps_its_id_too(demo):
+    """The admin, or the owner's account going away, deletes through the ORM: the id stays used."""
+    Thread.objects.create(id="made-directly", owner=demo["alice"], agent="banking")
+    demo["alice"].delete()
+    with pytest.raises(ThreadIdTaken, match="made-directly"):
+        services.create_thread(demo["bob"], "banking", thread_id="made-directly")
+    assert ThreadIdClaim.objects.filter(pk="made-directly", released_at__isnull=False).exists()
+
+
+def test_two_creators_of_one_new_id_cannot_both_have_it(demo):
+    services.create_thread(demo["alice"], "banking", thread_id="fresh")
+    with pytest.raises(ThreadIdTaken, match="fresh"):
+        services.create_thread(demo["bob"], "banking", thread_id="fresh")
+    assert Thread.objects.get(pk="fresh").owner == demo["alice"]
