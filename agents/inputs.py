@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from . import events
 from .models import InputRequest, Run, ToolCall
+from .transitions import move_call
 
 DEFAULT_SCHEMA = {"type": "string"}
 
@@ -53,7 +54,7 @@ def create(*, thread, run, tool_call, agent, message, response_schema=None):
             thread=thread, run=run, tool_call=tool_call, agent=agent, message=message,
             response_schema=response_schema or DEFAULT_SCHEMA,
         )
-        ToolCall.objects.filter(pk=tool_call.pk).update(status=ToolCall.Status.AWAITING_INPUT)
+        move_call(tool_call.pk, ToolCall.Status.AWAITING_INPUT, leaving=[ToolCall.Status.PROPOSED])
     return request
 
 
@@ -119,9 +120,8 @@ def answer(request_id, user, value):
         request.answered_by, request.answered_at = user, timezone.now()
         request.save(update_fields=["status", "answer", "answered_by", "answered_at"])
         # the continuation's settle turns this into the tool message (agents/workflows.py)
-        ToolCall.objects.filter(pk=request.tool_call_id).update(
-            status=ToolCall.Status.SUCCEEDED, result=answer_text(request)
-        )
+        move_call(request.tool_call_id, ToolCall.Status.SUCCEEDED, leaving=[ToolCall.Status.AWAITING_INPUT],
+                  result=answer_text(request))
         _after(request)
     return request
 
@@ -131,9 +131,8 @@ def cancel(request_id, user, reason=""):
         request = _locked(request_id, user)
         request.status, request.answered_by, request.answered_at = InputRequest.Status.CANCELLED, user, timezone.now()
         request.save(update_fields=["status", "answered_by", "answered_at"])
-        ToolCall.objects.filter(pk=request.tool_call_id).update(
-            status=ToolCall.Status.CANCELLED, feedback=reason, result=answer_text(request)
-        )
+        move_call(request.tool_call_id, ToolCall.Status.CANCELLED, leaving=[ToolCall.Status.AWAITING_INPUT],
+                  feedback=reason, result=answer_text(request))
         _after(request)
     return request
 

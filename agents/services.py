@@ -103,13 +103,12 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
         add_messages(thread, messages, run=run)
         for _id, role, text, tool_call_id in messages:
             if role == Message.Role.TOOL:  # a frontend tool's result settles its call
-                ToolCall.objects.filter(pk=tool_call_id, thread=thread, status=ToolCall.Status.CLIENT).update(
-                    status=ToolCall.Status.SUCCEEDED, result=text
-                )
+                move_call(tool_call_id, ToolCall.Status.SUCCEEDED, leaving=[ToolCall.Status.CLIENT], thread=thread,
+                          result=text)
             elif not thread.title and role == Message.Role.USER and text.strip():
                 thread.title = text.strip().splitlines()[0][:80]
         thread.save(update_fields=["title", "updated_at"])
-        transaction.on_commit(lambda: announce(run.pk, run))
+        transaction.on_commit(lambda: announce_after_commit(run.pk, run))
     return run
 
 
@@ -130,13 +129,13 @@ def announce(run_id, run=None):
 REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
 
 
-def announce_after_commit(run_id):
-    """A continuation's on-commit announce. The decision that started it is committed: Redis
+def announce_after_commit(run_id, run=None):
+    """A run's on-commit announce. The message or the decision that made it is committed: Redis
     being unreachable now must not turn it into an error (a 500 saying nothing was done while the
-    decision stands). The run stays queued without a stream id, and the beat announces it once
-    Redis answers again (announce_unannounced)."""
+    run stands). The run stays queued without a stream id, and the beat announces it once Redis
+    answers again (announce_unannounced)."""
     try:
-        announce(run_id)
+        announce(run_id, run)
     except REDIS_DOWN as exc:
         log.warning("run %s is queued but could not be announced (Redis unreachable: %s); "
                     "it is announced once Redis is back", run_id, exc)

@@ -27,7 +27,10 @@ def move_run(run_id, to, leaving=None, **fields):
     return Run.objects.filter(pk=run_id, status__in=sources(Run, to, leaving)).update(status=to, **fields) == 1
 
 
-def move_call(call_id, to, leaving=None, **fields):
-    """ToolCall `call_id` -> `to`; False when it is no longer in a status that may become `to`."""
-    return ToolCall.objects.filter(pk=call_id, status__in=sources(ToolCall, to, leaving)).update(
-        status=to, **fields) == 1
+def move_call(call_id, to, leaving=None, thread=None, **fields):
+    """ToolCall `call_id` (of `thread`, when given) -> `to`; False when it is no longer in a status
+    that may become `to`."""
+    calls = ToolCall.objects.filter(pk=call_id, status__in=sources(ToolCall, to, leaving))
+    if thread is not None:
+        calls = calls.filter(thread=thread)
+    return calls.update(status=to, **fields) == 1

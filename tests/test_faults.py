@@ -234,3 +234,31 @@ def test_a_decision_while_redis_is_down_is_committed_and_answered_and_continues_
         assert worker.proc.poll() is None, worker.output()[-3000:]
     finally:
         worker.stop()
+
+
+def test_a_message_sent_while_redis_is_down_is_accepted_and_runs_once_redis_is_back(
+        demo, api, fake_llm, on_private_redis, tmp_path, settings):
+    """Before: the message and its queued run committed, then the on-commit announce raised and the
+    user got a 500 for a message that stood."""
+    from agents import tasks
+
+    alice = api("alice")
+    thread = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    on_private_redis.stop()
+    response = alice.post(f"/api/threads/{thread}/messages/", {"content": "hello"}, format="json")
+    assert response.status_code == 202, response.content
+    run = Run.objects.get(pk=response.json()["run_id"])
+    assert (run.status, run.stream_id) == ("queued", "")
+    assert Message.objects.filter(thread_id=thread, role="user", content="hello").exists()
+
+    on_private_redis.start()
+    settings.AGUI_ANNOUNCE_RETRY_SECONDS = 0
+    worker = Worker(tmp_path, "worker", fake_llm, pool="threads")
+    try:
+        tasks.recover_stuck_calls()  # the beat announces it
+        wait_until(lambda: Run.objects.get(pk=run.pk).status == "succeeded", timeout=30, what="the run",
+                   worker=worker)
+        started = [e["runId"] for e in stream_events(thread) if e["type"] == "RUN_STARTED"]
+        assert started == [run.pk]
+    finally:
+        worker.stop()
