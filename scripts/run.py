@@ -174,7 +174,8 @@ def main() -> int:
                 failed = True
                 break
             if not ready:
-                status, _ = devstack.http_status(url + "/healthz", timeout=1.0)
+                # the whole stack: the banner promises a worker too (plain /healthz is the load balancer's)
+                status, _ = devstack.http_status(url + "/healthz?require=worker", timeout=3.0)
                 waited = time.monotonic() - started
                 if status == 200:
                     ready = True
