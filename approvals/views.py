@@ -15,6 +15,8 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from agui_project import jsoncheck
+
 from . import inbox as inbox_query
 from . import registry, services, stats
 from .access import is_reviewer
@@ -236,6 +238,7 @@ def detail(request, approval_id):
     context.update({
         "state": thread_state(approval),
         "excerpt": (approval.context or {}).get("excerpt") or [],
+        "objects": (approval.context or {}).get("objects") or [],  # whose accounts, orders, ... it touches
         "schema": approval.schema or {},
         "draft_text": (draft_text if draft_text and draft_text.strip()
                        else json.dumps(current, indent=2, ensure_ascii=False)),
@@ -255,7 +258,9 @@ def detail(request, approval_id):
 
 def _parse_arguments(text):
     try:
-        value = json.loads(text)
+        value = jsoncheck.loads(text)  # typed JSON can hold "\ud800", which no page could show again
+    except jsoncheck.Refused as exc:
+        raise services.InvalidArguments(exc.refusal.message, {"__root__": [exc.refusal.message]}) from exc
     except json.JSONDecodeError as exc:
         raise services.InvalidArguments(
             "The arguments are not valid JSON.",
