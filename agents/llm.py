@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import openai
 from django.conf import settings
 
+from agui_project import jsoncheck
+
 from .scripted_state import state_demo_reply
 from .scripted_support import support_reply
 
@@ -84,6 +86,8 @@ class OpenAIChatModel:
                         raise ModelError(f"the model's stream held a chunk that is not JSON: {data[:80]!r}") from exc
                     if not isinstance(chunk, dict):
                         raise ModelError(f"the model's stream held a chunk that is not an object: {data[:80]!r}")
+                    # a NUL or a lone surrogate ("\ud800") would poison the thread once stored
+                    clean = jsoncheck.scrub if jsoncheck.suspect(data) else str
                     if chunk.get("error"):
                         error = chunk["error"]
                         raise ModelError(error.get("message", error) if isinstance(error, dict) else error)
@@ -95,10 +99,11 @@ class OpenAIChatModel:
                     finished = finished or bool(choice.get("finish_reason"))
                     delta = choice.get("delta") or {}
                     if delta.get("content"):
-                        yield TextDelta(delta["content"])
+                        yield TextDelta(clean(delta["content"]))
                     for tc in delta.get("tool_calls") or []:
                         fn = tc.get("function") or {}
-                        yield ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name"), fn.get("arguments") or "")
+                        yield ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name") and clean(fn["name"]),
+                                            clean(fn.get("arguments") or ""))
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
                 openai.InternalServerError, sdk_http.TransportError) as exc:
             raise ModelUnavailable(str(exc) or type(exc).__name__) from exc

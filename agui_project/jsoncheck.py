@@ -141,6 +141,17 @@ def loads(raw, max_depth=MAX_DEPTH):
     return value
 
 
+def scrub(text):
+    """Text we did not get to refuse (a model's streamed output) with each NUL or lone surrogate
+    replaced by U+FFFD, so it can be stored and shown; the rest of the answer is kept."""
+    return _BAD_CHAR.sub("\ufffd", text)
+
+
+def suspect(raw):
+    """Whether `raw` (JSON text or bytes) may hold a NUL or a lone surrogate once parsed."""
+    return _suspect(raw)
+
+
 def check_body(body):
     """For the middleware: a Refusal for a JSON body that must not reach a parser or a view, or None.
     A body that is not JSON at all passes: the view answers that in its own words."""

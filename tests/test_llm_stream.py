@@ -66,3 +66,20 @@ def test_sse_data_framing():
     lines = ["", ": keep-alive", "event: message", 'data: {"a":', 'data: 1}', "", "id: 7", "data:[DONE]", ""]
     assert list(sse_data(lines)) == ['{"a":\n1}', "[DONE]"]
     assert list(sse_data(["data: tail"])) == ["tail"]  # a last event without its blank line
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lone_surrogate_or_nul_in_the_models_stream_is_replaced_not_stored(demo, fake_llm, monkeypatch):
+    """A model can stream "\\ud800" (valid JSON escape, not Unicode): stored, it broke every later
+    page, stream and run of the thread. It is replaced by U+FFFD; the rest of the answer is kept."""
+    from agents import runner, services
+    from agents.models import Message, Thread
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push({"text": "bad \ud800 text\x00 and a fine \U0001F600"})
+    run = services.start_run(thread, demo["alice"], "hi")
+    assert runner.run_agent(run.pk)
+    reply = Message.objects.filter(thread=thread, role="assistant").get().content
+    assert reply == "bad \ufffd text\ufffd and a fine \U0001F600"
+    assert run.__class__.objects.get(pk=run.pk).status == "succeeded"
