@@ -23,6 +23,7 @@ from ag_ui.core import (
 )
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -177,12 +178,15 @@ def prepare(request, agent_name):
     except incoming.Refused as exc:
         return error(exc.status, exc.message, code=exc.code, **exc.extra)
     new_thread = thread is None
-    if new_thread:
-        try:
-            thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
-        except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
-            return error(409, exc.message, code=exc.code)
-    refused = accept_state(thread, user, agent_input)
+    try:
+        with transaction.atomic():  # a refused state leaves no new thread behind
+            if new_thread:
+                thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+            refused = accept_state(thread, user, agent_input)
+            if refused:
+                transaction.set_rollback(True)
+    except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
+        return error(409, exc.message, code=exc.code)
     if refused:
         return refused
     # a new thread's stream starts empty (the relay skips to this run's RUN_STARTED regardless)

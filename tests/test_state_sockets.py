@@ -195,6 +195,17 @@ def test_run_agent_input_state_is_validated_versioned_and_applied(client, alice_
     assert state_services.snapshot(key) == (changed, 2)
 
 
+def test_a_refused_state_on_a_new_thread_leaves_no_thread_behind(client, alice_token, no_enqueue, demo):
+    from agents.models import Thread, ThreadIdClaim
+
+    thread_id = f"thread-{uuid.uuid4()}"
+    resp = post(client, alice_token, thread_id, {"recipe": {**CARBONARA, "cooking_time": "forever"}})
+    assert resp.status_code == 422 and resp.json()["code"] == "state_invalid"
+    assert not Thread.objects.filter(pk=thread_id).exists()
+    assert not ThreadIdClaim.objects.filter(pk=thread_id).exists()  # nothing was written, so nothing is taken
+    assert post(client, alice_token, thread_id, {"recipe": CARBONARA}).status_code == 200  # the id still works
+
+
 async def test_two_tabs_watching_a_predictive_run_end_on_the_committed_state(demo, no_enqueue, monkeypatch, settings):
     from agents import runner
 
