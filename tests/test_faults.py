@@ -12,6 +12,7 @@ import time
 import pytest
 import redis
 from celery import Celery
+from kombu import pools as kombu_pools
 
 from agents.models import Message, Run, ToolCall
 from agents.services import add_message, create_thread
@@ -60,9 +61,11 @@ def on_private_redis(private_redis, settings, monkeypatch):
     settings.REDIS_URL, settings.AGUI_REDIS_RETRIES = private_redis.url, 1
     monkeypatch.setattr(events, "_client", None)
 
-    def broker(url):  # Celery caches its broker connection pool (NOTES.md trap 4): drop it
-        if app._pool is not None:
-            app._pool.force_close_all()
+    def broker(url):
+        # Celery caches its broker connection pool (NOTES.md trap 4), and kombu keeps a process-wide
+        # registry of connection and producer pools by broker: closing only the app's pool left
+        # that registry handing later tests a closed pool ("Acquire on closed pool"). Drop all.
+        kombu_pools.reset()
         app.conf.broker_url, app._pool, app.amqp._producer_pool = url, None, None
 
     saved = app.conf.broker_url
