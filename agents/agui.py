@@ -29,11 +29,11 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from agui_project import jsoncheck
+from agui_project.auth import token_user
 from approvals.models import ApprovalRequest
 from state.services import StateError
 
 from . import events, incoming, inputs, presenters, replay, services, statesync, thread_ids
-from .auth import token_user
 from .catalog import get_agent, load_agents
 from .models import InputRequest, Run, Thread
 from .views import agent_cards

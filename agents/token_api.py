@@ -1,11 +1,11 @@
-"""GET/DELETE /api/auth/token/: the caller's API token (agents/auth.py says how tokens expire)."""
+"""GET/DELETE /api/auth/token/: the caller's API token (agui_project/auth.py says how tokens expire)."""
 
 from rest_framework import permissions, serializers, status
 from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .auth import token_expires_at
+from agui_project.auth import token_expires_at
 
 
 class TokenInfoSerializer(serializers.Serializer):

@@ -110,7 +110,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "agents.context.nav",
+                "agui_project.context.nav",
             ],
         },
     },
@@ -250,15 +250,15 @@ CHANNEL_LAYERS = {
 # --- REST API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "agents.auth.BearerTokenAuthentication",
-        "agents.auth.ExpiringTokenAuthentication",  # `Token <key>`; both expire (AGUI_TOKEN_TTL_SECONDS)
+        "agui_project.auth.BearerTokenAuthentication",
+        "agui_project.auth.ExpiringTokenAuthentication",  # `Token <key>`; both expire (AGUI_TOKEN_TTL_SECONDS)
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "agents.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "agui_project.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "agui-inbox API", "VERSION": "0.1.0", "SERVE_INCLUDE_SCHEMA": False,
