@@ -216,9 +216,9 @@ def test_stop_withdraws_a_waiting_request(people):
     alice.shoot("withdrawn")
 
     # The thread stays usable.
-    send(page, "What's the balance of account 0987654321?")
+    send(page, "What's the balance of account 1234567890?")
     expect(page.locator(".tool-card", has_text="check_balance").locator(".tool-result")).to_contain_text(
-        "0987654321 holds", timeout=T)
+        "1234567890 holds", timeout=T)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
     assert_same_as_server(page, thread)
 
