@@ -7,8 +7,9 @@ import logging
 from ag_ui.core import CustomEvent, MessagesSnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db import OperationalError
 
-from agui_project import jsoncheck
+from agui_project import busy, jsoncheck
 from agui_project.sockets import SignedInSocket
 
 from . import events, statesync
@@ -55,7 +56,14 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             self._start(after=msg["after"])  # resume from the last entry the client saw: no snapshot needed
         elif msg.get("type") == "state_patch":
             # accepted patches reach every socket of the thread (this one too) as STATE_DELTA on the stream
-            reply = await database_sync_to_async(statesync.socket_patch)(self.thread_id, self.scope["user"], msg)
+            try:
+                reply = await database_sync_to_async(statesync.socket_patch)(self.thread_id, self.scope["user"], msg)
+            except OperationalError as exc:
+                if not busy.is_busy(exc):
+                    raise
+                # as over HTTP (503 + Retry-After): the patch was not applied, the socket stays open
+                reply = {"type": "error", "code": "database_busy", "message": busy.MESSAGE,
+                         "retryAfter": busy.RETRY_AFTER_SECONDS, **({"ref": msg["ref"]} if "ref" in msg else {})}
             await self.send(json.dumps(reply))
 
     async def _pump(self, after):

@@ -258,3 +258,26 @@ def test_an_agui_client_applies_every_delta_of_a_recipe_run(celery_worker_live, 
                        HTTP_ACCEPT="text/event-stream", HTTP_AUTHORIZATION=f"Bearer {alice_token}")
     assert sse_events(resp)[-1]["type"] == "RUN_FINISHED"
     assert state_services.snapshot(f"thread:{thread_id}")[1] == 1
+
+
+async def test_a_busy_database_answers_a_socket_patch_with_an_error_frame(demo, no_enqueue, monkeypatch):
+    """As over HTTP (503 + Retry-After): the socket says so and stays open, instead of a 1011 close."""
+    from django.db import OperationalError
+
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "recipe")
+
+    def busy(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    from agents import statesync
+
+    real = statesync.socket_patch
+    monkeypatch.setattr(statesync, "socket_patch", busy)
+    tab = await Tab(thread, demo["alice"]).open()
+    await tab.patch([{"op": "add", "path": "/recipe", "value": CARBONARA}], base=0, ref="r9")
+    error = await tab.until(lambda f: f.get("type") == "error")
+    assert error["code"] == "database_busy" and error["ref"] == "r9" and error["retryAfter"] == 1
+    monkeypatch.setattr(statesync, "socket_patch", real)
+    await tab.patch([{"op": "add", "path": "/recipe", "value": CARBONARA}], base=0, ref="r10")
+    assert (await tab.until(lambda f: f.get("type") == "state_ack"))["ref"] == "r10"  # still open and working
+    await tab.close()
