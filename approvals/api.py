@@ -274,7 +274,7 @@ class PolicySerializer(serializers.ModelSerializer):
         defaults = ToolPolicy()  # model defaults for fields a create leaves out
         for field in services.POLICY_FIELDS:
             merged.setdefault(field, getattr(defaults, field))
-        errors = policy_errors(merged)
+        errors = policy_errors(merged, schema=registry.schema_of(merged["tool_name"]))
         if errors:
             raise ValidationError(errors)
         return attrs

@@ -27,6 +27,7 @@ from . import policy as policy_engine
 from . import registry, rules, services, simulate
 from .api import _csv_cell
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
+from .validators import policy_errors
 from .views import reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
@@ -215,9 +216,7 @@ def policy_edit(request, tool_name):
             draft = _draft_policy(tool_name, values)
             if not errors:
                 # judge only a draft the engine would accept: a bad rule is reported, not replayed
-                from .validators import policy_errors
-
-                errors = policy_errors(draft)
+                errors = policy_errors(draft, schema=registry.schema_of(tool_name))
             if not errors:
                 simulation = simulate.simulate(draft, limit)
         elif not errors:

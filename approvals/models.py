@@ -4,36 +4,16 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db import models
+
+from . import registry
+from .choices import ApproverKind, Mode, Risk, TimeoutAction  # noqa: F401  (re-exported: the models' fields)
+from .validators import policy_errors
 
 
 def new_id():
     return str(uuid.uuid4())
-
-
-class Mode(models.TextChoices):
-    ALWAYS = "always"
-    NEVER = "never"
-    CONDITIONAL = "conditional"
-    DENY = "deny"
-    MODEL = "model", "model (the model asks itself whether a person is needed)"
-
-
-class ApproverKind(models.TextChoices):
-    REQUESTER = "requester"
-    GROUP = "group"
-
-
-class Risk(models.TextChoices):
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
-    CRITICAL = "critical"
-
-
-class TimeoutAction(models.TextChoices):
-    REJECT = "reject"
-    APPROVE = "approve"
 
 
 def default_reminder_fraction():
@@ -84,11 +64,7 @@ class ToolPolicy(models.Model):
         return f"{self.tool_name}: {self.mode}"
 
     def clean(self):
-        from django.core.exceptions import ValidationError
-
-        from .validators import policy_errors
-
-        errors = policy_errors(self)
+        errors = policy_errors(self, schema=registry.schema_of(self.tool_name))
         if errors:
             raise ValidationError(errors)
 

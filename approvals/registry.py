@@ -7,6 +7,8 @@ arguments without knowing anything about the tool's implementation.
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .validators import policy_errors
+
 
 class ArgumentsInvalid(Exception):
     def __init__(self, errors):
@@ -48,8 +50,6 @@ class InvalidDefaults(Exception):
 
 
 def register(defaults: ToolDefaults):
-    from .validators import policy_errors
-
     group = defaults.approver.split(":", 1)[1] if defaults.approver.startswith("group:") else None
     escalation = defaults.escalation.split(":", 1)[1] if defaults.escalation.startswith("group:") else None
     errors = policy_errors({
@@ -67,6 +67,12 @@ def register(defaults: ToolDefaults):
 
 def get(name) -> ToolDefaults | None:
     return _registry.get(name)
+
+
+def schema_of(name) -> dict | None:
+    """The registered tool's arguments schema, which policy rules' paths are checked against."""
+    defaults = _registry.get(name)
+    return defaults.schema if defaults else None
 
 
 def all_tools():

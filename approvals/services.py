@@ -6,6 +6,7 @@ import json
 import logging
 from datetime import timedelta
 
+from celery import current_app, signature
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 ETA_HORIZON_SECONDS = 120
 DEFAULT_ESCALATION_FRACTION = 0.75
 BULK_LIMIT = 200
+DEADLINE_TASK = "approvals.tasks.deadline_due"
 Status = ApprovalRequest.Status
 Action = AuditEvent.Action
 
@@ -172,11 +174,10 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
 
         def after_commit():
             notify.inbox_notice("requested", req)
-            from .tasks import deadline_due
-
             for moment in {m for m in (remind_at, escalate_at, expires_at) if m}:
                 if (moment - now).total_seconds() <= ETA_HORIZON_SECONDS:
-                    deadline_due.apply_async((req.id,), eta=moment)
+                    # by name: tasks import this module, so this one does not import tasks
+                    signature(DEADLINE_TASK, args=(req.id,), app=current_app).apply_async(eta=moment)
 
         transaction.on_commit(after_commit)
     return req

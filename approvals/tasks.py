@@ -6,7 +6,7 @@ from celery import shared_task
 from . import services
 
 
-@shared_task(ignore_result=True)
+@shared_task(name=services.DEADLINE_TASK, ignore_result=True)  # services enqueue it by this name
 def deadline_due(request_id):
     """A countdown task at a request's remind / escalate / expire moment."""
     services.process_deadlines(request_id)

@@ -3,8 +3,8 @@ and the code defaults' registration all call policy_errors, so a bad rule is ref
 
 import re
 
-from . import registry, rules
-from .models import ApproverKind, Mode, Risk, TimeoutAction
+from . import rules
+from .choices import ApproverKind, Mode, Risk, TimeoutAction
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 RULE_MODES = (Mode.CONDITIONAL, Mode.MODEL)
@@ -19,7 +19,9 @@ def _get(policy, name, default=None):
 def policy_errors(policy, schema=None):
     """{field: [messages]} for a ToolPolicy (instance or dict of its fields); {} when valid.
 
-    Rule paths into arguments are checked against `schema`, else the registered tool's schema.
+    Rule paths into arguments are checked against `schema` (the tool's arguments schema; None: not
+    checked). The caller looks it up (registry.schema_of): the registry calls this validator, so
+    this module does not import the registry.
     """
     errors = {}
 
@@ -34,9 +36,6 @@ def policy_errors(policy, schema=None):
         add("mode", f"must be one of {', '.join(Mode.values)}")
 
     conditions = _get(policy, "conditions")
-    if schema is None:
-        defaults = registry.get(tool_name)
-        schema = defaults.schema if defaults else None
     try:
         normalised = rules.validate(conditions, schema=schema)
     except rules.RuleError as exc:
