@@ -1,6 +1,7 @@
 """Settings from the environment (DESIGN.md, "Configuration"): every default works on a laptop."""
 
 import ipaddress
+import math
 import os
 import sys
 from pathlib import Path
@@ -39,6 +40,19 @@ def env_int(name, default):
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
 
 
+def env_float(name, default):
+    value = _env(name)
+    if value is None:
+        return float(default)
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if not math.isfinite(number):  # float() takes "nan" and "inf": no timeout or interval means either
+        raise ImproperlyConfigured(f"{name}={value!r} is not a finite number")
+    return number
+
+
 def env_list(name, default=""):
     """A comma-separated list, blanks dropped."""
     value = os.environ.get(name)
@@ -61,8 +75,8 @@ if not DEBUG and SECRET_KEY == _DEV_SECRET:
 if SECRET_KEY == _DEV_SECRET and "pytest" not in sys.modules:
     print("WARNING: development SECRET_KEY in use (set DJANGO_SECRET_KEY in production)", file=sys.stderr)
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
-CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",  # must precede staticfiles (NOTES.md)
@@ -127,11 +141,11 @@ DATABASES = {
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0
     )
 }
-if DATABASES["default"]["ENGINE"].endswith("postgresql") and os.environ.get("AGUI_DB_POOL", "1") != "0":
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("AGUI_DB_POOL", True):
     # Under ASGI every request runs its sync code on a thread of its own, so a persistent
     # connection is never reused: without a pool each request paid a new PostgreSQL connection.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1, "max_size": int(os.environ.get("AGUI_DB_POOL_SIZE", "10")), "timeout": 10,
+        "min_size": 1, "max_size": env_int("AGUI_DB_POOL_SIZE", 10), "timeout": 10,
     }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"] = {**_SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
@@ -146,8 +160,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/accounts/login/"
 # Django's password check, throttled per account and address (agui_project/login_throttle.py)
 AUTHENTICATION_BACKENDS = ["agui_project.login_throttle.ThrottledModelBackend"]
-AGUI_LOGIN_MAX_FAILURES = int(os.environ.get("AGUI_LOGIN_MAX_FAILURES", "10"))
-AGUI_LOGIN_WINDOW_SECONDS = int(os.environ.get("AGUI_LOGIN_WINDOW_SECONDS", "900"))
+AGUI_LOGIN_MAX_FAILURES = env_int("AGUI_LOGIN_MAX_FAILURES", 10)
+AGUI_LOGIN_WINDOW_SECONDS = env_int("AGUI_LOGIN_WINDOW_SECONDS", 900)
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -228,7 +242,7 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # An unacked task (worker killed) comes back after this many seconds, not the default hour.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300"))}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300)}
 CELERY_BEAT_SCHEDULE = {
     # reminders, escalations and expiry: every 2 s, so a request expires within 5 s of its deadline
     # even when its countdown task was lost (near deadlines also get their own countdown task)
@@ -270,39 +284,39 @@ SPECTACULAR_SETTINGS = {
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "") or None
 AGUI_MODEL = os.environ.get("AGUI_MODEL", "gpt-4o-mini")
-AGUI_MODEL_TIMEOUT = float(os.environ.get("AGUI_MODEL_TIMEOUT", "60"))
-AGUI_MAX_TURNS = int(os.environ.get("AGUI_MAX_TURNS", "8"))
+AGUI_MODEL_TIMEOUT = env_float("AGUI_MODEL_TIMEOUT", 60)
+AGUI_MAX_TURNS = env_int("AGUI_MAX_TURNS", 8)
 # The largest request body accepted (413 beyond); Django's own form limit follows it.
-AGUI_MAX_BODY_BYTES = int(os.environ.get("AGUI_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+AGUI_MAX_BODY_BYTES = env_int("AGUI_MAX_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
 # Messages one AG-UI request may add to a thread (413 beyond): a resent history it holds does not count.
 AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200)
 # Redis connections one Daphne process may hold for XREAD BLOCK (one per watched thread; the
 # watchers of one thread share one): redis-py's own default of 100 broke the 101st chat.
-AGUI_STREAM_READER_CONNECTIONS = int(os.environ.get("AGUI_STREAM_READER_CONNECTIONS", "2000"))
-AGUI_STREAM_MAXLEN = int(os.environ.get("AGUI_STREAM_MAXLEN", "20000"))
-AGUI_STREAM_TTL = int(os.environ.get("AGUI_STREAM_TTL", str(24 * 3600)))
+AGUI_STREAM_READER_CONNECTIONS = env_int("AGUI_STREAM_READER_CONNECTIONS", 2000)
+AGUI_STREAM_MAXLEN = env_int("AGUI_STREAM_MAXLEN", 20000)
+AGUI_STREAM_TTL = env_int("AGUI_STREAM_TTL", 24 * 3600)
 # tries of the event writer's Redis client before a run gives up on its stream (15: ~11 s of outage)
-AGUI_REDIS_RETRIES = int(os.environ.get("AGUI_REDIS_RETRIES", "15"))
+AGUI_REDIS_RETRIES = env_int("AGUI_REDIS_RETRIES", 15)
 # how long an SSE relay keeps its client waiting on an unreachable Redis before it ends with RUN_ERROR
-AGUI_STREAM_GRACE_SECONDS = float(os.environ.get("AGUI_STREAM_GRACE_SECONDS", "30"))
+AGUI_STREAM_GRACE_SECONDS = env_float("AGUI_STREAM_GRACE_SECONDS", 30)
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
-AGUI_STATE_DELTA_INTERVAL = float(os.environ.get("AGUI_STATE_DELTA_INTERVAL", "0.05"))
+AGUI_STATE_DELTA_INTERVAL = env_float("AGUI_STATE_DELTA_INTERVAL", 0.05)
 # a thread's shared state: its size as compact UTF-8 JSON and its nesting, checked before any change
 # is applied or stored (state/services.py); beyond them a change is refused, state_too_large
 AGUI_STATE_MAX_BYTES = env_int("AGUI_STATE_MAX_BYTES", 256 * 1024)
 AGUI_STATE_MAX_DEPTH = env_int("AGUI_STATE_MAX_DEPTH", 32)
 # Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).
-AGUI_DEFAULT_APPROVAL_TIMEOUT = int(os.environ.get("AGUI_DEFAULT_APPROVAL_TIMEOUT", "3600"))
+AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600)
 AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/execution.py).
-AGUI_TOOL_LEASE_SECONDS = float(os.environ.get("AGUI_TOOL_LEASE_SECONDS", "30"))
-AGUI_RUN_REQUEUE_SECONDS = float(os.environ.get("AGUI_RUN_REQUEUE_SECONDS", "120"))  # queued this long: send again
+AGUI_TOOL_LEASE_SECONDS = env_float("AGUI_TOOL_LEASE_SECONDS", 30)
+AGUI_RUN_REQUEUE_SECONDS = env_float("AGUI_RUN_REQUEUE_SECONDS", 120)  # queued this long: send again
 # a queued run never announced (Redis was down when it was committed): the beat announces it after
 # this long; longer than the event writer's retries (~11 s), so a slow announce is not doubled
-AGUI_ANNOUNCE_RETRY_SECONDS = float(os.environ.get("AGUI_ANNOUNCE_RETRY_SECONDS", "15"))
-AGUI_TOOL_MAX_ATTEMPTS = int(os.environ.get("AGUI_TOOL_MAX_ATTEMPTS", "3"))  # idempotent tools' retries
+AGUI_ANNOUNCE_RETRY_SECONDS = env_float("AGUI_ANNOUNCE_RETRY_SECONDS", 15)
+AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3)  # idempotent tools' retries
 # The ops agent acts for real, but only inside this directory. By default it lives in the user's
 # data directory ($XDG_DATA_HOME, else ~/.local/share), in a parent of its own that holds nothing
 # else, and never in var/ or the project: the product's database, settings and code are not one
@@ -312,9 +326,9 @@ AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or (
     Path(os.environ["XDG_DATA_HOME"]) if os.path.isabs(os.environ.get("XDG_DATA_HOME", ""))
     else Path.home() / ".local" / "share") / "agui-inbox" / "sandbox")
 AGUI_SANDBOX_BWRAP = (os.environ.get("AGUI_SANDBOX_BWRAP") or "auto").strip().lower()
-AGUI_COMMAND_TIMEOUT = float(os.environ.get("AGUI_COMMAND_TIMEOUT", "5"))
+AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5)
 # Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
-AGUI_EXTRA_AGENTS = [m.strip() for m in os.environ.get("AGUI_EXTRA_AGENTS", "").split(",") if m.strip()]
+AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
 
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")

@@ -1,0 +1,42 @@
+"""Settings refuse a bad value at start, naming the variable (every number goes through env_int / env_float)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+while not (ROOT / "manage.py").exists():  # wherever this file sits under tests/
+    ROOT = ROOT.parent
+
+
+def run_django(code, **env):
+    """`code` in a fresh process (settings are read from the environment at start)."""
+    full = {**os.environ, "DJANGO_SETTINGS_MODULE": "agui_project.settings", **env}
+    return subprocess.run([sys.executable, "-c", "import django; django.setup()\n" + code], cwd=ROOT, env=full,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name,value,says", [
+    ("AGUI_MAX_TURNS", "eight", "AGUI_MAX_TURNS='eight' is not an integer"),
+    ("AGUI_STREAM_MAXLEN", "20k", "AGUI_STREAM_MAXLEN='20k' is not an integer"),
+    ("AGUI_DEFAULT_APPROVAL_TIMEOUT", "1h", "AGUI_DEFAULT_APPROVAL_TIMEOUT='1h' is not an integer"),
+    ("AGUI_MODEL_TIMEOUT", "a minute", "AGUI_MODEL_TIMEOUT='a minute' is not a number"),
+    ("AGUI_TOOL_LEASE_SECONDS", "nan", "AGUI_TOOL_LEASE_SECONDS='nan' is not a finite number"),
+    ("AGUI_STATE_DELTA_INTERVAL", "inf", "AGUI_STATE_DELTA_INTERVAL='inf' is not a finite number"),
+])
+def test_a_bad_number_stops_the_start(name, value, says, tmp_path):
+    out = run_django("", **{name: value}, AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode != 0
+    assert "ImproperlyConfigured" in out.stderr and says in out.stderr
+
+
+def test_numbers_read_from_the_environment(tmp_path):
+    out = run_django("from django.conf import settings as s; print(s.AGUI_MAX_TURNS, s.AGUI_MODEL_TIMEOUT, "
+                     "s.AGUI_COMMAND_TIMEOUT, s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'])",
+                     AGUI_MAX_TURNS=" 3 ", AGUI_MODEL_TIMEOUT="2.5", AGUI_COMMAND_TIMEOUT="",
+                     CELERY_VISIBILITY_TIMEOUT="600", AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["3", "2.5", "5.0", "600"]
