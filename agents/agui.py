@@ -25,11 +25,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
+from rest_framework.authentication import SessionAuthentication
 
 from agui_project import jsoncheck
-from agui_project.auth import token_user
+from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
 from approvals.models import ApprovalRequest
 from state.services import StateError
 
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 KEEPALIVE_SECONDS = 15
 MAX_THREAD_ID = 200
 TERMINAL = ('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')
+TOKEN_SCHEMES = (BearerTokenAuthentication(), ExpiringTokenAuthentication())
+SESSION = SessionAuthentication()
 
 
 def error(status, message, **extra):
@@ -50,24 +53,28 @@ def error(status, message, **extra):
 
 
 def authenticate(request):
-    """(user, None) or (None, error response): a token header, else the session (with CSRF)."""
-    header = request.headers.get("Authorization", "")
-    if header:
-        keyword, _, key = header.partition(" ")
-        if keyword not in ("Bearer", "Token") or not key.strip():
+    """(user, None) or (None, error response): a token header, else the session (with CSRF).
+
+    The REST API's own DRF classes (settings' REST_FRAMEWORK), asked directly because this view
+    streams asynchronously, which an APIView cannot. They are handed the Django request: a DRF
+    Request would parse (and so consume) the body for the CSRF check's form field.
+    """
+    try:
+        if request.headers.get("Authorization", ""):
+            for scheme in TOKEN_SCHEMES:  # expired and revoked tokens are refused here too
+                found = scheme.authenticate(request)
+                if found is not None:
+                    return found[0], None
             return None, error(401, "unsupported Authorization header; use Bearer <token> or Token <token>")
-        user, _token, problem = token_user(key.strip())  # expired and revoked tokens too
-        if user is None:
-            return None, error(401, problem, code="invalid_token")
+        user = request.user
+        if not user.is_authenticated:
+            return None, error(401, "authentication required")
+        SESSION.enforce_csrf(request)  # a session is a browser: the usual CSRF rules apply
         return user, None
-    user = request.user
-    if not user.is_authenticated:
-        return None, error(401, "authentication required")
-    if request.method == "POST":  # a session is a browser: the usual CSRF rules apply
-        rejected = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-        if rejected is not None:
-            return None, error(403, "CSRF check failed")
-    return user, None
+    except exceptions.AuthenticationFailed as exc:
+        return None, error(401, str(exc.detail), code="invalid_token")
+    except exceptions.PermissionDenied:
+        return None, error(403, "CSRF check failed")
 
 
 def parse_input(body):
