@@ -1,0 +1,65 @@
+"""Every third-party module the code imports is declared in pyproject.toml (not only brought by another).
+
+The installed distributions say which one provides a module (importlib.metadata); an import counts
+wherever it stands, inside functions and `try` blocks too.
+"""
+
+import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+while not (ROOT / "pyproject.toml").exists():  # wherever this file sits under tests/
+    ROOT = ROOT.parent
+OURS = {"agui_project", "agents", "approvals", "state", "tests", "scripts", "bench"}
+# The OpenAI SDK's own HTTP library (httpx2 from openai 3, httpx before): agents/llm.py catches its
+# errors, whichever one the installed SDK streams with; the SDK decides which, so openai declares it.
+SDK_TRANSPORT = {"httpx", "httpx2"}
+
+
+def _normal(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared(*groups):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for group in groups:
+        requirements += project["optional-dependencies"][group]
+    return {_normal(re.match(r"[A-Za-z0-9._-]+", r).group()) for r in requirements}
+
+
+def _undeclared(folders, declared):
+    local = {p.stem for folder in ("scripts", "tests") for p in (ROOT / folder).rglob("*.py")}  # via sys.path
+    providers = importlib.metadata.packages_distributions()
+    missing = {}
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            if "node_modules" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names or top in OURS or top in local or top in SDK_TRANSPORT:
+                        continue
+                    dists = {_normal(d) for d in providers.get(top, [top])}
+                    if not dists & declared:
+                        missing.setdefault(top, []).append(str(path.relative_to(ROOT)))
+    return missing
+
+
+def test_the_application_declares_what_it_imports():
+    assert _undeclared(["agui_project", "agents", "approvals", "state", "scripts"], _declared()) == {}
+
+
+def test_the_tests_declare_what_they_import():
+    assert _undeclared(["tests"], _declared("dev")) == {}
