@@ -5,6 +5,8 @@ import logging
 import time
 import uuid
 
+import jsonpatch
+import jsonpointer
 import redis
 from ag_ui.core import (
     CustomEvent,
@@ -81,18 +83,29 @@ def rejection_text(call):
     )
 
 
-def _diff(before, after, prefix=""):
-    """(dotted field, old, new) for every changed leaf; nested objects are walked."""
-    out = []
-    for k in sorted(set(before) | set(after)):
-        old, new = before.get(k), after.get(k)
-        if old == new:
-            continue
-        if isinstance(old, dict) and isinstance(new, dict):
-            out += _diff(old, new, f"{prefix}{k}.")
-        else:
-            out.append((f"{prefix}{k}", old, new))
-    return out
+def _diff(before, after):
+    """(dotted field, old, new) for every changed field, sorted; objects are walked, a list is one value.
+
+    jsonpatch finds what changed; the model reads fields (`recipient.country`), not list indexes
+    or move operations, so each patch path is cut at the first value that is not an object on
+    both sides.
+    """
+    fields = {}
+    for op in jsonpatch.make_patch(before, after):
+        for pointer in filter(None, (op["path"], op.get("from"))):  # a move changes two fields
+            found = _field(jsonpointer.JsonPointer(pointer).parts, before, after)
+            if found and found[1] != found[2]:  # 500 -> 500.0 is no change (jsonpatch compares JSON text)
+                fields[found[0]] = found[1:]
+    return [(".".join(path), old, new) for path, (old, new) in sorted(fields.items())]
+
+
+def _field(parts, before, after):
+    """(path, old, new) of the first field on `parts` that is not an object on both sides."""
+    for depth, key in enumerate(parts, 1):
+        before, after = before.get(key), after.get(key)
+        if not (isinstance(before, dict) and isinstance(after, dict)):
+            return tuple(parts[:depth]), before, after
+    return None  # objects on both sides: the patch names their changed members
 
 
 def changes_text(before, after):
