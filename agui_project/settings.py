@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "django_filters",  # the REST lists' filters (approvals/filters.py)
     "channels",
     "state",
     "approvals",

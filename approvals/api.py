@@ -4,18 +4,9 @@ keyed by tool name), the audit log (filters, ?format=csv) and "always allow in t
 Views stay thin: every change goes through approvals.services.
 """
 
-import csv
-import io
-import json
-from datetime import UTC, timedelta
-
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Q
-from django.http import StreamingHttpResponse
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
-from drf_spectacular.types import OpenApiTypes
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -25,10 +16,10 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from . import policy as policy_engine
-from . import registry, services
+from . import exports, registry, selectors, services
 from .access import memberships
-from .models import ApprovalRequest, AuditEvent, Decision, Risk, ThreadGrant, ToolPolicy
+from .filters import ApprovalFilter, AuditFilter, GrantFilter
+from .models import ApprovalRequest, AuditEvent, Decision, ThreadGrant, ToolPolicy
 from .validators import policy_errors
 
 
@@ -87,10 +78,7 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
     def get_approvals(self, obj) -> int:
         """Approvals that count now: distinct approvers of the current arguments, not withdrawn."""
-        digest = services.arguments_hash(obj.current_arguments)
-        return len({d.user_id for d in obj.decisions.all()
-                    if d.decision == "approve" and d.withdrawn_at is None and d.arguments_hash == digest
-                    and not (obj.approver_kind == "group" and d.user_id == obj.requester_id)})
+        return selectors.quorum(approval=obj)["have"]
 
 
 class DecideSerializer(serializers.Serializer):
@@ -126,9 +114,6 @@ class BulkResultSerializer(serializers.Serializer):
     failed = serializers.IntegerField()
 
 
-MAX_AGE_SECONDS = 10 * 366 * 24 * 3600
-
-
 def _check_params(params):
     """Query values reach SQL filters: a NUL byte (which PostgreSQL refuses) is a 400, not a 500."""
     for name, values in params.lists():
@@ -136,79 +121,28 @@ def _check_params(params):
             raise ValidationError({name: ["NUL characters are not accepted"]})
 
 
-def _int_param(params, name):
-    raw = params.get(name)
-    if raw in (None, ""):
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: ["a whole number of seconds"]}) from None
-    if not 0 <= value <= MAX_AGE_SECONDS:
-        raise ValidationError({name: [f"between 0 and {MAX_AGE_SECONDS} seconds"]})
-    return value
+class ListFilters:
+    """django-filter's FilterSet (`filterset_class`) on the list only: a detail URL ignores the
+    list's query parameters, as it always did (GenericAPIView.get_object filters too)."""
+
+    filter_backends = [DjangoFilterBackend]
+
+    def filter_queryset(self, queryset):
+        if self.action != "list":
+            return queryset
+        _check_params(self.request.query_params)
+        return super().filter_queryset(queryset)
 
 
-def _choices_param(params, name, allowed):
-    raw = params.get(name)
-    if not raw:
-        return None
-    values = [v.strip() for v in raw.split(",") if v.strip()]
-    bad = [v for v in values if v not in allowed]
-    if bad:
-        raise ValidationError({name: [f"unknown {name} {', '.join(bad)}; use {', '.join(allowed)}"]})
-    return values
-
-
-APPROVAL_FILTERS = [
-    OpenApiParameter("status", str, description="Comma-separated: " + ", ".join(ApprovalRequest.Status.values)),
-    OpenApiParameter("tool", str, description="Tool name"),
-    OpenApiParameter("group", str, description="Approver group name (or escalation group, once escalated)"),
-    OpenApiParameter("risk", str, description="Comma-separated: " + ", ".join(Risk.values)),
-    OpenApiParameter("thread", str, description="Thread id"),
-    OpenApiParameter("min_age", int, description="Only requests at least this many seconds old"),
-    OpenApiParameter("max_age", int, description="Only requests at most this many seconds old"),
-    OpenApiParameter("search", str, description="Words in the description, tool, reason, impact, requester, "
-                     "thread or id"),
-]
-
-
-@extend_schema(parameters=APPROVAL_FILTERS)
-class ApprovalViewSet(viewsets.ReadOnlyModelViewSet):
+class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     serializer_class = ApprovalSerializer
+    filterset_class = ApprovalFilter
     lookup_value_regex = r"[^/.\x00]+"
     queryset = ApprovalRequest.objects.none()  # for the schema; get_queryset scopes to the caller
 
     def get_queryset(self):
-        qs = services.visible_to(self.request.user).select_related("decided_by").prefetch_related(
+        qs = selectors.visible_requests(user=self.request.user).select_related("decided_by").prefetch_related(
             "decisions__user")
-        if self.action != "list":
-            return qs
-        params = self.request.query_params
-        _check_params(params)
-        statuses = _choices_param(params, "status", ApprovalRequest.Status.values)
-        if statuses:
-            qs = qs.filter(status__in=statuses)
-        risks = _choices_param(params, "risk", Risk.values)
-        if risks:
-            qs = qs.filter(risk__in=risks)
-        if params.get("tool"):
-            qs = qs.filter(tool_name=params["tool"])
-        if params.get("thread"):
-            qs = qs.filter(thread_ref=params["thread"])
-        if params.get("group"):
-            qs = qs.filter(Q(approver_group__name=params["group"])
-                           | Q(escalated_at__isnull=False, escalation_group__name=params["group"]))
-        now = timezone.now()
-        min_age, max_age = _int_param(params, "min_age"), _int_param(params, "max_age")
-        if min_age is not None:
-            qs = qs.filter(created_at__lte=now - timedelta(seconds=min_age))
-        if max_age is not None:
-            qs = qs.filter(created_at__gte=now - timedelta(seconds=max_age))
-        for word in (params.get("search") or "").split()[:8]:
-            qs = qs.filter(Q(description__icontains=word) | Q(tool_name__icontains=word) | Q(reason__icontains=word)
-                           | Q(impact__icontains=word) | Q(requester__username__iexact=word)
-                           | Q(thread_ref=word) | Q(pk=word))
         return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
 
     @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
@@ -285,14 +219,6 @@ def _plain(data):
     return {k: data[k] for k in data.keys()} if hasattr(data, "keys") else data
 
 
-def _policy_for(tool_name):
-    row = ToolPolicy.objects.select_related("approver_group", "escalation_group").filter(tool_name=tool_name).first()
-    if row:
-        return row
-    defaults = registry.get(tool_name)
-    return policy_engine.policy_from_defaults(defaults) if defaults else None
-
-
 @extend_schema(parameters=[OpenApiParameter("tool_name", str, OpenApiParameter.PATH,
                                             description="The tool's name")])
 class PolicyViewSet(viewsets.GenericViewSet):
@@ -307,14 +233,11 @@ class PolicyViewSet(viewsets.GenericViewSet):
     lookup_value_regex = r"[A-Za-z0-9_.\-]+"
 
     def list(self, request):
-        rows = {p.tool_name: p for p in ToolPolicy.objects.select_related("approver_group", "escalation_group")}
-        names = sorted(set(rows) | set(registry.all_tools()))
-        items = [rows.get(n) or policy_engine.policy_from_defaults(registry.get(n)) for n in names]
-        page = self.paginate_queryset(items)
+        page = self.paginate_queryset([policy for _, policy, _ in selectors.policies()])
         return self.get_paginated_response(PolicySerializer(page, many=True).data)
 
     def retrieve(self, request, tool_name=None):
-        policy = _policy_for(tool_name)
+        policy = selectors.policy_for(tool_name=tool_name)
         if policy is None:
             raise NotFound("no policy or registered tool by that name")
         return Response(PolicySerializer(policy).data)
@@ -340,7 +263,7 @@ class PolicyViewSet(viewsets.GenericViewSet):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _write(self, request, tool_name, partial):
-        current = _policy_for(tool_name)  # PATCH of a default-only tool starts from its code defaults
+        current = selectors.policy_for(tool_name=tool_name)  # PATCH of a default-only tool starts from its code defaults
         data = _plain(request.data)
         if isinstance(data, dict):
             data["tool_name"] = tool_name  # the URL names the tool
@@ -372,18 +295,6 @@ class AuditSerializer(serializers.ModelSerializer):
         fields = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
 
 
-CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
-CSV_LIMIT = 100_000
-
-
-def _csv_cell(value):
-    if isinstance(value, dict | list):
-        value = json.dumps(value, sort_keys=True)
-    text = "" if value is None else str(value)
-    # spreadsheet formula injection: a cell starting with = + - @ is shown as text
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 class CSVRenderer(BaseRenderer):
     """Declares text/csv so that ?format=csv negotiates; AuditViewSet.list streams the rows itself."""
 
@@ -393,93 +304,29 @@ class CSVRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         rows = data if isinstance(data, list) else [data]
-        buf = io.StringIO()
-        writer = csv.writer(buf)
         keys = list(rows[0].keys()) if rows and isinstance(rows[0], dict) else ["message"]
-        writer.writerow(keys)
-        for row in rows:
-            writer.writerow([_csv_cell(row.get(k)) if isinstance(row, dict) else _csv_cell(row) for k in keys])
-        return buf.getvalue().encode()
+        lines = [keys] + [[row.get(k) for k in keys] if isinstance(row, dict) else [row] * len(keys) for row in rows]
+        return "".join(exports.csv_rows(lines)).encode()
 
 
-AUDIT_FILTERS = [
-    OpenApiParameter("action", str, description="Comma-separated: " + ", ".join(AuditEvent.Action.values)),
-    OpenApiParameter("actor", str, description="Username"),
-    OpenApiParameter("request", str, description="Approval request id"),
-    OpenApiParameter("tool", str, description="Tool name"),
-    OpenApiParameter("object_ref", str, description="e.g. policy:<tool>, toolcall:<id>, grant:<id>"),
-    OpenApiParameter("since", OpenApiTypes.DATETIME, description="ISO 8601, inclusive"),
-    OpenApiParameter("until", OpenApiTypes.DATETIME, description="ISO 8601, exclusive"),
-    OpenApiParameter("format", str, enum=["json", "csv"], description="csv: every matching row as a download"),
-]
-
-
-@extend_schema(parameters=AUDIT_FILTERS)
-class AuditViewSet(viewsets.ReadOnlyModelViewSet):
+@extend_schema(parameters=[OpenApiParameter("format", str, enum=["json", "csv"],
+                                            description="csv: every matching row as a download")])
+class AuditViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     """The append-only audit log: staff see everything, others the events of requests they can see."""
 
     serializer_class = AuditSerializer
+    filterset_class = AuditFilter
     queryset = AuditEvent.objects.none()  # for the schema; get_queryset scopes to the caller
     lookup_value_regex = r"\d+"
     renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, CSVRenderer]
 
     def get_queryset(self):
-        user = self.request.user
-        qs = AuditEvent.objects.select_related("actor")
-        if not (user.is_staff or user.is_superuser):
-            qs = qs.filter(request__in=services.visible_to(user).values("pk"))
-        if self.action != "list":
-            return qs
-        params = self.request.query_params
-        _check_params(params)
-        actions = _choices_param(params, "action", AuditEvent.Action.values)
-        if actions:
-            qs = qs.filter(action__in=actions)
-        if params.get("actor"):
-            qs = qs.filter(actor__username=params["actor"])
-        if params.get("request"):
-            qs = qs.filter(request_id=params["request"])
-        if params.get("tool"):
-            qs = qs.filter(tool_name=params["tool"])
-        if params.get("object_ref"):
-            qs = qs.filter(object_ref=params["object_ref"])
-        for name, lookup in (("since", "created_at__gte"), ("until", "created_at__lt")):
-            if params.get(name):
-                try:
-                    moment = parse_datetime(params[name])
-                except ValueError:  # well formed, but no such moment (month 13)
-                    moment = None
-                if moment is None:
-                    raise ValidationError({name: ["an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z"]})
-                if timezone.is_naive(moment):
-                    moment = timezone.make_aware(moment, UTC)
-                qs = qs.filter(**{lookup: moment})
-        return qs.order_by("-created_at", "-id")
+        return selectors.audit_events(user=self.request.user)
 
     def list(self, request, *args, **kwargs):
         if getattr(request.accepted_renderer, "format", None) == "csv":
-            return self._csv(self.get_queryset())
+            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()))
         return super().list(request, *args, **kwargs)
-
-    def _csv(self, qs):
-        def rows():
-            buf = io.StringIO()
-            writer = csv.writer(buf)
-            writer.writerow(CSV_COLUMNS)
-            for event in qs[:CSV_LIMIT].iterator(chunk_size=1000):
-                writer.writerow([_csv_cell(v) for v in (
-                    event.pk, event.created_at.isoformat(), event.action,
-                    event.actor.username if event.actor_id else "", event.request_id or "", event.tool_name,
-                    event.object_ref, event.before, event.after)])
-                yield buf.getvalue()
-                buf.seek(0)
-                buf.truncate(0)
-            yield buf.getvalue()
-
-        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-        response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
-        return response
 
 
 # --- "always allow in this thread" -----------------------------------------------------------------
@@ -498,35 +345,17 @@ class GrantSerializer(serializers.ModelSerializer):
                   "revoked_by"]
 
 
-@extend_schema(parameters=[
-    OpenApiParameter("thread", str, description="Thread id"),
-    OpenApiParameter("tool", str, description="Tool name"),
-    OpenApiParameter("active", bool, description="true: only grants in force"),
-])
-class GrantViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class GrantViewSet(ListFilters, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Your "always allow in this thread" grants (staff: everyone's); created by deciding with
     always_allow_in_thread, ended with POST .../revoke/ (kept, never deleted)."""
 
     serializer_class = GrantSerializer
+    filterset_class = GrantFilter
     queryset = ThreadGrant.objects.none()  # for the schema; get_queryset scopes to the caller
-    lookup_value_regex = r"\d+"
     lookup_value_regex = r"[0-9]+"  # integer ids: /api/grants/abc/ is a 404, not a ValueError (500)
 
     def get_queryset(self):
-        qs = services.grants_visible_to(self.request.user)
-        if self.action != "list":
-            return qs
-        params = self.request.query_params
-        _check_params(params)
-        if params.get("thread"):
-            qs = qs.filter(thread_ref=params["thread"])
-        if params.get("tool"):
-            qs = qs.filter(tool_name=params["tool"])
-        if params.get("active") in ("true", "1"):
-            qs = qs.filter(revoked_at__isnull=True)
-        elif params.get("active") in ("false", "0"):
-            qs = qs.filter(revoked_at__isnull=False)
-        return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
+        return selectors.visible_grants(user=self.request.user).order_by("-created_at", "-id")  # stable pages
 
     @extend_schema(request=None, responses={200: GrantSerializer})
     @action(detail=True, methods=["post"])

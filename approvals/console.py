@@ -5,35 +5,29 @@ Thin: policies are saved only through services.save_policy / delete_policy (vali
 audited), the simulator is approvals.simulate, the audit is read-only.
 """
 
-import csv
-import io
 import json
-from datetime import UTC, datetime, time
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.dateparse import parse_datetime
 
 from agui_project import jsoncheck
 
+from . import exports, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
-from . import policy as policy_engine
-from . import registry, rules, services, simulate
-from .api import _csv_cell
+from .filters import AuditPageFilter
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
 from .validators import policy_errors
-from .views import reviewer_required
+from .views import audit_rows, reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
 SIMULATE_CHOICES = (10, 25, 50, 100, 200)
 AUDIT_PAGE = 100
-CSV_LIMIT = 100_000
 
 
 def admin_required(view):
@@ -49,27 +43,15 @@ def admin_required(view):
 # --- the list ---------------------------------------------------------------------------------
 
 
-def _policy_for(tool_name):
-    row = ToolPolicy.objects.select_related("approver_group", "escalation_group").filter(tool_name=tool_name).first()
-    if row:
-        return row
-    defaults = registry.get(tool_name)
-    return policy_engine.policy_from_defaults(defaults) if defaults else None
-
-
 @admin_required
 def policy_list(request):
-    rows = {p.tool_name: p for p in ToolPolicy.objects.select_related("approver_group", "escalation_group")}
-    names = sorted(set(rows) | set(registry.all_tools()))
     last_change = {}
     for e in (AuditEvent.objects.filter(action__in=POLICY_ACTIONS).select_related("actor")
               .order_by("-created_at")[:500]):
         last_change.setdefault(e.tool_name, e)
     items = []
-    for name in names:
-        policy = rows.get(name) or policy_engine.policy_from_defaults(registry.get(name))
-        defaults = registry.get(name)
-        items.append({"name": name, "policy": policy, "source": "policy" if name in rows else "default",
+    for name, policy, defaults in selectors.policies():
+        items.append({"name": name, "policy": policy, "source": "policy" if policy.pk else "default",
                       "registered": defaults is not None, "rules": len(policy.conditions or []),
                       "description": defaults.description if defaults else "", "changed": last_change.get(name)})
     return render(request, "approvals/policies.html", {"items": items, "modes": Mode.choices,
@@ -197,7 +179,7 @@ def _show(value):
 
 @admin_required
 def policy_edit(request, tool_name):
-    current = _policy_for(tool_name)
+    current = selectors.policy_for(tool_name=tool_name)
     if current is None:
         raise Http404("no policy or registered tool by that name")
     defaults = registry.get(tool_name)
@@ -263,23 +245,8 @@ def policy_edit(request, tool_name):
 # --- the audit trail --------------------------------------------------------------------------
 
 
-def _moment(raw, end=False):
-    """A date (whole day) or an ISO date-time; aware, UTC when naive."""
-    raw = (raw or "").strip()
-    if not raw:
-        return None
-    moment = parse_datetime(raw)
-    if moment is None:
-        day = parse_date(raw)
-        if day is None:
-            return None
-        moment = datetime.combine(day, time.max if end else time.min)
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment, UTC)
-    return moment
-
-
 def audit_filters(params):
+    """The filter form's values as typed (shown again on the page and kept in its links)."""
     return {
         "action": params.get("action", "") if params.get("action", "") in AuditEvent.Action.values else "",
         "actor": params.get("actor", "").strip()[:150],
@@ -292,25 +259,8 @@ def audit_filters(params):
 
 
 def audit_queryset(user, f):
-    qs = AuditEvent.objects.select_related("actor")
-    if not (user.is_staff or user.is_superuser):
-        qs = qs.filter(request__in=services.visible_to(user).values("pk"))
-    if f["action"]:
-        qs = qs.filter(action=f["action"])  # audit_action_idx
-    if f["actor"]:
-        qs = qs.filter(actor__username=f["actor"])
-    if f["tool"]:
-        qs = qs.filter(tool_name=f["tool"])  # audit_tool_idx
-    if f["request"]:
-        qs = qs.filter(request_id=f["request"])
-    if f["object_ref"]:
-        qs = qs.filter(object_ref=f["object_ref"])
-    since, until = _moment(f["since"]), _moment(f["until"], end=True)
-    if since:
-        qs = qs.filter(created_at__gte=since)
-    if until:
-        qs = qs.filter(created_at__lte=until)
-    return qs.order_by("-created_at", "-id")
+    """The audit events `user` may read that match the form `f` (its unreadable values left out)."""
+    return AuditPageFilter(f, queryset=selectors.audit_events(user=user)).qs
 
 
 @reviewer_required
@@ -331,41 +281,12 @@ def audit(request):
         next_after = f"{events[-1].created_at.isoformat()}|{events[-1].pk}"
     params = {k: v for k, v in f.items() if v}
     return render(request, "approvals/audit.html", {
-        "filters": f, "params": params, "events": [
-            {"event": e, "before": _compact(e.before), "after": _compact(e.after)} for e in events],
+        "filters": f, "params": params, "events": audit_rows(events),
         "next_after": next_after, "first_page": not after, "actions": AuditEvent.Action.choices,
         "tools": sorted(registry.all_tools()), "pending_count": inbox_query.pending_mine_count(request.user),
     })
 
 
-def _compact(value):
-    if value in (None, {}, []):
-        return ""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
-
-
 @reviewer_required
 def audit_csv(request):
-    qs = audit_queryset(request.user, audit_filters(request.GET))
-
-    def rows():
-        buf = io.StringIO()
-        writer = csv.writer(buf)
-        writer.writerow(CSV_COLUMNS)
-        for e in qs[:CSV_LIMIT].iterator(chunk_size=1000):
-            writer.writerow([_csv_cell(v) for v in (
-                e.pk, e.created_at.isoformat(), e.action, e.actor.username if e.actor_id else "", e.request_id or "",
-                e.tool_name, e.object_ref, e.before, e.after)])
-            yield buf.getvalue()
-            buf.seek(0)
-            buf.truncate(0)
-        yield buf.getvalue()
-
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
-    return response
-
+    return exports.audit_csv_response(audit_queryset(request.user, audit_filters(request.GET)))

@@ -1,7 +1,7 @@
 """The inbox's queries: filters, search and keyset paging over approval requests.
 
-Read-only; every change still goes through approvals.services. Ordering is "pending first, then
-recent decisions" as two segments, each walked along its own index so that a page costs the same
+Read-only (over selectors.visible_requests); every change still goes through approvals.services.
+Ordering is "pending first, then recent decisions" as two segments, each walked along its own index so that a page costs the same
 on page 1 and page 2,000 (no OFFSET, no full COUNT):
 
   pending segment   status = pending          ORDER BY created_at DESC, id DESC  (approval_status_recent_idx)
@@ -19,7 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from . import registry, services
+from . import registry, selectors
 from .access import approver_group_names, memberships
 from .models import ApprovalRequest, ApproverKind, Risk
 
@@ -104,15 +104,13 @@ def parse(params):
 def mine(user):
     """Requests routed to the user: their groups' (and those escalated to them), less the ones they
     asked for themselves (four eyes), plus requester-routed requests they confirm themselves."""
-    group_ids = sorted(memberships(user)[0])
-    routed = (Q(approver_kind=ApproverKind.GROUP, approver_group_id__in=group_ids)
-              | Q(escalated_at__isnull=False, escalation_group_id__in=group_ids))
+    routed = selectors.routed_to_groups(sorted(memberships(user)[0]))
     return (routed & ~Q(requester_id=user.pk)) | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
 
 
 def base(user, query):
     """Visible requests matching every filter except status and the cursor (no ordering)."""
-    qs = services.visible_to(user)
+    qs = selectors.visible_requests(user=user)
     if query.scope == "mine":
         qs = qs.filter(mine(user))
     if query.tool:
@@ -120,8 +118,7 @@ def base(user, query):
     if query.agent:
         qs = qs.filter(agent_name=query.agent)
     if query.group:
-        qs = qs.filter(Q(approver_group__name=query.group)
-                       | Q(escalated_at__isnull=False, escalation_group__name=query.group))
+        qs = qs.filter(selectors.routed_to_group_named(query.group))
     if query.risk:
         qs = qs.filter(risk__in=query.risk.split(","))
     if query.age:
@@ -291,11 +288,11 @@ def decorate(row, user, group_ids):
 
 def pending_mine_count(user):
     """The title badge: pending requests waiting for the user's groups (or for their own confirmation)."""
-    return services.visible_to(user).filter(mine(user), status=Status.PENDING).count()
+    return selectors.visible_requests(user=user).filter(mine(user), status=Status.PENDING).count()
 
 
 def is_waiting_for(user, approval_id):
-    return services.visible_to(user).filter(mine(user), status=Status.PENDING, pk=approval_id).exists()
+    return selectors.visible_requests(user=user).filter(mine(user), status=Status.PENDING, pk=approval_id).exists()
 
 
 def choices(user):

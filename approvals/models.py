@@ -1,5 +1,7 @@
 """The generic approval engine's records. Subjects (threads, runs, tool calls) are opaque refs."""
 
+import hashlib
+import json
 import uuid
 
 from django.conf import settings
@@ -14,6 +16,11 @@ from .validators import policy_errors
 
 def new_id():
     return str(uuid.uuid4())
+
+
+def arguments_hash(arguments):
+    """What an approval approves (Decision.arguments_hash): the same arguments, the same digest."""
+    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def default_reminder_fraction():

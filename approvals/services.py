@@ -1,19 +1,15 @@
 """request / decide / expire / remind / escalate / cancel, policy changes and thread grants:
 the ONLY code that changes approval records. Every change writes an AuditEvent."""
 
-import hashlib
-import json
 import logging
 from datetime import timedelta
 
 from celery import current_app, signature
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from . import mail, notify, policy, registry
-from .access import memberships
+from . import mail, notify, policy, registry, selectors
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -23,6 +19,7 @@ from .models import (
     ThreadGrant,
     TimeoutAction,
     ToolPolicy,
+    arguments_hash,
 )
 from .signals import approval_resolved
 
@@ -93,10 +90,6 @@ def _move(req, to):
     if to not in ApprovalRequest.TRANSITIONS.get(req.status, ()):
         raise ValueError(f"approval request {req.pk}: {req.status} -> {to} is not an allowed transition")
     req.status = to
-
-
-def arguments_hash(arguments):
-    return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _snapshot(req):
@@ -205,19 +198,6 @@ def can_decide(user, req, group_ids=None):
     return user.groups.filter(pk__in=decider_group_ids(req)).exists()
 
 
-def visible_to(user):
-    """Requests a user may see: admins all; reviewers their groups' (and escalated ones); anyone their own."""
-    qs = ApprovalRequest.objects.select_related("requester", "approver_group", "escalation_group")
-    if user.is_superuser or user.is_staff:
-        return qs
-    groups = sorted(memberships(user)[0])  # ids, not a subquery: a plainer plan for every page
-    return qs.filter(
-        Q(approver_kind=ApproverKind.GROUP, approver_group_id__in=groups)
-        | Q(escalated_at__isnull=False, escalation_group_id__in=groups)
-        | Q(requester=user)
-    )
-
-
 def _lock(request_id):
     req = (ApprovalRequest.objects.select_for_update(of=("self",))
            .select_related("approver_group", "escalation_group", "requester").filter(pk=request_id).first())
@@ -302,11 +282,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             Decision.objects.create(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
-            # quorum: distinct approvers of exactly these arguments; the requester never counts for a group
-            counted = active.filter(arguments_hash=digest)
-            if req.approver_kind == ApproverKind.GROUP:
-                counted = counted.exclude(user_id=req.requester_id)
-            approvals = counted.values("user_id").distinct().count()
+            # quorum: distinct approvers of exactly these arguments (the current ones, after any edit)
+            approvals = selectors.quorum(approval=req)["have"]
             if feedback:
                 req.feedback = feedback
             if approvals >= req.required_approvals:
@@ -364,7 +341,7 @@ def _check_edit(req, defaults, proposed):
 def bulk_decide(request_ids, user, decision, feedback="", visible=None):
     """Decide many requests with one reason; each on its own (own transaction), reported per item."""
     ids = list(dict.fromkeys(str(i) for i in request_ids))[:BULK_LIMIT]
-    visible_ids = set((visible if visible is not None else visible_to(user)).filter(pk__in=ids)
+    visible_ids = set((visible if visible is not None else selectors.visible_requests(user=user)).filter(pk__in=ids)
                       .values_list("pk", flat=True))
     results = []
     for request_id in ids:
@@ -461,15 +438,6 @@ def process_deadlines(request_id):
     return done
 
 
-def due_request_ids(limit=500):
-    now = timezone.now()
-    pending = ApprovalRequest.objects.filter(status=Status.PENDING)
-    ids = list(pending.filter(expires_at__lte=now).values_list("pk", flat=True)[:limit])
-    ids += pending.filter(remind_at__lte=now, reminded_at__isnull=True).values_list("pk", flat=True)[:limit]
-    ids += pending.filter(escalate_at__lte=now, escalated_at__isnull=True).values_list("pk", flat=True)[:limit]
-    return list(dict.fromkeys(ids))
-
-
 def cancel(request_id, user=None, reason="cancelled"):
     with transaction.atomic():
         req = ApprovalRequest.objects.select_for_update().get(pk=request_id)
@@ -507,14 +475,9 @@ def _grant_snapshot(grant):
             "user": grant.user.get_username(), "active": grant.active}
 
 
-def grants_visible_to(user):
-    qs = ThreadGrant.objects.select_related("user", "revoked_by")
-    return qs if user.is_staff or user.is_superuser else qs.filter(user=user)
-
-
 def revoke_grant(grant_id, user):
     with transaction.atomic():
-        grant = grants_visible_to(user).select_for_update(of=("self",)).filter(pk=grant_id).first()
+        grant = selectors.visible_grants(user=user).select_for_update(of=("self",)).filter(pk=grant_id).first()
         if grant is None:
             raise NotFound("no such grant")
         if grant.revoked_at:

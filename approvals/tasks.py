@@ -3,7 +3,7 @@ Tasks take ids and are safe to run twice (services check and stamp under a row l
 
 from celery import shared_task
 
-from . import services
+from . import selectors, services
 
 
 @shared_task(name=services.DEADLINE_TASK, ignore_result=True)  # services enqueue it by this name
@@ -15,7 +15,7 @@ def deadline_due(request_id):
 @shared_task(ignore_result=True)
 def deadlines_due():
     """Beat (every few seconds, CELERY_BEAT_SCHEDULE): everything past a deadline, whatever its countdown did."""
-    for request_id in services.due_request_ids():
+    for request_id in selectors.due_request_ids():
         services.process_deadlines(request_id)
 
 

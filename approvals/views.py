@@ -16,11 +16,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from agui_project import jsoncheck
+from state import services as state_services
 
 from . import inbox as inbox_query
-from . import registry, services, stats
+from . import registry, selectors, services, stats
 from .access import is_reviewer
-from .models import ApprovalRequest, ApproverKind, AuditEvent, Decision
+from .models import ApprovalRequest, AuditEvent, Decision, arguments_hash
 
 # kept for bench/djtasks.py (issue 9), which EXPLAINs these filters
 STATUS_FILTERS = {
@@ -123,7 +124,7 @@ def bulk(request):
         messages.error(request, error)
         return redirect(safe_next(request))
     results = services.bulk_decide(ids, request.user, decision, feedback=feedback,
-                                   visible=services.visible_to(request.user))
+                                   visible=selectors.visible_requests(user=request.user))
     ok = [r for r in results if r["ok"]]
     failed = [r for r in results if not r["ok"]]
     if wants_json(request):
@@ -139,40 +140,18 @@ def bulk(request):
 # --- the detail -------------------------------------------------------------------------------
 
 
-def quorum(approval):
-    """Who has approved the current arguments (counted), and whose approvals were withdrawn."""
-    digest = services.arguments_hash(approval.current_arguments)
-    counted, withdrawn = [], []
-    for d in approval.decisions.all():
-        if d.decision != Decision.Kind.APPROVE:
-            continue
-        if d.withdrawn_at or d.arguments_hash != digest:
-            withdrawn.append(d)
-        elif not (approval.approver_kind == ApproverKind.GROUP and d.user_id == approval.requester_id):
-            if all(c.user_id != d.user_id for c in counted):
-                counted.append(d)
-    required = approval.required_approvals
-    return {"counted": counted, "withdrawn": withdrawn, "required": required, "have": len(counted),
-            "missing": max(0, required - len(counted)), "slots": range(required),
-            "percent": min(100, round(100 * len(counted) / required)) if required else 100}
-
-
 def thread_state(approval):
     """The thread's shared state (the state app), committed data and version."""
     if not approval.thread_ref:
         return None
-    from state import services as state_services
-
     data, version = state_services.snapshot(f"thread:{approval.thread_ref}")
     return {"json": json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False), "version": version,
             "empty": not data}
 
 
 def audit_rows(events):
-    out = []
-    for e in events:
-        out.append({"event": e, "before": _compact(e.before), "after": _compact(e.after)})
-    return out
+    """Audit events with their before/after as one line of JSON each (the detail page, /audit/)."""
+    return [{"event": e, "before": _compact(e.before), "after": _compact(e.after)} for e in events]
 
 
 def _compact(value):
@@ -183,13 +162,13 @@ def _compact(value):
 
 def _detail_context(request, approval):
     decisions = list(approval.decisions.select_related("user"))
-    approval._prefetched_objects_cache = {"decisions": decisions}  # quorum() reads them without a query
+    approval._prefetched_objects_cache = {"decisions": decisions}  # quorum reads them without a query
     mine = [d for d in decisions if d.user_id == request.user.pk and d.decision == Decision.Kind.APPROVE
-            and not d.withdrawn_at and d.arguments_hash == services.arguments_hash(approval.current_arguments)]
+            and not d.withdrawn_at and d.arguments_hash == arguments_hash(approval.current_arguments)]
     defaults = registry.get(approval.tool_name)
     return {
         "approval": approval,
-        "quorum": quorum(approval),
+        "quorum": selectors.quorum(approval=approval),
         "decisions": decisions,
         "audit": audit_rows(AuditEvent.objects.filter(request=approval).select_related("actor")
                             .order_by("created_at", "id")),
@@ -202,7 +181,7 @@ def _detail_context(request, approval):
 
 @reviewer_required
 def detail(request, approval_id):
-    approval = services.visible_to(request.user).filter(pk=approval_id).select_related("decided_by").first()
+    approval = selectors.visible_requests(user=request.user).filter(pk=approval_id).select_related("decided_by").first()
     if approval is None:
         raise Http404("no such request")
     if request.GET.get("partial") == "live":  # the panels a notice about this request refreshes
@@ -227,7 +206,7 @@ def detail(request, approval_id):
             form_error = exc.message
         else:
             if decided.status == ApprovalRequest.Status.PENDING:
-                q = quorum(decided)
+                q = selectors.quorum(approval=decided)
                 messages.success(request, f"{decided.tool_name}: your approval is recorded "
                                           f"({q['have']} of {q['required']}).")
             else:

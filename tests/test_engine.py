@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agents import runner as agent_runner
 from agents.models import Message, Run, ToolCall
-from approvals import notify, policy, services
+from approvals import notify, policy, selectors, services
 from approvals.models import ApprovalRequest, AuditEvent, Decision, ThreadGrant
 from approvals.signals import approval_resolved
 from tests.conftest import wait_for_event
@@ -341,11 +341,11 @@ def test_escalation_lets_the_second_group_decide(demo):
     oncall_member.groups.add(Group.objects.get(name="oncall"))
     req = transfer_request(demo["alice"])
     assert not services.can_decide(oncall_member, req)
-    assert not services.visible_to(oncall_member).filter(pk=req.pk).exists()
+    assert not selectors.visible_requests(user=oncall_member).filter(pk=req.pk).exists()
     ApprovalRequest.objects.filter(pk=req.pk).update(escalate_at=timezone.now() - timedelta(seconds=1))
     assert services.escalate(req.pk) is True and services.escalate(req.pk) is False  # once
     req.refresh_from_db()
-    assert services.visible_to(oncall_member).filter(pk=req.pk).exists()
+    assert selectors.visible_requests(user=oncall_member).filter(pk=req.pk).exists()
     assert services.decide(req.pk, oncall_member, "approve").status == "approved"
 
 

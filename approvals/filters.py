@@ -1,0 +1,188 @@
+"""Query filters of the lists (django-filter): the REST API's approvals, audit and grants, and the
+console's audit page. DjangoFilterBackend applies them and drf-spectacular documents them as the
+lists' OpenAPI parameters. The form fields below are ours only for their messages (what a person
+reads in a 400) and the comma lists; the filtering itself is django-filter's."""
+
+from datetime import UTC, datetime, time, timedelta
+
+import django_filters
+from django import forms
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from django_filters.rest_framework import BooleanFilter
+
+from . import selectors
+from .models import ApprovalRequest, AuditEvent, Risk, ThreadGrant
+
+MAX_AGE_SECONDS = 10 * 366 * 24 * 3600
+MAX_SEARCH_WORDS = 8
+
+
+def _aware(moment):
+    return timezone.make_aware(moment, UTC) if timezone.is_naive(moment) else moment
+
+
+# --- form fields: parsing and the messages of a 400 ---------------------------------------------
+
+
+class CommaChoicesField(forms.CharField):
+    """"a,b" -> ["a", "b"], each one of `allowed`."""
+
+    def __init__(self, *, allowed, noun, **kwargs):
+        self.allowed, self.noun = list(allowed), noun
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        values = [v.strip() for v in (super().clean(value) or "").split(",") if v.strip()]
+        bad = [v for v in values if v not in self.allowed]
+        if bad:
+            raise forms.ValidationError(f"unknown {self.noun} {', '.join(bad)}; use {', '.join(self.allowed)}")
+        return values
+
+
+class SecondsField(forms.Field):
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        try:
+            seconds = int(value)
+        except (TypeError, ValueError):
+            raise forms.ValidationError("a whole number of seconds") from None
+        if not 0 <= seconds <= MAX_AGE_SECONDS:
+            raise forms.ValidationError(f"between 0 and {MAX_AGE_SECONDS} seconds")
+        return seconds
+
+
+class MomentField(forms.Field):
+    """An ISO 8601 date-time; aware (UTC when naive)."""
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        try:
+            moment = parse_datetime(value)
+        except ValueError:  # well formed, but no such moment (month 13)
+            moment = None
+        if moment is None:
+            raise forms.ValidationError("an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z")
+        return _aware(moment)
+
+
+class DayOrMomentField(forms.Field):
+    """The console's: a date (its first moment, or with end=True its last) or an ISO date-time."""
+
+    def __init__(self, *, end=False, **kwargs):
+        self.end = end
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        raw = (value or "").strip()
+        if not raw:
+            return None
+        try:
+            moment = parse_datetime(raw)
+            day = None if moment else parse_date(raw)
+        except ValueError:
+            moment = day = None
+        if moment is None and day is None:
+            raise forms.ValidationError("a date or an ISO 8601 date-time")
+        return _aware(moment or datetime.combine(day, time.max if self.end else time.min))
+
+
+# --- filters --------------------------------------------------------------------------------------
+
+
+# Each filter subclasses the django-filter class whose OpenAPI type drf-spectacular knows (its
+# description then comes from help_text); the form field is what differs.
+
+
+class CommaChoicesFilter(django_filters.CharFilter):
+    field_class = CommaChoicesField
+
+    def __init__(self, *, allowed, noun, **kwargs):
+        super().__init__(lookup_expr="in", allowed=allowed, noun=noun, **kwargs)
+
+
+class SecondsFilter(django_filters.Filter):
+    """Used with a FilterSet method, whose `value: int` hint is the parameter's OpenAPI type."""
+
+    field_class = SecondsField
+
+
+class MomentFilter(django_filters.IsoDateTimeFilter):
+    field_class = MomentField
+
+
+class DayOrMomentFilter(django_filters.Filter):
+    field_class = DayOrMomentField
+
+
+class ApprovalFilter(django_filters.FilterSet):
+    status = CommaChoicesFilter(allowed=ApprovalRequest.Status.values, noun="status",
+                                help_text="Comma-separated: " + ", ".join(ApprovalRequest.Status.values))
+    tool = django_filters.CharFilter(field_name="tool_name", help_text="Tool name")
+    group = django_filters.CharFilter(method="by_group",
+                                      help_text="Approver group name (or escalation group, once escalated)")
+    risk = CommaChoicesFilter(allowed=Risk.values, noun="risk", help_text="Comma-separated: " + ", ".join(Risk.values))
+    thread = django_filters.CharFilter(field_name="thread_ref", help_text="Thread id")
+    min_age = SecondsFilter(method="at_least_old", help_text="Only requests at least this many seconds old")
+    max_age = SecondsFilter(method="at_most_old", help_text="Only requests at most this many seconds old")
+    search = django_filters.CharFilter(method="by_words", help_text="Words in the description, tool, reason, "
+                                       "impact, requester, thread or id")
+
+    class Meta:
+        model = ApprovalRequest
+        fields = []
+
+    def at_least_old(self, qs, name, value: int):
+        return qs.filter(created_at__lte=timezone.now() - timedelta(seconds=value))
+
+    def at_most_old(self, qs, name, value: int):
+        return qs.filter(created_at__gte=timezone.now() - timedelta(seconds=value))
+
+    def by_group(self, qs, name, value):
+        return qs.filter(selectors.routed_to_group_named(value))
+
+    def by_words(self, qs, name, value):
+        for word in value.split()[:MAX_SEARCH_WORDS]:
+            qs = qs.filter(Q(description__icontains=word)
+                           | Q(tool_name__icontains=word)
+                           | Q(reason__icontains=word)
+                           | Q(impact__icontains=word)
+                           | Q(requester__username__iexact=word)
+                           | Q(thread_ref=word) | Q(pk=word))
+        return qs
+
+
+class AuditFilter(django_filters.FilterSet):
+    action = CommaChoicesFilter(allowed=AuditEvent.Action.values, noun="action",
+                                help_text="Comma-separated: " + ", ".join(AuditEvent.Action.values))
+    actor = django_filters.CharFilter(field_name="actor__username", help_text="Username")
+    request = django_filters.CharFilter(field_name="request", help_text="Approval request id")
+    tool = django_filters.CharFilter(field_name="tool_name", help_text="Tool name")
+    object_ref = django_filters.CharFilter(help_text="e.g. policy:<tool>, toolcall:<id>, grant:<id>")
+    since = MomentFilter(field_name="created_at", lookup_expr="gte", help_text="ISO 8601, inclusive")
+    until = MomentFilter(field_name="created_at", lookup_expr="lt", help_text="ISO 8601, exclusive")
+
+    class Meta:
+        model = AuditEvent
+        fields = []
+
+
+class AuditPageFilter(AuditFilter):
+    """The console's /audit/: the same filters, where a day may stand for a moment and `until`
+    includes its day. Unreadable values are left out (the page shows everything else)."""
+
+    since = DayOrMomentFilter(field_name="created_at", lookup_expr="gte")
+    until = DayOrMomentFilter(field_name="created_at", lookup_expr="lte", end=True)
+
+
+class GrantFilter(django_filters.FilterSet):
+    thread = django_filters.CharFilter(field_name="thread_ref", help_text="Thread id")
+    tool = django_filters.CharFilter(field_name="tool_name", help_text="Tool name")
+    active = BooleanFilter(field_name="revoked_at", lookup_expr="isnull", help_text="true: only grants in force")
+
+    class Meta:
+        model = ThreadGrant
+        fields = []

@@ -1,0 +1,122 @@
+"""Reads more than one caller needs: the requests and grants a user may see, a request's quorum,
+the policy in force per tool, the audit log a user may read, the deadlines that are due.
+
+services.py holds every change; the API, the pages and the tasks read through here. Keyword
+arguments only (HackSoftware's Django-Styleguide).
+"""
+
+from django.db.models import Q
+from django.utils import timezone
+
+from . import registry
+from .access import memberships
+from .models import (
+    ApprovalRequest,
+    ApproverKind,
+    AuditEvent,
+    Decision,
+    ThreadGrant,
+    ToolPolicy,
+    arguments_hash,
+)
+from .policy import policy_from_defaults
+
+Status = ApprovalRequest.Status
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+def routed_to_groups(group_ids):
+    """Requests these groups decide: routed to one of them, or escalated to one of them."""
+    return (Q(approver_kind=ApproverKind.GROUP, approver_group_id__in=group_ids)
+            | Q(escalated_at__isnull=False, escalation_group_id__in=group_ids))
+
+
+def routed_to_group_named(name):
+    """The same for one group by name (the API's and the inbox's `group` filter)."""
+    return Q(approver_group__name=name) | Q(escalated_at__isnull=False, escalation_group__name=name)
+
+
+def visible_requests(*, user):
+    """Requests a user may see: admins all; reviewers their groups' (and escalated ones); anyone their own."""
+    qs = ApprovalRequest.objects.select_related("requester", "approver_group", "escalation_group")
+    if user.is_superuser or user.is_staff:
+        return qs
+    groups = sorted(memberships(user)[0])  # ids, not a subquery: a plainer plan for every page
+    return qs.filter(routed_to_groups(groups) | Q(requester=user))
+
+
+def quorum(*, approval):
+    """Who has approved the current arguments (counted: distinct approvers of exactly these
+    arguments, the requester never for a group), and whose approvals were withdrawn. Reads
+    `approval.decisions.all()`, so a prefetched list costs no query."""
+    digest = arguments_hash(approval.current_arguments)
+    counted, withdrawn = [], []
+    for d in approval.decisions.all():
+        if d.decision != Decision.Kind.APPROVE:
+            continue
+        if d.withdrawn_at or d.arguments_hash != digest:
+            withdrawn.append(d)
+        elif not (approval.approver_kind == ApproverKind.GROUP and d.user_id == approval.requester_id):
+            if all(c.user_id != d.user_id for c in counted):
+                counted.append(d)
+    required = approval.required_approvals
+    return {"counted": counted, "withdrawn": withdrawn, "required": required, "have": len(counted),
+            "missing": max(0, required - len(counted)), "slots": range(required),
+            "percent": min(100, round(100 * len(counted) / required)) if required else 100}
+
+
+def due_request_ids(*, limit=500):
+    """Pending requests past a deadline (expiry, reminder, escalation) not yet acted on."""
+    now = timezone.now()
+    pending = ApprovalRequest.objects.filter(status=Status.PENDING)
+    ids = list(pending.filter(expires_at__lte=now).values_list("pk", flat=True)[:limit])
+    ids += pending.filter(remind_at__lte=now, reminded_at__isnull=True).values_list("pk", flat=True)[:limit]
+    ids += pending.filter(escalate_at__lte=now, escalated_at__isnull=True).values_list("pk", flat=True)[:limit]
+    return list(dict.fromkeys(ids))
+
+
+def visible_grants(*, user):
+    """"Always allow in this thread" grants: staff everyone's, others their own."""
+    qs = ThreadGrant.objects.select_related("user", "revoked_by")
+    return qs if user.is_staff or user.is_superuser else qs.filter(user=user)
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+
+def _rows():
+    return ToolPolicy.objects.select_related("approver_group", "escalation_group")
+
+
+def policy_for(*, tool_name):
+    """The admin's row, else an unsaved ToolPolicy of the tool's code defaults; None for a tool
+    that has neither."""
+    row = _rows().filter(tool_name=tool_name).first()
+    if row:
+        return row
+    defaults = registry.get(tool_name)
+    return policy_from_defaults(defaults) if defaults else None
+
+
+def policies():
+    """Every tool with a row or registered defaults, by name: [(name, policy, defaults or None)];
+    `policy.pk` is None while the tool runs on its code defaults."""
+    rows = {p.tool_name: p for p in _rows()}
+    out = []
+    for name in sorted(set(rows) | set(registry.all_tools())):
+        defaults = registry.get(name)
+        out.append((name, rows.get(name) or policy_from_defaults(defaults), defaults))
+    return out
+
+
+# --- audit ------------------------------------------------------------------------------------
+
+
+def audit_events(*, user):
+    """The audit log a user may read: staff everything, others the events of requests they can see."""
+    qs = AuditEvent.objects.select_related("actor")
+    if not (user.is_staff or user.is_superuser):
+        qs = qs.filter(request__in=visible_requests(user=user).values("pk"))
+    return qs.order_by("-created_at", "-id")
