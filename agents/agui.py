@@ -15,7 +15,6 @@ import pydantic
 import redis
 from ag_ui.core import (
     PROTOCOL_VERSION,
-    CustomEvent,
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
@@ -34,7 +33,7 @@ from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentica
 from approvals.models import ApprovalRequest
 from state.services import StateError
 
-from . import events, incoming, inputs, presenters, replay, services, statesync, thread_ids
+from . import custom_events, events, incoming, inputs, presenters, replay, services, statesync, thread_ids
 from .catalog import get_agent, load_agents
 from .models import InputRequest, Run, Thread
 from .views import agent_cards
@@ -209,15 +208,10 @@ def prepare(request, agent_name):
                 plan.error = RunErrorEvent(code="awaiting_other_approvers",
                                            message="Your answer is recorded; the request still needs other approvers.")
                 return plan
-            answered = ApprovalRequest.objects.filter(pk__in=[e[0] for e in entries]).select_related("approver_group")
-            plan.after_start = [
-                CustomEvent(name="approval_response", value={
-                    "approvalId": r.pk, "approved": r.status in ApprovalRequest.RESOLVED_APPROVED,
-                    **({"arguments": r.final_arguments} if r.final_arguments is not None else {}),
-                    "status": r.status,
-                }) for r in answered
-            ] + [
-                CustomEvent(name="request_info_response", value=inputs.payload(q))
+            answered = ApprovalRequest.objects.filter(pk__in=[e[0] for e in entries]).select_related(
+                "approver_group", "decided_by")
+            plan.after_start = [custom_events.approval_response(r, viewer=user) for r in answered] + [
+                custom_events.request_info_response(inputs.payload(q))
                 for q in InputRequest.objects.filter(pk__in=[e[0] for e in entries], thread=thread)
             ]
         else:

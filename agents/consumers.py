@@ -4,7 +4,7 @@ import asyncio
 import json
 import logging
 
-from ag_ui.core import CustomEvent, MessagesSnapshotEvent, StateSnapshotEvent
+from ag_ui.core import MessagesSnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import OperationalError
@@ -12,7 +12,7 @@ from django.db import OperationalError
 from agui_project import busy, jsoncheck
 from agui_project.sockets import SignedInSocket
 
-from . import events, statesync
+from . import custom_events, events, statesync
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
@@ -93,12 +93,11 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             MessagesSnapshotEvent(messages=snap["messages"]),
             StateSnapshotEvent(snapshot=snap["state"]),
             snap["state_meta"],  # CUSTOM state_version, when there is a version or a prediction to tell
-            CustomEvent(name="approvals", value={"approvals": snap["approvals"]}),
+            custom_events.approvals(snap["approvals"]),
             # the agents' questions and the workflow's position (agents/workflows.py), when there are any
-            CustomEvent(name="input_requests", value={"requests": snap["input_requests"]})
-            if snap["input_requests"] else None,
-            CustomEvent(name="workflow", value=snap["workflow"]) if snap["workflow"] else None,
-            CustomEvent(name="run_error", value=snap["run_error"]) if snap["run_error"] else None,
+            custom_events.input_requests(snap["input_requests"]) if snap["input_requests"] else None,
+            custom_events.workflow(snap["workflow"]) if snap["workflow"] else None,
+            custom_events.run_error(snap["run_error"]) if snap["run_error"] else None,
         ):
             if event is not None:
                 await self.send(events.encode(event))

@@ -10,11 +10,11 @@ request ends the workflow (the continuation settles it as cancelled).
 import json
 
 import jsonschema
-from ag_ui.core import CustomEvent, Interrupt
+from ag_ui.core import Interrupt
 from django.db import transaction
 from django.utils import timezone
 
-from . import events
+from . import custom_events, events
 from .models import InputRequest, Run, ToolCall
 from .transitions import move_call
 
@@ -141,7 +141,7 @@ def _after(request):
     from .services import continue_run  # services imports this module
 
     value = payload(request)
-    transaction.on_commit(lambda: events.append(request.thread_id, CustomEvent(name="request_info_response", value=value)))
+    transaction.on_commit(lambda: events.append(request.thread_id, custom_events.request_info_response(value)))
     run = Run.objects.get(pk=request.run_id)
     if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():
         continue_run(run)

@@ -9,7 +9,6 @@ import jsonpatch
 import jsonpointer
 import redis
 from ag_ui.core import (
-    CustomEvent,
     Interrupt,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
@@ -34,7 +33,7 @@ from approvals.models import ApproverKind
 from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
-from . import execution, llm, presenters
+from . import custom_events, execution, llm, presenters
 from .catalog import get_agent
 from .events import EventStream, StreamUnavailable, encode
 from .llm import ModelError, ModelUnavailable, TextDelta, get_model
@@ -424,7 +423,7 @@ class Runner:
                 tool_call_ref=tc.pk,
             )
             move_call(tc.pk, ToolCall.Status.AWAITING_APPROVAL, approval_id=request.pk)
-        self.emit(CustomEvent(name="approval_request", value=presenters.approval(request, viewer=self.user)))
+        self.emit(custom_events.approval_request(request, viewer=self.user))
         return interrupt_for(request)
 
     def execute_call(self, tc, tool, arguments, prefix=""):

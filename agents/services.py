@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import kombu.exceptions
 import redis
-from ag_ui.core import PROTOCOL_VERSION, CustomEvent, RunStartedEvent
+from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -14,7 +14,7 @@ from django.utils import timezone
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
-from . import events, inputs, presenters, thread_ids
+from . import custom_events, events, inputs, thread_ids
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
 from .transitions import move_call, move_run
 
@@ -194,10 +194,8 @@ def approval_resolved(request):
                          final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now()):
             return
         call.status = status
-        payload = presenters.approval(request, viewer=call.thread.owner)
-        transaction.on_commit(
-            lambda: _tell_chat(call.thread_id, CustomEvent(name="approval_response", value=payload))
-        )
+        event = custom_events.approval_response(request, viewer=call.thread.owner)
+        transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
         if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
             return continue_run(run)
     return None

@@ -20,7 +20,6 @@ import logging
 import uuid
 
 from ag_ui.core import (
-    CustomEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
     TextMessageContentEvent,
@@ -34,14 +33,13 @@ from state import predict
 from state import services as state_services
 from state.models import StateChange
 
-from . import events
+from . import custom_events, events
 from .catalog import get_agent
 from .models import Message, Thread, ToolCall
 from .tools import ToolError
 
 log = logging.getLogger(__name__)
 
-META_EVENT = "state_version"
 # a live prediction of a call in one of these states is settled by a continuation, not dropped
 AWAITING_FATE = (
     ToolCall.Status.AWAITING_APPROVAL, ToolCall.Status.APPROVED, ToolCall.Status.REJECTED,
@@ -58,10 +56,7 @@ def meta_event(doc, force=False):
     """CUSTOM state_version; without `force` only when there is something to say."""
     if not force and not doc.version and not doc.predictions:
         return None
-    return CustomEvent(name=META_EVENT, value={
-        "version": doc.version,
-        "provisional": [{"key": key, "toolCallId": ref} for key, ref in doc.provisional.items()],
-    })
+    return custom_events.state_version(doc.version, doc.provisional)
 
 
 class VersionRequired(state_services.StateConflict):

@@ -31,13 +31,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import jsonschema
-from ag_ui.core import CustomEvent, StepFinishedEvent, StepStartedEvent
+from ag_ui.core import StepFinishedEvent, StepStartedEvent
 from django.db import transaction
 from django.utils import timezone
 
 from state import services as state_services
 
-from . import inputs
+from . import custom_events, inputs
 from .catalog.agent import Agent
 from .models import InputRequest, Message, Run, ToolCall, WorkflowInstance
 from .runner import NOT_BUILTIN, RunCancelled, Runner
@@ -268,7 +268,7 @@ class WorkflowRunner(Runner):
     def emit_status(self, state):
         if state != self._status_sent:
             self._status_sent = state
-            self.emit(CustomEvent(name="status", value={"state": state}))
+            self.emit(custom_events.workflow_status(state))
 
     def open_step(self):
         if self._step is None:
@@ -298,7 +298,7 @@ class WorkflowRunner(Runner):
             }.get(state, state)
             self.save_instance(status=state)
             if state == WorkflowInstance.Status.COMPLETED:
-                self.emit(CustomEvent(name="workflow_output", value={
+                self.emit(custom_events.workflow_output({
                     "type": "output", "agent": self.agent.name, "text": self.instance.output,
                 }))
             self.emit_status(state)
@@ -344,7 +344,7 @@ class WorkflowRunner(Runner):
             self._terminated = True
             self.instance.output = text
         elif text:
-            self.emit(CustomEvent(name="workflow_output", value={
+            self.emit(custom_events.workflow_output({
                 "type": "intermediate", "agent": self.agent.name, "text": text,
             }))
         self.save_instance()
@@ -403,7 +403,7 @@ class WorkflowRunner(Runner):
         ToolCall.objects.filter(pk=tc.pk).update(arguments=args)
         request = inputs.create(thread=self.thread, run=self.run, tool_call=tc, agent=self.agent.name,
                                 message=args["message"], response_schema=schema)
-        self.emit(CustomEvent(name="request_info", value=inputs.payload(request)))
+        self.emit(custom_events.request_info(inputs.payload(request)))
         return inputs.interrupt_for(request)
 
     # --- continuing -----------------------------------------------------------------------

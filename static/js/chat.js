@@ -599,7 +599,9 @@
     }
 
     if (status === "modified" || (status === "approved" && approval.finalArguments)) {
-      const changes = diffArgs(approval.arguments, approval.finalArguments || approval.arguments);
+      // approval_response: `arguments` are the ones that run, `requestedArguments` the model's
+      const requested = approval.requestedArguments || approval.arguments;
+      const changes = diffArgs(requested, approval.finalArguments || requested);
       if (changes.length) {
         parts.push(
           el(

@@ -1,0 +1,81 @@
+"""Every CUSTOM event the runtime sends: its name and the shape of its value, in one place.
+
+The chat (static/js/chat.js, chat-questions.js) matches these names as strings; AG-UI clients
+other than ours may too, so a name here is part of the protocol surface and does not change.
+"""
+
+from ag_ui.core import CustomEvent
+
+from approvals.models import ApprovalRequest
+
+from . import presenters
+
+APPROVAL_REQUEST = "approval_request"  # a tool call waits for a person
+APPROVAL_RESPONSE = "approval_response"  # ... and this is what they decided
+APPROVALS = "approvals"  # on (re)connect: every approval card of the thread
+REQUEST_INFO = "request_info"  # an agent asks the person a question (agents/inputs.py)
+REQUEST_INFO_RESPONSE = "request_info_response"  # ... answered or cancelled
+INPUT_REQUESTS = "input_requests"  # on (re)connect: the open questions
+WORKFLOW = "workflow"  # on (re)connect: where a workflow stands
+WORKFLOW_STATUS = "status"  # a workflow's state changed (agents/workflows.py)
+WORKFLOW_OUTPUT = "workflow_output"  # a workflow step's output
+RUN_ERROR = "run_error"  # on (re)connect: the thread's latest run failed
+STATE_VERSION = "state_version"  # the shared state's version and what is only predicted
+
+
+def approval_request(request, viewer=None):
+    return CustomEvent(name=APPROVAL_REQUEST, value=presenters.approval(request, viewer=viewer))
+
+
+def approval_response(request, viewer=None):
+    """The approval card after a decision: the same value on the thread socket and the AG-UI stream.
+
+    The card's fields (presenters.approval) plus `approved`, and `arguments` are the ones the call
+    runs with (the edited ones after an edit); `requestedArguments` keeps what the model asked for.
+    """
+    value = presenters.approval(request, viewer=viewer)
+    value["approved"] = request.status in ApprovalRequest.RESOLVED_APPROVED
+    value["requestedArguments"] = request.arguments
+    if request.final_arguments is not None:
+        value["arguments"] = request.final_arguments
+    return CustomEvent(name=APPROVAL_RESPONSE, value=value)
+
+
+def approvals(cards):
+    return CustomEvent(name=APPROVALS, value={"approvals": cards})
+
+
+def request_info(payload):
+    return CustomEvent(name=REQUEST_INFO, value=payload)
+
+
+def request_info_response(payload):
+    return CustomEvent(name=REQUEST_INFO_RESPONSE, value=payload)
+
+
+def input_requests(payloads):
+    return CustomEvent(name=INPUT_REQUESTS, value={"requests": payloads})
+
+
+def workflow(position):
+    return CustomEvent(name=WORKFLOW, value=position)
+
+
+def workflow_status(state):
+    return CustomEvent(name=WORKFLOW_STATUS, value={"state": state})
+
+
+def workflow_output(value):
+    return CustomEvent(name=WORKFLOW_OUTPUT, value=value)
+
+
+def run_error(value):
+    return CustomEvent(name=RUN_ERROR, value=value)
+
+
+def state_version(version, provisional):
+    """`provisional`: {state key: the tool call whose prediction it is}."""
+    return CustomEvent(name=STATE_VERSION, value={
+        "version": version,
+        "provisional": [{"key": key, "toolCallId": ref} for key, ref in provisional.items()],
+    })
