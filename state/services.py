@@ -437,6 +437,15 @@ def people_changed_since(key, base_version, keys):
     return {k: state.data.get(k) for k in sorted(hit)}
 
 
+def _from(to):
+    """The statuses StateChange.TRANSITIONS lets become `to`: status writes read the map (only a
+    provisional prediction is committed or reverted); a status it never reaches raises."""
+    allowed = [src for src, targets in StateChange.TRANSITIONS.items() if to in targets]
+    if not allowed:
+        raise ValueError(f"StateChange: nothing may become {to}")
+    return allowed
+
+
 def commit_prediction(key, ref, values=None, *, schema=None, run_ref="", user=None):
     """Make a prediction real, with `values` when given (an approval's edited arguments).
 
@@ -445,7 +454,7 @@ def commit_prediction(key, ref, values=None, *, schema=None, run_ref="", user=No
     """
     with transaction.atomic():
         state = _locked(key)
-        row = StateChange.objects.filter(state=state, ref=ref, status=StateChange.Status.PROVISIONAL).first()
+        row = StateChange.objects.filter(state=state, ref=ref, status__in=_from(StateChange.Status.COMMITTED)).first()
         if values is None:
             values = row.values if row else {}
         new_data = {**state.data, **(values or {})}
@@ -470,7 +479,7 @@ def revert_prediction(key, ref):
     with transaction.atomic():
         state = _locked(key)  # serialised with commits of the same prediction
         return bool(
-            StateChange.objects.filter(state=state, ref=ref, status=StateChange.Status.PROVISIONAL).update(
+            StateChange.objects.filter(state=state, ref=ref, status__in=_from(StateChange.Status.REVERTED)).update(
                 status=StateChange.Status.REVERTED, resolved_at=timezone.now()
             )
         )
@@ -480,7 +489,8 @@ def revert_predictions(key, keep=()):
     """Drop every live prediction except those in `keep`; returns the refs reverted."""
     with transaction.atomic():
         state = _locked(key)
-        live = StateChange.objects.filter(state=state, status=StateChange.Status.PROVISIONAL).exclude(ref__in=list(keep))
+        live = (StateChange.objects.filter(state=state, status__in=_from(StateChange.Status.REVERTED))
+                .exclude(ref__in=list(keep)))
         refs = list(live.values_list("ref", flat=True))
         if refs:
             live.update(status=StateChange.Status.REVERTED, resolved_at=timezone.now())
