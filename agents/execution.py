@@ -28,9 +28,11 @@ from approvals import notify as approval_notify
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, AuditEvent
 
-from . import events
+from . import dispatch, events
+from .messages import add_message
 from .models import Message, Run, ToolCall
-from .transitions import move_call, move_run
+from .registry import get_agent
+from .transitions import move_call, move_run, start_continuation
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +152,6 @@ def recover_stuck_calls():
 
 
 def recover_call(call_id):
-    from .catalog import get_agent
-    from .services import add_message, announce
-
     with transaction.atomic():
         # lock order as in services.approval_resolved: the run, then the call
         run_id = ToolCall.objects.filter(pk=call_id).values_list("run_id", flat=True).first()
@@ -179,8 +178,7 @@ def recover_call(call_id):
         else:
             outcome = "outcome_unknown"
             text = unknown_text(call.name)
-            call.status, call.result = ToolCall.Status.OUTCOME_UNKNOWN, text
-            move_call(call.pk, call.status, leaving=[ToolCall.Status.EXECUTING], result=text,
+            move_call(call.pk, ToolCall.Status.OUTCOME_UNKNOWN, leaving=[ToolCall.Status.EXECUTING], result=text,
                       updated_at=timezone.now())
             msg = add_message(run.thread, Message.Role.TOOL, text, run=run, tool_call_id=call.pk)
             approval_services.record(AuditEvent.Action.OUTCOME_UNKNOWN, object_ref=f"toolcall:{call.pk}",
@@ -191,17 +189,19 @@ def recover_call(call_id):
             message = (f"The worker stopped while {call.name} was running; "
                        + ("it will be run again (the tool is idempotent)." if outcome == "retry"
                           else "its outcome is unknown and it was not repeated."))
-            move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
-                     error=message, error_code="worker_lost")
-            transaction.on_commit(lambda: events.append(run.thread_id, RunErrorEvent(message=message,
-                                                                                     code="worker_lost")))
-            if not Run.objects.filter(parent_run=run).exists():
-                # one continuation: it settles a retried call, then the model answers the person
-                continuation = Run.objects.create(thread_id=run.thread_id, parent_run=run,
-                                                  forwarded_props=run.forwarded_props, client_tools=run.client_tools)
-                transaction.on_commit(lambda: announce(continuation.pk))
+            # its continuation settles a retried call, then the model answers the person
+            _declare_lost(run, message)
     log.warning("tool call %s (%s) recovered: %s", call_id, call.name, outcome)
     return outcome
+
+
+def _declare_lost(run, message):
+    """running -> failed (worker_lost), RUN_ERROR on commit, and the run's one continuation.
+    The caller holds the run's row lock and has seen it running."""
+    move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
+             error=message, error_code="worker_lost")
+    transaction.on_commit(lambda: events.append(run.thread_id, RunErrorEvent(message=message, code="worker_lost")))
+    start_continuation(run)
 
 
 def _tell_operators(call, run, msg):
@@ -234,8 +234,6 @@ def recover_stuck_runs(limit=100):
     (what the dead worker had streamed but not stored is said again, not lost half-way).
     Runs with a stuck tool call are recover_call's: it decides whether that call is repeated.
     """
-    from .services import announce
-
     cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_TOOL_LEASE_SECONDS))
     candidates = list(
         Run.objects.filter(status=Run.Status.RUNNING, started_at__lt=cutoff)
@@ -251,14 +249,7 @@ def recover_stuck_runs(limit=100):
             if run.status != Run.Status.RUNNING or run.tool_calls.filter(status=ToolCall.Status.EXECUTING).exists():
                 continue
             message = "The worker running this answer stopped; the agent answers again from the saved conversation."
-            move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
-                     error=message, error_code="worker_lost")
-            transaction.on_commit(lambda run=run, message=message: events.append(
-                run.thread_id, RunErrorEvent(message=message, code="worker_lost")))
-            if not Run.objects.filter(parent_run=run).exists():
-                continuation = Run.objects.create(thread_id=run.thread_id, parent_run=run,
-                                                  forwarded_props=run.forwarded_props, client_tools=run.client_tools)
-                transaction.on_commit(lambda pk=continuation.pk: announce(pk))
+            _declare_lost(run, message)
             recovered.append(run_id)
         log.warning("run %s recovered after its worker died", run_id)
     return recovered
@@ -272,17 +263,14 @@ def requeue_lost_runs(limit=100):
     the task) ran: it is announced now. Safe when either was only slow: the worker's conditional
     claim runs a run once.
     """
-    from .services import announce
-    from .tasks import run_agent
-
     cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_RUN_REQUEUE_SECONDS))
     lost = list(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff)
                 .values_list("pk", "stream_id")[:limit])
     for run_id, stream_id in lost:
         if stream_id:
-            run_agent.delay(run_id)
+            dispatch.enqueue_run(run_id)
         else:
-            announce(run_id)
+            dispatch.announce(run_id)
     return [run_id for run_id, _ in lost]
 
 

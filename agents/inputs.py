@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from . import custom_events, events
 from .models import InputRequest, Run, ToolCall
-from .transitions import move_call
+from .transitions import continue_run, move_call
 
 DEFAULT_SCHEMA = {"type": "string"}
 
@@ -138,8 +138,6 @@ def cancel(request_id, user, reason=""):
 
 
 def _after(request):
-    from .services import continue_run  # services imports this module
-
     value = payload(request)
     transaction.on_commit(lambda: events.append(request.thread_id, custom_events.request_info_response(value)))
     run = Run.objects.get(pk=request.run_id)

@@ -17,6 +17,7 @@ from approvals.models import ApprovalRequest
 
 from . import inputs, presenters
 from .models import Run, ToolCall
+from .runner import interrupt_for  # the runner's own wording of an approval interrupt
 
 
 def ended_run(run_id):
@@ -30,8 +31,6 @@ def ended_run(run_id):
 
 def run_end(run):
     """The last event the run wrote, as its row and its requests tell it."""
-    from .runner import interrupt_for  # the runner's own wording of an approval interrupt
-
     if run.status == Run.Status.FAILED:
         return RunErrorEvent(message=run.error or "The run failed.", code=run.error_code or "internal_error")
     outcome = None

@@ -34,10 +34,10 @@ from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
 from . import custom_events, execution, llm, presenters
-from .catalog import get_agent
 from .events import EventStream, StreamUnavailable, encode
 from .llm import ModelError, ModelUnavailable, TextDelta, get_model
 from .models import Message, Run, ToolCall
+from .registry import get_agent, loop_for
 from .services import add_message, cancel_requested
 from .statesync import StateSync
 from .tools import ToolContext, ToolError, on_behalf_of
@@ -68,8 +68,7 @@ def run_agent(run_id):
 
 def runner_for(run):
     """The thread's agent may bring its own loop (a workflow: agents/workflows.py WorkflowRunner)."""
-    agent = get_agent(run.thread.agent)
-    return getattr(agent, "runner_class", Runner)(run)
+    return loop_for(get_agent(run.thread.agent), Runner)(run)
 
 
 def rejection_text(call):

@@ -3,20 +3,19 @@
 import logging
 from datetime import timedelta
 
-import kombu.exceptions
 import redis
-from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
 from . import custom_events, events, inputs, thread_ids
+from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
+from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
-from .transitions import move_call, move_run
+from .transitions import continue_run, move_call, move_run
 
 log = logging.getLogger(__name__)
 
@@ -38,33 +37,6 @@ def create_thread(user, agent, title="", thread_id=None):
             return Thread.objects.create(id=thread_id, owner=user, agent=agent, title=title[:200])
     except IntegrityError:  # a row that predates its claim
         raise thread_ids.ThreadIdTaken(thread_id) from None
-
-
-def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_call_id="", message_id=None):
-    """Append a message with the thread's next sequence number (the row lock orders writers)."""
-    with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
-        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + 1)
-        seq = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk)
-        kwargs = {"id": message_id} if message_id else {}
-        return Message.objects.create(
-            thread=thread, run=run, seq=seq, role=role, content=content or "",
-            tool_calls=tool_calls or None, tool_call_id=tool_call_id or "", **kwargs,
-        )
-
-
-def add_messages(thread, messages, *, run=None):
-    """Append (id, role, content, tool_call_id) rows at once: one counter update and one INSERT
-    (three queries per message held SQLite's write lock for seconds on a long list)."""
-    if not messages:
-        return []
-    with transaction.atomic(savepoint=False):
-        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
-        first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
-        return Message.objects.bulk_create([
-            Message(thread=thread, run=run, seq=first + i, role=role, content=content or "",
-                    tool_call_id=tool_call_id or "", **({"id": msg_id} if msg_id else {}))
-            for i, (msg_id, role, content, tool_call_id) in enumerate(messages)
-        ])
 
 
 def pending_approvals(thread):
@@ -110,35 +82,6 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
         thread.save(update_fields=["title", "updated_at"])
         transaction.on_commit(lambda: announce_after_commit(run.pk, run))
     return run
-
-
-def announce(run_id, run=None):
-    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker."""
-    from .tasks import run_agent
-
-    run = run or Run.objects.get(pk=run_id)
-    stream_id = events.append(
-        run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
-                                       protocol_version=PROTOCOL_VERSION)
-    )
-    Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
-    run_agent.delay(run.pk)
-
-
-# what an unreachable Redis raises: the event writer's client after its retries, Celery's publish
-REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
-
-
-def announce_after_commit(run_id, run=None):
-    """A run's on-commit announce. The message or the decision that made it is committed: Redis
-    being unreachable now must not turn it into an error (a 500 saying nothing was done while the
-    run stands). The run stays queued without a stream id, and the beat announces it once Redis
-    answers again (announce_unannounced)."""
-    try:
-        announce(run_id, run)
-    except REDIS_DOWN as exc:
-        log.warning("run %s is queued but could not be announced (Redis unreachable: %s); "
-                    "it is announced once Redis is back", run_id, exc)
 
 
 def announce_unannounced(limit=100):
@@ -193,24 +136,11 @@ def approval_resolved(request):
         if not move_call(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],
                          final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now()):
             return
-        call.status = status
         event = custom_events.approval_response(request, viewer=call.thread.owner)
         transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
         if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
             return continue_run(run)
     return None
-
-
-def continue_run(paused_run):
-    """Start the one continuation of a paused run (caller holds the run's row lock)."""
-    if paused_run.status != Run.Status.INTERRUPTED or Run.objects.filter(parent_run=paused_run).exists():
-        return None
-    run = Run.objects.create(
-        thread_id=paused_run.thread_id, parent_run=paused_run, forwarded_props=paused_run.forwarded_props,
-        client_tools=paused_run.client_tools, **({"id": paused_run.resume_run_id} if paused_run.resume_run_id else {}),
-    )
-    transaction.on_commit(lambda: announce_after_commit(run.pk))
-    return run
 
 
 def resume_stalled():

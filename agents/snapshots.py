@@ -4,8 +4,8 @@ from approvals.models import ApprovalRequest
 from state import services as state_services
 
 from . import inputs, presenters, statesync
-from .catalog import get_agent
 from .models import Run, Thread, WorkflowInstance
+from .registry import get_agent
 
 
 def thread_snapshot(thread_id):

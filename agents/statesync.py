@@ -34,8 +34,9 @@ from state import services as state_services
 from state.models import StateChange
 
 from . import custom_events, events
-from .catalog import get_agent
+from .messages import add_message
 from .models import Message, Thread, ToolCall
+from .registry import get_agent
 from .tools import ToolError
 
 log = logging.getLogger(__name__)
@@ -237,8 +238,6 @@ class StateSync:
 
     def say(self, text):
         """An assistant message that does not come from the model."""
-        from .services import add_message
-
         message_id = str(uuid.uuid4())
         self.runner.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
         self.runner.emit(TextMessageContentEvent(message_id=message_id, delta=text))

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import runner, services
+from . import execution, runner, services
 
 
 @shared_task(ignore_result=True, acks_late=True)
@@ -18,8 +18,6 @@ def resume_stalled():
 @shared_task(ignore_result=True)
 def recover_stuck_calls():
     """Beat: tool calls and runs a dead worker left, lost run messages, ends Redis could not take."""
-    from . import execution
-
     execution.recover_stuck_calls()
     execution.recover_stuck_runs()  # after the calls: a run with a stuck call is recover_call's
     services.announce_unannounced()  # soon after Redis is back, before requeue_lost_runs' longer wait

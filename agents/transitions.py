@@ -1,24 +1,36 @@
 """Run and ToolCall status changes, read from the maps their models declare.
 
-Every write is conditional on a status the map allows it to leave (`filter(status__in=...)
+The one writer of those statuses (tests/test_structure.py checks that nothing else assigns
+them). Every write is conditional on a status the map allows it to leave (`filter(status__in=...)
 .update(...)`), so a process that lost its claim (a worker declared lost while it was stuck)
 cannot write over what another decided: the call returns False and nothing changes. Asking for
-a status the map never reaches is a programming error and raises.
+a move the map does not allow is a programming error: it is logged and raises ValueError.
 """
 
+import logging
+
+from django.db import transaction
+
+from .dispatch import announce_after_commit
 from .models import Run, ToolCall
+
+log = logging.getLogger(__name__)
 
 
 def sources(model, to, leaving=None):
     """The statuses `to` may be reached from (narrowed to `leaving` when given)."""
     allowed = {src for src, targets in model.TRANSITIONS.items() if to in targets}
+    problem = None
     if leaving is not None:
         wrong = set(leaving) - allowed
         if wrong:
-            raise ValueError(f"{model.__name__}: {', '.join(sorted(wrong))} -> {to} is not an allowed transition")
+            problem = f"{model.__name__}: {', '.join(sorted(wrong))} -> {to} is not an allowed transition"
         allowed = set(leaving)
-    if not allowed:
-        raise ValueError(f"{model.__name__}: nothing may become {to}")
+    if not allowed and problem is None:
+        problem = f"{model.__name__}: nothing may become {to}"
+    if problem:
+        log.error("illegal status transition refused: %s", problem)
+        raise ValueError(problem)
     return allowed
 
 
@@ -34,3 +46,24 @@ def move_call(call_id, to, leaving=None, thread=None, **fields):
     if thread is not None:
         calls = calls.filter(thread=thread)
     return calls.update(status=to, **fields) == 1
+
+
+def continue_run(paused_run):
+    """Start the one continuation of a paused run (caller holds the run's row lock)."""
+    if paused_run.status != Run.Status.INTERRUPTED:
+        return None
+    return start_continuation(paused_run)
+
+
+def start_continuation(parent):
+    """The one continuation of `parent` (a paused run, or one that failed when its worker was
+    lost): a queued Run under the client's chosen id (`resume_run_id`, AG-UI resume), announced
+    on commit. None when it already has one. The caller holds `parent`'s row lock."""
+    if Run.objects.filter(parent_run=parent).exists():
+        return None
+    run = Run.objects.create(
+        thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,
+        client_tools=parent.client_tools, **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
+    )
+    transaction.on_commit(lambda: announce_after_commit(run.pk))
+    return run

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core import mail
 from django.db import close_old_connections, connection, transaction
 
-from agents import execution, services
+from agents import dispatch, execution, services
 from agents.catalog.models import Transfer
 from agents.models import Message, Run, ToolCall
 from agents.services import create_thread, start_run
@@ -315,7 +315,7 @@ def test_a_continuation_whose_announce_was_lost_is_sent_by_the_beat(demo, fake_l
     worker = workers("worker1", fake_llm)
     thread, run, req = pause_transfer(demo, worker)
     with monkeypatch.context() as m:
-        m.setattr(services, "announce", lambda run_id: None)  # the process is gone
+        m.setattr(dispatch, "announce", lambda run_id: None)  # the process is gone
         approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
     continuation = Run.objects.get(parent_run=run)
     assert (continuation.status, continuation.stream_id) == ("queued", "")

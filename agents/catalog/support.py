@@ -13,10 +13,10 @@ from django.db import IntegrityError, transaction
 from pydantic import Field
 
 from agents.tools import Owned, ToolError, tool
-from agents.workflows import Handoff, Workflow
 
 from .agent import Agent
 from .models import Order, OrderAction
+from .workflow import Handoff, Workflow
 
 OrderNumber = Annotated[str, Field(pattern=r"^\d{4,12}$", description="The order number, digits only")]
 CENTS = Decimal("0.01")

@@ -1,0 +1,49 @@
+"""Announcing a queued run: RUN_STARTED on the thread's stream, then its task to a worker.
+
+The task is looked up by name in the Celery app (DESIGN.md: services enqueue tasks by name), so
+this module, low in the runtime, never imports agents/tasks.py, which imports the runtime.
+"""
+
+import logging
+
+import kombu.exceptions
+import redis
+from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
+from celery import current_app
+
+from . import events
+from .models import Run
+
+log = logging.getLogger(__name__)
+RUN_AGENT = "agents.tasks.run_agent"
+# what an unreachable Redis raises: the event writer's client after its retries, Celery's publish
+REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
+
+
+def enqueue_run(run_id):
+    """Hand the run to a worker. `.delay` of the registered task, not `send_task`: it keeps eager
+    mode and a test's patch of `agents.tasks.run_agent.delay` working."""
+    current_app.tasks[RUN_AGENT].delay(run_id)
+
+
+def announce(run_id, run=None):
+    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker."""
+    run = run or Run.objects.get(pk=run_id)
+    stream_id = events.append(
+        run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
+                                       protocol_version=PROTOCOL_VERSION)
+    )
+    Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
+    enqueue_run(run.pk)
+
+
+def announce_after_commit(run_id, run=None):
+    """A run's on-commit announce. The message or the decision that made it is committed: Redis
+    being unreachable now must not turn it into an error (a 500 saying nothing was done while the
+    run stands). The run stays queued without a stream id, and the beat announces it once Redis
+    answers again (services.announce_unannounced)."""
+    try:
+        announce(run_id, run)
+    except REDIS_DOWN as exc:
+        log.warning("run %s is queued but could not be announced (Redis unreachable: %s); "
+                    "it is announced once Redis is back", run_id, exc)

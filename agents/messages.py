@@ -1,0 +1,33 @@
+"""A thread's messages, appended in order (Message.seq from the thread's counter)."""
+
+from django.db import transaction
+from django.db.models import F
+
+from .models import Message, Thread
+
+
+def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_call_id="", message_id=None):
+    """Append a message with the thread's next sequence number (the row lock orders writers)."""
+    with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
+        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + 1)
+        seq = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk)
+        kwargs = {"id": message_id} if message_id else {}
+        return Message.objects.create(
+            thread=thread, run=run, seq=seq, role=role, content=content or "",
+            tool_calls=tool_calls or None, tool_call_id=tool_call_id or "", **kwargs,
+        )
+
+
+def add_messages(thread, messages, *, run=None):
+    """Append (id, role, content, tool_call_id) rows at once: one counter update and one INSERT
+    (three queries per message held SQLite's write lock for seconds on a long list)."""
+    if not messages:
+        return []
+    with transaction.atomic(savepoint=False):
+        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
+        first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
+        return Message.objects.bulk_create([
+            Message(thread=thread, run=run, seq=first + i, role=role, content=content or "",
+                    tool_call_id=tool_call_id or "", **({"id": msg_id} if msg_id else {}))
+            for i, (msg_id, role, content, tool_call_id) in enumerate(messages)
+        ])
