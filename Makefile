@@ -23,7 +23,8 @@ $(AGUI_CLIENT)/node_modules/.package-lock.json: $(AGUI_CLIENT)/package.json $(AG
 test: $(VENV)/.installed $(AGUI_CLIENT)/node_modules/.package-lock.json
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m "not e2e" $(PYTEST_ARGS)
 
-# Browser tests get their own pytest process (NOTES.md, test trap 7).
+# Browser tests get their own pytest process: pytest-playwright's sync API leaves an event loop
+# running, after which ORM calls raise SynchronousOnlyOperation and pytest-asyncio tests fail.
 e2e: $(VENV)/.installed
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m e2e tests/e2e $(PYTEST_ARGS)
 

@@ -21,7 +21,7 @@ from redis.retry import Retry
 # trips and reader wake-ups). A 5 ms window on every first event cost ~2.5 ms per event at p50.
 FLUSH_SECONDS = 0.001
 FLUSH_EVENTS = 32
-BLOCK_MS = 4000  # under redis-py's 5 s socket timeout (NOTES.md)
+BLOCK_MS = 4000  # under redis-py's 5 s socket timeout, or an idle XREAD BLOCK fails as a timeout
 
 class StreamUnavailable(Exception):
     """Redis stayed unreachable past the client's retries: this run's events cannot be written."""

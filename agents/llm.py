@@ -163,7 +163,7 @@ def get_model():
     return OpenAIChatModel() if settings.OPENAI_API_KEY else ScriptedModel()
 
 
-# --- the self-check of approval mode `model` (seed 003's should_interrupt) --------------------
+# --- the self-check of approval mode `model`: the model asks itself whether a person must confirm --
 
 SELF_CHECK_SYSTEM = (
     "You review an AI agent's next action before it runs, and decide whether a person must confirm it. "

@@ -1,4 +1,4 @@
-"""Multi-agent handoff workflows on top of the runner (issue 8; seeds 001 and 003).
+"""Multi-agent handoff workflows on top of the runner.
 
 A `Workflow` (defined in agents/catalog/workflow.py) is a graph of agents: participants, handoff
 edges, a start agent and a termination condition over the conversation. It registers in the

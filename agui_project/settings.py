@@ -79,7 +79,7 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "daphne",  # must precede staticfiles (NOTES.md)
+    "daphne",  # before staticfiles, so that runserver is Daphne's (ASGI) one
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -131,7 +131,8 @@ TEMPLATES = [
     },
 ]
 
-# SQLite by default, tuned for several processes writing (NOTES.md).
+# SQLite by default, tuned for several processes writing (web, workers, beat): WAL, a busy timeout,
+# IMMEDIATE transactions (select_for_update is a no-op on SQLite; these serialise the writers).
 _SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
     "transaction_mode": "IMMEDIATE",
@@ -150,7 +151,7 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("AGUI_DB_P
     }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"] = {**_SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
-    # A file, not memory: worker threads in tests need to share it (NOTES.md trap 1).
+    # A file, not memory: worker threads in tests share it (in memory they fail: 'database table is locked').
     # Per process, so that two test runs on one machine never share (and delete) one file.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_db_{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -257,7 +258,7 @@ CELERY_BEAT_SCHEDULE = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        # socket_timeout None: redis-py's 5 s default kills idle consumers (NOTES.md).
+        # socket_timeout None: with redis-py's 5 s default an idle consumer's blocking read times out (its socket closes).
         "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}], "capacity": 1000},
     }
 }

@@ -23,7 +23,7 @@ from . import registry, selectors, services, stats
 from .access import is_reviewer
 from .models import ApprovalRequest, AuditEvent, Decision, arguments_hash
 
-# kept for bench/djtasks.py (issue 9), which EXPLAINs these filters
+# kept for bench/djtasks.py, which EXPLAINs these filters
 STATUS_FILTERS = {
     "pending": [ApprovalRequest.Status.PENDING],
     "decided": [s for s in ApprovalRequest.Status.values if s != ApprovalRequest.Status.PENDING],

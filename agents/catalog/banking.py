@@ -1,4 +1,4 @@
-"""The banking agent (seed 000): transfer_money and cancel_subscription need approval.
+"""The banking agent: transfer_money and cancel_subscription need approval.
 
 Tools act for the requester: money leaves only their own accounts, balances are theirs to read,
 subscriptions theirs to cancel (`objects=`, agents/tools.py); a transfer may go to anyone's account.

@@ -1,4 +1,4 @@
-"""The ops agent (seed 003): file, mail and command tools acting for real inside a sandbox.
+"""The ops agent: file, mail and command tools acting for real inside a sandbox.
 
 Paths are virtual: "/" is the root of the requester's own sandbox (a folder per user under
 AGUI_SANDBOX_DIR: files belong to someone, and nobody can name another user's), so "/etc/hosts"

@@ -1,4 +1,4 @@
-"""The task planner (seed 002, two state keys): `generate_task_steps` proposes the steps, which the
+"""The task planner (two state keys): `generate_task_steps` proposes the steps, which the
 user confirms before they become the plan; `update_preferences` writes the user's preferences."""
 
 from typing import Annotated, Any, Literal

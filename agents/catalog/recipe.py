@@ -1,4 +1,4 @@
-"""The recipe agent (seed 002): `update_recipe` writes the whole recipe; its arguments stream into
+"""The recipe agent: `update_recipe` writes the whole recipe; its arguments stream into
 the shared state as predictions while the model writes them."""
 
 from typing import Annotated, Literal

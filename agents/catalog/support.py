@@ -1,4 +1,4 @@
-"""The support workflow (seed 001): triage_agent hands a case to refund_agent or order_agent.
+"""The support workflow: triage_agent hands a case to refund_agent or order_agent.
 
 refund_agent looks orders up freely and submits refunds that the `support` group approves;
 order_agent submits replacements that the customer confirms. The workflow ends when an agent's

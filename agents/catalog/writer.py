@@ -1,4 +1,4 @@
-"""The document writer (seed 002, wildcard mapping): every argument of `create_document` streams into
+"""The document writer (wildcard mapping): every argument of `create_document` streams into
 `document`; the draft is provisional until the user approves it, and is discarded if they reject it."""
 
 from typing import Annotated, Any
