@@ -18,7 +18,7 @@ def load_agents():
     # models are ready, and these modules define and query models
     from . import banking, ops, planner, recipe, support, writer
 
-    # ops: seed 003, sandboxed files, mail and commands; support: a workflow of three agents
+    # ops: sandboxed files, mail and commands; support: a workflow of three agents
     for module in (banking, recipe, planner, writer, support, ops):
         register_agent(module.AGENT)
     for name in settings.AGUI_EXTRA_AGENTS:  # e.g. test-only agents in a subprocess worker
