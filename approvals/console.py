@@ -16,13 +16,11 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
 
-from agui_project import jsoncheck
-
 from . import exports, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
 from .filters import AuditPageFilter
+from .forms import PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
-from .validators import policy_errors
 from .views import audit_rows, reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
@@ -59,75 +57,6 @@ def policy_list(request):
 
 
 # --- the edit page: save, revert, simulate ------------------------------------------------------
-
-
-def _int_or_none(raw, field, errors, minimum=None):
-    raw = (raw or "").strip()
-    if raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        errors.setdefault(field, []).append("a whole number")
-        return None
-    if minimum is not None and value < minimum:
-        errors.setdefault(field, []).append(f"at least {minimum}")
-    return value
-
-
-def _float_or_none(raw, field, errors):
-    raw = (raw or "").strip()
-    if raw == "":
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        errors.setdefault(field, []).append("a number such as 0.5")
-        return None
-
-
-def _group_or_none(name, field, errors):
-    name = (name or "").strip()
-    if not name:
-        return None
-    group = Group.objects.filter(name=name).first()
-    if group is None:
-        errors.setdefault(field, []).append(f"no group named {name!r}")
-    return group
-
-
-def policy_values_from_post(post):
-    """The policy fields of the edit form, typed; (values, {field: [messages]})."""
-    errors = {}
-    values = {
-        "mode": post.get("mode", ""),
-        "approver_kind": post.get("approver_kind", ""),
-        "timeout_action": post.get("timeout_action", ""),
-        "risk": post.get("risk", ""),
-    }
-    text = post.get("conditions", "").strip()
-    try:
-        values["conditions"] = jsoncheck.loads(text) if text else []
-    except jsoncheck.Refused as exc:
-        errors["conditions"] = [exc.refusal.message]
-        values["conditions"] = []
-    except json.JSONDecodeError as exc:
-        errors["conditions"] = [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
-        values["conditions"] = []
-    values["approver_group"] = _group_or_none(post.get("approver_group"), "approver_group", errors)
-    values["escalation_group"] = _group_or_none(post.get("escalation_group"), "escalation_group", errors)
-    values["required_approvals"] = _int_or_none(post.get("required_approvals"), "required_approvals", errors, 1) or 1
-    values["timeout_seconds"] = _int_or_none(post.get("timeout_seconds"), "timeout_seconds", errors, 1)
-    values["reminder_fraction"] = _float_or_none(post.get("reminder_fraction"), "reminder_fraction", errors)
-    values["escalation_fraction"] = _float_or_none(post.get("escalation_fraction"), "escalation_fraction", errors)
-    return values, errors
-
-
-def _draft_policy(tool_name, values):
-    policy = ToolPolicy(tool_name=tool_name)
-    for field, value in values.items():
-        setattr(policy, field, value)
-    return policy
 
 
 def _paths_for(schema):
@@ -185,26 +114,24 @@ def policy_edit(request, tool_name):
     defaults = registry.get(tool_name)
     errors, simulation, limit = {}, None, 50
     action = request.POST.get("action", "") if request.method == "POST" else ""
-    form_values = None
+    form = None
     if action in ("save", "simulate"):
-        values, errors = policy_values_from_post(request.POST)
-        form_values = values
+        # the draft: a fresh row of this tool, so that what the form leaves out is the model's default
+        form = PolicyForm(request.POST, instance=ToolPolicy(tool_name=tool_name))
+        valid = form.is_valid()  # typed fields, then the whole policy (ToolPolicy.clean)
+        errors = form.error_lists()
         if action == "simulate":
             try:
                 limit = int(request.POST.get("limit", 50))
             except ValueError:
                 limit = 50
             limit = max(1, min(limit, simulate.MAX_CALLS))
-            draft = _draft_policy(tool_name, values)
-            if not errors:
-                # judge only a draft the engine would accept: a bad rule is reported, not replayed
-                errors = policy_errors(draft, schema=registry.schema_of(tool_name))
-            if not errors:
-                simulation = simulate.simulate(draft, limit)
-        elif not errors:
+            if valid:  # judge only a draft the engine would accept: a bad rule is reported, not replayed
+                simulation = simulate.simulate(form.instance, limit)
+        elif valid:
             try:
-                services.save_policy(tool_name, values, request.user)
-            except ValidationError as exc:
+                services.save_policy(tool_name, form.values(), request.user)
+            except ValidationError as exc:  # a concurrent change made it invalid
                 errors = exc.message_dict
             else:
                 messages.success(request, f"Policy for {tool_name} saved.")
@@ -213,8 +140,8 @@ def policy_edit(request, tool_name):
         if services.delete_policy(tool_name, request.user):
             messages.success(request, f"{tool_name} is back on its code defaults.")
         return redirect(f"/policies/{tool_name}/")
-    shown = _draft_policy(tool_name, form_values) if form_values is not None else current
-    conditions_text = (request.POST.get("conditions") if form_values is not None
+    shown = form.instance if form is not None else current
+    conditions_text = (request.POST.get("conditions") if form is not None
                        else json.dumps(current.conditions or [], indent=2, ensure_ascii=False))
     return render(request, "approvals/policy_edit.html", {
         "tool_name": tool_name,

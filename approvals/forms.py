@@ -1,0 +1,80 @@
+"""The policy console's edit form: a ModelForm over ToolPolicy's policy fields. Django types and
+checks each field; the model's clean() (approvals.validators.policy_errors) judges the whole
+policy. Our parts: groups by name, the conditions as typed JSON text (through the input gate),
+and messages a person can act on."""
+
+import json
+
+from django import forms
+from django.contrib.auth.models import Group
+from django.forms.models import construct_instance
+
+from agui_project import jsoncheck
+
+from .choices import ApproverKind, Mode, Risk, TimeoutAction
+from .models import ToolPolicy
+from .services import POLICY_FIELDS
+
+
+def _one_of(choices):
+    message = f"must be one of {', '.join(choices.values)}"
+    return {"required": message, "invalid_choice": message}
+
+
+class GroupByName(forms.ModelChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(Group.objects.all(), to_field_name="name", required=False,
+                         error_messages={"invalid_choice": "no group named %(value)r"}, **kwargs)
+
+    def to_python(self, value):
+        return super().to_python(value.strip() if isinstance(value, str) else value)
+
+
+class PolicyForm(forms.ModelForm):
+    conditions = forms.CharField(required=False)  # JSON text; clean_conditions parses it
+    approver_group = GroupByName()
+    escalation_group = GroupByName()
+    required_approvals = forms.IntegerField(required=False, min_value=1,
+                                            error_messages={"invalid": "a whole number", "min_value": "at least 1"})
+    timeout_seconds = forms.IntegerField(required=False, min_value=1,
+                                         error_messages={"invalid": "a whole number", "min_value": "at least 1"})
+
+    class Meta:
+        model = ToolPolicy
+        fields = POLICY_FIELDS
+        error_messages = {
+            "mode": _one_of(Mode), "approver_kind": _one_of(ApproverKind), "risk": _one_of(Risk),
+            "timeout_action": _one_of(TimeoutAction),
+            "reminder_fraction": {"invalid": "a number such as 0.5"},
+            "escalation_fraction": {"invalid": "a number such as 0.5"},
+        }
+
+    def clean_conditions(self):
+        text = self.cleaned_data["conditions"]
+        if not text:
+            return []
+        try:
+            return jsoncheck.loads(text)  # typed JSON can hold "\ud800", which no page could show again
+        except jsoncheck.Refused as exc:
+            raise forms.ValidationError(exc.refusal.message) from exc
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+
+    def clean_required_approvals(self):
+        return self.cleaned_data["required_approvals"] or 1
+
+    def _post_clean(self):
+        # A value that could not be read is reported alone: the policy rules would otherwise judge
+        # the stand-in left in its place. The draft still takes every value that could be read.
+        if self._errors:
+            self.instance = construct_instance(self, self.instance, self._meta.fields)
+        else:
+            super()._post_clean()
+
+    def values(self):
+        """The policy fields for services.save_policy."""
+        return {f: self.cleaned_data[f] for f in POLICY_FIELDS}
+
+    def error_lists(self):
+        """{field: [messages]}, as the template shows them."""
+        return {field: list(messages) for field, messages in self.errors.items()}
