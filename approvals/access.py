@@ -13,6 +13,11 @@ def approver_group_names():
     return names | {"reviewers"}
 
 
+def is_admin(user):
+    """Staff and superusers: they see every request, grant and audit event, and edit policies."""
+    return user.is_staff or user.is_superuser
+
+
 def memberships(user):
     """(ids, names) of the user's groups, read once per user object.
 

@@ -18,6 +18,7 @@ from django.utils.dateparse import parse_datetime
 
 from . import exports, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
+from .access import is_admin
 from .filters import AuditPageFilter
 from .forms import PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
@@ -31,7 +32,7 @@ AUDIT_PAGE = 100
 def admin_required(view):
     @login_required
     def wrapped(request, *args, **kwargs):
-        if not (request.user.is_staff or request.user.is_superuser):
+        if not is_admin(request.user):
             raise PermissionDenied("the policy console is for admins")
         return view(request, *args, **kwargs)
 

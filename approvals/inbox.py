@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from . import registry, selectors
-from .access import approver_group_names, memberships
+from .access import approver_group_names, is_admin, memberships
 from .models import ApprovalRequest, ApproverKind, Risk
 
 Status = ApprovalRequest.Status
@@ -299,7 +299,7 @@ def choices(user):
     """Options of the filter selects: tools, agents, groups a user could filter by."""
     tools = set(registry.all_tools())
     agents = agent_names()
-    if user.is_staff or user.is_superuser:
+    if is_admin(user):
         groups = approver_group_names() | set(Group.objects.values_list("name", flat=True))
     else:
         groups = set(memberships(user)[1])

@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import registry
-from .access import memberships
+from .access import is_admin, memberships
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -41,7 +41,7 @@ def routed_to_group_named(name):
 def visible_requests(*, user):
     """Requests a user may see: admins all; reviewers their groups' (and escalated ones); anyone their own."""
     qs = ApprovalRequest.objects.select_related("requester", "approver_group", "escalation_group")
-    if user.is_superuser or user.is_staff:
+    if is_admin(user):
         return qs
     groups = sorted(memberships(user)[0])  # ids, not a subquery: a plainer plan for every page
     return qs.filter(routed_to_groups(groups) | Q(requester=user))
@@ -80,7 +80,7 @@ def due_request_ids(*, limit=500):
 def visible_grants(*, user):
     """"Always allow in this thread" grants: staff everyone's, others their own."""
     qs = ThreadGrant.objects.select_related("user", "revoked_by")
-    return qs if user.is_staff or user.is_superuser else qs.filter(user=user)
+    return qs if is_admin(user) else qs.filter(user=user)
 
 
 # --- policies ---------------------------------------------------------------------------------
@@ -117,6 +117,6 @@ def policies():
 def audit_events(*, user):
     """The audit log a user may read: staff everything, others the events of requests they can see."""
     qs = AuditEvent.objects.select_related("actor")
-    if not (user.is_staff or user.is_superuser):
+    if not is_admin(user):
         qs = qs.filter(request__in=visible_requests(user=user).values("pk"))
     return qs.order_by("-created_at", "-id")
