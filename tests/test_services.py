@@ -1,6 +1,7 @@
 import threading
 
 import pytest
+from django.contrib.auth.models import Group
 from django.db import close_old_connections
 
 from approvals import services
@@ -152,3 +153,21 @@ def test_a_late_answer_over_ag_ui_refuses_the_resume_and_the_expiry_stays(demo):
     req.refresh_from_db()
     assert req.status == "expired"
     assert not Run.objects.filter(pk="run-late").exists()
+
+
+def test_a_near_deadline_gets_its_countdown_task_by_name(demo, monkeypatch, django_capture_on_commit_callbacks):
+    """services enqueue approvals.tasks.deadline_due by name (no import of tasks: no cycle); the name
+    must resolve to the task, with the request's id and each near moment as its ETA."""
+    from approvals import policy, tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.deadline_due, "apply_async",
+                        lambda args=None, kwargs=None, **options: sent.append((args, options["eta"])))
+    services.save_policy("transfer_money", {"mode": "always", "approver_group": Group.objects.get(name="finance"),
+                                            "risk": "high", "timeout_seconds": 60}, demo["admin"])
+    args = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500.0, "currency": "USD"}
+    with django_capture_on_commit_callbacks(execute=True):
+        req = services.request(tool_name="transfer_money", arguments=args, requester=demo["alice"],
+                               verdict=policy.evaluate("transfer_money", args), description="Transfer")
+    assert services.DEADLINE_TASK == tasks.deadline_due.name
+    assert sorted(sent, key=lambda s: s[1]) == [((req.id,), req.remind_at), ((req.id,), req.expires_at)]
