@@ -3,7 +3,7 @@
  * thread over a WebSocket (one AG-UI event per frame, camelCase JSON).
  *
  * Every piece of user, model or tool text is inserted with textContent (or through
- * markdown.js, which builds DOM nodes only). Nothing here assigns innerHTML.
+ * markdown.js: markdown-it with raw HTML off, then DOMPurify). Nothing here assigns innerHTML.
  *
  * For tests: window.aguiChat = {ws, events, state}; document.body.dataset.wsState.
  */

@@ -8,8 +8,8 @@
  * {"type": "state_patch", "baseVersion": <version>, "patch": [RFC 6902 ops]}; the server answers
  * with STATE_DELTA for every tab, or an error frame (stale version: with the current snapshot).
  *
- * All text is inserted with textContent (the document's Markdown through markdown.js, which
- * builds DOM nodes only).
+ * All text is inserted with textContent (the document's Markdown through markdown.js:
+ * markdown-it with raw HTML off, then DOMPurify).
  */
 (function () {
   "use strict";
