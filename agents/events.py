@@ -13,8 +13,8 @@ import redis
 import redis.asyncio
 from ag_ui.core import BaseEvent, EventType, TextMessageContentEvent
 from django.conf import settings
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
+
+from agui_project.redis_client import redis_client
 
 # A batch goes as soon as the writer is free and at most one per FLUSH_SECONDS: an event after
 # a quiet spell leaves at once (the paced-stream latency), a burst is grouped (fewer XADD round
@@ -26,28 +26,8 @@ BLOCK_MS = 4000  # under redis-py's 5 s socket timeout, or an idle XREAD BLOCK f
 class StreamUnavailable(Exception):
     """Redis stayed unreachable past the client's retries: this run's events cannot be written."""
 
-_client = None
-_client_lock = threading.Lock()
-
-
 def stream_key(thread_id):
     return f"agui:thread:{thread_id}"
-
-
-def redis_client():
-    """One persistent client per process (redis-py pools connections and is thread-safe)."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                # a Redis restart or failover shorter than ~10 s is ridden out, not turned into a failed run
-                _client = redis.Redis.from_url(
-                    settings.REDIS_URL, socket_timeout=10, health_check_interval=30,
-                    # AGUI_REDIS_RETRIES, default 15: about 11 s of trying (backoff capped at 1 s)
-                    retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), settings.AGUI_REDIS_RETRIES),
-                    retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-                )
-    return _client
 
 
 def now_ms():

@@ -17,8 +17,8 @@ strict probe asks again, with longer waits, up to sum(WORKER_PING_TIMEOUTS).
 from django.db import connection
 from django.http import JsonResponse
 
-from agents.events import redis_client
 from agui_project.celery import app as celery_app
+from agui_project.redis_client import redis_client
 
 LB_PING_TIMEOUT = 0.5  # the plain probe reports workers but never waits long for them
 WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s at most

@@ -19,6 +19,8 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from agui_project.redis_client import redis_client
+
 log = logging.getLogger(__name__)
 
 ADDRESS_FACTOR = 5  # failures one address may make over all accounts, in multiples of the per-account limit
@@ -64,8 +66,6 @@ def _keys(username, request):
 
 
 def _client():
-    from agents.events import redis_client
-
     return redis_client()
 
 

@@ -55,11 +55,11 @@ def private_redis(tmp_path):
 def on_private_redis(private_redis, settings, monkeypatch):
     """This process (the web side: decisions, announces) uses the private Redis for its event stream
     and as its Celery broker, and gives up on it quickly (one retry) while it is down."""
-    from agents import events
+    from agui_project import redis_client
     from agui_project.celery import app
 
     settings.REDIS_URL, settings.AGUI_REDIS_RETRIES = private_redis.url, 1
-    monkeypatch.setattr(events, "_client", None)
+    monkeypatch.setattr(redis_client, "_client", None)
 
     def broker(url):
         # Celery caches its broker connection pool (NOTES.md trap 4), and kombu keeps a process-wide
@@ -165,10 +165,11 @@ def test_redis_down_longer_than_the_retries_fails_the_run_loudly(demo, fake_llm,
                                                                  monkeypatch):
     """Redis stays away past the writer's retries: the run stops as failed (stream_unavailable),
     keeps its RUN_ERROR, and the beat publishes it once Redis is back; a new run then works."""
-    from agents import events, execution
+    from agents import execution
+    from agui_project import redis_client
 
     settings.REDIS_URL, settings.AGUI_REDIS_RETRIES = private_redis.url, 1
-    monkeypatch.setattr(events, "_client", None)  # this process's writer client follows the private Redis
+    monkeypatch.setattr(redis_client, "_client", None)  # this process's writer client follows the private Redis
     worker = Worker(tmp_path, "worker", fake_llm, AGUI_REDIS_RETRIES="1")  # gives up within ~0.1 s
     try:
         thread, run, client = start_streaming(demo, fake_llm, private_redis, worker, words=200)

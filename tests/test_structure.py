@@ -6,7 +6,10 @@ Layering (DESIGN.md, "apps are layers; arrows point down only"):
   still a dependency, it only moves the failure from start-up to the first call;
 - approvals/ and state/ never import agents/; state/ never imports approvals/;
 - approvals/ MAY import state/ (a downward arrow: the inbox shows a request's thread state
-  through `state.services`); since state imports neither, that can never close a loop.
+  through `state.services`); since state imports neither, that can never close a loop;
+- agui_project/ is plumbing under every app (auth, errors, the Redis client, input checks) plus
+  the wiring above them: only the wiring (WIRING: URLs, ASGI routing, the templates' context
+  processor) imports an app.
 
 Status writers: one module, agents/transitions.py, writes Run and ToolCall statuses (it reads the
 models' TRANSITIONS maps), so no other module under agents/ assigns `x.status = ...` or passes
@@ -23,6 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agui_project", "agents", "approvals", "state")
 STATUS_OWNER = "agents.transitions"
+APPS = {"agents", "approvals", "state"}
+WIRING = {"agui_project.urls", "agui_project.asgi", "agui_project.context"}
 WRITE_CALLS = {"update", "create", "get_or_create", "update_or_create", "bulk_create"}
 
 
@@ -154,6 +159,8 @@ def test_layering():
                 wrong.append(f"{name}:{line} imports {target} ({app} never imports agents)")
             if app == "state" and to == "approvals":
                 wrong.append(f"{name}:{line} imports {target} (state never imports approvals)")
+            if app == "agui_project" and to in APPS and name not in WIRING:
+                wrong.append(f"{name}:{line} imports {target} (project plumbing never imports an app)")
     assert not wrong, "\n".join(wrong)
 
 
