@@ -13,6 +13,7 @@ from agui_project import busy, jsoncheck
 from agui_project.sockets import SignedInSocket
 
 from . import custom_events, events, statesync
+from .models import Thread
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,6 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
 
     @database_sync_to_async
     def _owns_thread(self, user):
-        from .models import Thread
-
         return Thread.objects.filter(pk=self.thread_id, owner=user).exists()
 
     def _start(self, after):
