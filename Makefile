@@ -11,13 +11,13 @@ $(VENV)/.installed: pyproject.toml
 run: $(VENV)/.installed
 	$(PY) scripts/run.py
 
-# The official AG-UI client that tests/test_agui_client.py drives; reinstalled when the lock
+# The official AG-UI client that tests/integration/test_agui_client.py drives; reinstalled when the lock
 # file changes (npm writes node_modules/.package-lock.json on every install). Without npm the
 # test skips itself with the reason.
 AGUI_CLIENT := tests/agui_client
 $(AGUI_CLIENT)/node_modules/.package-lock.json: $(AGUI_CLIENT)/package.json $(AGUI_CLIENT)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd $(AGUI_CLIENT) && npm ci --no-audit --no-fund; \
-	else echo "npm not found: tests/test_agui_client.py will be skipped"; fi
+	else echo "npm not found: tests/integration/test_agui_client.py will be skipped"; fi
 
 # devstack exec starts an embedded Redis when REDIS_URL is unset.
 test: $(VENV)/.installed $(AGUI_CLIENT)/node_modules/.package-lock.json

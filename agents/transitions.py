@@ -1,6 +1,6 @@
 """Run and ToolCall status changes, read from the maps their models declare.
 
-The one writer of those statuses (tests/test_structure.py checks that nothing else assigns
+The one writer of those statuses (tests/agui_project/test_structure.py checks that nothing else assigns
 them). Every write is conditional on a status the map allows it to leave (`filter(status__in=...)
 .update(...)`), so a process that lost its claim (a worker declared lost while it was stuck)
 cannot write over what another decided: the call returns False and nothing changes. Asking for

@@ -1,4 +1,4 @@
-"""A test-only agent whose tools block until the test releases them (tests/test_recovery.py).
+"""A test-only agent whose tools block until the test releases them (tests/integration/test_recovery.py).
 
 A subprocess worker loads it through AGUI_EXTRA_AGENTS=tests.blocking_agent. Each call counts
 itself in Redis (agui:test:<token>:calls) and announces its start (agui:test:<token>:started);
@@ -51,7 +51,7 @@ AGENT = Agent(
 
 # A subprocess worker started with AGUI_TEST_HOLD_CONTINUATIONS=<token> stops inside every
 # continuation task it receives, before the run is claimed: the test can SIGKILL it between a
-# decision and its continuation (tests/test_recovery.py). Nothing happens without the variable.
+# decision and its continuation (tests/integration/test_recovery.py). Nothing happens without the variable.
 if os.environ.get("AGUI_TEST_HOLD_CONTINUATIONS"):
     from celery.signals import task_prerun
 

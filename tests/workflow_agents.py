@@ -1,4 +1,4 @@
-"""Test-only agents for tests/test_workflow_client.py, loaded by the stack's processes through
+"""Test-only agents for tests/integration/test_workflow_client.py, loaded by the stack's processes through
 AGUI_EXTRA_AGENTS (and registered in the test process by the test itself).
 
 `support_crash` is the support workflow with one change: refund_agent's lookup_order_details

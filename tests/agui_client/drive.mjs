@@ -4,7 +4,7 @@
 // verification (verifyEvents) judge every stream: a verification failure rejects runAgent and
 // fails the scenario. Every HTTP response body is captured as it came off the wire, one file per
 // stream (streams/NNN-scenario.sse), and every event as a line of events.jsonl, for
-// ag-ui-validate and the ag_ui.core round trip in tests/test_agui_client.py.
+// ag-ui-validate and the ag_ui.core round trip in tests/integration/test_agui_client.py.
 //
 // Environment:
 //   AGUI_BASE_URL  http://host:port of the server (required)
@@ -431,7 +431,7 @@ scenarios.disconnect = async () => {
 };
 
 // ------------------------------------------------------------------ workflows (issue 8)
-// Not in ORDER: tests/test_workflow_client.py runs them by name (`node drive.mjs workflow_refund,…`)
+// Not in ORDER: tests/integration/test_workflow_client.py runs them by name (`node drive.mjs workflow_refund,…`)
 // against the `support` workflow and serves their control requests ("decide" as a support
 // reviewer; "hold" / "crash" to SIGKILL the worker inside a step and restart it).
 

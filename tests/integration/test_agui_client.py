@@ -29,7 +29,7 @@ from pydantic import TypeAdapter
 from agui_project.celery import app as celery_app
 from tests.conftest import wait_for_event
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "tests" / "agui_client"
 sys.path.insert(0, str(ROOT / "scripts"))
 import devstack  # noqa: E402

@@ -29,7 +29,7 @@ from tests.blocking_agent import keys
 from tests.conftest import TEST_QUEUE, stream_events, wait_for_event
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEASE = 1.5
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 while not (ROOT / "manage.py").exists():  # wherever this file sits under tests/
     ROOT = ROOT.parent
 

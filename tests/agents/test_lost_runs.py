@@ -15,7 +15,7 @@ from agents.models import Run, Thread, ToolCall
 from approvals import policy
 from tests.conftest import stream_events
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 

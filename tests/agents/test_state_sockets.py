@@ -228,7 +228,7 @@ async def test_two_tabs_watching_a_predictive_run_end_on_the_committed_state(dem
 @pytest.mark.slow
 def test_an_agui_client_applies_every_delta_of_a_recipe_run(celery_worker_live, fake_llm, client, alice_token,
                                                            monkeypatch, settings):
-    from tests.test_agui import sse_events
+    from tests.agents.test_agui import sse_events
 
     monkeypatch.setattr("agents.scripted_state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0

@@ -19,7 +19,7 @@ from agents.services import add_message, create_thread
 from approvals.models import ApprovalRequest
 from scripts import devstack
 from tests.conftest import TEST_QUEUE, stream_events
-from tests.test_recovery import Worker, assert_transferred_once, pause_transfer, wait_until
+from tests.integration.test_recovery import Worker, assert_transferred_once, pause_transfer, wait_until
 
 OUTAGE_SECONDS = 3.0
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -29,7 +29,7 @@ from approvals import services as approval_services
 from approvals.models import AuditEvent, ThreadGrant
 
 ROLES = ["anon", "alice", "bob", "rita", "finn", "admin"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def by_role(default=None, **codes):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agui_project", "agents", "approvals", "state")
 STATUS_OWNER = "agents.transitions"
 APPS = {"agents", "approvals", "state"}

@@ -31,8 +31,8 @@ from pydantic import TypeAdapter
 from agui_project.celery import app as celery_app
 from tests.conftest import stream_events, wait_for_event
 
-ROOT = Path(__file__).resolve().parent.parent
-CLIENT_DIR = ROOT / "tests" / "agui_client"  # drive.mjs and the npm @ag-ui/client (tests/test_agui_client.py)
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT_DIR = ROOT / "tests" / "agui_client"  # drive.mjs and the npm @ag-ui/client (tests/integration/test_agui_client.py)
 sys.path.insert(0, str(ROOT / "scripts"))
 import devstack  # noqa: E402
 

@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 while not (ROOT / "pyproject.toml").exists():  # wherever this file sits under tests/
     ROOT = ROOT.parent
 OURS = {"agui_project", "agents", "approvals", "state", "tests", "scripts", "bench"}

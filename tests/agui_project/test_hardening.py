@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
               "DJANGO_ALLOWED_HOSTS": "example.com", "AGUI_HTTPS": "1",
               "AGUI_PROXY_SSL_HEADER": "X-Forwarded-Proto"}

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from approvals import notify
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _subscribe(group):
