@@ -55,38 +55,25 @@ def effective(tool_name, rows=None):
                .filter(tool_name=tool_name).first())
     else:
         row = rows.get(tool_name)
-    if row:
-        return {
-            "source": "policy",
-            "mode": row.mode,
-            "conditions": row.conditions or [],
-            "approver_kind": row.approver_kind,
-            "group": row.approver_group,
-            "required_approvals": row.required_approvals,
-            "timeout_seconds": row.timeout_seconds,
-            "timeout_action": row.timeout_action,
-            "risk": row.risk,
-            "reminder_fraction": row.reminder_fraction,
-            "escalation_group": row.escalation_group,
-            "escalation_fraction": row.escalation_fraction,
-        }
-    defaults = registry.get(tool_name)
-    if defaults is None:
-        return None
-    group = _group(defaults.approver)
+    source = "policy"
+    if not row:
+        defaults = registry.get(tool_name)
+        if defaults is None:
+            return None
+        row, source = policy_from_defaults(defaults), "default"
     return {
-        "source": "default",
-        "mode": defaults.mode,
-        "conditions": defaults.conditions,
-        "approver_kind": ApproverKind.GROUP if group else ApproverKind.REQUESTER,
-        "group": group,
-        "required_approvals": defaults.required_approvals,
-        "timeout_seconds": defaults.timeout_seconds,
-        "timeout_action": defaults.timeout_action,
-        "risk": defaults.risk,
-        "reminder_fraction": defaults.reminder_fraction,
-        "escalation_group": _group(defaults.escalation),
-        "escalation_fraction": defaults.escalation_fraction,
+        "source": source,
+        "mode": row.mode,
+        "conditions": row.conditions or [],
+        "approver_kind": row.approver_kind,
+        "group": row.approver_group,
+        "required_approvals": row.required_approvals,
+        "timeout_seconds": row.timeout_seconds,
+        "timeout_action": row.timeout_action,
+        "risk": row.risk,
+        "reminder_fraction": row.reminder_fraction,
+        "escalation_group": row.escalation_group,
+        "escalation_fraction": row.escalation_fraction,
     }
 
 
