@@ -5,7 +5,7 @@ import json
 import pytest
 
 from agents.models import Message, Run, Thread
-from agents.scripted_state import CARBONARA
+from agents.llm.scripted.state import CARBONARA
 from agents.services import start_run
 from approvals.models import ApprovalRequest
 from tests.helpers import transfer_request

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents import runner, services
 from agents.models import Message, Run, ToolCall
-from agents.scripted_state import CARBONARA
+from agents.llm.scripted.state import CARBONARA
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 from state import predict
@@ -27,7 +27,7 @@ CARBONARA_PROMPT = "I want to make a classic Italian pasta carbonara"
 def quick(monkeypatch, settings):
     """Runs are driven here, not by Celery; no pauses between argument chunks; no throttle."""
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    monkeypatch.setattr("agents.scripted_state.ARGS_PACE", 0)
+    monkeypatch.setattr("agents.llm.scripted.state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0
 
 

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 
 from agents import services
 from agents.routing import websocket_urlpatterns
-from agents.scripted_state import CARBONARA
+from agents.llm.scripted.state import CARBONARA
 from state import services as state_services
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -209,7 +209,7 @@ def test_a_refused_state_on_a_new_thread_leaves_no_thread_behind(client, alice_t
 async def test_two_tabs_watching_a_predictive_run_end_on_the_committed_state(demo, no_enqueue, monkeypatch, settings):
     from agents import runner
 
-    monkeypatch.setattr("agents.scripted_state.ARGS_PACE", 0)
+    monkeypatch.setattr("agents.llm.scripted.state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0
     alice = demo["alice"]
     thread = await sync_to_async(services.create_thread)(alice, "recipe")
@@ -230,7 +230,7 @@ def test_an_agui_client_applies_every_delta_of_a_recipe_run(celery_worker_live, 
                                                            monkeypatch, settings):
     from tests.agents.test_agui import sse_events
 
-    monkeypatch.setattr("agents.scripted_state.ARGS_PACE", 0)
+    monkeypatch.setattr("agents.llm.scripted.state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0
     thread_id = f"thread-{uuid.uuid4()}"
     events = sse_events(post(client, alice_token, thread_id, {}))  # "hello": the recipe agent's hint, no state

@@ -2,7 +2,7 @@
 an agent, continuations that resume from saved state, the support demo.
 
 The full path runs on the live worker with the fake OpenAI-compatible model (its default script
-is the offline demo model's, agents/scripted_support.py), driven through POST /agui/support/ like
+is the offline demo model's, agents/llm/scripted/support.py), driven through POST /agui/support/ like
 an AG-UI client; the smaller cases drive the runner directly (no Celery) for speed.
 """
 
@@ -425,7 +425,7 @@ def test_a_participants_shared_state_streams_and_commits_inside_a_workflow(demo,
     the same schema."""
     from agents import statesync
     from agents.catalog import AGENTS, recipe, register_agent, support
-    from agents.scripted_state import CARBONARA
+    from agents.llm.scripted.state import CARBONARA
     from agents.workflows import merged_state
     from state import services as state_services
 

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 while not (ROOT / "pyproject.toml").exists():  # wherever this file sits under tests/
     ROOT = ROOT.parent
 OURS = {"agui_project", "agents", "approvals", "state", "tests", "scripts", "bench"}
-# The OpenAI SDK's own HTTP library (httpx2 from openai 3, httpx before): agents/llm.py catches its
+# The OpenAI SDK's own HTTP library (httpx2 from openai 3, httpx before): agents/llm/openai_chat.py catches its
 # errors, whichever one the installed SDK streams with; the SDK decides which, so openai declares it.
 SDK_TRANSPORT = {"httpx", "httpx2"}
 

@@ -1,7 +1,7 @@
 """The chat page's live stream: text that grows, a socket closed mid-run, Stop, RUN_ERROR with Retry,
 workflow steps, and model output that tries to inject HTML.
 
-The offline scripted model plays demo prompts (agents/llm.py): "Tell me a long story" streams a
+The offline scripted model plays demo prompts (agents/llm/scripted/chat.py): "Tell me a long story" streams a
 paced reply (about 7 s), "Show me some raw HTML" answers with <script>, <img onerror> and a
 javascript: link, "Simulate a model outage" fails the way an unreachable model does.
 """

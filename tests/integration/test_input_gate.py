@@ -22,7 +22,7 @@ from agents import services
 from agents.catalog import get_agent
 from agents.models import Message, Run, Thread
 from agents.routing import websocket_urlpatterns as thread_ws
-from agents.scripted_state import CARBONARA
+from agents.llm.scripted.state import CARBONARA
 from agents.statesync import StateSync
 from agents.tools import ToolError
 from approvals.models import ApprovalRequest, ToolPolicy

@@ -4,7 +4,7 @@ import json
 
 import jsonpatch
 
-from agents.scripted_state import CARBONARA
+from agents.llm.scripted.state import CARBONARA
 from state import predict
 
 CONFIG = {"recipe": {"tool": "update_recipe", "tool_argument": "recipe"}}

@@ -4,7 +4,7 @@ import jsonpatch
 import pytest
 
 from agents.catalog.recipe import AGENT as RECIPE_AGENT
-from agents.scripted_state import CARBONARA
+from agents.llm.scripted.state import CARBONARA
 from state import services
 from state.models import SharedState, StateChange
 

@@ -7,7 +7,8 @@ calls and results in the history (of the current case: after the last "case comp
 
 import json
 import re
-import uuid
+
+from .common import call, text_of
 
 AGENT = re.compile(r"\bYou are (triage_agent|refund_agent|order_agent)\b")
 ORDER = re.compile(r"\b(\d{4,12})\b")
@@ -19,21 +20,11 @@ SHIPPING = re.compile(r"\b(standard|express)\b", re.I)
 ORDER_SCHEMA = {"type": "string", "pattern": r"^\d{4,12}$"}
 
 
-def _call(name, arguments):
-    return {"id": f"call_{uuid.uuid4().hex[:24]}", "name": name, "arguments": json.dumps(arguments)}
-
-
-def _text(content):
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
-
-
 def _case(messages):
     """The conversation since the last finished or cancelled case (system messages dropped)."""
     convo = [m for m in messages if m.get("role") != "system"]
     for i in range(len(convo) - 1, -1, -1):
-        m, text = convo[i], _text(convo[i].get("content"))
+        m, text = convo[i], text_of(convo[i].get("content"))
         if (m["role"] == "assistant" and text.strip().lower().endswith("case complete.")) or (
                 m["role"] == "tool" and "the workflow ends here" in text and i < len(convo) - 1):
             return convo[i + 1:]
@@ -42,7 +33,7 @@ def _case(messages):
 
 def _calls(convo):
     """[(name, arguments, result or None)] in order."""
-    results = {m.get("tool_call_id"): _text(m.get("content")) for m in convo if m["role"] == "tool"}
+    results = {m.get("tool_call_id"): text_of(m.get("content")) for m in convo if m["role"] == "tool"}
     out = []
     for m in convo:
         for c in m.get("tool_calls") or []:
@@ -70,7 +61,7 @@ def _answers(calls):
 
 def _facts(convo):
     calls = _calls(convo)
-    users = [_text(m.get("content")) for m in convo if m["role"] == "user"]
+    users = [text_of(m.get("content")) for m in convo if m["role"] == "user"]
     answers = _answers(calls)
     said = " ".join(users + [" ".join(str(v) for v in a.values()) for a in answers])
     order = next((str(a["order_id"]) for a in reversed(answers) if a.get("order_id")), None)
@@ -89,7 +80,7 @@ def _last_call(convo, name):
 
 
 def support_reply(messages, names):
-    system = _text(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
+    system = text_of(messages[0].get("content")) if messages and messages[0].get("role") == "system" else ""
     agent = AGENT.search(system)
     if not agent:
         return None
@@ -98,15 +89,15 @@ def support_reply(messages, names):
 
 
 def _triage(convo, names):
-    last_user = next((_text(m.get("content")) for m in reversed(convo) if m["role"] == "user"), "")
+    last_user = next((text_of(m.get("content")) for m in reversed(convo) if m["role"] == "user"), "")
     if convo and convo[-1]["role"] == "tool":  # a case handed back to triage: nothing else was asked
         return {"text": "Thanks for your patience: everything you asked for is taken care of. Case complete."}
     if REFUND_WORDS.search(last_user) and "handoff_to_refund_agent" in names:
         return {"text": "I'm passing your case to our refunds specialist.",
-                "tool_calls": [_call("handoff_to_refund_agent", {"summary": f"Refund request: {last_user[:300]}"})]}
+                "tool_calls": [call("handoff_to_refund_agent", {"summary": f"Refund request: {last_user[:300]}"})]}
     if REPLACE_WORDS.search(last_user) and "handoff_to_order_agent" in names:
         return {"text": "I'm passing your case to our orders team for a replacement.",
-                "tool_calls": [_call("handoff_to_order_agent", {"summary": f"Replacement: {last_user[:300]}"})]}
+                "tool_calls": [call("handoff_to_order_agent", {"summary": f"Replacement: {last_user[:300]}"})]}
     return {"text": "I can help with refunds and replacements. Tell me what happened with your order."}
 
 
@@ -117,7 +108,7 @@ def _result_failed(result):
 
 def _ask(message, schema):
     return {"text": "I need one detail from you first.",
-            "tool_calls": [_call("request_info", {"message": message, "response_schema": schema})]}
+            "tool_calls": [call("request_info", {"message": message, "response_schema": schema})]}
 
 
 def _lookup_or_fail(facts, convo):
@@ -125,7 +116,7 @@ def _lookup_or_fail(facts, convo):
     looked = _last_call(convo, "lookup_order_details")
     if looked is None or looked[0].get("order_id") != facts["order"]:
         return {"text": f"Let me look up order {facts['order']}.",
-                "tool_calls": [_call("lookup_order_details", {"order_id": facts["order"]})]}
+                "tool_calls": [call("lookup_order_details", {"order_id": facts["order"]})]}
     if _result_failed(looked[1]):
         return {"text": f"I could not find order {facts['order']} on your account ({looked[1]}). "
                 "Please start again with the right order number. Case complete."}
@@ -141,7 +132,7 @@ def _refund(convo, names):
             return {"text": f"The refund was not made: {result} I won't try to get it another way. Case complete."}
         if WANTS_REPLACEMENT.search(" ".join(facts["users"])) and "handoff_to_order_agent" in names:
             return {"text": f"{result} I'm passing you to our orders team for the replacement.",
-                    "tool_calls": [_call("handoff_to_order_agent", {"summary": f"Refunded order {args['order_id']}; "
+                    "tool_calls": [call("handoff_to_order_agent", {"summary": f"Refunded order {args['order_id']}; "
                                                                                "the customer wants a replacement"})]}
         return {"text": f"{result} The money will be back on your card in 3-5 business days. Case complete."}
     if not facts["order"]:
@@ -155,7 +146,7 @@ def _refund(convo, names):
     amount = float(details["amount"].split()[0])
     return {"text": f"Order {details['order_id']} ({details['item_name']}, {details['amount']}) qualifies for a "
                     "full refund. I'm submitting it; the support team reviews refunds first.",
-            "tool_calls": [_call("submit_refund", {"order_id": details["order_id"], "amount": amount,
+            "tool_calls": [call("submit_refund", {"order_id": details["order_id"], "amount": amount,
                                                    "refund_description": (facts["request"] or "Refund requested")[:500]})]}
 
 
@@ -180,6 +171,6 @@ def _order(convo, names):
     if step:
         return step
     return {"text": f"I'm arranging a replacement for order {facts['order']}; please confirm it.",
-            "tool_calls": [_call("submit_replacement", {
+            "tool_calls": [call("submit_replacement", {
                 "order_id": facts["order"], "shipping_preference": facts["shipping"],
                 "replacement_note": (facts["request"] or "Replacement requested")[:500]})]}

@@ -9,7 +9,8 @@ rule), changes included.
 import copy
 import json
 import re
-import uuid
+
+from .common import call
 
 STATE_PREFIX = "Current shared state (JSON):"
 ARGS_PACE = 0.015  # seconds per streamed argument chunk: slow enough to watch the card fill in
@@ -61,7 +62,7 @@ _MEAT = re.compile(r"guanciale|bacon|pancetta|chicken|beef|pork|ham", re.I)
 
 
 def _call(name, arguments):
-    return {"id": f"call_{uuid.uuid4().hex[:24]}", "name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+    return call(name, arguments, ensure_ascii=False)  # recipe text keeps its accents readable
 
 
 def current_state(messages):

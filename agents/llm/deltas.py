@@ -1,0 +1,24 @@
+"""What every chat model yields and raises, so the runner does not care which one streams."""
+
+from dataclasses import dataclass
+
+
+class ModelUnavailable(Exception):
+    """The model could not be reached or failed on its side (network, 5xx, rate limit)."""
+
+
+class ModelError(Exception):
+    """The model answered, but not usefully (4xx, broken stream)."""
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallDelta:
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str

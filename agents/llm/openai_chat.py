@@ -1,0 +1,105 @@
+"""The chat model behind an API key: the official OpenAI SDK (any OpenAI-compatible server)."""
+
+import json
+import threading
+
+import openai
+from django.conf import settings
+
+from agui_project import jsoncheck
+
+from .deltas import ModelError, ModelUnavailable, TextDelta, ToolCallDelta
+
+try:  # the HTTP library the SDK streams with (openai 3 moved to httpx2): its errors escape a raw stream
+    import httpx2 as sdk_http
+except ImportError:  # pragma: no cover - openai < 3
+    import httpx as sdk_http
+
+
+class OpenAIChatModel:
+    offline = False
+
+    _clients = {}
+    _lock = threading.Lock()
+
+    def __init__(self):
+        self.name = settings.AGUI_MODEL
+
+    def _client(self):
+        key = (settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY)
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = openai.OpenAI(
+                    api_key=settings.OPENAI_API_KEY,
+                    base_url=settings.OPENAI_BASE_URL,
+                    timeout=settings.AGUI_MODEL_TIMEOUT,
+                    max_retries=1,
+                )
+            return self._clients[key]
+
+    def stream(self, messages, tools):
+        kwargs = {"model": self.name, "messages": messages, "stream": True}
+        if tools:
+            kwargs["tools"] = tools
+        answered = finished = False
+        try:
+            # The SDK's own stream builds a pydantic model per chunk (300-600 us each, the worker's
+            # main cost at thousands of chunks/s); the raw response keeps its request, retries and
+            # status-error mapping, and a chunk is then one json.loads.
+            with self._client().chat.completions.with_streaming_response.create(**kwargs) as response:
+                for data in sse_data(response.iter_lines()):
+                    if data == "[DONE]":
+                        finished = True
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise ModelError(f"the model's stream held a chunk that is not JSON: {data[:80]!r}") from exc
+                    if not isinstance(chunk, dict):
+                        raise ModelError(f"the model's stream held a chunk that is not an object: {data[:80]!r}")
+                    # a NUL or a lone surrogate ("\ud800") would poison the thread once stored
+                    clean = jsoncheck.scrub if jsoncheck.suspect(data) else str
+                    if chunk.get("error"):
+                        error = chunk["error"]
+                        raise ModelError(error.get("message", error) if isinstance(error, dict) else error)
+                    choices = chunk.get("choices") or []
+                    if not choices:
+                        continue
+                    answered = True
+                    choice = choices[0]
+                    finished = finished or bool(choice.get("finish_reason"))
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        yield TextDelta(clean(delta["content"]))
+                    for tc in delta.get("tool_calls") or []:
+                        fn = tc.get("function") or {}
+                        yield ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name") and clean(fn["name"]),
+                                            clean(fn.get("arguments") or ""))
+        except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
+                openai.InternalServerError, sdk_http.TransportError) as exc:
+            raise ModelUnavailable(str(exc) or type(exc).__name__) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise ModelUnavailable(str(exc)) from exc
+            raise ModelError(str(exc)) from exc
+        except openai.APIError as exc:
+            raise ModelError(str(exc)) from exc
+        if not answered:  # a 200 with no choice at all is no answer, not an empty success
+            raise ModelError("the model's stream ended without an answer")
+        if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way
+            raise ModelUnavailable("the model's stream was cut off before it finished")
+
+
+def sse_data(lines):
+    """The `data:` payload of each server-sent event (multi-line data joined with newlines)."""
+    data = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+        # event:, id:, retry: and ":" comments carry nothing a chat completion needs
+    if data:
+        yield "\n".join(data)

@@ -1,0 +1,37 @@
+"""The offline demo model's part for the banking agent (agents/catalog/banking.py)."""
+
+import re
+
+from .common import call
+
+_AMOUNT = r"\$?\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s*(?P<cur>usd|eur|gbp|dollars?|euros?|pounds?)?"
+_TRANSFER = re.compile(
+    rf"(?:transfer|send|move|pay)\s+{_AMOUNT}.*?from\s+(?:account\s+)?(?P<src>\d{{6,20}})"
+    r".*?to\s+(?:account\s+)?(?P<dst>\d{6,20})",
+    re.I | re.S,
+)
+_CURRENCY = {"usd": "USD", "dollar": "USD", "dollars": "USD", "eur": "EUR", "euro": "EUR", "euros": "EUR",
+             "gbp": "GBP", "pound": "GBP", "pounds": "GBP"}
+
+
+def banking_reply(text, names):
+    match = _TRANSFER.search(text)
+    if match and "transfer_money" in names:
+        amount = float(match["amount"].replace(",", ""))
+        currency = _CURRENCY.get((match["cur"] or "usd").lower(), "USD")
+        args = {"from_account": match["src"], "to_account": match["dst"], "amount": amount, "currency": currency}
+        return {
+            "text": f"I'll transfer {amount:.2f} {currency} from account {match['src']} to account "
+            f"{match['dst']}. Transfers are reviewed before they happen.",
+            "tool_calls": [call("transfer_money", args)],
+        }
+    sub = re.search(r"\b(sub_[A-Za-z0-9_]+)", text)
+    if sub and re.search(r"cancel", text, re.I) and "cancel_subscription" in names:
+        return {
+            "text": f"I can cancel subscription {sub[1]} for you; please confirm.",
+            "tool_calls": [call("cancel_subscription", {"subscription_id": sub[1]})],
+        }
+    acct = re.search(r"\b(\d{6,20})\b", text)
+    if acct and re.search(r"balance", text, re.I) and "check_balance" in names:
+        return {"text": "Let me check that balance.", "tool_calls": [call("check_balance", {"account": acct[1]})]}
+    return None

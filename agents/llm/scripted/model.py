@@ -1,0 +1,93 @@
+"""The offline demo model (no API key): `scripted_reply` asks each demo agent's script in turn.
+
+Each script is a pure function of the conversation in this package, one per demo agent it plays.
+"""
+
+import re
+import time
+
+from ..deltas import ModelUnavailable, TextDelta, ToolCallDelta
+from ..self_check import SELF_CHECK_SYSTEM
+from .banking import banking_reply
+from .chat import chat_demo_reply
+from .common import text_of, tool_names
+from .ops import OPS_HELP, ops_reply
+from .self_check import self_check_reply
+from .state import state_demo_reply
+from .support import support_reply
+
+
+class ScriptedModel:
+    """No API key: plays the demo prompts of the catalog offline, streaming word by word."""
+
+    offline = True
+    name = "offline demo model"
+
+    def stream(self, messages, tools):
+        reply = scripted_reply(messages, tools)
+        if reply.get("error"):  # a demo prompt that shows what a model outage looks like
+            raise ModelUnavailable(reply["error"])
+        pace = reply.get("pace", 0)  # seconds per word: lets a person (or a test) watch text grow
+        for word in re.findall(r"\S+\s*|\s+", reply.get("text") or ""):
+            if pace:
+                time.sleep(pace)
+            yield TextDelta(word)
+        args_pace = reply.get("args_pace", 0)  # seconds per arguments chunk: lets predicted state be watched
+        for index, call in enumerate(reply.get("tool_calls") or []):
+            yield ToolCallDelta(index, call["id"], call["name"], "")
+            args = call["arguments"]
+            for start in range(0, len(args), 12):
+                if args_pace:
+                    time.sleep(args_pace)
+                yield ToolCallDelta(index, None, None, args[start:start + 12])
+
+
+def scripted_reply(messages, tools):
+    """The demo conversation, as a rule-based function of the history: {text, tool_calls}."""
+    if messages and messages[0].get("content") == SELF_CHECK_SYSTEM:
+        return self_check_reply(messages)
+    names = tool_names(tools)
+    support = support_reply(messages, names)  # the support workflow's agents (triage, refund, order)
+    if support:
+        return support
+    last = messages[-1] if messages else {"role": "user", "content": ""}
+    if last.get("role") == "tool":
+        # summarise every tool result since the last assistant turn that asked for tools
+        results = []
+        for msg in reversed(messages):
+            if msg.get("role") != "tool":
+                break
+            results.append(text_of(msg.get("content")))
+        results.reverse()
+        lines = []
+        for result in results:
+            lower = result.lower()
+            if "rejected" in lower or "declined" in lower or "refused" in lower or "timed out" in lower:
+                lines.append(f"I did not go ahead: {result} I won't try to do this another way unless you ask me to.")
+            elif lower.startswith("error"):
+                lines.append(f"That did not work: {result}")
+            else:
+                lines.append(f"Done. {result}")
+        return {"text": "\n\n".join(lines) or "Done."}
+
+    text = text_of(last.get("content"))
+    banking = banking_reply(text, names)  # the banking agent (agents/catalog/banking.py)
+    if banking:
+        return banking
+    ops = ops_reply(text, names)  # the ops agent (agents/catalog/ops.py)
+    if ops:
+        return ops
+    chat_demo = chat_demo_reply(text)
+    if chat_demo:
+        return chat_demo
+    state_demo = state_demo_reply(text, messages, names)  # the recipe / planner / writer agents
+    if state_demo:
+        return state_demo
+    if "write_file" in names:
+        return {"text": OPS_HELP}
+    return {
+        "text": "I'm the offline demo model, so I only understand the demo requests. Try:\n\n"
+        "- *Transfer $500 from account 1234567890 to account 0987654321*\n"
+        "- *What's the balance of account 1234567890?*\n"
+        "- *Cancel my subscription sub_123*"
+    }
