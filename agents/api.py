@@ -8,9 +8,10 @@ from rest_framework.response import Response
 from agui_project import jsoncheck
 from state import services as state_services
 
-from . import inputs, services, statesync, thread_ids
+from . import services, thread_ids
 from .catalog import get_agent
 from .models import Message, Run, Thread
+from .runtime import inputs, statesync
 
 
 class ThreadSerializer(serializers.ModelSerializer):

@@ -12,8 +12,8 @@ class AgentsConfig(AppConfig):
             receivers,  # noqa: F401  (connects approval_resolved)
             simulation,  # noqa: F401  (gives the policy simulator the recorded tool calls)
             tasks,  # noqa: F401  (services enqueue run_agent by name: agents/dispatch.py)
-            workflows,  # noqa: F401  (registers the loop that runs workflows)
         )
         from .catalog import load_agents
+        from .runtime import workflows  # noqa: F401  (registers the loop that runs workflows)
 
         load_agents()  # registers every tool's defaults with approvals

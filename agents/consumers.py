@@ -12,8 +12,9 @@ from django.db import OperationalError
 from agui_project import busy, jsoncheck
 from agui_project.sockets import SignedInSocket
 
-from . import custom_events, events, statesync
+from .agui import custom_events
 from .models import Thread
+from .runtime import events, statesync
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             StateSnapshotEvent(snapshot=snap["state"]),
             snap["state_meta"],  # CUSTOM state_version, when there is a version or a prediction to tell
             custom_events.approvals(snap["approvals"]),
-            # the agents' questions and the workflow's position (agents/workflows.py), when there are any
+            # the agents' questions and the workflow's position (agents/runtime/workflows.py), when there are any
             custom_events.input_requests(snap["input_requests"]) if snap["input_requests"] else None,
             custom_events.workflow(snap["workflow"]) if snap["workflow"] else None,
             custom_events.run_error(snap["run_error"]) if snap["run_error"] else None,

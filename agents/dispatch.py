@@ -11,8 +11,8 @@ import redis
 from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
 from celery import current_app
 
-from . import events
 from .models import Run
+from .runtime import events
 
 log = logging.getLogger(__name__)
 RUN_AGENT = "agents.tasks.run_agent"

@@ -119,7 +119,7 @@ class ToolCall(models.Model):
 
     # the paused call's fate once its approval is resolved, before it is settled
     SETTLEABLE = (Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED)
-    # a worker may start executing only from these (the conditional claim, agents/execution.py);
+    # a worker may start executing only from these (the conditional claim, agents/runtime/execution.py);
     # rejected, expired, cancelled and denied calls can never run
     CLAIMABLE = (Status.PROPOSED, Status.APPROVED)
     # the allowed transitions, read by agents/transitions.py (recovery: executing ->
@@ -168,7 +168,7 @@ class ToolCall(models.Model):
 
 
 class WorkflowInstance(models.Model):
-    """A thread's multi-agent workflow (agents/workflows.py): where it is, how it got there.
+    """A thread's multi-agent workflow (agents/runtime/workflows.py): where it is, how it got there.
 
     One per thread; a new case (after completion or cancellation) resets it in place.
     """

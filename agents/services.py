@@ -11,10 +11,12 @@ from django.utils import timezone
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
-from . import custom_events, events, inputs, thread_ids
+from . import thread_ids
+from .agui import custom_events
 from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
+from .runtime import events, inputs
 from .transitions import continue_run, move_call, move_run
 
 log = logging.getLogger(__name__)
@@ -194,7 +196,7 @@ def apply_resume(thread, user, entries, run_id):
     answered, replies = {}, {}
     for interrupt_id, status, payload in entries:
         question = questions.get(interrupt_id)
-        if question is not None:  # an agent asked the person (agents/inputs.py): any JSON answers it
+        if question is not None:  # an agent asked the person (agents/runtime/inputs.py): any JSON answers it
             if question.status != InputRequest.Status.PENDING:
                 raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {question.status}")
             if status == "resolved":

@@ -3,9 +3,10 @@
 from approvals.models import ApprovalRequest
 from state import services as state_services
 
-from . import inputs, presenters, statesync
+from . import presenters
 from .models import Run, Thread, WorkflowInstance
 from .registry import get_agent
+from .runtime import inputs, statesync
 
 
 def thread_snapshot(thread_id):
@@ -21,7 +22,7 @@ def thread_snapshot(thread_id):
         "state_meta": statesync.meta_event(doc, force=statesync.has_state(get_agent(thread.agent))),
         "approvals": [presenters.approval(r, viewer=thread.owner) for r in approvals.order_by("created_at")],
         "active_stream_id": active.stream_id if active else None,
-        # questions the agents asked the person (agents/inputs.py), and where a workflow stands
+        # questions the agents asked the person (agents/runtime/inputs.py), and where a workflow stands
         "input_requests": [inputs.payload(q) for q in thread.input_requests.order_by("created_at")],
         "workflow": workflow_view(WorkflowInstance.objects.filter(thread=thread).first()),
         # the thread's latest run failed: a reloaded page still shows why, and can retry it

@@ -2,7 +2,8 @@
 
 from celery import shared_task
 
-from . import execution, runner, services
+from . import services
+from .runtime import execution, runner
 
 
 @shared_task(ignore_result=True, acks_late=True)

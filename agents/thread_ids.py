@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from state.models import SharedState
 
-from . import events
 from .models import ThreadIdClaim
+from .runtime import events
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import agui, views
+from . import views
+from .agui import endpoint as agui
 
 urlpatterns = [
     path("chat/", views.chat, name="chat"),

@@ -30,7 +30,7 @@ def agent_cards():
                 "approver": f"group:{group.name}" if group else "requester",
             })
         card = {"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools}
-        if hasattr(agent, "participants"):  # a workflow (agents/workflows.py): its agents and handoff edges
+        if hasattr(agent, "participants"):  # a workflow (agents/runtime/workflows.py): its agents and handoff edges
             card["workflow"] = agent.card()
         cards.append(card)
     return cards

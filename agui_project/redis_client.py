@@ -1,5 +1,5 @@
 """The process's Redis client, for everything that is not Celery or the channel layer: the
-threads' event streams (agents/events.py), leases and cancel flags, login throttling, /healthz."""
+threads' event streams (agents/runtime/events.py), leases and cancel flags, login throttling, /healthz."""
 
 import threading
 

@@ -312,7 +312,7 @@ AGUI_STATE_MAX_DEPTH = env_int("AGUI_STATE_MAX_DEPTH", 32)
 AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600)
 AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
-# call still `executing` after its lease lapsed belongs to a dead worker (agents/execution.py).
+# call still `executing` after its lease lapsed belongs to a dead worker (agents/runtime/execution.py).
 AGUI_TOOL_LEASE_SECONDS = env_float("AGUI_TOOL_LEASE_SECONDS", 30)
 AGUI_RUN_REQUEUE_SECONDS = env_float("AGUI_RUN_REQUEUE_SECONDS", 120)  # queued this long: send again
 # a queued run never announced (Redis was down when it was committed): the beat announces it after

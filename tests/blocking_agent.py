@@ -11,7 +11,7 @@ import redis
 from django.conf import settings
 
 from agents.catalog.agent import Agent
-from agents.tools import tool
+from agents.runtime.tools import tool
 
 
 def keys(token):

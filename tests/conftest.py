@@ -21,7 +21,7 @@ celery_app.conf.task_default_queue = TEST_QUEUE
 @pytest.fixture(scope="session", autouse=True)
 def _drop_test_queue():
     yield
-    from agents.events import redis_client
+    from agents.runtime.events import redis_client
 
     redis_client().delete(TEST_QUEUE)
 
@@ -31,7 +31,7 @@ def _no_sign_in_history():
     """Failed sign-ins are counted in Redis (agui_project/login_throttle.py): each test starts with none."""
     import redis
 
-    from agents.events import redis_client
+    from agents.runtime.events import redis_client
 
     try:
         keys = list(redis_client().scan_iter("agui:login-failures*", count=1000))
@@ -94,7 +94,7 @@ def celery_worker_live(transactional_db):
 
 def wait_for_event(thread_id, predicate, timeout=20.0, after="0-0"):
     """Block on the thread's Redis Stream until an event matches; returns (event, entry id)."""
-    from agents.events import redis_client, stream_key
+    from agents.runtime.events import redis_client, stream_key
 
     deadline = time.monotonic() + timeout
     client = redis_client()
@@ -110,6 +110,6 @@ def wait_for_event(thread_id, predicate, timeout=20.0, after="0-0"):
 
 
 def stream_events(thread_id):
-    from agents.events import redis_client, stream_key
+    from agents.runtime.events import redis_client, stream_key
 
     return [json.loads(f[b"e"]) for _id, f in redis_client().xrange(stream_key(thread_id))]

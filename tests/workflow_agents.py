@@ -9,9 +9,9 @@ test it is inside (a list push) before it waits, so nothing here is timing.
 
 from dataclasses import replace
 
-from agents import events
 from agents.catalog import support
-from agents.workflows import Workflow
+from agents.runtime import events
+from agents.runtime.workflows import Workflow
 
 HOLD_SECONDS = 120  # far beyond the test: the worker is killed long before
 

@@ -1,7 +1,7 @@
 """The banking agent: transfer_money and cancel_subscription need approval.
 
 Tools act for the requester: money leaves only their own accounts, balances are theirs to read,
-subscriptions theirs to cancel (`objects=`, agents/tools.py); a transfer may go to anyone's account.
+subscriptions theirs to cancel (`objects=`, agents/runtime/tools.py); a transfer may go to anyone's account.
 """
 
 from decimal import ROUND_HALF_UP, Decimal
@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import Field
 
-from agents.tools import Owned, ToolError, tool
+from agents.runtime.tools import Owned, ToolError, tool
 
 from .agent import Agent
 from .models import Account, Subscription, Transfer

@@ -52,7 +52,7 @@ from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 from pydantic import AfterValidator, Field
 
-from agents.tools import ToolError, acting_for, tool
+from agents.runtime.tools import ToolError, acting_for, tool
 
 from .agent import Agent
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from django.db import IntegrityError, transaction
 from pydantic import Field
 
-from agents.tools import Owned, ToolError, tool
+from agents.runtime.tools import Owned, ToolError, tool
 
 from .agent import Agent
 from .models import Order, OrderAction
@@ -41,7 +41,7 @@ def _client_context(ctx):
     return dict(ctx.forwarded_props or {})
 
 
-# a read: safe to run again when a worker died while it ran (agents/execution.py retries it)
+# a read: safe to run again when a worker died while it ran (agents/runtime/execution.py retries it)
 @tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
       describe=lambda a: f"Look up order {a['order_id']}", objects=_order_objects)
 def lookup_order_details(ctx, order_id: OrderNumber):

@@ -1,5 +1,5 @@
 """A workflow's definition: a graph of agents (participants, handoff edges, a start agent, a
-termination condition). The loop that runs it is agents/workflows.py's WorkflowRunner.
+termination condition). The loop that runs it is agents/runtime/workflows.py's WorkflowRunner.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.tools import tool
+from agents.runtime.tools import tool
 
 from .agent import Agent, state_schema
 from .confirmation import DocumentWriterConfirmationStrategy

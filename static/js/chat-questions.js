@@ -1,4 +1,4 @@
-/* Questions an agent asks the person (CUSTOM request_info; agents/inputs.py), as cards in the chat.
+/* Questions an agent asks the person (CUSTOM request_info; agents/runtime/inputs.py), as cards in the chat.
  *
  * chat.js re-dispatches every AG-UI event as a DOM "agui:event"; this file listens for
  * request_info (a new question), request_info_response (answered or cancelled) and input_requests

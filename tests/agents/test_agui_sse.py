@@ -10,8 +10,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from rest_framework.authtoken.models import Token
 
-from agents import agui, events
+from agents.agui import endpoint as agui
 from agents.models import Message, Run
+from agents.runtime import events
 from approvals.models import ApprovalRequest
 from tests.conftest import wait_for_event
 from tests.fake_llm import default_responder

@@ -38,7 +38,7 @@ def test_end_users_never_see_each_others_threads(api):
 def test_posting_a_message_starts_a_run_and_lists_in_order(api, monkeypatch):
     queued = []
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: queued.append(run_id))
-    monkeypatch.setattr("agents.events.append", lambda *a, **k: "1-0")
+    monkeypatch.setattr("agents.runtime.events.append", lambda *a, **k: "1-0")
     alice = api("alice")
     thread = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
     resp = alice.post(f"/api/threads/{thread}/messages/", {"content": "hello"}, format="json")

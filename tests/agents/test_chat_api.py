@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from agents.models import Message, Run, Thread
 from agents.llm.scripted.state import CARBONARA
+from agents.models import Message, Run, Thread
 from agents.services import start_run
 from approvals.models import ApprovalRequest
 from tests.helpers import transfer_request
@@ -18,7 +18,7 @@ def quiet_runs(monkeypatch):
     """start_run's on-commit side effects (stream append, Celery task) recorded instead of run."""
     queued = []
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: queued.append(run_id))
-    monkeypatch.setattr("agents.events.append", lambda *a, **k: "1-0")
+    monkeypatch.setattr("agents.runtime.events.append", lambda *a, **k: "1-0")
     return queued
 
 
@@ -85,7 +85,7 @@ def test_retry_starts_a_new_run_without_a_new_message(api, demo, quiet_runs, dja
 
 
 def test_state_read_patch_replace_and_clear_over_rest(api, demo, django_capture_on_commit_callbacks):
-    from agents import events
+    from agents.runtime import events
     from state import services as state_services
 
     alice = api("alice")

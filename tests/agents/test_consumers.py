@@ -8,8 +8,9 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from agents import runner, services
+from agents import services
 from agents.routing import websocket_urlpatterns as thread_ws
+from agents.runtime import runner
 from approvals.routing import websocket_urlpatterns as inbox_ws
 from tests.helpers import transfer_request
 

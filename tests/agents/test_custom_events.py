@@ -6,7 +6,8 @@ import uuid
 import pytest
 from asgiref.sync import async_to_sync
 
-from agents import custom_events, events
+from agents.agui import custom_events
+from agents.runtime import events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

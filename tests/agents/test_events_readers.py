@@ -6,7 +6,7 @@ import uuid
 
 from ag_ui.core import CustomEvent
 
-from agents import events
+from agents.runtime import events
 
 
 def _thread():

@@ -72,8 +72,9 @@ def test_sse_data_framing():
 def test_a_lone_surrogate_or_nul_in_the_models_stream_is_replaced_not_stored(demo, fake_llm, monkeypatch):
     """A model can stream "\\ud800" (valid JSON escape, not Unicode): stored, it broke every later
     page, stream and run of the thread. It is replaced by U+FFFD; the rest of the answer is kept."""
-    from agents import runner, services
+    from agents import services
     from agents.models import Message, Thread
+    from agents.runtime import runner
 
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from agents import execution, runner, services
+from agents import services
 from agents.models import Run, Thread, ToolCall
+from agents.runtime import execution, runner
 from approvals import policy
 from tests.conftest import stream_events
 

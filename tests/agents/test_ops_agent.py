@@ -14,7 +14,7 @@ from agents import llm
 from agents.catalog import get_agent, ops
 from agents.catalog.ops import ALLOWED_COMMANDS, execute_command, normalise, real_path
 from agents.models import Message, ToolCall
-from agents.tools import ToolContext, ToolError
+from agents.runtime.tools import ToolContext, ToolError
 from approvals import policy
 from approvals.models import ApprovalRequest
 from approvals.registry import ArgumentsInvalid
@@ -523,7 +523,7 @@ def test_every_mode_end_to_end(celery_worker_live, api, demo, settings, sandbox)
 def test_each_user_has_a_sandbox_of_their_own(demo, sandbox):
     """Files belong to someone: alice's "/" is not bob's, so bob can neither read, list, run a
     command on, nor overwrite what alice wrote (and the names he uses never reach her folder)."""
-    from agents.tools import on_behalf_of
+    from agents.runtime.tools import on_behalf_of
 
     def as_user(name, tool_name, **arguments):
         t = AGENT.tool(tool_name)

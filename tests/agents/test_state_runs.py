@@ -9,9 +9,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents import runner, services
-from agents.models import Message, Run, ToolCall
+from agents import services
 from agents.llm.scripted.state import CARBONARA
+from agents.models import Message, Run, ToolCall
+from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 from state import predict
@@ -239,7 +240,7 @@ def test_a_persons_edit_made_while_the_model_answers_is_not_overwritten(demo, fa
     """The model read version 1; a person renames the recipe while it writes its update from what it
     read. Applying that update would undo the rename unseen: the call fails instead, saying what
     changed, and the model's next turn (which reads the current state) makes its change again."""
-    from agents import statesync
+    from agents.runtime import statesync
     from tests.fake_llm import default_responder
 
     alice = demo["alice"]
@@ -285,7 +286,7 @@ def test_a_persons_edit_made_while_the_model_answers_is_not_overwritten(demo, fa
 
 def test_edits_of_other_keys_or_before_the_read_do_not_refuse_a_write(demo, fake_llm):
     """Only what a person changed after the model's read, in the keys the call writes, refuses it."""
-    from agents import statesync
+    from agents.runtime import statesync
 
     alice = demo["alice"]
     thread = services.create_thread(alice, "recipe")

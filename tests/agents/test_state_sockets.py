@@ -10,8 +10,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from agents import services
-from agents.routing import websocket_urlpatterns
 from agents.llm.scripted.state import CARBONARA
+from agents.routing import websocket_urlpatterns
 from state import services as state_services
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -207,7 +207,7 @@ def test_a_refused_state_on_a_new_thread_leaves_no_thread_behind(client, alice_t
 
 
 async def test_two_tabs_watching_a_predictive_run_end_on_the_committed_state(demo, no_enqueue, monkeypatch, settings):
-    from agents import runner
+    from agents.runtime import runner
 
     monkeypatch.setattr("agents.llm.scripted.state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0
@@ -269,7 +269,7 @@ async def test_a_busy_database_answers_a_socket_patch_with_an_error_frame(demo, 
     def busy(*args, **kwargs):
         raise OperationalError("database is locked")
 
-    from agents import statesync
+    from agents.runtime import statesync
 
     real = statesync.socket_patch
     monkeypatch.setattr(statesync, "socket_patch", busy)

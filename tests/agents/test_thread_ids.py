@@ -9,9 +9,10 @@ from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from agents import events, services
+from agents import services
 from agents.models import Thread, ThreadIdClaim
 from agents.routing import websocket_urlpatterns
+from agents.runtime import events
 from agents.thread_ids import ThreadIdTaken
 from state import services as state_services
 from state.models import SharedState, StateChange

@@ -1,4 +1,4 @@
-"""Multi-agent workflows (agents/workflows.py): handoffs, steps, asking the person, approvals inside
+"""Multi-agent workflows (agents/runtime/workflows.py): handoffs, steps, asking the person, approvals inside
 an agent, continuations that resume from saved state, the support demo.
 
 The full path runs on the live worker with the fake OpenAI-compatible model (its default script
@@ -13,12 +13,13 @@ import pytest
 from asgiref.sync import async_to_sync
 from rest_framework.authtoken.models import Token
 
-from agents import runner, services
+from agents import services
 from agents.catalog import get_agent
 from agents.catalog.agent import Agent
 from agents.catalog.models import Order, OrderAction
 from agents.models import InputRequest, Run, ToolCall, WorkflowInstance
-from agents.workflows import Handoff, Workflow, ends_with_case_complete
+from agents.runtime import runner
+from agents.runtime.workflows import Handoff, Workflow, ends_with_case_complete
 from tests.conftest import stream_events, wait_for_event
 
 REFUND_PROMPT = "My wireless headphones arrived broken. I'd like a refund."
@@ -423,10 +424,10 @@ def test_a_participants_shared_state_streams_and_commits_inside_a_workflow(demo,
     its participants' state declarations together, so the participant's tool streams predicted
     STATE_DELTAs and commits like the agent alone would, and people's edits are checked against
     the same schema."""
-    from agents import statesync
     from agents.catalog import AGENTS, recipe, register_agent, support
     from agents.llm.scripted.state import CARBONARA
-    from agents.workflows import merged_state
+    from agents.runtime import statesync
+    from agents.runtime.workflows import merged_state
     from state import services as state_services
 
     settings.AGUI_STATE_DELTA_INTERVAL = 0  # every growth of the arguments is a delta (no throttle)

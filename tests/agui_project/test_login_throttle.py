@@ -6,7 +6,7 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from agents.events import redis_client
+from agents.runtime.events import redis_client
 from agui_project import login_throttle
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ from django.core import mail
 from django.db import close_old_connections
 from django.utils import timezone
 
-from agents import runner as agent_runner
 from agents.models import Message, Run, ToolCall
+from agents.runtime import runner as agent_runner
 from approvals import notify, policy, selectors, services
 from approvals.models import ApprovalRequest, AuditEvent, Decision, ThreadGrant
 from approvals.signals import approval_resolved

@@ -7,9 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from agents import runner, services
+from agents import services
 from agents.catalog.models import Account, Transfer
 from agents.models import Message, Run, Thread, ToolCall
+from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 from tests.helpers import transfer_request

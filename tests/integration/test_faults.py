@@ -165,7 +165,7 @@ def test_redis_down_longer_than_the_retries_fails_the_run_loudly(demo, fake_llm,
                                                                  monkeypatch):
     """Redis stays away past the writer's retries: the run stops as failed (stream_unavailable),
     keeps its RUN_ERROR, and the beat publishes it once Redis is back; a new run then works."""
-    from agents import execution
+    from agents.runtime import execution
     from agui_project import redis_client
 
     settings.REDIS_URL, settings.AGUI_REDIS_RETRIES = private_redis.url, 1

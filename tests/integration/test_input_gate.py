@@ -20,11 +20,11 @@ from django.test import Client
 
 from agents import services
 from agents.catalog import get_agent
+from agents.llm.scripted.state import CARBONARA
 from agents.models import Message, Run, Thread
 from agents.routing import websocket_urlpatterns as thread_ws
-from agents.llm.scripted.state import CARBONARA
-from agents.statesync import StateSync
-from agents.tools import ToolError
+from agents.runtime.statesync import StateSync
+from agents.runtime.tools import ToolError
 from approvals.models import ApprovalRequest, ToolPolicy
 from approvals.routing import websocket_urlpatterns as inbox_ws
 from state import services as state_services

@@ -19,9 +19,10 @@ from django.conf import settings
 from django.core import mail
 from django.db import close_old_connections, connection, transaction
 
-from agents import dispatch, execution, services
+from agents import dispatch, services
 from agents.catalog.models import Transfer
 from agents.models import Message, Run, ToolCall
+from agents.runtime import execution
 from agents.services import create_thread, start_run
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, AuditEvent

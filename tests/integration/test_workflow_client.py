@@ -159,8 +159,8 @@ def _decide(request):
 
 def _crash(stack, request, record):
     """SIGKILL the worker inside the held lookup, restart it, and do what the recovery beat does."""
-    from agents import events, execution
     from agents.models import Run, ToolCall
+    from agents.runtime import events, execution
     from approvals.models import ApprovalRequest
     from tests import workflow_agents
 
@@ -191,7 +191,7 @@ def _crash(stack, request, record):
 
 
 def _control(stack, request, record):
-    from agents import events
+    from agents.runtime import events
     from tests import workflow_agents
 
     record.append(request["action"])

@@ -23,16 +23,16 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agents import dispatch
+from agents.messages import add_message
+from agents.models import Message, Run, ToolCall
+from agents.registry import get_agent
+from agents.runtime import events
+from agents.transitions import move_call, move_run, start_continuation
 from approvals import mail as approval_mail
 from approvals import notify as approval_notify
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, AuditEvent
-
-from . import dispatch, events
-from .messages import add_message
-from .models import Message, Run, ToolCall
-from .registry import get_agent
-from .transitions import move_call, move_run, start_continuation
 
 log = logging.getLogger(__name__)
 

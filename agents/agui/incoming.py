@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from .models import Message, ToolCall
+from agents.models import Message, ToolCall
 
 ROLES = (Message.Role.USER, Message.Role.TOOL)
 

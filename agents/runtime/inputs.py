@@ -1,6 +1,6 @@
 """Asking the person: InputRequest state changes (an AG-UI interrupt of reason `input_required`).
 
-An agent's built-in `request_info` tool (agents/workflows.py) records a pending request and
+An agent's built-in `request_info` tool (agents/runtime/workflows.py) records a pending request and
 pauses the run. The answer arrives through AG-UI `resume[]` (services.apply_resume) or REST
 (`POST /api/threads/<id>/answer/`); it is validated against the request's JSON Schema, becomes
 the tool call's result, and the paused run continues once nothing else of it waits. A cancelled
@@ -14,9 +14,10 @@ from ag_ui.core import Interrupt
 from django.db import transaction
 from django.utils import timezone
 
-from . import custom_events, events
-from .models import InputRequest, Run, ToolCall
-from .transitions import continue_run, move_call
+from agents.agui import custom_events
+from agents.models import InputRequest, Run, ToolCall
+from agents.runtime import events
+from agents.transitions import continue_run, move_call
 
 DEFAULT_SCHEMA = {"type": "string"}
 
@@ -119,7 +120,7 @@ def answer(request_id, user, value):
         request.status, request.answer = InputRequest.Status.ANSWERED, value
         request.answered_by, request.answered_at = user, timezone.now()
         request.save(update_fields=["status", "answer", "answered_by", "answered_at"])
-        # the continuation's settle turns this into the tool message (agents/workflows.py)
+        # the continuation's settle turns this into the tool message (agents/runtime/workflows.py)
         move_call(request.tool_call_id, ToolCall.Status.SUCCEEDED, leaving=[ToolCall.Status.AWAITING_INPUT],
                   result=answer_text(request))
         _after(request)

@@ -29,15 +29,15 @@ from ag_ui.core import (
 from django.conf import settings
 from django.db import transaction
 
+from agents.agui import custom_events
+from agents.messages import add_message
+from agents.models import Message, Thread, ToolCall
+from agents.registry import get_agent
+from agents.runtime import events
+from agents.runtime.tools import ToolError
 from state import predict
 from state import services as state_services
 from state.models import StateChange
-
-from . import custom_events, events
-from .messages import add_message
-from .models import Message, Thread, ToolCall
-from .registry import get_agent
-from .tools import ToolError
 
 log = logging.getLogger(__name__)
 

@@ -27,21 +27,22 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agents import llm, presenters
+from agents.agui import custom_events
+from agents.llm import ModelError, ModelUnavailable, TextDelta, get_model
+from agents.models import Message, Run, ToolCall
+from agents.registry import get_agent, loop_for
+from agents.runtime import execution
+from agents.runtime.events import EventStream, StreamUnavailable, encode
+from agents.runtime.statesync import StateSync
+from agents.runtime.tools import ToolContext, ToolError, on_behalf_of
+from agents.services import add_message, cancel_requested
+from agents.transitions import move_call, move_run
 from approvals import policy
 from approvals import services as approval_services
 from approvals.models import ApproverKind
 from approvals.registry import ArgumentsInvalid
 from state import services as state_services
-
-from . import custom_events, execution, llm, presenters
-from .events import EventStream, StreamUnavailable, encode
-from .llm import ModelError, ModelUnavailable, TextDelta, get_model
-from .models import Message, Run, ToolCall
-from .registry import get_agent, loop_for
-from .services import add_message, cancel_requested
-from .statesync import StateSync
-from .tools import ToolContext, ToolError, on_behalf_of
-from .transitions import move_call, move_run
 
 log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 6
@@ -67,7 +68,7 @@ def run_agent(run_id):
 
 
 def runner_for(run):
-    """The thread's agent may bring its own loop (a workflow: agents/workflows.py WorkflowRunner)."""
+    """The thread's agent may bring its own loop (a workflow: agents/runtime/workflows.py WorkflowRunner)."""
     return loop_for(get_agent(run.thread.agent), Runner)(run)
 
 

@@ -13,11 +13,11 @@ from ag_ui.core import (
     RunFinishedSuccessOutcome,
 )
 
+from agents import presenters
+from agents.models import Run, ToolCall
+from agents.runtime import inputs
+from agents.runtime.runner import interrupt_for  # the runner's own wording of an approval interrupt
 from approvals.models import ApprovalRequest
-
-from . import inputs, presenters
-from .models import Run, ToolCall
-from .runner import interrupt_for  # the runner's own wording of an approval interrupt
 
 
 def ended_run(run_id):

@@ -6,18 +6,17 @@ other than ours may too, so a name here is part of the protocol surface and does
 
 from ag_ui.core import CustomEvent
 
+from agents import presenters
 from approvals.models import ApprovalRequest
-
-from . import presenters
 
 APPROVAL_REQUEST = "approval_request"  # a tool call waits for a person
 APPROVAL_RESPONSE = "approval_response"  # ... and this is what they decided
 APPROVALS = "approvals"  # on (re)connect: every approval card of the thread
-REQUEST_INFO = "request_info"  # an agent asks the person a question (agents/inputs.py)
+REQUEST_INFO = "request_info"  # an agent asks the person a question (agents/runtime/inputs.py)
 REQUEST_INFO_RESPONSE = "request_info_response"  # ... answered or cancelled
 INPUT_REQUESTS = "input_requests"  # on (re)connect: the open questions
 WORKFLOW = "workflow"  # on (re)connect: where a workflow stands
-WORKFLOW_STATUS = "status"  # a workflow's state changed (agents/workflows.py)
+WORKFLOW_STATUS = "status"  # a workflow's state changed (agents/runtime/workflows.py)
 WORKFLOW_OUTPUT = "workflow_output"  # a workflow step's output
 RUN_ERROR = "run_error"  # on (re)connect: the thread's latest run failed
 STATE_VERSION = "state_version"  # the shared state's version and what is only predicted

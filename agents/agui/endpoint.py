@@ -28,15 +28,16 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 
+from agents import presenters, services, thread_ids
+from agents.agui import custom_events, incoming, replay
+from agents.catalog import get_agent, load_agents
+from agents.models import InputRequest, Run, Thread
+from agents.runtime import events, inputs, statesync
+from agents.views import agent_cards
 from agui_project import jsoncheck
 from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
 from approvals.models import ApprovalRequest
 from state.services import StateError
-
-from . import custom_events, events, incoming, inputs, presenters, replay, services, statesync, thread_ids
-from .catalog import get_agent, load_agents
-from .models import InputRequest, Run, Thread
-from .views import agent_cards
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ def prepare(request, agent_name):
         return error(409, f"thread {thread.pk} belongs to agent {thread.agent!r}", code="agent_mismatch")
     if Run.objects.filter(pk=agent_input.run_id).exists():
         return error(409, f"run {agent_input.run_id} already exists", code="run_exists")
-    try:  # what of the client's history is new, before anything is written (agents/incoming.py)
+    try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
         new_messages = incoming.select(thread, agent_input)
     except incoming.Refused as exc:
         return error(exc.status, exc.message, code=exc.code, **exc.extra)

@@ -16,7 +16,7 @@ a question for the person.
 Built-in tools the model sees next to the active agent's own:
 - `handoff_to_<agent>` for each allowed edge; the target takes over on the next turn.
 - `request_info(message, response_schema?)`: pauses the run with an `input_required`
-  interrupt (agents/inputs.py); the answer comes back as this call's result.
+  interrupt (agents/runtime/inputs.py); the answer comes back as this call's result.
 A continuation (after a decision or an answer) starts in the agent that paused, at the same
 step, with a system summary of the task, the completed steps and the context, and the
 instruction not to repeat them; completed tool calls are never replayed (they are settled,
@@ -34,11 +34,13 @@ from ag_ui.core import StepFinishedEvent, StepStartedEvent
 from django.db import transaction
 from django.utils import timezone
 
-from . import custom_events, inputs, registry
-from .catalog.workflow import Handoff, Workflow, ends_with_case_complete, merged_state
-from .models import InputRequest, Message, Run, ToolCall, WorkflowInstance
-from .runner import NOT_BUILTIN, RunCancelled, Runner
-from .transitions import move_call
+from agents import registry
+from agents.agui import custom_events
+from agents.catalog.workflow import Handoff, Workflow, ends_with_case_complete, merged_state
+from agents.models import InputRequest, Message, Run, ToolCall, WorkflowInstance
+from agents.runtime import inputs
+from agents.runtime.runner import NOT_BUILTIN, RunCancelled, Runner
+from agents.transitions import move_call
 
 __all__ = ["Handoff", "Workflow", "WorkflowRunner", "ends_with_case_complete", "merged_state"]
 
