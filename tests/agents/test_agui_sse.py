@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from rest_framework.authtoken.models import Token
 
-from agents.agui import endpoint as agui
+from agents.agui import relay
 from agents.models import Message, Run
 from agents.runtime import events
 from approvals.models import ApprovalRequest
@@ -64,7 +64,7 @@ async def read_while_idle(content, entered, count):
 def test_keepalive_while_idle_and_disconnect_does_not_stop_the_run(
         celery_worker_live, gated_model, client, demo, monkeypatch):
     entered, release = gated_model
-    monkeypatch.setattr(agui, "KEEPALIVE_SECONDS", 0.3)
+    monkeypatch.setattr(relay, "KEEPALIVE_SECONDS", 0.3)
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     chunks = async_to_sync(read_while_idle)(start(client, demo, thread_id, run_id), entered, 2)
 
@@ -100,13 +100,13 @@ def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch, settings):
 
     clock = {"now": 1000.0}
     settings.AGUI_STREAM_GRACE_SECONDS = 20  # past one keep-alive (15 s)
-    monkeypatch.setattr(agui.events, "read", read)
-    monkeypatch.setattr(agui, "sleep", no_wait)
-    monkeypatch.setattr(agui, "monotonic", lambda: clock["now"])
-    plan = agui.Plan(thread_id="t-1", run_id="r-1", position="0-0")
+    monkeypatch.setattr(relay.events, "read", read)
+    monkeypatch.setattr(relay, "sleep", no_wait)
+    monkeypatch.setattr(relay, "monotonic", lambda: clock["now"])
+    plan = relay.Plan(thread_id="t-1", run_id="r-1", position="0-0")
 
     async def collect():
-        return [chunk async for chunk in agui.relay(plan)]
+        return [chunk async for chunk in relay.relay(plan)]
 
     chunks = async_to_sync(collect)()
     frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
@@ -129,7 +129,7 @@ def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_liv
         return default_responder(body)  # the offline demo: a transfer, which needs approval
 
     fake_llm.responder = reply
-    monkeypatch.setattr(agui, "KEEPALIVE_SECONDS", 0.3)
+    monkeypatch.setattr(relay, "KEEPALIVE_SECONDS", 0.3)
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     content = start(client, demo, thread_id, run_id,
                     text="Transfer $500 from account 1234567890 to account 0987654321")

@@ -1,0 +1,119 @@
+"""The SSE relay: one run's events from the thread's Redis Stream, from its RUN_STARTED to its end.
+
+Keep-alives while the run is quiet, a RUN_ERROR when Redis stays away past the grace period, and
+the run's ending from the database (replay.py) when the stream lost its beginning.
+"""
+
+import json
+import logging
+from asyncio import sleep
+from dataclasses import dataclass, field
+from time import monotonic
+
+import redis
+from ag_ui.core import PROTOCOL_VERSION, MessagesSnapshotEvent, RunErrorEvent, RunStartedEvent
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from agents.agui import replay
+from agents.runtime import events
+
+log = logging.getLogger(__name__)
+
+KEEPALIVE_SECONDS = 15
+TERMINAL = ('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')
+
+
+@dataclass
+class Plan:
+    thread_id: str
+    run_id: str = ""
+    position: str = "0-0"
+    error: RunErrorEvent | None = None
+    after_start: list = field(default_factory=list)  # events injected right after RUN_STARTED
+
+
+def frame(payload):
+    return f"data: {payload}\n\n"
+
+
+async def relay(plan):
+    """This run's events, from its RUN_STARTED to its end, one SSE frame each, batch by batch."""
+    if plan.error:
+        # a run's events begin with RUN_STARTED, even when it is refused before anything
+        # happens (ag-ui-validate AGUI001); no Run row exists, so the id stays free for a retry
+        started = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
+        yield frame(events.encode(started)) + frame(events.encode(plan.error))
+        return
+    after, started, last_write, lost_since = plan.position, False, monotonic(), None
+    run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
+    checked = monotonic()  # when the database was last asked whether the run ended unseen
+
+    def ours(payload):
+        return payload.startswith('{"type":"RUN_STARTED"') and run_marker in payload
+
+    while True:
+        chunk = []
+        # block until the next keep-alive is due at most (and under the Redis socket timeout)
+        due_ms = int((last_write + KEEPALIVE_SECONDS - monotonic()) * 1000)
+        block_ms = max(1, min(events.BLOCK_MS, due_ms))  # XREAD BLOCK 0 would wait forever
+        try:
+            batch = await events.read(plan.thread_id, after, block_ms=block_ms)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # Redis is away: wait for it (keeping the client's connection alive), and past the
+            # grace period end this client's stream with a RUN_ERROR rather than a dropped socket
+            lost_since = lost_since or monotonic()
+            grace = settings.AGUI_STREAM_GRACE_SECONDS
+            if monotonic() - lost_since > grace:
+                log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, grace, exc)
+                lost = RunErrorEvent(code="stream_unavailable", message="The live connection (Redis) was lost; the "
+                                     "run may still finish. Reconnect to follow the thread.")
+                head = "" if started else frame(events.encode(RunStartedEvent(
+                    thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)))
+                yield head + frame(events.encode(lost))
+                return
+            await sleep(1.0)
+            if monotonic() - last_write >= KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                last_write = monotonic()
+            continue
+        lost_since = None
+        an_end = False
+        for entry_id, payload in batch:
+            after = entry_id
+            if not started:
+                # the stream may hold the tail of earlier runs and decision notices: skip to ours
+                if ours(payload):
+                    started = True
+                    chunk.append(frame(payload))
+                    chunk.extend(frame(events.encode(e)) for e in plan.after_start)
+                else:
+                    an_end = an_end or payload.startswith(TERMINAL)
+                continue
+            chunk.append(frame(payload))
+            if payload.startswith(TERMINAL):
+                yield "".join(chunk)
+                return
+        if not started and (an_end or monotonic() - checked >= KEEPALIVE_SECONDS):
+            # Redis lost the stream before this relay saw the run begin (a restart): the run goes
+            # on unseen, so the database says when it has ended, and the client gets that ending
+            checked = monotonic()
+            ended = await sync_to_async(replay.ended_run)(plan.run_id)
+            # its RUN_STARTED preceded its ending: a start written since the read above is read next
+            try:
+                unread = await events.range_from(plan.thread_id, after) if ended else []
+            except (redis.ConnectionError, redis.TimeoutError):
+                ended = None  # Redis went away again: the next read waits for it (the grace above)
+            if ended and not any(ours(p) for _, p in unread):
+                log.warning("SSE relay of run %s: its start was lost from the stream; ending from the database",
+                            plan.run_id)
+                head = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
+                responses = [e for e in plan.after_start if not isinstance(e, MessagesSnapshotEvent)]
+                yield "".join(frame(events.encode(e)) for e in (head, ended[0], *responses, ended[1]))
+                return
+        if chunk:
+            yield "".join(chunk)
+            last_write = monotonic()
+        elif monotonic() - last_write >= KEEPALIVE_SECONDS:
+            yield ": keep-alive\n\n"
+            last_write = monotonic()
