@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import views
 from .agui import endpoint as agui
@@ -6,6 +6,8 @@ from .agui import endpoint as agui
 urlpatterns = [
     path("chat/", views.chat, name="chat"),
     path("chat/<str:thread_id>/", views.chat, name="chat-thread"),
-    path("agui/", agui.index, name="agui-index"),
-    path("agui/<str:agent_name>/", agui.run_endpoint, name="agui-run"),
+    # With and without the trailing slash, and no redirect: clients (Microsoft Agent Framework's
+    # among them) strip it, and APPEND_SLASH cannot redirect a POST.
+    re_path(r"^agui/?$", agui.index, name="agui-index"),
+    re_path(r"^agui/(?P<agent_name>[^/]+)/?$", agui.run_endpoint, name="agui-run"),
 ]

@@ -240,3 +240,19 @@ def test_reused_run_id_conflicts(celery_worker_live, fake_llm, client, token_hea
     assert sse_events(post(client, "banking", body, **alice))[-1]["type"] == "RUN_FINISHED"
     resp = post(client, "banking", body, **alice)
     assert resp.status_code == 409 and resp.json()["code"] == "run_exists"
+
+
+def test_the_endpoint_answers_with_and_without_the_trailing_slash(client, token_headers, monkeypatch):
+    """Microsoft Agent Framework's AGUIChatClient strips the slash: that POST got a 500 (APPEND_SLASH's
+    RuntimeError; a 301 with DEBUG off) instead of a run."""
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    alice = token_headers("alice")
+    for path in ("/agui/banking", "/agui/banking/"):
+        resp = client.post(path, json.dumps(run_input(f"thread-{uuid.uuid4()}", [user_msg("hello")])),
+                           content_type="application/json", HTTP_ACCEPT="text/event-stream", **alice)
+        assert resp.status_code == 200, (path, resp.status_code)
+        assert resp["Content-Type"] == "text/event-stream"
+        resp.close()
+    for path in ("/agui", "/agui/"):
+        listing = client.get(path, **alice)
+        assert listing.status_code == 200 and "banking" in {a["name"] for a in listing.json()["agents"]}, path
