@@ -12,6 +12,7 @@ from ag_ui.core import (
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
+    StateSnapshotEvent,
 )
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -120,8 +121,29 @@ def _answers(thread, resume):
     return [r for r in resume if not (r.status == "cancelled" and r.interrupt_id in closed)]
 
 
+def refuse(agent_input, code, message, before=()):
+    """A refusal after the request is authenticated and well-formed: in-stream, as RUN_STARTED +
+    RUN_ERROR with a code, because that is what every client shows (Microsoft Agent Framework's
+    turns any HTTP error into an unreadable ResponseNotRead). HTTP 4xx stay for what comes
+    before: 401, 413 (body size), 415, a malformed body. `before`: events the client needs first
+    (the current state when its state was refused)."""
+    return Plan(thread_id=agent_input.thread_id, run_id=agent_input.run_id,
+                error=RunErrorEvent(code=code, message=message), after_start=list(before))
+
+
+def _state_refusal(agent_input, payload):
+    message = payload["message"]
+    if payload.get("errors"):
+        message += ": " + "; ".join(f"{e.get('path') or '/'} {e.get('message')}" for e in payload["errors"])
+    before = []
+    if "snapshot" in payload:  # what to retry from: the state as it is now, and its version
+        before = [StateSnapshotEvent(snapshot=payload["snapshot"]),
+                  custom_events.state_version(payload["version"], {})]
+    return refuse(agent_input, payload["code"], message, before)
+
+
 def accept_state(thread, user, agent_input):
-    """RunAgentInput.state: the person's changes to the shared state, or an error response.
+    """RunAgentInput.state: the person's changes to the shared state, or a refusal (a Plan).
 
     The base version travels in `forwardedProps.stateVersion` (the `version` of the last CUSTOM
     `state_version` event the client saw). `{}` means no state was sent; a state equal to the
@@ -131,13 +153,11 @@ def accept_state(thread, user, agent_input):
     props = agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {}
     base = props.get("stateVersion")
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
-        return error(422, "forwardedProps.stateVersion must be a non-negative integer", code="state_invalid",
-                     errors={"forwardedProps.stateVersion": ["not a non-negative integer"]})
+        return refuse(agent_input, "state_invalid", "forwardedProps.stateVersion must be a non-negative integer")
     try:
         statesync.apply_client_state(thread, user, agent_input.state, base)
     except StateError as exc:
-        payload = statesync.error_payload(exc)
-        return error(statesync.http_status(exc), payload.pop("message"), **payload)
+        return _state_refusal(agent_input, statesync.error_payload(exc))
     return None
 
 
@@ -157,15 +177,15 @@ def prepare(request, agent_name):
         return invalid
     thread = Thread.objects.filter(pk=agent_input.thread_id).first()
     if thread and thread.owner_id != user.pk:
-        return error(403, "this thread belongs to someone else")
+        return refuse(agent_input, "forbidden", "this thread belongs to someone else")
     if thread and thread.agent != agent.name:
-        return error(409, f"thread {thread.pk} belongs to agent {thread.agent!r}", code="agent_mismatch")
+        return refuse(agent_input, "agent_mismatch", f"thread {thread.pk} belongs to agent {thread.agent!r}")
     if Run.objects.filter(pk=agent_input.run_id).exists():
-        return error(409, f"run {agent_input.run_id} already exists", code="run_exists")
+        return refuse(agent_input, "run_exists", f"run {agent_input.run_id} already exists")
     try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
         new_messages = incoming.select(thread, agent_input)
     except incoming.Refused as exc:
-        return error(exc.status, exc.message, code=exc.code, **exc.extra)
+        return refuse(agent_input, exc.code, exc.message)
     new_thread = thread is None
     try:
         with transaction.atomic():  # a refused state leaves no new thread behind
@@ -175,7 +195,7 @@ def prepare(request, agent_name):
             if refused:
                 transaction.set_rollback(True)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
-        return error(409, exc.message, code=exc.code)
+        return refuse(agent_input, exc.code, exc.message)
     if refused:
         return refused
     # a new thread's stream starts empty (the relay skips to this run's RUN_STARTED regardless)

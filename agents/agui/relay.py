@@ -43,7 +43,7 @@ async def relay(plan):
         # a run's events begin with RUN_STARTED, even when it is refused before anything
         # happens (ag-ui-validate AGUI001); no Run row exists, so the id stays free for a retry
         started = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
-        yield frame(events.encode(started)) + frame(events.encode(plan.error))
+        yield "".join(frame(events.encode(e)) for e in (started, *plan.after_start, plan.error))
         return
     after, started, last_write, lost_since = plan.position, False, monotonic(), None
     run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)

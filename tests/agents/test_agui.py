@@ -54,6 +54,15 @@ def sse_events(resp):
     return out
 
 
+def refusal(resp):
+    """A refusal after authentication: in-stream, RUN_STARTED then RUN_ERROR (state refusals put
+    the current state between them); returns the RUN_ERROR."""
+    events = sse_events(resp)
+    assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_ERROR", events
+    assert {e["type"] for e in events[1:-1]} <= {"STATE_SNAPSHOT", "CUSTOM"}, events
+    return events[-1]
+
+
 @pytest.fixture
 def token_headers(api, demo):
     from rest_framework.authtoken.models import Token
@@ -224,7 +233,7 @@ def test_who_may_run(client, token_headers, demo):
     assert client.post("/agui/nope/", body, content_type="application/json", **token_headers("alice")).status_code == 404
     Thread.objects.create(id="t-owned", owner=demo["bob"], agent="banking")
     resp = client.post("/agui/banking/", body, content_type="application/json", **token_headers("alice"))
-    assert resp.status_code == 403 and not Run.objects.exists()
+    assert refusal(resp)["code"] == "forbidden" and not Run.objects.exists()
     resp = client.post("/agui/banking/", body, content_type="application/json",
                        HTTP_AUTHORIZATION="Bearer wrong")
     assert resp.status_code == 401
@@ -239,7 +248,7 @@ def test_reused_run_id_conflicts(celery_worker_live, fake_llm, client, token_hea
     body = run_input(f"thread-{uuid.uuid4()}", [user_msg("hello")])
     assert sse_events(post(client, "banking", body, **alice))[-1]["type"] == "RUN_FINISHED"
     resp = post(client, "banking", body, **alice)
-    assert resp.status_code == 409 and resp.json()["code"] == "run_exists"
+    assert refusal(resp)["code"] == "run_exists"
 
 
 def test_the_endpoint_answers_with_and_without_the_trailing_slash(client, token_headers, monkeypatch):

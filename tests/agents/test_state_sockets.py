@@ -13,6 +13,7 @@ from agents import services
 from agents.llm.scripted.state import CARBONARA
 from agents.routing import websocket_urlpatterns
 from state import services as state_services
+from tests.agents.test_agui import refusal, sse_events
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -168,21 +169,21 @@ def test_run_agent_input_state_is_validated_versioned_and_applied(client, alice_
     services.Run.objects.filter(thread_id=thread_id).update(status="succeeded")
 
     changed = {"recipe": {**CARBONARA, "title": "Mine"}}
+    # refusals come in-stream (RUN_STARTED, the current state and its version, RUN_ERROR)
     resp = post(client, alice_token, thread_id, changed)  # no base version now
-    assert resp.status_code == 409 and resp.json()["code"] == "state_version_required"
+    assert refusal(resp)["code"] == "state_version_required"
 
-    resp = post(client, alice_token, thread_id, changed, stateVersion=0)  # stale
-    body = resp.json()
-    assert resp.status_code == 409 and body["code"] == "state_conflict"
-    assert body["version"] == 1 and body["snapshot"] == {"recipe": CARBONARA}
+    events = sse_events(post(client, alice_token, thread_id, changed, stateVersion=0))  # stale
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "state_conflict"
+    assert events[1]["type"] == "STATE_SNAPSHOT" and events[1]["snapshot"] == {"recipe": CARBONARA}
+    assert events[2]["name"] == "state_version" and events[2]["value"]["version"] == 1
 
     resp = post(client, alice_token, thread_id, {"recipe": {**CARBONARA, "cooking_time": "forever"}}, stateVersion=1)
-    body = resp.json()
-    assert resp.status_code == 422 and body["code"] == "state_invalid"
-    assert body["errors"][0]["path"] == "/recipe/cooking_time"
+    error = refusal(resp)
+    assert error["code"] == "state_invalid" and "/recipe/cooking_time" in error["message"]
 
     resp = post(client, alice_token, thread_id, changed, stateVersion="one")
-    assert resp.status_code == 422
+    assert refusal(resp)["code"] == "state_invalid"
     assert state_services.snapshot(key) == ({"recipe": CARBONARA}, 1)  # nothing refused got in
 
     # the same state as the server's, or {} (HttpAgent's default), changes nothing
@@ -200,7 +201,7 @@ def test_a_refused_state_on_a_new_thread_leaves_no_thread_behind(client, alice_t
 
     thread_id = f"thread-{uuid.uuid4()}"
     resp = post(client, alice_token, thread_id, {"recipe": {**CARBONARA, "cooking_time": "forever"}})
-    assert resp.status_code == 422 and resp.json()["code"] == "state_invalid"
+    assert refusal(resp)["code"] == "state_invalid"
     assert not Thread.objects.filter(pk=thread_id).exists()
     assert not ThreadIdClaim.objects.filter(pk=thread_id).exists()  # nothing was written, so nothing is taken
     assert post(client, alice_token, thread_id, {"recipe": CARBONARA}).status_code == 200  # the id still works
@@ -228,7 +229,6 @@ async def test_two_tabs_watching_a_predictive_run_end_on_the_committed_state(dem
 @pytest.mark.slow
 def test_an_agui_client_applies_every_delta_of_a_recipe_run(celery_worker_live, fake_llm, client, alice_token,
                                                            monkeypatch, settings):
-    from tests.agents.test_agui import sse_events
 
     monkeypatch.setattr("agents.llm.scripted.state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0

@@ -16,6 +16,7 @@ from agents.runtime import events
 from agents.thread_ids import ThreadIdTaken
 from state import services as state_services
 from state.models import SharedState, StateChange
+from tests.agents.test_agui import refusal
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -66,7 +67,7 @@ def test_a_deleted_threads_id_is_not_given_to_anyone(api, client, demo):
         assert resp.status_code == 400 and "id" in resp.json(), resp.json()
     # AG-UI: the client-chosen threadId is refused before anything is written
     resp = agui_post(client, thread_id, token(demo["bob"]), fresh("run-bob"))
-    assert resp.status_code == 409 and resp.json()["code"] == "thread_id_used"
+    assert refusal(resp)["code"] == "thread_id_used"
     assert not Thread.objects.filter(pk=thread_id).exists()
     assert not events.redis_client().exists(events.stream_key(thread_id))
 

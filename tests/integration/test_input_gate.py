@@ -29,6 +29,7 @@ from approvals.models import ApprovalRequest, ToolPolicy
 from approvals.routing import websocket_urlpatterns as inbox_ws
 from state import services as state_services
 from state.models import StateChange
+from tests.agents.test_agui import refusal
 from tests.helpers import transfer_request
 from tests.inbox_helpers import make_request
 
@@ -145,14 +146,16 @@ def test_a_document_already_over_a_lowered_limit_may_shrink_but_not_grow(thread,
 
 
 @pytest.mark.django_db
-def test_agui_state_too_large_is_413_and_nothing_is_stored(http, alice):
+def test_agui_state_too_large_is_refused_in_stream_and_nothing_is_stored(http, alice):
     thread_id = f"t-{uuid.uuid4()}"
     body = {"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "state": {"big": "x" * 300_000},
             "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": "hi"}],
             "tools": [], "context": [], "forwardedProps": {}}
     resp = http("post", "/agui/banking/", body, HTTP_ACCEPT="text/event-stream")
-    assert resp.status_code == 413 and resp.json()["code"] == "state_too_large", resp.content[:300]
+    error = refusal(resp)
+    assert error["code"] == "state_too_large" and "262144" in error["message"].replace(",", ""), error
     assert not Run.objects.exists() and not StateChange.objects.exists()
+    assert not Thread.objects.filter(pk=thread_id).exists()
 
 
 @pytest.mark.django_db

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
@@ -54,6 +54,8 @@ class Row:
     body: dict | None = None
     location: dict = field(default_factory=dict)  # role -> where a redirect must point
     after: object = None  # after(world, role): what must (not) have changed
+    # AG-UI: a refusal after authentication comes in-stream (200, RUN_STARTED + RUN_ERROR code)
+    stream_error: dict = field(default_factory=dict)  # role -> the RUN_ERROR's code
 
 
 PAGE = dict(auth="session")
@@ -146,7 +148,8 @@ ROWS = [
     Row("AG-UI agents", "GET", "/agui/", expect=by_role(200, anon=401), **API),
     Row("AG-UI run, new thread", "POST", "/agui/banking/", body="new-run", expect=by_role(200, anon=401), **API),
     Row("AG-UI run on alice's thread", "POST", "/agui/banking/", body="run-on-thread",
-        expect=by_role(403, anon=401, alice=200), **API),
+        expect=by_role(200, anon=401), stream_error={r: "forbidden" for r in ("bob", "rita", "finn", "admin")},
+        **API),
 ]
 
 def _only_finn_decided(world, role):
@@ -254,10 +257,22 @@ def test_http_matrix(world, no_enqueue, row, role):
         f"{getattr(response, 'content', b'')[:300]!r}")
     if role in row.location:
         assert response["Location"].startswith(row.location[role]), response["Location"]
+    if role in row.stream_error:
+        frames = [json.loads(f[len("data: "):]) for f in _streamed(response).split("\n\n") if f]
+        assert [f["type"] for f in frames] == ["RUN_STARTED", "RUN_ERROR"], frames
+        assert frames[-1]["code"] == row.stream_error[role], frames
+        assert not Run.objects.filter(pk=frames[0]["runId"]).exists()  # nothing started
     if row.after:
         row.after(world, role)
     if path.startswith(("/api/", "/agui/")) and response.status_code >= 400:
         assert response["Content-Type"].startswith("application/json") and response.json().get("message")
+
+
+def _streamed(response):
+    async def collect():
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    return async_to_sync(collect)().decode()
 
 
 def test_every_route_has_a_row(world):
