@@ -7,7 +7,7 @@ not stored again; what is new is bounded (one request must not hold the database
 a tool result is taken only for a frontend tool call this thread is waiting on.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -18,10 +18,10 @@ ROLES = (Message.Role.USER, Message.Role.TOOL)
 
 @dataclass
 class Refused(Exception):
-    status: int
+    """What the endpoint answers in-stream as RUN_ERROR `code`."""
+
     code: str
     message: str
-    extra: dict = field(default_factory=dict)
 
 
 def max_new_messages():
@@ -56,9 +56,9 @@ def select(thread, agent_input):
     new = [s for s in sent[start:] if s[0] not in held_ids]
     limit = max_new_messages()
     if len(new) > limit:
-        raise Refused(413, "too_many_messages",
+        raise Refused("too_many_messages",
                       f"This request adds {len(new)} messages the chat does not have yet; at most {limit} may be "
-                      "added at once. Send the conversation in smaller parts.", {"limit": limit})
+                      "added at once. Send the conversation in smaller parts.")
     # a message id is global: one stored in another thread is not this thread's to add (kept as before: skipped)
     elsewhere = set(Message.objects.filter(pk__in=[s[0] for s in new]).values_list("pk", flat=True))
     new = [s for s in new if s[0] not in elsewhere]
@@ -78,10 +78,9 @@ def _tool_results(thread, new):
                        .values_list("tool_call_id", flat=True))
     unknown = sorted(call_ids - waiting - answered)
     if unknown:
-        raise Refused(422, "unknown_tool_call",
+        raise Refused("unknown_tool_call",
                       "A tool result was sent for a tool call this chat is not waiting on (" + ", ".join(unknown)
-                      + "); only the results of the chat's own pending client-side tool calls are accepted.",
-                      {"toolCallIds": unknown})
+                      + "); only the results of the chat's own pending client-side tool calls are accepted.")
     out, taken = [], set()
     for s in new:
         if s[1] == Message.Role.TOOL:
