@@ -80,6 +80,9 @@ def fake_llm(settings):
     settings.AGUI_MODEL = "fake-model"
     yield server
     server.stop()
+    # a test that expects a failed run must not pass because the product sent OpenAI an invalid
+    # conversation: every refusal the fake answered fails the test that caused it
+    assert not server.rejected, f"the product sent a conversation OpenAI refuses: {server.rejected[0][1]}"
 
 
 @pytest.fixture

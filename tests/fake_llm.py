@@ -18,6 +18,10 @@ Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}
     delay       seconds to sleep before each chunk (non-stream: once)
 Queued replies are used in order; with the queue empty, `responder(request_json)` decides
 (default: agents.llm.scripted_reply, the offline demo model).
+
+Like the real API, a request whose `messages` OpenAI would refuse (see `invalid_messages`) is
+answered 400 before any reply is used, so every test that drives a model proves the product
+sends valid conversations; refused requests land in `rejected`, not in `requests`.
 """
 
 from __future__ import annotations
@@ -39,6 +43,51 @@ def default_responder(body: dict) -> dict:
     return scripted_reply(body["messages"], body.get("tools") or [])
 
 
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def invalid_messages(messages) -> tuple[str, str] | None:
+    """(message, param) of the 400 OpenAI's chat completions API answers to these messages, or
+    None. Only the refusals the product could plausibly provoke, with OpenAI's own texts
+    (including its spelling "preceeding")."""
+    if not isinstance(messages, list):
+        return "Invalid type for 'messages': expected an array.", "messages"
+    pending: dict[str, int] = {}  # tool_call_id -> index of the assistant message that made it
+    answerable: set[str] = set()  # ids the current run of tool messages may answer
+    for i, msg in enumerate(messages):
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role not in ROLES:
+            supported = ", ".join(f"'{r}'" for r in ROLES[:-1]) + f", and '{ROLES[-1]}'"
+            return f"Invalid value: {role!r}. Supported values are: {supported}.", f"messages.[{i}].role"
+        if role == "tool":
+            call_id = msg.get("tool_call_id")
+            if not call_id:
+                return f"Missing required parameter: 'messages.[{i}].tool_call_id'.", f"messages.[{i}].tool_call_id"
+            if call_id not in answerable:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a "
+                        "preceeding message with 'tool_calls'."), f"messages.[{i}].role"
+            pending.pop(call_id, None)
+            continue
+        if pending:
+            return unanswered(pending), f"messages.[{i}].role"
+        answerable = set()
+        if role == "assistant":
+            calls = msg.get("tool_calls") or []
+            if msg.get("content") is None and not calls and not msg.get("function_call"):
+                return "Invalid value for 'content': expected a string, got null.", f"messages.[{i}].content"
+            answerable = {c.get("id") for c in calls if isinstance(c, dict)}
+            pending = dict.fromkeys(answerable, i)
+    if pending:
+        return unanswered(pending), f"messages.[{min(pending.values())}].role"
+    return None
+
+
+def unanswered(pending: dict) -> str:
+    return ("An assistant message with 'tool_calls' must be followed by tool messages responding "
+            "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+            + ", ".join(pending))
+
+
 def split_words(text: str, n: int) -> list[str]:
     """Pieces of about n words whose concatenation is exactly `text`."""
     tokens = re.findall(r"\s*\S+\s*", text) or [text]
@@ -58,6 +107,7 @@ class FakeLLM:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.requests: list[dict] = []
+        self.rejected: list[tuple[dict, str]] = []  # (request, error message) answered 400
         self._queue: deque = deque()
         self.reset()
 
@@ -68,6 +118,7 @@ class FakeLLM:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.rejected.clear()
         self.responder = default_responder
         self.text_chunk_words = 3
         self.args_chunk_chars = 8
@@ -184,10 +235,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str) -> None:
+    def _error(self, status: int, message: str, param: str | None = None) -> None:
         self._json(status, {"error": {"message": message,
                                       "type": ERROR_TYPES.get(status, "server_error"),
-                                      "param": None, "code": None}})
+                                      "param": param, "code": None}})
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
@@ -200,6 +251,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._error(404, f"no route {self.path}")
+        invalid = invalid_messages(body.get("messages"))
+        if invalid:  # refused before any queued reply is used, as the real API would
+            with self.llm._lock:
+                self.llm.rejected.append((body, invalid[0]))
+            return self._error(400, *invalid)
         try:
             reply = self.llm._next_reply(body)
         except Exception as e:  # a broken responder should fail the test visibly, not hang it

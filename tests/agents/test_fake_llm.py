@@ -103,3 +103,80 @@ def test_non_stream_tool_calls_json_mode_and_models(llm, client):
                                          response_format={"type": "json_object"})
     assert json.loads(out.choices[0].message.content) == {"ok": True}
     assert [m.id for m in client.models.list().data] == ["fake-model"]
+
+
+# ---------------------------------------------------------------- refusals like the real API
+SYSTEM, USER = {"role": "system", "content": "s"}, {"role": "user", "content": "u"}
+
+
+def assistant_calls(*ids):
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids]}
+
+
+def tool(call_id):
+    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+
+def refused(llm, client, messages, streaming):
+    llm.push("must stay queued")
+    with pytest.raises(openai.BadRequestError) as info:
+        if streaming:
+            stream(client, messages=messages)
+        else:
+            client.chat.completions.create(model="m", messages=messages)
+    assert info.value.status_code == 400 and info.value.type == "invalid_request_error"
+    assert llm.requests == [] and len(llm.rejected) == 1  # refused before any reply was used
+    assert client.chat.completions.create(model="m", messages=[USER]).choices[0].message.content == "must stay queued"
+    return info.value
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_orphan_tool_message_is_refused(llm, client, streaming):
+    err = refused(llm, client, [SYSTEM, USER, tool("call_x")], streaming)
+    assert "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'" in err.message
+    assert err.param == "messages.[2].role"
+
+
+def test_tool_message_for_another_call_or_after_a_user_turn_is_refused(llm, client):
+    err = refused(llm, client, [USER, assistant_calls("c1"), tool("c2")], False)
+    assert "must be a response to a preceeding message with 'tool_calls'" in err.message
+    llm.reset()
+    err = refused(llm, client, [USER, assistant_calls("c1"), tool("c1"), USER, tool("c1")], True)
+    assert err.param == "messages.[4].role"
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_unanswered_tool_call_is_refused(llm, client, streaming):
+    err = refused(llm, client, [USER, assistant_calls("c1", "c2"), tool("c1"), USER], streaming)
+    assert ("An assistant message with 'tool_calls' must be followed by tool messages responding to "
+            "each 'tool_call_id'. The following tool_call_ids did not have response messages: c2") in err.message
+    assert err.param == "messages.[3].role"
+    llm.reset()
+    err = refused(llm, client, [USER, assistant_calls("c3")], streaming)  # unanswered at the end too
+    assert "did not have response messages: c3" in err.message
+
+
+def test_unknown_role_and_empty_assistant_are_refused(llm, client):
+    err = refused(llm, client, [USER, {"role": "robot", "content": "beep"}], True)
+    assert "Invalid value: 'robot'. Supported values are:" in err.message and err.param == "messages.[1].role"
+    llm.reset()
+    err = refused(llm, client, [USER, {"role": "assistant", "content": None}, USER], False)
+    assert "Invalid value for 'content': expected a string, got null." in err.message
+    assert err.param == "messages.[1].content"
+
+
+def test_valid_tool_round_trips_are_accepted(llm, client):
+    messages = [SYSTEM, USER, assistant_calls("c1", "c2"), tool("c2"), tool("c1"),
+                {"role": "assistant", "content": "done"}, USER, assistant_calls("c3"), tool("c3")]
+    llm.push("fine")
+    assert "".join(c.choices[0].delta.content or "" for c in stream(client, messages=messages)) == "fine"
+    assert llm.rejected == [] and len(llm.requests) == 1
+
+
+def test_product_maps_the_refusal_to_a_model_error(llm, settings):
+    from agents.llm import ModelError, OpenAIChatModel
+
+    settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL = "test", llm.base_url
+    with pytest.raises(ModelError, match="preceeding message with 'tool_calls'"):  # not "unavailable"
+        list(OpenAIChatModel().stream([USER, tool("nope")], []))
