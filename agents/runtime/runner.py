@@ -242,20 +242,24 @@ class Runner:
         state, self.state.read_version = state_services.snapshot(self.thread.state_key)
         if state:
             out.append({"role": "system", "content": "Current shared state (JSON):\n" + json.dumps(state)})
-        answered = set(
-            self.thread.messages.filter(role=Message.Role.TOOL).values_list("tool_call_id", flat=True)
-        )
-        for msg in self.thread.messages.all():
+        messages = list(self.thread.messages.all())
+        # The chat completions API wants each tool result right after the assistant message that
+        # called it, and every call answered before the next message: results are placed after
+        # their call (a result stored later, e.g. after a person's text, moves up), unanswered
+        # calls are left out, and a result whose call is not in the thread is dropped.
+        results = {m.tool_call_id: m for m in messages if m.role == Message.Role.TOOL}
+        for msg in messages:
             if msg.role == Message.Role.ASSISTANT:
-                calls = [c for c in msg.tool_calls or [] if c["id"] in answered]  # unpaired calls upset OpenAI
+                calls = [c for c in msg.tool_calls or [] if c["id"] in results]
                 entry = {"role": "assistant", "content": msg.content or None}
                 if calls:
                     entry["tool_calls"] = calls
                 if entry["content"] or calls:
                     out.append(entry)
-            elif msg.role == Message.Role.TOOL:
-                out.append({"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content})
-            else:
+                for call in calls:
+                    result = results.pop(call["id"])
+                    out.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": result.content})
+            elif msg.role != Message.Role.TOOL:
                 out.append({"role": msg.role, "content": msg.content})
         return out
 
