@@ -59,9 +59,10 @@ def select(thread, agent_input):
         raise Refused("too_many_messages",
                       f"This request adds {len(new)} messages the chat does not have yet; at most {limit} may be "
                       "added at once. Send the conversation in smaller parts.")
-    # a message id is global: one stored in another thread is not this thread's to add (kept as before: skipped)
+    # Message ids are global, but clients number their messages per thread ("1", "2", ...): a new
+    # message whose id another thread holds is stored under an id of the server's own, not dropped
     elsewhere = set(Message.objects.filter(pk__in=[s[0] for s in new]).values_list("pk", flat=True))
-    new = [s for s in new if s[0] not in elsewhere]
+    new = [(None, *s[1:]) if s[0] in elsewhere else s for s in new]
     return _tool_results(thread, new)
 
 

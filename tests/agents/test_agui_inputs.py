@@ -87,6 +87,17 @@ def test_a_single_new_message_equal_to_the_history_is_still_new(client, bearer, 
     assert list(Message.objects.filter(thread=thread).values_list("content", flat=True)) == ["yes", "yes"]
 
 
+def test_a_message_id_another_thread_holds_is_stored_not_dropped(client, bearer):
+    """Clients number messages per thread; ids are global here. Before, the second thread's "1"
+    was silently skipped and the model answered a conversation without the person's words."""
+    first, second = fresh("t"), fresh("t")
+    assert post(client, bearer, first, [user("first chat", msg_id="1")]).status_code == 200
+    finish_runs(first)
+    assert post(client, bearer, second, [user("second chat", msg_id="1")]).status_code == 200
+    assert list(Message.objects.filter(thread_id=second).values_list("content", flat=True)) == ["second chat"]
+    assert Message.objects.get(pk="1").thread_id == first  # the other thread's message is untouched
+
+
 def test_messages_are_stored_in_one_insert(client, bearer, django_assert_max_num_queries):
     with django_assert_max_num_queries(40):  # was three queries a message
         assert post(client, bearer, fresh("t"), [user(f"line {i}") for i in range(150)]).status_code == 200
