@@ -35,10 +35,6 @@ def _text(message):
     return " ".join(getattr(part, "text", "") for part in (content or []))
 
 
-def _key(role, content, tool_call_id):
-    return role, content, tool_call_id or ""
-
-
 def select(thread, agent_input):
     """[(id, role, content, tool_call_id)] to store, in order; raises Refused.
 
@@ -49,11 +45,18 @@ def select(thread, agent_input):
     held = list(thread.messages.filter(role__in=ROLES).values_list("id", "role", "content", "tool_call_id")) \
         if thread is not None else []
     held_ids = {h[0] for h in held}
-    held_keys = [_key(*h[1:]) for h in held]
-    start = 0
-    if held and len(sent) > len(held) and [_key(*s[1:]) for s in sent[:len(held)]] == held_keys:
-        start = len(held)  # the whole history resent (whatever its ids): only what follows it is new
-    new = [s for s in sent[start:] if s[0] not in held_ids]
+    # The person's turns decide what is new: a client that resends the whole conversation (whatever
+    # its ids, with or without the tool results it saw) starts with the turns the thread holds;
+    # only the ones after them are new. Tool results are sorted out by _tool_results.
+    sent_turns = [s[2] for s in sent if s[1] == Message.Role.USER]
+    held_turns = [h[2] for h in held if h[1] == Message.Role.USER]
+    resent = len(sent_turns) > len(held_turns) > 0 and sent_turns[:len(held_turns)] == held_turns
+    skip, new = len(held_turns) if resent else 0, []
+    for s in sent:
+        if s[1] == Message.Role.USER and skip:
+            skip -= 1
+        elif s[0] not in held_ids:
+            new.append(s)
     limit = max_new_messages()
     if len(new) > limit:
         raise Refused("too_many_messages",

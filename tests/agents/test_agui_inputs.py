@@ -87,6 +87,21 @@ def test_a_single_new_message_equal_to_the_history_is_still_new(client, bearer, 
     assert list(Message.objects.filter(thread=thread).values_list("content", flat=True)) == ["yes", "yes"]
 
 
+def test_a_resent_conversation_without_the_tool_results_it_saw_is_not_stored_again(client, bearer, demo):
+    """A client that resends only the person's turns (new ids), not the server tool's result:
+    before, the held history did not match as a prefix and the first question was stored twice."""
+    from agents.messages import add_message
+
+    thread = services.create_thread(demo["alice"], "banking", thread_id=fresh("t"))
+    add_message(thread, Message.Role.USER, "what is my balance?")
+    add_message(thread, Message.Role.ASSISTANT, "", tool_calls=[{"id": "c-bal", "type": "function",
+                                                                 "function": {"name": "check_balance", "arguments": "{}"}}])
+    add_message(thread, Message.Role.TOOL, "Account holds 10.00 USD.", tool_call_id="c-bal")
+    assert post(client, bearer, thread.pk, [user("what is my balance?"), user("thanks")]).status_code == 200
+    assert list(Message.objects.filter(thread=thread, role="user").values_list("content", flat=True)) == [
+        "what is my balance?", "thanks"]
+
+
 def test_a_message_id_another_thread_holds_is_stored_not_dropped(client, bearer):
     """Clients number messages per thread; ids are global here. Before, the second thread's "1"
     was silently skipped and the model answered a conversation without the person's words."""
