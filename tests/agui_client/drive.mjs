@@ -545,6 +545,25 @@ scenarios.workflow_restart = async () => {
   return { threadId: agent.threadId, killedRunId: second.runId, recoveredRunId: crash.runId, completedRunId: decided.runId };
 };
 
+// ------------------------------------------------------------------ more scenarios
+
+// Each file in scenarios/ adds the scenarios of one topic (its own pytest test names them on the
+// command line): `export default (kit) => ({name: async () => detail, ...})`.
+const kit = {
+  BASE, TOKEN, AGENT_URL, TRANSFER, CONFETTI_TOOL, log, Skip, expect, types, ofType, userMessage, run, finished,
+  runError, toolResult, text, interrupted, continuation, approvalResponse, newAgent, control, recordingFetch, shared,
+  HttpAgent, randomUUID,
+};
+const scenarioDir = path.join(path.dirname(new URL(import.meta.url).pathname), "scenarios");
+for (const file of fs.existsSync(scenarioDir) ? fs.readdirSync(scenarioDir).sort() : []) {
+  if (!file.endsWith(".mjs")) continue;
+  const added = (await import(path.join(scenarioDir, file))).default(kit);
+  for (const name of Object.keys(added)) {
+    if (scenarios[name]) throw new Error(`scenario ${name} is defined twice (${file})`);
+    scenarios[name] = added[name];
+  }
+}
+
 // ------------------------------------------------------------------ main
 
 const ORDER = ["discovery", "plain_chat", "tool_call", "interrupt", "error_codes", "resume_approve", "resume_reject",
@@ -555,6 +574,7 @@ for (const name of (process.argv[2] ? process.argv[2].split(",") : ORDER)) {
   scenario = name;
   const started = Date.now();
   try {
+    if (!scenarios[name]) throw new Error(`no scenario ${name}`);
     const detail = await scenarios[name]();
     summary.scenarios[name] = { status: "passed", ms: Date.now() - started, ...detail };
     log(`✓ ${name} (${Date.now() - started} ms)`);
