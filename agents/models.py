@@ -59,6 +59,9 @@ class Run(models.Model):
     stream_id = models.CharField(max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
     client_tools = models.JSONField(default=list, blank=True)  # AG-UI frontend tools offered to the model
     resume_run_id = models.CharField(max_length=200, blank=True, default="")  # the client's id for the continuation
+    # (id, role, content, tool_call_id) a client sent with its resume: stored and answered by the
+    # continuation once the resumed calls have their results (so the stored order is call, result, text)
+    queued_messages = models.JSONField(default=list, blank=True)
     # the run's RUN_FINISHED / RUN_ERROR when Redis could not take it: published later by the beat
     undelivered_end = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
