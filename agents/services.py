@@ -185,11 +185,13 @@ _RESUME_CODES = {
 }
 
 
-def apply_resume(thread, user, entries, run_id):
+def apply_resume(thread, user, entries, run_id, messages=()):
     """Answer every open interrupt of the thread at once (AG-UI `resume[]`), or change nothing.
 
     entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
-    takes the client's run id. Raises ResumeError with an AG-UI error code.
+    takes the client's run id. `messages`: the person's new text sent with the answers,
+    (id, role, content, tool_call_id); the continuation stores and answers it after the resumed
+    calls' results. Raises ResumeError with an AG-UI error code.
     """
     known = {r.pk: r for r in ApprovalRequest.objects.filter(thread_ref=thread.pk)}
     questions = {q.pk: q for q in InputRequest.objects.filter(thread=thread)}
@@ -222,8 +224,14 @@ def apply_resume(thread, user, entries, run_id):
         raise ResumeError("run_exists", f"run {run_id} already exists")
     try:
         with transaction.atomic():
-            for run_ref in {known[i].run_ref for i in answered} | {questions[i].run_id for i in replies}:
+            paused = sorted({known[i].run_ref for i in answered} | {questions[i].run_id for i in replies})
+            for run_ref in paused:
                 Run.objects.filter(pk=run_ref, status=Run.Status.INTERRUPTED).update(resume_run_id=run_id)
+            if messages:  # on the latest paused run: the one whose continuation answers last
+                latest = Run.objects.filter(pk__in=paused).order_by("-created_at").first()
+                if latest is not None:
+                    latest.queued_messages = [*latest.queued_messages, *[list(m) for m in messages]]
+                    latest.save(update_fields=["queued_messages"])
             for interrupt_id, (status, payload) in replies.items():
                 if status == "cancelled":
                     inputs.cancel(interrupt_id, user, reason="cancelled by the client")

@@ -206,10 +206,12 @@ def prepare(request, agent_name):
         # resume: [] answers nothing; it is "missing" only while something waits for an answer
         if resume or (resume is not None and (services.pending_approvals(thread) or inputs.pending(thread))):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
-            services.apply_resume(thread, user, entries, agent_input.run_id)
+            services.apply_resume(thread, user, entries, agent_input.run_id, messages=new_messages)
             if not Run.objects.filter(pk=agent_input.run_id).exists():
+                queued = " Your message will be answered once it is decided." if new_messages else ""
                 plan.error = RunErrorEvent(code="awaiting_other_approvers",
-                                           message="Your answer is recorded; the request still needs other approvers.")
+                                           message="Your answer is recorded; the request still needs other approvers."
+                                           + queued)
                 return plan
             answered = ApprovalRequest.objects.filter(pk__in=[e[0] for e in entries]).select_related(
                 "approver_group", "decided_by")

@@ -10,6 +10,7 @@ import jsonpointer
 import redis
 from ag_ui.core import (
     Interrupt,
+    MessagesSnapshotEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -36,7 +37,7 @@ from agents.runtime import execution
 from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
 from agents.runtime.tools import ToolContext, ToolError, on_behalf_of
-from agents.services import add_message, cancel_requested
+from agents.services import add_message, add_messages, cancel_requested
 from agents.transitions import move_call, move_run
 from approvals import policy
 from approvals import services as approval_services
@@ -140,15 +141,19 @@ class Runner:
             self.state.emit_snapshot()
             if self.run.parent_run_id:
                 settled = self.settle()
-                if settled and all(s == ToolCall.Status.CANCELLED for s in settled):
-                    # the person withdrew every paused call: end here, without asking the model
-                    self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
-                    return
-                reply = self.state.confirmation(settled)
-                if reply:  # every settled call wrote state: the agent's confirmation strategy answers
+                # the person withdrew every paused call: nothing to ask the model about them
+                withdrawn = bool(settled) and all(s == ToolCall.Status.CANCELLED for s in settled)
+                # every settled call wrote state: the agent's confirmation strategy answers
+                reply = None if withdrawn else self.state.confirmation(settled)
+                if reply:
                     self.state.say(reply)
-                    self.finish(Run.Status.SUCCEEDED)
-                    return
+                if not self.take_queued_messages():  # text sent with the answers goes to the model
+                    if withdrawn:
+                        self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
+                        return
+                    if reply:
+                        self.finish(Run.Status.SUCCEEDED)
+                        return
             interrupts, client_calls = self.loop()
             if interrupts:
                 self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=interrupts))
@@ -177,6 +182,21 @@ class Runner:
             self.fail("internal_error", "The run failed unexpectedly; nothing further was executed.")
         finally:
             self.stream.close()
+
+    def take_queued_messages(self):
+        """Store what the client sent with its resume (Run.queued_messages of the paused run), after
+        the resumed calls' results; True when there was any. Cleared in the same transaction, so a
+        run taken over by recovery does not store it twice."""
+        with transaction.atomic():
+            parent = Run.objects.select_for_update().filter(pk=self.run.parent_run_id).first()
+            if parent is None or not parent.queued_messages:
+                return False
+            rows = [tuple(m) for m in parent.queued_messages]
+            taken = set(Message.objects.filter(pk__in=[r[0] for r in rows if r[0]]).values_list("pk", flat=True))
+            add_messages(self.thread, [(None if r[0] in taken else r[0], *r[1:]) for r in rows], run=self.run)
+            Run.objects.filter(pk=parent.pk).update(queued_messages=[])
+        self.emit(MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in self.thread.messages.all()]))
+        return True
 
     def finish(self, status, outcome=None):
         self.state.release()

@@ -128,6 +128,36 @@ def test_requester_resume_cancel_and_reject_and_approve(celery_worker_live, fake
     assert again[-1]["code"] == "already_decided"
 
 
+def test_text_sent_with_a_resume_is_stored_after_the_results_and_answered_in_the_same_run(
+        celery_worker_live, fake_llm, client, token_headers):
+    from agents.models import Message
+
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    ask = user_msg("Cancel my subscription sub_123")
+    first = sse_events(post(client, "banking", run_input(thread_id, [ask]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    fake_llm.push({"text": "Done; and your plan was Basic."})
+    more = user_msg("Also, which plan was it?")
+    run_id = f"run-{uuid.uuid4()}"
+    resumed = sse_events(post(client, "banking", run_input(thread_id, [ask, more], run_id=run_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
+    assert resumed[0]["runId"] == run_id and resumed[-1]["type"] == "RUN_FINISHED"
+    assert "Done; and your plan was Basic." in "".join(e["delta"] for e in resumed if e["type"] == "TEXT_MESSAGE_CONTENT")
+    # the model got the call, its result, then the new text (the order the API insists on)
+    sent = [(m["role"], m.get("tool_call_id") or m["content"]) for m in fake_llm.requests[-1]["messages"]
+            if m["role"] != "system"]
+    assert [r for r, _ in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2:] == [("tool", interrupt["toolCallId"]), ("user", more["content"])]
+    stored = list(Message.objects.filter(thread_id=thread_id).values_list("role", "content", "run_id"))
+    assert [r for r, *_ in stored] == ["user", "assistant", "tool", "user", "assistant"]
+    assert stored[3][1] == more["content"] and stored[3][2] == run_id and Message.objects.filter(pk=more["id"]).exists()
+    # the client sees its text in the continuation's history
+    snapshots = [e for e in resumed if e["type"] == "MESSAGES_SNAPSHOT"]
+    assert any(m["id"] == more["id"] for m in snapshots[-1]["messages"])
+    assert Run.objects.get(pk=first[0]["runId"]).queued_messages == []
+
+
 def test_resume_may_always_allow_a_requester_tool_in_the_thread(celery_worker_live, fake_llm, client, token_headers):
     """The chat's "always allow in this thread" over AG-UI: approving with alwaysAllowInThread
     records a grant, and the tool then runs in that thread without asking."""
