@@ -168,7 +168,7 @@ def validate(data, schema):
         )
 
 
-def _touched_keys(ops):
+def touched_keys(ops):
     """Top-level keys a patch reads or writes; "" when it addresses the whole document."""
     keys = set()
     for op in ops:
@@ -329,7 +329,7 @@ def _check_base(state, base_version):
 def _check_provisional(state, ops):
     doc = _document(state)
     live = doc.provisional
-    touched = _touched_keys(ops)
+    touched = touched_keys(ops)
     blocked = {k for k in touched if k in live} | ({"(the whole document)"} if "" in touched and live else set())
     if blocked:
         raise PredictionPending(blocked, doc)
@@ -422,6 +422,50 @@ def prediction_base(key, ref):
             .values_list("base_version", flat=True).first())
 
 
+# How far back a whole document sent without its version is looked for (closest_version): each
+# step replays one stored patch, so the cost of telling an echo from an edit stays bounded.
+HISTORY_LIMIT = 500
+
+
+def closest_version(key, data):
+    """(version, committed data at that version) of the recorded version nearest to `data`: an
+    equal one when there is one (the newest of them), else the one `data` differs from in the
+    fewest operations (the oldest of those). None when the document has more versions than HISTORY_LIMIT.
+
+    For clients that send a whole document without saying which version it came from (AG-UI's
+    RunAgentInput.state): the nearest version is taken as what they changed.
+    """
+    state = SharedState.objects.filter(key=key).first()
+    if state is None:
+        return (0, {}) if data == {} else None
+    if state.version > HISTORY_LIMIT:
+        return None
+    versions, doc = [(0, {})], {}
+    for version, patch in (state.changes.filter(status=StateChange.Status.COMMITTED, version__isnull=False)
+                           .order_by("version").values_list("version", "patch")):
+        doc = jsonpatch.apply_patch(doc, patch)
+        versions.append((version, doc))
+    equal = [v for v in versions if v[1] == data]
+    if equal:
+        return equal[-1]
+    def overlap(doc):  # of top-level keys: `{"a": 5}` is nearer `{"a": 1}` than `{}`, both one op away
+        keys, mine = set(doc), set(data)
+        return len(keys & mine) / len(keys | mine) if keys | mine else 1.0
+
+    # remaining ties go to the oldest: a change that could have been made from several versions
+    # is then checked against everything changed since the earliest of them
+    return min(versions, key=lambda v: (len(jsonpatch.make_patch(v[1], data).patch), -overlap(v[1])))
+
+
+def keys_changed_since(key, base_version):
+    """Top-level keys any committed change after `base_version` touched ("" for the whole document)."""
+    touched = set()
+    for ops in StateChange.objects.filter(state__key=key, status=StateChange.Status.COMMITTED,
+                                          version__gt=base_version).values_list("patch", flat=True):
+        touched |= touched_keys(ops)
+    return touched
+
+
 def people_changed_since(key, base_version, keys):
     """{key: committed value now} of those top-level `keys` a person changed after `base_version`
     (an author who read that version would overwrite their edit without knowing it)."""
@@ -432,7 +476,7 @@ def people_changed_since(key, base_version, keys):
     for ops in StateChange.objects.filter(state=state, status=StateChange.Status.COMMITTED,
                                           source=StateChange.Source.USER, version__gt=base_version
                                           ).values_list("patch", flat=True):
-        touched |= _touched_keys(ops)
+        touched |= touched_keys(ops)
     hit = set(keys) if "" in touched else set(keys) & touched
     return {k: state.data.get(k) for k in sorted(hit)}
 

@@ -11,6 +11,7 @@ from approvals.models import ApprovalRequest
 
 APPROVAL_REQUEST = "approval_request"  # a tool call waits for a person
 APPROVAL_RESPONSE = "approval_response"  # ... and this is what they decided
+APPROVAL_STATUS = "approval_status"  # a call waits on someone other than the requester (not an interrupt)
 APPROVALS = "approvals"  # on (re)connect: every approval card of the thread
 REQUEST_INFO = "request_info"  # an agent asks the person a question (agents/runtime/inputs.py)
 REQUEST_INFO_RESPONSE = "request_info_response"  # ... answered or cancelled
@@ -20,6 +21,8 @@ WORKFLOW_STATUS = "status"  # a workflow's state changed (agents/runtime/workflo
 WORKFLOW_OUTPUT = "workflow_output"  # a workflow step's output
 RUN_ERROR = "run_error"  # on (re)connect: the thread's latest run failed
 STATE_VERSION = "state_version"  # the shared state's version and what is only predicted
+IGNORED_MESSAGES = "ignored_messages"  # client messages the run did not take (agents/agui/incoming.py)
+STATE_NOT_APPLIED = "state_not_applied"  # the state a client sent was not taken; the run uses the server's
 
 
 def approval_request(request, viewer=None):
@@ -38,6 +41,29 @@ def approval_response(request, viewer=None):
     if request.final_arguments is not None:
         value["arguments"] = request.final_arguments
     return CustomEvent(name=APPROVAL_RESPONSE, value=value)
+
+
+def approval_status(request):
+    """A paused call the requester cannot answer: who decides, for people and for programs.
+
+    Sent instead of an interrupt for it (the official client refuses every further run until
+    each interrupt it got is answered); the decision arrives later as approval_response and the
+    continuation run (RUN_STARTED with parentRunId), in the same AG-UI response while it waits.
+    """
+    approver = presenters.approver(request)
+    decided_by = approver.get("group") or approver["kind"]
+    return CustomEvent(name=APPROVAL_STATUS, value={
+        "approvalId": request.pk,
+        "toolCallId": request.tool_call_ref,
+        "toolCallName": request.tool_name,
+        "runId": request.run_ref,
+        "status": request.status,
+        "decidedBy": decided_by,
+        "approver": approver,
+        "message": f"{request.description}: waiting for a decision by {decided_by}. "
+                   "The result appears here once they decide.",
+        **({"expiresAt": request.expires_at.isoformat()} if request.expires_at else {}),
+    })
 
 
 def approvals(cards):
@@ -78,3 +104,21 @@ def state_version(version, provisional):
         "version": version,
         "provisional": [{"key": key, "toolCallId": ref} for key, ref in provisional.items()],
     })
+
+
+def state_not_applied(code, message, version):
+    """Why the run goes on without the client's state: {code, message, version (of the state it uses)}."""
+    return CustomEvent(name=STATE_NOT_APPLIED, value={"code": code, "message": message, "version": version})
+
+
+IGNORED_REASON = (
+    "This server keeps the conversation and the agent's instructions itself: system and developer "
+    "messages from the client are not given to the model, and assistant messages the conversation "
+    "does not hold are not added to it. Each is told once per conversation."
+)
+
+
+def ignored_messages(entries):
+    """{messages: [{id, role}], reason}: what of the client's history the run did not take."""
+    return CustomEvent(name=IGNORED_MESSAGES, value={
+        "messages": [{"id": e["id"], "role": e["role"]} for e in entries], "reason": IGNORED_REASON})

@@ -32,6 +32,7 @@ from agui_project import jsoncheck
 from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
 from approvals.models import ApprovalRequest
 from state.services import StateError
+from state.services import document as state_doc
 
 log = logging.getLogger(__name__)
 
@@ -143,22 +144,26 @@ def _state_refusal(agent_input, payload):
 
 
 def accept_state(thread, user, agent_input):
-    """RunAgentInput.state: the person's changes to the shared state, or a refusal (a Plan).
+    """RunAgentInput.state: the person's changes to the shared state. Returns (refusal Plan or
+    None, events for the run's stream: what to say when the state was not applied).
 
     The base version travels in `forwardedProps.stateVersion` (the `version` of the last CUSTOM
-    `state_version` event the client saw). `{}` means no state was sent; a state equal to the
-    current one changes nothing; a different one needs its base version (optional on a thread
-    whose state was never written) and must match the agent's state schema.
+    `state_version` event the client saw); stock clients send none (statesync.apply_client_state
+    tells their echoes from their edits). A change must match the agent's state schema.
     """
     props = agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {}
     base = props.get("stateVersion")
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
-        return refuse(agent_input, "state_invalid", "forwardedProps.stateVersion must be a non-negative integer")
+        return refuse(agent_input, "state_invalid", "forwardedProps.stateVersion must be a non-negative integer"), []
     try:
-        statesync.apply_client_state(thread, user, agent_input.state, base)
+        outcome = statesync.apply_client_state(thread, user, agent_input.state, base)
     except StateError as exc:
-        return _state_refusal(agent_input, statesync.error_payload(exc))
-    return None
+        return _state_refusal(agent_input, statesync.error_payload(exc)), []
+    if isinstance(outcome, statesync.NotApplied):  # the run goes on with the server's state, and says so
+        doc = state_doc(thread.state_key)
+        return None, [StateSnapshotEvent(snapshot=doc.view), custom_events.state_not_applied(
+            outcome.code, outcome.message, doc.version)]
+    return None, []
 
 
 def prepare(request, agent_name):
@@ -184,6 +189,7 @@ def prepare(request, agent_name):
         return refuse(agent_input, "run_exists", f"run {agent_input.run_id} already exists")
     try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
         new_messages = incoming.select(thread, agent_input)
+        run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input)
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
     new_thread = thread is None
@@ -191,7 +197,7 @@ def prepare(request, agent_name):
         with transaction.atomic():  # a refused state leaves no new thread behind
             if new_thread:
                 thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
-            refused = accept_state(thread, user, agent_input)
+            refused, state_notice = accept_state(thread, user, agent_input)
             if refused:
                 transaction.set_rollback(True)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
@@ -200,7 +206,7 @@ def prepare(request, agent_name):
         return refused
     # a new thread's stream starts empty (the relay skips to this run's RUN_STARTED regardless)
     position = "0-0" if new_thread else events.last_id_sync(thread.pk)
-    plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=position)
+    plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=position, after_start=state_notice)
     resume = _answers(thread, agent_input.resume)
     try:
         # resume: [] answers nothing; it is "missing" only while something waits for an answer
@@ -215,7 +221,7 @@ def prepare(request, agent_name):
                 return plan
             answered = ApprovalRequest.objects.filter(pk__in=[e[0] for e in entries]).select_related(
                 "approver_group", "decided_by")
-            plan.after_start = [custom_events.approval_response(r, viewer=user) for r in answered] + [
+            plan.after_start += [custom_events.approval_response(r, viewer=user) for r in answered] + [
                 custom_events.request_info_response(inputs.payload(q))
                 for q in InputRequest.objects.filter(pk__in=[e[0] for e in entries], thread=thread)
             ]
@@ -225,7 +231,10 @@ def prepare(request, agent_name):
                 new_thread=new_thread,
                 forwarded_props=agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {},
                 client_tools=[t.model_dump(mode="json", exclude_none=True) for t in agent_input.tools],
+                context=run_context, ignored=ignored,
             )
+            if ignored:  # never silently: the client hears what of its history the model does not get
+                plan.after_start.append(custom_events.ignored_messages(ignored))
     except services.ResumeError as exc:
         plan.error = RunErrorEvent(code=exc.code, message=exc.message)
         return plan

@@ -18,7 +18,9 @@ say (version > 0 or a live prediction), and always for agents that declare state
 
 import logging
 import uuid
+from dataclasses import dataclass
 
+import jsonpatch
 from ag_ui.core import (
     StateDeltaEvent,
     StateSnapshotEvent,
@@ -270,19 +272,62 @@ def apply_user_patch(thread, user, patch, base_version):
     return ops, state_services.snapshot(thread.state_key)[1]
 
 
+@dataclass
+class NotApplied:
+    """A client's state the run goes on without (it says so in-stream): code and a sentence."""
+
+    code: str
+    message: str
+
+
 def apply_client_state(thread, user, state, base_version):
     """A client's whole state (AG-UI RunAgentInput.state): the difference from what it was shown
-    is applied as the person's change. `{}` (HttpAgent's default) means no state was sent."""
+    is applied as the person's change. Returns the ops applied, or NotApplied.
+
+    `{}` (HttpAgent's default) means no state was sent. With a base version (our clients send
+    forwardedProps.stateVersion) a stale change is refused (StateConflict). Stock clients send
+    their last state on every run and no version: a state equal to a version they were sent is
+    an echo, not an edit; a real change is taken against the recorded version nearest to it,
+    merged only when nothing it touches changed since (it must not overwrite what that client
+    has not seen); otherwise the run goes on with the server's state.
+    """
     if state is None or state == {}:
         return []
     doc = state_services.document(thread.state_key)
     if state == doc.view:
         return []
-    if base_version is None:
-        if doc.version or doc.predictions:
-            raise VersionRequired(doc)
-        base_version = 0  # never written: there is nothing to overwrite
-    return replace_user_state(thread, user, state, base_version)
+    if base_version is not None:
+        return replace_user_state(thread, user, state, base_version)
+    if not doc.version and not doc.predictions:
+        return replace_user_state(thread, user, state, 0)  # never written: there is nothing to overwrite
+    nearest = state_services.closest_version(thread.state_key, state)
+    if nearest is None:
+        return NotApplied("state_not_applied", "The state your client sent was not applied: it does not say which "
+                          "version it was made from, and this chat's state has too long a history to tell. The run "
+                          "uses the chat's current state (sent to you now); send your change again from it.")
+    version, data = nearest
+    if data == state:
+        return []  # an echo of a version it was sent
+    ops = jsonpatch.make_patch(data, state).patch
+    touched = state_services.touched_keys(ops)
+    changed = state_services.keys_changed_since(thread.state_key, version)
+    predicted = set(doc.provisional)
+    if (touched & (changed | predicted)) or ("" in touched and (changed or predicted)) or "" in changed:
+        return NotApplied("state_not_applied", "The state your client sent was not applied: it changes what "
+                          "changed here since your client last saw it (" + ", ".join(sorted(
+                              (touched & (changed | predicted)) - {""}) or ["the whole state"]) + "). The run uses "
+                          "the chat's current state (sent to you now); make your change again on it.")
+    try:
+        with transaction.atomic():
+            applied = state_services.apply_patch(
+                thread.state_key, ops, source=StateChange.Source.USER, user=user, base_version=doc.version,
+                schema=_schema(thread))
+            if applied:
+                transaction.on_commit(lambda: _broadcast(thread.pk, thread.state_key, applied))
+    except (state_services.StateConflict, state_services.PredictionPending):  # changed under us just now
+        return NotApplied("state_not_applied", "The state your client sent was not applied: the chat's state "
+                          "changed at the same moment. The run uses the current state (sent to you now).")
+    return applied
 
 
 def replace_user_state(thread, user, state, base_version):

@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from agents import services
 from agents.llm.scripted.state import CARBONARA
 from agents.routing import websocket_urlpatterns
+from agents.runtime import statesync
 from state import services as state_services
 from tests.agents.test_agui import refusal, sse_events
 
@@ -170,9 +171,6 @@ def test_run_agent_input_state_is_validated_versioned_and_applied(client, alice_
 
     changed = {"recipe": {**CARBONARA, "title": "Mine"}}
     # refusals come in-stream (RUN_STARTED, the current state and its version, RUN_ERROR)
-    resp = post(client, alice_token, thread_id, changed)  # no base version now
-    assert refusal(resp)["code"] == "state_version_required"
-
     events = sse_events(post(client, alice_token, thread_id, changed, stateVersion=0))  # stale
     assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "state_conflict"
     assert events[1]["type"] == "STATE_SNAPSHOT" and events[1]["snapshot"] == {"recipe": CARBONARA}
@@ -194,6 +192,61 @@ def test_run_agent_input_state_is_validated_versioned_and_applied(client, alice_
     resp = post(client, alice_token, thread_id, changed, stateVersion=1)
     assert resp.status_code == 200
     assert state_services.snapshot(key) == (changed, 2)
+
+
+def test_a_stock_client_that_echoes_or_changes_state_without_a_version_is_never_refused(
+        client, alice_token, no_enqueue, demo, monkeypatch):
+    """Stock AG-UI clients send their last state on every run and no version (forwardedProps is ours)."""
+    from agents.agui import endpoint
+    from agents.models import Run, Thread
+
+    plans = []
+    real_prepare = endpoint.prepare
+    monkeypatch.setattr(endpoint, "prepare", lambda *a: plans.append(real_prepare(*a)) or plans[-1])
+
+    def send(state):
+        resp = post(client, alice_token, thread_id, state)
+        plan = plans[-1]
+        assert resp.status_code == 200 and plan.error is None, plan.error  # the run started
+        Run.objects.filter(thread_id=thread_id).update(status="succeeded")
+        return [(e.type.value, getattr(e, "name", None), getattr(e, "value", None) or getattr(e, "snapshot", None))
+                for e in plan.after_start if e.type.value != "MESSAGES_SNAPSHOT"]
+
+    thread_id = f"thread-{uuid.uuid4()}"
+    key = f"thread:{thread_id}"
+    send({"recipe": CARBONARA})  # v1
+    thread = Thread.objects.get(pk=thread_id)
+    theirs = {"recipe": {**CARBONARA, "title": "Theirs"}}
+    statesync.replace_user_state(thread, demo["alice"], theirs, 1)  # v2, from the browser or REST
+    # an echo of a version the client was sent is not an edit, even an old one
+    assert not any(name == "state_not_applied" for _, name, _ in send({"recipe": CARBONARA}))
+    assert state_services.snapshot(key) == (theirs, 2)
+    # a change made from v1 to what changed since is not applied: the run goes on with the server's state
+    told = send({"recipe": {**CARBONARA, "title": "Mine"}})
+    assert told[0] == ("STATE_SNAPSHOT", None, theirs)
+    assert told[1][1] == "state_not_applied" and told[1][2]["version"] == 2 and "recipe" in told[1][2]["message"]
+    assert state_services.snapshot(key) == (theirs, 2)
+    # a change made from the current version is applied
+    mine = {"recipe": {**theirs["recipe"], "cooking_time": "45 min"}}
+    assert send(mine) == []
+    assert state_services.snapshot(key) == (mine, 3)
+
+
+def test_a_change_without_a_version_is_merged_when_it_touches_nothing_changed_since(demo):
+    """Nearest recorded version as its base; other keys changed since are kept, not overwritten."""
+    thread = services.create_thread(demo["alice"], "banking")  # no state schema
+    alice = demo["alice"]
+    statesync.replace_user_state(thread, alice, {"a": 1}, 0)  # v1: what the client saw
+    statesync.replace_user_state(thread, alice, {"a": 1, "b": 2}, 1)  # v2: someone else's change
+    assert statesync.apply_client_state(thread, alice, {"a": 5}, None) == [{"op": "replace", "path": "/a", "value": 5}]
+    assert state_services.snapshot(thread.state_key) == ({"a": 5, "b": 2}, 3)
+    # an echo of v1, or of v2, changes nothing
+    assert statesync.apply_client_state(thread, alice, {"a": 1}, None) == []
+    assert statesync.apply_client_state(thread, alice, {"a": 1, "b": 2}, None) == []
+    assert state_services.snapshot(thread.state_key)[1] == 3
+    # with its version a stale change is still refused (our own clients say what they saw)
+    with pytest.raises(state_services.StateConflict):
+        statesync.apply_client_state(thread, alice, {"a": 7}, 1)
 
 
 def test_a_refused_state_on_a_new_thread_leaves_no_thread_behind(client, alice_token, no_enqueue, demo):
