@@ -23,6 +23,7 @@ from rest_framework.authentication import SessionAuthentication
 
 from agents import presenters, services, thread_ids
 from agents.agui import custom_events, incoming
+from agents.agui.capabilities import capabilities
 from agents.agui.relay import Plan, relay
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest, Run, Thread
@@ -247,10 +248,24 @@ def prepare(request, agent_name):
     return plan
 
 
+def describe(request, agent_name):
+    """GET /agui/<agent>: the agent's AgentCapabilities (agents/agui/capabilities.py)."""
+    agent = get_agent(agent_name)
+    if agent is None:
+        return error(404, f"unknown agent {agent_name!r}", agents=sorted(load_agents()))
+    user, denied = authenticate(request)
+    if denied:
+        return denied
+    card = next(c for c in agent_cards() if c["name"] == agent.name)
+    return JsonResponse(capabilities(agent, card).model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
 @csrf_exempt  # token clients carry no cookie; session callers are CSRF-checked in authenticate()
 async def run_endpoint(request, agent_name):
+    if request.method == "GET":
+        return await sync_to_async(describe)(request, agent_name)
     if request.method != "POST":
-        return error(405, "POST a RunAgentInput")
+        return error(405, "POST a RunAgentInput, or GET what the agent accepts")
     plan = await sync_to_async(prepare)(request, agent_name)
     if isinstance(plan, JsonResponse):
         return plan

@@ -273,6 +273,26 @@ def test_who_may_run(client, token_headers, demo):
     assert client.get("/agui/").status_code == 401
 
 
+def test_get_agent_says_what_it_accepts_as_agent_capabilities(client, token_headers, demo):
+    from ag_ui.core import AgentCapabilities
+
+    for path in ("/agui/banking", "/agui/banking/"):
+        resp = client.get(path, **token_headers("alice"))
+        assert resp.status_code == 200, resp.content
+        caps = AgentCapabilities.model_validate(resp.json())  # the protocol's own shape
+        data = resp.json()
+        assert caps.identity.name == "banking" and caps.transport.streaming is True
+        assert "transfer_money" in [t.name for t in caps.tools.items] and caps.tools.client_provided is True
+        assert data["humanInTheLoop"] == {"supported": True, "approvals": True, "interrupts": True,
+                                          "approveWithEdits": True, "feedback": True}
+        assert data["custom"]["approvals"]["transfer_money"] == {"approval": "always", "approver": "group:finance"}
+        assert data["multimodal"]["input"]["image"] is False  # the default model takes no images
+    recipe = client.get("/agui/recipe", **token_headers("alice")).json()
+    assert recipe["state"]["snapshots"] is True and recipe["custom"]["stateSchema"]["type"] == "object"
+    assert client.get("/agui/banking").status_code == 401
+    assert client.get("/agui/nope", **token_headers("alice")).status_code == 404
+
+
 def test_reused_run_id_conflicts(celery_worker_live, fake_llm, client, token_headers):
     alice = token_headers("alice")
     body = run_input(f"thread-{uuid.uuid4()}", [user_msg("hello")])
@@ -295,3 +315,25 @@ def test_the_endpoint_answers_with_and_without_the_trailing_slash(client, token_
     for path in ("/agui", "/agui/"):
         listing = client.get(path, **alice)
         assert listing.status_code == 200 and "banking" in {a["name"] for a in listing.json()["agents"]}, path
+
+
+def test_a_resume_that_resends_the_history_with_new_ids_stores_no_turn_again(
+        celery_worker_live, fake_llm, client, token_headers):
+    """Agent Framework's AGUIChatClient answers an interrupt with its whole history, new ids and
+    nothing new after our call. Before, the question was stored again after the result, so the
+    model proposed the call again and the approved run ended in a second interrupt."""
+    from agents.models import Message
+
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Cancel my subscription sub_123")]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    history = [user_msg("Cancel my subscription sub_123"), {
+        "id": f"msg-{uuid.uuid4()}", "role": "assistant", "content": "I can cancel subscription sub_123 for you.",
+        "toolCalls": [{"id": interrupt["toolCallId"], "type": "function", "function": {
+            "name": "cancel_subscription", "arguments": json.dumps({"subscription_id": "sub_123"})}}]}]
+    resumed = sse_events(post(client, "banking", run_input(thread_id, history, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
+    assert resumed[-1]["type"] == "RUN_FINISHED" and resumed[-1].get("outcome", {"type": "success"})["type"] == "success"
+    assert list(Message.objects.filter(thread_id=thread_id, role="user").values_list("content", flat=True)) == [
+        "Cancel my subscription sub_123"]

@@ -180,7 +180,7 @@ def test_unknown_api_route_and_method_are_json(tokens):
     auth = {"HTTP_AUTHORIZATION": f"Token {tokens['alice']}", "HTTP_HOST": "localhost"}
     missing = client.get("/api/no-such-thing/", **auth)
     assert missing.status_code == 404 and is_json_error(missing)
-    wrong = client.get("/agui/banking/", **auth)
+    wrong = client.delete("/agui/banking/", **auth)
     assert wrong.status_code == 405 and is_json_error(wrong)
 
 
