@@ -47,10 +47,14 @@ def select(thread, agent_input):
     held_ids = {h[0] for h in held}
     # The person's turns decide what is new: a client that resends the whole conversation (whatever
     # its ids, with or without the tool results it saw) starts with the turns the thread holds;
-    # only the ones after them are new. Tool results are sorted out by _tool_results.
+    # only the ones after them are new. Tool results are sorted out by _tool_results. A resent
+    # history with no new turn ends in something else (Agent Framework answering an interrupt ends
+    # in our call); a lone turn repeating the only held one ("yes") is new.
     sent_turns = [s[2] for s in sent if s[1] == Message.Role.USER]
     held_turns = [h[2] for h in held if h[1] == Message.Role.USER]
-    resent = len(sent_turns) > len(held_turns) > 0 and sent_turns[:len(held_turns)] == held_turns
+    ends_in_turn = bool(agent_input.messages) and agent_input.messages[-1].role == Message.Role.USER
+    resent = (len(held_turns) > 0 and sent_turns[:len(held_turns)] == held_turns
+              and (len(sent_turns) > len(held_turns) or not ends_in_turn))
     skip, new = len(held_turns) if resent else 0, []
     for s in sent:
         if s[1] == Message.Role.USER and skip:
