@@ -19,15 +19,18 @@ def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_cal
 
 
 def add_messages(thread, messages, *, run=None):
-    """Append (id, role, content, tool_call_id) rows at once: one counter update and one INSERT
-    (three queries per message held SQLite's write lock for seconds on a long list)."""
+    """Append (id, role, content, tool_call_id[, parts[, error]]) rows at once: one counter update
+    and one INSERT (three queries per message held SQLite's write lock for seconds on a long list).
+    `parts`: a user message's AG-UI content parts when it has images; `error`: a failed frontend
+    tool's reason (agents/agui/incoming.py)."""
     if not messages:
         return []
     with transaction.atomic(savepoint=False):
         Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
         first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
         return Message.objects.bulk_create([
-            Message(thread=thread, run=run, seq=first + i, role=role, content=content or "",
-                    tool_call_id=tool_call_id or "", **({"id": msg_id} if msg_id else {}))
-            for i, (msg_id, role, content, tool_call_id) in enumerate(messages)
+            Message(thread=thread, run=run, seq=first + i, role=row[1], content=row[2] or "",
+                    tool_call_id=row[3] or "", parts=row[4] if len(row) > 4 else None,
+                    error=(row[5] if len(row) > 5 else "") or "", **({"id": row[0]} if row[0] else {}))
+            for i, row in enumerate(messages)
         ])

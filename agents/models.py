@@ -58,6 +58,10 @@ class Run(models.Model):
     forwarded_props = models.JSONField(default=dict, blank=True)
     stream_id = models.CharField(max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
     client_tools = models.JSONField(default=list, blank=True)  # AG-UI frontend tools offered to the model
+    context = models.JSONField(default=list, blank=True)  # AG-UI context[] ({description, value}) for the model
+    # client messages the run did not take, told in-stream (incoming.py): [{id, role, key}], so a
+    # resent system message is told about once per thread, not every turn
+    ignored_messages = models.JSONField(default=list, blank=True)
     resume_run_id = models.CharField(max_length=200, blank=True, default="")  # the client's id for the continuation
     # (id, role, content, tool_call_id) a client sent with its resume: stored and answered by the
     # continuation once the resumed calls have their results (so the stored order is call, result, text)
@@ -93,6 +97,9 @@ class Message(models.Model):
     content = models.TextField(blank=True, default="")
     tool_calls = models.JSONField(null=True, blank=True)  # OpenAI shape: [{id, type, function: {name, arguments}}]
     tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    # a user message with images: its AG-UI content parts (wire form); `content` keeps its text
+    parts = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")  # a frontend tool's result: why the tool failed
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -134,7 +141,7 @@ class ToolCall(models.Model):
         Status.AWAITING_INPUT: {Status.SUCCEEDED, Status.CANCELLED},
         Status.APPROVED: {Status.EXECUTING},
         Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED},
-        Status.CLIENT: {Status.SUCCEEDED},
+        Status.CLIENT: {Status.SUCCEEDED, Status.FAILED},  # failed: the client's result carried an error
     }
     # a call that keeps its run paused until a person answers
     WAITING = (Status.AWAITING_APPROVAL, Status.AWAITING_INPUT)

@@ -50,12 +50,12 @@ def approval(request, viewer=None):
 
 def agui_message(msg):
     """A stored Message as an ag_ui.core message model."""
-    if msg.role == "user":
-        return UserMessage(id=msg.id, content=msg.content)
+    if msg.role == "user":  # with images: the AG-UI content parts it came with
+        return UserMessage(id=msg.id, content=msg.parts or msg.content)
     if msg.role == "system":
         return SystemMessage(id=msg.id, content=msg.content)
     if msg.role == "tool":
-        return ToolMessage(id=msg.id, content=msg.content, tool_call_id=msg.tool_call_id)
+        return ToolMessage(id=msg.id, content=msg.content, tool_call_id=msg.tool_call_id, error=msg.error or None)
     calls = [
         ToolCall(id=c["id"], function=FunctionCall(name=c["function"]["name"], arguments=c["function"]["arguments"]))
         for c in msg.tool_calls or []

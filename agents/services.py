@@ -48,11 +48,13 @@ def pending_approvals(thread):
 
 
 def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwarded_props=None,
-              messages=(), client_tools=None, new_thread=False):
+              messages=(), client_tools=None, new_thread=False, context=None, ignored=None):
     """Store the new messages and a queued Run; on commit announce it and enqueue the worker.
 
     `content` is one user message; `messages` are (id, role, content, tool_call_id) from an
-    AG-UI client (user messages and frontend-tool results), already filtered to new ones.
+    AG-UI client (user messages and frontend-tool results), already filtered to new ones, optionally
+    followed by (parts, error) (agents/agui/incoming.py). `context`: the client's context[] for the
+    model; `ignored`: the client messages this run tells it did not take (incoming.ignored).
     `new_thread`: the caller created the thread just now, so no run or question can be open on it.
     """
     with transaction.atomic():
@@ -70,15 +72,16 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             )
         run = Run.objects.create(
             thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
-            **({"id": run_id} if run_id else {}),
+            context=context or [], ignored_messages=ignored or [], **({"id": run_id} if run_id else {}),
         )
         if content:
             messages = [*messages, (message_id, Message.Role.USER, content, "")]
         add_messages(thread, messages, run=run)
-        for _id, role, text, tool_call_id in messages:
+        for row in messages:
+            role, text, tool_call_id, error = row[1], row[2], row[3], (row[5] if len(row) > 5 else "")
             if role == Message.Role.TOOL:  # a frontend tool's result settles its call
-                move_call(tool_call_id, ToolCall.Status.SUCCEEDED, leaving=[ToolCall.Status.CLIENT], thread=thread,
-                          result=text)
+                move_call(tool_call_id, ToolCall.Status.FAILED if error else ToolCall.Status.SUCCEEDED,
+                          leaving=[ToolCall.Status.CLIENT], thread=thread, result=f"Error: {error}" if error else text)
             elif not thread.title and role == Message.Role.USER and text.strip():
                 thread.title = text.strip().splitlines()[0][:80]
         thread.save(update_fields=["title", "updated_at"])

@@ -63,7 +63,8 @@ def start_continuation(parent):
         return None
     run = Run.objects.create(
         thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,
-        client_tools=parent.client_tools, **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
+        client_tools=parent.client_tools, context=parent.context,
+        **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
     )
     transaction.on_commit(lambda: announce_after_commit(run.pk))
     return run

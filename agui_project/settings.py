@@ -293,6 +293,14 @@ AGUI_MAX_BODY_BYTES = env_int("AGUI_MAX_BODY_BYTES", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
 # Messages one AG-UI request may add to a thread (413 beyond): a resent history it holds does not count.
 AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200)
+# What else a RunAgentInput may bring (agents/agui/incoming.py): the characters of its context[]
+# (descriptions and values); images in user messages, taken only when the model takes them
+# (AGUI_MODEL_VISION: the one model this process talks to, so a per-process fact), at most
+# AGUI_MAX_IMAGES new ones a request, each inline one at most AGUI_MAX_IMAGE_BYTES decoded.
+AGUI_MAX_CONTEXT_CHARS = env_int("AGUI_MAX_CONTEXT_CHARS", 20000)
+AGUI_MODEL_VISION = env_bool("AGUI_MODEL_VISION", False)
+AGUI_MAX_IMAGES = env_int("AGUI_MAX_IMAGES", 8)
+AGUI_MAX_IMAGE_BYTES = env_int("AGUI_MAX_IMAGE_BYTES", 1024 * 1024)
 # Redis connections one Daphne process may hold for XREAD BLOCK (one per watched thread; the
 # watchers of one thread share one): redis-py's own default of 100 broke the 101st chat.
 AGUI_STREAM_READER_CONNECTIONS = env_int("AGUI_STREAM_READER_CONNECTIONS", 2000)

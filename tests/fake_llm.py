@@ -9,6 +9,8 @@ assembly and error mapping as production:
 
 Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}):
     text        assistant text, streamed in pieces of `text_chunk_words` words
+    reasoning   the model's reasoning before the answer, streamed like text as `reasoning_content`
+                deltas (DeepSeek, vLLM); with reasoning_field "reasoning", as `reasoning` (OpenRouter)
     tool_calls  [{"id", "name", "arguments" (JSON text)}], arguments streamed ~8 chars a delta
     error       HTTP status to answer with an OpenAI-style error body (message: error_message)
     cut         stream: close the connection after half the chunks, no [DONE] (an incomplete
@@ -77,8 +79,37 @@ def invalid_messages(messages) -> tuple[str, str] | None:
                 return "Invalid value for 'content': expected a string, got null.", f"messages.[{i}].content"
             answerable = {c.get("id") for c in calls if isinstance(c, dict)}
             pending = dict.fromkeys(answerable, i)
+        if role == "user" and isinstance(msg.get("content"), list):
+            refused = invalid_parts(msg["content"], i)
+            if refused:
+                return refused
     if pending:
         return unanswered(pending), f"messages.[{min(pending.values())}].role"
+    return None
+
+
+PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
+
+
+def invalid_parts(parts: list, i: int) -> tuple[str, str] | None:
+    """OpenAI's 400 for a user message's content parts: known types, text a string, an image a
+    http(s) URL or a base64 data URL of an image type."""
+    for j, part in enumerate(parts):
+        where = f"messages[{i}].content[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in PART_TYPES:
+            supported = ", ".join(f"'{t}'" for t in PART_TYPES[:-1]) + f", and '{PART_TYPES[-1]}'"
+            return f"Invalid value: {kind!r}. Supported values are: {supported}.", f"{where}.type"
+        if kind == "text" and not isinstance(part.get("text"), str):
+            return f"Missing required parameter: '{where}.text'.", f"{where}.text"
+        if kind == "image_url":
+            url = (part.get("image_url") or {}).get("url")
+            if not isinstance(url, str):
+                return f"Missing required parameter: '{where}.image_url.url'.", f"{where}.image_url.url"
+            if not (url.startswith(("https://", "http://")) or re.match(r"data:image/[a-z]+;base64,[A-Za-z0-9+/]+=*$", url)):
+                return (f"Invalid '{where}.image_url.url'. Expected a base64-encoded data URL with an image MIME "
+                        "type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), or an http(s) URL."), \
+                    f"{where}.image_url.url"
     return None
 
 
@@ -179,8 +210,13 @@ class FakeLLM:
 
         out: list[dict] = []
         text, calls = reply.get("text"), reply.get("tool_calls") or []
+        if reply.get("reasoning"):  # like DeepSeek: the reasoning streams first, content null
+            field = reply.get("reasoning_field") or "reasoning_content"
+            out.append(chunk({"role": "assistant", "content": None, field: ""}))
+            out += [chunk({"content": None, field: p}) for p in split_words(reply["reasoning"], self.text_chunk_words)]
         if text:  # like OpenAI: role with empty content first, then the pieces
-            out.append(chunk({"role": "assistant", "content": "", "refusal": None}))
+            if not out:
+                out.append(chunk({"role": "assistant", "content": "", "refusal": None}))
             out += [chunk({"content": p}) for p in split_words(text, self.text_chunk_words)]
         for i, call in enumerate(calls):
             head = {"index": i, "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}",

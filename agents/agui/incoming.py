@@ -1,19 +1,31 @@
-"""What of a RunAgentInput's `messages` a thread takes: the new user messages and client-tool results.
+"""What of a RunAgentInput a thread takes: new user messages (text and images), client-tool results
+(with their errors), and the context[] the model is given; what it does not take is told.
 
 AG-UI clients send their whole history on every run (DESIGN.md "Beyond our own agents"), some
 with the ids they were given, some (Agent Framework's AGUIChatClient) with new ids every turn.
 The stored thread is the truth: a message it holds, by id or as part of a resent history, is
 not stored again; what is new is bounded (one request must not hold the database for seconds);
-a tool result is taken only for a frontend tool call this thread is waiting on.
+a tool result is taken only for a frontend tool call this thread is waiting on. The agent's
+instructions are the server's: a client's system and developer messages, and assistant messages
+the thread does not hold, are not given to the model, and the run says so (`ignored`).
 """
 
+import binascii
+import hashlib
+import json
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from agents.models import Message, ToolCall
+from agents.llm import takes_images
+from agents.models import Message, Run, ToolCall
 
 ROLES = (Message.Role.USER, Message.Role.TOOL)
+NOT_TAKEN = ("system", "developer", "assistant")  # told in-stream when not part of the thread
+# "reasoning" and "activity" messages are the client's record of what a stream showed, never
+# conversation the model reads: ignored without a word (the client resends them every turn)
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what OpenAI's vision models read
+MAX_IMAGE_URL = 2048
 
 
 @dataclass
@@ -32,16 +44,40 @@ def _text(message):
     content = message.content
     if isinstance(content, str):
         return content
-    return " ".join(getattr(part, "text", "") for part in (content or []))
+    return " ".join(getattr(part, "text", "") for part in (content or []) if getattr(part, "type", "") == "text")
+
+
+def _parts(message):
+    """The content parts in wire form when there is more than text (else None: `content` says it all)."""
+    content = message.content
+    if isinstance(content, str) or all(getattr(p, "type", "") == "text" for p in content or []):
+        return None
+    return [p.model_dump(mode="json", by_alias=True) for p in content]
+
+
+def _row(m):
+    """(id, role, text, tool_call_id, parts, error): what agents.messages.add_messages stores."""
+    return (m.id, m.role, _text(m), getattr(m, "tool_call_id", "") or "", _parts(m), getattr(m, "error", None) or "")
+
+
+def context(agent_input):
+    """RunAgentInput.context as [{description, value}] for the run (Run.context, given to the model
+    on every turn of it and its continuations); Refused past AGUI_MAX_CONTEXT_CHARS."""
+    items = [{"description": c.description, "value": c.value} for c in agent_input.context or []]
+    size, limit = sum(len(i["description"]) + len(i["value"]) for i in items), settings.AGUI_MAX_CONTEXT_CHARS
+    if size > limit:
+        raise Refused("context_too_large",
+                      f"The request's context holds {size} characters; at most {limit} are accepted. "
+                      "Send less context.")
+    return items
 
 
 def select(thread, agent_input):
-    """[(id, role, content, tool_call_id)] to store, in order; raises Refused.
+    """[(id, role, content, tool_call_id, parts, error)] to store, in order; raises Refused.
 
     `thread` is None for a thread this request creates (it holds nothing yet).
     """
-    sent = [(m.id, m.role, _text(m), getattr(m, "tool_call_id", "") or "")
-            for m in agent_input.messages if m.role in ROLES]
+    sent = [_row(m) for m in agent_input.messages if m.role in ROLES]
     held = list(thread.messages.filter(role__in=ROLES).values_list("id", "role", "content", "tool_call_id")) \
         if thread is not None else []
     held_ids = {h[0] for h in held}
@@ -70,7 +106,93 @@ def select(thread, agent_input):
     # message whose id another thread holds is stored under an id of the server's own, not dropped
     elsewhere = set(Message.objects.filter(pk__in=[s[0] for s in new]).values_list("pk", flat=True))
     new = [(None, *s[1:]) if s[0] in elsewhere else s for s in new]
+    _check_parts(new)
     return _tool_results(thread, new)
+
+
+def _check_parts(new):
+    """Images only for a model that takes them, bounded in number and size; nothing else but text."""
+    images = 0
+    for row in new:
+        for part in row[4] or []:
+            kind = part.get("type")
+            if row[1] == Message.Role.TOOL or kind not in ("text", "image"):
+                raise Refused("unsupported_content",
+                              f"Message {row[0]} holds a {kind} part; only text, and images in user messages, "
+                              "are accepted.")
+            if kind == "image":
+                images += 1
+                _check_image(row[0], part["source"])
+    if not images:
+        return
+    if not takes_images():
+        raise Refused("images_unsupported",
+                      "This agent's model does not take images (AGUI_MODEL_VISION is off); send the message "
+                      "as text.")
+    if images > settings.AGUI_MAX_IMAGES:
+        raise Refused("too_many_images",
+                      f"This request adds {images} images; at most {settings.AGUI_MAX_IMAGES} are accepted at once.")
+
+
+def _check_image(message_id, source):
+    where = f"An image in message {message_id}"
+    if source["type"] == "url":
+        url = source["value"]
+        if not url.startswith(("https://", "http://")) or len(url) > MAX_IMAGE_URL:
+            raise Refused("invalid_image", f"{where} has a URL that is not an http(s) URL of at most "
+                                           f"{MAX_IMAGE_URL} characters.")
+        return
+    if source["type"] != "data":  # a provider's file handle: only that provider could read it
+        raise Refused("invalid_image", f"{where} is a provider file handle; send its data or a URL.")
+    if source["mimeType"] not in IMAGE_TYPES:
+        raise Refused("invalid_image", f"{where} is {source['mimeType']!r}; accepted: {', '.join(IMAGE_TYPES)}.")
+    limit = settings.AGUI_MAX_IMAGE_BYTES
+    if len(source["value"]) * 3 // 4 > limit:
+        raise Refused("image_too_large", f"{where} is larger than {limit} bytes.")
+    try:
+        binascii.a2b_base64(source["value"], strict_mode=True)
+    except binascii.Error:
+        raise Refused("invalid_image", f"{where} is not valid base64 data.") from None
+
+
+def _key(role, content, call_ids=()):
+    return role + ":" + hashlib.sha256(json.dumps([content, sorted(call_ids)]).encode()).hexdigest()[:24]
+
+
+def ignored(thread, agent_input):
+    """[{id, role, key}] of the client's messages this run does not take and has not told this
+    thread about yet (the CUSTOM `ignored_messages` notice; Run.ignored_messages remembers the keys).
+
+    Told once per thread and distinct message, not every turn: clients resend their whole history,
+    and a framework's instructions (Agent Framework sends its agent's as a system message) or a
+    chat widget's local greeting would otherwise bring the same notice on every turn, which its
+    user learns to skip. An assistant message the thread holds (by id, by its text, or by its tool
+    calls: Agent Framework resends ours with new ids) is the thread's own and is not told.
+    """
+    candidates = [m for m in agent_input.messages if m.role in NOT_TAKEN]
+    if not candidates:
+        return []
+    told, held_ids, held_texts, held_calls = set(), set(), set(), set()
+    if thread is not None:
+        told = {i.get("key") for row in Run.objects.filter(thread=thread).values_list("ignored_messages", flat=True)
+                for i in row or []}
+        held = thread.messages.filter(role=Message.Role.ASSISTANT).values_list("id", "content")
+        held_ids = {h[0] for h in held}
+        held_texts = {h[1].strip() for h in held if h[1].strip()}
+        held_calls = set(ToolCall.objects.filter(thread=thread).values_list("pk", flat=True))
+    out = []
+    for m in candidates:
+        text = m.content if isinstance(m.content, str) else ""
+        calls = [c.id for c in getattr(m, "tool_calls", None) or []]
+        if m.role == "assistant" and (m.id in held_ids or (text or "").strip() in held_texts
+                                      or (calls and set(calls) <= held_calls) or not (text or calls)):
+            continue
+        key = _key(m.role, text or "", calls)
+        if key not in told:
+            told.add(key)
+            out.append({"id": m.id, "role": m.role, "key": key})
+    return out
+
 
 
 def _tool_results(thread, new):

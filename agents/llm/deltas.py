@@ -17,6 +17,14 @@ class TextDelta:
 
 
 @dataclass
+class ReasoningDelta:
+    """The model's reasoning (`reasoning_content`: DeepSeek, vLLM; `reasoning`: OpenRouter): shown as
+    AG-UI REASONING_* events, neither stored as the answer nor sent back to the model."""
+
+    text: str
+
+
+@dataclass
 class ToolCallDelta:
     index: int
     id: str | None

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from agui_project import jsoncheck
 
-from .deltas import ModelError, ModelUnavailable, TextDelta, ToolCallDelta
+from .deltas import ModelError, ModelUnavailable, ReasoningDelta, TextDelta, ToolCallDelta
 
 try:  # the HTTP library the SDK streams with (openai 3 moved to httpx2): its errors escape a raw stream
     import httpx2 as sdk_http
@@ -69,6 +69,9 @@ class OpenAIChatModel:
                     choice = choices[0]
                     finished = finished or bool(choice.get("finish_reason"))
                     delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if reasoning and isinstance(reasoning, str):
+                        yield ReasoningDelta(clean(reasoning))
                     if delta.get("content"):
                         yield TextDelta(clean(delta["content"]))
                     for tc in delta.get("tool_calls") or []:

@@ -11,6 +11,11 @@ import redis
 from ag_ui.core import (
     Interrupt,
     MessagesSnapshotEvent,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -30,7 +35,7 @@ from django.utils import timezone
 
 from agents import llm, presenters
 from agents.agui import custom_events
-from agents.llm import ModelError, ModelUnavailable, TextDelta, get_model
+from agents.llm import ModelError, ModelUnavailable, ReasoningDelta, TextDelta, get_model
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent, loop_for
 from agents.runtime import execution
@@ -83,6 +88,36 @@ def rejection_text(call):
     )
 
 
+def context_text(items):
+    """The client's context[] as the system message the model reads on every turn."""
+    return "Context the user's application gives for this conversation:\n" + "\n".join(
+        f"- {i['description']}: {i['value']}" for i in items)
+
+
+def tool_text(msg):
+    """A tool result as the model reads it: a frontend tool that failed says so, with its reason."""
+    if not msg.error:
+        return msg.content
+    return f"Error: the tool failed: {msg.error}" + (f"\nWhat it returned: {msg.content}" if msg.content else "")
+
+
+def user_content(msg, images):
+    """A user message with images as OpenAI content parts (inline data as a data: URL); for a model
+    that does not take images (AGUI_MODEL_VISION turned off since), its text and a word about them."""
+    if not images:
+        count = sum(1 for p in msg.parts if p.get("type") == "image")
+        return msg.content + f"\n(The person also sent {count} image(s), which you cannot see.)"
+    out = []
+    for part in msg.parts:
+        if part.get("type") == "text":
+            out.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "image":
+            src = part["source"]
+            url = src["value"] if src["type"] == "url" else f"data:{src['mimeType']};base64,{src['value']}"
+            out.append({"type": "image_url", "image_url": {"url": url}})
+    return out
+
+
 def _diff(before, after):
     """(dotted field, old, new) for every changed field, sorted; objects are walked, a list is one value.
 
@@ -124,6 +159,7 @@ class Runner:
         self.state = StateSync(self)  # predictions, commits and reverts of the thread's shared state
         self._cancel_checked = 0.0
         self._text_open = False
+        self._reasoning = None  # the open reasoning message's id (a span of the same id around it)
 
     def emit(self, event):
         self.stream.emit(event)
@@ -266,6 +302,9 @@ class Runner:
         # The chat completions API wants each tool result right after the assistant message that
         # called it, and every call answered before the next message: results are placed after
         # their call (a result stored later, e.g. after a person's text, moves up), unanswered
+        if self.run.context:  # the client's AG-UI context[], kept on the run (and its continuations)
+            out.append({"role": "system", "content": context_text(self.run.context)})
+        images = llm.takes_images()
         # calls are left out, and a result whose call is not in the thread is dropped.
         results = {m.tool_call_id: m for m in messages if m.role == Message.Role.TOOL}
         for msg in messages:
@@ -278,9 +317,9 @@ class Runner:
                     out.append(entry)
                 for call in calls:
                     result = results.pop(call["id"])
-                    out.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": result.content})
+                    out.append({"role": "tool", "tool_call_id": result.tool_call_id, "content": tool_text(result)})
             elif msg.role != Message.Role.TOOL:
-                out.append({"role": msg.role, "content": msg.content})
+                out.append({"role": msg.role, "content": user_content(msg, images) if msg.parts else msg.content})
         return out
 
     def client_tools(self):
@@ -319,6 +358,7 @@ class Runner:
             self.emit(TextMessageEndEvent(message_id=message_id))
             self._text_open = False
         for call in calls.values():
+        self._end_reasoning()
             self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
 
     def check_cancelled(self, force=False):
@@ -333,9 +373,30 @@ class Runner:
         for delta in self.model.stream(messages, self.tool_specs()):
             self.check_cancelled()
             if isinstance(delta, TextDelta):
+    def _reason(self, text):
+        """Reasoning deltas as REASONING_* events only: shown to the client, never stored as the
+        answer nor sent back to the model (a later turn is the model's to reason again)."""
+        if not text:
+            return
+        if self._reasoning is None:
+            self._reasoning = str(uuid.uuid4())  # not the answer's id: the client keeps it as its own message
+            self.emit(ReasoningStartEvent(message_id=self._reasoning))
+            self.emit(ReasoningMessageStartEvent(message_id=self._reasoning, role="reasoning"))
+        self.emit(ReasoningMessageContentEvent(message_id=self._reasoning, delta=text))
+
+    def _end_reasoning(self):
+        if self._reasoning is not None:
+            self.emit(ReasoningMessageEndEvent(message_id=self._reasoning))
+            self.emit(ReasoningEndEvent(message_id=self._reasoning))
+            self._reasoning = None
+
                 if not delta.text:
                     continue
                 if not self._text_open:
+            if isinstance(delta, ReasoningDelta):
+                self._reason(delta.text)
+                continue
+            self._end_reasoning()  # the answer begins: the reasoning before it is complete
                     self.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
                     self._text_open = True
                 text.append(delta.text)
