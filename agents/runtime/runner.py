@@ -298,13 +298,13 @@ class Runner:
         state, self.state.read_version = state_services.snapshot(self.thread.state_key)
         if state:
             out.append({"role": "system", "content": "Current shared state (JSON):\n" + json.dumps(state)})
+        if self.run.context:  # the client's AG-UI context[], kept on the run (and its continuations)
+            out.append({"role": "system", "content": context_text(self.run.context)})
+        images = llm.takes_images()
         messages = list(self.thread.messages.all())
         # The chat completions API wants each tool result right after the assistant message that
         # called it, and every call answered before the next message: results are placed after
         # their call (a result stored later, e.g. after a person's text, moves up), unanswered
-        if self.run.context:  # the client's AG-UI context[], kept on the run (and its continuations)
-            out.append({"role": "system", "content": context_text(self.run.context)})
-        images = llm.takes_images()
         # calls are left out, and a result whose call is not in the thread is dropped.
         results = {m.tool_call_id: m for m in messages if m.role == Message.Role.TOOL}
         for msg in messages:
@@ -354,11 +354,11 @@ class Runner:
 
     def _close_open(self, message_id, calls):
         """END what was started, so the protocol stays balanced."""
+        self._end_reasoning()
         if self._text_open:
             self.emit(TextMessageEndEvent(message_id=message_id))
             self._text_open = False
         for call in calls.values():
-        self._end_reasoning()
             self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
 
     def check_cancelled(self, force=False):
@@ -369,10 +369,6 @@ class Runner:
         if cancel_requested(self.run.pk):
             raise RunCancelled()
 
-    def _stream_deltas(self, messages, message_id, text, calls):
-        for delta in self.model.stream(messages, self.tool_specs()):
-            self.check_cancelled()
-            if isinstance(delta, TextDelta):
     def _reason(self, text):
         """Reasoning deltas as REASONING_* events only: shown to the client, never stored as the
         answer nor sent back to the model (a later turn is the model's to reason again)."""
@@ -390,13 +386,17 @@ class Runner:
             self.emit(ReasoningEndEvent(message_id=self._reasoning))
             self._reasoning = None
 
-                if not delta.text:
-                    continue
-                if not self._text_open:
+    def _stream_deltas(self, messages, message_id, text, calls):
+        for delta in self.model.stream(messages, self.tool_specs()):
+            self.check_cancelled()
             if isinstance(delta, ReasoningDelta):
                 self._reason(delta.text)
                 continue
             self._end_reasoning()  # the answer begins: the reasoning before it is complete
+            if isinstance(delta, TextDelta):
+                if not delta.text:
+                    continue
+                if not self._text_open:
                     self.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
                     self._text_open = True
                 text.append(delta.text)
