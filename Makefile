@@ -19,8 +19,16 @@ $(AGUI_CLIENT)/node_modules/.package-lock.json: $(AGUI_CLIENT)/package.json $(AG
 	@if command -v npm >/dev/null 2>&1; then cd $(AGUI_CLIENT) && npm ci --no-audit --no-fund; \
 	else echo "npm not found: tests/integration/test_agui_client.py will be skipped"; fi
 
+# Microsoft Agent Framework's AG-UI client, which tests/integration/test_maf_client.py drives, in a
+# venv of its own: agent-framework-ag-ui 1.7 needs ag-ui-protocol<0.2, the project >=1.0. Rebuilt
+# when the pins change; if it cannot be built the test skips saying why (on CI it fails).
+MAF_VENV := .venv-maf
+$(MAF_VENV)/.installed: tests/maf_client/requirements.txt
+	@rm -f $@; if python3 -m venv $(MAF_VENV) && $(MAF_VENV)/bin/pip install -q -r $<; then touch $@; \
+	else echo "could not build $(MAF_VENV): tests/integration/test_maf_client.py will be skipped"; fi
+
 # devstack exec starts an embedded Redis when REDIS_URL is unset.
-test: $(VENV)/.installed $(AGUI_CLIENT)/node_modules/.package-lock.json
+test: $(VENV)/.installed $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 # Browser tests get their own pytest process: pytest-playwright's sync API leaves an event loop

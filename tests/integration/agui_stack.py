@@ -113,7 +113,8 @@ def live_stack_env():
 
 
 @pytest.fixture
-def live_stack(node, transactional_db, fake_llm, settings, tmp_path, live_stack_env):
+def live_stack(transactional_db, fake_llm, settings, tmp_path, live_stack_env):
+    """The stack alone; a test of a client asks for that client too (`node`, or its own fixture)."""
     from django.db import connection
 
     model = Model()
