@@ -141,7 +141,17 @@ async def errors():
         bogus = await mine.turn(None, resume=[{"interruptId": "no-such-interrupt", "status": "resolved",
                                                "payload": {"approved": True}}])
         expect(len(bogus["errors"]) == 1 and bogus["errors"][0], "an unknown interrupt: readable", bogus)
-        return {"forbidden": out["errors"][0], "unknownInterrupt": bogus["errors"][0]}
+        # before authentication there is no stream: MAF raises, without the body (why the rest is in-stream)
+        anonymous = Chat(token="not-a-token")
+        try:
+            await anonymous.turn("[maf] who am I?")
+            raised = None
+        except Exception as exc:  # noqa: BLE001 - which one MAF raises is the finding
+            raised = f"{type(exc).__name__}: {exc}"
+        finally:
+            await anonymous.close()
+        expect(raised is not None, "a 401 raises in MAF")
+        return {"forbidden": out["errors"][0], "unknownInterrupt": bogus["errors"][0], "http401": raised}
     finally:
         await foreign.close()
         await mine.close()
