@@ -91,7 +91,9 @@ def select(thread, agent_input):
     ends_in_turn = bool(agent_input.messages) and agent_input.messages[-1].role == Message.Role.USER
     resent = (len(held_turns) > 0 and sent_turns[:len(held_turns)] == held_turns
               and (len(sent_turns) > len(held_turns) or not ends_in_turn))
-    skip, new = len(held_turns) if resent else 0, []
+    has_history = any(m.role == "assistant" for m in agent_input.messages)
+    skip = len(held_turns) if resent else _window(sent_turns, held_turns, has_history, ends_in_turn)
+    new = []
     for s in sent:
         if s[1] == Message.Role.USER and skip:
             skip -= 1
@@ -108,6 +110,18 @@ def select(thread, agent_input):
     new = [(None, *s[1:]) if s[0] in elsewhere else s for s in new]
     _check_parts(new)
     return _tool_results(thread, new)
+
+
+def _window(sent_turns, held_turns, has_history, ends_in_turn):
+    """How many held turns a history starts with when it is only the latest part of the chat (a
+    client that keeps a window of a long conversation): the longest run of the last held turns it
+    begins with. Only for a request that carries replies (a history, not just new messages)."""
+    if not has_history:
+        return 0
+    for k in range(min(len(sent_turns), len(held_turns)), 0, -1):
+        if sent_turns[:k] == held_turns[-k:] and (k < len(sent_turns) or not ends_in_turn):
+            return k
+    return 0
 
 
 def _check_parts(new):

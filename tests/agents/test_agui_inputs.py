@@ -102,6 +102,25 @@ def test_a_resent_conversation_without_the_tool_results_it_saw_is_not_stored_aga
         "what is my balance?", "thanks"]
 
 
+def test_a_window_of_the_latest_turns_with_new_ids_is_recognised(client, bearer, demo):
+    """A client that keeps only the end of a long chat (turns and replies, new ids) resends part of
+    it; before, every turn of the window was stored again."""
+    thread = services.create_thread(demo["alice"], "banking", thread_id=fresh("t"))
+    rows = []
+    for i in range(5):
+        rows += [(fresh("h"), "user", f"turn {i}", ""), (fresh("a"), "assistant", f"reply {i}", "")]
+    services.add_messages(thread, rows)
+    window = [user("turn 3"), {"id": fresh("x"), "role": "assistant", "content": "reply 3"},
+              user("turn 4"), {"id": fresh("x"), "role": "assistant", "content": "reply 4"}, user("turn 5")]
+    assert post(client, bearer, thread.pk, window).status_code == 200
+    turns = list(Message.objects.filter(thread=thread, role="user").order_by("seq").values_list("content", flat=True))
+    assert turns == [f"turn {i}" for i in range(6)]
+    # new messages alone (no replies) are all new, even one that repeats the last turn
+    finish_runs(thread.pk)
+    assert post(client, bearer, thread.pk, [user("turn 5"), user("turn 6")]).status_code == 200
+    assert Message.objects.filter(thread=thread, role="user").count() == 8
+
+
 def test_a_message_id_another_thread_holds_is_stored_not_dropped(client, bearer):
     """Clients number messages per thread; ids are global here. Before, the second thread's "1"
     was silently skipped and the model answered a conversation without the person's words."""
