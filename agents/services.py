@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals import services as approval_services
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalRequest, ApproverKind
 
 from . import thread_ids
 from .agui import custom_events
@@ -47,6 +47,16 @@ def pending_approvals(thread):
     )
 
 
+def answered_by_requester(request):
+    """Whether the requester's own client answers this request (an interrupt in RUN_FINISHED).
+
+    A call routed to a group is decided elsewhere (the inbox): the requester's client gets it as
+    CUSTOM approval_status instead, because @ag-ui/client refuses every further run until each
+    interrupt it was sent is resumed, and the requester's only possible answer is to withdraw it.
+    """
+    return request.approver_kind == ApproverKind.REQUESTER
+
+
 def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwarded_props=None,
               messages=(), client_tools=None, new_thread=False, context=None, ignored=None):
     """Store the new messages and a queued Run; on commit announce it and enqueue the worker.
@@ -65,11 +75,14 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             raise RunConflict("run_active", "the agent is still answering; wait for it or stop it")
         pending = [] if new_thread else pending_approvals(thread) + inputs.pending(thread)  # questions too
         if pending:
-            raise RunConflict(
-                "interrupt_pending",
-                "the last run waits on a decision (" + ", ".join(r.pk for r in pending) + "); answer it first",
-                pending,
-            )
+            others = {r.approver_group.name for r in pending if isinstance(r, ApprovalRequest)
+                      and not answered_by_requester(r) and r.approver_group_id}
+            if others and all(isinstance(r, ApprovalRequest) and not answered_by_requester(r) for r in pending):
+                message = (f"the last run waits on a decision by {', '.join(sorted(others))} ("
+                           + ", ".join(r.pk for r in pending) + "); send your message once it is decided")
+            else:
+                message = "the last run waits on a decision (" + ", ".join(r.pk for r in pending) + "); answer it first"
+            raise RunConflict("interrupt_pending", message, pending)
         run = Run.objects.create(
             thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
             context=context or [], ignored_messages=ignored or [], **({"id": run_id} if run_id else {}),
@@ -219,7 +232,8 @@ def apply_resume(thread, user, entries, run_id, messages=()):
         if req.status != ApprovalRequest.Status.PENDING:
             raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {req.status}")
         answered[interrupt_id] = (status, payload if isinstance(payload, dict) else {})
-    missing = [r.pk for r in known.values() if r.status == ApprovalRequest.Status.PENDING and r.pk not in answered]
+    missing = [r.pk for r in known.values() if r.status == ApprovalRequest.Status.PENDING and r.pk not in answered
+               and answered_by_requester(r)]  # a group's request is not the client's to answer
     missing += [q.pk for q in questions.values() if q.status == InputRequest.Status.PENDING and q.pk not in replies]
     if missing:
         raise ResumeError("missing_resume", "every open interrupt needs an answer; missing: " + ", ".join(missing))

@@ -310,6 +310,9 @@ AGUI_STREAM_TTL = env_int("AGUI_STREAM_TTL", 24 * 3600)
 AGUI_REDIS_RETRIES = env_int("AGUI_REDIS_RETRIES", 15)
 # how long an SSE relay keeps its client waiting on an unreachable Redis before it ends with RUN_ERROR
 AGUI_STREAM_GRACE_SECONDS = env_float("AGUI_STREAM_GRACE_SECONDS", 30)
+# how long an SSE response stays open (with keep-alives) after a run that waits on someone else's
+# review (a group), so the requester's client gets the continuation in the same response
+AGUI_SSE_REVIEW_WAIT_SECONDS = env_float("AGUI_SSE_REVIEW_WAIT_SECONDS", 120)
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
 AGUI_STATE_DELTA_INTERVAL = env_float("AGUI_STATE_DELTA_INTERVAL", 0.05)
 # a thread's shared state: its size as compact UTF-8 JSON and its nesting, checked before any change

@@ -46,6 +46,13 @@ def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _review_wait_off(settings):
+    # an AG-UI response ends at the paused run's RUN_FINISHED even when a group reviews the call;
+    # the tests of following a review (tests/agents/test_agui_review.py) set their own wait
+    settings.AGUI_SSE_REVIEW_WAIT_SECONDS = 0
+
+
 @pytest.fixture
 def demo(db):
     call_command("seed_demo", stdout=open("/dev/null", "w"))

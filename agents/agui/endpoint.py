@@ -15,6 +15,7 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -22,7 +23,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 
 from agents import presenters, services, thread_ids
-from agents.agui import custom_events, incoming
+from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
 from agents.agui.relay import Plan, relay
 from agents.catalog import get_agent, load_agents
@@ -209,9 +210,15 @@ def prepare(request, agent_name):
     position = "0-0" if new_thread else events.last_id_sync(thread.pk)
     plan = Plan(thread_id=thread.pk, run_id=agent_input.run_id, position=position, after_start=state_notice)
     resume = _answers(thread, agent_input.resume)
+    plan.review_wait = settings.AGUI_SSE_REVIEW_WAIT_SECONDS  # a run paused on a group's review is followed
+    if resume is None and not new_messages and not new_thread:
+        caught = catch_up(thread, agent_input, position)
+        if caught:
+            return caught
     try:
         # resume: [] answers nothing; it is "missing" only while something waits for an answer
-        if resume or (resume is not None and (services.pending_approvals(thread) or inputs.pending(thread))):
+        answerable = [r for r in services.pending_approvals(thread) if services.answered_by_requester(r)]
+        if resume or (resume is not None and (answerable or inputs.pending(thread))):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
             services.apply_resume(thread, user, entries, agent_input.run_id, messages=new_messages)
             if not Run.objects.filter(pk=agent_input.run_id).exists():
@@ -258,6 +265,24 @@ def describe(request, agent_name):
         return denied
     card = next(c for c in agent_cards() if c["name"] == agent.name)
     return JsonResponse(capabilities(agent, card).model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def catch_up(thread, agent_input, position):
+    """A plain POST (no new message, no resume) on a thread with runs its client has not seen, or
+    one still waiting on someone else's review: those runs (replay.catch_up), then what is live.
+    It is not a new turn: the client's runId names no run. None when there is nothing to show
+    (the POST then starts a run, as before). `position`: read before the database, so that a run
+    announced meanwhile is read from the stream."""
+    caught = replay.catch_up(thread, {m.id for m in agent_input.messages if getattr(m, "id", None)})
+    if caught is None:
+        return None
+    plan = Plan(thread_id=thread.pk, replayed=caught["replayed"], parent_run_id=caught["follow"],
+                position=position, review_wait=settings.AGUI_SSE_REVIEW_WAIT_SECONDS)
+    live = caught["live"]
+    if live:  # relayed from its RUN_STARTED (still in the stream), or from now when not announced yet
+        plan.run_id, plan.position = live.pk, events.before(live.stream_id) if live.stream_id else position
+        plan.after_start = [] if caught["replayed"] else replay.continuation_head(live.pk)
+    return plan
 
 
 @csrf_exempt  # token clients carry no cookie; session callers are CSRF-checked in authenticate()

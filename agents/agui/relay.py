@@ -1,7 +1,10 @@
 """The SSE relay: one run's events from the thread's Redis Stream, from its RUN_STARTED to its end.
 
 Keep-alives while the run is quiet, a RUN_ERROR when Redis stays away past the grace period, and
-the run's ending from the database (replay.py) when the stream lost its beginning.
+the run's ending from the database (replay.py) when the stream lost its beginning. A run that ends
+waiting on someone else's review (a group) is followed: the response stays open for up to
+`review_wait` seconds and carries the continuation (RUN_STARTED with parentRunId after the paused
+run's RUN_FINISHED: @ag-ui/client's verifier accepts a new run after a finished one in one stream).
 """
 
 import json
@@ -31,6 +34,9 @@ class Plan:
     position: str = "0-0"
     error: RunErrorEvent | None = None
     after_start: list = field(default_factory=list)  # events injected right after RUN_STARTED
+    replayed: list = field(default_factory=list)  # runs that ended, rebuilt from the database, sent first
+    parent_run_id: str = ""  # relay the continuation of this run (instead of run_id), if one comes in time
+    review_wait: float = 0  # seconds to wait for the continuation of a run paused on another's review
 
 
 def frame(payload):
@@ -45,8 +51,17 @@ async def relay(plan):
         started = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
         yield "".join(frame(events.encode(e)) for e in (started, *plan.after_start, plan.error))
         return
+    if plan.replayed:
+        yield "".join(frame(events.encode(e)) for e in plan.replayed)
+    if not (plan.run_id or plan.parent_run_id):
+        return
     after, started, last_write, lost_since = plan.position, False, monotonic(), None
-    run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
+    following = bool(plan.parent_run_id)  # waiting for a continuation: there may never be one
+    deadline = monotonic() + plan.review_wait
+    if following:
+        run_marker = '"parentRunId":' + json.dumps(plan.parent_run_id, ensure_ascii=False)
+    else:
+        run_marker = '"runId":' + json.dumps(plan.run_id, ensure_ascii=False)
     checked = monotonic()  # when the database was last asked whether the run ended unseen
 
     def ours(payload):
@@ -56,6 +71,10 @@ async def relay(plan):
         chunk = []
         # block until the next keep-alive is due at most (and under the Redis socket timeout)
         due_ms = int((last_write + KEEPALIVE_SECONDS - monotonic()) * 1000)
+        if following and not started:
+            if monotonic() >= deadline:
+                return  # nobody decided in time: the stream ends after the paused run's RUN_FINISHED
+            due_ms = min(due_ms, int((deadline - monotonic()) * 1000) + 1)
         block_ms = max(1, min(events.BLOCK_MS, due_ms))  # XREAD BLOCK 0 would wait forever
         try:
             batch = await events.read(plan.thread_id, after, block_ms=block_ms)
@@ -64,6 +83,8 @@ async def relay(plan):
             # grace period end this client's stream with a RUN_ERROR rather than a dropped socket
             lost_since = lost_since or monotonic()
             grace = settings.AGUI_STREAM_GRACE_SECONDS
+            if following and not started:
+                return  # nothing of the continuation was sent: the stream ends cleanly
             if monotonic() - lost_since > grace:
                 log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, grace, exc)
                 lost = RunErrorEvent(code="stream_unavailable", message="The live connection (Redis) was lost; the "
@@ -86,6 +107,9 @@ async def relay(plan):
                 if ours(payload):
                     started = True
                     chunk.append(frame(payload))
+                    if following:  # what the resume's POST would have sent: decisions, the conversation
+                        head = await sync_to_async(replay.continuation_head)(json.loads(payload)["runId"])
+                        chunk.extend(frame(events.encode(e)) for e in head)
                     chunk.extend(frame(events.encode(e)) for e in plan.after_start)
                 else:
                     an_end = an_end or payload.startswith(TERMINAL)
@@ -93,8 +117,10 @@ async def relay(plan):
             chunk.append(frame(payload))
             if payload.startswith(TERMINAL):
                 yield "".join(chunk)
+                async for more in follow_review(plan, payload, entry_id):
+                    yield more
                 return
-        if not started and (an_end or monotonic() - checked >= KEEPALIVE_SECONDS):
+        if not following and not started and (an_end or monotonic() - checked >= KEEPALIVE_SECONDS):
             # Redis lost the stream before this relay saw the run begin (a restart): the run goes
             # on unseen, so the database says when it has ended, and the client gets that ending
             checked = monotonic()
@@ -117,3 +143,14 @@ async def relay(plan):
         elif monotonic() - last_write >= KEEPALIVE_SECONDS:
             yield ": keep-alive\n\n"
             last_write = monotonic()
+
+
+async def follow_review(plan, payload, entry_id):
+    """After a run's RUN_FINISHED: when it waits on someone else's review, its continuation."""
+    if not plan.review_wait or not payload.startswith('{"type":"RUN_FINISHED"'):
+        return
+    ended = json.loads(payload)["runId"]
+    if await sync_to_async(replay.awaits_review)(ended):
+        nxt = Plan(thread_id=plan.thread_id, parent_run_id=ended, position=entry_id, review_wait=plan.review_wait)
+        async for chunk in relay(nxt):
+            yield chunk

@@ -156,6 +156,12 @@ def discard(thread_id):
     redis_client().delete(stream_key(thread_id))
 
 
+def before(entry_id):
+    """The entry id just before `entry_id`: a read after it starts with that entry."""
+    ms, seq = (int(part) for part in entry_id.split("-"))
+    return f"{ms}-{seq - 1}" if seq else f"{ms - 1}-{2**64 - 1}"
+
+
 def last_id_sync(thread_id):
     entries = redis_client().xrevrange(stream_key(thread_id), count=1)
     return entries[0][0].decode() if entries else "0-0"

@@ -42,7 +42,7 @@ from agents.runtime import execution
 from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
 from agents.runtime.tools import ToolContext, ToolError, on_behalf_of
-from agents.services import add_message, add_messages, cancel_requested
+from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import move_call, move_run
 from approvals import policy
 from approvals import services as approval_services
@@ -160,6 +160,7 @@ class Runner:
         self._cancel_checked = 0.0
         self._text_open = False
         self._reasoning = None  # the open reasoning message's id (a span of the same id around it)
+        self._reviewed_elsewhere = set()  # approval ids of this run's calls someone else decides
 
     def emit(self, event):
         self.stream.emit(event)
@@ -236,6 +237,9 @@ class Runner:
 
     def finish(self, status, outcome=None):
         self.state.release()
+        if isinstance(outcome, RunFinishedInterruptOutcome):  # only what the requester can answer
+            shown = [i for i in outcome.interrupts if i.id not in self._reviewed_elsewhere]
+            outcome = RunFinishedInterruptOutcome(interrupts=shown) if shown else None
         if not move_run(self.run.pk, status, leaving=[Run.Status.RUNNING], finished_at=timezone.now()):
             return self._lost(status)
         kwargs = {"outcome": outcome} if outcome else {}
@@ -509,6 +513,9 @@ class Runner:
             )
             move_call(tc.pk, ToolCall.Status.AWAITING_APPROVAL, approval_id=request.pk)
         self.emit(custom_events.approval_request(request, viewer=self.user))
+        if not answered_by_requester(request):  # information, not an interrupt (see finish)
+            self._reviewed_elsewhere.add(request.pk)
+            self.emit(custom_events.approval_status(request))
         return interrupt_for(request)
 
     def execute_call(self, tc, tool, arguments, prefix=""):

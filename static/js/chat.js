@@ -1067,7 +1067,10 @@
           const asks = (outcome.interrupts || []).every((i) => i.reason === "input_required"); // a workflow's question
           setRunStatus("paused", asks ? "Paused: waiting for your answer." : "Paused: waiting for approval.");
         } else if (outcome.type === "cancelled") setRunStatus("cancelled", "Run cancelled.");
-        else setRunStatus("idle");
+        // a call someone else decides (a group) is no interrupt of ours, yet the run is paused on it
+        else if (pendingApprovals().some((a) => String(a.runId) === String(ev.runId))) {
+          setRunStatus("paused", "Paused: waiting for approval.");
+        } else setRunStatus("idle");
         endStreaming();
         updateComposer();
         break;

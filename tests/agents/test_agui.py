@@ -79,12 +79,11 @@ def test_interrupt_then_resume_with_edited_arguments(celery_worker_live, fake_ll
     first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(PROMPT)]), **alice))
     types = [e["type"] for e in first]
     assert types[0] == "RUN_STARTED" and types[1] == "MESSAGES_SNAPSHOT" and types[2] == "STATE_SNAPSHOT"
-    assert types[-1] == "RUN_FINISHED"
-    interrupt = first[-1]["outcome"]["interrupts"][0]
-    assert interrupt["reason"] == "tool_call" and interrupt["responseSchema"]["required"] == ["approved"]
-    assert interrupt["metadata"]["approver"] == {"kind": "group", "group": "finance"}
-    assert "alwaysAllowInThread" not in interrupt["responseSchema"]["properties"]  # a reviewer's decision: no grant
-    # the requester cannot answer a finance-routed interrupt
+    assert types[-1] == "RUN_FINISHED" and "outcome" not in first[-1]  # finance decides: not alice's interrupt
+    status = next(e["value"] for e in first if e["type"] == "CUSTOM" and e["name"] == "approval_status")
+    assert status["decidedBy"] == "finance" and status["approver"] == {"kind": "group", "group": "finance"}
+    interrupt = {"id": status["approvalId"]}
+    # the requester cannot answer a finance-routed request
     denied = sse_events(post(client, "banking", run_input(
         thread_id, resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
     assert [e["type"] for e in denied] == ["RUN_STARTED", "RUN_ERROR"] and denied[-1]["code"] == "forbidden"
@@ -196,7 +195,8 @@ def test_cancelled_resume_ends_with_cancelled_outcome(celery_worker_live, fake_l
     alice = token_headers("alice")
     thread_id = f"thread-{uuid.uuid4()}"
     first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(PROMPT)]), **alice))
-    interrupt = first[-1]["outcome"]["interrupts"][0]
+    interrupt = {"id": next(e["value"]["approvalId"] for e in first if e["type"] == "CUSTOM"
+                            and e["name"] == "approval_status")}  # finance decides; alice may withdraw it
     done = sse_events(post(client, "banking", run_input(thread_id, resume=[
         {"interruptId": interrupt["id"], "status": "cancelled"}]), **alice))
     assert done[-1]["type"] == "RUN_FINISHED" and done[-1]["outcome"] == {"type": "cancelled"}
@@ -207,7 +207,8 @@ def test_group_decision_in_inbox_is_seen_by_next_post(celery_worker_live, fake_l
     alice = token_headers("alice")
     thread_id = f"thread-{uuid.uuid4()}"
     first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(PROMPT)]), **alice))
-    interrupt = first[-1]["outcome"]["interrupts"][0]
+    interrupt = {"id": next(e["value"]["approvalId"] for e in first if e["type"] == "CUSTOM"
+                            and e["name"] == "approval_status")}
     from tests.conftest import wait_for_event
 
     api("finn").post(f"/api/approvals/{interrupt['id']}/decide/",

@@ -55,9 +55,11 @@ async def test_thread_socket_streams_a_run_in_agui_order(demo, no_enqueue):
     types = [e["type"] for e in events]
     assert types[:3] == ["RUN_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START"]
     assert types.index("TEXT_MESSAGE_END") < types.index("TOOL_CALL_START") < types.index("TOOL_CALL_END")
-    assert types[-2:] == ["CUSTOM", "RUN_FINISHED"]
-    assert events[-2]["name"] == "approval_request" and events[-2]["value"]["approver"]["group"] == "finance"
-    assert events[-1]["outcome"]["type"] == "interrupt"
+    assert types[-3:] == ["CUSTOM", "CUSTOM", "RUN_FINISHED"]
+    assert events[-3]["name"] == "approval_request" and events[-3]["value"]["approver"]["group"] == "finance"
+    # finance decides: information for the requester (who decides), not an interrupt she must answer
+    assert events[-2]["name"] == "approval_status" and events[-2]["value"]["decidedBy"] == "finance"
+    assert "outcome" not in events[-1]
     text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert text.startswith("I'll transfer 500.00 USD")
     assert all(isinstance(e["timestamp"], int) for e in events)

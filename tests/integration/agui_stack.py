@@ -133,6 +133,8 @@ def live_stack(transactional_db, fake_llm, settings, tmp_path, live_stack_env):
         "OPENAI_BASE_URL": fake_llm.base_url,
         "AGUI_MODEL": "fake-model",
         "PYTHONUNBUFFERED": "1",
+        # a response ends at a run paused on a group's review (the review tests set their own wait)
+        "AGUI_SSE_REVIEW_WAIT_SECONDS": "0",
         **live_stack_env,
     })
     port = devstack.free_port()

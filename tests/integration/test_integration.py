@@ -34,16 +34,19 @@ def start_transfer(api):
     resp = alice.post(f"/api/threads/{thread['id']}/messages/", {"content": PROMPT}, format="json")
     assert resp.status_code == 202, resp.content
     run_id = resp.json()["run_id"]
+    status, _ = wait_for_event(thread["id"], lambda e: e["type"] == "CUSTOM" and e["name"] == "approval_status")
     event, _ = wait_for_event(thread["id"], finished(run_id))
-    assert event["type"] == "RUN_FINISHED" and event["outcome"]["type"] == "interrupt", event
-    return thread["id"], run_id, event["outcome"]["interrupts"][0]
+    # finance decides: alice's stream says so (approval_status) instead of an interrupt she cannot answer
+    assert event["type"] == "RUN_FINISHED" and "outcome" not in event, event
+    value = status["value"]
+    return thread["id"], run_id, {"id": value["approvalId"], "toolCallId": value["toolCallId"],
+                                  "message": value["message"], "approver": value["approver"]}
 
 
 def test_edit_amount_then_approve_executes_once_with_edited_amount(celery_worker_live, fake_llm, api):
     thread_id, run_id, interrupt = start_transfer(api)
-    assert interrupt["reason"] == "tool_call"
-    assert interrupt["message"] == "Transfer 500.00 USD from 1234567890 to 0987654321"
-    assert interrupt["metadata"]["approver"] == {"kind": "group", "group": "finance"}
+    assert interrupt["message"].startswith("Transfer 500.00 USD from 1234567890 to 0987654321: waiting for")
+    assert interrupt["approver"] == {"kind": "group", "group": "finance"}
     assert api("alice").get(f"/api/runs/{run_id}/").json()["status"] == "interrupted"
 
     finn = api("finn", keyword="Bearer")

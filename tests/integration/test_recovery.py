@@ -249,7 +249,9 @@ def pause_transfer(demo, worker):
     thread = create_thread(demo["alice"], "banking")
     run = start_run(thread, demo["alice"], TRANSFER_PROMPT)
     event, _ = wait_for_event(thread.pk, run_end(run.pk), timeout=60)
-    assert event["type"] == "RUN_FINISHED" and event["outcome"]["type"] == "interrupt", worker.output()
+    # finance decides: the run is paused, and its end carries no interrupt for alice to answer
+    assert event["type"] == "RUN_FINISHED" and "outcome" not in event, worker.output()
+    assert Run.objects.get(pk=run.pk).status == Run.Status.INTERRUPTED
     return thread, run, ApprovalRequest.objects.get(thread_ref=thread.pk)
 
 
