@@ -12,6 +12,7 @@ from django.db import OperationalError
 from agui_project import busy, jsoncheck
 from agui_project.sockets import SignedInSocket
 
+from . import watching
 from .agui import custom_events
 from .models import Thread
 from .runtime import events, statesync
@@ -32,6 +33,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             return
         self.pump = None
         await self.accept()
+        self.watch = watching.Watch(self.thread_id)  # an abandoned run is not stopped while the chat is open
+        await self.watch.renew()
         self._start(after=None)
 
     @database_sync_to_async
@@ -46,6 +49,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
     async def disconnect(self, code):
         if getattr(self, "pump", None):
             self.pump.cancel()
+        if getattr(self, "watch", None):
+            await self.watch.leave()
 
     async def receive(self, text_data=None, bytes_data=None):
         msg, refused = jsoncheck.read_frame(text_data)  # the HTTP bodies' gate; a bad frame is answered
@@ -71,6 +76,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             if after is None:
                 after = await self._send_snapshot()
             while True:
+                await self.watch.renew()
                 batch = await events.read(self.thread_id, after)
                 for entry_id, payload in batch:
                     await self.send(payload)

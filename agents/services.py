@@ -1,6 +1,7 @@
 """State changes of threads, runs and messages (DESIGN.md "The life of a run", steps 1 and 6)."""
 
 import logging
+import time
 from datetime import timedelta
 
 import redis
@@ -11,7 +12,7 @@ from django.utils import timezone
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
-from . import thread_ids
+from . import thread_ids, watching
 from .agui import custom_events
 from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
@@ -67,6 +68,8 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
     model; `ignored`: the client messages this run tells it did not take (incoming.ignored).
     `new_thread`: the caller created the thread just now, so no run or question can be open on it.
     """
+    if not new_thread:
+        supersede_abandoned(thread, user)
     with transaction.atomic():
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
         if run_id and Run.objects.filter(pk=run_id).exists():
@@ -317,3 +320,77 @@ def cancel_run(run, user):
         else:
             return False
     return True
+
+SUPERSEDE_POLL_SECONDS = 0.1  # between looks at the old run while it stops (woken early by its events)
+LEAVE_SECONDS = 1.0  # how long a closed stream may take to be noticed (the new message can come first)
+
+
+def supersede_abandoned(thread, user):
+    """A new message on a thread whose running run's client went away (its SSE stream closed
+    mid-run: @ag-ui/client's abortRun, CopilotKit's Stop) supersedes that run: it is stopped as
+    Stop stops it, and the new run is made only once it has ended, so the new message and its
+    answer come after everything the old run wrote. Waits at most AGUI_SUPERSEDE_WAIT_SECONDS
+    (a run stops at its next check: the next streamed piece, or after a tool); a run still going
+    then, or one whose client is still watching it, is left to start_run's run_active."""
+    run = thread.runs.filter(status__in=Run.ACTIVE).first()
+    if run is None:
+        return
+    try:
+        marked = watching.abandoned_run(thread.pk)
+        relays = {run_id for run_id, _ in watching.watchers(thread.pk) if run_id}
+    except redis.RedisError:
+        return  # nothing known about who watches: the old rule (run_active) holds
+    if run.pk != marked and run.pk not in relays:
+        return  # not an AG-UI client's run (the chat's), or one that ended before
+    started, stopping = time.monotonic(), False
+    position = events.last_id_sync(thread.pk)
+    try:
+        while True:
+            if not stopping and watching.abandoned_run(thread.pk) == run.pk:
+                log.info("run %s: its client went away and a new message came; stopping it", run.pk)
+                stopping = cancel_run(run, user)
+            run.refresh_from_db(fields=["status"])
+            if run.status not in Run.ACTIVE:
+                return
+            waited = time.monotonic() - started
+            if not stopping and (waited > LEAVE_SECONDS
+                                 or run.pk not in {r for r, _ in watching.watchers(thread.pk)}):
+                return  # its own client still watches it (another tab sent this): run_active
+            if waited > settings.AGUI_SUPERSEDE_WAIT_SECONDS:
+                log.warning("run %s was asked to stop for a new message but is still %s after %ss",
+                            run.pk, run.status, settings.AGUI_SUPERSEDE_WAIT_SECONDS)
+                return
+            # wake on the thread's next events (the old run's end among them), else look again soon
+            read = events.redis_client().xread({events.stream_key(thread.pk): position},
+                                               block=int(SUPERSEDE_POLL_SECONDS * 1000), count=1000)
+            if read:
+                position = read[0][1][-1][0]
+    except redis.RedisError as exc:
+        log.warning("run %s: could not wait for it to stop (Redis unreachable: %s)", run.pk, exc)
+
+
+def stop_abandoned_run(run_id):
+    """The grace check (agents.tasks.stop_abandoned_run) of a run whose client went away: a run
+    still queued or running is stopped as Stop stops it (it ends cancelled) when nobody watches
+    its thread, neither another AG-UI stream nor a chat socket. While someone does, it is checked
+    again when their watch would lapse: a watcher that leaves schedules the next check itself, and
+    one whose process died must not keep the run alive. A paused run is not touched. Returns
+    whether it was stopped."""
+    run = Run.objects.select_related("thread__owner").filter(pk=run_id).first()
+    if run is None:
+        return False
+    try:
+        if run.status not in Run.ACTIVE:
+            watching.forget_abandoned(run.thread_id, run.pk)
+            return False
+        if watching.abandoned_run(run.thread_id) != run.pk:
+            return False
+        watched = watching.watchers(run.thread_id)
+    except redis.RedisError as exc:
+        log.warning("abandoned run %s not checked (Redis unreachable: %s); it goes on", run_id, exc)
+        return False
+    if watched:
+        watching.schedule_check(run.pk, countdown=max(lapses for _, lapses in watched) - time.time() + 1)
+        return False
+    log.info("run %s: its client went away and nobody watches thread %s; stopping it", run.pk, run.thread_id)
+    return cancel_run(run, run.thread.owner)

@@ -12,6 +12,12 @@ def run_agent(run_id):
 
 
 @shared_task(ignore_result=True)
+def stop_abandoned_run(run_id):
+    """Counted down from the moment a run's client went away (agents/watching.py)."""
+    services.stop_abandoned_run(run_id)
+
+
+@shared_task(ignore_result=True)
 def resume_stalled():
     services.resume_stalled()
 

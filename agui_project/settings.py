@@ -310,6 +310,12 @@ AGUI_STREAM_TTL = env_int("AGUI_STREAM_TTL", 24 * 3600)
 AGUI_REDIS_RETRIES = env_int("AGUI_REDIS_RETRIES", 15)
 # how long an SSE relay keeps its client waiting on an unreachable Redis before it ends with RUN_ERROR
 AGUI_STREAM_GRACE_SECONDS = env_float("AGUI_STREAM_GRACE_SECONDS", 30)
+# A run whose AG-UI client closed its stream mid-run (abortRun, CopilotKit's Stop) is stopped (it
+# ends cancelled) this long after, unless another stream or a chat socket watches the thread;
+# negative: never for that reason. A new message on the thread stops it at once, and waits at most
+# AGUI_SUPERSEDE_WAIT_SECONDS for it to end before the new run starts (else run_active).
+AGUI_ABANDONED_RUN_GRACE_SECONDS = env_float("AGUI_ABANDONED_RUN_GRACE_SECONDS", 5)
+AGUI_SUPERSEDE_WAIT_SECONDS = env_float("AGUI_SUPERSEDE_WAIT_SECONDS", 10)
 # how long an SSE response stays open (with keep-alives) after a run that waits on someone else's
 # review (a group), so the requester's client gets the continuation in the same response
 AGUI_SSE_REVIEW_WAIT_SECONDS = env_float("AGUI_SSE_REVIEW_WAIT_SECONDS", 120)

@@ -2,7 +2,8 @@
 
 The run itself happens in a Celery worker; this view only records the input (new messages,
 or resume answers) into a Plan, then streams relay.py's relay of the thread's Redis Stream from
-this run's RUN_STARTED to its RUN_FINISHED / RUN_ERROR. A client that goes away does not stop the run.
+this run's RUN_STARTED to its RUN_FINISHED / RUN_ERROR. A client that goes away mid-run abandons the run:
+it is stopped after a grace when nobody else watches the thread, or at once by a new message (agents/watching.py).
 """
 
 import logging
@@ -25,7 +26,7 @@ from rest_framework.authentication import SessionAuthentication
 from agents import presenters, services, thread_ids
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
-from agents.agui.relay import Plan, relay
+from agents.agui.relay import Plan, watched_relay
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest, Run, Thread
 from agents.runtime import events, inputs, statesync
@@ -294,7 +295,7 @@ async def run_endpoint(request, agent_name):
     plan = await sync_to_async(prepare)(request, agent_name)
     if isinstance(plan, JsonResponse):
         return plan
-    response = StreamingHttpResponse(relay(plan), content_type="text/event-stream")
+    response = StreamingHttpResponse(watched_relay(plan), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response

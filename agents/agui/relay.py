@@ -18,6 +18,7 @@ from ag_ui.core import PROTOCOL_VERSION, MessagesSnapshotEvent, RunErrorEvent, R
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from agents import watching
 from agents.agui import replay
 from agents.runtime import events
 
@@ -41,6 +42,35 @@ class Plan:
 
 def frame(payload):
     return f"data: {payload}\n\n"
+
+
+async def watched_relay(plan):
+    """relay(plan), its client counted as a watcher of the thread (agents/watching.py). When the
+    client goes away before the run's end, Daphne cancels the response (asyncio.CancelledError
+    here) or the generator is closed (GeneratorExit): the run is then marked abandoned."""
+    if plan.error:
+        async for chunk in relay(plan):
+            yield chunk
+        return
+    watch, ended = watching.Watch(plan.thread_id, plan.run_id), False
+    inner = relay(plan)
+    try:
+        await watch.renew()
+        async for chunk in inner:
+            await watch.renew()
+            ended = _ends(chunk)  # a client gone right after the end did not abandon the run
+            yield chunk
+        ended = True
+    finally:
+        await inner.aclose()
+        await watch.leave(abandoned=not ended)
+
+
+def _ends(chunk):
+    """Whether the chunk's last frame is a run's end (frames are split by a blank line, which
+    JSON text cannot hold)."""
+    last = chunk.rfind("\n\ndata: ")
+    return chunk[last + 2 if last >= 0 else 0:].startswith(tuple("data: " + t for t in TERMINAL))
 
 
 async def relay(plan):

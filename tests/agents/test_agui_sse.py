@@ -1,6 +1,7 @@
-"""The SSE transport of POST /agui/<agent>/: keep-alive comments while idle; a client that goes
-away does not stop the run. The model's reply is held back on a gate, so "idle" is a fact of the
-test, not a timing guess."""
+"""The SSE transport of POST /agui/<agent>/: keep-alive comments while idle; with the abandoned-run
+grace off, a client that goes away does not stop the run (tests/agents/test_abandoned_runs.py: what
+happens with it on). The model's reply is held back on a gate, so "idle" is a fact of the test, not
+a timing guess."""
 
 import json
 import threading
@@ -61,9 +62,10 @@ async def read_while_idle(content, entered, count):
     return chunks
 
 
-def test_keepalive_while_idle_and_disconnect_does_not_stop_the_run(
-        celery_worker_live, gated_model, client, demo, monkeypatch):
+def test_keepalive_while_idle_and_with_the_grace_off_disconnect_does_not_stop_the_run(
+        celery_worker_live, gated_model, client, demo, monkeypatch, settings):
     entered, release = gated_model
+    settings.AGUI_ABANDONED_RUN_GRACE_SECONDS = -1  # never stopped for being unwatched
     monkeypatch.setattr(relay, "KEEPALIVE_SECONDS", 0.3)
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     chunks = async_to_sync(read_while_idle)(start(client, demo, thread_id, run_id), entered, 2)

@@ -11,7 +11,7 @@
 //   AGUI_TOKEN     an API token of the demo user alice (required)
 //   AGUI_OUT_DIR   where streams/ and events.jsonl go (default $TMPDIR/agui-client-out)
 //   AGUI_CONTROL   "1": the test process answers control requests (expire an interrupt, release
-//                  the gated model reply) — a line "@@control {json}" on stdout, one JSON line
+//                  the gated model reply, wait for an abandoned run's stop) — a line "@@control {json}" on stdout, one JSON line
 //                  back on stdin. Without it the scenarios that need one are reported skipped.
 // Output: progress on stderr; the JSON summary as the last line of stdout. Exit 1 on any failure.
 
@@ -421,14 +421,19 @@ scenarios.disconnect = async () => {
   const gone = await run(agent, {}, { onEvent: (e) => { if (e.type === "RUN_STARTED") agent.abortRun(); } });
   expect(!gone.error, `an aborted run resolves quietly: ${gone.error?.message}`);
   expect(!gone.events.some((e) => e.type === "RUN_FINISHED"), "the client left before the end", types(gone.events));
+  // nobody else watches the thread: past AGUI_ABANDONED_RUN_GRACE_SECONDS the server asks the run
+  // to stop, and it stops at its next check, when the model's reply begins
+  await control({ action: "abandoned", threadId: agent.threadId, runId: gone.runId });
   await control({ action: "release", threadId: agent.threadId, runId: gone.runId });
-  // the run finished without its client; the next turn's snapshot shows the reply
+  // the run ended cancelled without its client; the next turn is answered, the held reply never stored
   agent.addMessage(userMessage("Are you done?"));
   const next = await run(agent);
   finished(next);
   const snapshot = ofType(next.events, "MESSAGES_SNAPSHOT")[0].messages;
-  expect(snapshot.some((m) => m.role === "assistant" && (m.content || "").includes("slow answer")),
-    "the reply finished after the disconnect", snapshot);
+  expect(!snapshot.some((m) => m.role === "assistant" && (m.content || "").includes("slow answer")),
+    "the abandoned run stopped before its reply", snapshot);
+  expect(JSON.stringify(snapshot.map((m) => m.role)) === JSON.stringify(["user", "user"]), "both questions, in order",
+    snapshot);
   return { runId: gone.runId, threadId: agent.threadId };
 };
 

@@ -4,12 +4,14 @@ The stack is real processes: Daphne on a free port and a Celery worker (threads 
 this test's database and Redis (NOTES.md trap 8: Daphne as a subprocess). The model is the fake
 OpenAI-compatible server (tests/fake_llm.py) running in this process. `tests/agui_client/drive.mjs`
 runs @ag-ui/client's HttpAgent through every scenario and asks this process, over its stdin, for
-what only the server side can do: let an approval's deadline pass, release a held-back reply.
+what only the server side can do: let an approval's deadline pass, release a held-back reply,
+wait until the server has given up on a run its client abandoned.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -18,11 +20,27 @@ from tests.integration.agui_stack import EVENT, _drive, _nulls, _seed, _tails, _
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def live_stack_env():
+    return {"AGUI_ABANDONED_RUN_GRACE_SECONDS": "1"}  # the disconnect scenario waits this long
+
+
+def _stop_requested(request):
+    """The `disconnect` scenario's client is gone and nobody watches: the grace check asks the run to stop."""
+    from agents import services
+
+    deadline = time.monotonic() + 30
+    while not services.cancel_requested(request["runId"]):
+        assert time.monotonic() < deadline, "the abandoned run was never asked to stop"
+        time.sleep(0.05)
+
+
 def test_official_client_drives_the_live_stack(live_stack, node):
     from agents.catalog.models import Subscription, Transfer
     from agents.models import Message, Run
     from approvals.models import ApprovalRequest
 
+    live_stack["controls"]["abandoned"] = _stop_requested
     token = _seed()
     summary, log, returncode = _drive(live_stack, node, token)
     statuses = {name: s["status"] for name, s in summary["scenarios"].items()}
@@ -50,7 +68,7 @@ def test_official_client_drives_the_live_stack(live_stack, node):
     assert decided[scenario["multi_interrupt"]["cancel"]] == "approved"
     # the approval answered twice ran once
     assert Message.objects.filter(role="tool", tool_call_id=scenario["resume_approve"]["toolCallId"]).count() == 1
-    assert Run.objects.get(pk=scenario["disconnect"]["runId"]).status == "succeeded"
+    assert Run.objects.get(pk=scenario["disconnect"]["runId"]).status == "cancelled"  # abandoned, nobody watching
 
     # --- every event received round-trips through its ag_ui.core model, unchanged
     lines = (live_stack["out"] / "events.jsonl").read_text().splitlines()
