@@ -1,7 +1,7 @@
 """A run whose AG-UI client closed its stream mid-run (@ag-ui/client's abortRun, CopilotKit's Stop)
 is abandoned: a new message on the thread stops it at once and is answered after it, in order; with
 nobody watching it is stopped after AGUI_ABANDONED_RUN_GRACE_SECONDS; while the chat or another
-stream watches the thread it goes on. Real worker, real Redis; the client goes away as Daphne makes
+stream watches the thread it goes on; once paused on an approval it is not touched. Real worker, real Redis; the client goes away as Daphne makes
 a response go when its client disconnects (the task serving it is cancelled)."""
 
 import asyncio
@@ -190,3 +190,49 @@ def test_an_abandoned_run_goes_on_while_the_thread_is_watched(watcher, celery_wo
     assert end["type"] == "RUN_FINISHED" and "outcome" not in end
     assert run_status(run_id) == Run.Status.SUCCEEDED
     assert Message.objects.get(thread_id=thread_id, role="assistant").content == "Finally, the answer you waited for."
+
+
+def test_an_abandoned_run_that_paused_on_an_approval_is_not_touched(celery_worker_live, fake_llm, client, demo,
+                                                                    settings, monkeypatch):
+    """The client leaves mid-run; the run then pauses on an approval (interrupted, not running).
+    The grace check is held until the pause (a spy), so it meets the paused run: nothing withdrawn."""
+    from approvals.models import ApprovalRequest
+    from tests.fake_llm import default_responder
+
+    settings.AGUI_ABANDONED_RUN_GRACE_SECONDS = 0.2
+    entered, release, paused, check_ran, checked = (threading.Event(), threading.Event(), threading.Event(),
+                                                    threading.Event(), [])
+
+    def reply(body):
+        entered.set()
+        release.wait(30)
+        return default_responder(body)  # the offline demo: a transfer, which waits for finance
+
+    real_check = services.stop_abandoned_run
+
+    def spy(run_id):
+        paused.wait(30)
+        checked.append(real_check(run_id))
+        check_ran.set()
+
+    fake_llm.responder = reply
+    monkeypatch.setattr(services, "stop_abandoned_run", spy)
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    content = post(client, demo, thread_id, run_id, ["Transfer $500 from account 1234567890 to account 0987654321"])
+
+    async def model_asked(chunks):
+        return await sync_to_async(entered.wait)(20)
+
+    try:
+        async_to_sync(abandon)(content, model_asked)
+        release.set()
+        end, _ = wait_for_event(thread_id, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR") and e["runId"] == run_id)
+        assert end["type"] == "RUN_FINISHED" and run_status(run_id) == Run.Status.INTERRUPTED
+    finally:
+        release.set()
+        paused.set()
+    assert check_ran.wait(20)
+    assert checked == [False]
+    assert run_status(run_id) == Run.Status.INTERRUPTED
+    assert not services.cancel_requested(run_id)
+    assert ApprovalRequest.objects.get(run_ref=run_id).status == ApprovalRequest.Status.PENDING
