@@ -24,6 +24,8 @@ from agents.models import InputRequest, Message, Run, ToolCall
 from agents.runtime import inputs
 from agents.runtime.runner import interrupt_for  # the runner's own wording of an approval interrupt
 from agents.services import answered_by_requester
+
+CATCH_UP_RUNS = 20  # runs a returning client is shown at most (its MESSAGES_SNAPSHOT holds all messages)
 from approvals.models import ApprovalRequest
 
 
@@ -102,7 +104,7 @@ def catch_up(thread, seen_message_ids):
     seen_runs = set(Message.objects.filter(thread=thread, pk__in=list(seen_message_ids)).exclude(run=None)
                     .values_list("run_id", flat=True))
     last_seen = max((i for i, r in enumerate(runs) if r.pk in seen_runs), default=-1)
-    unseen = runs[last_seen + 1:]
+    unseen = runs[last_seen + 1:][-CATCH_UP_RUNS:]
     if not unseen and (runs[-1].status in Run.ACTIVE or awaits_review(runs[-1].pk)):
         unseen = runs[-1:]
     if not unseen:
