@@ -165,7 +165,7 @@ async def relay(plan):
                             plan.run_id)
                 head = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
                 responses = [e for e in plan.after_start if not isinstance(e, MessagesSnapshotEvent)]
-                yield "".join(frame(events.encode(e)) for e in (head, ended[0], *responses, ended[1]))
+                yield "".join(frame(events.encode(e)) for e in (head, ended[0], *responses, *ended[1:]))
                 return
         if chunk:
             yield "".join(chunk)

@@ -24,18 +24,28 @@ from agents.models import InputRequest, Message, Run, ToolCall
 from agents.runtime import inputs
 from agents.runtime.runner import interrupt_for  # the runner's own wording of an approval interrupt
 from agents.services import answered_by_requester
+from approvals.models import ApprovalRequest
 
 CATCH_UP_RUNS = 20  # runs a returning client is shown at most (its MESSAGES_SNAPSHOT holds all messages)
-from approvals.models import ApprovalRequest
 
 
 def ended_run(run_id):
-    """(MESSAGES_SNAPSHOT, RUN_FINISHED or RUN_ERROR) of a run that has ended; None while it has not."""
+    """(MESSAGES_SNAPSHOT, CUSTOM approval_status of each call someone else still decides, RUN_FINISHED or
+    RUN_ERROR) of a run that has ended; None while it has not."""
     run = Run.objects.select_related("thread").filter(pk=run_id).first()
     if run is None or run.status in Run.ACTIVE:
         return None
     messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in run.thread.messages.all()])
-    return messages, run_end(run)
+    return messages, *_statuses(run), run_end(run)
+
+
+def _statuses(run):
+    """What the paused run told its requester instead of an interrupt (runner.pause)."""
+    if run.status != Run.Status.INTERRUPTED:
+        return []
+    waiting = ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING) \
+        .select_related("approver_group").order_by("created_at")
+    return [custom_events.approval_status(r) for r in waiting if not answered_by_requester(r)]
 
 
 def run_end(run):
@@ -117,13 +127,10 @@ def catch_up(thread, seen_message_ids):
         if len(replayed) == 1:  # the conversation as it stands, the live run's part excepted (it streams)
             held = thread.messages.exclude(run=live) if live else thread.messages.all()
             replayed.append(MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in held]))
-        requests = ApprovalRequest.objects.filter(run_ref__in=[r for r in (run.parent_run_id, run.pk) if r]) \
-            .select_related("approver_group", "decided_by").order_by("created_at")
-        for request in requests:
-            if request.run_ref == run.parent_run_id and not request.is_pending:  # the decisions it continues
-                replayed.append(custom_events.approval_response(request, viewer=thread.owner))
-            elif request.run_ref == run.pk and request.is_pending and not answered_by_requester(request):
-                replayed.append(custom_events.approval_status(request))
-        replayed.append(run_end(run))
+        decided = ApprovalRequest.objects.filter(run_ref=run.parent_run_id).exclude(
+            status=ApprovalRequest.Status.PENDING).select_related("approver_group", "decided_by").order_by(
+            "created_at") if run.parent_run_id else []
+        replayed += [custom_events.approval_response(r, viewer=thread.owner) for r in decided]  # what it continues
+        replayed += [*_statuses(run), run_end(run)]
     follow = ended[-1].pk if ended and not live and awaits_review(ended[-1].pk) else ""
     return {"replayed": replayed, "live": live, "follow": follow}

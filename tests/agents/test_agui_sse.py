@@ -155,13 +155,15 @@ def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_liv
         release.set()
     assert chunks[:2] == [KEEPALIVE, KEEPALIVE]  # nothing was made up while the run was still running
     frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
-    assert [f["type"] for f in frames] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
-    assert frames[0]["runId"] == frames[2]["runId"] == run_id and frames[0]["threadId"] == thread_id
+    assert [f["type"] for f in frames] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "CUSTOM", "RUN_FINISHED"]
+    assert frames[0]["runId"] == frames[3]["runId"] == run_id and frames[0]["threadId"] == thread_id
     assert [m["role"] for m in frames[1]["messages"]] == ["user", "assistant"]
     call = frames[1]["messages"][1]["toolCalls"][0]
     assert call["function"]["name"] == "transfer_money"
     request = ApprovalRequest.objects.get(run_ref=run_id)
     assert request.status == ApprovalRequest.Status.PENDING
-    assert request.tool_call_ref == call["id"]
-    assert "outcome" not in frames[2]  # finance decides: nothing for this client to answer (the run is paused)
+    # finance decides: who decides, and nothing for this client to answer (the run is paused)
+    assert frames[2]["name"] == "approval_status" and frames[2]["value"]["approvalId"] == request.pk
+    assert frames[2]["value"]["toolCallId"] == call["id"] and frames[2]["value"]["decidedBy"] == "finance"
+    assert "outcome" not in frames[3]
     assert Run.objects.get(pk=run_id).status == Run.Status.INTERRUPTED
