@@ -194,6 +194,16 @@ class ResumeError(Exception):
         self.code, self.message = code, message
 
 
+def release_resume_id(thread, run_id):
+    """After answers that did not finish their run (someone else still decides one of its calls):
+    the client's run id is not kept for the continuation, because the response to those answers
+    uses it as a run of its own (agents/agui/endpoint.py acknowledged). Returns the paused run's id."""
+    paused = thread.runs.filter(status=Run.Status.INTERRUPTED, resume_run_id=run_id).values_list("pk", flat=True).first()
+    if paused:
+        Run.objects.filter(pk=paused, resume_run_id=run_id).update(resume_run_id="")
+    return paused
+
+
 _RESUME_CODES = {
     approval_services.NotPending: "already_decided",
     approval_services.Forbidden: "forbidden",
@@ -320,6 +330,7 @@ def cancel_run(run, user):
         else:
             return False
     return True
+
 
 SUPERSEDE_POLL_SECONDS = 0.1  # between looks at the old run while it stops (woken early by its events)
 LEAVE_SECONDS = 1.0  # how long a closed stream may take to be noticed (the new message can come first)

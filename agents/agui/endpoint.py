@@ -10,9 +10,12 @@ import logging
 
 import pydantic
 from ag_ui.core import (
+    PROTOCOL_VERSION,
     MessagesSnapshotEvent,
     RunAgentInput,
     RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
     StateSnapshotEvent,
 )
 from asgiref.sync import sync_to_async
@@ -223,6 +226,10 @@ def prepare(request, agent_name):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
             services.apply_resume(thread, user, entries, agent_input.run_id, messages=new_messages)
             if not Run.objects.filter(pk=agent_input.run_id).exists():
+                acknowledgement = acknowledged(thread, user, agent_input, entries, position)
+                if acknowledgement:
+                    return acknowledgement
+            if not Run.objects.filter(pk=agent_input.run_id).exists():
                 queued = " Your message will be answered once it is decided." if new_messages else ""
                 plan.error = RunErrorEvent(code="awaiting_other_approvers",
                                            message="Your answer is recorded; the request still needs other approvers."
@@ -266,6 +273,29 @@ def describe(request, agent_name):
         return denied
     card = next(c for c in agent_cards() if c["name"] == agent.name)
     return JsonResponse(capabilities(agent, card).model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def acknowledged(thread, user, agent_input, entries, position):
+    """The requester answered what was hers, and someone else (a group) still decides another call
+    of the run: the answers are acknowledged as a run of the client's runId (no Run row: RUN_STARTED,
+    approval_response of each, approval_status of what still waits, RUN_FINISHED), then the response
+    follows that review into the continuation, which gets an id of its own. None when the run
+    does not wait on a review (another approver of the same request: awaiting_other_approvers)."""
+    paused = services.release_resume_id(thread, agent_input.run_id)
+    if not paused or Run.objects.filter(pk=agent_input.run_id).exists() or not replay.awaits_review(paused):
+        return None  # (a continuation that took the client's id meanwhile is relayed as usual by the caller)
+    ids = [e[0] for e in entries]
+    head = RunStartedEvent(thread_id=thread.pk, run_id=agent_input.run_id, protocol_version=PROTOCOL_VERSION)
+    answered = [custom_events.approval_response(r, viewer=user) for r in ApprovalRequest.objects.filter(
+        pk__in=ids).exclude(status=ApprovalRequest.Status.PENDING).select_related("approver_group", "decided_by")]
+    answered += [custom_events.request_info_response(inputs.payload(q))
+                 for q in InputRequest.objects.filter(pk__in=ids, thread=thread)]
+    waiting = [custom_events.approval_status(r) for r in ApprovalRequest.objects.filter(
+        run_ref=paused, status=ApprovalRequest.Status.PENDING).select_related("approver_group").order_by("created_at")
+        if not services.answered_by_requester(r)]
+    end = RunFinishedEvent(thread_id=thread.pk, run_id=agent_input.run_id)
+    return Plan(thread_id=thread.pk, replayed=[head, *answered, *waiting, end], parent_run_id=paused,
+                position=position, review_wait=settings.AGUI_SSE_REVIEW_WAIT_SECONDS)
 
 
 def catch_up(thread, agent_input, position):

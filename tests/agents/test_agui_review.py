@@ -176,3 +176,49 @@ def test_requester_routed_calls_stay_interrupts(celery_worker_live, fake_llm, cl
     assert not [e for e in events if e["type"] == "CUSTOM" and e["name"] == "approval_status"]
     outcome = events[-1]["outcome"]
     assert outcome["type"] == "interrupt" and outcome["interrupts"][0]["metadata"]["approver"] == {"kind": "requester"}
+
+
+def test_her_answer_while_finance_still_reviews_is_acknowledged_and_followed(
+        celery_worker_live, fake_llm, client, demo, alice, settings, monkeypatch):
+    """One run pauses on two calls: hers (an interrupt) and finance's (a status). Her answer is
+    acknowledged as a run of its own (the client's runId), and the same response then follows
+    finance's review into the continuation; before, it ended with RUN_ERROR awaiting_other_approvers."""
+    settings.AGUI_SSE_REVIEW_WAIT_SECONDS = 30
+    monkeypatch.setattr(relay, "KEEPALIVE_SECONDS", 0.3)
+    transfer = {"id": "call_transfer_mixed", "name": "transfer_money", "arguments": json.dumps(
+        {"from_account": "1234567890", "to_account": "0987654321", "amount": 20})}
+    cancel = {"id": "call_cancel_mixed", "name": "cancel_subscription", "arguments": json.dumps(
+        {"subscription_id": "sub_123"})}
+    fake_llm.push({"text": "Both need an approval first.", "tool_calls": [transfer, cancel]})
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Pay bob 20 and cancel sub_123")],
+                                                         run_id=run_id), **alice))
+    [interrupt] = first[-1]["outcome"]["interrupts"]  # hers only
+    assert interrupt["toolCallId"] == cancel["id"]
+    status = next(e["value"] for e in first if e["type"] == "CUSTOM" and e["name"] == "approval_status")
+    assert status["toolCallId"] == transfer["id"] and status["decidedBy"] == "finance"
+
+    decided = []
+
+    def after_ack(got):
+        if got and got[-1]["type"] == "RUN_FINISHED" and not decided:
+            decided.append(True)
+            finn_approves(demo, status["approvalId"])
+
+    answer_id = f"run-{uuid.uuid4()}"
+    events = read(post(client, "banking", run_input(thread_id, run_id=answer_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice),
+        on_keepalive=after_ack)
+    ack = events[:events.index(next(e for e in events if e["type"] == "RUN_FINISHED")) + 1]
+    assert [e["type"] for e in ack] == ["RUN_STARTED", "CUSTOM", "CUSTOM", "RUN_FINISHED"]
+    assert ack[0]["runId"] == ack[-1]["runId"] == answer_id and "outcome" not in ack[-1]
+    assert ack[1]["name"] == "approval_response" and ack[1]["value"]["approvalId"] == interrupt["id"]
+    assert ack[2]["name"] == "approval_status" and ack[2]["value"]["approvalId"] == status["approvalId"]
+    rest = events[len(ack):]
+    assert rest[0]["type"] == "RUN_STARTED" and rest[0]["parentRunId"] == run_id and rest[0]["runId"] != answer_id
+    results = {e["toolCallId"]: e["content"] for e in rest if e["type"] == "TOOL_CALL_RESULT"}
+    assert results[transfer["id"]].startswith("Transferred 20.00 USD")
+    assert results[cancel["id"]].startswith("Subscription sub_123")
+    assert rest[-1]["type"] == "RUN_FINISHED" and rest[-1]["runId"] == rest[0]["runId"]
+    assert not Run.objects.filter(pk=answer_id).exists()
+    assert Run.objects.get(parent_run_id=run_id).status == Run.Status.SUCCEEDED
