@@ -19,13 +19,15 @@ $(AGUI_CLIENT)/node_modules/.package-lock.json: $(AGUI_CLIENT)/package.json $(AG
 	@if command -v npm >/dev/null 2>&1; then cd $(AGUI_CLIENT) && npm ci --no-audit --no-fund; \
 	else echo "npm not found: tests/integration/test_agui_client.py will be skipped"; fi
 
-# Microsoft Agent Framework's AG-UI client, which tests/integration/test_maf_client.py drives, in a
-# venv of its own: agent-framework-ag-ui 1.7 needs ag-ui-protocol<0.2, the project >=1.0. Rebuilt
-# when the pins change; if it cannot be built the test skips saying why (on CI it fails).
+# Microsoft Agent Framework in a venv of its own: its AG-UI client, which
+# tests/integration/test_maf_client.py drives, and its AG-UI server, the peer `make bench` compares
+# with (bench/peer_app.py). agent-framework-ag-ui 1.7 needs ag-ui-protocol<0.2, the project >=1.0.
+# Rebuilt when the pins change; if it cannot be built the test skips saying why (on CI it fails)
+# and the bench measures without the peer, saying so.
 MAF_VENV := .venv-maf
 $(MAF_VENV)/.installed: tests/maf_client/requirements.txt
 	@rm -f $@; if python3 -m venv $(MAF_VENV) && $(MAF_VENV)/bin/pip install -q -r $<; then touch $@; \
-	else echo "could not build $(MAF_VENV): tests/integration/test_maf_client.py will be skipped"; fi
+	else echo "could not build $(MAF_VENV): tests/integration/test_maf_client.py and the bench's peer will be skipped"; fi
 
 # devstack exec starts an embedded Redis when REDIS_URL is unset.
 test: $(VENV)/.installed $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
@@ -39,9 +41,10 @@ e2e: $(VENV)/.installed
 $(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
 	$(VENV)/bin/pip install -e '.[dev,bench]' && touch $@
 
-# BENCH_ARGS=--quick for a short run; DATABASE_URL=postgres://... to measure on PostgreSQL.
+# BENCH_ARGS=--quick for a short run; DATABASE_URL=postgres://... to measure on PostgreSQL;
+# BENCH_ARGS=--scale for 1 web + 1 worker against 2 + 2 (needs DATABASE_URL=postgres://...).
 BENCH_ARGS ?=
-bench: $(VENV)/.bench-installed
+bench: $(VENV)/.bench-installed $(MAF_VENV)/.installed
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 lint: $(VENV)/.installed

@@ -1,0 +1,53 @@
+"""CPU time of process trees over a measured phase, for the bench's µs per token / per decision.
+
+    meter = CpuMeter({"worker": pid, "web": pid})
+    with meter.phase() as used:   # used: {name: CPU seconds} once the block is left
+        ...
+
+A tree is a process and its children (a prefork worker's pool); user + system time, read with
+psutil. Children that start and exit inside the phase are missed (none do in the bench: the pool's
+processes live as long as the worker).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager, suppress
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        with suppress(psutil.Error):
+            t = p.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+class CpuMeter:
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+
+    def read(self) -> dict[str, float]:
+        return {name: tree_cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    @contextmanager
+    def phase(self):
+        used: dict[str, float] = {}
+        before = self.read()
+        try:
+            yield used
+        finally:
+            after = self.read()
+            used.update({name: after[name] - before[name] for name in self.pids})
+
+
+def per_unit_us(used: dict[str, float], units: int) -> dict[str, float | None]:
+    """CPU µs per unit (token, decision) for each tree."""
+    return {name: (round(seconds * 1e6 / units, 1) if units else None) for name, seconds in used.items()}
