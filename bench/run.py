@@ -14,9 +14,16 @@ child process (scripts/devstack.py). Then, as clients over real sockets:
 5. inbox at scale: the first page with filters among 100,000 requests (1,000 pending), EXPLAIN
 6. fan-out: 500 WebSocket clients on one thread, every event to every client, delivery latency
 
+and, side by side with the peer (bench/peer_app.py: Microsoft Agent Framework's AG-UI server on
+the same fake model, started from .venv-maf in the same run, each figure measured alternately on
+both with the same SSE client): POST -> RUN_STARTED, AG-UI resume sent -> TOOL_CALL_RESULT, a
+2,000-word answer's wall time, and CPU per streamed token / per resume of each side's processes.
+Worker (and Daphne) CPU per streamed token and per decision come with scenarios 1 and 2.
+
 Writes bench/results.json and prints a markdown table with the machine it ran on.
 
-    python bench/run.py [--quick] [--only NAME,...] [--profile NAME,...] [--keep-logs]
+    python bench/run.py [--quick] [--only NAME,...] [--profile NAME,...] [--no-peer]
+    python bench/run.py --scale [--quick]   # 1 web + 1 worker, then 2 + 2 (bench/scale.py)
 """
 
 from __future__ import annotations
@@ -42,8 +49,10 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import devstack  # noqa: E402
+from cpu import CpuMeter, per_unit_us  # noqa: E402
 
 PY = sys.executable
+MAF_VENV = ROOT / ".venv-maf"
 LOG_DIR = ROOT / "var" / "bench-logs"
 PROFILE_DIR = ROOT / "var" / "bench-profiles"
 RESULTS = ROOT / "bench" / "results.json"
@@ -53,11 +62,11 @@ TRANSFER = "Transfer $1 from account 1234567890 to account 0987654321"
 
 FULL = dict(decisions=200, stream_reps=5, stream_words=2000, ttfe_reps=60, paused_total=10_000,
             paused_real=100, inbox_total=100_000, inbox_pending=1_000, inbox_reps=60, fanout_clients=500,
-            fanout_words=100)
+            fanout_words=100, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5)
 QUICK = dict(decisions=40, stream_reps=2, stream_words=2000, ttfe_reps=15, paused_total=1_000,
              paused_real=40, inbox_total=10_000, inbox_pending=1_000, inbox_reps=30, fanout_clients=100,
-             fanout_words=50)
-SCENARIOS = ["ttfe", "streaming", "decisions", "paused", "fanout", "inbox"]
+             fanout_words=50, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3)
+SCENARIOS = ["ttfe", "peer", "streaming", "decisions", "paused", "fanout", "inbox"]
 
 
 def log(msg: str) -> None:
@@ -133,6 +142,8 @@ class Stack:
         self.env: dict = {}
         self.url = ""
         self.machine: dict = {}
+        self.peer_url = None
+        self.peer_note = "not started (--no-peer)"
 
     def djtask(self, *argv, timeout=600) -> dict:
         out = subprocess.run([PY, str(ROOT / "bench" / "djtasks.py"), *argv], cwd=ROOT, env=self.env,
@@ -192,18 +203,47 @@ class Stack:
         if not base_url:
             raise RuntimeError(f"the fake model did not start:\n{llm.tail()}")
         env.update({"OPENAI_API_KEY": "bench-key", "OPENAI_BASE_URL": base_url, "AGUI_MODEL": "fake-model"})
+        if getattr(self.args, "peer", False):
+            self.start_peer(base_url)
+        self.start_servers()
+        self.machine = self._machine()
+
+    def start_servers(self) -> None:
+        """One Celery worker and one Daphne (no beat: no periodic sweeps in the measurements)."""
         port = devstack.free_port()
         for name, cmd in devstack.stack_commands("127.0.0.1", str(port), str(self.tmp / "beat"),
                                                  pool=self.args.pool, concurrency=str(self.args.concurrency)):
-            if name == "beat":  # no periodic sweeps in the measurements
+            if name == "beat":
                 continue
             if name == "web":  # no access log line per request and per WebSocket frame
                 cmd = [*cmd, "--verbosity", "0"]
-            self.children.append(devstack.spawn(name, cmd, env=env, log_path=LOG_DIR / f"{name}.log"))
+            self.children.append(devstack.spawn(name, cmd, env=self.env, log_path=LOG_DIR / f"{name}.log"))
         self.url = f"http://127.0.0.1:{port}"
         log("waiting for /healthz")
         devstack.wait_healthy(self.url, self.children, timeout=90)
-        self.machine = self._machine()
+
+    def start_peer(self, model_url: str) -> None:
+        """bench/peer_app.py under .venv-maf's python (one uvicorn worker) on the same fake model."""
+        if not (MAF_VENV / ".installed").exists():
+            self.peer_note = ".venv-maf is missing or incomplete (make bench builds it from tests/maf_client/requirements.txt)"
+            log(f"peer skipped: {self.peer_note}")
+            return
+        log_path = LOG_DIR / "peer.log"
+        env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+        env.update({"PEER_MODEL_URL": model_url, "PYTHONUNBUFFERED": "1"})
+        child = devstack.spawn("peer", [str(MAF_VENV / "bin" / "python"), str(ROOT / "bench" / "peer_app.py"),
+                                        "--port", "0"], env=env, log_path=log_path)
+        self.children.append(child)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = re.search(r"ready (\S+)", log_path.read_text() if log_path.exists() else "")
+            if m and devstack.http_status(m[1] + "/healthz")[0] == 200:
+                self.peer_url, self.peer_note = m[1], "agent-framework-ag-ui 1.7.0, one uvicorn worker"
+                return
+            if not child.alive():
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"the peer did not start:\n{child.tail()}")
 
     def pid(self, name: str) -> int:
         return next(c.proc.pid for c in self.children if c.name == name)
@@ -258,15 +298,16 @@ class Stack:
 class Client:
     """HTTP (httpx) and WebSocket (websockets) access to the stack as the demo users."""
 
-    def __init__(self, stack: Stack):
+    def __init__(self, stack: Stack, url: str | None = None):
         import httpx
 
         self.stack = stack
-        self.http = httpx.AsyncClient(base_url=stack.url, timeout=60,
+        self.url = url or stack.url  # one of several web processes (bench/scale.py)
+        self.http = httpx.AsyncClient(base_url=self.url, timeout=60,
                                       limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
         self.tokens: dict = {}
         self.sessions: dict = {}
-        self.origin = stack.url
+        self.origin = self.url
 
     async def setup(self):
         self.tokens = self.stack.djtask("tokens")
@@ -284,7 +325,7 @@ class Client:
         form_token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', r.text)[1]
         r = await self.http.post("/accounts/login/", data={"username": username, "password": PASSWORD,
                                                            "csrfmiddlewaretoken": form_token},
-                                 headers={"Cookie": f"csrftoken={csrf}", "Referer": self.stack.url + "/accounts/login/"})
+                                 headers={"Cookie": f"csrftoken={csrf}", "Referer": self.url + "/accounts/login/"})
         self.http.cookies.clear()
         session = r.cookies.get("sessionid")
         if r.status_code != 302 or not session:
@@ -322,26 +363,31 @@ class Client:
     async def ws(self, thread_id: str, user="alice"):
         from websockets.asyncio.client import connect
 
-        url = self.stack.url.replace("http://", "ws://") + f"/ws/threads/{thread_id}/"
+        url = self.url.replace("http://", "ws://") + f"/ws/threads/{thread_id}/"
         async with connect(url, additional_headers={**self.session_headers(user), "Origin": self.origin},
                            max_size=None, open_timeout=60, ping_interval=None, compression=None) as sock:
             yield sock
 
-    async def sse(self, agent: str, body: dict, user="alice"):
+    def sse(self, agent: str, body: dict, user="alice"):
         """Yields (perf_counter, wall µs, event dict) for each SSE frame of a POST /agui/<agent>/."""
-        headers = {**self.auth(user), "Content-Type": "application/json", "Accept": "text/event-stream"}
-        headers["Authorization"] = "Bearer " + self.tokens[user]
-        async with self.http.stream("POST", f"/agui/{agent}/", content=json.dumps(body), headers=headers) as r:
-            if r.status_code != 200:
-                raise RuntimeError(f"POST /agui/{agent}/ -> {r.status_code}: {(await r.aread())[:300]!r}")
-            buf = b""
-            async for chunk in r.aiter_raw():
-                now, wall = time.perf_counter(), time.time_ns() // 1000
-                buf += chunk
-                while b"\n\n" in buf:
-                    frame, buf = buf.split(b"\n\n", 1)
-                    if frame.startswith(b"data: "):
-                        yield now, wall, json.loads(frame[6:])
+        return sse_frames(self.http, f"/agui/{agent}/", body, {"Authorization": "Bearer " + self.tokens[user]})
+
+
+async def sse_frames(http, path: str, body: dict, headers: dict):
+    """The bench's SSE client, the same for this project and the peer: (perf_counter, wall µs,
+    event dict) for each `data:` frame of a POST."""
+    headers = {**headers, "Content-Type": "application/json", "Accept": "text/event-stream"}
+    async with http.stream("POST", path, content=json.dumps(body), headers=headers) as r:
+        if r.status_code != 200:
+            raise RuntimeError(f"POST {path} -> {r.status_code}: {(await r.aread())[:300]!r}")
+        buf = b""
+        async for chunk in r.aiter_raw():
+            now, wall = time.perf_counter(), time.time_ns() // 1000
+            buf += chunk
+            while b"\n\n" in buf:
+                frame, buf = buf.split(b"\n\n", 1)
+                if frame.startswith(b"data: "):
+                    yield now, wall, json.loads(frame[6:])
 
 
 def run_input(thread_id: str, text: str) -> dict:
@@ -400,6 +446,102 @@ async def bench_ttfe(c: Client, cfg) -> dict:
     return {"first_event_ms": summary(firsts), "whole_run_ms": summary(totals), "floor_404_ms": summary(floor)}
 
 
+CANCEL = "Cancel my subscription sub_123"  # approved by the requester herself: an AG-UI resume answers it
+
+
+async def read_run(frames_iter, until=None):
+    """Frames of one SSE run to its end; with `until`, also the perf_counter of the first frame
+    matching it."""
+    frames, hit = [], None
+    async for frame in frames_iter:
+        frames.append(frame)
+        if until is not None and hit is None and until(frame[2]):
+            hit = frame[0]
+        if is_end(frame[2]):
+            break
+    return frames, hit
+
+
+async def bench_peer(c: Client, stack: Stack, cfg) -> dict:
+    """The figures a single-process AG-UI server has too, measured on this project and on the
+    peer alternately (one run of each in turn, so that both see the same machine), with the same
+    SSE client: POST -> RUN_STARTED; AG-UI resume sent -> TOOL_CALL_RESULT (a cancel_subscription
+    the requester approves in the resume); a 2,000-word answer's wall time, POST -> RUN_FINISHED.
+    CPU: this project's worker and Daphne trees, the peer's process, per streamed token and per
+    resume (the model's process is shared and not counted)."""
+    import httpx
+
+    if not stack.peer_url:
+        return {"skipped": stack.peer_note}
+    peer_http = httpx.AsyncClient(base_url=stack.peer_url, timeout=60)
+    sides = {
+        "ours": lambda body: sse_frames(c.http, "/agui/banking/", body, {"Authorization": "Bearer " + c.tokens["alice"]}),
+        "peer": lambda body: sse_frames(peer_http, "/agui/banking", body, {}),
+    }
+    meters = {"ours": CpuMeter({"worker": stack.pid("worker"), "web": stack.pid("web")}),
+              "peer": CpuMeter({"peer": stack.pid("peer")})}
+    out = {side: {} for side in sides}
+    try:
+        # POST -> RUN_STARTED of a one-line answer
+        firsts = {side: [] for side in sides}
+        for i in range(cfg["peer_reps"] + 3):
+            for side, post in sides.items():
+                t0 = time.perf_counter()
+                frames, _ = await read_run(post(run_input(f"bench-peer-{uuid.uuid4()}", "hello")))
+                if frames[0][2]["type"] != "RUN_STARTED" or frames[-1][2]["type"] != "RUN_FINISHED":
+                    raise RuntimeError(f"{side}: {frames[0][2]} ... {frames[-1][2]}")
+                if i >= 3:  # the first runs warm connections and imports
+                    firsts[side].append((frames[0][0] - t0) * 1000)
+        # AG-UI resume sent -> TOOL_CALL_RESULT, as a client does it: the paused run's messages
+        # (its last MESSAGES_SNAPSHOT) and an answer to each interrupt
+        resumes, resume_cpu = {side: [] for side in sides}, {side: {} for side in sides}
+        for i in range(cfg["peer_resume_reps"] + 2):
+            for side, post in sides.items():
+                thread_id = f"bench-resume-{uuid.uuid4()}"
+                frames, _ = await read_run(post(run_input(thread_id, CANCEL)))
+                end = frames[-1][2]
+                interrupts = (end.get("outcome") or {}).get("interrupts") or []
+                if not interrupts:
+                    raise RuntimeError(f"{side}: the cancel did not pause: {end}")
+                snapshot = [f[2]["messages"] for f in frames if f[2]["type"] == "MESSAGES_SNAPSHOT"][-1]
+                body = {**run_input(thread_id, ""), "messages": snapshot,
+                        "resume": [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True}}
+                                   for it in interrupts]}
+                with meters[side].phase() as used:
+                    t0 = time.perf_counter()
+                    frames, hit = await read_run(post(body), until=lambda e: e.get("type") == "TOOL_CALL_RESULT")
+                if hit is None or frames[-1][2]["type"] != "RUN_FINISHED":
+                    raise RuntimeError(f"{side}: the resume gave no tool result: {[f[2]['type'] for f in frames]}")
+                if i >= 2:
+                    resumes[side].append((hit - t0) * 1000)
+                    for name, sec in used.items():
+                        resume_cpu[side][name] = resume_cpu[side].get(name, 0.0) + sec
+        # a 2,000-word answer (the model flat out), POST -> RUN_FINISHED
+        walls, stream_cpu = {side: [] for side in sides}, {side: {} for side in sides}
+        words = cfg["stream_words"]
+        for _ in range(cfg["peer_stream_reps"]):
+            for side, post in sides.items():
+                with meters[side].phase() as used:
+                    t0 = time.perf_counter()
+                    frames, _ = await read_run(post(run_input(f"bench-peer-{uuid.uuid4()}", f"BENCH-STREAM {words}")))
+                    wall = (frames[-1][0] - t0) * 1000
+                if frames[-1][2]["type"] != "RUN_FINISHED":
+                    raise RuntimeError(f"{side} stream ended with {frames[-1][2]}")
+                stream_figures(frames, words)  # every stamped chunk arrived
+                walls[side].append(wall)
+                for name, sec in used.items():
+                    stream_cpu[side][name] = stream_cpu[side].get(name, 0.0) + sec
+    finally:
+        await peer_http.aclose()
+    for side in sides:
+        out[side] = {"first_event_ms": summary(firsts[side]), "resume_to_result_ms": summary(resumes[side]),
+                     "answer_2000_words_ms": summary(walls[side]),
+                     "cpu_us_per_token": per_unit_us(stream_cpu[side], words * cfg["peer_stream_reps"]),
+                     "cpu_us_per_resume": per_unit_us(resume_cpu[side], len(resumes[side]))}
+    out["peer"]["server"] = stack.peer_note
+    return out
+
+
 def stream_figures(frames, words) -> dict:
     """Per stamped chunk: client receipt - model send (ms); rate over the whole answer."""
     lat, stamps, events = [], [], 0
@@ -423,7 +565,7 @@ def stream_figures(frames, words) -> dict:
 PACED_WORDS, PACED_RATE = 1000, 1000
 
 
-async def bench_streaming(c: Client, cfg) -> dict:
+async def bench_streaming(c: Client, stack: Stack, cfg) -> dict:
     """Flat out (the model as fast as the socket takes it: throughput, and the queueing it causes)
     and paced at PACED_RATE chunks/s (faster than any real model; the pipeline's own latency)."""
     out = {}
@@ -434,29 +576,37 @@ async def bench_streaming(c: Client, cfg) -> dict:
         ("ws paced", PACED_WORDS, f"BENCH-STREAM {PACED_WORDS} @{PACED_RATE}"),
     ):
         rates, model_rates, lat, events = [], [], [], []
-        for _ in range(cfg["stream_reps"]):
-            if transport.startswith("sse"):
-                frames = []
-                async for frame in c.sse("banking", run_input(f"bench-sse-{uuid.uuid4()}", text)):
-                    frames.append(frame)
-                    if is_end(frame[2]):
-                        break
-            else:
-                thread_id = await c.new_thread()
-                async with c.ws(thread_id) as sock:
-                    await snapshots(sock)
-                    await c.post_message(thread_id, text)
-                    frames = await read_until(sock, is_end, timeout=120)
-            if not any(f[2]["type"] == "RUN_FINISHED" for f in frames):
-                raise RuntimeError(f"{transport} stream ended with {frames[-1][2]}")
-            fig = stream_figures(frames, words)
-            rates.append(fig["chunks_per_s"])
-            model_rates.append(fig["model_send_chunks_per_s"])
-            lat.extend(fig["latency_ms"])
-            events.append(fig["client_events"])
+        meter = CpuMeter({"worker": stack.pid("worker"), "web": stack.pid("web")})
+        with meter.phase() as used:
+            await _stream_reps(c, cfg, transport, words, text, rates, model_rates, lat, events)
         out[transport] = {"chunks_per_s": summary(rates, 0), "model_send_chunks_per_s": summary(model_rates, 0),
-                          "added_ms_per_chunk": summary(lat), "client_text_events": summary(events, 0)}
+                          "added_ms_per_chunk": summary(lat), "client_text_events": summary(events, 0),
+                          "cpu_us_per_token": per_unit_us(used, words * cfg["stream_reps"])}
     return out
+
+
+async def _stream_reps(c: Client, cfg, transport, words, text, rates, model_rates, lat, events) -> None:
+    """The runs of one transport, their figures appended to the lists."""
+    for _ in range(cfg["stream_reps"]):
+        if transport.startswith("sse"):
+            frames = []
+            async for frame in c.sse("banking", run_input(f"bench-sse-{uuid.uuid4()}", text)):
+                frames.append(frame)
+                if is_end(frame[2]):
+                    break
+        else:
+            thread_id = await c.new_thread()
+            async with c.ws(thread_id) as sock:
+                await snapshots(sock)
+                await c.post_message(thread_id, text)
+                frames = await read_until(sock, is_end, timeout=120)
+        if not any(f[2]["type"] == "RUN_FINISHED" for f in frames):
+            raise RuntimeError(f"{transport} stream ended with {frames[-1][2]}")
+        fig = stream_figures(frames, words)
+        rates.append(fig["chunks_per_s"])
+        model_rates.append(fig["model_send_chunks_per_s"])
+        lat.extend(fig["latency_ms"])
+        events.append(fig["client_events"])
 
 
 async def paused_runs(c: Client, n: int, concurrency=8) -> list[tuple[str, str]]:
@@ -475,10 +625,20 @@ async def paused_runs(c: Client, n: int, concurrency=8) -> list[tuple[str, str]]
     return await asyncio.gather(*(one() for _ in range(n)))
 
 
-async def bench_decisions(c: Client, cfg) -> dict:
+async def bench_decisions(c: Client, stack: Stack, cfg) -> dict:
+    """Decide API call -> TOOL_CALL_RESULT on the thread WebSocket, one decision at a time.
+    CPU per decision: the worker's and Daphne's over the whole loop (for each decision also a
+    GET of the pending request and a fresh WebSocket), divided by the decisions."""
     n = cfg["decisions"]
     log(f"decisions: pausing {n} transfer runs")
     paused = await paused_runs(c, n + 3)
+    meter = CpuMeter({"worker": stack.pid("worker"), "web": stack.pid("web")})
+    with meter.phase() as used:
+        figures = await _decide_each(c, paused)
+    return {**figures, "cpu_us_per_decision": per_unit_us(used, len(paused))}
+
+
+async def _decide_each(c: Client, paused) -> dict:
     after_return, from_call, api_ms = [], [], []
     for i, (thread_id, _run_id) in enumerate(paused):
         pending = await c.api("GET", f"/api/approvals/?thread={thread_id}&status=pending", "finn")
@@ -687,6 +847,37 @@ def verdict(ok) -> str:
     return "—" if ok is None else ("meets" if ok else "**misses**")
 
 
+def _cpu(fig: dict) -> str:
+    return ", ".join(f"{name} {us} µs" for name, us in fig.items())
+
+
+def _ratio(a, b) -> str:
+    return f"{a / b:.2f}×" if a is not None and b else "—"
+
+
+def peer_table(p: dict) -> list[str]:
+    """Side by side: this project / the peer / ratio, every figure from this one run."""
+    if "skipped" in p:
+        return ["", f"Side by side with the peer: skipped, {p['skipped']}."]
+    ours, peer = p["ours"], p["peer"]
+    lines = ["", f"Side by side with the peer ({peer['server']}; same fake model, same SSE client, "
+             "alternating runs in this one bench run):", "",
+             "| figure | this project | the peer | ratio |", "|---|---|---|---|"]
+    for key, title in (("first_event_ms", "POST /agui/banking/ → RUN_STARTED"),
+                       ("resume_to_result_ms", "AG-UI resume sent → TOOL_CALL_RESULT"),
+                       ("answer_2000_words_ms", "a 2,000-word answer, POST → RUN_FINISHED")):
+        for q in ("p50", "p95"):
+            a, b = ours[key].get(q), peer[key].get(q)
+            lines.append(f"| {title} ({q}, n={ours[key]['n']}) | {a} ms | {b} ms | {_ratio(a, b)} |")
+    lines.append(f"| CPU per streamed token (the 2,000-word answers) | {_cpu(ours['cpu_us_per_token'])} | "
+                 f"{_cpu(peer['cpu_us_per_token'])} | "
+                 f"{_ratio(sum(ours['cpu_us_per_token'].values()), sum(peer['cpu_us_per_token'].values()))} |")
+    lines.append(f"| CPU per AG-UI resume (to the run's end) | {_cpu(ours['cpu_us_per_resume'])} | "
+                 f"{_cpu(peer['cpu_us_per_resume'])} | "
+                 f"{_ratio(sum(ours['cpu_us_per_resume'].values()), sum(peer['cpu_us_per_resume'].values()))} |")
+    return lines
+
+
 def table(results: dict) -> str:
     m = results["machine"]
     lines = [
@@ -705,6 +896,8 @@ def table(results: dict) -> str:
                      f"{TARGETS['decision_resume']} | {d['p50']} ms | {d['p95']} ms | {d['n']} decisions; from the "
                      f"call: p50 {s['decisions']['from_api_call_ms']['p50']} ms | "
                      f"{verdict(d['p50'] <= 25 and d['p95'] <= 60)} |")
+        lines.append(f"| 1. … worker CPU per decision (whole resumed run; Daphne: decide API, a GET, a WebSocket) | "
+                     f"reported | {_cpu(s['decisions']['cpu_us_per_decision'])} | | {d['n'] + 3} decisions | — |")
     if "streaming" in s:
         for transport in ("sse", "ws"):
             st = s["streaming"][transport]
@@ -714,6 +907,9 @@ def table(results: dict) -> str:
                          f"{st['client_text_events']['p50']:.0f} client events per run | {verdict(rate['min'] >= 5000)} |")
             lines.append(f"| 2. … the same: model chunk → client event (includes queueing) | (≤ 2 ms at p50) | "
                          f"{added['p50']} ms | {added['p95']} ms | {added['n']} chunks | — |")
+            lines.append(f"| 2. … CPU per streamed token over {transport.upper()} | reported | "
+                         f"{_cpu(st['cpu_us_per_token'])} | | {rate['n']} runs × 2,000 "
+                         f"tokens | — |")
         for transport in ("sse paced", "ws paced"):
             st = s["streaming"].get(transport)
             if st:
@@ -760,6 +956,8 @@ def table(results: dict) -> str:
                      f"{f['clients_with_every_event_in_order']}/{f['clients']} clients got all {f['events_per_client']} "
                      f"events in order ({f['connect_failures']} failed connects, all connected in "
                      f"{f['connect_all_s']} s) | {verdict(ok)} |")
+    if "peer" in s:
+        lines += peer_table(s["peer"])
     return "\n".join(lines)
 
 
@@ -776,8 +974,9 @@ async def run_all(stack: Stack, cfg, only, profile) -> dict:
     results = {}
     runners = {
         "ttfe": lambda: bench_ttfe(c, cfg),
-        "streaming": lambda: bench_streaming(c, cfg),
-        "decisions": lambda: bench_decisions(c, cfg),
+        "streaming": lambda: bench_streaming(c, stack, cfg),
+        "peer": lambda: bench_peer(c, stack, cfg),
+        "decisions": lambda: bench_decisions(c, stack, cfg),
         "paused": lambda: bench_paused(c, stack, cfg),
         "fanout": lambda: bench_fanout(c, stack, cfg),
         "inbox": lambda: bench_inbox(c, stack, cfg),
@@ -807,7 +1006,15 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", default="", help="py-spy record these scenarios into var/bench-profiles/")
     parser.add_argument("--pool", default="prefork", help="Celery pool (default prefork)")
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2, help="Celery worker slots (default nproc)")
+    parser.add_argument("--no-peer", dest="peer", action="store_false",
+                        help="do not start the peer (Microsoft Agent Framework's AG-UI server from .venv-maf)")
+    parser.add_argument("--scale", action="store_true",
+                        help="scale-out instead: 1 web + 1 worker, then 2 + 2, on PostgreSQL (bench/scale.py)")
     args = parser.parse_args(argv)
+    if args.scale:
+        import scale
+
+        return scale.main(args)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     unknown = only - set(SCENARIOS)
     if unknown:
