@@ -5,8 +5,14 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test e2e bench lint
 
+# Two markers: `make run` installs only what the product needs (.installed); the test, browser and
+# lint targets add the dev tools (.dev-installed). A venv made by `make run` gets them on the
+# first `make test`; either marker is redone when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV) && $(VENV)/bin/pip install -e '.[dev]' && touch $@
+	python3 -m venv $(VENV) && $(VENV)/bin/pip install -e . && touch $@
+
+$(VENV)/.dev-installed: pyproject.toml $(VENV)/.installed
+	$(VENV)/bin/pip install -e '.[dev]' && touch $@
 
 run: $(VENV)/.installed
 	$(PY) scripts/run.py
@@ -30,15 +36,15 @@ $(MAF_VENV)/.installed: tests/maf_client/requirements.txt
 	else echo "could not build $(MAF_VENV): tests/integration/test_maf_client.py and the bench's peer will be skipped"; fi
 
 # devstack exec starts an embedded Redis when REDIS_URL is unset.
-test: $(VENV)/.installed $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
+test: $(VENV)/.dev-installed $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 # Browser tests get their own pytest process: pytest-playwright's sync API leaves an event loop
 # running, after which ORM calls raise SynchronousOnlyOperation and pytest-asyncio tests fail.
-e2e: $(VENV)/.installed
+e2e: $(VENV)/.dev-installed
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m e2e tests/e2e $(PYTEST_ARGS)
 
-$(VENV)/.bench-installed: pyproject.toml $(VENV)/.installed
+$(VENV)/.bench-installed: pyproject.toml $(VENV)/.dev-installed
 	$(VENV)/bin/pip install -e '.[dev,bench]' && touch $@
 
 # BENCH_ARGS=--quick for a short run; DATABASE_URL=postgres://... to measure on PostgreSQL;
@@ -47,5 +53,5 @@ BENCH_ARGS ?=
 bench: $(VENV)/.bench-installed $(MAF_VENV)/.installed
 	$(PY) bench/run.py $(BENCH_ARGS)
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .

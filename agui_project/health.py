@@ -12,13 +12,21 @@ Celery listens for the whole timeout, and measured here a fixed 0.5 s ping misse
 reply about every other time in its first seconds. A worker can also miss a ping outright (the
 broadcast goes over Redis pub/sub, and a worker subscribes a moment after it says "ready"), so the
 strict probe asks again, with longer waits, up to sum(WORKER_PING_TIMEOUTS).
+
+A 503 is this probe's answer, not a server error: it is logged here (a warning when the database or
+Redis fails, DEBUG when only a worker has not answered yet, as during `make run`'s start-up wait),
+never as django.request's ERROR "Service Unavailable".
 """
+
+import logging
 
 from django.db import connection
 from django.http import JsonResponse
 
 from agui_project.celery import app as celery_app
 from agui_project.redis_client import redis_client
+
+log = logging.getLogger(__name__)
 
 LB_PING_TIMEOUT = 0.5  # the plain probe reports workers but never waits long for them
 WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s at most
@@ -57,4 +65,9 @@ def healthz(request):
     body["worker"] = "ok" if workers else "no worker answered"
     if require_worker:
         ok = ok and workers > 0
-    return JsonResponse(body, status=200 if ok else 503)
+    response = JsonResponse(body, status=200 if ok else 503)
+    if not ok:
+        broken = body["db"] != "ok" or body["redis"] != "ok"
+        log.log(logging.WARNING if broken else logging.DEBUG, "health check: 503 %s", body)
+        response._has_been_logged = True  # django.utils.log.log_response: not again as an ERROR
+    return response

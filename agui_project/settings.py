@@ -72,7 +72,9 @@ _DEV_SECRET = "dev-insecure-secret-key-DO-NOT-USE-IN-PRODUCTION"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _DEV_SECRET
 if not DEBUG and SECRET_KEY == _DEV_SECRET:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
-if SECRET_KEY == _DEV_SECRET and "pytest" not in sys.modules:
+# Said once per start: `make run` says it itself and tells its children (manage.py, worker, beat,
+# web) through AGUI_SECRET_KEY_WARNED, else every process would repeat it.
+if SECRET_KEY == _DEV_SECRET and "pytest" not in sys.modules and not os.environ.get("AGUI_SECRET_KEY_WARNED"):
     print("WARNING: development SECRET_KEY in use (set DJANGO_SECRET_KEY in production)", file=sys.stderr)
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
@@ -249,6 +251,8 @@ CELERY_BEAT_SCHEDULE = {
     # reminders, escalations and expiry: every 2 s, so a request expires within 5 s of its deadline
     # even when its countdown task was lost (near deadlines also get their own countdown task)
     "approval-deadlines": {"task": "approvals.tasks.deadlines_due", "schedule": 2.0},
+    # decisions whose undo window closed (each also has its own countdown task)
+    "held-decisions": {"task": "approvals.tasks.held_decisions_due", "schedule": 2.0},
     "resume-stalled-runs": {"task": "agents.tasks.resume_stalled", "schedule": 30.0},
     # tool calls and runs left `executing`/`running` by a dead worker: outcome_unknown (or a retry
     # when idempotent) / a continuation; queued runs whose task message was lost are sent again
@@ -327,6 +331,8 @@ AGUI_STATE_MAX_BYTES = env_int("AGUI_STATE_MAX_BYTES", 256 * 1024)
 AGUI_STATE_MAX_DEPTH = env_int("AGUI_STATE_MAX_DEPTH", 32)
 # Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).
 AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600)
+# a reviewer's decision from the inbox pages is held this long (Undo), then sent by the beat sweep
+AGUI_UNDO_SECONDS = env_float("AGUI_UNDO_SECONDS", 5)
 AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/runtime/execution.py).
@@ -354,11 +360,23 @@ EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backend
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "agui-inbox <noreply@localhost>")
 EMAIL_SUBJECT_PREFIX = "[agui-inbox] "
 
+# LOG_LEVEL: the console's level (DEBUG, INFO, WARNING, ERROR, CRITICAL). At INFO, the default, the
+# routine lines of a healthy stack are left out (agui_project/logs.py: the beat's "Sending due task"
+# every 2 s, the worker's "received" / "succeeded" for every task); LOG_LEVEL=DEBUG shows them, and
+# Celery's start-up banners (scripts/devstack.py).
+LOG_LEVEL = (_env("LOG_LEVEL") or "INFO").upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not a level (use DEBUG, INFO, WARNING, ERROR or CRITICAL)")
+_routine = {"filters": [] if LOG_LEVEL == "DEBUG" else ["routine"]}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"routine": {"()": "agui_project.logs.RoutineLines"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"},
+        "celery.beat": _routine, "celery.worker.strategy": _routine, "celery.app.trace": _routine,
+    },
 }

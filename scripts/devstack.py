@@ -170,14 +170,20 @@ def wait_healthy(url: str, children: list[Child], timeout: float = 60.0, min_wor
     raise NotHealthy(f"/healthz not ready after {timeout:.0f}s (last: {last})")
 
 
-def stack_commands(host: str, port: str, beat_schedule: str, pool: str, concurrency: str):
-    """(name, argv) of the long-running processes; shared with the browser-test fixture."""
+def stack_commands(host: str, port: str, beat_schedule: str, pool: str, concurrency: str,
+                   log_level: str | None = None):
+    """(name, argv) of the long-running processes; shared with the browser-test fixture.
+
+    Celery logs at LOG_LEVEL (settings.py; default INFO, its routine lines filtered there); its
+    start-up banners (the worker's ~25 lines, the beat's configuration) only at DEBUG: `make run`
+    prints its own banner once the whole stack answers."""
+    level = (log_level or os.environ.get("LOG_LEVEL") or "INFO").strip().upper() or "INFO"
+    celery = [sys.executable, "-m", "celery", "-A", "agui_project", *([] if level == "DEBUG" else ["--quiet"])]
     return [
-        ("worker", [sys.executable, "-m", "celery", "-A", "agui_project", "worker", "-l", "info",
+        ("worker", [*celery, "worker", "-l", level,
                     "--without-mingle", "--without-gossip",  # saves ~1 s of start-up
                     "--concurrency", concurrency, "-P", pool]),
-        ("beat", [sys.executable, "-m", "celery", "-A", "agui_project", "beat", "-l", "info",
-                  "-s", beat_schedule]),
+        ("beat", [*celery, "beat", "-l", level, "-s", beat_schedule]),
         ("web", [sys.executable, "-m", "daphne", "-b", host, "-p", port, "agui_project.asgi:application"]),
     ]
 

@@ -117,7 +117,7 @@ def banner(url: str) -> str:
         "=" * 64,
         f"  agui-inbox is running at {url}/",
         f"  log in (password: {pw}):",
-        "    admin          - admin (tool policies, Django admin)",
+        "    admin          - administrator (every request, tool policies, Django admin)",
         "    alice, bob     - end users (chat with agents)",
         "    rita           - reviewers (approval inbox)",
         "    finn           - finance + reviewers",
@@ -130,10 +130,14 @@ def banner(url: str) -> str:
 
 def main() -> int:
     os.chdir(ROOT)
-    (ROOT / "var").mkdir(exist_ok=True)
+    var = Path(os.environ.get("AGUI_VAR_DIR") or ROOT / "var")  # settings.VAR_DIR
+    var.mkdir(parents=True, exist_ok=True)
     host = os.environ.get("HOST") or "127.0.0.1"
     port = os.environ.get("PORT") or "8000"
     env = dict(os.environ)
+    if not env.get("DJANGO_SECRET_KEY"):  # settings.py's rule; said here once, not by each child
+        log("WARNING: development SECRET_KEY in use (set DJANGO_SECRET_KEY in production)")
+        env["AGUI_SECRET_KEY_WARNED"] = "1"
 
     stop = threading.Event()
 
@@ -151,13 +155,13 @@ def main() -> int:
             redis = devstack.start_embedded_redis()
             env["REDIS_URL"] = redis.url
             log(f"embedded Redis at {redis.url} (set REDIS_URL to use your own)")
-        manage(env, "migrate", "--noinput")
+        manage(env, "migrate", "--noinput", "--verbosity", "0")  # a first run's 40 "Applying ..." lines say nothing
         manage(env, "seed_demo")
         if stop.is_set():
             return 0
 
         supervisor = Supervisor(
-            devstack.stack_commands(host, port, "var/celerybeat-schedule",
+            devstack.stack_commands(host, port, str(var / "celerybeat-schedule"),
                                     os.environ.get("CELERY_POOL") or "prefork",
                                     os.environ.get("CELERY_CONCURRENCY") or "4"),
             env, burst=int(_env_float("AGUI_RESTART_BURST", 5)), window=_env_float("AGUI_RESTART_WINDOW", 60.0))

@@ -80,3 +80,22 @@ def test_a_ping_that_raises_counts_as_no_answer(client, monkeypatch):
     monkeypatch.setattr(health.celery_app.control, "ping", broken)
     assert client.get("/healthz").status_code == 200
     assert client.get("/healthz?require=worker").status_code == 503
+
+
+def test_a_503_while_the_worker_starts_is_not_logged_as_a_server_error(client, pings, caplog, monkeypatch):
+    """`make run` polls ?require=worker until a worker answers: each 503 on the way is expected,
+    so django.request must not print "ERROR Service Unavailable: /healthz" on the console."""
+    pings(silent=99)
+    caplog.set_level("DEBUG")
+    assert client.get("/healthz?require=worker").status_code == 503
+    assert not [r for r in caplog.records if r.levelno >= 40], [r.getMessage() for r in caplog.records]
+    assert [r.levelname for r in caplog.records if r.name == "agui_project.health"] == ["DEBUG"]
+
+    class Down:  # a real outage is worth a warning (still not django.request's ERROR)
+        def ping(self):
+            raise redis.ConnectionError("Connection refused")
+
+    caplog.clear()
+    monkeypatch.setattr(health, "redis_client", lambda: Down())
+    assert client.get("/healthz").status_code == 503
+    assert [(r.name, r.levelname) for r in caplog.records if r.levelno >= 30] == [("agui_project.health", "WARNING")]
