@@ -7,6 +7,12 @@ from agents.views import home
 from agui_project.health import healthz
 from agui_project.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
+# the site's error pages (agui_project/errors.py), JSON for machine endpoints
+handler400 = "agui_project.errors.bad_request"
+handler403 = "agui_project.errors.permission_denied"
+handler404 = "agui_project.errors.page_not_found"
+handler500 = "agui_project.errors.server_error"
+
 admin.site.login_form = ThrottledAdminAuthenticationForm  # the admin's sign-in says why it is refused too
 
 urlpatterns = [

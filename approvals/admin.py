@@ -1,16 +1,38 @@
 import json
 
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from . import registry, services
 from .models import ApprovalRequest, AuditEvent, Decision, ThreadGrant, ToolPolicy
+
+
+class ToolPolicyForm(forms.ModelForm):
+    """The model's field help, in words for the admin reading the form."""
+
+    class Meta:
+        model = ToolPolicy
+        fields = "__all__"
+        help_texts = {
+            "conditions": "Rules for the modes “conditional” and “model”, tried in order: the first that "
+                          "matches decides. Each has a name, a condition on the call (its arguments, the user, "
+                          "the agent) and an action: gate (a person decides), deny (blocked) or allow (runs at "
+                          "once). The policy console (Policies) builds them for you and tries a draft against "
+                          "recorded calls.",
+            "timeout_action": "What happens when nobody decides in time. “approve” is allowed only for "
+                              "low-risk tools.",
+            "timeout_seconds": "How long a request waits for a decision. Empty: the site's default.",
+        }
 
 
 @admin.register(ToolPolicy)
 class ToolPolicyAdmin(admin.ModelAdmin):
     """The form validates through ToolPolicy.clean (approvals.validators); saves and deletes go
     through services so that every change is audited with before/after."""
+
+    form = ToolPolicyForm
 
     list_display = ["tool_name", "mode", "approver_kind", "approver_group", "required_approvals", "timeout_seconds",
                     "risk", "escalation_group"]
@@ -32,6 +54,9 @@ class ToolPolicyAdmin(admin.ModelAdmin):
                  "timeout_seconds": defaults.timeout_seconds, "escalation": defaults.escalation or None}
         return format_html("<pre>{}</pre>", json.dumps(shown, indent=2))
 
+    def view_on_site(self, obj):  # "View on site": the policy console's page of this tool
+        return f"/policies/{obj.tool_name}/"
+
     def save_model(self, request, obj, form, change):
         values = {f: getattr(obj, f) for f in services.POLICY_FIELDS}
         saved = services.save_policy(obj.tool_name, values, request.user)
@@ -50,6 +75,7 @@ class DecisionInline(admin.TabularInline):
     extra = 0
     can_delete = False
     readonly_fields = ["user", "decision", "arguments", "feedback", "withdrawn_at", "created_at"]
+    verbose_name, verbose_name_plural = "decision", "decisions"
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -59,10 +85,23 @@ class DecisionInline(admin.TabularInline):
 class ApprovalRequestAdmin(admin.ModelAdmin):
     """Read-only here: status changes go through the inbox (services.decide)."""
 
-    list_display = ["tool_name", "status", "requester", "approver_group", "risk", "matched_rule", "created_at"]
+    list_display = ["tool_name", "summary", "status", "requester", "approver_group", "risk", "matched_rule",
+                    "created_at", "inbox_link"]
     list_filter = ["status", "risk", "tool_name"]
     search_fields = ["description", "thread_ref", "id"]
+    list_select_related = ["requester", "approver_group"]
     inlines = [DecisionInline]
+
+    @admin.display(description="Description", ordering="description")
+    def summary(self, obj):
+        return Truncator(obj.description).chars(90)
+
+    @admin.display(description="Inbox")
+    def inbox_link(self, obj):
+        return format_html('<a href="{}">Open in the inbox</a>', self.view_on_site(obj))
+
+    def view_on_site(self, obj):  # "View on site" on the record: its page in the inbox
+        return f"/inbox/{obj.pk}/"
 
     def has_change_permission(self, request, obj=None):
         return False

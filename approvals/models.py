@@ -195,6 +195,12 @@ class Decision(models.Model):
     class Meta:
         ordering = ["created_at"]
 
+    def __str__(self):  # the admin's inline rows: who decided what, when
+        verb = "approved" if self.decision == self.Kind.APPROVE else "rejected"
+        when = f" on {self.created_at:%Y-%m-%d %H:%M} UTC" if self.created_at else ""
+        withdrawn = " (withdrawn: the arguments were edited after it)" if self.withdrawn_at else ""
+        return f"{self.user.get_username()} {verb}{when}{withdrawn}"
+
 
 class AppendOnly(Exception):
     pass

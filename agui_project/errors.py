@@ -1,0 +1,66 @@
+"""The site's error pages (400, 403, 404, 500): the site's own layout with a sentence that says what
+happened and what to do, in place of Django's bare "403 Forbidden". A machine endpoint (/api/,
+/agui/, or a request that asks for JSON: the inbox's fetches) gets JSON with a `message` instead,
+as agui_project/limits.py gives it for the errors it catches itself.
+
+Django calls these only with DEBUG off for 404 and 500 (DEBUG shows its technical pages); 403 and
+400 always."""
+
+import logging
+
+from django.http import HttpResponseServerError, JsonResponse
+from django.shortcuts import render
+from django.template import loader
+
+from .limits import JSON_PREFIXES
+
+log = logging.getLogger(__name__)
+
+
+def wants_json(request):
+    accept = request.headers.get("Accept", "")
+    return (request.path.startswith(JSON_PREFIXES) or request.headers.get("X-Requested-With") == "XMLHttpRequest"
+            or ("application/json" in accept and "text/html" not in accept))
+
+
+def _reason(exception):
+    """The PermissionDenied's own message, when the view gave one for people ("the inbox is for
+    reviewers"), as a sentence; Django's own carry none."""
+    text = str(exception or "").strip() if exception is not None else ""
+    if not text or text.startswith("<"):
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def bad_request(request, exception=None):
+    if wants_json(request):
+        return JsonResponse({"message": "bad request", "code": "bad_request"}, status=400)
+    return render(request, "400.html", status=400)
+
+
+def permission_denied(request, exception=None):
+    if wants_json(request):
+        return JsonResponse({"message": _reason(exception) or "you may not do this", "code": "forbidden"},
+                            status=403)
+    return render(request, "403.html", {"reason": _reason(exception)}, status=403)
+
+
+def page_not_found(request, exception=None):
+    if wants_json(request):
+        return JsonResponse({"message": "not found", "code": "not_found"}, status=404)
+    return render(request, "404.html", {"request_path": request.path}, status=404)
+
+
+def server_error(request):
+    if wants_json(request):
+        return JsonResponse({"message": "internal error; nothing further was done", "code": "internal_error"},
+                            status=500)
+    try:  # with the navigation; but whatever broke (the database?) may break the page's context too
+        return render(request, "500.html", status=500)
+    except Exception:
+        log.exception("the 500 page could not be rendered with its navigation")
+    try:
+        return HttpResponseServerError(loader.get_template("500.html").render({}))
+    except Exception:
+        return HttpResponseServerError("<h1>Server error</h1><p>Something went wrong on our side.</p>")

@@ -1,0 +1,78 @@
+"""The site's error pages (agui_project/errors.py, templates/4xx/500.html): the site's layout and
+navigation with a sentence that explains, also with DEBUG off; machine endpoints keep JSON errors."""
+
+import pytest
+from django.test import RequestFactory
+from django.urls import get_resolver
+
+from agui_project import errors
+from agui_project.limits import is_json_error
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=[True, False], ids=["debug", "production"])
+def debug(request, settings):
+    settings.DEBUG = request.param
+    return request.param
+
+
+def test_bob_on_the_inbox_gets_the_styled_403(client, demo, debug):
+    client.force_login(demo["bob"])
+    resp = client.get("/inbox/")
+    assert resp.status_code == 403
+    assert "403.html" in [t.name for t in resp.templates]
+    body = resp.content.decode()
+    assert '<nav class="site-nav"' in body and 'href="/chat/"' in body  # the site's navigation
+    assert "The inbox is for reviewers." in body
+    assert "signed in as <strong>bob</strong>" in body
+    assert "<h1>403 Forbidden</h1>" not in body
+
+
+def test_json_requests_keep_json_errors(client, demo, debug):
+    client.force_login(demo["bob"])
+    for headers in ({"HTTP_ACCEPT": "application/json"}, {"HTTP_X_REQUESTED_WITH": "XMLHttpRequest"}):
+        resp = client.get("/inbox/summary/", **headers)
+        assert resp.status_code == 403 and is_json_error(resp), resp.content
+        assert resp.json()["message"] == "The inbox is for reviewers."
+    resp = client.get("/api/no-such-endpoint/")
+    assert resp.status_code == 404 and is_json_error(resp)
+    resp = client.get("/agui/no-such-endpoint/")
+    assert resp.status_code == 404 and is_json_error(resp)
+
+
+def test_a_missing_page_with_debug_off_gets_the_styled_404(client, demo, settings):
+    settings.DEBUG = False
+    client.force_login(demo["alice"])
+    resp = client.get("/no-such-page/")
+    assert resp.status_code == 404
+    body = resp.content.decode()
+    assert "404.html" in [t.name for t in resp.templates]
+    assert "Page not found" in body and "<code>/no-such-page/</code>" in body and '<nav class="site-nav"' in body
+    client.logout()
+    assert "Page not found" in client.get("/no-such-page/").content.decode()
+
+
+def test_the_500_page_explains_and_survives_a_broken_context(demo, monkeypatch):
+    request = RequestFactory().get("/inbox/")
+    request.user = demo["rita"]
+    resp = errors.server_error(request)
+    body = resp.content.decode()
+    assert resp.status_code == 500 and "Something went wrong on our side" in body and 'class="site-nav"' in body
+
+    def broken(request):
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr("agui_project.context.is_reviewer", broken)
+    resp = errors.server_error(request)
+    assert resp.status_code == 500 and "Something went wrong on our side" in resp.content.decode()
+    api = RequestFactory().get("/api/approvals/")
+    assert is_json_error(errors.server_error(api))
+
+
+def test_the_handlers_are_the_sites():
+    resolver = get_resolver()
+    assert resolver.resolve_error_handler(400) is errors.bad_request
+    assert resolver.resolve_error_handler(403) is errors.permission_denied
+    assert resolver.resolve_error_handler(404) is errors.page_not_found
+    assert resolver.resolve_error_handler(500) is errors.server_error

@@ -1,0 +1,41 @@
+"""The Django admin's approval pages in words for people: the requests list has a description and
+a link to each request's inbox page, decisions are titled by who decided what, and the policy form's
+help names no source file."""
+
+import re
+
+import pytest
+
+from approvals.models import Decision
+from tests.inbox_helpers import make_request, user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin(client, demo):
+    client.force_login(demo["admin"])
+    return client
+
+
+def test_the_requests_list_shows_the_description_and_links_to_the_inbox(admin):
+    req = make_request("alice", description="Transfer 500.00 USD from 1234567890 to 0987654321")
+    body = admin.get("/admin/approvals/approvalrequest/").content.decode()
+    assert re.search(r'<th[^>]*column-summary[^>]*>.*?Description', body, re.S)
+    assert "Transfer 500.00 USD from 1234567890 to 0987654321" in body
+    assert f'<a href="/inbox/{req.pk}/">Open in the inbox</a>' in body
+
+
+def test_a_request_record_links_to_its_inbox_page_and_titles_its_decisions(admin):
+    req = make_request("alice")
+    Decision.objects.create(request=req, user=user("finn"), decision="approve")
+    body = admin.get(f"/admin/approvals/approvalrequest/{req.pk}/change/").content.decode()
+    assert re.search(rf'<a href="/inbox/{req.pk}/" class="viewsitelink">', body)
+    assert "Decision object" not in body
+    assert re.search(r"finn approved on \d{4}-\d\d-\d\d \d\d:\d\d UTC", body)
+
+
+def test_the_policy_form_explains_the_rules_without_pointing_at_source_files(admin):
+    body = admin.get("/admin/approvals/toolpolicy/add/").content.decode()
+    assert "approvals/rules.py" not in body and ".py" not in re.sub(r"<[^>]+>", "", body).replace("agui-inbox", "")
+    assert "the first that matches decides" in body
