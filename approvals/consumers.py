@@ -1,4 +1,12 @@
-"""The inbox WebSocket: low-rate notices (requested / decided / expired) for the groups one reviews."""
+"""The inbox WebSocket: low-rate notices (requested / decided / expired) for the groups one reviews,
+and presence: which reviewers have a request open ("rita is viewing"), so two don't decide at once.
+
+Presence is the channel layer only, nothing stored: a page says {"type": "viewing", "id": ...}; its
+consumer joins that request's viewers group and says "join"; each consumer already there answers
+the newcomer directly with "here"; leaving (another id, null, or the socket closing) says "leave"."""
+
+import hashlib
+import re
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -6,8 +14,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from agui_project import jsoncheck
 from agui_project.sockets import SignedInSocket
 
-from . import notify
+from . import notify, selectors
 from .access import is_reviewer
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on logout
@@ -35,14 +45,66 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
         return targets
 
     async def disconnect(self, code):
+        await self._leave()
         for target in getattr(self, "targets", None) or []:
             await self.channel_layer.group_discard(target, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        """The inbox takes no frames; one that is not a JSON object is answered, not a 1011 close."""
-        _msg, refused = jsoncheck.read_frame(text_data)
+        """{"type": "viewing", "id": <request id> | null}; a frame that is not a JSON object is
+        answered, not a 1011 close; other frames are ignored."""
+        msg, refused = jsoncheck.read_frame(text_data)
         if refused:
             await self.send_json(refused)
+            return
+        if msg.get("type") == "viewing":
+            await self._view(msg.get("id"))
+
+    # --- presence
+
+    viewing = None
+
+    async def _view(self, approval_id):
+        if approval_id == self.viewing:
+            return
+        await self._leave()
+        if not isinstance(approval_id, str) or not REQUEST_ID.match(approval_id):
+            return
+        if not await self._may_see(approval_id):
+            return
+        self.viewing = approval_id
+        group = notify.group_for_viewers(approval_id)
+        await self.channel_layer.group_add(group, self.channel_name)
+        await self.channel_layer.group_send(group, self._presence("join"))
+
+    async def _leave(self):
+        if self.viewing is None:
+            return
+        group = notify.group_for_viewers(self.viewing)
+        await self.channel_layer.group_send(group, self._presence("leave"))
+        await self.channel_layer.group_discard(group, self.channel_name)
+        self.viewing = None
+
+    def _presence(self, event):
+        return {"type": "inbox.presence", "event": event, "id": self.viewing, "who": self.scope["user"].get_username(),
+                "user_id": self.scope["user"].pk, "from": self.channel_name}
+
+    @database_sync_to_async
+    def _may_see(self, approval_id):
+        return selectors.visible_requests(user=self.scope["user"]).filter(pk=approval_id).exists()
+
+    async def inbox_presence(self, message):
+        if message["from"] == self.channel_name or message["id"] != self.viewing:
+            return
+        if message["event"] == "join":  # tell the newcomer who is already here
+            await self.channel_layer.send(message["from"], self._presence("here"))
+        if message["user_id"] == self.scope["user"].pk:
+            return  # the same reviewer in another tab is no collision
+        await self.send_json({
+            "type": "approval.viewers", "event": "leave" if message["event"] == "leave" else "join",
+            "id": message["id"], "who": message["who"],
+            # tells one tab from another without giving out channel names
+            "key": hashlib.sha256(message["from"].encode()).hexdigest()[:12],
+        })
 
     async def inbox_notice(self, message):
         await self.send_json(message["notice"])

@@ -105,7 +105,18 @@ def mine(user):
     """Requests routed to the user: their groups' (and those escalated to them), less the ones they
     asked for themselves (four eyes), plus requester-routed requests they confirm themselves."""
     routed = selectors.routed_to_groups(sorted(memberships(user)[0]))
-    return (routed & ~Q(requester_id=user.pk)) | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
+    waiting = (routed & ~Q(requester_id=user.pk)) | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
+    # a decision the user holds (its undo window still open) is theirs already: not waiting for them
+    return waiting & ~Q(held_decisions__user=user)
+
+
+def next_waiting(user, after):
+    """The request to show after deciding `after`: the next one down the default list (newest
+    first), else the newest one left; None at inbox zero."""
+    qs = selectors.visible_requests(user=user).filter(mine(user), status=Status.PENDING).exclude(pk=after.pk)
+    later = qs.filter(Q(created_at__lt=after.created_at) | Q(created_at=after.created_at, id__lt=after.pk))
+    return (later.order_by("-created_at", "-id").first()
+            or qs.order_by("-created_at", "-id").first())
 
 
 def base(user, query):

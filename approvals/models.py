@@ -80,7 +80,7 @@ class ApprovalRequest(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending"
         APPROVED = "approved"
-        MODIFIED = "modified", "approved with edits"
+        MODIFIED = "modified", "Approved with edits"  # capitalised like the others
         REJECTED = "rejected"
         EXPIRED = "expired"
         CANCELLED = "cancelled"
@@ -200,6 +200,30 @@ class Decision(models.Model):
         when = f" on {self.created_at:%Y-%m-%d %H:%M} UTC" if self.created_at else ""
         withdrawn = " (withdrawn: the arguments were edited after it)" if self.withdrawn_at else ""
         return f"{self.user.get_username()} {verb}{when}{withdrawn}"
+
+
+class HeldDecision(models.Model):
+    """A reviewer's decision inside its undo window: made, not yet sent. services.hold records it
+    (after a dry run of the decision, so its errors show at once), services.undo deletes it, and the
+    beat sweep sends it through services.decide once due (services.release_due). The delay lives
+    here, not in the browser: a tab closed during the window neither loses nor doubles it."""
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="held_decisions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    decision = models.CharField(max_length=16, choices=Decision.Kind.choices)
+    arguments = models.JSONField(null=True, blank=True)  # edited arguments, or None: as they stand
+    feedback = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    due_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # deciding again inside the window replaces the held decision
+            models.UniqueConstraint(fields=["request", "user"], name="held_decision_one_per_reviewer"),
+        ]
+        indexes = [
+            models.Index(fields=["due_at"], name="held_decision_due_idx"),  # selectors.due_held_ids
+        ]
 
 
 class AppendOnly(Exception):

@@ -22,6 +22,11 @@ def group_for_user(user_id):
     return f"inbox.user.{user_id}"
 
 
+def group_for_viewers(approval_id):
+    """The reviewers who have this request open (presence, approvals.consumers)."""
+    return f"inbox.viewing.{approval_id}"
+
+
 class _Sender:
     """One event loop thread per process sends the notices, one after another in the order they
     were queued (a `decided` must never overtake its `requested`). The caller (a decision, a
@@ -84,9 +89,8 @@ def _send(targets, notice):
         return None
 
 
-def inbox_notice(kind, request):
-    """kind: requested | decided | expired | cancelled | reminded | escalated. Never fails the caller."""
-    notice = {
+def _approval_notice(kind, request):
+    return {
         "type": f"approval.{kind}",
         "approval": {
             "id": request.id,
@@ -97,12 +101,22 @@ def inbox_notice(kind, request):
             "escalated": request.escalated_at is not None,
         },
     }
+
+
+def inbox_notice(kind, request):
+    """kind: requested | decided | expired | cancelled | reminded | escalated. Never fails the caller."""
+    notice = _approval_notice(kind, request)
     targets = {STAFF_GROUP, group_for_user(request.requester_id)}
     if request.approver_group_id:
         targets.add(group_for_approver_group(request.approver_group_id))
     if request.escalation_group_id and request.escalated_at:
         targets.add(group_for_approver_group(request.escalation_group_id))
     return _send(sorted(targets), notice)
+
+
+def user_notice(user_id, kind, request):
+    """For one reviewer's own pages (kind: held | undone): their list drops or gets back a request."""
+    return _send([group_for_user(user_id)], _approval_notice(kind, request))
 
 
 def operator_notice(kind, payload):

@@ -15,6 +15,7 @@ from .models import (
     ApproverKind,
     AuditEvent,
     Decision,
+    HeldDecision,
     ThreadGrant,
     ToolPolicy,
     arguments_hash,
@@ -77,6 +78,21 @@ def due_request_ids(*, limit=500):
     return list(dict.fromkeys(ids))
 
 
+def held_by(*, user, ids=None, request=None):
+    """The user's held decisions (undo window open): by id (the page after a decision), or the one
+    on a request."""
+    qs = HeldDecision.objects.filter(user=user).select_related("request")
+    if request is not None:
+        return qs.filter(request=request).first()
+    return list(qs.filter(pk__in=list(ids or [])).order_by("created_at"))
+
+
+def due_held_ids(*, limit=500):
+    """Held decisions whose undo window has closed (held_decision_due_idx)."""
+    return list(HeldDecision.objects.filter(due_at__lte=timezone.now()).order_by("due_at")
+                .values_list("pk", flat=True)[:limit])
+
+
 def visible_grants(*, user):
     """"Always allow in this thread" grants: staff everyone's, others their own."""
     qs = ThreadGrant.objects.select_related("user", "revoked_by")
@@ -116,7 +132,7 @@ def policies():
 
 def audit_events(*, user):
     """The audit log a user may read: staff everything, others the events of requests they can see."""
-    qs = AuditEvent.objects.select_related("actor")
+    qs = AuditEvent.objects.select_related("actor", "request")  # the page names the request it concerns
     if not is_admin(user):
         qs = qs.filter(request__in=visible_requests(user=user).values("pk"))
     return qs.order_by("-created_at", "-id")

@@ -5,6 +5,7 @@ import logging
 from datetime import timedelta
 
 from celery import current_app, signature
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -15,6 +16,7 @@ from .models import (
     ApproverKind,
     AuditEvent,
     Decision,
+    HeldDecision,
     Risk,
     ThreadGrant,
     TimeoutAction,
@@ -30,6 +32,7 @@ ETA_HORIZON_SECONDS = 120
 DEFAULT_ESCALATION_FRACTION = 0.75
 BULK_LIMIT = 200
 DEADLINE_TASK = "approvals.tasks.deadline_due"
+HELD_TASK = "approvals.tasks.held_due"
 Status = ApprovalRequest.Status
 Action = AuditEvent.Action
 
@@ -356,6 +359,99 @@ def bulk_decide(request_ids, user, decision, feedback="", visible=None):
             item.update(ok=True, status=req.status)
         results.append(item)
     return results
+
+
+# --- decisions with an undo window (the inbox pages) ------------------------------------------
+
+
+class _DryRun(Exception):
+    pass
+
+
+def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
+    """A decision the reviewer may still undo for `seconds` (AGUI_UNDO_SECONDS), sent afterwards by
+    release(). It is tried first, in a transaction rolled back (its notices and signals with it), so
+    a refusal (not yours, decided meanwhile, a reason missing, an edit policy refuses) is raised now,
+    to the person who made it. 0 seconds: decided at once (returns the request, not a hold)."""
+    seconds = settings.AGUI_UNDO_SECONDS if seconds is None else seconds
+    if seconds <= 0:
+        return decide(request_id, user, decision, arguments=arguments, feedback=feedback)
+    try:
+        with transaction.atomic():
+            decide(request_id, user, decision, arguments=arguments, feedback=feedback)
+            raise _DryRun
+    except _DryRun:
+        pass
+    with transaction.atomic():
+        held, _ = HeldDecision.objects.update_or_create(
+            request_id=request_id, user=user,
+            defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
+                      "due_at": timezone.now() + timedelta(seconds=seconds)})
+        transaction.on_commit(lambda: signature(HELD_TASK, args=(held.pk,), app=current_app)
+                              .apply_async(countdown=seconds))
+        # the reviewer's own inbox drops the row at once (inbox.mine leaves out what they hold)
+        transaction.on_commit(lambda: notify.user_notice(user.pk, "held", held.request))
+    return held
+
+
+def hold_many(request_ids, user, decision, feedback="", visible=None):
+    """bulk_decide with an undo window: each request held on its own, reported per item."""
+    ids = list(dict.fromkeys(str(i) for i in request_ids))[:BULK_LIMIT]
+    visible_ids = set((visible if visible is not None else selectors.visible_requests(user=user)).filter(pk__in=ids)
+                      .values_list("pk", flat=True))
+    results = []
+    for request_id in ids:
+        item = {"id": request_id}
+        try:
+            if request_id not in visible_ids:
+                raise NotFound("no such request")
+            held = hold(request_id, user, decision, feedback=feedback)
+        except DecisionError as exc:
+            item.update(ok=False, code=exc.code, message=exc.message, errors=exc.errors or {})
+        else:
+            if isinstance(held, HeldDecision):
+                item.update(ok=True, held=held.pk, due_at=held.due_at.isoformat(), status=Status.PENDING)
+            else:
+                item.update(ok=True, status=held.status)
+        results.append(item)
+    return results
+
+
+def undo(held_ids, user):
+    """Recall held decisions of this user not yet sent; returns the ids of the requests recalled."""
+    with transaction.atomic():
+        rows = list(HeldDecision.objects.select_for_update().select_related("request")
+                    .filter(pk__in=list(held_ids), user=user))
+        HeldDecision.objects.filter(pk__in=[r.pk for r in rows]).delete()
+        for r in rows:  # back in the reviewer's list
+            transaction.on_commit(lambda req=r.request: notify.user_notice(user.pk, "undone", req))
+    return [r.request_id for r in rows]
+
+
+def release(held_id, *, now=None):
+    """Send a held decision whose window has closed: at most once (the row is deleted in the same
+    transaction as the decision it becomes). A decision refused by then (someone else decided, the
+    request expired) is dropped and logged: there is nothing left to decide."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        held = (HeldDecision.objects.select_for_update().select_related("user")
+                .filter(pk=held_id, due_at__lte=now).first())
+        if held is None:
+            return None
+        held.delete()
+        try:
+            with transaction.atomic():
+                return decide(held.request_id, held.user, held.decision, arguments=held.arguments,
+                              feedback=held.feedback)
+        except DecisionError as exc:
+            log.info("held %s of %s by %s not sent: %s", held.decision, held.request_id, held.user, exc.message)
+            transaction.on_commit(lambda: notify.user_notice(held.user_id, "undone", held.request))
+            return None
+
+
+def release_due():
+    for held_id in selectors.due_held_ids():
+        release(held_id)
 
 
 # --- deadlines --------------------------------------------------------------------------------

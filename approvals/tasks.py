@@ -19,6 +19,19 @@ def deadlines_due():
         services.process_deadlines(request_id)
 
 
+@shared_task(name=services.HELD_TASK, ignore_result=True)
+def held_due(held_id):
+    """A countdown task at the end of a held decision's undo window (sent at most once)."""
+    services.release(held_id)
+
+
+@shared_task(ignore_result=True)
+def held_decisions_due():
+    """Beat: held decisions past their window whatever their countdown task did (a lost task, a
+    worker restart), so a decision made in a tab closed since is still sent."""
+    services.release_due()
+
+
 # the names the first slice used; kept so already queued tasks still resolve
 @shared_task(ignore_result=True)
 def expire_request(request_id):

@@ -7,6 +7,7 @@ urlpatterns = [
     path("inbox/stats/", views.stats_page, name="inbox-stats"),
     path("inbox/summary/", views.summary, name="inbox-summary"),
     path("inbox/bulk/", views.bulk, name="inbox-bulk"),
+    path("inbox/undo/", views.undo, name="inbox-undo"),
     path("inbox/<str:approval_id>/", views.detail, name="inbox-detail"),
     path("policies/", console.policy_list, name="policies"),
     path("policies/<str:tool_name>/", console.policy_edit, name="policy-edit"),

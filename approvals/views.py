@@ -7,6 +7,7 @@ Thin: reads go through approvals.inbox / approvals.stats, every change through a
 import json
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -21,7 +22,7 @@ from state import services as state_services
 from . import inbox as inbox_query
 from . import registry, selectors, services, stats
 from .access import is_reviewer
-from .models import ApprovalRequest, AuditEvent, Decision, arguments_hash
+from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash
 
 # kept for bench/djtasks.py, which EXPLAINs these filters
 STATUS_FILTERS = {
@@ -83,6 +84,9 @@ def inbox(request):
         "ages": inbox_query.AGES,
         "risks": inbox_query.RISKS,
         "bulk_limit": services.BULK_LIMIT,
+        "selectable": any(r["can_decide"] for r in result.rows),
+        "undo": undo_toast(request),
+        "inbox_zero": query.is_default and not result.rows,
     }
     if request.GET.get("partial") == "rows":
         response = render(request, "approvals/_rows.html", context)
@@ -123,18 +127,63 @@ def bulk(request):
             return JsonResponse({"message": error, "code": "invalid"}, status=400)
         messages.error(request, error)
         return redirect(safe_next(request))
-    results = services.bulk_decide(ids, request.user, decision, feedback=feedback,
-                                   visible=selectors.visible_requests(user=request.user))
+    # held for the undo window, then sent by the server (a closed tab loses nothing)
+    results = services.hold_many(ids, request.user, decision, feedback=feedback,
+                                 visible=selectors.visible_requests(user=request.user))
     ok = [r for r in results if r["ok"]]
     failed = [r for r in results if not r["ok"]]
+    held = [str(r["held"]) for r in ok if r.get("held")]
     if wants_json(request):
-        return JsonResponse({"results": results, "succeeded": len(ok), "failed": len(failed)})
-    verb = "approved" if decision == Decision.Kind.APPROVE else "rejected"
-    if ok:
+        return JsonResponse({"results": results, "succeeded": len(ok), "failed": len(failed),
+                             "held": held, "undo_seconds": settings.AGUI_UNDO_SECONDS})
+    if ok and not held:
+        verb = "approved" if decision == Decision.Kind.APPROVE else "rejected"
         messages.success(request, f"{len(ok)} request{'s' if len(ok) != 1 else ''} {verb}.")
+    names = dict(selectors.visible_requests(user=request.user).filter(pk__in=[r["id"] for r in failed])
+                 .values_list("pk", "description"))
     for r in failed:
-        messages.error(request, f"{r['id'][:8]}: {r['message']}")
-    return redirect(safe_next(request))
+        messages.error(request, f"{names.get(r['id']) or 'A request'}: {r['message']}")
+    return redirect(_with_held(safe_next(request), held))
+
+
+def _with_held(url, held_ids):
+    if not held_ids:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}held={','.join(held_ids)}"
+
+
+def undo_toast(request):
+    """The Undo of the decisions the previous page held (?held=ids), while their window is open."""
+    ids = [i for i in request.GET.get("held", "").split(",") if i.isdigit()][:services.BULK_LIMIT]
+    rows = selectors.held_by(user=request.user, ids=ids) if ids else []
+    if not rows:
+        return None
+    verb = {"approve": "Approved", "reject": "Rejected"}[rows[0].decision]
+    if len(rows) == 1:
+        req = rows[0].request
+        what = req.description or req.tool_name
+        if rows[0].decision == "approve" and rows[0].arguments is not None:
+            verb = "Approved with edits"
+    else:
+        what = f"{len(rows)} requests"
+    return {"ids": ",".join(str(r.pk) for r in rows), "text": f"{verb}: {what}",
+            "due_at": max(r.due_at for r in rows), "request_id": rows[0].request_id}
+
+
+@require_POST
+@reviewer_required
+def undo(request):
+    """Recall held decisions (the Undo button, or u): the requests wait for this reviewer again."""
+    ids = [i for i in request.POST.get("held", "").split(",") if i.isdigit()][:services.BULK_LIMIT]
+    recalled = services.undo(ids, request.user)
+    if wants_json(request):
+        return JsonResponse({"recalled": recalled, "too_late": not recalled})
+    if not recalled:
+        messages.error(request, "Too late to undo: the decision has been sent.")
+        return redirect(safe_next(request))
+    messages.info(request, "Undone: nothing was sent." if len(recalled) == 1
+                  else f"Undone: {len(recalled)} requests wait for you again.")
+    return redirect(f"/inbox/{recalled[0]}/" if len(recalled) == 1 else safe_next(request))
 
 
 # --- the detail -------------------------------------------------------------------------------
@@ -166,13 +215,15 @@ def _detail_context(request, approval):
     mine = [d for d in decisions if d.user_id == request.user.pk and d.decision == Decision.Kind.APPROVE
             and not d.withdrawn_at and d.arguments_hash == arguments_hash(approval.current_arguments)]
     defaults = registry.get(approval.tool_name)
+    held = selectors.held_by(user=request.user, request=approval) if approval.is_pending else None
     return {
         "approval": approval,
         "quorum": selectors.quorum(approval=approval),
         "decisions": decisions,
         "audit": audit_rows(AuditEvent.objects.filter(request=approval).select_related("actor")
                             .order_by("created_at", "id")),
-        "can_decide": approval.is_pending and services.can_decide(request.user, approval),
+        "can_decide": approval.is_pending and services.can_decide(request.user, approval) and held is None,
+        "held": held,  # this reviewer's decision, inside its undo window
         "already_approved": bool(mine),
         "editable": defaults is not None,
         "pending_count": inbox_query.pending_mine_count(request.user),
@@ -186,6 +237,9 @@ def detail(request, approval_id):
         raise Http404("no such request")
     if request.GET.get("partial") == "live":  # the panels a notice about this request refreshes
         return render(request, "approvals/_detail_live.html", _detail_context(request, approval))
+    if request.GET.get("partial") == "preview":  # the list's reading pane
+        context = {**_detail_context(request, approval), **_evidence(approval)}
+        return render(request, "approvals/_preview.html", context)
     current = approval.current_arguments
     errors, form_error, feedback_error = {}, None, None
     feedback_value, draft_text = "", None
@@ -199,25 +253,36 @@ def detail(request, approval_id):
                 edited = _parse_arguments(draft_text)
                 if edited == current:
                     edited = None  # unchanged: a plain approval (also for tools the engine cannot validate)
-            decided = services.decide(approval.pk, request.user, action, arguments=edited, feedback=feedback_value)
+            # held for the undo window (sent by the server, even if this tab closes)
+            decided = services.hold(approval.pk, request.user, action, arguments=edited, feedback=feedback_value)
         except services.DecisionError as exc:
             errors = exc.errors if isinstance(exc, services.InvalidArguments) else {}
             feedback_error = "; ".join(exc.errors.get("feedback", [])) or None
             form_error = exc.message
         else:
-            if decided.status == ApprovalRequest.Status.PENDING:
+            held = []
+            if isinstance(decided, HeldDecision):
+                held = [str(decided.pk)]
+            elif decided.status == ApprovalRequest.Status.PENDING:
                 q = selectors.quorum(approval=decided)
                 messages.success(request, f"{decided.tool_name}: your approval is recorded "
                                           f"({q['have']} of {q['required']}).")
             else:
-                messages.success(request, f"{decided.tool_name}: {decided.get_status_display()}.")
-            return redirect(safe_next(request))
+                messages.success(request, f"{decided.tool_name}: {decided.get_status_display().lower()}.")
+            # triage: on to the next request waiting for this reviewer (the list at inbox zero)
+            following = inbox_query.next_waiting(request.user, approval)
+            target = f"/inbox/{following.pk}/" if following else "/inbox/"
+            if following and safe_next(request, default=""):
+                target += "?" + urlencode({"next": safe_next(request)})
+            elif not following:
+                target = safe_next(request)
+            return redirect(_with_held(target, held))
         approval.refresh_from_db()
     context = _detail_context(request, approval)
+    context.update(_evidence(approval))
     context.update({
+        "undo": undo_toast(request),
         "state": thread_state(approval),
-        "excerpt": (approval.context or {}).get("excerpt") or [],
-        "objects": (approval.context or {}).get("objects") or [],  # whose accounts, orders, ... it touches
         "schema": approval.schema or {},
         "draft_text": (draft_text if draft_text and draft_text.strip()
                        else json.dumps(current, indent=2, ensure_ascii=False)),
@@ -233,6 +298,34 @@ def detail(request, approval_id):
         "next": safe_next(request, default=""),
     })
     return render(request, "approvals/detail.html", context, status=400 if form_error else 200)
+
+
+def _evidence(approval):
+    """What a reviewer judges by beside the arguments: the conversation up to the call (tool results
+    included, less the assistant's sentence that is shown as its reason) and the objects the call
+    touches, as they are now."""
+    context = approval.context or {}
+    reason = (approval.reason or "").strip()
+    excerpt = [m for m in context.get("excerpt") or []
+               if not (m.get("role") == "assistant" and reason and (m.get("content") or "").strip() == reason)]
+    return {
+        "excerpt": excerpt,
+        "objects": current_objects(approval),
+        "conversation_url": f"/inbox/{approval.pk}/conversation/" if approval.thread_ref else "",
+    }
+
+
+def current_objects(approval):
+    """Whose accounts, orders, ... the call acts on: asked again of the tool (their state now), else
+    as recorded when the call was made."""
+    recorded = (approval.context or {}).get("objects") or []
+    defaults = registry.get(approval.tool_name)
+    if defaults is None or defaults.authorize is None:
+        return recorded
+    try:
+        return defaults.authorize(approval.current_arguments, approval.requester) or recorded
+    except registry.ArgumentsInvalid:  # no longer the requester's: show what was recorded
+        return recorded
 
 
 def _parse_arguments(text):

@@ -53,6 +53,12 @@ def _review_wait_off(settings):
     settings.AGUI_SSE_REVIEW_WAIT_SECONDS = 0
 
 
+@pytest.fixture(autouse=True)
+def _undo_window_off(settings):
+    # the inbox pages' decisions are sent at once; the tests of the undo window set their own
+    settings.AGUI_UNDO_SECONDS = 0
+
+
 @pytest.fixture
 def demo(db):
     call_command("seed_demo", stdout=open("/dev/null", "w"))

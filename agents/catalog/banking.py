@@ -29,16 +29,21 @@ def _accounts(**fields):
 
     def objects(a):
         rows = Account.objects.filter(number__in={a[f] for f in fields}).values_list(
-            "number", "owner_id", "owner__username")
-        owners = {number: (owner_id, name) for number, owner_id, name in rows}
-        return [Owned.lookup(f, "account", a[f], owners.get(a[f]), mine=mine) for f, mine in fields.items()]
+            "number", "owner_id", "owner__username", "balance", "currency")
+        owners = {number: (owner_id, name) for number, owner_id, name, _b, _c in rows}
+        # the balance of the requester's own accounts only (what the call spends from); not a payee's
+        balances = {number: f"balance {balance:,.2f} {currency}" for number, _o, _n, balance, currency in rows}
+        return [Owned.lookup(f, "account", a[f], owners.get(a[f]), mine=mine, state=balances.get(a[f], "") if mine else "")
+                for f, mine in fields.items()]
 
     return objects
 
 
 def _subscription(a):
-    row = Subscription.objects.filter(ref=a["subscription_id"]).values_list("owner_id", "owner__username").first()
-    return [Owned.lookup("subscription_id", "subscription", a["subscription_id"], row)]
+    row = Subscription.objects.filter(ref=a["subscription_id"]).values_list(
+        "owner_id", "owner__username", "plan", "status").first()
+    state = f"{row[2]} plan, {row[3]}" if row else ""
+    return [Owned.lookup("subscription_id", "subscription", a["subscription_id"], row and row[:2], state=state)]
 
 
 @tool(

@@ -32,8 +32,10 @@ def _order(ctx, number, lock=False):
 
 def _order_objects(a):
     """objects=: the order a call acts on must be the customer's own."""
-    row = Order.objects.filter(number=a["order_id"]).values_list("owner_id", "owner__username").first()
-    return [Owned.lookup("order_id", "order", a["order_id"], row)]
+    row = Order.objects.filter(number=a["order_id"]).values_list(
+        "owner_id", "owner__username", "item_name", "amount", "currency", "status").first()
+    state = f"{row[2]}, {row[3]:,.2f} {row[4]}, {dict(Order.Status.choices).get(row[5], row[5]).lower()}" if row else ""
+    return [Owned.lookup("order_id", "order", a["order_id"], row and row[:2], state=state)]
 
 
 def _client_context(ctx):

@@ -51,7 +51,7 @@ from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
 log = logging.getLogger(__name__)
-EXCERPT_MESSAGES = 6
+EXCERPT_MESSAGES = 10  # tool results count: a lookup and its answer are two
 CANCEL_CHECK_SECONDS = 0.05  # how often a streaming run looks for a Stop
 NOT_BUILTIN = object()  # Runner.builtin_call: "not one of mine, handle it as a tool"
 
@@ -76,6 +76,21 @@ def run_agent(run_id):
 def runner_for(run):
     """The thread's agent may bring its own loop (a workflow: agents/runtime/workflows.py WorkflowRunner)."""
     return loop_for(get_agent(run.thread.agent), Runner)(run)
+
+
+def conversation_excerpt(thread):
+    """The last messages before a paused call, for its reviewer: what was asked, said, and what the
+    tools answered (a lookup's result is the evidence for a refund), each tool result named."""
+    messages = list(reversed(thread.messages.order_by("-seq")[:EXCERPT_MESSAGES]))
+    names = {c.get("id"): (c.get("function") or {}).get("name", "")
+             for m in messages for c in (m.tool_calls or []) if isinstance(c, dict)}
+    excerpt = []
+    for m in messages:
+        if m.role == Message.Role.TOOL:
+            excerpt.append({"role": "tool", "name": names.get(m.tool_call_id) or "tool", "content": m.content[:1000]})
+        elif m.content:
+            excerpt.append({"role": m.role, "content": m.content[:1000]})
+    return excerpt
 
 
 def rejection_text(call):
@@ -488,11 +503,7 @@ class Runner:
         return None
 
     def pause(self, tc, tool, arguments, verdict, objects=()):
-        excerpt = [
-            {"role": m.role, "content": m.content[:1000]}
-            for m in reversed(self.thread.messages.exclude(role=Message.Role.TOOL).order_by("-seq")[:EXCERPT_MESSAGES])
-            if m.content
-        ]
+        excerpt = conversation_excerpt(self.thread)
         assistant_text = tc.message.content
         with transaction.atomic():
             request = approval_services.request(

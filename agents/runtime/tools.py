@@ -68,13 +68,14 @@ class Owned:
     owner_name: str = ""
     mine: bool = True
     exists: bool = True
+    state: str = ""  # how it stands now, for the reviewer ("delivered, 129.99 USD"); "" when not to be shown
 
     @classmethod
-    def lookup(cls, field, kind, ref, row, mine=True):
+    def lookup(cls, field, kind, ref, row, mine=True, state=""):
         """From a (owner_id, owner username) row, or None when there is no such object."""
         if row is None:
             return cls(field, kind, ref, None, "", mine=mine, exists=False)
-        return cls(field, kind, ref, row[0], row[1] or "", mine=mine)
+        return cls(field, kind, ref, row[0], row[1] or "", mine=mine, state=state)
 
     @property
     def label(self):
@@ -144,7 +145,8 @@ class Tool:
         for obj in touched:
             if obj.mine and obj.exists and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
                 raise NotYours(obj)
-        return [{"object": obj.label, "owner": obj.owner_name or None} for obj in touched if obj.exists]
+        return [{"object": obj.label, "owner": obj.owner_name or None, **({"state": obj.state} if obj.state else {})}
+                for obj in touched if obj.exists]
 
     def authorize_for(self, arguments, requester):
         """approvals' view of authorize (an edited call): the refusal names the requester."""

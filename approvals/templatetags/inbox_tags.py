@@ -76,3 +76,52 @@ def changes(event):
             out.append({"key": key, "before": _short(before[key]) if key in before else "—",
                         "after": _short(after[key]) if key in after else "—"})
     return out
+
+
+@register.filter
+def age(moment, style="ago"):
+    """How long ago, in words a person says: "just now", "3 min ago", "2 h 5 min ago", "3 days ago"
+    (never "0 minutes"). `style` "short" leaves out "ago" (the list's Age column)."""
+    from django.utils import timezone
+
+    if not moment:
+        return "—"
+    seconds = max(0, int((timezone.now() - moment).total_seconds()))
+    if seconds < 60:
+        return "just now"
+    minutes = seconds // 60
+    if minutes < 60:
+        text = f"{minutes} min"
+    elif minutes < 48 * 60:
+        hours, rest = divmod(minutes, 60)
+        text = f"{hours} h" + (f" {rest} min" if rest and hours < 10 else "")
+    else:
+        days = minutes // (24 * 60)
+        text = f"{days} days"
+    return text if style == "short" else f"{text} ago"
+
+
+KEY_LABELS = {
+    "status": "status", "arguments": "arguments", "feedback": "feedback", "matched_rule": "rule that matched",
+    "risk": "risk", "self_check": "model self-check", "approver": "who decides",
+    "required_approvals": "approvals needed", "required": "approvals needed", "approvals": "approvals so far",
+    "decision": "decision", "reason": "reason", "recipients": "told", "expires_at": "deadline",
+    "deciders": "who decides", "mode": "review", "conditions": "conditions", "approver_kind": "who decides",
+    "approver_group": "deciding group", "timeout_seconds": "time to decide (s)", "timeout_action": "at the deadline",
+    "escalation_group": "escalates to", "source": "source", "value": "value", "tool_name": "tool",
+    "description": "description", "thread": "thread", "user": "reviewer", "revoked": "revoked",
+}
+
+
+@register.filter
+def key_label(key):
+    """An audit record's key in words ("required_approvals" -> "approvals needed")."""
+    return KEY_LABELS.get(key, str(key).replace("_", " "))
+
+
+@register.filter
+def pretty_json(value):
+    """Indented JSON for reading (the template escapes it like any text)."""
+    import json
+
+    return json.dumps(value, indent=2, ensure_ascii=False)

@@ -14,17 +14,26 @@
  * badge and nav counter (requests waiting for my groups), an optional browser notification for a
  * new request that waits for me, and document.body.dataset.wsState.
  *
+ * Triage: at desktop width the list has a reading pane (the selected request, `?partial=preview`);
+ * a decision is held by the server for AGUI_UNDO_SECONDS (an Undo toast, key u) and the next
+ * request is selected. One confirmation rule for buttons and keys (needsConfirm). Presence: the
+ * page tells the socket which request it shows ({"type": "viewing"}) and shows who else has it open.
+ * The request page follows its request live: once decided elsewhere it shows the outcome.
+ *
  * Text from the socket or the rows is only ever set with textContent.
  */
 (function () {
   "use strict";
 
   const rowsBody = document.getElementById("approval-rows");
-  const detail = document.getElementById("approval-detail");
+  let detail = document.getElementById("approval-detail"); // swapped when the request changes
   const LIST_KEY = "agui.inbox.list";
   const NOTIFY_KEY = "agui.inbox.notify";
   const state = { notices: [], notified: [] };
   window.aguiInbox = state;
+  let currentWs = null; // the inbox socket
+  let viewingId = null; // the request this page shows (presence)
+  const viewers = new Map(); // a tab's key -> username, for viewingId
 
   /* ------------------------------------------------------------------ helpers */
 
@@ -78,12 +87,12 @@
       const created = node.dataset.created ? Date.parse(node.dataset.created) : NaN;
       const total = Number.isFinite(created) && t > created ? t - created : null;
       const left = t - now;
-      node.textContent = left > 0 ? (node.dataset.prefix || "") + formatRemaining(left) : "expired";
+      node.textContent = left > 0 ? (node.dataset.prefix || "") + formatRemaining(left) : node.dataset.done || "expired";
       const urgent = left > 0 && (left < 60000 || (total && left < total / 6));
       node.classList.toggle("urgent", Boolean(urgent));
       node.classList.toggle("soon", Boolean(left > 0 && !urgent && total && left < total / 3));
       node.classList.toggle("expired", left <= 0);
-      node.setAttribute("aria-label", left > 0 ? "expires in " + formatRemaining(left) : "expired");
+      if (!node.dataset.done) node.setAttribute("aria-label", left > 0 ? "expires in " + formatRemaining(left) : "expired");
     }
   }
 
@@ -106,6 +115,101 @@
   function announce(text) {
     const live = document.getElementById("inbox-live");
     if (live) live.textContent = text;
+  }
+
+  /* One rule for every way of approving (button, key, pane): ask first for several at once, for
+     edited arguments and for high or critical risk; otherwise decide at once (Undo follows). */
+  function needsConfirm(risk, edits, count) {
+    return count > 1 || edits > 0 || risk === "high" || risk === "critical";
+  }
+
+  /* ---- the Undo toast: the server holds the decision until the window closes */
+
+  let undoTimer = null;
+
+  function showUndo(heldIds, text, dueMs) {
+    let toast = document.getElementById("undo-toast");
+    if (!toast) {
+      toast = el("div", "undo-toast");
+      toast.id = "undo-toast";
+      toast.setAttribute("role", "status");
+      toast.setAttribute("aria-live", "polite");
+      toast.appendChild(el("span", "undo-text"));
+      const formEl = el("form", "undo-form");
+      formEl.id = "undo-form";
+      formEl.method = "post";
+      formEl.action = "/inbox/undo/";
+      const input = el("input");
+      input.type = "hidden";
+      input.name = "held";
+      formEl.appendChild(input);
+      const button = el("button", "btn btn-small", "Undo ");
+      button.type = "submit";
+      button.id = "undo-button";
+      button.appendChild(el("kbd", null, "u"));
+      formEl.appendChild(button);
+      toast.appendChild(formEl);
+      document.body.appendChild(toast);
+      bindUndo(toast);
+    }
+    toast.hidden = false;
+    toast.dataset.held = heldIds.join(",");
+    toast.dataset.due = new Date(dueMs).toISOString();
+    toast.querySelector("input[name=held]").value = heldIds.join(",");
+    toast.querySelector(".undo-text").textContent = text;
+    toast.querySelector("button").disabled = false;
+    armUndo(toast);
+  }
+
+  function armUndo(toast) {
+    clearTimeout(undoTimer);
+    const left = Date.parse(toast.dataset.due) - Date.now();
+    undoTimer = setTimeout(() => {
+      toast.hidden = true;
+      announce("Sent.");
+    }, Math.max(0, left));
+  }
+
+  function bindUndo(toast) {
+    const formEl = toast.querySelector("form");
+    formEl.addEventListener("submit", async (event) => {
+      if (!rowsBody) return; // the request page: a plain POST, back to the recalled request
+      event.preventDefault();
+      const body = new FormData(formEl);
+      if (!body.get("csrfmiddlewaretoken")) body.append("csrfmiddlewaretoken", csrfToken());
+      toast.querySelector("button").disabled = true;
+      try {
+        const res = await fetch("/inbox/undo/", {
+          method: "POST", body, credentials: "same-origin",
+          headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
+        });
+        const data = await res.json();
+        clearTimeout(undoTimer);
+        toast.hidden = true;
+        if (data.recalled && data.recalled.length) {
+          selectedId = data.recalled[0];
+          showResult("Undone: nothing was sent.", []);
+          await refreshRows();
+        } else showResult("Too late to undo: the decision has been sent.", []);
+      } catch (e) {
+        toast.querySelector("button").disabled = false;
+      }
+    });
+  }
+
+  function undoKey() {
+    const toast = document.getElementById("undo-toast");
+    if (!toast || toast.hidden) return false;
+    toast.querySelector("form").requestSubmit();
+    return true;
+  }
+
+  {
+    const toast = document.getElementById("undo-toast");
+    if (toast) {
+      bindUndo(toast);
+      armUndo(toast);
+    }
   }
 
   /* ------------------------------------------------------------------ notifications */
@@ -185,13 +289,79 @@
       link.focus();
       row.scrollIntoView({ block: "nearest" });
     }
+    schedulePreview();
+  }
+
+  /* ---- the reading pane (desktop width): the selected request beside the list */
+
+  const pane = document.getElementById("reading-pane");
+  const splitQuery = window.matchMedia("(min-width: 1200px)");
+  let previewTimer = null;
+  let previewShown = null;
+  let previewSeq = 0;
+
+  function splitOn() {
+    return Boolean(pane) && splitQuery.matches;
+  }
+
+  function applySplit() {
+    if (!pane) return;
+    const on = splitOn();
+    pane.hidden = !on;
+    document.getElementById("triage").classList.toggle("split", on);
+    if (on) schedulePreview();
+    else viewing(null);
+  }
+
+  function schedulePreview() {
+    if (!splitOn()) return;
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(() => loadPreview(false), 80); // j held down: only where it stops
+  }
+
+  async function loadPreview(force) {
+    if (!splitOn()) return;
+    const id = selectedId;
+    if (!id) {
+      previewShown = null;
+      viewing(null);
+      pane.replaceChildren(el("p", "muted reading-pane-empty",
+        rows().length ? "Select a request (click it, or j / k) to read it here." : "Nothing to read here."));
+      return;
+    }
+    if (id === previewShown && !force) return;
+    const seq = ++previewSeq;
+    const res = await fetch("/inbox/" + encodeURIComponent(id) + "/?partial=preview", {
+      credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" },
+    });
+    if (seq !== previewSeq || !res.ok || res.redirected) return;
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    const article = doc.getElementById("preview");
+    if (!article) return;
+    pane.replaceChildren(document.importNode(article, true));
+    previewShown = id;
+    viewing(id);
+    renderViewers();
+    tickCountdowns();
+  }
+
+  if (pane) {
+    pane.addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-decide]");
+      if (!button) return;
+      event.preventDefault();
+      const preview = pane.querySelector("#preview");
+      if (preview) decideFromList([preview.dataset.approvalId], button.dataset.decide);
+    });
   }
 
   function updateBulkBar() {
     const count = document.getElementById("bulk-count");
     if (!count) return;
     count.textContent = checked.size + " selected";
-    document.getElementById("bulk-bar").classList.toggle("has-selection", checked.size > 0);
+    const bar = document.getElementById("bulk-bar");
+    bar.classList.toggle("has-selection", checked.size > 0);
+    bar.hidden = !rowsBody.querySelector(".row-check");  // nothing here this reviewer can decide
     const all = document.getElementById("select-all");
     const boxes = rows().map((r) => r.querySelector(".row-check")).filter(Boolean);
     if (all) {
@@ -237,6 +407,7 @@
     } else {
       selectedId = null;
       if (hadFocus && rows().length) selectRow(rows()[0], true);
+      else loadPreview(true);
     }
     tickCountdowns();
   }
@@ -370,6 +541,53 @@
     box.replaceChildren(...lines);
   }
 
+  /* Decide from the list (a key, the pane's buttons, the dialog): the server holds the decision for
+     the undo window; the rows leave the list at once and the next request is selected. */
+  async function sendDecision(ids, decision, feedback) {
+    const list = rows();
+    const firstIndex = Math.min(...ids.map((id) => list.findIndex((r) => r.dataset.approvalId === id)).filter((i) => i >= 0));
+    const data = await postDecision(ids, decision, feedback);
+    const results = data.results || [];
+    const failures = results.filter((r) => !r.ok);
+    const done = results.filter((r) => r.ok).map((r) => r.id);
+    for (const id of done) checked.delete(id);
+    // the next request down (else the one above), as Gmail does after archiving
+    const after = list.filter((r) => !done.includes(r.dataset.approvalId));
+    const next = after.length ? after[Math.min(Number.isFinite(firstIndex) ? firstIndex : 0, after.length - 1)] : null;
+    for (const id of done) {
+      const row = rowById(id);
+      if (row) row.remove();
+    }
+    knownIds = new Set(rows().map((r) => r.dataset.approvalId));
+    applyChecks();
+    if (next) selectRow(next, true);
+    else {
+      selectedId = null;
+      await refreshRows();  // inbox zero, or what else the filters hold
+      loadPreview(true);
+    }
+    const verb = decision === "approve" ? "Approved" : "Rejected";
+    const what = done.length === 1 ? (list.find((r) => r.dataset.approvalId === done[0]).querySelector("a.row-link") || {}).textContent
+      : done.length + " requests";
+    if (data.held && data.held.length) {
+      showUndo(data.held, verb + ": " + (what || "").slice(0, 90), Date.now() + (data.undo_seconds || 5) * 1000);
+    }
+    if (failures.length) showResult((done.length ? done.length + " " + verb.toLowerCase() + ", " : "") + failures.length + " not:", failures);
+    else {
+      const box = document.getElementById("decide-result");
+      if (box) box.remove();
+    }
+    announce(done.length + " " + verb.toLowerCase() + (data.held && data.held.length ? "; Undo with u." : "."));
+  }
+
+  function decideFromList(ids, decision) {
+    if (!ids.length) return;
+    const risk = ids.length === 1 && rowById(ids[0]) ? rowById(ids[0]).dataset.risk : "";
+    if (decision === "approve" && !needsConfirm(risk, 0, ids.length)) {
+      sendDecision(ids, decision, "").catch((e) => showResult(e.message, []));
+    } else openListDialog(ids, decision);
+  }
+
   if (dialog && rowsBody) {
     const form = document.getElementById("decide-dialog-form");
     const reason = document.getElementById("decide-dialog-reason");
@@ -402,16 +620,10 @@
       const confirm = document.getElementById("decide-dialog-confirm");
       confirm.disabled = true;
       try {
-        const data = await postDecision(ids, decision, feedback);
-        const failures = (data.results || []).filter((r) => !r.ok);
-        for (const r of data.results || []) if (r.ok) checked.delete(r.id);
-        const verb = decision === "approve" ? "approved" : "rejected";
-        showResult(data.succeeded + " " + verb + (failures.length ? ", " + failures.length + " not:" : "."), failures);
-        announce(data.succeeded + " " + verb + ".");
+        await sendDecision(ids, decision, feedback);
         const bulkFeedback = document.getElementById("bulk-feedback");
         if (bulkFeedback && decision === "reject") bulkFeedback.value = "";
         dialog.close();
-        await refreshRows();
       } catch (e) {
         error.textContent = e.message;
         error.hidden = false;
@@ -430,7 +642,11 @@
 
     rowsBody.addEventListener("click", (event) => {
       const row = event.target.closest("tr[data-approval-id]");
-      if (row) selectRow(row, false);
+      if (!row) return;
+      // beside the list, a plain click reads the request in the pane (Enter or o opens its page)
+      const link = event.target.closest("a.row-link");
+      if (link && splitOn() && !(event.ctrlKey || event.metaKey || event.shiftKey || event.button)) event.preventDefault();
+      selectRow(row, false);
     });
     rowsBody.addEventListener("focusin", (event) => {
       const row = event.target.closest("tr[data-approval-id]");
@@ -464,7 +680,7 @@
         showResult("Select requests first (the boxes on the left, or x).", []);
         return;
       }
-      openListDialog(Array.from(checked), decision);
+      decideFromList(Array.from(checked), decision);
     });
 
     // Filters apply as soon as they change; the search box on Enter.
@@ -497,6 +713,8 @@
       if (typing(event.target)) return;
       if (event.key === "/") {
         event.preventDefault();
+        const filtersBox = document.getElementById("filters-box");
+        if (filtersBox) filtersBox.open = true;
         const search = document.getElementById("search");
         search.focus();
         search.select();
@@ -505,6 +723,10 @@
       if (event.key === "?") {
         event.preventDefault();
         document.getElementById("keys-dialog").showModal();
+        return;
+      }
+      if (event.key === "u") {
+        if (undoKey()) event.preventDefault();
         return;
       }
       const list = rows();
@@ -537,14 +759,19 @@
         if (!ids.length && row && row.dataset.canDecide) ids = [row.dataset.approvalId];
         if (ids.length) {
           event.preventDefault();
-          openListDialog(ids, decision);
+          decideFromList(ids, decision);
         } else if (row) {
           showResult("You cannot decide this request.", []);
         }
       }
     });
 
+    // on a phone the filters fold away: the requests come first
+    const filtersBox = document.getElementById("filters-box");
+    if (filtersBox && window.matchMedia("(max-width: 720px)").matches && location.hash !== "#search") filtersBox.open = false;
     if (location.hash === "#search") document.getElementById("search").focus();
+    if (splitQuery.addEventListener) splitQuery.addEventListener("change", applySplit);
+    applySplit();
     applyChecks();
     setPendingCount(parseInt((document.getElementById("pending-count") || {}).textContent || "", 10));
   }
@@ -713,7 +940,19 @@
         feedback.focus();
         return;
       }
-      if (submitter && submitter.value === "approve" && submitter.disabled) event.preventDefault();
+      if (submitter && submitter.value === "approve") {
+        if (submitter.disabled) {
+          event.preventDefault();
+          return;
+        }
+        // the button asks first exactly when the a key does (needsConfirm)
+        if (!approveConfirmed && approvalNeedsConfirm()) {
+          event.preventDefault();
+          openDetailDialog();
+          return;
+        }
+        approveConfirmed = false;
+      }
     });
     document.getElementById("feedback").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -728,13 +967,30 @@
     }
   }
 
-  // The detail's approve dialog (key a): the diff again, Enter confirms.
+  // The detail's approve dialog (the button or key a, when needsConfirm): the diff again, Enter confirms.
+  let approveConfirmed = false;
+
+  function approvalNeedsConfirm() {
+    return needsConfirm(detail.dataset.risk, Number(form.dataset.changes || 0), 1);
+  }
+
+  function approveNow() {
+    const approve = document.getElementById("approve");
+    if (!approve || approve.disabled) {
+      if (approve) updateDecision();
+      return;
+    }
+    if (approvalNeedsConfirm()) openDetailDialog();
+    else form.requestSubmit(approve);
+  }
+
   if (detail && dialog && form) {
     const dform = document.getElementById("decide-dialog-form");
     document.getElementById("decide-dialog-cancel").addEventListener("click", () => dialog.close());
     dform.addEventListener("submit", (event) => {
       event.preventDefault();
       dialog.close();
+      approveConfirmed = true;
       form.requestSubmit(document.getElementById("approve"));
     });
   }
@@ -768,11 +1024,13 @@
       } else if (event.key === "/") {
         event.preventDefault();
         window.location.assign("/inbox/#search");
-      } else if (!form) {
+      } else if (event.key === "u" && undoKey()) {
+        event.preventDefault();
+      } else if (!form || !document.body.contains(form)) {
         return;
       } else if (event.key === "a") {
         event.preventDefault();
-        openDetailDialog();
+        approveNow();
       } else if (event.key === "r") {
         event.preventDefault();
         const feedback = document.getElementById("feedback");
@@ -785,12 +1043,17 @@
       }
     });
 
-    // Decided requests: what changed between the requested and the approved arguments.
+    renderFinalDiff();
+  }
+
+  // Decided requests: what changed between the requested and the approved arguments.
+  function renderFinalDiff() {
     const finalDiff = document.getElementById("final-diff");
-    if (finalDiff && window.SchemaEditor) {
-      const changes = window.SchemaEditor.diff(requested, current);
-      finalDiff.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", "As requested (no edits).")]));
-    }
+    if (!finalDiff || !window.SchemaEditor) return;
+    const asked = readJSONScript("approval-arguments") || {};
+    const now = readJSONScript("approval-current") || asked;
+    const changes = window.SchemaEditor.diff(asked, now);
+    finalDiff.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", "As requested (no edits).")]));
   }
 
   let panelsInflight = false;
@@ -808,24 +1071,61 @@
     }
   }
 
+  /* The page follows its request: decided, expired or cancelled elsewhere (or this reviewer's own
+     held decision sent or recalled), the page is fetched again and its request part swapped in:
+     the header's status, no countdown, the outcome where the form was. */
+  const FOLLOW = ["approval.decided", "approval.expired", "approval.cancelled", "approval.held", "approval.undone"];
+  let followInflight = false;
+
+  async function followDetail() {
+    if (followInflight) return;
+    followInflight = true;
+    try {
+      const res = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } });
+      if (!res.ok || res.redirected) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fresh = doc.getElementById("approval-detail");
+      const here = document.getElementById("approval-detail");
+      if (!fresh || !here) return;
+      if (fresh.querySelector("#decide-form") && !here.querySelector("#decide-form")) {
+        location.reload(); // the form is back (an Undo): its editor needs the page's start-up
+        return;
+      }
+      const dialogOpen = document.querySelector("dialog[open]");
+      if (dialogOpen && fresh.dataset.status !== "pending") dialogOpen.close();
+      here.replaceWith(document.importNode(fresh, true));
+      detail = document.getElementById("approval-detail");
+      for (const id of ["approval-arguments", "approval-current"]) {
+        const old = document.getElementById(id);
+        const neu = doc.getElementById(id);
+        if (old && neu) old.textContent = neu.textContent;
+      }
+      const freshToast = doc.getElementById("undo-toast");
+      if (!freshToast) {
+        const toast = document.getElementById("undo-toast");
+        if (toast && Date.parse(toast.dataset.due) <= Date.now()) toast.hidden = true;
+      }
+      renderFinalDiff();
+      renderViewers();
+      tickCountdowns();
+      announce(detail.dataset.status === "pending" ? "This request changed." : "This request is now " +
+        (detail.querySelector("#detail-status") || {}).textContent + ".");
+    } finally {
+      followInflight = false;
+    }
+  }
+
   function onDetailNotice(notice) {
     const approval = notice.approval || {};
     if (String(approval.id) !== detail.dataset.approvalId) return;
-    refreshPanels();
-    if (notice.type === "approval.requested" || approval.status === detail.dataset.status) return;
-    const live = document.getElementById("detail-live");
-    const status = approval.status || (notice.type === "approval.expired" ? "expired" : "decided");
-    live.textContent = "This request is now " + status + ". Reload the page to see the outcome.";
-    live.hidden = false;
-    detail.dataset.status = status;
-    if (form) for (const button of form.querySelectorAll("button[type=submit]")) button.disabled = true;
+    if (FOLLOW.includes(notice.type) || (approval.status && approval.status !== detail.dataset.status)) followDetail();
+    else refreshPanels();
   }
 
   /* ------------------------------------------------------------------ socket */
 
   let attempt = 0;
   let timer = null;
-  let currentWs = null;
 
   function setWsState(value) {
     document.body.dataset.wsState = value;
@@ -836,11 +1136,45 @@
     }
   }
 
+  /* ---- presence: who else has the request open that this page shows */
+
+
+  function viewing(id) {
+    if (id !== viewingId) viewers.clear();
+    viewingId = id;
+    renderViewers();
+    if (currentWs && currentWs.readyState === WebSocket.OPEN) currentWs.send(JSON.stringify({ type: "viewing", id }));
+  }
+
+  function renderViewers() {
+    const names = Array.from(new Set(viewers.values())).sort();
+    const text = !names.length ? "" : names.length === 1 ? names[0] + " is viewing this request"
+      : names.slice(0, -1).join(", ") + " and " + names[names.length - 1] + " are viewing this request";
+    for (const node of document.querySelectorAll("#viewers, #preview-viewers")) {
+      node.textContent = text;
+      node.hidden = !text;
+    }
+  }
+
+  function onViewers(notice) {
+    if (notice.id !== viewingId) return;
+    if (notice.event === "leave") viewers.delete(notice.key);
+    else viewers.set(notice.key, String(notice.who || "someone"));
+    renderViewers();
+  }
+
   async function onNotice(notice) {
     if (!notice || typeof notice !== "object") return;
+    if (notice.type === "approval.viewers") {
+      onViewers(notice);
+      return;
+    }
     state.notices.push(notice);
     const approval = notice.approval || {};
-    if (rowsBody) refreshRows();
+    if (rowsBody) {
+      refreshRows();
+      if (approval.id && approval.id === previewShown) loadPreview(true);
+    }
     if (detail) onDetailNotice(notice);
     try {
       if (notice.type === "approval.requested" && approval.id) {
@@ -864,6 +1198,8 @@
     ws.addEventListener("open", () => {
       attempt = 0;
       setWsState("open");
+      viewers.clear();
+      if (viewingId) ws.send(JSON.stringify({ type: "viewing", id: viewingId }));
       // Anything may have changed while we were away.
       if (rowsBody) refreshRows();
       else refreshSummary().catch(() => {});
@@ -889,6 +1225,7 @@
 
   tickCountdowns();
   setInterval(tickCountdowns, 1000);
+  if (detail) viewingId = detail.dataset.approvalId;
   if (rowsBody || detail) connect();
   else document.body.dataset.wsState = "closed";
 })();

@@ -1,0 +1,283 @@
+"""Triage in the inbox pages: a decision held for its undo window (sent by the server once, recalled
+by Undo, refused at once when it would be refused), the next request after a decision, the reading
+pane, presence over the inbox socket, the evidence beside a request (tool results, the objects it
+touches as they are now, the reviewer's view of the conversation), and the list's words."""
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.utils import timezone
+
+from approvals import services
+from approvals.models import ApprovalRequest, AuditEvent, Decision, HeldDecision
+from approvals.routing import websocket_urlpatterns as inbox_ws
+from approvals.templatetags.inbox_tags import age
+from tests.inbox_helpers import backdate, make_request, user
+
+
+@pytest.fixture
+def login(client, demo):
+    def as_user(username):
+        client.force_login(demo[username])
+        return client
+
+    return as_user
+
+
+@pytest.fixture
+def undo_window(settings):
+    settings.AGUI_UNDO_SECONDS = 5
+
+
+def later(seconds=6):
+    return timezone.now() + timedelta(seconds=seconds)
+
+
+@pytest.mark.django_db
+def test_a_decision_is_held_then_sent_once_and_the_next_request_follows(login, undo_window):
+    older = make_request("alice", description="Older one")
+    backdate(older, created=timezone.now() - timedelta(minutes=5))
+    req = make_request("alice", description="Pay the rent")
+    finn = login("finn")
+    response = finn.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": ""})
+    held = HeldDecision.objects.get(request=req)
+    # on to the next request down the list, with the Undo of this one
+    assert response.status_code == 302 and response["Location"] == f"/inbox/{older.pk}/?held={held.pk}"
+    req.refresh_from_db()
+    assert req.status == "pending" and not Decision.objects.filter(request=req).exists()
+    page = finn.get(response["Location"]).content.decode()
+    assert 'id="undo-toast"' in page and "Approved: Pay the rent" in page
+    # it is the reviewer's already: out of their waiting list and count
+    rows = finn.get("/inbox/?partial=rows")
+    assert req.pk not in rows.content.decode() and rows["X-Pending-Count"] == "1"
+
+    assert services.release(held.pk) is None  # the window is still open
+    decided = services.release(held.pk, now=later())
+    assert decided.status == "approved" and decided.decided_by == user("finn")
+    assert services.release(held.pk, now=later()) is None  # at most once
+    assert Decision.objects.filter(request=req).count() == 1
+    assert not HeldDecision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_beat_sweep_sends_what_a_closed_tab_left_behind(login, undo_window):
+    req = make_request("alice")
+    login("finn").post("/inbox/bulk/", {"ids": [req.pk], "decision": "reject", "feedback": "Not this month"},
+                       HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    HeldDecision.objects.update(due_at=timezone.now() - timedelta(seconds=1))  # the window closed; nobody is there
+    services.release_due()
+    req.refresh_from_db()
+    assert (req.status, req.feedback) == ("rejected", "Not this month")
+
+
+@pytest.mark.django_db
+def test_undo_recalls_the_decision(login, undo_window):
+    req = make_request("alice", description="Pay the plumber")
+    finn = login("finn")
+    data = finn.post("/inbox/bulk/", {"ids": [req.pk], "decision": "approve"},
+                     HTTP_X_REQUESTED_WITH="XMLHttpRequest").json()
+    assert data["succeeded"] == 1 and len(data["held"]) == 1 and data["undo_seconds"] == 5
+    undone = finn.post("/inbox/undo/", {"held": data["held"][0]}, HTTP_X_REQUESTED_WITH="XMLHttpRequest").json()
+    assert undone == {"recalled": [req.pk], "too_late": False}
+    assert services.release(int(data["held"][0]), now=later()) is None
+    req.refresh_from_db()
+    assert req.status == "pending"
+    assert req.pk in finn.get("/inbox/?partial=rows").content.decode()  # waiting for finn again
+    # too late: nothing to recall
+    again = finn.post("/inbox/undo/", {"held": data["held"][0]}, HTTP_X_REQUESTED_WITH="XMLHttpRequest").json()
+    assert again == {"recalled": [], "too_late": True}
+
+
+@pytest.mark.django_db
+def test_someone_elses_held_decision_cannot_be_undone(login, undo_window):
+    req = make_request("alice", group="reviewers")
+    held = services.hold(req.pk, user("finn"), "approve")
+    assert login("rita").post("/inbox/undo/", {"held": held.pk},
+                              HTTP_X_REQUESTED_WITH="XMLHttpRequest").json()["recalled"] == []
+    assert HeldDecision.objects.filter(pk=held.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_refusal_shows_at_once_and_nothing_is_held(login, undo_window):
+    req = make_request("alice")
+    response = login("finn").post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": ""})
+    assert response.status_code == 400 and "required to reject" in response.content.decode()
+    bad = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": json.dumps(
+        {"from_account": "1234567890", "to_account": "0987654321", "amount": -5, "currency": "USD"})})
+    assert bad.status_code == 400
+    assert not HeldDecision.objects.exists()
+    # the dry run left nothing behind: no decision, no audit row beyond the request's own
+    assert not Decision.objects.exists()
+    assert list(AuditEvent.objects.filter(request=req).values_list("action", flat=True)) == ["requested"]
+
+
+@pytest.mark.django_db
+def test_a_held_decision_overtaken_by_another_reviewer_is_dropped(demo, undo_window):
+    req = make_request("alice", group="reviewers")
+    held = services.hold(req.pk, user("finn"), "approve")
+    services.decide(req.pk, user("rita"), "reject", feedback="No")
+    assert services.release(held.pk, now=later()) is None
+    req.refresh_from_db()
+    assert req.status == "rejected" and req.decided_by == user("rita")
+    assert not HeldDecision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_inbox_zero_and_the_request_page_after_the_last_one(login, undo_window):
+    req = make_request("alice")
+    finn = login("finn")
+    response = finn.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": ""})
+    assert response["Location"].startswith("/inbox/?held=")
+    page = finn.get(response["Location"]).content.decode()
+    assert "You're all caught up" in page and 'id="undo-toast"' in page
+    assert 'id="bulk-bar" aria-label="Decide the selected requests" role="group" hidden' in page
+
+
+@pytest.mark.django_db
+def test_the_page_of_a_held_request_offers_undo_not_the_form(login, undo_window):
+    req = make_request("alice")
+    held = services.hold(req.pk, user("finn"), "approve")
+    page = login("finn").get(f"/inbox/{req.pk}/").content.decode()
+    assert 'id="decide-form"' not in page and "You approved this request" in page
+    assert f'name="held" value="{held.pk}"' in page
+
+
+@pytest.mark.django_db
+def test_the_reading_pane(login):
+    req = make_request("alice", description="Refund the grinder", reason="Order 12346 arrived broken.",
+                       excerpt=[{"role": "user", "content": "My grinder is broken"},
+                                {"role": "tool", "name": "lookup_order_details", "content": '{"status": "delivered"}'},
+                                {"role": "assistant", "content": "Order 12346 arrived broken."}])
+    body = login("finn").get(f"/inbox/{req.pk}/?partial=preview").content.decode()
+    assert body.lstrip().startswith("<article") and "<html" not in body
+    assert 'id="preview-approve"' in body and "Refund the grinder" in body
+    assert "result of <code>lookup_order_details</code>" in body
+    # the assistant's sentence is the reason; the excerpt does not say it again
+    assert body.count("Order 12346 arrived broken.") == 1
+
+
+@pytest.mark.django_db
+def test_evidence_objects_as_they_are_now_and_the_conversation_link(login):
+    req = make_request("alice", tool="submit_refund", agent="support", group="support",
+                       arguments={"order_id": "12345", "amount": 129.99, "refund_description": "Never arrived"})
+    page = login("rita").get(f"/inbox/{req.pk}/").content.decode()
+    assert "<strong>Order 12345</strong>" in page and "(alice's own)" in page
+    # asked of the tool now: the order's item, amount and state beside the request
+    assert "Wireless Headphones, 129.99 USD, delivered" in page
+    from agents.catalog.models import Order
+    Order.objects.filter(number="12345").update(status="refunded")
+    assert "Wireless Headphones, 129.99 USD, refunded" in login("rita").get(f"/inbox/{req.pk}/").content.decode()
+    assert f'href="/inbox/{req.pk}/conversation/"' in page
+
+
+@pytest.mark.django_db
+def test_the_conversation_is_for_those_who_decide(login, demo):
+    from agents.models import Message, Thread
+    from agents.runtime.runner import conversation_excerpt
+
+    thread = Thread.objects.create(owner=demo["alice"], agent="support")
+    call_id = f"call-{uuid.uuid4().hex[:8]}"
+    rows = [("user", "Refund order 12345 please", None, ""),
+            ("assistant", "", [{"id": "c1", "type": "function", "function": {
+                "name": "lookup_order_details", "arguments": '{"order_id": "12345"}'}}], ""),
+            ("tool", '{"order_id": "12345", "status": "delivered", "amount": "129.99 USD"}', None, "c1"),
+            ("assistant", "I'll refund 129.99.", [{"id": call_id, "type": "function", "function": {
+                "name": "submit_refund", "arguments": '{"order_id": "12345"}'}}], "")]
+    for seq, (role, content, calls, call_ref) in enumerate(rows, start=1):
+        Message.objects.create(thread=thread, seq=seq, role=role, content=content, tool_calls=calls,
+                               tool_call_id=call_ref)
+    excerpt = conversation_excerpt(thread)
+    assert {"role": "tool", "name": "lookup_order_details",
+            "content": '{"order_id": "12345", "status": "delivered", "amount": "129.99 USD"}'} in excerpt
+
+    req = make_request("alice", tool="submit_refund", agent="support", group="support", thread=thread.pk,
+                       arguments={"order_id": "12345", "amount": 129.99, "refund_description": "Never arrived"})
+    ApprovalRequest.objects.filter(pk=req.pk).update(tool_call_ref=call_id)
+    page = login("rita").get(f"/inbox/{req.pk}/conversation/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Result of <code>lookup_order_details</code>" in text and "&quot;delivered&quot;" in text
+    assert "this request</span> Calls <code>submit_refund</code>" in text
+    assert login("finn").get(f"/inbox/{req.pk}/conversation/").status_code in (403, 404)  # not support's reviewer
+    assert login("bob").get(f"/inbox/{req.pk}/conversation/").status_code == 403
+    assert login("admin").get(f"/inbox/{req.pk}/conversation/").status_code == 200
+
+
+def test_ages_never_say_zero_minutes():
+    now = timezone.now()
+    assert age(now) == "just now" and age(now - timedelta(seconds=59), "short") == "just now"
+    assert age(now - timedelta(minutes=3, seconds=10)) == "3 min ago"
+    assert age(now - timedelta(hours=2, minutes=5), "short") == "2 h 5 min"
+    assert age(now - timedelta(days=3)) == "3 days ago"
+
+
+@pytest.mark.django_db
+def test_the_decided_view_names_the_decider_and_the_audit_reads_as_words(login):
+    req = make_request("alice", description="Pay the dentist")
+    services.decide(req.pk, user("finn"), "reject", feedback="Twice this month")
+    finn = login("finn")
+    page = finn.get("/inbox/?status=decided").content.decode()
+    assert ">Decided by</th>" in page and "<strong>finn</strong> · just now" in page
+    assert "Rejected" in page and "Approved with edits" in finn.get("/inbox/?status=all").content.decode()
+    audit = finn.get(f"/audit/?request={req.pk}").content.decode()
+    assert ">Pay the dentist</a>" in audit and "approvals needed" in audit and "required:" not in audit
+    assert "UTC" in audit
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_presence_who_else_has_the_request_open(demo):
+    req = await sync_to_async(make_request)("alice", group="reviewers")
+
+    def comm(name):
+        c = WebsocketCommunicator(URLRouter(inbox_ws), "/ws/inbox/")
+        c.scope["user"] = demo[name]
+        return c
+
+    finn, rita, bob_tab = comm("finn"), comm("rita"), comm("finn")
+    for c in (finn, rita, bob_tab):
+        assert (await c.connect())[0]
+    told = {}
+
+    async def tabs_seen(c, count):
+        """The tabs c has been told are viewing (joined at once, two may hear of each other twice)."""
+        seen = told.setdefault(id(c), {})
+        while len(seen) < count:
+            m = await c.receive_json_from(timeout=5)
+            if m["type"] != "approval.viewers":
+                continue  # the request's own notice
+            assert m["id"] == req.pk and m["event"] == "join"
+            seen[m["key"]] = m["who"]
+        return seen
+
+    await finn.send_json_to({"type": "viewing", "id": req.pk})
+    await rita.send_json_to({"type": "viewing", "id": req.pk})
+    assert list((await tabs_seen(finn, 1)).values()) == ["rita"]
+    assert list((await tabs_seen(rita, 1)).values()) == ["finn"]
+    # finn's second tab: rita sees two tabs of finn's; finn is not told about himself
+    await bob_tab.send_json_to({"type": "viewing", "id": req.pk})
+    assert list((await tabs_seen(bob_tab, 1)).values()) == ["rita"]
+    rita_sees = await tabs_seen(rita, 2)
+    assert sorted(rita_sees.values()) == ["finn", "finn"]
+    await rita.disconnect()
+
+    async def leave_of(c):
+        while True:
+            m = await c.receive_json_from(timeout=5)
+            if m.get("event") == "leave":
+                return m
+
+    assert (await leave_of(finn))["who"] == "rita"
+    assert (await leave_of(bob_tab))["who"] == "rita"
+    assert await finn.receive_nothing(timeout=0.3)  # no word about his own second tab
+    # a request one may not see: no presence at all
+    other = await sync_to_async(make_request)("alice", group="oncall")
+    await bob_tab.send_json_to({"type": "viewing", "id": other.pk})
+    assert await bob_tab.receive_nothing(timeout=0.3)
+    assert await finn.receive_nothing(timeout=0.3)
+    for c in (finn, bob_tab):
+        await c.disconnect()
