@@ -147,7 +147,9 @@ def live_stack(transactional_db, fake_llm, settings, tmp_path, live_stack_env):
             if name != "beat":  # deadlines are this test's business (the "expire" control request)
                 children.append(devstack.spawn(name, cmd, env=env, log_path=logs / f"{name}.log"))
         devstack.wait_healthy(url, children)
-        yield {"url": url, "model": model, "out": tmp_path / "client", "children": children, "controls": {}}
+        # env: what a test starts another server process with (tests/integration/test_scale_out.py)
+        yield {"url": url, "model": model, "out": tmp_path / "client", "children": children, "controls": {},
+               "env": env, "logs": logs}
     except devstack.NotHealthy as exc:
         pytest.fail(f"{exc}\n{_tails(children)}", pytrace=False)
     finally:
