@@ -26,6 +26,23 @@ from .views import audit_rows, reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
 SIMULATE_CHOICES = (10, 25, 50, 100, 200)
+# the console's words for the policy vocabulary (the stored values stay the engine's)
+MODE_LABELS = {
+    Mode.ALWAYS: "Always ask: a person decides every call",
+    Mode.CONDITIONAL: "Ask when a rule says so (no rule matches: it runs)",
+    Mode.MODEL: "Ask when a rule says so, else the model's own check decides",
+    Mode.NEVER: "Never ask: every call runs at once",
+    Mode.DENY: "Block: no call runs",
+}
+MODE_SHORT = {Mode.ALWAYS: "always asks", Mode.CONDITIONAL: "asks by rules", Mode.MODEL: "rules, then the model",
+              Mode.NEVER: "never asks", Mode.DENY: "blocked"}
+OP_LABELS = {
+    "eq": "equals", "ne": "does not equal", "gt": "is more than", "gte": "is at least", "lt": "is less than",
+    "lte": "is at most", "in": "is one of", "not_in": "is none of", "contains": "contains",
+    "matches": "matches the pattern (regular expression)", "glob": "matches the wildcard (like *.txt)",
+}
+ACTION_LABELS = {"gate": "ask a person", "deny": "block the call", "allow": "let it run"}
+NOBODY_DECIDES = {Mode.NEVER: "nobody (every call runs at once)", Mode.DENY: "nobody (every call is blocked)"}
 AUDIT_PAGE = 100
 
 
@@ -52,6 +69,8 @@ def policy_list(request):
     for name, policy, defaults in selectors.policies():
         items.append({"name": name, "policy": policy, "source": "policy" if policy.pk else "default",
                       "registered": defaults is not None, "rules": len(policy.conditions or []),
+                      "mode_label": MODE_SHORT.get(policy.mode, policy.mode),
+                      "nobody": policy.mode in NOBODY_DECIDES,  # the Mode column says what happens
                       "description": defaults.description if defaults else "", "changed": last_change.get(name)})
     return render(request, "approvals/policies.html", {"items": items, "modes": Mode.choices,
                                                         "pending_count": inbox_query.pending_mine_count(request.user)})
@@ -113,23 +132,28 @@ def policy_edit(request, tool_name):
     if current is None:
         raise Http404("no policy or registered tool by that name")
     defaults = registry.get(tool_name)
-    errors, simulation, limit = {}, None, 50
+    errors, simulation, limit, confirm_loosening = {}, None, 50, ""
     action = request.POST.get("action", "") if request.method == "POST" else ""
     form = None
-    if action in ("save", "simulate"):
+    if action in ("save", "save-loosening", "simulate"):
         # the draft: a fresh row of this tool, so that what the form leaves out is the model's default
         form = PolicyForm(request.POST, instance=ToolPolicy(tool_name=tool_name))
         valid = form.is_valid()  # typed fields, then the whole policy (ToolPolicy.clean)
         errors = form.error_lists()
+        try:
+            limit = int(request.POST.get("limit", 50))
+        except ValueError:
+            limit = 50
+        limit = max(1, min(limit, simulate.MAX_CALLS))
         if action == "simulate":
-            try:
-                limit = int(request.POST.get("limit", 50))
-            except ValueError:
-                limit = 50
-            limit = max(1, min(limit, simulate.MAX_CALLS))
             if valid:  # judge only a draft the engine would accept: a bad rule is reported, not replayed
                 simulation = simulate.simulate(form.instance, limit)
-        elif valid:
+        elif valid and action == "save" and simulate.has_call_source():
+            # a save that would give recorded calls less review than they had asks first (the simulator
+            # over the same calls), whatever sent it; "save-loosening" is the confirmed save
+            simulation = simulate.simulate(form.instance, limit, baseline=current)
+            confirm_loosening = simulation.loosening if simulation.loosened_now else ""
+        if valid and action != "simulate" and not confirm_loosening:
             try:
                 services.save_policy(tool_name, form.values(), request.user)
             except ValidationError as exc:  # a concurrent change made it invalid
@@ -154,9 +178,15 @@ def policy_edit(request, tool_name):
         "paths": _paths_for(defaults.schema if defaults else {}),
         "ops": rules.OPS,
         "actions": rules.ACTIONS,
+        "op_labels": OP_LABELS,
+        "action_labels": ACTION_LABELS,
+        "mode_labels": MODE_LABELS,
+        "nobody_decides": NOBODY_DECIDES.get(shown.mode, ""),
+        "nobody_map": {str(k): v for k, v in NOBODY_DECIDES.items()},
+        "confirm_loosening": confirm_loosening,
         "errors": errors,
         "error_fields": sorted(errors),
-        "modes": Mode.choices,
+        "modes": [(v, MODE_LABELS.get(v, label)) for v, label in Mode.choices],
         "approver_kinds": ApproverKind.choices,
         "risks": Risk.choices,
         "timeout_actions": TimeoutAction.choices,

@@ -9,6 +9,7 @@ in step); what it cannot know is answered honestly: mode `model` asks the model 
 ("model"), and "always allow in this thread" grants are not replayed.
 """
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +24,9 @@ OUTCOMES = {
     "model": "the model's self-check decides",
 }
 MAX_CALLS = 500
+# how much review an outcome gives a call: a change to a lower rank loosens review, to a higher
+# one tightens it ("model" is decided at run time: not counted either way)
+STRICTNESS = {"allowed": 0, "gated": 1, "denied": 2}
 
 
 @dataclass
@@ -81,15 +85,49 @@ class Simulation:
     results: list = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
     changed: int = 0
+    loosened: int = 0  # calls that would get less review than they had (gated -> allowed, denied -> gated ...)
+    tightened: int = 0  # ... more review
+    reviewed: int = 0  # calls a person decided then
+    unreviewed: int = 0  # of those, the ones the draft lets run at once
+    loosened_now: int = 0  # loosened calls that the policy in force (the baseline) still reviews as they were
     source: bool = True
 
     @property
     def summary(self):
         return [{"outcome": k, "label": v, "count": self.counts[k]} for k, v in OUTCOMES.items()]
 
+    @property
+    def loosening(self):
+        """What a save must be confirmed against, in a sentence; "" when the draft loosens nothing."""
+        if not self.loosened:
+            return ""
+        total = len(self.results)
+        calls = f"{self.loosened} of the last {total} recorded call{'s' if total != 1 else ''}"
+        if self.unreviewed:
+            return (f"{self.unreviewed} of the last {self.reviewed} call{'s' if self.reviewed != 1 else ''} "
+                    f"a person reviewed would run without review under this draft"
+                    + (f" ({calls} would get less review in all)." if self.loosened > self.unreviewed else "."))
+        return f"{calls} would get less review under this draft than {'they' if self.loosened > 1 else 'it'} had."
 
-def simulate(policy, limit=50):
-    """Judge the last `limit` recorded calls of policy.tool_name under the draft `policy`."""
+
+def why(matched):
+    """The matched rule in words for the table: "its mode", "rule 1 (bob is blocked)", "no rule matched"."""
+    if matched.startswith("mode "):
+        return "its mode"
+    return re.sub(r": (gate|deny|allow)$", "", matched)
+
+
+def direction(then, outcome):
+    """"looser", "stricter" or "" (the same, unknown then, or decided by the model at run time)."""
+    if then not in STRICTNESS or outcome not in STRICTNESS or then == outcome:
+        return ""
+    return "looser" if STRICTNESS[outcome] < STRICTNESS[then] else "stricter"
+
+
+def simulate(policy, limit=50, baseline=None):
+    """Judge the last `limit` recorded calls of policy.tool_name under the draft `policy`; with a
+    `baseline` (the policy in force), also count the loosened calls it would not loosen itself, so
+    that saving an already loose policy again (another field changed) is not asked about."""
     sim = Simulation(tool_name=policy.tool_name, limit=limit, source=has_call_source())
     users = {}  # the rule scope's user facts, once per user (a groups query each)
     for call in recorded_calls(policy.tool_name, limit):
@@ -100,8 +138,17 @@ def simulate(policy, limit=50):
                  "thread": call.thread or "", "tool": call.tool_name}
         outcome, matched = judge(policy, call.tool_name, scope)
         changed = bool(call.outcome) and outcome != call.outcome and outcome != "model"
+        way = direction(call.outcome, outcome)
         sim.counts[outcome] += 1
         sim.changed += changed
+        sim.loosened += way == "looser"
+        sim.loosened_now += way == "looser" and (
+            baseline is None or direction(judge(baseline, call.tool_name, scope)[0], outcome) == "looser")
+        sim.tightened += way == "stricter"
+        sim.reviewed += call.outcome == "gated"
+        sim.unreviewed += call.outcome == "gated" and outcome == "allowed"
         sim.results.append({"call": call, "outcome": outcome, "label": OUTCOMES[outcome], "matched": matched,
-                            "then": call.outcome, "changed": changed})
+                            "why": why(matched),
+                            "then": call.outcome, "then_label": OUTCOMES.get(call.outcome, ""),
+                            "changed": changed, "direction": way})
     return sim

@@ -23,11 +23,9 @@
   };
   const OPS = read("rule-ops", ["eq"]);
   const ACTIONS = read("rule-actions", ["gate", "deny", "allow"]);
-  const ACTION_LABELS = { gate: "gate (a person decides)", deny: "deny (blocked)", allow: "allow (runs at once)" };
-  const OP_LABELS = {
-    eq: "equals", ne: "is not", gt: ">", gte: "≥", lt: "<", lte: "≤", in: "is one of", not_in: "is none of",
-    contains: "contains", matches: "matches regex", glob: "matches glob",
-  };
+  // the words people read (approvals/console.py); the stored values stay the engine's op and action names
+  const ACTION_LABELS = read("rule-action-labels", {});
+  const OP_LABELS = read("rule-op-labels", {});
 
   let model = [];
   let uid = 0;
@@ -169,7 +167,7 @@
       sync();
     });
     const op = el("select");
-    for (const o of OPS) op.appendChild(el("option", { value: o }, OP_LABELS[o] ? o + " (" + OP_LABELS[o] + ")" : o));
+    for (const o of OPS) op.appendChild(el("option", { value: o }, OP_LABELS[o] || o));
     op.value = c.op || "eq";
     const value = el("input", { type: "text", autocomplete: "off", placeholder: "1000, true, USD, a, b" });
     value.value = c.value === undefined ? "" : showValue(c.value);

@@ -4,6 +4,7 @@ change history), the simulator replaying recorded tool calls, and the audit page
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -203,3 +204,61 @@ def test_a_reviewer_exports_only_what_they_can_see(client, demo):
     client.force_login(demo["rita"])
     rows = list(csv.reader(io.StringIO(b"".join(client.get("/audit/export.csv").streaming_content).decode())))
     assert [r[4] for r in rows[1:]] == [support.pk]
+
+
+def test_the_simulator_says_which_way_each_change_goes(admin, calls):
+    resp = admin.post("/policies/transfer_money/", {**form(), "action": "simulate", "limit": "50"})
+    sim = resp.context["simulation"]
+    assert [r["direction"] for r in sim.results] == ["looser", "looser", "", "stricter", "stricter"]
+    assert (sim.changed, sim.loosened, sim.tightened, sim.reviewed, sim.unreviewed) == (4, 2, 2, 3, 2)
+    body = resp.content.decode()
+    assert '<span class="sim-count sim-looser" id="sim-loosened"><strong>2</strong>less review</span>' in body
+    assert '<span class="sim-count sim-stricter" id="sim-tightened"><strong>2</strong>more review</span>' in body
+    assert "<strong>2</strong>a person decides" in body  # outcomes in words, not "gated"
+    assert 'id="loosening-warning"' not in body  # simulating saves nothing: nothing to confirm
+
+
+def test_saving_a_draft_that_loosens_review_asks_first(admin, calls):
+    resp = admin.post("/policies/transfer_money/", {**form(), "action": "save", "limit": "50"})
+    assert resp.status_code == 200
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+    body = resp.content.decode()
+    warning = body[body.index('id="loosening-warning"'):]
+    assert "2 of the last 3 calls a person reviewed would run without review under this draft." in warning[:600]
+    assert 'name="action" value="save-loosening"' in warning[:900]
+    assert 'id="sim-table"' in body  # the calls it means
+    assert "large or foreign" in body[body.index('id="p-conditions"'):]  # the draft is kept
+
+    resp = admin.post("/policies/transfer_money/", {**form(), "action": "save-loosening", "limit": "50"})
+    assert resp.status_code == 302
+    assert ToolPolicy.objects.get(tool_name="transfer_money").mode == "conditional"
+    # saved: changing another field of the same loose policy does not ask again
+    resp = admin.post("/policies/transfer_money/", {**form(risk="critical"), "action": "save", "limit": "50"})
+    assert resp.status_code == 302 and ToolPolicy.objects.get(tool_name="transfer_money").risk == "critical"
+
+
+def test_a_draft_that_only_tightens_review_saves_at_once(admin, calls):
+    resp = admin.post("/policies/transfer_money/", {**form(mode="always", conditions="[]"), "action": "save"})
+    assert resp.status_code == 302 and ToolPolicy.objects.get(tool_name="transfer_money").mode == "always"
+
+
+def test_the_console_speaks_in_words(admin):
+    services.save_policy("send_email", {"mode": "never", "approver_kind": "requester", "approver_group": None,
+                                        "conditions": []}, user("admin"))
+    services.save_policy("delete_file", {"mode": "deny", "approver_kind": "requester", "approver_group": None,
+                                         "conditions": []}, user("admin"))
+    body = admin.get("/policies/").content.decode()
+    for tool, mode in (("send_email", "never asks"), ("delete_file", "blocked")):
+        row = body[body.index(f'data-tool="{tool}"'):]
+        row = row[:row.index("</tr>")]
+        assert f"<strong>{mode}</strong>" in row and '<span class="muted">nobody</span>' in row, row
+        assert "the requester" not in row, row
+    page = admin.get("/policies/send_email/").content.decode()
+    assert re.search(r'id="p-nobody"><strong>Who decides:</strong> <span>nobody \(every call runs at once\)', page)
+    assert re.search(r'<div class="field" data-review-field hidden>\s*<label for="p-approver-kind">', page)
+    assert '<option value="never" selected>Never ask: every call runs at once</option>' in page
+    assert "gt (&gt;)" not in page and "gt (is more than)" in page
+    assert json.loads(page.split('id="rule-op-labels" type="application/json">', 1)[1].split("</script>")[0])[
+        "gt"] == "is more than"
+    editable = admin.get("/policies/transfer_money/").content.decode()
+    assert 'id="p-nobody" hidden' in editable and "data-review-field hidden" not in editable

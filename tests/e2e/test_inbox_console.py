@@ -5,6 +5,7 @@ import json
 import re
 
 import inbox_e2e
+import pytest
 from inbox_e2e import T, run
 from playwright.sync_api import expect
 
@@ -97,3 +98,62 @@ def test_save_a_policy_and_see_its_history(people, live_stack):
             expect(page.locator(".flash-messages")).to_contain_text("back on its code defaults")
     finn = people("finn")
     assert finn.page.goto("/policies/").status == 403
+
+
+SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_saving_a_draft_that_loosens_review_asks_first(people, live_stack, artifacts_dir, size):
+    """submit_replacement: no other browser test depends on its policy; reverted at the end."""
+    run(live_stack, """
+for n in range(3):
+    record_call("alice", "submit_replacement", {"order_id": "1234%d" % n, "reason": "broken"}, agent="support",
+                status="succeeded", approval_id="reviewed-%d" % n)
+""")
+    admin = people("admin", viewport=SIZES[size])
+    page = admin.page
+    page.goto("/policies/submit_replacement/")
+    try:
+        page.get_by_label("Mode").select_option("never")
+        # nobody decides a call that runs at once: the approver and deadline fields go away
+        expect(page.locator("#p-nobody")).to_have_text("Who decides: nobody (every call runs at once)")
+        expect(page.get_by_label("Who decides")).to_be_hidden()
+        expect(page.get_by_label("Timeout (seconds)")).to_be_hidden()
+        page.get_by_role("button", name="Save policy").click()
+        warning = page.locator("#loosening-warning")
+        expect(warning).to_contain_text("Not saved yet: this draft loosens review.")
+        # every recorded call was reviewed (another run of this test may have recorded some too)
+        expect(warning).to_contain_text(re.compile(r"(\d+) of the last \1 calls a person reviewed would run without"))
+        expect(page.locator("#sim-loosened")).to_have_text(re.compile(r"^([3-9]|\d\d+)less review$"))
+        expect(page.locator("#sim-tightened")).to_have_text("0more review")
+        expect(page.locator(".flash-messages")).to_have_count(0)
+        expect(page.get_by_label("Mode")).to_have_value("never")  # the draft is kept
+        page.screenshot(path=str(artifacts_dir / f"console-loosening-{size}.png"), full_page=True)
+        page.screenshot(path=str(artifacts_dir / f"console-loosening-{size}-first-screen.png"))
+        warning.get_by_role("button", name="Save anyway").click()
+        expect(page.locator(".flash-messages")).to_contain_text("Policy for submit_replacement saved.")
+        page.goto("/policies/")
+        row = page.locator('tr[data-tool="submit_replacement"]')
+        expect(row).to_contain_text("never asks")
+        expect(row.locator('td[data-label="Who decides"]')).to_have_text("nobody")
+        expect(row).not_to_contain_text("the requester")
+        page.screenshot(path=str(artifacts_dir / f"console-list-{size}.png"), full_page=True)
+    finally:
+        page.goto("/policies/submit_replacement/")
+        page.once("dialog", lambda d: d.accept())
+        if page.locator("#revert").count():
+            page.locator("#revert").click()
+            expect(page.locator(".flash-messages")).to_contain_text("back on its code defaults")
+
+
+def test_the_rule_builder_names_operators_in_words(people):
+    page = people("admin").page
+    page.goto("/policies/transfer_money/")
+    page.get_by_label("Mode").select_option("conditional")
+    page.locator("#rule-builder").get_by_role("button", name="Add rule").click()
+    card = page.locator("#rule-builder .rule-card").last
+    options = card.get_by_label("Operator").locator("option").all_inner_texts()
+    assert "is more than" in options and not [o for o in options if "(" in o and ">" in o], options
+    assert card.get_by_label("Then").locator("option").all_inner_texts() == ["ask a person", "block the call",
+                                                                          "let it run"]
