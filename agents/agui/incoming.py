@@ -57,7 +57,9 @@ def _parts(message):
 
 def _row(m):
     """(id, role, text, tool_call_id, parts, error): what agents.messages.add_messages stores."""
-    return (m.id, m.role, _text(m), getattr(m, "tool_call_id", "") or "", _parts(m), getattr(m, "error", None) or "")
+    if m.role != Message.Role.TOOL:  # unknown fields are kept by ag_ui.core: read a tool's own only on tools
+        return (m.id, m.role, _text(m), "", _parts(m), "")
+    return (m.id, m.role, _text(m), m.tool_call_id, _parts(m), m.error or "")
 
 
 def context(agent_input):

@@ -10,15 +10,34 @@ import json
 import uuid
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents.models import Message, Run, Thread, ToolCall
-from tests.agents.test_agui import post, refusal, run_input, sse_events, token_headers, user_msg  # noqa: F401
+from tests.agents.test_agui import post, run_input, sse_events, token_headers, user_msg  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()
 CONTEXT = [{"description": "The user's timezone", "value": "Europe/Oslo"},
            {"description": "Page the user is on", "value": "/accounts/1234567890"}]
 CONFETTI = {"name": "show_confetti", "description": "Celebrate in the UI", "parameters": {"type": "object", "properties": {}}}
+
+
+async def _opening(content, n):
+    events = []
+    async for chunk in content:
+        events += [json.loads(f[len("data: "):]) for f in chunk.decode().split("\n\n") if f.startswith("data: ")]
+        if len(events) >= n:
+            return events
+    return events
+
+
+def refused(resp):
+    """The RUN_ERROR of an in-stream refusal, read without waiting for more: where a request is not
+    refused, a run starts and its stream stays open (no worker here), so the test fails, not hangs."""
+    assert resp.status_code == 200
+    events = async_to_sync(_opening)(resp.streaming_content, 2)
+    assert [e["type"] for e in events[:2]] == ["RUN_STARTED", "RUN_ERROR"], events
+    return events[1]
 
 
 def new_thread():
@@ -65,7 +84,7 @@ def test_context_reaches_the_model_and_the_continuation_after_an_approval(celery
 def test_context_past_the_limit_is_refused_before_anything_is_stored(client, token_headers, settings):
     settings.AGUI_MAX_CONTEXT_CHARS = 40
     thread_id = new_thread()
-    error = refusal(post(client, "banking", run_input(thread_id, [user_msg("hello")], context=CONTEXT),
+    error = refused(post(client, "banking", run_input(thread_id, [user_msg("hello")], context=CONTEXT),
                          **token_headers("alice")))
     assert error["code"] == "context_too_large" and "at most 40" in error["message"]
     assert not Thread.objects.filter(pk=thread_id).exists() and not Message.objects.exists()
@@ -101,7 +120,7 @@ def test_a_tool_result_with_an_error_tells_the_model_the_tool_failed(celery_work
 def test_images_are_refused_for_a_model_that_does_not_take_them(fake_llm, client, token_headers):
     thread_id = new_thread()
     message = image_message("what is on this cheque?", {"type": "data", "value": PNG, "mimeType": "image/png"})
-    error = refusal(post(client, "banking", run_input(thread_id, [message]), **token_headers("alice")))
+    error = refused(post(client, "banking", run_input(thread_id, [message]), **token_headers("alice")))
     assert error["code"] == "images_unsupported" and "does not take images" in error["message"]
     assert not Thread.objects.filter(pk=thread_id).exists() and not Message.objects.exists()
     assert not fake_llm.requests
@@ -120,7 +139,7 @@ def test_images_are_bounded(fake_llm, client, token_headers, settings, limits, s
     for name, value in limits.items():
         setattr(settings, name, value)
     thread_id = new_thread()
-    error = refusal(post(client, "banking", run_input(thread_id, [image_message("look", source)]),
+    error = refused(post(client, "banking", run_input(thread_id, [image_message("look", source)]),
                          **token_headers("alice")))
     assert error["code"] == code
     assert not Message.objects.exists()
@@ -130,7 +149,7 @@ def test_media_other_than_images_is_refused(fake_llm, client, token_headers, set
     settings.AGUI_MODEL_VISION = True
     message = {"id": "m-audio", "role": "user", "content": [
         {"type": "audio", "source": {"type": "data", "value": PNG, "mimeType": "audio/wav"}}]}
-    error = refusal(post(client, "banking", run_input(new_thread(), [message]), **token_headers("alice")))
+    error = refused(post(client, "banking", run_input(new_thread(), [message]), **token_headers("alice")))
     assert error["code"] == "unsupported_content" and "audio" in error["message"]
 
 
