@@ -21,6 +21,7 @@ from ag_ui.core import (
 )
 from django.conf import settings
 
+from agents.llm import takes_images
 from agents.runtime.statesync import has_state
 
 
@@ -40,7 +41,7 @@ def capabilities(agent, card):
         multi_agent=MultiAgentCapabilities(supported=True, handoffs=True) if "workflow" in card else None,
         reasoning=ReasoningCapabilities(supported=True, streaming=True),
         multimodal=MultimodalCapabilities(input=MultimodalInputCapabilities(
-            image=bool(getattr(settings, "AGUI_MODEL_VISION", False)))),
+            image=takes_images())),  # AGUI_MODEL_VISION, never the offline demo model
         execution=ExecutionCapabilities(max_iterations=settings.AGUI_MAX_TURNS),
         human_in_the_loop=HumanInTheLoopCapabilities(
             supported=True, approvals=True, interrupts=True, approve_with_edits=True, feedback=True),
@@ -51,6 +52,9 @@ def capabilities(agent, card):
             # the base of a state change (the `version` of the last CUSTOM state_version event)
             "stateVersion": "forwardedProps.stateVersion",
             "maxNewMessages": getattr(settings, "AGUI_MAX_NEW_MESSAGES", 200),
+            "maxContextChars": settings.AGUI_MAX_CONTEXT_CHARS,
+            **({"maxImages": settings.AGUI_MAX_IMAGES, "maxImageBytes": settings.AGUI_MAX_IMAGE_BYTES}
+               if takes_images() else {}),
             **({"workflow": card["workflow"]} if "workflow" in card else {}),
         },
     )

@@ -240,3 +240,13 @@ def test_reasoning_streams_as_reasoning_events_and_is_neither_stored_nor_sent_ba
     sse_events(post(client, "banking", run_input(thread_id, [user_msg("how are you?")]), **alice))
     assert "greets me" not in json.dumps(fake_llm.requests[-1])
     assert {"role": "assistant", "content": "Hello!"} in fake_llm.requests[-1]["messages"]
+
+
+def test_capabilities_say_whether_images_are_taken_and_the_limits(client, token_headers, settings):
+    settings.OPENAI_API_KEY, settings.AGUI_MODEL_VISION = "", True  # the offline demo model reads text only
+    caps = client.get("/agui/banking", **token_headers("alice")).json()
+    assert caps["multimodal"]["input"]["image"] is False and "maxImages" not in caps["custom"]
+    settings.OPENAI_API_KEY = "test-key"
+    caps = client.get("/agui/banking", **token_headers("alice")).json()
+    assert caps["multimodal"]["input"]["image"] is True
+    assert caps["custom"]["maxContextChars"] == 20000 and caps["custom"]["maxImages"] == 8
