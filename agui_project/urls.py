@@ -14,6 +14,8 @@ handler404 = "agui_project.errors.page_not_found"
 handler500 = "agui_project.errors.server_error"
 
 admin.site.login_form = ThrottledAdminAuthenticationForm  # the admin's sign-in says why it is refused too
+admin.site.site_header = admin.site.site_title = "agui-inbox administration"
+admin.site.index_title = "Records: requests, decisions, policies, users"
 
 urlpatterns = [
     path("", home, name="home"),

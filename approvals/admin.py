@@ -6,6 +6,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from . import registry, services
+from .choices import MODE_LABELS
 from .models import ApprovalRequest, AuditEvent, Decision, ThreadGrant, ToolPolicy
 
 
@@ -16,7 +17,7 @@ class ToolPolicyForm(forms.ModelForm):
         model = ToolPolicy
         fields = "__all__"
         help_texts = {
-            "conditions": "Rules for the modes “conditional” and “model”, tried in order: the first that "
+            "conditions": "Rules for the modes that ask when a rule says so, tried in order: the first that "
                           "matches decides. Each has a name, a condition on the call (its arguments, the user, "
                           "the agent) and an action: gate (a person decides), deny (blocked) or allow (runs at "
                           "once). The policy console (Policies) builds them for you and tries a draft against "
@@ -25,6 +26,10 @@ class ToolPolicyForm(forms.ModelForm):
                               "low-risk tools.",
             "timeout_seconds": "How long a request waits for a decision. Empty: the site's default.",
         }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["mode"].choices = [(v, MODE_LABELS.get(v, label)) for v, label in self.fields["mode"].choices]
 
 
 @admin.register(ToolPolicy)
@@ -74,7 +79,7 @@ class DecisionInline(admin.TabularInline):
     model = Decision
     extra = 0
     can_delete = False
-    readonly_fields = ["user", "decision", "arguments", "feedback", "withdrawn_at", "created_at"]
+    fields = readonly_fields = ["user", "decision", "arguments", "feedback", "withdrawn_at", "created_at"]
     verbose_name, verbose_name_plural = "decision", "decisions"
 
     def has_add_permission(self, request, obj=None):
@@ -85,12 +90,16 @@ class DecisionInline(admin.TabularInline):
 class ApprovalRequestAdmin(admin.ModelAdmin):
     """Read-only here: status changes go through the inbox (services.decide)."""
 
-    list_display = ["tool_name", "summary", "status", "requester", "approver_group", "risk", "matched_rule",
-                    "created_at", "inbox_link"]
+    # the rule that matched and the deadlines are on the record; the list stays readable on a laptop
+    list_display = ["tool_name", "summary", "status", "requester", "approver_group", "risk", "created_at", "inbox_link"]
     list_filter = ["status", "risk", "tool_name"]
     search_fields = ["description", "thread_ref", "id"]
     list_select_related = ["requester", "approver_group"]
     inlines = [DecisionInline]
+    readonly_fields = ["inbox_link"]
+
+    def get_fields(self, request, obj=None):  # the link to the inbox page first, then the record
+        return ["inbox_link", *[f for f in super().get_fields(request, obj) if f != "inbox_link"]]
 
     @admin.display(description="Description", ordering="description")
     def summary(self, obj):

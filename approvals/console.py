@@ -19,6 +19,7 @@ from django.utils.dateparse import parse_datetime
 from . import exports, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
 from .access import is_admin
+from .choices import MODE_LABELS
 from .filters import AuditPageFilter
 from .forms import PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
@@ -27,13 +28,6 @@ from .views import audit_rows, reviewer_required
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
 SIMULATE_CHOICES = (10, 25, 50, 100, 200)
 # the console's words for the policy vocabulary (the stored values stay the engine's)
-MODE_LABELS = {
-    Mode.ALWAYS: "Always ask: a person decides every call",
-    Mode.CONDITIONAL: "Ask when a rule says so (no rule matches: it runs)",
-    Mode.MODEL: "Ask when a rule says so, else the model's own check decides",
-    Mode.NEVER: "Never ask: every call runs at once",
-    Mode.DENY: "Block: no call runs",
-}
 MODE_SHORT = {Mode.ALWAYS: "always asks", Mode.CONDITIONAL: "asks by rules", Mode.MODEL: "rules, then the model",
               Mode.NEVER: "never asks", Mode.DENY: "blocked"}
 OP_LABELS = {

@@ -31,7 +31,8 @@ def test_a_request_record_links_to_its_inbox_page_and_titles_its_decisions(admin
     Decision.objects.create(request=req, user=user("finn"), decision="approve")
     body = admin.get(f"/admin/approvals/approvalrequest/{req.pk}/change/").content.decode()
     assert re.search(rf'<a href="/inbox/{req.pk}/" class="viewsitelink">', body)
-    assert "Decision object" not in body
+    assert body.index(f'<a href="/inbox/{req.pk}/">Open in the inbox</a>') < body.index("Tool name:")
+    assert "Decision object" not in body and "Arguments hash" not in body
     assert re.search(r"finn approved on \d{4}-\d\d-\d\d \d\d:\d\d UTC", body)
 
 
@@ -39,3 +40,9 @@ def test_the_policy_form_explains_the_rules_without_pointing_at_source_files(adm
     body = admin.get("/admin/approvals/toolpolicy/add/").content.decode()
     assert "approvals/rules.py" not in body and ".py" not in re.sub(r"<[^>]+>", "", body).replace("agui-inbox", "")
     assert "the first that matches decides" in body
+
+
+def test_the_policy_form_names_the_modes_in_words(admin):
+    body = admin.get("/admin/approvals/toolpolicy/add/").content.decode()
+    assert '<option value="never">Never ask: every call runs at once</option>' in body
+    assert "agui-inbox administration" in body and "Django administration" not in body
