@@ -166,6 +166,34 @@ def test_unknown_role_and_empty_assistant_are_refused(llm, client):
     assert err.param == "messages.[1].content"
 
 
+def test_content_parts_are_checked_like_openai(llm, client):
+    parts = [{"type": "text", "text": "look"}, {"type": "image", "source": {"type": "url", "value": "https://x/a.png"}}]
+    err = refused(llm, client, [{"role": "user", "content": parts}], True)
+    assert "Invalid value: 'image'. Supported values are: 'text', 'image_url'" in err.message
+    assert err.param == "messages[0].content[1].type"
+    llm.reset()
+    bad = [{"type": "image_url", "image_url": {"url": "data:text/html;base64,PGI+"}}]
+    err = refused(llm, client, [{"role": "user", "content": bad}], False)
+    assert "Expected a base64-encoded data URL with an image MIME type" in err.message
+    llm.reset()
+    good = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO="}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]
+    llm.push("an image")
+    assert "".join(c.choices[0].delta.content or "" for c in stream(client, messages=[
+        {"role": "user", "content": good}])) == "an image"
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_streams_before_the_answer(llm, client, field):
+    llm.push({"reasoning": "First think, then answer.", "reasoning_field": field, "text": "Answer."})
+    deltas = [c.choices[0].delta.model_dump() for c in stream(client)]
+    reasoning = "".join(d.get(field) or "" for d in deltas)
+    assert reasoning == "First think, then answer." and deltas[0]["role"] == "assistant"
+    first_text = next(i for i, d in enumerate(deltas) if d.get("content"))
+    assert all(not d.get(field) for d in deltas[first_text:])  # like DeepSeek: all of it comes first
+    assert "".join(d.get("content") or "" for d in deltas) == "Answer."
+
+
 def test_valid_tool_round_trips_are_accepted(llm, client):
     messages = [SYSTEM, USER, assistant_calls("c1", "c2"), tool("c2"), tool("c1"),
                 {"role": "assistant", "content": "done"}, USER, assistant_calls("c3"), tool("c3")]
