@@ -867,20 +867,29 @@ def peer_table(p: dict) -> list[str]:
     ours, peer = p["ours"], p["peer"]
     lines = ["", f"Side by side with the peer ({peer['server']}; same fake model, same SSE client, "
              "alternating runs in this one bench run):", "",
-             "| figure | this project | the peer | ratio |", "|---|---|---|---|"]
-    for key, title in (("first_event_ms", "POST /agui/banking/ → RUN_STARTED"),
-                       ("resume_to_result_ms", "AG-UI resume sent → TOOL_CALL_RESULT"),
-                       ("answer_2000_words_ms", "a 2,000-word answer, POST → RUN_FINISHED")):
+             "| figure | target (p50) | this project | the peer | ratio | verdict |", "|---|---|---|---|---|---|"]
+    for key, title, target in PEER_TARGETS:
         for q in ("p50", "p95"):
             a, b = ours[key].get(q), peer[key].get(q)
-            lines.append(f"| {title} ({q}, n={ours[key]['n']}) | {a} ms | {b} ms | {_ratio(a, b)} |")
-    lines.append(f"| CPU per streamed token (the 2,000-word answers) | {_cpu(ours['cpu_us_per_token'])} | "
-                 f"{_cpu(peer['cpu_us_per_token'])} | "
-                 f"{_ratio(sum(ours['cpu_us_per_token'].values()), sum(peer['cpu_us_per_token'].values()))} |")
-    lines.append(f"| CPU per AG-UI resume (to the run's end) | {_cpu(ours['cpu_us_per_resume'])} | "
-                 f"{_cpu(peer['cpu_us_per_resume'])} | "
-                 f"{_ratio(sum(ours['cpu_us_per_resume'].values()), sum(peer['cpu_us_per_resume'].values()))} |")
+            ok = target[1](a, b) if q == "p50" and a is not None and b else None
+            lines.append(f"| {title} ({q}, n={ours[key]['n']}) | {target[0] if q == 'p50' else ''} | {a} ms | "
+                         f"{b} ms | {_ratio(a, b)} | {verdict(ok)} |")
+    for key, title in (("cpu_us_per_token", "CPU per streamed token (the 2,000-word answers)"),
+                       ("cpu_us_per_resume", "CPU per AG-UI resume (to the run's end)")):
+        a, b = sum(ours[key].values()), sum(peer[key].values())
+        lines.append(f"| {title} | reported | {_cpu(ours[key])} | {_cpu(peer[key])} | {_ratio(a, b)} | — |")
     return lines
+
+
+# issue 16's targets for the side-by-side figures: (text, check(ours p50, peer p50))
+PEER_TARGETS = (
+    ("first_event_ms", "POST /agui/banking/ → RUN_STARTED",
+     ("≤ 3 ms and ≤ 3× the peer", lambda a, b: a <= 3 and a <= 3 * b)),
+    ("resume_to_result_ms", "AG-UI resume sent → TOOL_CALL_RESULT",
+     ("≤ 10 ms and ≤ 4× the peer", lambda a, b: a <= 10 and a <= 4 * b)),
+    ("answer_2000_words_ms", "a 2,000-word answer, POST → RUN_FINISHED",
+     ("≤ 0.15× the peer", lambda a, b: a <= 0.15 * b)),
+)
 
 
 def table(results: dict) -> str:
