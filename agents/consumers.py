@@ -99,6 +99,9 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             MessagesSnapshotEvent(messages=snap["messages"]),
             StateSnapshotEvent(snapshot=snap["state"]),
             snap["state_meta"],  # CUSTOM state_version, when there is a version or a prediction to tell
+            # when each message was written, how each settled call ended (words for the person)
+            custom_events.message_info(snap["message_info"]) if snap["message_info"] else None,
+            custom_events.tool_outcomes(snap["tool_outcomes"]) if snap["tool_outcomes"] else None,
             custom_events.approvals(snap["approvals"]),
             # the agents' questions and the workflow's position (agents/runtime/workflows.py), when there are any
             custom_events.input_requests(snap["input_requests"]) if snap["input_requests"] else None,

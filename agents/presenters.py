@@ -6,6 +6,8 @@ from approvals import services as approval_services
 from approvals.access import memberships
 from approvals.models import ApproverKind
 
+from .registry import get_tool
+
 
 def approver(request):
     if request.approver_kind == ApproverKind.GROUP and request.approver_group_id:
@@ -33,8 +35,15 @@ def approval(request, viewer=None):
     }
     if request.final_arguments is not None:
         data["finalArguments"] = request.final_arguments
+        tool = get_tool(request.tool_name)
+        if tool and request.final_arguments != request.arguments:  # the card's title says what ran
+            data["finalMessage"] = tool.description_for(request.final_arguments)
+    if request.schema:  # how the card formats values (integers, money with its currency)
+        data["argumentsSchema"] = request.schema
     if request.expires_at:
         data["expiresAt"] = request.expires_at.isoformat()
+    if request.created_at:  # "waiting for finance since 12:03"
+        data["createdAt"] = request.created_at.isoformat()
     if request.feedback:
         data["feedback"] = request.feedback
     if request.decided_by_id:
@@ -61,3 +70,35 @@ def agui_message(msg):
         for c in msg.tool_calls or []
     ]
     return AssistantMessage(id=msg.id, content=msg.content or None, tool_calls=calls or None)
+
+
+# What the person reads about a settled tool call. The model reads its own text (the tool result,
+# agents/runtime/runner.py); these sentences are for people and name no rule, id or instruction.
+OUTCOME_TEXT = {
+    "denied": ("blocked", "Blocked: the rules for this tool do not allow it, so it was not run."),
+    "invalid": ("failed", "The assistant asked for this in a form the tool does not accept, so it was not run."),
+    "rejected": ("rejected", "Rejected, so it was not run."),
+    "expired": ("expired", "Nobody decided in time, so it was not run."),
+    "cancelled": ("cancelled", "Withdrawn before anyone decided, so it was not run."),
+    "failed": ("failed", "This did not work."),
+    "outcome_unknown": ("failed", "It is not known whether this finished: the service stopped while it ran."),
+    "succeeded": ("done", ""),
+}
+
+
+def tool_outcome(call, requester_decided=False):
+    """{toolCallId, status, message, result?} of a settled ToolCall for the chat; None while open.
+
+    `status` is one of done / blocked / rejected / expired / cancelled / failed; `result` is what
+    the tool itself returned (without the words added for the model) when it ran.
+    """
+    found = OUTCOME_TEXT.get(call.status)
+    if found is None:
+        return None
+    status, message = found
+    if status == "rejected" and requester_decided:
+        message = "You rejected it, so it was not run."
+    value = {"toolCallId": call.pk, "status": status, "message": message}
+    if status == "done":
+        value["result"] = call.result
+    return value

@@ -8,6 +8,7 @@ for an agent without importing the catalog that is built on top of the runtime.
 from approvals import registry as tool_registry
 
 AGENTS = {}
+TOOLS = {}  # tool name -> the Tool (its describe() words an edited call's card)
 _LOOPS = {}  # agent class -> the Runner class that runs agents of that class
 
 
@@ -16,11 +17,16 @@ def register_agent(agent):
     AGENTS[agent.name] = agent
     for t in agent.tools:
         tool_registry.register(t.defaults())
+        TOOLS.setdefault(t.name, t)
     return agent
 
 
 def get_agent(name):
     return AGENTS.get(name)
+
+
+def get_tool(name):
+    return TOOLS.get(name)
 
 
 def register_loop(agent_class, runner_class):

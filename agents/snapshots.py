@@ -4,7 +4,7 @@ from approvals.models import ApprovalRequest
 from state import services as state_services
 
 from . import presenters
-from .models import Run, Thread, WorkflowInstance
+from .models import Message, Run, Thread, ToolCall, WorkflowInstance
 from .registry import get_agent
 from .runtime import inputs, statesync
 
@@ -14,9 +14,12 @@ def thread_snapshot(thread_id):
     doc = state_services.document(thread.state_key)  # predictions awaiting a decision stay visible
     active = thread.runs.filter(status__in=Run.ACTIVE).exclude(stream_id="").order_by("created_at").first()
     approvals = ApprovalRequest.objects.filter(thread_ref=thread.pk).select_related("approver_group", "decided_by")
+    messages = list(thread.messages.all())
     latest = thread.runs.order_by("-created_at").values("pk", "status", "error", "error_code").first()
     return {
-        "messages": [presenters.agui_message(m) for m in thread.messages.all()],
+        "messages": [presenters.agui_message(m) for m in messages],
+        "message_info": message_info(messages),
+        "tool_outcomes": tool_outcomes(thread, approvals),
         "state": doc.view,
         "state_version": doc.version,
         "state_meta": statesync.meta_event(doc, force=statesync.has_state(get_agent(thread.agent))),
@@ -29,6 +32,29 @@ def thread_snapshot(thread_id):
         "run_error": {"runId": latest["pk"], "code": latest["error_code"], "message": latest["error"]}
         if latest and latest["status"] == Run.Status.FAILED else None,
     }
+
+
+def message_info(messages):
+    """When each message was written; the last reply of each stopped run is marked as cut off."""
+    info = {m.pk: {"at": m.created_at.isoformat()} for m in messages}
+    stopped = set(Run.objects.filter(pk__in={m.run_id for m in messages if m.run_id},
+                                     status=Run.Status.CANCELLED).values_list("pk", flat=True))
+    last = {m.run_id: m for m in messages if m.run_id in stopped and m.role == Message.Role.ASSISTANT}
+    for m in last.values():
+        if not m.tool_calls:  # a withdrawn request's run ends on its call: that card says Cancelled
+            info[m.pk]["stopped"] = True
+    return info
+
+
+def tool_outcomes(thread, approvals):
+    """How each settled call of the thread ended, in the person's words (presenters.tool_outcome)."""
+    own = {r.tool_call_ref for r in approvals if r.decided_by_id == thread.owner_id}
+    out = []
+    for call in ToolCall.objects.filter(thread=thread).only("pk", "status", "result"):
+        value = presenters.tool_outcome(call, requester_decided=call.pk in own)
+        if value:
+            out.append(value)
+    return out
 
 
 def workflow_view(instance):

@@ -8,7 +8,9 @@ from approvals.policy import effective, policy_rows
 
 from .catalog import load_agents
 from .llm import get_model
+from .llm.scripted.starters import STARTERS
 from .models import Thread
+from .runtime.statesync import has_state
 
 
 @login_required
@@ -29,7 +31,8 @@ def agent_cards():
                 "approval": p.get("mode", t.approval_mode),
                 "approver": f"group:{group.name}" if group else "requester",
             })
-        card = {"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools}
+        card = {"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools,
+                "starters": STARTERS.get(agent.name, []), "hasState": bool(has_state(agent))}
         if hasattr(agent, "participants"):  # a workflow (agents/runtime/workflows.py): its agents and handoff edges
             card["workflow"] = agent.card()
         cards.append(card)
@@ -50,7 +53,11 @@ def chat(request, thread_id=None):
         "modelName": model.name,
         "wsPath": f"/ws/threads/{thread.pk}/" if thread else None,
     }
-    threads = Thread.objects.filter(owner=request.user).order_by("-updated_at")[:100]
+    config["hasState"] = bool(thread and next((a["hasState"] for a in agents if a["name"] == thread.agent), False))
+    threads = list(Thread.objects.filter(owner=request.user).order_by("-updated_at")[:100])
+    titles = {a["name"]: a["title"] or a["name"] for a in agents}
+    for t in threads:  # the list names the agent as the picker does
+        t.agent_title = titles.get(t.agent, t.agent)
     if request.GET.get("partial") == "threads":  # the list alone: another tab may have changed it
         return render(request, "agents/_thread_items.html", {"threads": threads, "thread": thread})
     return render(request, "agents/chat.html", {
@@ -60,4 +67,5 @@ def chat(request, thread_id=None):
         "agents": agents,
         "offline_model": model.offline,
         "model_name": model.name,
+        "thread_has_state": config["hasState"],
     })

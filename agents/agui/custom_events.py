@@ -23,6 +23,9 @@ RUN_ERROR = "run_error"  # on (re)connect: the thread's latest run failed
 STATE_VERSION = "state_version"  # the shared state's version and what is only predicted
 IGNORED_MESSAGES = "ignored_messages"  # client messages the run did not take (agents/agui/incoming.py)
 STATE_NOT_APPLIED = "state_not_applied"  # the state a client sent was not taken; the run uses the server's
+TOOL_OUTCOME = "tool_outcome"  # a tool call settled: how it ended, in words for the person (the model has the result)
+TOOL_OUTCOMES = "tool_outcomes"  # on (re)connect: every settled call's outcome
+MESSAGE_INFO = "message_info"  # on (re)connect: when each message was written, and which replies a Stop cut off
 
 
 def approval_request(request, viewer=None):
@@ -122,3 +125,17 @@ def ignored_messages(entries):
     """{messages: [{id, role}], reason}: what of the client's history the run did not take."""
     return CustomEvent(name=IGNORED_MESSAGES, value={
         "messages": [{"id": e["id"], "role": e["role"]} for e in entries], "reason": IGNORED_REASON})
+
+
+def tool_outcome(value):
+    """presenters.tool_outcome: {toolCallId, status, message, result?}."""
+    return CustomEvent(name=TOOL_OUTCOME, value=value)
+
+
+def tool_outcomes(values):
+    return CustomEvent(name=TOOL_OUTCOMES, value={"outcomes": values})
+
+
+def message_info(info):
+    """{messages: {messageId: {at: ISO time, stopped?: true}}}."""
+    return CustomEvent(name=MESSAGE_INFO, value={"messages": info})

@@ -46,7 +46,7 @@ from agents.services import add_message, add_messages, answered_by_requester, ca
 from agents.transitions import move_call, move_run
 from approvals import policy
 from approvals import services as approval_services
-from approvals.models import ApproverKind
+from approvals.models import ApprovalRequest, ApproverKind
 from approvals.registry import ArgumentsInvalid
 from state import services as state_services
 
@@ -158,9 +158,25 @@ def _field(parts, before, after):
     return None  # objects on both sides: the patch names their changed members
 
 
-def changes_text(before, after):
-    changed = [f"{field}: {json.dumps(old)} -> {json.dumps(new)}" for field, old, new in _diff(before, after)]
-    return "The reviewer changed the arguments before approving (" + "; ".join(changed) + "). " if changed else ""
+def shown_value(value, prop=None, currency=None):
+    """A value as its schema says: a money amount with two decimals and its currency, 500 not 500.0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return json.dumps(value)
+    if (prop or {}).get("type") == "number" and isinstance(currency, str) and currency:
+        return f"{value:.2f} {currency}"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def changes_text(before, after, schema=None, by_requester=False):
+    """What the person changed before approving, for the model: each field with its old and new value."""
+    props = (schema or {}).get("properties") or {}
+    changed = []
+    for field, old, new in _diff(before, after):
+        prop = props.get(field)
+        changed.append(f"{field}: {shown_value(old, prop, before.get('currency'))} -> "
+                       f"{shown_value(new, prop, after.get('currency'))}")
+    who = "The user" if by_requester else "The reviewer"
+    return f"{who} changed the arguments before approving (" + "; ".join(changed) + "). " if changed else ""
 
 
 class Runner:
@@ -555,7 +571,16 @@ class Runner:
     def result(self, tc, content):
         msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
+        settled = ToolCall.objects.only("pk", "status", "result").get(pk=tc.pk)
+        outcome = presenters.tool_outcome(settled, requester_decided=settled.status == ToolCall.Status.REJECTED
+                                          and self.decided_by_requester(tc))
+        if outcome:  # the person's sentence; the model keeps `content`
+            self.emit(custom_events.tool_outcome(outcome))
         self.state.on_result(tc)
+
+    def decided_by_requester(self, tc):
+        """The person who asked decided on their own call (not a reviewer)."""
+        return ApprovalRequest.objects.filter(tool_call_ref=tc.pk, decided_by=self.user).exists()
 
     def settle(self):
         """A continuation first settles every decided call: execute it, or tell the model why not."""
@@ -569,7 +594,8 @@ class Runner:
             settled.append(tc.status)
             if tc.status == ToolCall.Status.APPROVED and tool:
                 final = tc.final_arguments if tc.final_arguments is not None else tc.arguments
-                self.execute_call(tc, tool, final, prefix=changes_text(tc.arguments, final))
+                self.execute_call(tc, tool, final, prefix=changes_text(
+                    tc.arguments, final, tool.schema, by_requester=self.decided_by_requester(tc)))
             elif tc.status == ToolCall.Status.REJECTED:
                 self.result(tc, rejection_text(tc))
             elif tc.status == ToolCall.Status.EXPIRED:

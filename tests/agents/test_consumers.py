@@ -74,8 +74,10 @@ async def test_thread_socket_streams_a_run_in_agui_order(demo, no_enqueue):
     assert [m["role"] for m in snap["messages"]] == ["user", "assistant"]
     assert snap["messages"][1]["toolCalls"][0]["function"]["name"] == "transfer_money"
     state = json.loads(await late.receive_from(timeout=10))
-    approvals = json.loads(await late.receive_from(timeout=10))
     assert state["type"] == "STATE_SNAPSHOT"
+    info = json.loads(await late.receive_from(timeout=10))  # when each message was written
+    assert info["name"] == "message_info" and set(info["value"]["messages"]) == {m["id"] for m in snap["messages"]}
+    approvals = json.loads(await late.receive_from(timeout=10))
     assert approvals["value"]["approvals"][0]["status"] == "pending"
     assert approvals["value"]["approvals"][0]["canDecide"] is False  # finance decides, not alice
     await late.disconnect()

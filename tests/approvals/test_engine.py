@@ -153,8 +153,9 @@ def test_the_model_is_told_exactly_what_changed_and_why_it_was_refused():
     text = agent_runner.changes_text(
         {"amount": 500.0, "currency": "USD", "recipient": {"name": "Bob", "country": "DE"}},
         {"amount": 450.0, "currency": "USD", "recipient": {"name": "Bob", "country": "FR"}},
+        {"properties": {"amount": {"type": "number"}}},
     )
-    assert text == ('The reviewer changed the arguments before approving (amount: 500.0 -> 450.0; '
+    assert text == ('The reviewer changed the arguments before approving (amount: 500.00 USD -> 450.00 USD; '
                     'recipient.country: "DE" -> "FR"). ')
     assert agent_runner.changes_text({"a": 1}, {"a": 1}) == ""
 

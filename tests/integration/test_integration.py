@@ -70,7 +70,7 @@ def test_edit_amount_then_approve_executes_once_with_edited_amount(celery_worker
     types = [e["type"] for e in stream_events(thread_id)]
     assert types.count("RUN_STARTED") == 2 and types.count("TOOL_CALL_RESULT") == 1
     result = next(e for e in stream_events(thread_id) if e["type"] == "TOOL_CALL_RESULT")
-    assert "Transferred 450.00 USD" in result["content"] and "amount: 500.0 -> 450.0" in result["content"]
+    assert "Transferred 450.00 USD" in result["content"] and "amount: 500.00 USD -> 450.00 USD" in result["content"]
     # the model's last request carried the tool result, and the reply was persisted
     last_request = fake_llm.requests[-1]["messages"]
     assert last_request[-1]["role"] == "tool" and "450.00" in last_request[-1]["content"]

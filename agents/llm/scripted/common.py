@@ -1,6 +1,7 @@
 """Small helpers every part of the offline demo model uses: a tool call, the tool names, a message's text."""
 
 import json
+import re
 import uuid
 
 
@@ -17,3 +18,29 @@ def text_of(content):
     if isinstance(content, list):  # content parts
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return content or ""
+
+
+_CHANGED = re.compile(r"^The (reviewer|user) changed the arguments before approving \((.*?)\)\. ", re.S)
+_FEEDBACK = re.compile(r'Their feedback: "(.*)"\.', re.S)
+
+
+def retell(result):
+    """A tool result retold for the person, the way a good model would: the instructions the
+    runtime gives the model ("Adjust your plan…", "Do not retry it") are not repeated to them."""
+    lower = result.lower()
+    if "explicitly rejected" in lower:
+        feedback = _FEEDBACK.search(result)
+        return "it was rejected" + (f" (\u201c{feedback[1]}\u201d)" if feedback else "") + "."
+    if "timed out" in lower:
+        return "nobody approved it before its deadline."
+    if "blocked by policy" in lower:
+        return "the rules for this tool do not allow it."
+    if "was cancelled and not executed" in lower:
+        return "the request was withdrawn."
+    changed = _CHANGED.match(result)
+    if changed:
+        who = "The reviewer" if changed[1] == "reviewer" else "You"
+        edits = "; ".join(" from ".join(part.split(": ", 1)).replace(" -> ", " to ", 1)
+                          for part in changed[2].split("; "))
+        return f"{who} changed {edits} before approving. {result[changed.end():]}"
+    return result[len("Error: "):] if result.startswith("Error: ") else result

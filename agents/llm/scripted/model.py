@@ -10,7 +10,7 @@ from ..deltas import ModelUnavailable, TextDelta, ToolCallDelta
 from ..self_check import SELF_CHECK_SYSTEM
 from .banking import banking_reply
 from .chat import chat_demo_reply
-from .common import text_of, tool_names
+from .common import retell, text_of, tool_names
 from .ops import OPS_HELP, ops_reply
 from .self_check import self_check_reply
 from .state import state_demo_reply
@@ -62,12 +62,13 @@ def scripted_reply(messages, tools):
         lines = []
         for result in results:
             lower = result.lower()
-            if "rejected" in lower or "declined" in lower or "refused" in lower or "timed out" in lower:
-                lines.append(f"I did not go ahead: {result} I won't try to do this another way unless you ask me to.")
+            if "rejected" in lower or "declined" in lower or "refused" in lower or "timed out" in lower \
+                    or "not executed" in lower:
+                lines.append(f"I did not go ahead: {retell(result)} I won't try to do this another way unless you ask me to.")
             elif lower.startswith("error"):
-                lines.append(f"That did not work: {result}")
+                lines.append(f"That did not work: {retell(result)}")
             else:
-                lines.append(f"Done. {result}")
+                lines.append(f"Done. {retell(result)}")
         return {"text": "\n\n".join(lines) or "Done."}
 
     text = text_of(last.get("content"))

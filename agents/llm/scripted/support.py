@@ -8,7 +8,7 @@ calls and results in the history (of the current case: after the last "case comp
 import json
 import re
 
-from .common import call, text_of
+from .common import call, retell, text_of
 
 AGENT = re.compile(r"\bYou are (triage_agent|refund_agent|order_agent)\b")
 ORDER = re.compile(r"\b(\d{4,12})\b")
@@ -129,7 +129,7 @@ def _refund(convo, names):
     if refund and refund[1] is not None:
         args, result = refund
         if _result_failed(result):
-            return {"text": f"The refund was not made: {result} I won't try to get it another way. Case complete."}
+            return {"text": f"The refund was not made: {retell(result)} I won't try to get it another way. Case complete."}
         if WANTS_REPLACEMENT.search(" ".join(facts["users"])) and "handoff_to_order_agent" in names:
             return {"text": f"{result} I'm passing you to our orders team for the replacement.",
                     "tool_calls": [call("handoff_to_order_agent", {"summary": f"Refunded order {args['order_id']}; "
@@ -156,7 +156,7 @@ def _order(convo, names):
     if replacement and replacement[1] is not None:
         result = replacement[1]
         if _result_failed(result):
-            return {"text": f"The replacement was not sent: {result} Case complete."}
+            return {"text": f"The replacement was not sent: {retell(result)} Case complete."}
         return {"text": f"{result} Case complete."}
     missing = {}
     if not facts["order"]:

@@ -1,0 +1,122 @@
+"""Words for the person in the chat, kept apart from the words for the model: tool outcomes,
+an edited call's card, the "waits on a decision" refusal, what the offline model retells, and
+the numbers in what the model is told about an edit."""
+
+import re
+
+import pytest
+
+from agents import presenters, services, snapshots
+from agents.llm.scripted.common import retell
+from agents.models import Message, Run, ToolCall
+from agents.runtime import runner as agent_runner
+from agents.views import agent_cards
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest
+from tests.helpers import transfer_request
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+SCHEMA = {"properties": {"amount": {"type": "number"}, "count": {"type": "integer"}}}
+
+
+def test_an_edit_is_told_to_the_model_with_money_as_money_and_who_made_it():
+    before = {"amount": 500.0, "currency": "USD", "count": 3.0, "note": "a"}
+    after = {"amount": 450.0, "currency": "USD", "count": 4, "note": "b"}
+    assert agent_runner.changes_text(before, after, SCHEMA) == (
+        'The reviewer changed the arguments before approving (amount: 500.00 USD -> 450.00 USD; '
+        'count: 3 -> 4; note: "a" -> "b"). ')
+    assert agent_runner.changes_text(before, after, SCHEMA, by_requester=True).startswith(
+        "The user changed the arguments before approving (")
+    # without a schema or a currency a whole number is still no "500.0"
+    assert agent_runner.changes_text({"n": 500.0}, {"n": 450.5}) == (
+        "The reviewer changed the arguments before approving (n: 500 -> 450.5). ")
+
+
+@pytest.mark.parametrize("status, shown, words", [
+    ("denied", "blocked", "Blocked: the rules for this tool do not allow it, so it was not run."),
+    ("rejected", "rejected", "Rejected, so it was not run."),
+    ("expired", "expired", "Nobody decided in time, so it was not run."),
+    ("cancelled", "cancelled", "Withdrawn before anyone decided, so it was not run."),
+    ("failed", "failed", "This did not work."),
+])
+def test_a_settled_call_has_a_sentence_for_the_person(status, shown, words):
+    call = ToolCall(id="c1", status=status, result="Error: x is blocked by policy (default: rule 1 (system files): "
+                                                    "deny) and was not executed. Do not retry it.")
+    value = presenters.tool_outcome(call)
+    assert value == {"toolCallId": "c1", "status": shown, "message": words}
+    assert "rule 1" not in value["message"] and "retry" not in value["message"]
+
+
+def test_a_call_that_ran_shows_the_tools_own_output_and_an_open_call_nothing():
+    done = ToolCall(id="c2", status="succeeded", result="Transferred 450.00 USD.")
+    assert presenters.tool_outcome(done) == {"toolCallId": "c2", "status": "done", "message": "",
+                                             "result": "Transferred 450.00 USD."}
+    assert presenters.tool_outcome(ToolCall(id="c3", status="rejected"), requester_decided=True)["message"] == (
+        "You rejected it, so it was not run.")
+    assert presenters.tool_outcome(ToolCall(id="c4", status="awaiting_approval")) is None
+
+
+def test_the_offline_model_retells_results_without_the_models_instructions():
+    refusal = agent_runner.rejection_text(type("Call", (), {"name": "write_file", "feedback": "Not now"}))
+    assert retell(refusal) == "it was rejected (\u201cNot now\u201d)."
+    assert retell("Error: delete_file is blocked by policy (default: rule 1 (system files): deny) and was not "
+                  "executed. Do not retry it or reach the same goal another way.") == (
+        "the rules for this tool do not allow it.")
+    edited = agent_runner.changes_text({"amount": 500.0, "currency": "USD"}, {"amount": 450.0, "currency": "USD"},
+                                       SCHEMA) + "Transferred 450.00 USD."
+    assert retell(edited) == "The reviewer changed amount from 500.00 USD to 450.00 USD before approving. " \
+                             "Transferred 450.00 USD."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_while_finance_decides_is_refused_in_words_without_ids(demo):
+    thread = services.create_thread(demo["alice"], "banking")
+    req = transfer_request(demo["alice"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk)
+    with pytest.raises(services.RunConflict) as refused:
+        services.start_run(thread, demo["alice"], "hello?")
+    assert refused.value.code == "interrupt_pending"
+    assert refused.value.message == ("This chat is waiting for finance to decide on \u201cTransfer 500.00 USD from "
+                                     "1234567890 to 0987654321\u201d. You can write again once they have decided.")
+    assert not UUID.search(refused.value.message)
+    assert [r.pk for r in refused.value.pending] == [req.pk]  # programs still get the ids
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edited_cards_title_says_what_ran(demo):
+    req = transfer_request(demo["alice"])
+    approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
+    req.refresh_from_db()
+    card = presenters.approval(req, viewer=demo["alice"])
+    assert card["message"] == "Transfer 500.00 USD from 1234567890 to 0987654321"
+    assert card["finalMessage"].startswith("Transfer 450.00 USD")
+    assert card["argumentsSchema"]["properties"]["amount"]["type"] == "number"
+    assert card["createdAt"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_snapshot_carries_outcomes_times_and_stopped_replies(demo):
+    thread = services.create_thread(demo["alice"], "ops")
+    run = Run.objects.create(thread=thread, status=Run.Status.CANCELLED)
+    services.add_message(thread, "user", "Tell me a long story", run=run)
+    cut = services.add_message(thread, "assistant", "Once upon a", run=run)
+    msg = services.add_message(thread, "assistant", "", run=Run.objects.create(thread=thread, status="succeeded"),
+                               tool_calls=[{"id": "call-b", "type": "function",
+                                            "function": {"name": "delete_file", "arguments": "{}"}}])
+    ToolCall.objects.create(id="call-b", run=msg.run, thread=thread, message=msg, name="delete_file", arguments={},
+                            status=ToolCall.Status.DENIED, result="Error: ... Do not retry it.")
+    snap = snapshots.thread_snapshot(thread.pk)
+    assert snap["tool_outcomes"] == [{"toolCallId": "call-b", "status": "blocked",
+                                      "message": presenters.OUTCOME_TEXT["denied"][1]}]
+    info = snap["message_info"]
+    assert set(info) == set(Message.objects.filter(thread=thread).values_list("pk", flat=True))
+    assert info[cut.pk]["stopped"] is True and all("at" in v for v in info.values())
+    assert not any(v.get("stopped") for k, v in info.items() if k != cut.pk)
+
+
+@pytest.mark.django_db
+def test_each_agent_offers_the_offline_models_prompts_and_says_whether_it_has_state():
+    cards = {c["name"]: c for c in agent_cards()}
+    assert "Transfer $500 from account 1234567890 to account 0987654321" in cards["banking"]["starters"]
+    assert cards["support"]["starters"] and cards["ops"]["starters"]
+    assert cards["recipe"]["hasState"] and not cards["banking"]["hasState"]
