@@ -91,19 +91,23 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     """Read-only here: status changes go through the inbox (services.decide)."""
 
     # the rule that matched and the deadlines are on the record; the list stays readable on a laptop
-    list_display = ["tool_name", "summary", "status", "requester", "approver_group", "risk", "created_at", "inbox_link"]
+    list_display = ["tool_name", "summary", "status", "requester", "approver_group", "risk", "created_at"]
     list_filter = ["status", "risk", "tool_name"]
     search_fields = ["description", "thread_ref", "id"]
     list_select_related = ["requester", "approver_group"]
     inlines = [DecisionInline]
     readonly_fields = ["inbox_link"]
 
+    class Media:
+        css = {"all": ["css/admin.css"]}
+
     def get_fields(self, request, obj=None):  # the link to the inbox page first, then the record
         return ["inbox_link", *[f for f in super().get_fields(request, obj) if f != "inbox_link"]]
 
     @admin.display(description="Description", ordering="description")
-    def summary(self, obj):
-        return Truncator(obj.description).chars(90)
+    def summary(self, obj):  # with the way to the inbox page under it (a column of its own scrolled off a laptop)
+        return format_html('{}<br><a href="{}">Open in the inbox</a>', Truncator(obj.description).chars(90),
+                           self.view_on_site(obj))
 
     @admin.display(description="Inbox")
     def inbox_link(self, obj):

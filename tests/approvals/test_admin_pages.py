@@ -46,3 +46,8 @@ def test_the_policy_form_names_the_modes_in_words(admin):
     body = admin.get("/admin/approvals/toolpolicy/add/").content.decode()
     assert '<option value="never">Never ask: every call runs at once</option>' in body
     assert "agui-inbox administration" in body and "Django administration" not in body
+
+
+def test_the_requests_list_gives_the_description_room(admin):
+    make_request("alice")
+    assert "/static/css/admin.css" in admin.get("/admin/approvals/approvalrequest/").content.decode()
