@@ -38,9 +38,10 @@ class ToolPolicy(models.Model):
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ALWAYS)
     conditions = models.JSONField(
         default=list, blank=True,
-        help_text='Rules tried in order (modes conditional and model), e.g. [{"name": "large", '
-        '"when": {"path": "args.amount", "op": "gt", "value": 1000}, "action": "gate"}]. '
-        "Actions: gate, deny, allow. See approvals/rules.py.",
+        help_text="Rules for the modes that ask when a rule says so (conditional, model), tried in order: the "
+        "first that matches decides. Each has a name, a condition on the call (when) and an action: gate (a "
+        'person decides), deny (blocked) or allow (runs at once), e.g. [{"name": "large", "when": {"path": '
+        '"args.amount", "op": "gt", "value": 1000}, "action": "gate"}].',
     )
     approver_kind = models.CharField(max_length=16, choices=ApproverKind.choices, default=ApproverKind.GROUP)
     approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
@@ -48,7 +49,7 @@ class ToolPolicy(models.Model):
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the global default")
     timeout_action = models.CharField(
         max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT,
-        help_text="approve is allowed only on low-risk policies",
+        help_text="What happens when nobody decides in time; approve is allowed only for low-risk tools",
     )
     risk = models.CharField(max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
     reminder_fraction = models.FloatField(

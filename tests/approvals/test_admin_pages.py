@@ -51,3 +51,11 @@ def test_the_policy_form_names_the_modes_in_words(admin):
 def test_the_requests_list_gives_the_description_room(admin):
     make_request("alice")
     assert "/static/css/admin.css" in admin.get("/admin/approvals/approvalrequest/").content.decode()
+
+
+def test_no_help_text_points_at_source_files(admin):
+    from approvals.models import ToolPolicy
+
+    for f in ToolPolicy._meta.get_fields():
+        assert ".py" not in str(getattr(f, "help_text", "")), f.name
+    assert "rules.py" not in admin.get("/api/schema/").content.decode()
