@@ -271,6 +271,7 @@ def main(args) -> int:
               "(a fresh <name>_bench database is made beside it for each layout)")
         return 2
     cfg = QUICK if args.quick else FULL
+    args.peer = False  # the peer is one process: nothing of it to scale
     started, load_before = time.perf_counter(), os.getloadavg()
     layouts, machine = {}, {}
     for n in (1, 2):
