@@ -2,7 +2,7 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+from agui_project.handler import get_asgi_application  # noqa: E402  (Django's, fewer thread hops)
 
 django_asgi_app = get_asgi_application()
 

@@ -1,0 +1,188 @@
+"""Django's ASGI handler, with the classic middleware's hooks run on one thread hop per phase.
+
+In Django's async chain a MiddlewareMixin middleware (sessions, CSRF, auth, messages, common,
+X-Frame-Options) runs each of its hooks through sync_to_async: here 11 thread hops per request,
+about 2 ms on a 2-core machine (POST /agui/<agent>/ -> RUN_STARTED, the decide API, a 404 alike).
+Consecutive such middleware are run as one group: all their process_request hooks on one hop,
+the inner chain in the caller's mode, all their process_response hooks on one hop. Order,
+short-circuits and exception handling are those Django gives each middleware of its own
+(convert_exception_to_response around every layer). A group of middleware whose hooks only read
+settings and headers (INLINE: SecurityMiddleware) runs in the loop, without a hop.
+settings.MIDDLEWARE is unchanged (the admin's and the deploy checks read it).
+"""
+
+from functools import partial
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, MiddlewareNotUsed
+from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
+from django.core.handlers.exception import convert_exception_to_response, response_for_exception
+from django.utils.deprecation import MiddlewareMixin
+from django.utils.module_loading import import_string
+
+
+# hooks without I/O (settings, request headers, response headers, a redirect): no thread needed
+INLINE = ("django.middleware.security.SecurityMiddleware",)
+
+
+def _groupable(cls):
+    """A plain MiddlewareMixin: only process_request / process_view / process_response hooks."""
+    return (isinstance(cls, type) and issubclass(cls, MiddlewareMixin)
+            and cls.__call__ is MiddlewareMixin.__call__ and cls.__acall__ is MiddlewareMixin.__acall__
+            and not hasattr(cls, "process_exception") and not hasattr(cls, "process_template_response"))
+
+
+def _unused(request):  # what a member would call next; the group calls the chain itself
+    raise AssertionError("a grouped middleware's get_response is never called")
+
+
+class HookGroup:
+    """Several MiddlewareMixin middleware (outermost first) as one layer of the chain."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, classes, get_response, inline=False):
+        self.get_response, self.inline = get_response, inline
+        self.members = []
+        for cls in classes:
+            try:
+                self.members.append(cls(_unused))
+            except MiddlewareNotUsed:
+                continue
+        if not self.members:
+            raise MiddlewareNotUsed
+        self.views = [m.process_view for m in self.members if hasattr(m, "process_view")]
+        if self.views:  # Django adds a hook (a hop of its own) for each layer that has one
+            self.process_view = self._process_view
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def enter(self, request):
+        """Each process_request in order: (a response that cuts the chain short or None, the
+        index of the innermost member whose process_response runs)."""
+        for i, member in enumerate(self.members):
+            try:
+                response = member.process_request(request) if hasattr(member, "process_request") else None
+            except Exception as exc:  # its own layer turns it into a response; its response hook is skipped
+                return response_for_exception(request, exc), i - 1
+            if response is not None:
+                return response, i
+        return None, len(self.members) - 1
+
+    def leave(self, request, response, last):
+        for member in reversed(self.members[:last + 1]):
+            if hasattr(member, "process_response"):
+                try:
+                    response = member.process_response(request, response)
+                except Exception as exc:
+                    response = response_for_exception(request, exc)
+        return response
+
+    def _process_view(self, request, view, args, kwargs):
+        for hook in self.views:
+            response = hook(request, view, args, kwargs)
+            if response is not None:
+                return response
+        return None
+
+    def __call__(self, request):
+        if self.is_async:
+            return self.__acall__(request)
+        response, last = self.enter(request)
+        if response is None:
+            response = self.get_response(request)
+        return self.leave(request, response, last)
+
+    async def __acall__(self, request):
+        if self.inline:
+            response, last = self.enter(request)
+        else:
+            response, last = await sync_to_async(self.enter, thread_sensitive=True)(request)
+        if response is None:
+            response = await self.get_response(request)
+        if self.inline:
+            return self.leave(request, response, last)
+        return await sync_to_async(self.leave, thread_sensitive=True)(request, response, last)
+
+
+def _group(classes, inline=False):
+    factory = partial(HookGroup, classes, inline=inline)
+    factory.sync_capable = factory.async_capable = True
+    return " + ".join(c.__qualname__ for c in classes), factory
+
+
+def middleware_layers(paths):
+    """settings.MIDDLEWARE as (name, factory) layers: a class as it is, a run of groupable ones as
+    one HookGroup, an INLINE one as a HookGroup that stays in the loop."""
+    layers, run = [], []
+
+    def close_run():
+        if run:
+            layers.append(_group(list(run)))
+            run.clear()
+
+    for path in paths:
+        cls = import_string(path)
+        if path in INLINE and _groupable(cls):
+            close_run()
+            layers.append(_group([cls], inline=True))
+        elif _groupable(cls):
+            run.append(cls)
+        else:
+            close_run()
+            layers.append((path, cls))
+    close_run()
+    return layers
+
+
+class ASGIHandler(DjangoASGIHandler):
+    def load_middleware(self, is_async=False):
+        """BaseHandler.load_middleware (Django 5.2), over middleware_layers() instead of each path."""
+        self._view_middleware = []
+        self._template_response_middleware = []
+        self._exception_middleware = []
+
+        get_response = self._get_response_async if is_async else self._get_response
+        handler = convert_exception_to_response(get_response)
+        handler_is_async = is_async
+        for name, middleware in reversed(middleware_layers(settings.MIDDLEWARE)):
+            middleware_can_sync = getattr(middleware, "sync_capable", True)
+            middleware_can_async = getattr(middleware, "async_capable", False)
+            if not middleware_can_sync and not middleware_can_async:
+                raise RuntimeError(f"Middleware {name} must have at least one of sync_capable/async_capable set to True.")
+            elif not handler_is_async and middleware_can_sync:
+                middleware_is_async = False
+            else:
+                middleware_is_async = middleware_can_async
+            try:
+                adapted_handler = self.adapt_method_mode(middleware_is_async, handler, handler_is_async,
+                                                         debug=settings.DEBUG, name=f"middleware {name}")
+                mw_instance = middleware(adapted_handler)
+            except MiddlewareNotUsed:
+                continue
+            else:
+                handler = adapted_handler
+            if mw_instance is None:
+                raise ImproperlyConfigured(f"Middleware factory {name} returned None.")
+            if hasattr(mw_instance, "process_view"):
+                self._view_middleware.insert(0, self.adapt_method_mode(is_async, mw_instance.process_view))
+            if hasattr(mw_instance, "process_template_response"):
+                self._template_response_middleware.append(
+                    self.adapt_method_mode(is_async, mw_instance.process_template_response))
+            if hasattr(mw_instance, "process_exception"):
+                self._exception_middleware.append(self.adapt_method_mode(False, mw_instance.process_exception))
+            handler = convert_exception_to_response(mw_instance)
+            handler_is_async = middleware_is_async
+        handler = self.adapt_method_mode(is_async, handler, handler_is_async)
+        self._middleware_chain = handler
+
+
+def get_asgi_application():
+    """django.core.asgi.get_asgi_application, with this handler."""
+    import django
+
+    django.setup(set_prefix=False)
+    return ASGIHandler()

@@ -1,0 +1,120 @@
+"""agui_project/handler.py: the ASGI chain runs the classic middleware's hooks on one thread hop
+per phase, with the order, short-circuits and exception handling of Django's own chain."""
+
+import asyncio
+
+import asgiref.sync
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
+from django.http import HttpResponse
+from django.test import override_settings
+from django.utils.deprecation import MiddlewareMixin
+
+from agui_project.handler import ASGIHandler, middleware_layers
+
+CALLS = []
+
+
+def _recording(tag, request_returns=None, request_raises=None, response_raises=None):
+    class Recording(MiddlewareMixin):
+        def process_request(self, request):
+            CALLS.append(f"{tag}.request")
+            if request_raises and request.path.endswith(f"/{tag}-raises/"):
+                raise request_raises
+            if request_returns and request.path.endswith(f"/{tag}-answers/"):
+                return HttpResponse(f"answered by {tag}", status=299)
+            return None
+
+        def process_view(self, request, view, args, kwargs):
+            CALLS.append(f"{tag}.view")
+
+        def process_response(self, request, response):
+            CALLS.append(f"{tag}.response")
+            if response_raises and request.path.endswith(f"/{tag}-response-raises/"):
+                raise response_raises
+            response[f"X-{tag}"] = "seen"
+            return response
+
+    Recording.__qualname__ = Recording.__name__ = f"Recording{tag}"
+    return Recording
+
+
+A = _recording("a")
+B = _recording("b", request_returns=True, request_raises=PermissionDenied(), response_raises=PermissionDenied())
+C = _recording("c")
+MIDDLEWARE = [f"{__name__}.{name}" for name in ("A", "B", "C")]
+
+
+async def call(app, path):
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": path,
+             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"testserver")],
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
+    sent, got = [], False
+
+    async def receive():
+        nonlocal got
+        if not got:
+            got = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}
+
+
+def run_both(path):
+    """(status, headers, hook calls) from Django's handler and from ours."""
+    out = []
+    for handler in (DjangoASGIHandler, ASGIHandler):
+        app = handler()
+        CALLS.clear()
+        status, headers = asyncio.run(call(app, path))
+        out.append((status, {k: v for k, v in headers.items() if k.startswith("x-")}, list(CALLS)))
+    return out
+
+
+@pytest.mark.parametrize("path", ["/no-such-page/", "/b-answers/", "/b-raises/", "/b-response-raises/"])
+@override_settings(MIDDLEWARE=MIDDLEWARE, ROOT_URLCONF="agui_project.urls")
+def test_grouped_hooks_behave_as_djangos_chain(path):
+    django_result, ours = run_both(path)
+    assert ours == django_result
+    status, headers, calls = ours
+    if path == "/b-answers/":  # a short-circuit: C never runs, B's and A's responses do
+        assert (status, calls) == (299, ["a.request", "b.request", "b.response", "a.response"])
+    if path == "/b-raises/":  # B's layer turns it into a 403; B's own response hook is skipped
+        assert (status, calls) == (403, ["a.request", "b.request", "a.response"])
+        assert headers == {"x-a": "seen"}
+
+
+def test_runs_of_classic_middleware_are_one_layer_each(settings):
+    assert [name for name, _ in middleware_layers(MIDDLEWARE)] == ["Recordinga + Recordingb + Recordingc"]
+    assert [name for name, _ in middleware_layers(settings.MIDDLEWARE)] == [
+        "agui_project.limits.RequestLimitsMiddleware", "SecurityMiddleware", "agui_project.static.StaticFilesMiddleware",
+        "agui_project.csp.CSPMiddleware", "SessionMiddleware + CommonMiddleware + CsrfViewMiddleware + "
+        "AuthenticationMiddleware + MessageMiddleware + XFrameOptionsMiddleware"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_through_the_project_chain_makes_few_thread_hops():
+    """The project's MIDDLEWARE: request_started, the request hooks, the response hooks, and the
+    response's close (request_finished); Django's own chain made 16 for this 404."""
+    hops = []
+    original = asgiref.sync.SyncToAsync.__call__
+
+    async def counting(self, *args, **kwargs):
+        hops.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await original(self, *args, **kwargs)
+
+    asgiref.sync.SyncToAsync.__call__ = counting
+    try:
+        status, headers = asyncio.run(call(ASGIHandler(), "/api/no-such-route/"))
+    finally:
+        asgiref.sync.SyncToAsync.__call__ = original
+    assert status == 404
+    assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"
+    assert len(hops) <= 6, hops
