@@ -18,16 +18,22 @@ def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_cal
         )
 
 
-def add_messages(thread, messages, *, run=None):
+def add_messages(thread, messages, *, run=None, locked=False):
     """Append (id, role, content, tool_call_id[, parts[, error]]) rows at once: one counter update
     and one INSERT (three queries per message held SQLite's write lock for seconds on a long list).
     `parts`: a user message's AG-UI content parts when it has images; `error`: a failed frontend
-    tool's reason (agents/agui/incoming.py)."""
+    tool's reason (agents/agui/incoming.py). `locked`: the caller read `thread` under its row lock
+    in this transaction and saves its message_seq itself (start_run: one UPDATE for the counter,
+    the title and updated_at)."""
     if not messages:
         return []
     with transaction.atomic(savepoint=False):
-        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
-        first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
+        if locked:
+            first = thread.message_seq + 1
+            thread.message_seq += len(messages)
+        else:
+            Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
+            first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
         return Message.objects.bulk_create([
             Message(thread=thread, run=run, seq=first + i, role=row[1], content=row[2] or "",
                     tool_call_id=row[3] or "", parts=row[4] if len(row) > 4 else None,

@@ -71,9 +71,8 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
     if not new_thread:
         supersede_abandoned(thread, user)
     with transaction.atomic():
+        # the row lock orders this thread's writers; its message_seq is then current (add_messages)
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
-        if run_id and Run.objects.filter(pk=run_id).exists():
-            raise RunConflict("run_exists", f"run {run_id} already exists")
         if not new_thread and thread.runs.filter(status__in=Run.ACTIVE).exists():
             raise RunConflict("run_active", "the agent is still answering; wait for it or stop it")
         pending = [] if new_thread else pending_approvals(thread) + inputs.pending(thread)  # questions too
@@ -87,13 +86,18 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             else:
                 message = "This chat is waiting for your answer to the request above: answer it first."
             raise RunConflict("interrupt_pending", message, pending)
-        run = Run.objects.create(
-            thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
-            context=context or [], ignored_messages=ignored or [], **({"id": run_id} if run_id else {}),
-        )
+        try:  # a taken run id is refused by the primary key (no separate look-up first)
+            run = Run.objects.create(
+                thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
+                context=context or [], ignored_messages=ignored or [], **({"id": run_id} if run_id else {}),
+            )
+        except IntegrityError:
+            if run_id:
+                raise RunConflict("run_exists", f"run {run_id} already exists") from None
+            raise
         if content:
             messages = [*messages, (message_id, Message.Role.USER, content, "")]
-        add_messages(thread, messages, run=run)
+        run.new_messages = add_messages(thread, messages, run=run, locked=True)
         for row in messages:
             role, text, tool_call_id, error = row[1], row[2], row[3], (row[5] if len(row) > 5 else "")
             if role == Message.Role.TOOL:  # a frontend tool's result settles its call
@@ -101,7 +105,7 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
                           leaving=[ToolCall.Status.CLIENT], thread=thread, result=f"Error: {error}" if error else text)
             elif not thread.title and role == Message.Role.USER and text.strip():
                 thread.title = text.strip().splitlines()[0][:80]
-        thread.save(update_fields=["title", "updated_at"])
+        thread.save(update_fields=["title", "updated_at", "message_seq"])  # message_seq: add_messages(locked=True)
         transaction.on_commit(lambda: announce_after_commit(run.pk, run))
     return run
 
@@ -147,9 +151,11 @@ def approval_resolved(request):
     if status is None:
         return
     with transaction.atomic():
-        call = ToolCall.objects.filter(pk=request.tool_call_ref, approval_id=request.pk).first()
+        call = ToolCall.objects.select_related("thread__owner").filter(
+            pk=request.tool_call_ref, approval_id=request.pk).first()
         if call is None:
             return
+        owner = call.thread.owner  # read with the call: the chat's notice is worded for its viewer
         # lock the paused run first: concurrent decisions on one run then see each other's writes
         run = Run.objects.select_for_update().get(pk=call.run_id)
         call = ToolCall.objects.select_for_update().get(pk=call.pk)
@@ -158,7 +164,7 @@ def approval_resolved(request):
         if not move_call(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],
                          final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now()):
             return
-        event = custom_events.approval_response(request, viewer=call.thread.owner)
+        event = custom_events.approval_response(request, viewer=owner)
         transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
         if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
             return continue_run(run)

@@ -28,10 +28,10 @@ class ThreadIdTaken(Exception):
 
 
 def claim(thread_id, owner):
-    """Record the id as used (atomic: two creators of one id cannot both win)."""
+    """Record the id as used (the primary key: two creators of one id cannot both win). Called
+    inside the creator's transaction (services.create_thread), which rolls back on the IntegrityError."""
     try:
-        with transaction.atomic():
-            ThreadIdClaim.objects.create(id=thread_id, owner=owner)
+        ThreadIdClaim.objects.create(id=thread_id, owner=owner)
     except IntegrityError:
         raise ThreadIdTaken(thread_id) from None
 

@@ -66,5 +66,5 @@ def start_continuation(parent):
         client_tools=parent.client_tools, context=parent.context,
         **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
     )
-    transaction.on_commit(lambda: announce_after_commit(run.pk))
+    transaction.on_commit(lambda: announce_after_commit(run.pk, run))  # the row as made: no read back
     return run

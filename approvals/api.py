@@ -141,8 +141,9 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     queryset = ApprovalRequest.objects.none()  # for the schema; get_queryset scopes to the caller
 
     def get_queryset(self):
-        qs = selectors.visible_requests(user=self.request.user).select_related("decided_by").prefetch_related(
-            "decisions__user")
+        qs = selectors.visible_requests(user=self.request.user).select_related("decided_by")
+        if self.action != "decide":  # a decision looks up only the row; its response reads it again, whole
+            qs = qs.prefetch_related("decisions__user")
         return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
 
     @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
@@ -159,7 +160,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
             )
         except services.DecisionError as exc:
             return _error_response(exc)
-        approval = self.get_queryset().get(pk=approval.pk)
+        approval = self.get_queryset().prefetch_related("decisions__user").get(pk=approval.pk)
         return Response(ApprovalSerializer(approval, context={"request": request}).data)
 
     @extend_schema(request=BulkDecideSerializer, responses={200: BulkResultSerializer})

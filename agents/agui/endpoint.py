@@ -200,12 +200,15 @@ def prepare(request, agent_name):
         return refuse(agent_input, exc.code, exc.message)
     new_thread = thread is None
     try:
-        with transaction.atomic():  # a refused state leaves no new thread behind
-            if new_thread:
-                thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+        if new_thread or agent_input.state not in (None, {}):
+            with transaction.atomic():  # a refused state leaves no new thread behind
+                if new_thread:
+                    thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+                refused, state_notice = accept_state(thread, user, agent_input)
+                if refused:
+                    transaction.set_rollback(True)
+        else:  # no state sent: nothing is written, so no transaction (on SQLite it takes the write lock)
             refused, state_notice = accept_state(thread, user, agent_input)
-            if refused:
-                transaction.set_rollback(True)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
         return refuse(agent_input, exc.code, exc.message)
     if refused:
@@ -221,8 +224,11 @@ def prepare(request, agent_name):
             return caught
     try:
         # resume: [] answers nothing; it is "missing" only while something waits for an answer
-        answerable = [r for r in services.pending_approvals(thread) if services.answered_by_requester(r)]
-        if resume or (resume is not None and (answerable or inputs.pending(thread))):
+        # nothing can wait for an answer on a thread made just now: no look-ups for it
+        answerable = [] if new_thread else [
+            r for r in services.pending_approvals(thread) if services.answered_by_requester(r)]
+        run = None
+        if resume or (resume is not None and not new_thread and (answerable or inputs.pending(thread))):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
             services.apply_resume(thread, user, entries, agent_input.run_id, messages=new_messages)
             if not Run.objects.filter(pk=agent_input.run_id).exists():
@@ -242,7 +248,7 @@ def prepare(request, agent_name):
                 for q in InputRequest.objects.filter(pk__in=[e[0] for e in entries], thread=thread)
             ]
         else:
-            services.start_run(
+            run = services.start_run(
                 thread, user, run_id=agent_input.run_id, messages=new_messages,
                 new_thread=new_thread,
                 forwarded_props=agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {},
@@ -259,7 +265,9 @@ def prepare(request, agent_name):
         ids = f" (waiting: {', '.join(str(r.pk) for r in exc.pending)})" if exc.pending else ""
         plan.error = RunErrorEvent(code=exc.code, message=exc.message + ids)
         return plan
-    messages = [presenters.agui_message(m) for m in thread.messages.all()]
+    # a new thread holds just the messages this run stored (start_run returns them)
+    stored = run.new_messages if new_thread and run is not None else thread.messages.all()
+    messages = [presenters.agui_message(m) for m in stored]
     if messages:
         plan.after_start.insert(0, MessagesSnapshotEvent(messages=messages))
     return plan

@@ -7,6 +7,7 @@ waiting on someone else's review (a group) is followed: the response stays open 
 run's RUN_FINISHED: @ag-ui/client's verifier accepts a new run after a finished one in one stream).
 """
 
+import asyncio
 import json
 import logging
 from asyncio import sleep
@@ -54,14 +55,21 @@ async def watched_relay(plan):
         return
     watch, ended = watching.Watch(plan.thread_id, plan.run_id), False
     inner = relay(plan)
+    # the watcher joins while the first read waits (one Redis round trip less before RUN_STARTED);
+    # it has joined before anything is sent
+    joining = asyncio.ensure_future(watch.renew())
     try:
-        await watch.renew()
         async for chunk in inner:
+            if joining is not None:
+                await joining
+                joining = None
             await watch.renew()
             ended = _ends(chunk)  # a client gone right after the end did not abandon the run
             yield chunk
         ended = True
     finally:
+        if joining is not None:
+            await asyncio.shield(joining)  # its ZADD before the leave's ZREM
         await inner.aclose()
         await watch.leave(abandoned=not ended)
 

@@ -1,0 +1,90 @@
+"""How many statements one request costs (README "Performance"): ceilings, so that a change that
+adds look-ups to the AG-UI POST or to a decision is noticed. No worker runs: the run's task is
+published and left in this session's own queue."""
+
+import json
+import uuid
+
+import pytest
+from django.test import RequestFactory
+from rest_framework.authtoken.models import Token
+
+from agents import services
+from agents.agui import endpoint
+from agents.models import Message, Run, ToolCall
+from approvals.models import ApprovalRequest
+from tests.helpers import transfer_request
+
+
+def agui_request(user, thread_id, text="hello"):
+    token, _ = Token.objects.get_or_create(user=user)
+    body = {"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "state": {}, "tools": [], "context": [],
+            "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": text}]}
+    return RequestFactory().post("/agui/banking/", data=json.dumps(body), content_type="application/json",
+                                 HTTP_AUTHORIZATION=f"Bearer {token.key}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_threads_first_post_costs_at_most_17_statements(demo, django_assert_max_num_queries):
+    """Was 24: the run id is refused by its primary key, the message counter is saved with the
+    title, the thread-id claim needs no savepoint of its own, a new thread has nothing pending to
+    look up and its MESSAGES_SNAPSHOT is the messages just stored."""
+    thread_id = f"t-{uuid.uuid4()}"
+    request = agui_request(demo["alice"], thread_id, "Hi there")
+    with django_assert_max_num_queries(17):
+        plan = endpoint.prepare(request, "banking")
+    assert plan.error is None and plan.run_id and Run.objects.get(pk=plan.run_id).stream_id
+    snapshot = plan.after_start[0]
+    stored = Message.objects.get(thread_id=thread_id)
+    assert [(m.id, m.content) for m in snapshot.messages] == [(stored.id, "Hi there")] and stored.seq == 1
+    assert services.Thread.objects.get(pk=thread_id).title == "Hi there"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_taken_run_id_is_still_refused_by_start_run(demo):
+    thread = services.create_thread(demo["alice"], "banking")
+    taken = services.start_run(thread, demo["alice"], "first")
+    Run.objects.filter(pk=taken.pk).update(status=Run.Status.SUCCEEDED)
+    with pytest.raises(services.RunConflict) as refused:
+        services.start_run(thread, demo["alice"], "again", run_id=taken.pk)
+    assert refused.value.code == "run_exists"
+    assert list(Message.objects.filter(thread=thread).values_list("content", "seq")) == [("first", 1)]
+    services.start_run(thread, demo["alice"], "then", run_id="a-fresh-run-id")
+    assert list(Message.objects.filter(thread=thread).values_list("content", "seq")) == [("first", 1), ("then", 2)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_over_the_api_costs_at_most_25_statements(demo, api, django_assert_max_num_queries):
+    """Was 29: the API looks up the row without its decisions, the continuation is announced from
+    the row it made, the chat's notice reads the thread's owner with the call."""
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+    req = transfer_request(demo["alice"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk, run_ref=run.pk, tool_call_ref="call-q")
+    msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
+        {"id": "call-q", "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
+    ToolCall.objects.create(id="call-q", run=run, thread=thread, message=msg, name="transfer_money", arguments={},
+                            status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
+    client = api("finn")
+    with django_assert_max_num_queries(25):
+        resp = client.post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"}, format="json")
+    assert resp.status_code == 200 and resp.json()["status"] == "approved"
+    assert [d["user"] for d in resp.json()["decisions"]] == ["finn"]
+    continuation = Run.objects.get(parent_run=run)
+    assert continuation.status == Run.Status.QUEUED and continuation.stream_id
+    assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.APPROVED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_on_an_existing_thread_opens_no_transaction_for_an_empty_state(demo, django_assert_max_num_queries):
+    """No state sent: nothing to write before the run's own transaction (an empty BEGIN/COMMIT
+    took SQLite's write lock on every POST)."""
+    thread_id = f"t-{uuid.uuid4()}"
+    first = endpoint.prepare(agui_request(demo["alice"], thread_id, "one"), "banking")
+    Run.objects.filter(pk=first.run_id).update(status=Run.Status.SUCCEEDED)
+    request = agui_request(demo["alice"], thread_id, "two")
+    with django_assert_max_num_queries(18) as captured:
+        plan = endpoint.prepare(request, "banking")
+    statements = [q["sql"].split()[0] for q in captured.captured_queries]
+    assert statements.count("BEGIN") <= 1 and statements.count("COMMIT") <= 1
+    assert [m.content for m in plan.after_start[0].messages] == ["one", "two"]
