@@ -15,6 +15,8 @@
   const messagesEl = document.getElementById("messages");
   if (!threadId || !messagesEl) return;
   const cards = new Map(); // requestId -> {data, node}
+  const titles = {}; // a workflow's agents by name: "Refunds asks", not "refund_agent asks"
+  for (const a of config.agents || []) for (const p of (a.workflow && a.workflow.agents) || []) titles[p.name] = p.title;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -44,12 +46,69 @@
     return { ok: res.ok, status: res.status, data };
   }
 
+  function labelOf(name, s) {
+    const text = (s && s.title) || name.replace(/_/g, " ").replace(/\bid\b/i, "number");
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+
   /* [{name, label, schema}] for the form; a non-object schema is one unnamed field. */
   function fieldsOf(schema) {
     if (schema && schema.type === "object" && schema.properties) {
-      return Object.entries(schema.properties).map(([name, s]) => ({ name, label: name.replace(/_/g, " "), schema: s || {} }));
+      return Object.entries(schema.properties).map(([name, s]) => ({ name, label: labelOf(name, s || {}), schema: s || {} }));
     }
     return [{ name: null, label: "Your answer", schema: schema || {} }];
+  }
+
+  /* What a field expects, in words: the schema's description, or its pattern read aloud (never the
+     regex itself); null when there is nothing plain to say. */
+  function hintOf(s) {
+    if (s.description) return s.description;
+    const p = typeof s.pattern === "string" ? s.pattern : "";
+    let m;
+    if ((m = p.match(/^\^(?:\\d|\[0-9\])\{(\d+),(\d+)\}\$$/))) return m[1] + " to " + m[2] + " digits";
+    if ((m = p.match(/^\^(?:\\d|\[0-9\])\{(\d+)\}\$$/))) return m[1] + " digits";
+    if (/^\^(?:\\d|\[0-9\])\+\$$/.test(p)) return "digits only";
+    if ((m = p.match(/^\^\[A-Z\]\{(\d+)\}\$$/))) return m[1] + " capital letters";
+    if (s.minLength && s.maxLength) return s.minLength + " to " + s.maxLength + " characters";
+    if (s.minLength) return "at least " + s.minLength + " characters";
+    if (s.maxLength) return "at most " + s.maxLength + " characters";
+    if (typeof s.minimum === "number" && typeof s.maximum === "number") return "a number from " + s.minimum + " to " + s.maximum;
+    return null;
+  }
+
+  /* A problem with one field, for the person; null when it fits. */
+  function problemOf(field, input) {
+    const s = field.schema;
+    const raw = input.value.trim();
+    if (!raw) return field.label + ": please fill this in.";
+    if (s.type === "number" || s.type === "integer") {
+      if (!Number.isFinite(Number(raw))) return field.label + ": enter a number.";
+      if (s.type === "integer" && !Number.isInteger(Number(raw))) return field.label + ": enter a whole number.";
+    }
+    if (typeof s.pattern === "string") {
+      let re = null;
+      try { re = new RegExp(s.pattern, "u"); } catch (e) { re = null; }
+      if (re && !re.test(input.value)) {
+        const hint = hintOf(s);
+        return field.label + ": " + (hint ? "enter " + hint + "." : "this does not look right; check it and try again.");
+      }
+    }
+    if (s.minLength && input.value.length < s.minLength) return field.label + ": at least " + s.minLength + " characters, please.";
+    if (s.maxLength && input.value.length > s.maxLength) return field.label + ": at most " + s.maxLength + " characters, please.";
+    return null;
+  }
+
+  /* "Order number 12345, shipping preference express": the answer as the person gave it. */
+  function answerText(data) {
+    const a = data.answer;
+    if (a && typeof a === "object" && !Array.isArray(a)) {
+      const fields = fieldsOf(data.responseSchema);
+      return Object.entries(a).map(([k, v]) => {
+        const f = fields.find((x) => x.name === k);
+        return (f ? f.label : k) + ": " + (typeof v === "string" ? v : JSON.stringify(v));
+      }).join(", ");
+    }
+    return typeof a === "string" ? a : JSON.stringify(a);
   }
 
   function inputFor(field, id) {
@@ -58,7 +117,9 @@
       return el("select", { id, name: field.name || "answer" }, ...s.enum.map((v) => el("option", { value: JSON.stringify(v), text: String(v) })));
     }
     const type = s.type === "number" || s.type === "integer" ? "number" : "text";
-    return el("input", { id, type, name: field.name || "answer", autocomplete: "off", required: true });
+    const digits = /\\d|\[0-9\]/.test(s.pattern || "") && !/[a-zA-Z]/.test((s.pattern || "").replace(/\\d/g, ""));
+    return el("input", { id, type, name: field.name || "answer", autocomplete: "off", required: true,
+      inputmode: digits ? "numeric" : null, "aria-describedby": hintOf(s) ? id + "-hint" : null });
   }
 
   function valueOf(field, input) {
@@ -79,14 +140,15 @@
     if (known && known.data.status !== "pending" && data.status === "pending") return; // a replay never reopens it
     const card = el("section", {
       class: "approval-card question-card status-" + (data.status === "answered" ? "approved" : data.status),
-      "data-request-id": data.requestId, "aria-label": "Question from " + (data.agent || "the agent"),
+      "data-request-id": data.requestId, "aria-label": "Question from " + (titles[data.agent] || data.agent || "the assistant"),
     });
     card.appendChild(el("div", { class: "approval-head" },
-      el("span", { class: "approval-who", text: (data.agent || "The agent") + " asks" }),
-      el("span", { class: "badge " + (data.status === "pending" ? "badge-warn" : "badge-muted"), text: data.status })));
+      el("span", { class: "approval-who", text: (titles[data.agent] || data.agent || "The assistant") + " asks" }),
+      el("span", { class: "badge " + (data.status === "pending" ? "badge-warn" : "badge-muted"),
+        text: { pending: "Waiting for you", answered: "Answered", cancelled: "Declined" }[data.status] || data.status })));
     card.appendChild(el("p", { class: "approval-message", text: data.message }));
     if (data.status === "answered") {
-      card.appendChild(el("p", { class: "muted", text: "You answered: " + (typeof data.answer === "string" ? data.answer : JSON.stringify(data.answer)) }));
+      card.appendChild(el("p", { class: "question-answer", text: "Your answer: " + answerText(data) }));
     } else if (data.status === "cancelled") {
       card.appendChild(el("p", { class: "muted", text: "You declined to answer; the workflow ended." }));
     } else {
@@ -104,8 +166,10 @@
     const inputs = fields.map((f, i) => [f, inputFor(f, "q-" + data.requestId + "-" + i)]);
     const submit = el("button", { type: "submit", class: "btn btn-primary", text: "Answer" });
     const cancel = el("button", { type: "button", class: "btn", text: "Decline" });
-    const node = el("form", { class: "approval-actions" },
-      ...inputs.map(([f, input]) => el("label", { for: input.id }, f.label + " ", input)),
+    const node = el("form", { class: "approval-actions", novalidate: true },
+      ...inputs.map(([f, input]) => el("div", { class: "question-field" },
+        el("label", { for: input.id, text: f.label }), input,
+        hintOf(f.schema) ? el("span", { id: input.id + "-hint", class: "field-hint", text: hintOf(f.schema) }) : null)),
       el("div", {}, submit, " ", cancel), errorEl);
     async function send(body) {
       submit.disabled = cancel.disabled = true;
@@ -113,7 +177,12 @@
       try {
         const res = await post({ request_id: data.requestId, ...body });
         if (res.ok) return render(res.data);
-        errorEl.textContent = res.data.message + (res.data.errors && res.data.errors.length ? "\n" + res.data.errors.join("\n") : "");
+        // the server's words are for programs (they quote the schema): the person gets a sentence
+        errorEl.textContent = res.status === 409
+          ? "This question was already answered or closed."
+          : res.data && res.data.code === "invalid_payload"
+            ? "That answer does not fit what was asked: check it and try again."
+            : "Could not send the answer; try again.";
       } catch (e) {
         errorEl.textContent = "Could not send the answer: " + e.message;
       }
@@ -122,6 +191,12 @@
     }
     node.addEventListener("submit", (event) => {
       event.preventDefault();
+      const problems = inputs.map(([f, input]) => (Array.isArray(f.schema.enum) ? null : problemOf(f, input))).filter(Boolean);
+      if (problems.length) {
+        errorEl.textContent = problems.join("\n");
+        errorEl.hidden = false;
+        return;
+      }
       let answer;
       if (fields.length === 1 && fields[0].name === null) answer = valueOf(fields[0], inputs[0][1]);
       else answer = Object.fromEntries(inputs.map(([f, input]) => [f.name, valueOf(f, input)]));

@@ -223,6 +223,7 @@
       if (html === shown || list.querySelector(".editing") || list.contains(document.activeElement)) return;
       shown = html;
       list.innerHTML = html;
+      if (window.aguiWhen) window.aguiWhen(list); // local times (chat.js)
       const current = openThread && list.querySelector('.thread-item[data-thread-id="' + CSS.escape(openThread) + '"]');
       if (current) applyTitle(current, titleOf(current)); // the header follows a rename made elsewhere
       showEmpty();

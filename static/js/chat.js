@@ -143,11 +143,36 @@
       const t = iso ? Date.parse(iso) : NaN;
       if (!Number.isFinite(t)) continue;
       const left = t - now;
-      node.textContent = left > 0 ? "expires in " + formatRemaining(left) : "expiry reached";
+      const prefix = node.dataset.prefix ? node.dataset.prefix + " · " : "";
+      node.textContent = prefix + (left > 0 ? "expires in " + formatRemaining(left) : "expiry reached");
       node.classList.toggle("urgent", left > 0 && left < 60000);
       node.classList.toggle("expired", left <= 0);
     }
   }
+
+  /* "12:03" today, "Mon 12:03" this week, "1 Dec 12:03" before; the full date and zone on hover. */
+  function when(value) {
+    const d = value instanceof Date ? value : new Date(value);
+    if (!Number.isFinite(d.getTime())) return "";
+    const now = new Date();
+    const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    if (d.toDateString() === now.toDateString()) return time;
+    if (now - d < 6 * 86400000 && now >= d) return d.toLocaleDateString([], { weekday: "short" }) + " " + time;
+    return d.toLocaleDateString([], { day: "numeric", month: "short" }) + " " + time;
+  }
+  function whenTitle(value) {
+    const d = new Date(value);
+    return Number.isFinite(d.getTime()) ? d.toLocaleString([], { dateStyle: "full", timeStyle: "long" }) : "";
+  }
+  /* <time datetime> elements under `root` (the chat list; chat-threads.js calls it after a refresh). */
+  function formatTimes(root) {
+    for (const t of (root || document).querySelectorAll("time[datetime]")) {
+      t.textContent = when(t.getAttribute("datetime"));
+      t.title = whenTitle(t.getAttribute("datetime"));
+    }
+  }
+  window.aguiWhen = formatTimes;
+  formatTimes(document.getElementById("thread-list"));
 
   /* ------------------------------------------------------------------ new chat */
 
@@ -213,6 +238,10 @@
   const stopButton = $("stop");
   const stepTrail = $("step-trail");
 
+  const coarse = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
+  const placeholder = composer.placeholder + (coarse ? "" : " (Enter to send, Shift+Enter for a new line)");
+  const startersEl = $("starters");
+
   const heading = $("chat-heading");
   if (heading && !heading.textContent.trim()) {
     heading.textContent = heading.dataset.agent || "Chat";
@@ -224,6 +253,9 @@
   const msgText = new Map(); // messageId -> raw text (assistant markdown source)
   const toolCards = new Map(); // toolCallId -> {el, argsEl, argsText, resultEl, name}
   const toolResults = new Map(); // toolCallId -> result content (arrived before its card)
+  const outcomes = new Map(); // toolCallId -> {status, message, result} (CUSTOM tool_outcome: the person's words)
+  const msgInfo = new Map(); // messageId -> {at, stopped} (CUSTOM message_info, or when it arrived here)
+  const questions = new Map(); // requestId -> status of the agents' questions (chat-questions.js renders them)
   const approvals = new Map(); // approvalId -> Approval
   const approvalCards = new Map(); // approvalId -> <section> (kept across snapshots)
   const dirty = new Set(); // messageIds whose markdown needs re-rendering
@@ -263,15 +295,39 @@
     const article = el(
       "article",
       { class: "msg msg-" + (role || "assistant"), "aria-label": roleLabel(role) + " message" },
-      el("div", { class: "msg-meta", text: roleLabel(role) }),
+      el("div", { class: "msg-meta" }, el("span", { class: "msg-role", text: roleLabel(role) }), el("time", { class: "msg-time" })),
       el("div", { class: role === "user" ? "msg-body msg-plain" : "msg-body md" }),
       el("div", { class: "msg-tools" })
     );
     if (id !== undefined && id !== null) {
       article.dataset.messageId = String(id);
       msgEls.set(String(id), article);
+      applyInfo(article);
     }
     return article;
+  }
+
+  /* The time a message was written (and "Stopped" on a reply a Stop cut off). */
+  function applyInfo(article, fallbackNow) {
+    const key = article.dataset.messageId;
+    let info = key ? msgInfo.get(key) : null;
+    if (!info && fallbackNow && key) {
+      info = { at: new Date().toISOString() };
+      msgInfo.set(key, info);
+    }
+    const t = article.querySelector(".msg-time");
+    if (t && info && info.at) {
+      t.setAttribute("datetime", info.at);
+      t.textContent = when(info.at);
+      t.title = whenTitle(info.at);
+    }
+    if (info && info.stopped) markStopped(article);
+  }
+
+  function markStopped(article) {
+    if (article.classList.contains("msg-stopped")) return;
+    article.classList.add("msg-stopped");
+    article.querySelector(".msg-meta").appendChild(el("span", { class: "badge msg-stopped-badge", text: "Stopped" }));
   }
 
   /* The element of a message, created at the end of the list when unknown. */
@@ -344,21 +400,27 @@
     }
     const parent = parentMessageId ? ensureMessage(parentMessageId, "assistant") : lastAssistantMessage();
     const nameEl = el("code", { class: "tool-name", text: name || "tool" });
+    const titleEl = el("span", { class: "tool-title", hidden: true });
+    const statusEl = el("span", { class: "badge tool-status", hidden: true });
     const argsEl = el("pre", { class: "tool-args" });
+    const argsLabel = el("summary", { text: "Arguments" });
     const resultEl = el("pre", { class: "tool-result-body" });
     const resultBox = el("div", { class: "tool-result", hidden: true }, el("div", { class: "tool-section-label", text: "Result" }), resultEl);
+    const outcomeEl = el("p", { class: "tool-outcome", hidden: true });
     const root = el(
       "div",
       { class: "tool-card streaming", dataset: { toolCallId: key }, role: "group", "aria-label": "Tool call " + (name || "") },
-      el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }), " ", nameEl),
-      el("details", { class: "tool-args-box", open: true }, el("summary", { text: "Arguments" }), argsEl),
+      el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }), titleEl, nameEl, statusEl),
+      el("details", { class: "tool-args-box", open: true }, argsLabel, argsEl),
       el("div", { class: "approval-slot" }),
+      outcomeEl,
       resultBox
     );
-    card = { el: root, nameEl, argsEl, argsText: "", resultEl, resultBox, name: name || "" };
+    card = { el: root, nameEl, titleEl, statusEl, argsEl, argsLabel, argsText: "", resultEl, resultBox, outcomeEl, name: name || "" };
     toolCards.set(key, card);
     parent.querySelector(".msg-tools").appendChild(root);
     if (toolResults.has(key)) setToolResult(key, toolResults.get(key));
+    if (outcomes.has(key)) setOutcome(outcomes.get(key));
     // An approval that arrived before its tool card moves into the card.
     for (const approval of approvals.values()) {
       if (String(approval.toolCallId) === key) renderApproval(approval);
@@ -366,23 +428,81 @@
     return card;
   }
 
+  /* The workflow's own calls: a question (its card shows it) and a handoff are no tool the person
+     needs to read the arguments of. */
+  function internalCall(card) {
+    const name = card.name || "";
+    if (name === "request_info") return "question";
+    if (name.startsWith("handoff_to_")) return "handoff";
+    return null;
+  }
+
   function setToolArgs(card, text, done) {
     card.argsText = text;
-    card.argsEl.textContent = done ? prettyJSON(text) : text;
+    const internal = internalCall(card);
+    if (internal) {
+      card.el.classList.add("tool-internal");
+      card.el.querySelector(".tool-args-box").hidden = true;
+      card.argsEl.textContent = ""; // the schema of a question is the program's, not the person's
+      if (internal === "handoff") {
+        const target = card.name.slice("handoff_to_".length);
+        card.titleEl.textContent = "Passed to " + (participantTitles[target] || target.replace(/_/g, " "));
+        card.titleEl.hidden = false;
+        card.el.classList.add("has-title");
+      }
+    }
+    if (!card.shownArgs && !internalCall(card)) card.argsEl.textContent = done ? prettyJSON(text) : text;
     card.el.classList.toggle("streaming", !done);
   }
 
+  /* The card's status badge: waiting, done, blocked, rejected, expired, cancelled, stopped, failed. */
+  const CARD_STATUS = {
+    waiting: "Waiting", done: "Done", blocked: "Blocked", rejected: "Rejected", expired: "Expired",
+    cancelled: "Cancelled", stopped: "Stopped", failed: "Failed",
+  };
+  function setCardStatus(card, status) {
+    for (const k of Object.keys(CARD_STATUS)) card.el.classList.remove("outcome-" + k);
+    card.statusEl.hidden = !status;
+    if (!status) return;
+    card.el.classList.add("outcome-" + status);
+    card.el.dataset.outcome = status;
+    card.statusEl.className = "badge tool-status tool-status-" + status;
+    card.statusEl.textContent = CARD_STATUS[status] || status;
+  }
+
+  /* The tool result is the model's text: the person sees the outcome's words instead (setOutcome). */
   function setToolResult(toolCallId, content) {
     const key = String(toolCallId);
     toolResults.set(key, content);
     const card = toolCards.get(key);
     if (!card) return;
-    card.resultEl.textContent = prettyJSON(typeof content === "string" ? content : JSON.stringify(content));
-    card.resultBox.hidden = false;
     card.el.classList.remove("streaming");
     card.el.classList.add("has-result");
     // Long arguments stay out of the way once the call is done.
     if (card.argsText && card.argsText.length > 400) card.el.querySelector(".tool-args-box").open = false;
+  }
+
+  /* CUSTOM tool_outcome {toolCallId, status, message, result}: how the call ended, for the person. */
+  function setOutcome(value) {
+    if (!value || value.toolCallId === undefined) return;
+    const key = String(value.toolCallId);
+    outcomes.set(key, value);
+    const card = toolCards.get(key);
+    if (!card) return;
+    card.el.classList.remove("streaming");
+    setCardStatus(card, value.status);
+    const ran = value.status === "done";
+    if (internalCall(card) && ran) {
+      card.resultBox.hidden = true; // the question card and the step trail say it
+      card.outcomeEl.hidden = true;
+      updateComposer();
+      return;
+    }
+    card.resultBox.hidden = !ran || !value.result;
+    if (ran && value.result) card.resultEl.textContent = prettyJSON(value.result);
+    card.outcomeEl.hidden = ran || !value.message;
+    card.outcomeEl.textContent = ran ? "" : value.message || "";
+    updateComposer();
   }
 
   /* ------------------------------------------------------------------ snapshot */
@@ -529,6 +649,12 @@
   function setState(next) {
     aguiChat.state = next === undefined ? {} : next;
     stateView.textContent = JSON.stringify(aguiChat.state, null, 2);
+    const empty = !aguiChat.state || (typeof aguiChat.state === "object" && !Object.keys(aguiChat.state).length);
+    const stateEmpty = $("state-empty");
+    if (stateEmpty) stateEmpty.hidden = !empty;
+    const aside = $("chat-aside");
+    // an agent without state still shows state a client put there
+    if (aside && !config.hasState) aside.hidden = empty;
     // Cards (recipe, checklist, document) with predicted values marked: state-panel.js.
     if (window.aguiStatePanel) window.aguiStatePanel.render(aguiChat.state, aguiChat.stateMeta);
   }
@@ -549,6 +675,18 @@
     if (approver.kind === "group") return "Awaiting review by " + (approver.group || "a reviewer");
     if (approver.kind === "requester") return approval.canDecide ? "Waiting for your decision" : "Waiting for the requester's decision";
     return "Awaiting review";
+  }
+
+  /* A value as the tool's schema says: money with two decimals and its currency, 500 not 500.0. */
+  function formatArg(field, value, args, schema) {
+    const prop = (schema && schema.properties && schema.properties[field]) || {};
+    if (typeof value === "number") {
+      const currency = args && typeof args.currency === "string" ? args.currency : "";
+      if (prop.type === "number" && currency) return value.toFixed(2) + " " + currency;
+      return String(value);
+    }
+    if (typeof value === "string") return value;
+    return displayValue(value);
   }
 
   function diffArgs(before, after) {
@@ -585,7 +723,9 @@
     }
 
     const parts = [head];
-    if (approval.message) parts.push(el("p", { class: "approval-message", text: approval.message }));
+    // After an edit the card says what ran (finalMessage); the change itself is the diff below.
+    const what = approval.finalMessage || approval.message;
+    if (what) parts.push(el("p", { class: "approval-message", text: what }));
 
     const steps = Array.isArray(approval.steps) ? approval.steps : [];
     if (steps.length > 1) {
@@ -600,10 +740,14 @@
 
     if (status === "modified" || (status === "approved" && approval.finalArguments)) {
       // approval_response: `arguments` are the ones that run, `requestedArguments` the model's
-      const requested = approval.requestedArguments || approval.arguments;
-      const changes = diffArgs(requested, approval.finalArguments || requested);
+      const requested = parseArgs(approval.requestedArguments || approval.arguments);
+      const final = parseArgs(approval.finalArguments || requested);
+      const changes = diffArgs(requested, final);
+      const schema = approval.argumentsSchema;
       if (changes.length) {
+        const who = approval.decidedBy === config.username ? "You" : approval.decidedBy || "The reviewer";
         parts.push(
+          el("p", { class: "approval-diff-label", text: who + " changed this before approving:" }),
           el(
             "ul",
             { class: "approval-diff", "aria-label": "Changed arguments" },
@@ -613,9 +757,9 @@
                 null,
                 el("code", { text: c.field }),
                 ": ",
-                el("del", { text: displayValue(c.from) }),
+                el("del", { text: formatArg(c.field, c.from, requested, schema) }),
                 " → ",
-                el("ins", { text: displayValue(c.to) })
+                el("ins", { text: formatArg(c.field, c.to, final, schema) })
               )
             )
           )
@@ -636,9 +780,35 @@
 
     // Place it inside its tool card, or at the end of the conversation.
     const tool = toolCards.get(String(approval.toolCallId));
+    if (tool) decorateCard(tool, approval);
     const slot = tool ? tool.el.querySelector(".approval-slot") : orphanEl;
     if (card.parentNode !== slot) slot.appendChild(card);
     tickCountdowns();
+  }
+
+  /* The tool card of an approval: its title says what (finally) runs, its arguments are the ones
+     that run (the model's request stays in the diff), its badge says whether it still waits. */
+  function decorateCard(card, approval) {
+    const what = approval.finalMessage || approval.message;
+    card.titleEl.textContent = what || "";
+    card.titleEl.hidden = !what;
+    card.el.classList.toggle("has-title", !!what);
+    const edited = approval.finalArguments && diffArgs(approval.requestedArguments || approval.arguments, approval.finalArguments).length;
+    card.shownArgs = !!edited;
+    if (edited) {
+      card.argsEl.textContent = prettyJSON(JSON.stringify(parseArgs(approval.finalArguments)));
+      card.argsLabel.textContent = "Arguments, as approved";
+    } else {
+      card.argsLabel.textContent = "Arguments";
+      if (card.argsText) card.argsEl.textContent = prettyJSON(card.argsText);
+    }
+    const status = approval.status || "pending";
+    if (status === "pending") setCardStatus(card, "waiting");
+    else if (!outcomes.has(String(approval.toolCallId))) {
+      // decided, not settled yet: rejected/expired/cancelled calls never run
+      const map = { rejected: "rejected", expired: "expired", cancelled: "cancelled" };
+      setCardStatus(card, map[status] || null);
+    }
   }
 
   function buildActions(approval) {
@@ -827,21 +997,79 @@
     return waiting ? String(waiting.runId) : null;
   }
 
+  function agentTitle() {
+    const a = agents.find((x) => x.name === (heading && heading.dataset.agent));
+    return (a && a.title) || "the assistant";
+  }
+
+  function quoted(approval) {
+    const what = approval.finalMessage || approval.message || approval.toolCallName || "a request";
+    return "\u201c" + (what.length > 90 ? what.slice(0, 88) + "…" : what) + "\u201d";
+  }
+
+  /* Who the conversation waits for: {kind: "you" | "question" | "others", approval?, text}. */
+  function waitingFor() {
+    const mine = blockingApproval();
+    if (mine) return { kind: "you", approval: mine, text: "Waiting for you: approve or reject " + quoted(mine) + " above." };
+    if (Array.from(questions.values()).some((st) => st === "pending")) {
+      return { kind: "question", text: "Waiting for your answer to the question above." };
+    }
+    const other = pendingApprovals()[0];
+    if (other) {
+      const approver = other.approver || {};
+      const who = approver.kind === "group" ? approver.group || "a reviewer" : "the requester";
+      return { kind: "others", approval: other, who, text: "Waiting for " + who + " to decide on " + quoted(other) + "." };
+    }
+    return null;
+  }
+
+  const stateSince = $("chat-state-since");
+  const stateUntil = $("chat-state-until");
+
   function updateComposer() {
-    const blocker = blockingApproval();
-    composer.disabled = !!blocker;
-    sendButton.disabled = !!blocker || sending || run.active;
-    if (blocker) composerNote.textContent = "Approve or reject the pending request above to continue.";
-    else if (!run.active && pendingApprovals().length) {
-      composerNote.textContent = "A request waits for a reviewer's decision; you can write again once it is decided, or press Stop to withdraw it.";
-    } else composerNote.textContent = "";
+    const waiting = run.active ? null : waitingFor();
+    const blocked = !!waiting;
+    composer.disabled = blocked;
+    sendButton.disabled = blocked || sending || run.active;
+    document.body.dataset.chatState = run.active ? "running" : waiting ? "waiting-" + waiting.kind : "idle";
+    if (waiting) {
+      setRunStatus("paused", waiting.text);
+      const a = waiting.approval;
+      if (stateSince) {
+        stateSince.hidden = !(a && a.createdAt);
+        if (a && a.createdAt) {
+          stateSince.setAttribute("datetime", a.createdAt);
+          stateSince.textContent = "asked " + when(a.createdAt);
+          stateSince.title = whenTitle(a.createdAt);
+        }
+      }
+      if (stateUntil) {
+        stateUntil.hidden = !(a && a.expiresAt);
+        if (a && a.expiresAt) {
+          stateUntil.dataset.expires = a.expiresAt;
+          stateUntil.dataset.prefix = "decision due by " + when(a.expiresAt);
+          stateUntil.title = whenTitle(a.expiresAt);
+        }
+      }
+      composer.placeholder = waiting.kind === "others"
+        ? "You can write again once " + waiting.who + " has decided."
+        : waiting.kind === "you" ? "Decide on the request above to continue." : "Answer the question above to continue.";
+    } else {
+      if (stateSince) stateSince.hidden = true;
+      if (stateUntil) stateUntil.hidden = true;
+      if (runStatus.dataset.state === "paused") setRunStatus("idle");
+      composer.placeholder = placeholder;
+    }
+    composerNote.textContent = "";
     if (stopButton) {
       const target = stopTarget();
       stopButton.hidden = !target;
       stopButton.disabled = run.stopping;
-      stopButton.textContent = run.stopping ? "Stopping…" : "Stop";
-      stopButton.title = run.active ? "Stop the agent" : "Withdraw the waiting request and stop";
+      stopButton.textContent = run.stopping ? "Stopping…" : run.active ? "Stop" : "Withdraw";
+      stopButton.title = run.active ? "Stop the assistant" : "Withdraw the waiting request";
     }
+    if (startersEl) startersEl.hidden = !!messagesEl.querySelector(".msg") || !startersEl.childElementCount;
+    tickCountdowns();
   }
 
   async function stopRun() {
@@ -861,6 +1089,19 @@
     updateComposer();
   }
 
+  /* A Stop cut the streaming run short: its reply says so, its unfinished tool calls too. */
+  function markRunStopped() {
+    for (const key of run.textIds || []) {
+      const article = msgEls.get(key);
+      if (!article) continue;
+      msgInfo.set(key, Object.assign({}, msgInfo.get(key), { stopped: true }));
+      markStopped(article);
+    }
+    for (const [key, card] of toolCards) {
+      if (!outcomes.has(key) && card.el.classList.contains("streaming")) setCardStatus(card, "stopped");
+    }
+  }
+
   function endStreaming() {
     for (const article of messagesEl.querySelectorAll(".msg.streaming")) article.classList.remove("streaming");
     for (const card of messagesEl.querySelectorAll(".tool-card.streaming")) card.classList.remove("streaming");
@@ -868,21 +1109,56 @@
     openCalls.clear();
   }
 
-  function removeSteps(runId) {
-    for (let i = steps.length - 1; i >= 0; i--) if (steps[i].runId === String(runId)) steps.splice(i, 1);
+  /* The support workflow's trail: each agent of the case once in order ("Triage ✓ → Refunds ●"),
+     then how the case ends ("Case closed"). Built from the workflow's path on (re)connect and
+     from STEP_STARTED live; a name repeated in a row is the same step continuing. */
+  const workflow = { state: null, caseNo: null };
+  const participantTitles = {};
+  for (const a of agents) {
+    for (const p of (a.workflow && a.workflow.agents) || []) participantTitles[p.name] = p.title || p.name;
   }
 
-  /* "triage_agent → refund_agent": the workflow's path; the running step is marked current. */
+  function pushStep(name) {
+    const last = steps[steps.length - 1];
+    for (const s of steps) s.done = true;
+    if (last && last.name === name) last.done = false;
+    else steps.push({ name, done: false });
+  }
+
+  function workflowFromSnapshot(value) {
+    steps.length = 0;
+    for (const name of value.path || []) pushStep(String(name));
+    const running = value.state === "in_progress" || value.state === "pending_requests";
+    for (const s of steps) s.done = true;
+    if (running && steps.length) steps[steps.length - 1].done = false;
+    workflow.state = value.state || null;
+    workflow.caseNo = value.case;
+    renderSteps();
+  }
+
+  const CASE_END = { completed: "Case closed", cancelled: "Case cancelled", failed: "Case failed" };
+
   function renderSteps() {
     if (!stepTrail) return;
+    const ended = CASE_END[workflow.state];
+    if (ended) for (const s of steps) s.done = true;
+    // paused on a question or a review: the step that asked is still the current one
+    if (!ended && steps.length && (workflow.state === "pending_requests" || workflow.state === "in_progress")) {
+      steps[steps.length - 1].done = false;
+    }
     const items = steps.map((step, i) =>
       el(
         "li",
-        { class: "step " + (step.done ? "step-done" : "step-active"), "aria-current": step.done ? null : "step", title: step.done ? "finished" : "running" },
+        { class: "step " + (step.done ? "step-done" : "step-active"), "aria-current": step.done ? null : "step", title: step.done ? "finished" : "working on it" },
         i ? el("span", { class: "step-sep", "aria-hidden": "true", text: " → " }) : null,
-        el("span", { class: "step-name", text: step.name })
+        el("span", { class: "step-name", text: participantTitles[step.name] || step.name })
       )
     );
+    if (ended && steps.length) {
+      items.push(el("li", { class: "step step-end step-end-" + workflow.state },
+        el("span", { class: "step-sep", "aria-hidden": "true", text: " → " }),
+        el("span", { class: "step-name", text: ended })));
+    }
     stepTrail.replaceChildren(...items);
     stepTrail.hidden = !steps.length;
   }
@@ -929,6 +1205,7 @@
             bubble.dataset.messageId = id;
             msgEls.set(id, bubble);
             msgText.set(id, text);
+            applyInfo(bubble, true);
           }
         }
         return true;
@@ -966,6 +1243,29 @@
     }
   });
   if (stopButton) stopButton.addEventListener("click", stopRun);
+  if (startersEl) {
+    startersEl.addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-prompt]");
+      if (!button || sending || run.active || waitingFor()) return;
+      send(button.dataset.prompt);
+    });
+  }
+  // On a phone the chat list and the state are drawers over the conversation (one scroll area).
+  for (const [buttonId, panelId] of [["toggle-chats", "chat-sidebar"], ["toggle-state", "chat-aside"]]) {
+    const button = $(buttonId);
+    const panel = $(panelId);
+    if (!button || !panel) continue;
+    button.addEventListener("click", () => {
+      const open = !panel.classList.contains("drawer-open");
+      for (const other of document.querySelectorAll(".drawer-open")) other.classList.remove("drawer-open");
+      for (const b of document.querySelectorAll(".phone-toggles button")) b.setAttribute("aria-expanded", "false");
+      panel.classList.toggle("drawer-open", open);
+      const header = document.querySelector(".chat-header");
+      if (header) panel.style.top = Math.round(header.getBoundingClientRect().bottom) + "px"; // CSSOM: allowed by the CSP
+      button.setAttribute("aria-expanded", String(open));
+      document.body.classList.toggle("drawer-shown", open);
+    });
+  }
   retryButton.addEventListener("click", async () => {
     if (run.failedId) {
       // The failed run again, on the same history: no second copy of the user's message.
@@ -1045,32 +1345,32 @@
         break;
       case "RUN_STARTED":
         runError.hidden = true;
+        notice.hidden = true; // "the chat waits on …" is over once a run starts
+        run.textIds = [];
         // The server stored the message being sent before it announced the run: whatever the run
         // says goes after that bubble, even when this event beats the POST's response.
         for (const bubble of messagesEl.querySelectorAll(".msg.pending")) bubble.classList.replace("pending", "sent");
-        // A new turn starts a new path of steps; a continuation (parentRunId) extends it, and a
-        // replayed run rebuilds its own steps.
-        if (!ev.parentRunId) steps.length = 0;
-        else removeSteps(ev.runId);
-        renderSteps();
+        // A message after a closed case starts a new case: a new path of steps.
+        if (!ev.parentRunId && CASE_END[workflow.state]) {
+          steps.length = 0;
+          workflow.state = null;
+          renderSteps();
+        }
         run.id = ev.runId !== undefined ? String(ev.runId) : null;
         run.active = true;
         run.stopping = false;
-        setRunStatus("running", "Running…");
+        setRunStatus("running", agentTitle() + " is answering…");
         updateComposer();
         break;
       case "RUN_FINISHED": {
         const outcome = ev.outcome || {};
+        const wasStreaming = run.active;
         run.active = false;
         run.stopping = false;
-        if (outcome.type === "interrupt") {
-          const asks = (outcome.interrupts || []).every((i) => i.reason === "input_required"); // a workflow's question
-          setRunStatus("paused", asks ? "Paused: waiting for your answer." : "Paused: waiting for approval.");
-        } else if (outcome.type === "cancelled") setRunStatus("cancelled", "Run cancelled.");
-        // a call someone else decides (a group) is no interrupt of ours, yet the run is paused on it
-        else if (pendingApprovals().some((a) => String(a.runId) === String(ev.runId))) {
-          setRunStatus("paused", "Paused: waiting for approval.");
-        } else setRunStatus("idle");
+        if (outcome.type === "cancelled") {
+          if (wasStreaming) markRunStopped();
+          setRunStatus("cancelled", wasStreaming ? "You stopped the answer." : "Withdrawn: nothing waits any more.");
+        } else setRunStatus("idle"); // waiting on a person: updateComposer says on whom
         endStreaming();
         updateComposer();
         break;
@@ -1083,9 +1383,9 @@
         updateComposer();
         break;
       case "STEP_STARTED":
-        steps.push({ runId: run.id, name: String(ev.stepName || "step"), done: false });
+        pushStep(String(ev.stepName || "step"));
         renderSteps();
-        if (run.active) setRunStatus("running", "Running " + (ev.stepName || "step") + "…");
+        if (run.active) setRunStatus("running", (participantTitles[ev.stepName] || ev.stepName || "The assistant") + " is working…");
         break;
       case "STEP_FINISHED": {
         const step = steps.slice().reverse().find((s) => s.name === String(ev.stepName) && !s.done);
@@ -1097,6 +1397,8 @@
         const key = String(ev.messageId);
         openText.add(key);
         const article = ensureMessage(key, ev.role || "assistant");
+        applyInfo(article, true);
+        if (run.textIds) run.textIds.push(key);
         setMessageText(key, "", true);
         article.querySelector(".msg-body").hidden = false;
         break;
@@ -1149,13 +1451,32 @@
         if (ev.name === "approvals") {
           const list = (ev.value && ev.value.approvals) || [];
           for (const a of list) upsertApproval(a);
-          // After a (re)connect: a run that waits on a person is paused, not idle.
-          if (!run.active && pendingApprovals().length) setRunStatus("paused", "Paused: waiting for approval.");
+          updateComposer(); // after a (re)connect: who the conversation waits for
         } else if (ev.name === "run_error") {
           // on (re)connect: the thread's latest run failed (its RUN_ERROR may be long gone)
           if (!run.active && ev.value) showRunError(ev.value.runId, ev.value.message);
         } else if (ev.name === "approval_request" || ev.name === "approval_response") {
           upsertApproval(ev.value);
+          if (ev.name === "approval_response") notice.hidden = true;
+        } else if (ev.name === "tool_outcome") {
+          mutate(() => setOutcome(ev.value));
+        } else if (ev.name === "tool_outcomes") {
+          mutate(() => ((ev.value && ev.value.outcomes) || []).forEach(setOutcome));
+        } else if (ev.name === "message_info") {
+          for (const [id, info] of Object.entries((ev.value && ev.value.messages) || {})) msgInfo.set(String(id), info);
+          for (const article of msgEls.values()) applyInfo(article);
+        } else if (ev.name === "request_info" || ev.name === "request_info_response") {
+          if (ev.value && ev.value.requestId !== undefined) questions.set(String(ev.value.requestId), ev.value.status);
+          if (ev.name === "request_info_response") notice.hidden = true;
+          updateComposer();
+        } else if (ev.name === "input_requests") {
+          for (const q of (ev.value && ev.value.requests) || []) questions.set(String(q.requestId), q.status);
+          updateComposer();
+        } else if (ev.name === "workflow") {
+          workflowFromSnapshot(ev.value || {});
+        } else if (ev.name === "status") {
+          workflow.state = ev.value && ev.value.state;
+          renderSteps();
         } else if (ev.name === "state_version") {
           // {version, provisional: [{key, toolCallId}]}: the base of our next edit, and what is only predicted
           aguiChat.stateMeta = ev.value || { version: 0, provisional: [] };

@@ -18,6 +18,35 @@
   const statusEl = document.getElementById("state-status");
   let seq = 0;
 
+  /* Emoji the model puts in recipes draw as empty boxes where the machine has no emoji font: then
+     the cards show a plain bullet instead (.no-emoji in app.css). A colour glyph, or any glyph
+     other than the one drawn for a code point no font has, means emoji render. */
+  function emojiRenders() {
+    try {
+      const canvas = document.createElement("canvas");
+      canvas.width = canvas.height = 24;
+      const ctx = canvas.getContext("2d", { willReadFrequently: true });
+      if (!ctx) return true;
+      ctx.textBaseline = "top";
+      ctx.font = "18px sans-serif";
+      ctx.fillStyle = "#000";
+      const draw = (text) => {
+        ctx.clearRect(0, 0, 24, 24);
+        ctx.fillText(text, 0, 0);
+        return ctx.getImageData(0, 0, 24, 24).data;
+      };
+      const missing = draw("\u{10FFFD}").join(",");
+      const pixels = draw("\u{1F35D}");
+      for (let i = 0; i < pixels.length; i += 4) {
+        if (pixels[i + 3] && (pixels[i] !== pixels[i + 1] || pixels[i + 1] !== pixels[i + 2])) return true;
+      }
+      return pixels.join(",") !== missing;
+    } catch (e) {
+      return true;
+    }
+  }
+  if (!emojiRenders()) document.documentElement.classList.add("no-emoji");
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs || {})) {

@@ -21,9 +21,10 @@ T = 15_000  # ms: the longest any single expectation may wait
 class Session:
     """One signed-in person in their own browser context; collects page errors and screenshots."""
 
-    def __init__(self, browser, live_stack, login, who, artifacts_dir, prefix, viewport=None):
+    def __init__(self, browser, live_stack, login, who, artifacts_dir, prefix, viewport=None, **context_args):
         self.who, self.artifacts_dir, self.prefix = who, artifacts_dir, prefix
-        self.ctx = browser.new_context(base_url=live_stack.url, viewport=viewport or {"width": 1280, "height": 900})
+        self.ctx = browser.new_context(base_url=live_stack.url, viewport=viewport or {"width": 1280, "height": 900},
+                                       **context_args)  # e.g. has_touch for a phone
         self.page = self.ctx.new_page()
         self.page.set_default_timeout(T)
         self.errors: list[str] = []

@@ -72,8 +72,7 @@ def test_requester_routed_approval_decided_in_place(people):
     # Waiting on her own decision: the composer is off until she answers.
     expect(page.locator("#composer")).to_be_disabled()
     expect(page.locator("#send")).to_be_disabled()
-    expect(page.locator("#composer-note")).to_contain_text("Approve or reject")
-    expect(page.locator("#run-status")).to_contain_text("waiting for approval")
+    expect(page.locator("#run-status")).to_contain_text("Waiting for you: approve or reject")
     alice.shoot("waiting")
 
     # Keyboard: the Approve button takes focus and Enter decides.
@@ -149,10 +148,11 @@ def test_group_routed_card_changes_when_finn_decides_elsewhere(people):
     thread = new_chat(page)
     card, approval, approval_id = _transfer(page, 25)
     expect(approval.locator(".countdown")).to_contain_text("expires in")
-    # Not her decision: she may still type, and Stop would withdraw the request.
-    expect(page.locator("#composer")).to_be_enabled()
-    expect(page.locator("#composer-note")).to_contain_text("reviewer's decision")
-    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    # Not her decision: the chat waits on finance (Send is off as when she decides), and
+    # Withdraw would take the request back.
+    expect(page.locator("#send")).to_be_disabled()
+    expect(page.locator("#run-status")).to_contain_text("Waiting for finance to decide on")
+    expect(page.locator("#stop")).to_have_text("Withdraw")
     alice.shoot("awaiting-finance")
 
     finn.page.goto(f"/inbox/{approval_id}/")
@@ -165,10 +165,11 @@ def test_group_routed_card_changes_when_finn_decides_elsewhere(people):
     expect(approval.locator(".status-badge")).to_have_text("Rejected", timeout=T)
     expect(approval).to_contain_text("by finn")
     expect(approval.locator(".approval-feedback")).to_have_text("Please use the standing order instead.")
-    expect(card.locator(".tool-result")).to_contain_text("rejected", timeout=T)
+    expect(card.locator(".tool-outcome")).to_have_text("Rejected, so it was not run.", timeout=T)
+    expect(card.locator(".tool-status")).to_have_text("Rejected")
     expect(page.locator(".msg-assistant .msg-body", has_text="I did not go ahead").last).to_be_visible(timeout=T)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
-    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    expect(page.locator("#stop")).to_be_hidden()
     assert_same_as_server(page, thread)
     alice.shoot("rejected-by-finn")
 
@@ -190,7 +191,8 @@ def test_group_routed_request_expires(people, live_stack):
     expect(approval.locator(".status-badge")).to_have_text("Expired", timeout=T)
     expect(approval).to_contain_text("timed out")
     expect(approval.locator(".countdown")).to_have_count(0)
-    expect(card.locator(".tool-result")).to_contain_text("timed out", timeout=T)
+    expect(card.locator(".tool-outcome")).to_have_text("Nobody decided in time, so it was not run.", timeout=T)
+    expect(card.locator(".tool-status")).to_have_text("Expired")
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
     assert_same_as_server(page, thread)
     alice.shoot("expired")
@@ -203,15 +205,16 @@ def test_stop_withdraws_a_waiting_request(people):
     card, approval, approval_id = _transfer(page, 35)
     page.reload()  # Stop must work from the snapshots alone, too
     expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
-    expect(page.locator("#run-status")).to_contain_text("waiting for approval")
-    page.get_by_role("button", name="Stop").click()
+    expect(page.locator("#run-status")).to_contain_text("Waiting for finance")
+    page.locator("#stop").click()
 
     expect(approval.locator(".status-badge")).to_have_text("Cancelled", timeout=T)
     expect(approval).to_contain_text("by alice")
-    expect(card.locator(".tool-result")).to_contain_text("cancelled", timeout=T)
-    expect(page.locator("#run-status")).to_contain_text("Run cancelled.", timeout=T)
+    expect(card.locator(".tool-outcome")).to_have_text("Withdrawn before anyone decided, so it was not run.", timeout=T)
+    expect(card.locator(".tool-status")).to_have_text("Cancelled")
+    expect(page.locator("#run-status")).to_contain_text("Withdrawn", timeout=T)
     assert run_events(page, ["RUN_FINISHED"])[-1]["outcome"] == {"type": "cancelled"}
-    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    expect(page.locator("#stop")).to_be_hidden()
     assert page.request.get(f"/api/approvals/{approval_id}/").json()["status"] == "cancelled"
     alice.shoot("withdrawn")
 

@@ -136,7 +136,7 @@ def test_stop_cancels_and_the_thread_stays_usable(alice, live_stack):
             stop.click()
         assert cancelled.value.status == 202
 
-    expect(page.locator("#run-status")).to_contain_text("Run cancelled.", timeout=T)
+    expect(page.locator("#run-status")).to_contain_text("You stopped the answer.", timeout=T)
     expect(stop).to_be_hidden()
     finished = run_events(page, ["RUN_FINISHED"])
     assert finished[-1]["outcome"] == {"type": "cancelled"}
@@ -209,16 +209,16 @@ def test_step_indicator_follows_step_events(alice, live_stack):
         {"type": "STEP_STARTED", "stepName": "triage_agent"},
     ])
     expect(trail).to_be_visible(timeout=T)
-    expect(trail.locator('[aria-current="step"] .step-name')).to_have_text("triage_agent")
-    expect(page.locator("#run-status")).to_contain_text("Running triage_agent")
+    expect(trail.locator('[aria-current="step"] .step-name')).to_have_text("Triage")
+    expect(page.locator("#run-status")).to_contain_text("Triage is working")
 
     xadd_events(live_stack, thread, [
         {"type": "STEP_FINISHED", "stepName": "triage_agent"},
         {"type": "STEP_STARTED", "stepName": "refund_agent"},
     ])
-    expect(trail).to_have_text("triage_agent → refund_agent", timeout=T)
-    expect(trail.locator('[aria-current="step"] .step-name')).to_have_text("refund_agent")
-    expect(trail.locator(".step-done .step-name")).to_have_text("triage_agent")
+    expect(trail).to_have_text("Triage → Refunds", timeout=T)
+    expect(trail.locator('[aria-current="step"] .step-name')).to_have_text("Refunds")
+    expect(trail.locator(".step-done .step-name")).to_have_text("Triage")
     alice.shoot("steps")
 
     xadd_events(live_stack, thread, [
@@ -228,22 +228,25 @@ def test_step_indicator_follows_step_events(alice, live_stack):
         {"type": "RUN_STARTED", "threadId": thread, "runId": "wf-run-2", "parentRunId": "wf-run-1"},
         {"type": "STEP_STARTED", "stepName": "order_agent"},
     ])
-    expect(trail).to_have_text("triage_agent → refund_agent → order_agent", timeout=T)
+    expect(trail).to_have_text("Triage → Refunds → Orders", timeout=T)
     xadd_events(live_stack, thread, [
         {"type": "STEP_FINISHED", "stepName": "order_agent"},
+        {"type": "CUSTOM", "name": "status", "value": {"state": "completed"}},
         {"type": "RUN_FINISHED", "threadId": thread, "runId": "wf-run-2"},
     ])
+    # the case is closed, and the trail says so
+    expect(trail).to_have_text("Triage → Refunds → Orders → Case closed", timeout=T)
     expect(trail.locator('[aria-current="step"]')).to_have_count(0, timeout=T)
     expect(page.locator("#run-status")).to_be_hidden()
 
-    # A new turn (no parentRunId) starts a new path.
+    # A new turn (no parentRunId) after a closed case starts a new path.
     xadd_events(live_stack, thread, [
         {"type": "RUN_STARTED", "threadId": thread, "runId": "wf-run-3"},
         {"type": "STEP_STARTED", "stepName": "triage_agent"},
         {"type": "STEP_FINISHED", "stepName": "triage_agent"},
         {"type": "RUN_FINISHED", "threadId": thread, "runId": "wf-run-3"},
     ])
-    expect(trail).to_have_text("triage_agent", timeout=T)
+    expect(trail).to_have_text("Triage", timeout=T)
     alice.shoot("new-turn")
 
 

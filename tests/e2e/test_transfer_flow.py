@@ -66,7 +66,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         expect(card.locator(".approval-card")).to_contain_text("Awaiting review by finance", timeout=T)
         expect(card.locator(".approval-card .status-badge")).to_have_text("Pending")
         expect(card.locator(".tool-args")).to_contain_text('"amount": 500')
-        expect(alice.locator("#run-status")).to_contain_text("waiting for approval")
+        expect(alice.locator("#run-status")).to_contain_text("Waiting for finance to decide on")
         # alice is not the approver: no decision buttons on her side.
         expect(card.locator(".approval-actions")).to_have_count(0)
         shoot("awaiting-review")
@@ -102,7 +102,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         # alice's page: the approval shows the edit, the tool ran with 450, the agent answers.
         approval = card.locator(".approval-card")
         expect(approval.locator(".status-badge")).to_have_text("Approved with edits", timeout=T)
-        expect(approval.locator(".approval-diff")).to_contain_text("amount: 500 → 450")
+        expect(approval.locator(".approval-diff")).to_contain_text("amount: 500.00 USD → 450.00 USD")
         expect(approval).to_contain_text("finn")
         expect(card.locator(".tool-result")).to_contain_text("450.00", timeout=T)
         final = alice.locator(".msg-assistant .msg-body", has_text="Transferred 450.00 USD")
@@ -116,7 +116,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         expect(alice.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
         expect(alice.locator(".tool-card", has_text="transfer_money")).to_have_count(1, timeout=T)
         expect(alice.locator(".msg-user")).to_have_count(1)
-        expect(alice.locator(".approval-card .approval-diff")).to_contain_text("amount: 500 → 450")
+        expect(alice.locator(".approval-card .approval-diff")).to_contain_text("amount: 500.00 USD → 450.00 USD")
         expect(alice.locator(".tool-card .tool-result")).to_contain_text("450.00")
         shoot("reloaded")
 
