@@ -643,9 +643,7 @@
     rowsBody.addEventListener("click", (event) => {
       const row = event.target.closest("tr[data-approval-id]");
       if (!row) return;
-      // beside the list, a plain click reads the request in the pane (Enter or o opens its page)
-      const link = event.target.closest("a.row-link");
-      if (link && splitOn() && !(event.ctrlKey || event.metaKey || event.shiftKey || event.button)) event.preventDefault();
+      // a click on the row reads it in the pane beside the list; its link (or Enter, o) opens its page
       selectRow(row, false);
     });
     rowsBody.addEventListener("focusin", (event) => {

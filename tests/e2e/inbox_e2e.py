@@ -4,6 +4,7 @@ Redis and channel layer, so the inbox WebSocket hears about it), and a signed-in
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -54,6 +55,17 @@ def run(live_stack, body: str) -> object:
 def statuses(live_stack, ids: list[str]) -> dict:
     return run(live_stack, f"result = {{r.pk: [r.status, r.feedback, r.final_arguments] for r in "
                            f"ApprovalRequest.objects.filter(pk__in={ids!r})}}")
+
+
+def wait_status(live_stack, rid: str, wanted: str, timeout: float = 20.0) -> str:
+    """The request's status once it is `wanted`, or what it is at the timeout: a decision made in
+    the inbox pages is held for its undo window (AGUI_UNDO_SECONDS), then the server sends it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = statuses(live_stack, [rid])[rid][0]
+        if status == wanted or time.monotonic() > deadline:
+            return status
+        time.sleep(0.3)
 
 
 @pytest.fixture

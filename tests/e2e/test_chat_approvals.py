@@ -159,7 +159,7 @@ def test_group_routed_card_changes_when_finn_decides_elsewhere(people):
     finn.page.locator("#feedback").fill("Please use the standing order instead.")
     finn.shoot("rejecting")
     finn.page.locator("#reject").click()
-    finn.page.wait_for_url(re.compile(r"/inbox/(\?.*)?$"), timeout=T)
+    finn.page.wait_for_url(re.compile(r"held="), timeout=T)  # on to the next request, with an Undo
 
     # alice's page changes without a reload.
     expect(approval.locator(".status-badge")).to_have_text("Rejected", timeout=T)

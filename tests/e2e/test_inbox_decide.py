@@ -4,7 +4,7 @@ next to its field) then approve; approve from the keyboard; reject several with 
 import re
 
 import inbox_e2e
-from inbox_e2e import T, make_requests, statuses, tag
+from inbox_e2e import T, make_requests, statuses, tag, wait_status
 from playwright.sync_api import expect
 
 people = inbox_e2e.people  # the fixture: a signed-in person per browser context
@@ -44,6 +44,8 @@ def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, art
     # an empty description passes the browser but not the tool's schema: the error comes back by the field
     first.fill("")
     page.locator("#approve").click()
+    expect(page.locator("#decide-dialog-title")).to_have_text("Approve with these edits?")  # edits: asked first
+    page.locator("#decide-dialog-confirm").click()
     page.wait_for_load_state("domcontentloaded")
     error = page.locator('[data-error-for="steps.0.description"]')
     expect(error).to_be_visible(timeout=T)
@@ -57,10 +59,11 @@ def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, art
     page.locator("#arg__steps__0__description").fill("Pack the boxes carefully")
     expect(page.locator("#diff-preview")).to_contain_text("steps.2.description: (none) → Label the boxes")
     page.locator("#approve").click()
-    page.wait_for_url(re.compile(r"/inbox/(\?.*)?$"), timeout=T)
-    expect(page.locator(".flash-messages")).to_contain_text("generate_task_steps: approved with edits")
+    page.locator("#decide-dialog-confirm").click()
+    page.wait_for_url(re.compile(r"held="), timeout=T)  # on to the next request, with an Undo
+    expect(page.locator("#undo-toast")).to_contain_text(f"Approved with edits: Plan the move ({t})")
+    assert wait_status(live_stack, rid, "modified") == "modified"  # sent when the undo window closed
     status, _feedback, final = statuses(live_stack, [rid])[rid]
-    assert status == "modified"
     assert [s["description"] for s in final["steps"]] == ["Pack the boxes carefully", "Call the movers",
                                                           "Label the boxes"]
     assert final["steps"][1]["status"] == "completed" and final["steps"][2]["status"] == "pending"
@@ -115,8 +118,8 @@ def test_keyboard_approve_from_the_list(people, live_stack, artifacts_dir):
     page.keyboard.press("Enter")
     expect(dialog).to_be_hidden(timeout=T)
     expect(page.locator(f'#approval-rows tr[data-approval-id="{rid}"]')).to_have_count(0, timeout=T)
-    expect(page.locator("#decide-result")).to_contain_text("1 approved")
-    assert statuses(live_stack, [rid])[rid][0] == "approved"
+    expect(page.locator("#undo-toast")).to_contain_text(f"Approved: Keyboard {t}")
+    assert wait_status(live_stack, rid, "approved") == "approved"
     # / jumps to the search box
     page.keyboard.press("/")
     expect(page.locator("#search")).to_be_focused()
@@ -139,7 +142,8 @@ def test_keyboard_on_the_detail_page(people, live_stack):
     expect(page.locator("#feedback")).to_be_focused()
     page.keyboard.type("Too much this month")
     page.keyboard.press("Control+Enter")
-    page.wait_for_url(re.compile(r"/inbox/(\?.*)?$"), timeout=T)
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    assert wait_status(live_stack, rid, "rejected") == "rejected"
     status, feedback, _ = statuses(live_stack, [rid])[rid]
     assert (status, feedback) == ("rejected", "Too much this month")
 
@@ -167,8 +171,10 @@ def test_bulk_reject_with_one_reason(people, live_stack):
     page.locator("#decide-dialog-confirm").click()
     expect(dialog).to_be_hidden(timeout=T)
     expect(page.locator("#approval-rows tr[data-approval-id]")).to_have_count(1, timeout=T)
-    expect(page.locator("#decide-result")).to_contain_text("3 rejected")
+    expect(page.locator("#undo-toast")).to_contain_text("Rejected: 3 requests")
     expect(page.locator("#bulk-count")).to_have_text("0 selected")
+    for rid in ids:
+        assert wait_status(live_stack, rid, "rejected") == "rejected"
     result = statuses(live_stack, ids + [other])
     assert all(result[r][:2] == ["rejected", "Duplicate of yesterday's batch"] for r in ids)
     assert result[other][0] == "pending"

@@ -1,0 +1,212 @@
+"""Triage in the reviewer pages, at desktop (1366x900) and phone (390x844) size: the request page
+follows a decision made elsewhere (status, countdown, the outcome in place of the form); a decision
+moves on to the next request with an Undo that recalls it (and is sent by the server when the window
+closes); the reading pane beside the list; "rita is viewing"; Approve on screen without scrolling;
+one confirmation rule for the button and the a key; inbox zero; the stats page's number columns and
+its chart opening on today's bar."""
+
+import re
+
+import inbox_e2e
+import pytest
+from inbox_e2e import T, make_requests, run, statuses, tag, wait_status
+from playwright.sync_api import expect
+
+people = inbox_e2e.people  # the fixture: a signed-in person per browser context
+
+SIZES = {"desktop": {"width": 1366, "height": 900}, "phone": {"width": 390, "height": 844}}
+sizes = pytest.mark.parametrize("size", list(SIZES))
+
+
+def in_view(page, selector):
+    """The element is inside the window as it is now, without scrolling."""
+    return page.evaluate("""(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+        return r.width > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth; }""",
+                         selector)
+
+
+@sizes
+def test_the_request_page_follows_a_decision_made_elsewhere(people, live_stack, size):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "group": "reviewers", "description": f"Pay rent {t}",
+                                        "timeout": 600}])
+    finn = people("finn", viewport=SIZES[size])
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    expect(page.locator("#detail-status")).to_have_text("Pending")
+    expect(page.locator(".detail-head .countdown")).to_be_visible()
+    page.locator("#feedback").fill("half-written thoughts")
+
+    # rita opens it too: finn sees her there
+    rita = people("rita", viewport=SIZES["desktop"])
+    rita.page.goto(f"/inbox/{rid}/")
+    expect(page.locator("#viewers")).to_have_text("rita is viewing this request", timeout=T)
+    expect(rita.page.locator("#viewers")).to_have_text("finn is viewing this request", timeout=T)
+
+    run(live_stack, f"services.decide({rid!r}, user('rita'), 'reject', feedback='Paid already')")
+    expect(page.locator("#detail-status")).to_have_text("Rejected", timeout=T)
+    expect(page.locator("#outcome")).to_contain_text("Rejected by rita")
+    expect(page.locator("#outcome")).to_contain_text("Paid already")
+    expect(page.locator(".detail-head .countdown")).to_have_count(0)
+    expect(page.locator("#decide-form")).to_have_count(0)
+    expect(page.locator("#action-bar")).to_have_count(0)
+    expect(page.locator("#quorum-panel")).to_contain_text("Rejected by rita")
+    expect(page.get_by_text(re.compile("Reload the page"))).to_have_count(0)
+    finn.shoot(f"followed-{size}")
+    rita.page.goto("/inbox/")  # rita leaves: finn's page says so
+    expect(page.locator("#viewers")).to_be_hidden(timeout=T)
+
+
+@sizes
+def test_approve_moves_on_with_an_undo(people, live_stack, size):
+    t = tag()
+    # the newest first, as the list shows them
+    ids = make_requests(live_stack, [{"requester": "alice", "description": f"Triage {i} {t}", "risk": "low"}
+                                     for i in (3, 2, 1)])
+    first, second, third = ids[2], ids[1], ids[0]
+    finn = people("finn", viewport=SIZES[size])
+    page = finn.page
+    page.goto(f"/inbox/{first}/?next=/inbox/%3Fq%3D{t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    # Approve is on screen without scrolling, at either size
+    assert in_view(page, "#approve") and in_view(page, "#reject")
+    finn.shoot(f"request-page-{size}")
+    page.locator("#approve").click()  # low risk, no edits: no question, an Undo instead
+    page.wait_for_url(re.compile(rf"/inbox/{second}/\?"), timeout=T)
+    toast = page.locator("#undo-toast")
+    expect(toast).to_be_visible()
+    expect(toast).to_contain_text(f"Approved: Triage 1 {t}")
+    assert statuses(live_stack, [first])[first][0] == "pending"  # held, not sent yet
+    finn.shoot(f"undo-toast-{size}")
+    page.locator("#undo-button").click()
+    page.wait_for_url(re.compile(rf"/inbox/{first}/$"), timeout=T)
+    expect(page.locator(".flash-messages")).to_contain_text("Undone")
+    expect(page.locator("#approve")).to_be_visible()
+    assert statuses(live_stack, [first])[first][0] == "pending"
+
+    # the a key: the same rule as the button (low risk: at once), then the server sends it
+    page.locator("body").click(position={"x": 5, "y": 200})
+    page.keyboard.press("a")
+    page.wait_for_url(re.compile(rf"/inbox/{second}/\?"), timeout=T)
+    expect(page.locator("#decide-dialog")).to_be_hidden()
+    assert wait_status(live_stack, first, "approved") == "approved"
+    expect(page.locator("#undo-toast")).to_be_hidden(timeout=T)  # the window closed: nothing to undo
+    assert third  # still waiting for finn
+    assert statuses(live_stack, [second, third]) == {second: ["pending", "", None], third: ["pending", "", None]}
+
+
+@sizes
+def test_one_confirmation_rule_for_the_button_and_the_key(people, live_stack, size):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Risky {t}", "risk": "critical"}])
+    page = people("finn", viewport=SIZES[size]).page
+    page.goto(f"/inbox/{rid}/")
+    dialog = page.locator("#decide-dialog")
+    page.locator("#approve").click()
+    expect(dialog).to_be_visible()
+    expect(page.locator("#decide-dialog-title")).to_have_text("Approve as requested?")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    page.locator("body").click(position={"x": 5, "y": 200})
+    page.keyboard.press("a")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    assert statuses(live_stack, [rid])[rid][0] == "pending"
+
+
+def test_the_reading_pane_and_list_triage(people, live_stack):
+    t = tag()
+    ids = make_requests(live_stack, [{"requester": "alice", "description": f"Pane {i} {t}", "risk": "low"}
+                                     for i in (3, 2, 1)])
+    finn = people("finn", viewport=SIZES["desktop"])
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    pane = page.locator("#reading-pane")
+    expect(pane).to_be_visible()
+    page.keyboard.press("j")
+    expect(pane.locator(".preview-title")).to_have_text(f"Pane 1 {t}", timeout=T)
+    expect(pane.locator(".excerpt")).to_contain_text("Please run transfer_money")
+    # a click on a row reads it in the pane, without leaving the list (its link opens its page)
+    page.locator(f'#approval-rows tr[data-approval-id="{ids[1]}"] td.col-risk').click()
+    expect(pane.locator(".preview-title")).to_have_text(f"Pane 2 {t}", timeout=T)
+    assert page.url.endswith(f"/inbox/?q={t}")
+    finn.shoot("reading-pane")
+    page.keyboard.press("k")
+    expect(pane.locator(".preview-title")).to_have_text(f"Pane 1 {t}", timeout=T)
+    page.keyboard.press("a")  # low risk: at once; the next one is selected and shown
+    expect(page.locator(f'#approval-rows tr[data-approval-id="{ids[2]}"]')).to_have_count(0, timeout=T)
+    expect(page.locator("#undo-toast")).to_be_visible()
+    expect(page.locator("#approval-rows tr.selected")).to_have_attribute("data-approval-id", ids[1])
+    expect(pane.locator(".preview-title")).to_have_text(f"Pane 2 {t}", timeout=T)
+    page.keyboard.press("u")
+    expect(page.locator(f'#approval-rows tr[data-approval-id="{ids[2]}"]')).to_have_count(1, timeout=T)
+    expect(page.locator("#undo-toast")).to_be_hidden()
+    assert statuses(live_stack, [ids[2]])[ids[2]][0] == "pending"
+    # Undo brings back the request it recalled, selected and in the pane
+    expect(page.locator("#approval-rows tr.selected")).to_have_attribute("data-approval-id", ids[2])
+    expect(pane.locator(".preview-title")).to_have_text(f"Pane 1 {t}", timeout=T)
+    # the pane's own buttons follow the same rule (a rejection always asks for its reason)
+    pane.locator("#preview-reject").click()
+    expect(page.locator("#decide-dialog")).to_be_visible()
+    page.locator("#decide-dialog-reason").fill("Not now")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#undo-toast")).to_contain_text(f"Rejected: Pane 1 {t}")
+    assert wait_status(live_stack, ids[2], "rejected") == "rejected"
+    assert statuses(live_stack, [ids[1]])[ids[1]][0] == "pending"
+
+
+def test_inbox_zero(people, live_stack):
+    # nothing may wait for finn: what earlier tests left is cancelled
+    run(live_stack, """
+from approvals import inbox
+for r in ApprovalRequest.objects.filter(inbox.mine(user('finn')), status='pending'):
+    services.cancel(r.pk)
+""")
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Last one {tag()}", "risk": "low"}])
+    for size, viewport in SIZES.items():
+        finn = people("finn", viewport=viewport)
+        page = finn.page
+        page.goto("/inbox/")
+        expect(page.locator("#inbox-zero")).to_have_count(0)
+        finn.shoot(f"inbox-before-zero-{size}")
+    page.goto(f"/inbox/{rid}/")
+    page.locator("#approve").click()
+    page.wait_for_url(re.compile(r"/inbox/\?held="), timeout=T)
+    expect(page.locator("#inbox-zero")).to_contain_text("You're all caught up")
+    expect(page.locator("#bulk-bar")).to_be_hidden()
+    finn.shoot("inbox-zero-phone")
+
+
+@sizes
+def test_stats_numbers_line_up_and_the_chart_opens_on_today(people, live_stack, size):
+    t = tag()
+    run(live_stack, f"""
+ids = [make_request('alice', description=f'Stats {{i}} {t}').pk for i in range(2)]
+services.decide(ids[0], user('finn'), 'approve')
+""")
+    page = people("finn", viewport=SIZES[size]).page
+    page.goto("/inbox/stats/")
+    expect(page.locator("#stats-chart")).to_be_visible()
+    # the last bar is today's: it is inside the chart's visible box as the page opens
+    visible = page.evaluate("""() => {
+        const box = document.querySelector('.chart-box').getBoundingClientRect();
+        const bars = Array.from(document.querySelectorAll('#stats-chart g.bar'));
+        const r = bars[bars.length - 1].getBoundingClientRect();
+        return {box: [box.left, box.right], bar: [r.left, r.right], n: bars.length};
+    }""")
+    assert visible["box"][0] <= visible["bar"][0] and visible["bar"][1] <= visible["box"][1] + 1, visible
+    edges = page.evaluate("""() => {
+        const table = document.getElementById('per-tool');
+        const heads = Array.from(table.querySelectorAll('thead th'));
+        const cells = Array.from(table.querySelector('tbody tr').children);
+        return heads.map((h, i) => ({num: h.classList.contains('num'), shown: h.getBoundingClientRect().width > 1,
+            head: h.getBoundingClientRect().right, cell: cells[i].getBoundingClientRect().right,
+            align: getComputedStyle(cells[i]).textAlign, headAlign: getComputedStyle(h).textAlign}));
+    }""")
+    for e in (e for e in edges if e["num"]):
+        assert e["align"] == ("right" if size == "desktop" else "left"), e
+        if size == "desktop":  # a number's right edge is its header's
+            assert e["headAlign"] == "right" and abs(e["head"] - e["cell"]) < 1, e
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
