@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import render
 
+from approvals import inbox as approval_inbox
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.access import is_admin, is_reviewer
@@ -52,4 +53,5 @@ def request_conversation(request, approval_id):
                       "result": _pretty(m.content) if m.role == "tool" else ""})
     return render(request, "agents/review_conversation.html", {
         "approval": approval, "thread": thread, "items": items,
+        "pending_count": approval_inbox.pending_mine_count(request.user),  # the nav badge
     })

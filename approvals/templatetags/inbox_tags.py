@@ -51,6 +51,13 @@ def tojson(value):
 def _short(value, limit=120):
     import json
 
+    from django.utils import timezone
+    from django.utils.dateparse import parse_datetime
+
+    if isinstance(value, str) and len(value) >= 19 and value[4:5] == "-" and value[10:11] == "T":
+        moment = parse_datetime(value)  # an ISO timestamp (a deadline): as people read a time
+        if moment is not None:
+            return timezone.localtime(moment).strftime("%-d %b %Y, %H:%M %Z")
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -73,9 +80,20 @@ def changes(event):
         if key not in before and after.get(key) in ("", None, [], {}):
             continue  # a new, empty field says nothing
         if before.get(key) != after.get(key):
-            out.append({"key": key, "before": _short(before[key]) if key in before else "—",
-                        "after": _short(after[key]) if key in after else "—"})
+            out.append({"key": key, "before": _word(key, before[key]) if key in before else "—",
+                        "after": _word(key, after[key]) if key in after else "—"})
     return out
+
+
+def _word(key, value):
+    """A recorded status or decision as the pages say it ("modified" -> "Approved with edits")."""
+    from approvals.models import ApprovalRequest
+
+    if key == "status" and value in ApprovalRequest.Status.values:
+        return ApprovalRequest.Status(value).label
+    if key == "decision" and value in ("approve", "reject"):
+        return {"approve": "Approved", "reject": "Rejected"}[value]
+    return _short(value)
 
 
 @register.filter

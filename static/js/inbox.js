@@ -365,6 +365,7 @@
     const all = document.getElementById("select-all");
     const boxes = rows().map((r) => r.querySelector(".row-check")).filter(Boolean);
     if (all) {
+      all.hidden = bar.hidden;
       all.checked = boxes.length > 0 && boxes.every((b) => b.checked);
       all.indeterminate = !all.checked && boxes.some((b) => b.checked);
     }

@@ -108,6 +108,14 @@
     return undefined;
   }
 
+  /* A pattern in words where it is a plain one ("6 to 20 digits"); a regex is never shown to a
+     person (the field's description and the server's error say what is wanted). */
+  function patternWords(pattern) {
+    const m = typeof pattern === "string" && pattern.match(/^\^\\d\{(\d+)(?:,(\d+))?\}\$$/);
+    if (!m) return "";
+    return m[2] ? m[1] + " to " + m[2] + " digits" : m[1] + " digits";
+  }
+
   function constraintsText(n) {
     const parts = [];
     if (n.exclusiveMinimum !== undefined) parts.push("> " + n.exclusiveMinimum);
@@ -115,7 +123,8 @@
     if (n.exclusiveMaximum !== undefined) parts.push("< " + n.exclusiveMaximum);
     if (n.maximum !== undefined) parts.push("≤ " + n.maximum);
     if (n.maxLength !== undefined) parts.push("at most " + n.maxLength + " characters");
-    if (n.pattern) parts.push("pattern " + n.pattern);
+    const words = patternWords(n.pattern);
+    if (words) parts.push(words);
     if (n.maxItems !== undefined) parts.push("at most " + n.maxItems + " items");
     if (n.minItems) parts.push("at least " + n.minItems);
     return parts.join(", ");
