@@ -96,9 +96,19 @@ def tool_outcome(call, requester_decided=False):
     if found is None:
         return None
     status, message = found
+    if status == "failed" and call.status == "failed" and call.result:  # the tool's own reason, e.g. "no subscription sub_9"
+        reason = call.result[len("Error: "):] if call.result.startswith("Error: ") else call.result
+        message = f"This did not work: {reason.rstrip('.')}."
     if status == "rejected" and requester_decided:
         message = "You rejected it, so it was not run."
     value = {"toolCallId": call.pk, "status": status, "message": message}
+    # a blocked call has no approval card to name it: "Delete file: /etc/hosts", as a review would say
+    tool = get_tool(call.name) if status == "blocked" and call.name else None
+    if tool and tool.describe and isinstance(call.arguments, dict):
+        try:
+            value["title"] = tool.describe(call.arguments)
+        except Exception:  # noqa: BLE001 - a describe() that cannot word these arguments leaves the tool's name
+            pass
     if status == "done":
         value["result"] = call.result
     return value

@@ -50,7 +50,7 @@ def tool_outcomes(thread, approvals):
     """How each settled call of the thread ended, in the person's words (presenters.tool_outcome)."""
     own = {r.tool_call_ref for r in approvals if r.decided_by_id == thread.owner_id}
     out = []
-    for call in ToolCall.objects.filter(thread=thread).only("pk", "status", "result"):
+    for call in ToolCall.objects.filter(thread=thread).only("pk", "status", "result", "name", "arguments", "final_arguments"):
         value = presenters.tool_outcome(call, requester_decided=call.pk in own)
         if value:
             out.append(value)

@@ -571,7 +571,7 @@ class Runner:
     def result(self, tc, content):
         msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
-        settled = ToolCall.objects.only("pk", "status", "result").get(pk=tc.pk)
+        settled = ToolCall.objects.only("pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)
         outcome = presenters.tool_outcome(settled, requester_decided=settled.status == ToolCall.Status.REJECTED
                                           and self.decided_by_requester(tc))
         if outcome:  # the person's sentence; the model keeps `content`

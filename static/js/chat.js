@@ -491,6 +491,11 @@
     if (!card) return;
     card.el.classList.remove("streaming");
     setCardStatus(card, value.status);
+    if (value.title && card.titleEl.hidden && !internalCall(card)) {
+      card.titleEl.textContent = value.title;
+      card.titleEl.hidden = false;
+      card.el.classList.add("has-title");
+    }
     const ran = value.status === "done";
     if (internalCall(card) && ran) {
       card.resultBox.hidden = true; // the question card and the step trail say it
@@ -655,6 +660,9 @@
     const aside = $("chat-aside");
     // an agent without state still shows state a client put there
     if (aside && !config.hasState) aside.hidden = empty;
+    // on a phone the state is a drawer: its button says when there is something new in it
+    const stateButton = $("toggle-state");
+    if (stateButton && !empty && aside && !aside.classList.contains("drawer-open")) stateButton.classList.add("has-news");
     // Cards (recipe, checklist, document) with predicted values marked: state-panel.js.
     if (window.aguiStatePanel) window.aguiStatePanel.render(aguiChat.state, aguiChat.stateMeta);
   }
@@ -768,7 +776,7 @@
     }
     if (status === "rejected" && approval.feedback) {
       parts.push(el("blockquote", { class: "approval-feedback", text: approval.feedback }));
-    } else if (approval.feedback && status !== "pending") {
+    } else if (approval.feedback && status !== "pending" && !(status === "cancelled" && approval.decidedBy === config.username)) {
       parts.push(el("p", { class: "approval-note muted", text: "Note: " + approval.feedback }));
     }
 
@@ -1055,8 +1063,12 @@
         ? "You can write again once " + waiting.who + " has decided."
         : waiting.kind === "you" ? "Decide on the request above to continue." : "Answer the question above to continue.";
     } else {
-      if (stateSince) stateSince.hidden = true;
-      if (stateUntil) stateUntil.hidden = true;
+      for (const node of [stateSince, stateUntil]) {
+        if (!node) continue;
+        node.hidden = true;
+        node.textContent = "";
+        delete node.dataset.expires; // tickCountdowns leaves it alone
+      }
       if (runStatus.dataset.state === "paused") setRunStatus("idle");
       composer.placeholder = placeholder;
     }
@@ -1076,6 +1088,7 @@
     const target = stopTarget();
     if (!target || run.stopping) return;
     run.stopping = true;
+    run.withdrawing = !run.active; // Stop on a paused run takes its waiting requests back
     updateComposer();
     try {
       const res = await postJSON("/api/runs/" + encodeURIComponent(target) + "/cancel/", {});
@@ -1260,6 +1273,7 @@
       for (const other of document.querySelectorAll(".drawer-open")) other.classList.remove("drawer-open");
       for (const b of document.querySelectorAll(".phone-toggles button")) b.setAttribute("aria-expanded", "false");
       panel.classList.toggle("drawer-open", open);
+      if (open) button.classList.remove("has-news");
       const header = document.querySelector(".chat-header");
       if (header) panel.style.top = Math.round(header.getBoundingClientRect().bottom) + "px"; // CSSOM: allowed by the CSP
       button.setAttribute("aria-expanded", String(open));
@@ -1369,7 +1383,9 @@
         run.stopping = false;
         if (outcome.type === "cancelled") {
           if (wasStreaming) markRunStopped();
-          setRunStatus("cancelled", wasStreaming ? "You stopped the answer." : "Withdrawn: nothing waits any more.");
+          const cut = wasStreaming && (run.textIds || []).length;
+          setRunStatus("cancelled", cut ? "You stopped the answer." : run.withdrawing ? "Withdrawn: nothing waits any more." : "Stopped.");
+          run.withdrawing = false;
         } else setRunStatus("idle"); // waiting on a person: updateComposer says on whom
         endStreaming();
         updateComposer();

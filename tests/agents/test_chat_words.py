@@ -40,8 +40,8 @@ def test_an_edit_is_told_to_the_model_with_money_as_money_and_who_made_it():
     ("failed", "failed", "This did not work."),
 ])
 def test_a_settled_call_has_a_sentence_for_the_person(status, shown, words):
-    call = ToolCall(id="c1", status=status, result="Error: x is blocked by policy (default: rule 1 (system files): "
-                                                    "deny) and was not executed. Do not retry it.")
+    told = "Error: x is blocked by policy (default: rule 1 (system files): deny) and was not executed. Do not retry it."
+    call = ToolCall(id="c1", status=status, result="" if status == "failed" else told)  # failed: the tool's own words
     value = presenters.tool_outcome(call)
     assert value == {"toolCallId": "c1", "status": shown, "message": words}
     assert "rule 1" not in value["message"] and "retry" not in value["message"]
@@ -54,6 +54,8 @@ def test_a_call_that_ran_shows_the_tools_own_output_and_an_open_call_nothing():
     assert presenters.tool_outcome(ToolCall(id="c3", status="rejected"), requester_decided=True)["message"] == (
         "You rejected it, so it was not run.")
     assert presenters.tool_outcome(ToolCall(id="c4", status="awaiting_approval")) is None
+    failed = ToolCall(id="c5", status="failed", result="Error: no subscription sub_9")
+    assert presenters.tool_outcome(failed)["message"] == "This did not work: no subscription sub_9."
 
 
 def test_the_offline_model_retells_results_without_the_models_instructions():
@@ -103,10 +105,11 @@ def test_the_snapshot_carries_outcomes_times_and_stopped_replies(demo):
     msg = services.add_message(thread, "assistant", "", run=Run.objects.create(thread=thread, status="succeeded"),
                                tool_calls=[{"id": "call-b", "type": "function",
                                             "function": {"name": "delete_file", "arguments": "{}"}}])
-    ToolCall.objects.create(id="call-b", run=msg.run, thread=thread, message=msg, name="delete_file", arguments={},
+    ToolCall.objects.create(id="call-b", run=msg.run, thread=thread, message=msg, name="delete_file",
+                            arguments={"path": "/etc/hosts"},
                             status=ToolCall.Status.DENIED, result="Error: ... Do not retry it.")
     snap = snapshots.thread_snapshot(thread.pk)
-    assert snap["tool_outcomes"] == [{"toolCallId": "call-b", "status": "blocked",
+    assert snap["tool_outcomes"] == [{"toolCallId": "call-b", "status": "blocked", "title": "Delete file: /etc/hosts",
                                       "message": presenters.OUTCOME_TEXT["denied"][1]}]
     info = snap["message_info"]
     assert set(info) == set(Message.objects.filter(thread=thread).values_list("pk", flat=True))

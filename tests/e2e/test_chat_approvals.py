@@ -115,7 +115,8 @@ def test_requester_edits_or_rejects_in_place(people, how):
         expect(approval.locator(".status-badge")).to_have_text("Approved with edits", timeout=T)
         expect(approval.locator(".approval-diff")).to_have_text("subscription_id: sub_700 → sub_701")
         # the tool ran with the edited arguments
-        expect(page.locator(".tool-card .tool-result")).to_contain_text("no subscription sub_701", timeout=T)
+        expect(page.locator(".tool-card .tool-outcome")).to_have_text("This did not work: no subscription sub_701 belongs to you.", timeout=T)
+        expect(page.locator(".tool-card .tool-status")).to_have_text("Failed")
     else:
         approval.get_by_role("button", name="Reject", exact=True).click()
         feedback = approval.get_by_label("Feedback for the agent (optional)")
@@ -244,7 +245,7 @@ def test_always_allow_in_this_thread_then_revoke(people):
     # The next cancellation in this thread runs without asking.
     send(page, "Cancel my subscription sub_802")
     second = page.locator(".tool-card", has_text="sub_802")
-    expect(second.locator(".tool-result")).to_contain_text("no subscription sub_802", timeout=T)
+    expect(second.locator(".tool-outcome")).to_contain_text("no subscription sub_802", timeout=T)
     expect(second.locator(".approval-card")).to_have_count(0)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
     alice.shoot("ran-without-asking")
