@@ -165,11 +165,14 @@ def test_a_transfer_to_someone_else_is_fine_and_the_inbox_shows_whose_accounts(d
     thread, run = run_banking(demo, fake_llm, "alice", ("transfer_money", {
         "from_account": ALICE, "to_account": BOB, "amount": 5, "currency": "USD"}))
     req = ApprovalRequest.objects.get(thread_ref=thread.pk)
-    assert req.context["objects"] == [{"object": f"account {ALICE}", "owner": "alice"},
+    # the balance of the account the money leaves (the requester's own), not the payee's
+    assert req.context["objects"] == [{"object": f"account {ALICE}", "owner": "alice", "state": "balance 5,432.10 USD"},
                                       {"object": f"account {BOB}", "owner": "bob"}]
     client.force_login(demo["finn"])
     page = client.get(f"/inbox/{req.pk}/").content.decode()
-    assert f"account {ALICE}" in page and "alice" in page and f"account {BOB}" in page
+    assert f"Account {ALICE}</strong> <span class=\"muted\">(alice's own)" in page
+    assert f"Account {BOB}</strong> <span class=\"muted\">(belongs to bob)" in page
+    assert "Balance 5,432.10 USD" in page and "1,000.00" not in page
 
 
 def test_an_object_that_changed_hands_before_execution_is_refused_at_execution(demo, fake_llm):
