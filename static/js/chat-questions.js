@@ -162,7 +162,7 @@
 
   function form(data) {
     const fields = fieldsOf(data.responseSchema);
-    const errorEl = el("p", { class: "approval-error", role: "alert", hidden: true });
+    const errorEl = el("p", { class: "approval-error field-error", role: "alert", hidden: true });
     const inputs = fields.map((f, i) => [f, inputFor(f, "q-" + data.requestId + "-" + i)]);
     const submit = el("button", { type: "submit", class: "btn btn-primary", text: "Answer" });
     const cancel = el("button", { type: "button", class: "btn", text: "Decline" });

@@ -444,7 +444,11 @@
       card.el.classList.add("tool-internal");
       card.el.querySelector(".tool-args-box").hidden = true;
       card.argsEl.textContent = ""; // the schema of a question is the program's, not the person's
-      if (internal === "handoff") {
+      if (internal === "question") {
+        card.titleEl.textContent = "A question for you";
+        card.titleEl.hidden = false;
+        card.el.classList.add("has-title");
+      } else if (internal === "handoff") {
         const target = card.name.slice("handoff_to_".length);
         card.titleEl.textContent = "Passed to " + (participantTitles[target] || target.replace(/_/g, " "));
         card.titleEl.hidden = false;
@@ -1018,7 +1022,8 @@
   /* Who the conversation waits for: {kind: "you" | "question" | "others", approval?, text}. */
   function waitingFor() {
     const mine = blockingApproval();
-    if (mine) return { kind: "you", approval: mine, text: "Waiting for you: approve or reject " + quoted(mine) + " above." };
+    // the card with its countdown is right above: a short line, so the buttons stay in view on a phone
+    if (mine) return { kind: "you", approval: mine, text: "Waiting for you: approve or reject the request above." };
     if (Array.from(questions.values()).some((st) => st === "pending")) {
       return { kind: "question", text: "Waiting for your answer to the question above." };
     }
@@ -1052,15 +1057,18 @@
         }
       }
       if (stateUntil) {
-        stateUntil.hidden = !(a && a.expiresAt);
-        if (a && a.expiresAt) {
+        stateUntil.hidden = !(a && a.expiresAt) || waiting.kind === "you";
+        if (stateUntil.hidden) {
+          stateUntil.textContent = "";
+          delete stateUntil.dataset.expires;
+        } else {
           stateUntil.dataset.expires = a.expiresAt;
           stateUntil.dataset.prefix = "decision due by " + when(a.expiresAt);
           stateUntil.title = whenTitle(a.expiresAt);
         }
       }
       composer.placeholder = waiting.kind === "others"
-        ? "You can write again once " + waiting.who + " has decided."
+        ? "You can write again after " + waiting.who + " decide" + (/s$/.test(waiting.who) ? "" : "s") + "."
         : waiting.kind === "you" ? "Decide on the request above to continue." : "Answer the question above to continue.";
     } else {
       for (const node of [stateSince, stateUntil]) {
