@@ -21,7 +21,6 @@ from django.core.handlers.exception import convert_exception_to_response, respon
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.module_loading import import_string
 
-
 # hooks without I/O (settings, request headers, response headers, a redirect): no thread needed
 INLINE = ("django.middleware.security.SecurityMiddleware",)
 

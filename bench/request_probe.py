@@ -1,0 +1,124 @@
+"""Wall and process CPU per request through the project's ASGI app, in-process (README
+"Performance", *One request at a time*): a 404, POST /agui/banking/ on a new thread until the
+RUN_STARTED frame, and a decision over the REST API that continues a paused run. Real Redis, the
+test database, no worker (the run's task is left in the test session's queue). A pytest module,
+so that it gets the test database and the demo users:
+
+    REDIS_URL=redis://127.0.0.1:6379/<db> PROBE_N=60 .venv/bin/python -m pytest -p tests.conftest \
+        bench/request_probe.py -q -s -p no:cacheprovider
+
+It prints `PROBE {"404": [wall ms, CPU ms], "post": [...], "decide": [...]}` (medians). CPU is
+time.process_time() of the whole process (the request's worker threads included).
+"""
+import asyncio
+import json
+import logging
+import os
+import statistics
+import time
+import uuid
+
+import pytest
+
+N = int(os.environ.get("PROBE_N", "60"))
+WARM = 5  # the first requests of each kind warm imports and connections: not counted
+
+
+def run_input(thread_id):
+    return json.dumps({"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "tools": [], "context": [], "state": {},
+                       "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": "hello"}]}).encode()
+
+
+async def asgi_call(app, method, path, headers, body=b"", until_first=False):
+    """(response start and first body bytes, wall ms, CPU ms); `until_first`: timed to the first
+    body bytes, after which the client goes (http.disconnect, as Daphne says it)."""
+    headers = [*headers, ("content-length", str(len(body)))]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "path": path,
+             "raw_path": path.encode(), "query_string": b"", "headers": [(k.encode(), v.encode()) for k, v in headers],
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
+    got, out, sent = asyncio.Event(), {}, []
+
+    async def receive():
+        if not sent:
+            sent.append(True)
+            return {"type": "http.request", "body": body, "more_body": False}
+        await got.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            out["status"] = message["status"]
+        elif message["type"] == "http.response.body" and message.get("body") and "first" not in out:
+            out["first"] = message["body"][:300]
+            got.set()
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    task = asyncio.ensure_future(app(scope, receive, send))
+    if until_first:
+        await got.wait()
+    else:
+        await task
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if until_first:
+        await asyncio.wait_for(task, 30)
+    return out, wall * 1000, cpu * 1000
+
+
+def paused_requests(demo, n):
+    """n paused runs, each waiting on a finance-routed transfer: the ids of their requests."""
+    from agents import services
+    from agents.models import Run, ToolCall
+    from approvals.models import ApprovalRequest
+    from tests.helpers import transfer_request
+
+    ids = []
+    for _ in range(n):
+        thread = services.create_thread(demo["alice"], "banking")
+        run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+        call_id = f"call-{uuid.uuid4().hex[:10]}"
+        req = transfer_request(demo["alice"])
+        ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk, run_ref=run.pk, tool_call_ref=call_id)
+        msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
+            {"id": call_id, "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
+        ToolCall.objects.create(id=call_id, run=run, thread=thread, message=msg, name="transfer_money", arguments={},
+                                status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
+        ids.append(req.pk)
+    return ids
+
+
+@pytest.mark.django_db(transaction=True)
+def test_request_probe(demo):
+    from rest_framework.authtoken.models import Token
+
+    from agui_project.asgi import django_asgi_app as app
+
+    alice, _ = Token.objects.get_or_create(user=demo["alice"])
+    finn, _ = Token.objects.get_or_create(user=demo["finn"])
+    ids = paused_requests(demo, N + WARM)
+    as_alice = [("authorization", f"Bearer {alice.key}"), ("content-type", "application/json"), ("host", "localhost")]
+    as_finn = [("authorization", f"Token {finn.key}"), ("content-type", "application/json"), ("host", "localhost")]
+
+    async def one(name, i):
+        if name == "404":
+            return await asgi_call(app, "GET", "/api/no-such-route/", as_alice)
+        if name == "post":
+            r = await asgi_call(app, "POST", "/agui/banking/", as_alice, run_input(f"p-{uuid.uuid4()}"), until_first=True)
+            assert b"RUN_STARTED" in r[0]["first"], r
+            return r
+        r = await asgi_call(app, "POST", f"/api/approvals/{ids[i]}/decide/", as_finn, b'{"decision": "approve"}')
+        assert r[0]["status"] == 200, r
+        return r
+
+    async def main():
+        figures = {}
+        for name in ("404", "post", "decide"):
+            timed = [await one(name, i) for i in range(N + WARM)][WARM:]
+            figures[name] = [round(statistics.median(r[1] for r in timed), 2),
+                             round(statistics.median(r[2] for r in timed), 2)]
+        return figures
+
+    logging.disable(logging.WARNING)  # the 404s' log lines
+    try:
+        print("\nPROBE", json.dumps(asyncio.run(main())))
+    finally:
+        logging.disable(logging.NOTSET)
