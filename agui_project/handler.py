@@ -59,24 +59,30 @@ class HookGroup:
         if self.is_async:
             markcoroutinefunction(self)
 
-    def enter(self, request):
+    def enter(self, request, catch=True):
         """Each process_request in order: (a response that cuts the chain short or None, the
-        index of the innermost member whose process_response runs)."""
+        index of the innermost member whose process_response runs). `catch=False` (an INLINE
+        group, one member): an exception goes to the layer around the group, which turns it into
+        a response on a thread (error pages may read the database) as the member's own would."""
         for i, member in enumerate(self.members):
             try:
                 response = member.process_request(request) if hasattr(member, "process_request") else None
             except Exception as exc:  # its own layer turns it into a response; its response hook is skipped
+                if not catch:
+                    raise
                 return response_for_exception(request, exc), i - 1
             if response is not None:
                 return response, i
         return None, len(self.members) - 1
 
-    def leave(self, request, response, last):
+    def leave(self, request, response, last, catch=True):
         for member in reversed(self.members[:last + 1]):
             if hasattr(member, "process_response"):
                 try:
                     response = member.process_response(request, response)
                 except Exception as exc:
+                    if not catch:
+                        raise
                     response = response_for_exception(request, exc)
         return response
 
@@ -97,13 +103,13 @@ class HookGroup:
 
     async def __acall__(self, request):
         if self.inline:
-            response, last = self.enter(request)
+            response, last = self.enter(request, catch=False)
         else:
             response, last = await sync_to_async(self.enter, thread_sensitive=True)(request)
         if response is None:
             response = await self.get_response(request)
         if self.inline:
-            return self.leave(request, response, last)
+            return self.leave(request, response, last, catch=False)
         return await sync_to_async(self.leave, thread_sensitive=True)(request, response, last)
 
 

@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from django.test import override_settings
 from django.utils.deprecation import MiddlewareMixin
 
+from agui_project import handler
 from agui_project.handler import ASGIHandler, middleware_layers
 
 CALLS = []
@@ -70,17 +71,20 @@ async def call(app, path):
 def run_both(path):
     """(status, headers, hook calls) from Django's handler and from ours."""
     out = []
-    for handler in (DjangoASGIHandler, ASGIHandler):
-        app = handler()
+    for handler_class in (DjangoASGIHandler, ASGIHandler):
+        app = handler_class()
         CALLS.clear()
         status, headers = asyncio.run(call(app, path))
         out.append((status, {k: v for k, v in headers.items() if k.startswith("x-")}, list(CALLS)))
     return out
 
 
+@pytest.mark.parametrize("inline", [False, True])
 @pytest.mark.parametrize("path", ["/no-such-page/", "/b-answers/", "/b-raises/", "/b-response-raises/"])
 @override_settings(MIDDLEWARE=MIDDLEWARE, ROOT_URLCONF="agui_project.urls")
-def test_grouped_hooks_behave_as_djangos_chain(path):
+def test_grouped_hooks_behave_as_djangos_chain(path, inline, monkeypatch):
+    if inline:  # B's hooks called in the loop, A and C each a group of one
+        monkeypatch.setattr(handler, "INLINE", (f"{__name__}.B",))
     django_result, ours = run_both(path)
     assert ours == django_result
     status, headers, calls = ours
