@@ -18,6 +18,7 @@ OURS = {"agui_project", "agents", "approvals", "state", "tests", "scripts", "ben
 # The OpenAI SDK's own HTTP library (httpx2 from openai 3, httpx before): agents/llm/openai_chat.py catches its
 # errors, whichever one the installed SDK streams with; the SDK decides which, so openai declares it.
 SDK_TRANSPORT = {"httpx", "httpx2"}
+MAF_CLIENT = ROOT / "tests" / "maf_client"
 
 
 def _normal(name):
@@ -38,8 +39,8 @@ def _undeclared(folders, declared):
     missing = {}
     for folder in folders:
         for path in (ROOT / folder).rglob("*.py"):
-            if "node_modules" in path.parts:
-                continue
+            if "node_modules" in path.parts or path.parent == MAF_CLIENT:
+                continue  # the MAF client runs in its own venv: test_the_maf_client_pins_what_it_imports
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Import):
                     names = [alias.name for alias in node.names]
@@ -63,3 +64,21 @@ def test_the_application_declares_what_it_imports():
 
 def test_the_tests_declare_what_they_import():
     assert _undeclared(["tests"], _declared("dev")) == {}
+
+
+def test_the_maf_client_pins_what_it_imports():
+    """tests/maf_client runs in .venv-maf (agent-framework-ag-ui needs ag-ui-protocol<0.2): its
+    imports are pinned in its own requirements.txt, not in the project's extras."""
+    pinned = {_normal(line.split("==")[0]) for line in (MAF_CLIENT / "requirements.txt").read_text().splitlines()
+              if "==" in line and not line.lstrip().startswith("#")}
+    imported = {"agent_framework": "agent-framework-core", "httpx": "httpx"}
+    found = set()
+    for path in MAF_CLIENT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    third_party = {name for name in found if name not in sys.stdlib_module_names}
+    assert third_party <= set(imported), f"tell this test which distribution provides {third_party - set(imported)}"
+    assert {_normal(imported[name]) for name in third_party} <= pinned

@@ -52,6 +52,7 @@ class Worker:
             "CELERY_VISIBILITY_TIMEOUT": str(visibility_timeout), "AGUI_EXTRA_AGENTS": "tests.blocking_agent",
             "AGUI_TOOL_LEASE_SECONDS": str(LEASE), "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": llm.base_url,
             "AGUI_MODEL": "fake-model", "AGUI_VAR_DIR": str(tmp_path / name), "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "DEBUG",  # the tests read the worker's routine "Task ... received" lines
             **extra_env,
         }
         self.log = tmp_path / f"{name}.log"

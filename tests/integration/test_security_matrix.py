@@ -83,6 +83,14 @@ ROWS = [
         expect=by_role(302, anon=302, alice=403, bob=403, rita=404, admin=400), **PAGE),
     Row("inbox detail (requester-routed)", "GET", "/inbox/{req}/",
         expect=by_role(404, anon=302, alice=403, bob=403, admin=200), **PAGE),
+    # the conversation behind a request: only who may decide it (and admins)
+    Row("request conversation (finance)", "GET", "/inbox/{fin}/conversation/",
+        expect=by_role(200, anon=302, alice=403, bob=403, rita=404), **PAGE),
+    Row("request conversation (requester-routed)", "GET", "/inbox/{req}/conversation/",
+        expect=by_role(404, anon=302, alice=403, bob=403, admin=200), **PAGE),
+    # recalls only the caller's own held decisions (approvals/services.undo); nothing held here
+    Row("inbox undo", "POST", "/inbox/undo/", body={"held": ""}, expect=by_role(302, anon=302, alice=403, bob=403),
+        **PAGE),
     Row("inbox stats", "GET", "/inbox/stats/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
     Row("inbox summary", "GET", "/inbox/summary/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
     # reviewers are sent back to the list either way; only finn's decision may land
