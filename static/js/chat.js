@@ -1397,6 +1397,7 @@
         } else setRunStatus("idle"); // waiting on a person: updateComposer says on whom
         endStreaming();
         updateComposer();
+        window.aguiThreads?.refresh(); // the chat list says where this chat stands now
         break;
       }
       case "RUN_ERROR":
@@ -1481,7 +1482,10 @@
           if (!run.active && ev.value) showRunError(ev.value.runId, ev.value.message);
         } else if (ev.name === "approval_request" || ev.name === "approval_response") {
           upsertApproval(ev.value);
-          if (ev.name === "approval_response") notice.hidden = true;
+          if (ev.name === "approval_response") {
+            notice.hidden = true;
+            window.aguiThreads?.refresh();
+          }
         } else if (ev.name === "tool_outcome") {
           mutate(() => setOutcome(ev.value));
         } else if (ev.name === "tool_outcomes") {

@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from approvals.models import ApprovalRequest
 from tests.helpers import transfer_request
@@ -59,6 +61,34 @@ def test_the_chat_list_alone_for_other_tabs(login, api, client):
     assert "&lt;b&gt;rent&lt;/b&gt;" in body and "<b>rent" not in body
     assert 'aria-current="page"' in body
     assert alice.get(f"/chat/{theirs}/?partial=threads").status_code == 404
+
+
+def test_chats_that_began_alike_say_where_each_stands(login, demo):
+    """Two transfer chats read the same first words; the list tells them apart by their latest
+    request (waiting for whom, or what became of it), in one query for the whole list."""
+    from agents import services
+    from approvals import services as approval_services
+
+    alice = demo["alice"]
+    first, second = (services.create_thread(alice, "banking", title="Transfer $500 to 0987654321") for _ in "ab")
+    waiting, decided = transfer_request(alice), transfer_request(alice)
+    for request, thread in ((waiting, first), (decided, second)):
+        ApprovalRequest.objects.filter(pk=request.pk).update(thread_ref=thread.pk)
+    approval_services.decide(decided.pk, demo["finn"], "approve", arguments={**decided.arguments, "amount": 450.0})
+    client = login("alice")
+    body = client.get("/chat/?partial=threads").content.decode()
+    assert f"Waiting for finance: {waiting.description}" in body
+    assert f"Approved with edits: {decided.description}" in body
+    assert body.count('class="thread-standing') == 2
+    # one query for every chat's standing: more chats, no more queries
+    with CaptureQueriesContext(connection) as two:
+        client.get("/chat/?partial=threads")
+    for _ in range(3):
+        thread = services.create_thread(alice, "banking", title="Transfer again")
+        ApprovalRequest.objects.filter(pk=transfer_request(alice).pk).update(thread_ref=thread.pk)
+    with CaptureQueriesContext(connection) as five:
+        assert client.get("/chat/?partial=threads").content.decode().count('class="thread-standing') == 5
+    assert len(five) == len(two)
 
 
 def test_inbox_lists_pending_for_finance_and_partial_refresh(login, demo):
