@@ -66,6 +66,8 @@ def standing(thread):
         word = f"Waiting for {thread.last_group}" if thread.last_group else "Waiting for you"
     else:
         word = STANDING.get(thread.last_status, thread.last_status)
+    if thread.last_status == ApprovalRequest.Status.MODIFIED:  # the description is of the call before the edit
+        return thread.last_status, word
     return thread.last_status, f"{word}: {thread.last_action}"
 
 
