@@ -89,6 +89,21 @@ def policy_from_defaults(defaults):
     )
 
 
+def _routed(route):
+    """A gate rule's route over the policy's settings (validated when saved): its group, approvals,
+    risk and deadline. A routed group takes the call away from the requester (four eyes)."""
+    out = {}
+    if route.get("group"):
+        out.update(approver_kind=ApproverKind.GROUP, group=Group.objects.get_or_create(name=route["group"])[0])
+    if route.get("approvals"):
+        out["required_approvals"] = route["approvals"]
+    if route.get("risk"):
+        out["risk"] = route["risk"]
+    if route.get("deadline") is not None:
+        out["timeout_seconds"] = rules.deadline_seconds(route["deadline"]) or settings.AGUI_DEFAULT_APPROVAL_TIMEOUT
+    return out
+
+
 def active_grant(tool_name, context):
     user, thread = (context or {}).get("user"), (context or {}).get("thread")
     if user is None or not thread or not getattr(user, "pk", None):
@@ -132,13 +147,16 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
     )
     source, mode = p["source"], p["mode"]
 
-    def gate(matched_rule, reason=""):
-        if p["approver_kind"] == ApproverKind.REQUESTER:
+    def gate(matched_rule, reason="", route=None):
+        settings_ = {**common, **_routed(route)} if route else common
+        if settings_["approver_kind"] == ApproverKind.REQUESTER:
             grant = active_grant(tool_name, context)
             if grant:
                 return Verdict("auto", matched_rule=f"always allowed in this thread (grant {grant.pk})",
-                               reason=reason, grant_id=grant.pk, **common)
-        return Verdict("approve", matched_rule=matched_rule, reason=reason, **common)
+                               reason=reason, grant_id=grant.pk, **settings_)
+        if route:
+            matched_rule = f"{matched_rule} ({rules.route_text(route)})"
+        return Verdict("approve", matched_rule=matched_rule, reason=reason, **settings_)
 
     if mode == Mode.NEVER:
         return Verdict("auto", matched_rule=f"{source}: mode never", **common)
@@ -159,7 +177,7 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
                 return Verdict("deny", matched_rule=label, **common)
             if match.action == "allow":
                 return Verdict("auto", matched_rule=label, **common)
-            return gate(label)
+            return gate(label, route=match.route)
     if mode == Mode.CONDITIONAL:
         return Verdict("auto", matched_rule=f"{source}: no rule matched", **common)
     needs_human, reason = _ask_model(tool_name, arguments, context)

@@ -59,7 +59,7 @@ def register(defaults: ToolDefaults):
         "timeout_action": defaults.timeout_action, "risk": defaults.risk,
         "reminder_fraction": defaults.reminder_fraction, "escalation_group": escalation,
         "escalation_fraction": defaults.escalation_fraction,
-    }, schema=defaults.schema)
+    }, schema=defaults.schema, check_groups=False)
     if errors:
         raise InvalidDefaults(f"tool {defaults.name}: {errors}")
     _registry[defaults.name] = defaults

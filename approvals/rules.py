@@ -9,6 +9,10 @@ A policy's `conditions` is a list of rules, tried in order; the first that match
      {"name": "otherwise", "action": "allow"}]
 
 - action: gate (a person decides) | deny (blocked, the model is told) | allow (runs at once)
+- route (gate rules only, optional): who decides the calls this rule gates and how, over the
+  policy's own settings: {"group": "treasury", "approvals": 2, "risk": "critical", "deadline": "15 min"}
+  (any subset; deadline in seconds or "<n> s|min|h|d"). The group must exist when the rule is saved
+  (policy_errors checks, this module does not touch the database).
 - when: a condition; omitted means "always" (a catch-all last rule)
 - condition: {"all": [...]} | {"any": [...]} | {"not": cond} | {"path", "op", "value"}
 - path: dotted, rooted at `args` (the validated arguments; digits index lists), `user`
@@ -27,6 +31,7 @@ match (it never raises). Bad rules are refused when saved (`validate`), never at
 import fnmatch
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 import re2
@@ -50,11 +55,85 @@ class RuleError(Exception):
         self.errors = errors
 
 
+ROUTE_KEYS = ("group", "approvals", "risk", "deadline")
+RISKS = ("low", "medium", "high", "critical")  # approvals.choices.Risk (this module imports no models)
+MAX_DEADLINE = 30 * 24 * 3600
+_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60, "minute": 60,
+          "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
+_DEADLINE = re.compile(r"^\s*(\d{1,7})\s*([a-z]+)\s*$")
+
+
+def deadline_seconds(value):
+    """A route's deadline in seconds (an int, or "15 min", "2 h" ...); None when it cannot be read."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        seconds = value
+    elif isinstance(value, str):
+        m = _DEADLINE.match(value.lower())
+        if not m or m.group(2) not in _UNITS:
+            return None
+        seconds = int(m.group(1)) * _UNITS[m.group(2)]
+    else:
+        return None
+    return seconds if 1 <= seconds <= MAX_DEADLINE else None
+
+
+def route_text(route):
+    """A route in words, for the simulator and the request page: "treasury, 2 approvals, critical risk,
+    15 min to decide"."""
+    if not route:
+        return ""
+    parts = []
+    if route.get("group"):
+        parts.append(route["group"])
+    if route.get("approvals"):
+        parts.append(f"{route['approvals']} approval{'s' if route['approvals'] != 1 else ''}")
+    if route.get("risk"):
+        parts.append(f"{route['risk']} risk")
+    if route.get("deadline") is not None:
+        seconds = deadline_seconds(route["deadline"]) or 0
+        for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+            if seconds >= size and seconds % size == 0:
+                parts.append(f"{seconds // size} {unit} to decide")
+                break
+        else:
+            parts.append(f"{seconds} s to decide")
+    return ", ".join(parts)
+
+
+def _check_route(route, where, errors, action):
+    if action != "gate":
+        errors.append(f"{where}: only a gate rule routes (a person decides); remove 'route' or use action gate")
+        return
+    if not isinstance(route, dict) or not route:
+        errors.append(f"{where}: route is an object with any of {', '.join(ROUTE_KEYS)}")
+        return
+    unknown = set(route) - set(ROUTE_KEYS)
+    if unknown:
+        errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; use {', '.join(ROUTE_KEYS)}")
+    if "group" in route and (not isinstance(route["group"], str) or not route["group"].strip()
+                             or len(route["group"]) > 150):
+        errors.append(f"{where}.group: the name of an approver group")
+    if "approvals" in route:
+        n = route["approvals"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            errors.append(f"{where}.approvals: at least 1")
+        elif n > 20:
+            errors.append(f"{where}.approvals: at most 20")
+    if "risk" in route and route["risk"] not in RISKS:
+        errors.append(f"{where}.risk: must be one of {', '.join(RISKS)}")
+    if "deadline" in route and deadline_seconds(route["deadline"]) is None:
+        errors.append(f"{where}.deadline: a number of seconds from 1 to {MAX_DEADLINE}, or e.g. \"15 min\", "
+                      "\"2 h\", \"1 d\"")
+
+
 @dataclass(frozen=True)
 class Match:
     index: int
     name: str
     action: str
+    route: dict | None = None
 
     @property
     def label(self):
@@ -194,7 +273,7 @@ def validate(conditions, schema=None):
         if not isinstance(rule, dict):
             errors.append(f"{where}: a rule is an object with name, when and action")
             continue
-        unknown = set(rule) - {"name", "when", "action"}
+        unknown = set(rule) - {"name", "when", "action", "route"}
         if unknown:
             errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
         if rule.get("action") not in ACTIONS:
@@ -206,7 +285,9 @@ def validate(conditions, schema=None):
             _check_condition(rule["when"], f"{where}.when", errors, schema or {}, 1)
         elif i != len(conditions) - 1:
             errors.append(f"{where}: a rule without 'when' always matches, so only the last rule may omit it")
-        out.append({k: rule[k] for k in ("name", "when", "action") if k in rule})
+        if "route" in rule:
+            _check_route(rule["route"], f"{where}.route", errors, rule.get("action"))
+        out.append({k: rule[k] for k in ("name", "when", "action", "route") if k in rule})
     if errors:
         raise RuleError(errors)
     return out
@@ -330,5 +411,5 @@ def first_match(conditions, scope):
     """The first rule whose condition holds, or None."""
     for i, rule in enumerate(conditions or []):
         if "when" not in rule or holds(rule["when"], scope):
-            return Match(i, rule.get("name") or f"rule {i + 1}", rule["action"])
+            return Match(i, rule.get("name") or f"rule {i + 1}", rule["action"], rule.get("route") or None)
     return None

@@ -60,8 +60,13 @@ def recorded_calls(tool_name, limit):
     return list(_source(tool_name, max(1, min(int(limit), MAX_CALLS))))
 
 
-def judge(policy, tool_name, scope):
-    """(outcome, matched rule) of an unsaved ToolPolicy for one call's rule scope."""
+def judge(policy, tool_name, scope, with_route=False):
+    """(outcome, matched rule) of an unsaved ToolPolicy for one call's rule scope; with_route: and the
+    matched gate rule's route in words ("treasury, 2 approvals, ...", else "")."""
+    if with_route:
+        outcome, matched = judge(policy, tool_name, scope)
+        match = rules.first_match(policy.conditions, scope) if outcome == "gated" and policy.conditions else None
+        return outcome, matched, rules.route_text(match.route) if match and match.route else ""
     mode = policy.mode
     if mode == Mode.NEVER:
         return "allowed", "mode never"
@@ -136,7 +141,7 @@ def simulate(policy, limit=50, baseline=None):
             users[key] = rules.scope_for(call.tool_name, {}, {"user": call.user})["user"]
         scope = {"args": call.arguments or {}, "user": users[key], "agent": call.agent or "",
                  "thread": call.thread or "", "tool": call.tool_name}
-        outcome, matched = judge(policy, call.tool_name, scope)
+        outcome, matched, route = judge(policy, call.tool_name, scope, with_route=True)
         changed = bool(call.outcome) and outcome != call.outcome and outcome != "model"
         way = direction(call.outcome, outcome)
         sim.counts[outcome] += 1
@@ -148,7 +153,7 @@ def simulate(policy, limit=50, baseline=None):
         sim.reviewed += call.outcome == "gated"
         sim.unreviewed += call.outcome == "gated" and outcome == "allowed"
         sim.results.append({"call": call, "outcome": outcome, "label": OUTCOMES[outcome], "matched": matched,
-                            "why": why(matched),
+                            "why": why(matched), "route": route,
                             "then": call.outcome, "then_label": OUTCOMES.get(call.outcome, ""),
                             "changed": changed, "direction": way})
     return sim

@@ -16,12 +16,13 @@ def _get(policy, name, default=None):
     return getattr(policy, name, default)
 
 
-def policy_errors(policy, schema=None):
+def policy_errors(policy, schema=None, check_groups=True):
     """{field: [messages]} for a ToolPolicy (instance or dict of its fields); {} when valid.
 
     Rule paths into arguments are checked against `schema` (the tool's arguments schema; None: not
     checked). The caller looks it up (registry.schema_of): the registry calls this validator, so
-    this module does not import the registry.
+    this module does not import the registry. `check_groups`: whether a rule's route names a group
+    that exists (the code defaults are registered before the database is there).
     """
     errors = {}
 
@@ -46,6 +47,8 @@ def policy_errors(policy, schema=None):
             add("conditions", "mode conditional needs at least one rule")
         elif normalised and mode not in RULE_MODES:
             add("conditions", f"rules apply only in modes {' and '.join(RULE_MODES)}; clear them or change the mode")
+        for message in _route_errors(normalised, _get(policy, "approver_kind"), check_groups):
+            add("conditions", message)
 
     kind = _get(policy, "approver_kind")
     group = _get(policy, "approver_group")
@@ -89,6 +92,26 @@ def policy_errors(policy, schema=None):
     elif fraction is not None:
         add("escalation_fraction", "set an escalation group first")
     return errors
+
+
+def _route_errors(conditions, kind, check_groups):
+    """What rules.validate cannot see: the routed group exists, and more than one approval has a group."""
+    routed = [(i, r["route"]) for i, r in enumerate(conditions) if isinstance(r.get("route"), dict)]
+    names = {route["group"] for _, route in routed if route.get("group")}
+    known = names
+    if names and check_groups:
+        from django.contrib.auth.models import Group  # here: the registry imports this module at start-up
+
+        known = set(Group.objects.filter(name__in=names).values_list("name", flat=True))
+    messages = []
+    for i, route in routed:
+        group = route.get("group")
+        if group and group not in known:
+            messages.append(f"rule {i + 1}.route.group: there is no group named {group!r}; create it first")
+        if (route.get("approvals") or 1) > 1 and not group and kind != ApproverKind.GROUP:
+            messages.append(f"rule {i + 1}.route.approvals: only a group can give more than one approval; "
+                            "name a group in the route")
+    return messages
 
 
 def _pk(obj):
