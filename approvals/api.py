@@ -7,7 +7,7 @@ Views stay thin: every change goes through approvals.services.
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -16,11 +16,12 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from . import exports, registry, selectors, services
+from . import exports, outside, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
-from .models import ApprovalRequest, AuditEvent, Decision, ThreadGrant, ToolPolicy
+from .models import ApprovalRequest, AuditEvent, Decision, OutsideCall, Risk, ThreadGrant, ToolPolicy
 from .validators import policy_errors
+from .waiting import MAX_WAIT
 
 
 def _error_response(exc):
@@ -48,6 +49,43 @@ class DecisionSerializer(serializers.ModelSerializer):
         return obj.withdrawn_at is not None
 
 
+class OutsideInfoSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = OutsideCall
+        fields = ["callback_url", "outcome", "outcome_detail", "outcome_at"]
+
+
+def _http_url(value):
+    if value and not value.lower().startswith(("http://", "https://")):
+        raise ValidationError("only http(s) URLs are accepted")
+
+
+class OutsideRequestSerializer(serializers.Serializer):
+    """POST /api/approvals/: a call an agent running elsewhere wants to make."""
+
+    tool_name = serializers.RegexField(r"^[A-Za-z0-9_.\-]+$", max_length=100)
+    arguments = serializers.DictField(help_text="The call's arguments (a JSON object)")
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="",
+                                        help_text="What the call does, in words for the reviewer")
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+    reversible = serializers.BooleanField(required=False, default=False)
+    impact = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+    risk = serializers.ChoiceField(choices=Risk.choices, required=False,
+                                   help_text="May raise the risk policy gives, never lower it")
+    thread = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    run = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    agent_name = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+    schema = serializers.DictField(required=False, help_text="JSON Schema of the arguments, for a tool this "
+                                   "project does not know (the arguments are checked against it)")
+    callback_url = serializers.URLField(required=False, allow_blank=True, max_length=2000, validators=[_http_url],
+                                        help_text="Called (as a webhook) when the request is answered")
+
+
+class OutcomeSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=OutsideCall.Outcome.choices)
+    detail = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+
+
 class ApprovalSerializer(serializers.ModelSerializer):
     thread = serializers.CharField(source="thread_ref", read_only=True)
     run = serializers.CharField(source="run_ref", read_only=True)
@@ -60,6 +98,8 @@ class ApprovalSerializer(serializers.ModelSerializer):
     can_decide = serializers.SerializerMethodField()
     approvals = serializers.SerializerMethodField()
     decisions = DecisionSerializer(many=True, read_only=True)
+    outside = serializers.SerializerMethodField(
+        help_text="Requests made through POST /api/approvals/: the callback URL and the reported outcome")
 
     class Meta:
         model = ApprovalRequest
@@ -68,8 +108,16 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "reversible", "impact", "risk", "matched_rule", "thread", "run", "tool_call", "agent_name", "requester",
             "approver", "approver_group", "required_approvals", "approvals", "expires_at", "timeout_action",
             "remind_at", "reminded_at", "escalation_group", "escalate_at", "escalated_at", "feedback", "decided_by",
-            "decided_at", "created_at", "can_decide", "decisions",
+            "decided_at", "created_at", "can_decide", "decisions", "outside",
         ]
+
+    @extend_schema_field(OutsideInfoSerializer(allow_null=True))
+    def get_outside(self, obj):
+        try:
+            row = obj.outside
+        except OutsideCall.DoesNotExist:
+            return None
+        return OutsideInfoSerializer(row).data
 
     def get_can_decide(self, obj) -> bool:
         request = self.context.get("request")
@@ -135,16 +183,65 @@ class ListFilters:
 
 
 class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
+    """Approval requests. Agents running elsewhere create them (POST, with an Idempotency-Key),
+    wait for the answer (GET ...?wait=N) and report how the call went (POST .../outcome/)."""
+
     serializer_class = ApprovalSerializer
     filterset_class = ApprovalFilter
     lookup_value_regex = r"[^/.\x00]+"
     queryset = ApprovalRequest.objects.none()  # for the schema; get_queryset scopes to the caller
 
     def get_queryset(self):
-        qs = selectors.visible_requests(user=self.request.user).select_related("decided_by")
+        qs = selectors.visible_requests(user=self.request.user).select_related("decided_by", "outside")
         if self.action != "decide":  # a decision looks up only the row; its response reads it again, whole
             qs = qs.prefetch_related("decisions__user")
         return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
+
+    def _answer(self, pk, code=status.HTTP_200_OK, headers=None):
+        approval = self.get_queryset().prefetch_related("decisions__user").get(pk=pk)
+        return Response(ApprovalSerializer(approval, context={"request": self.request}).data, status=code,
+                        headers=headers)
+
+    @extend_schema(
+        request=OutsideRequestSerializer,
+        responses={201: ApprovalSerializer, 200: ApprovalSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description=(
+            "A retry with the same key returns the same request (200); the same key with another body is 422"))],
+        description="Ask for approval of a call by an agent running elsewhere (a user's or a service "
+        "account's token). Judged by the tool's policy: never -> approved at once, deny -> denied with the "
+        "rule, a tool this project does not know (send `schema`) -> the reviewers group, high risk.",
+    )
+    def create(self, request):
+        body = OutsideRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        key = request.headers.get("Idempotency-Key", "").strip() or None
+        if key and len(key) > 200:
+            raise ValidationError({"idempotency_key": ["at most 200 characters"]})
+        try:
+            approval, created = outside.create(requester=request.user, body=body.validated_data, idempotency_key=key)
+        except services.DecisionError as exc:
+            return _error_response(exc)
+        return self._answer(approval.pk, status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+                            headers={"Location": f"/api/approvals/{approval.pk}/"})
+
+    @extend_schema(parameters=[OpenApiParameter("wait", float, description=(
+        f"Wait up to this many seconds (at most {MAX_WAIT}) for a pending request to be answered; "
+        "above the limit: 400"))])
+    def retrieve(self, request, *args, **kwargs):
+        return super().retrieve(request, *args, **kwargs)
+
+    @extend_schema(request=OutcomeSerializer, responses={200: ApprovalSerializer})
+    @action(detail=True, methods=["post"], serializer_class=OutcomeSerializer)
+    def outcome(self, request, pk=None):
+        """How the approved call went, reported once by the agent that asked (a second report: 409)."""
+        approval = self.get_object()
+        body = OutcomeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            outside.report_outcome(request_id=approval.pk, user=request.user, **body.validated_data)
+        except services.DecisionError as exc:
+            return _error_response(exc)
+        return self._answer(approval.pk)
 
     @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)

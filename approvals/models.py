@@ -85,6 +85,7 @@ class ApprovalRequest(models.Model):
         REJECTED = "rejected"
         EXPIRED = "expired"
         CANCELLED = "cancelled"
+        DENIED = "denied"  # blocked by policy when asked through the API (never pending, approvals/outside.py)
 
     TRANSITIONS = {Status.PENDING: {Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED}}
     RESOLVED_APPROVED = {Status.APPROVED, Status.MODIFIED}
@@ -266,6 +267,7 @@ class AuditEvent(models.Model):
         GRANT_REVOKED = "grant_revoked"
         OUTCOME_UNKNOWN = "outcome_unknown"  # a tool call interrupted mid-execution
         RETRIED = "retried"  # an idempotent tool call re-run after such an interruption
+        OUTCOME_REPORTED = "outcome_reported"  # an outside agent said how its approved call went
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)
@@ -331,3 +333,33 @@ class ThreadGrant(models.Model):
     @property
     def active(self):
         return self.revoked_at is None
+
+
+class OutsideCall(models.Model):
+    """What an agent running elsewhere sent with its request (POST /api/approvals/,
+    approvals/outside.py): its Idempotency-Key (a retry returns the same request), where to call
+    back, and the outcome it reports once the call ran."""
+
+    class Outcome(models.TextChoices):
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        UNKNOWN = "unknown"
+
+    request = models.OneToOneField(ApprovalRequest, primary_key=True, on_delete=models.CASCADE,
+                                   related_name="outside")
+    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    body_hash = models.CharField(max_length=64)  # the same key with another body is refused (422)
+    callback_url = models.URLField(max_length=2000, blank=True, default="")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True, default="")
+    outcome_detail = models.TextField(blank=True, default="")
+    outcome_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # a retry with the same key finds the first request (and two racing retries make one)
+            models.UniqueConstraint(fields=["requester", "idempotency_key"], name="outside_idempotency_uniq",
+                                    condition=models.Q(idempotency_key__isnull=False)),
+        ]
+

@@ -1,0 +1,185 @@
+"""Requests from agents that run elsewhere (POST /api/approvals/) and the outcome they report.
+
+The same engine as the project's own agents: policy.evaluate judges the call, services.request
+records what a person decides. What the runner does itself for its own agents (run at once,
+refuse) is recorded here as an answered request, so that the outside agent reads its answer
+where it reads every other: `never` -> approved at once, `deny` -> denied with the rule.
+A tool the project has never seen is asked of the `reviewers` group at high risk until an admin
+sets its policy; its arguments are checked against the JSON Schema the caller sends.
+"""
+
+import json
+
+import jsonschema
+from django.contrib.auth.models import Group
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from . import policy, registry, services
+from .models import ApprovalRequest, ApproverKind, AuditEvent, OutsideCall, Risk, arguments_hash
+
+UNKNOWN_TOOL_GROUP = "reviewers"
+MAX_SCHEMA_BYTES = 64 * 1024  # a schema is read on every request and on every edit: bounded
+MAX_SCHEMA_ERRORS = 20
+Status = ApprovalRequest.Status
+
+
+class OutsideError(services.DecisionError):
+    pass
+
+
+class UnknownTool(OutsideError):
+    code = "unknown_tool"
+
+
+class InvalidSchema(OutsideError):
+    code = "invalid_schema"
+
+
+class IdempotencyMismatch(OutsideError):
+    status_code = 422
+    code = "idempotency_key_reused"
+
+
+class NotOutside(OutsideError):
+    status_code = 409
+    code = "not_outside"
+
+
+class OutcomeReported(OutsideError):
+    status_code = 409
+    code = "outcome_already_reported"
+
+
+class NotApproved(OutsideError):
+    status_code = 409
+    code = "not_approved"
+
+
+def body_hash(body):
+    return arguments_hash(body)  # the same canonical JSON digest as arguments
+
+
+def _schema_errors(schema, arguments):
+    """{path: [messages]} of the arguments against a caller's schema (itself checked first)."""
+    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+        raise InvalidSchema(f"the schema is larger than {MAX_SCHEMA_BYTES} bytes", {"schema": ["too large"]})
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InvalidSchema(f"the schema is not a valid JSON Schema: {exc.message}",
+                            {"schema": [exc.message]}) from exc
+    errors = {}
+    for i, error in enumerate(cls(schema).iter_errors(arguments)):
+        if i >= MAX_SCHEMA_ERRORS:
+            break
+        path = ".".join(str(p) for p in error.absolute_path) or "arguments"
+        errors.setdefault(path, []).append(error.message)
+    return errors
+
+
+def _checked_arguments(tool_name, arguments, schema, requester):
+    """(arguments as they will be judged, the schema stored with the request)."""
+    defaults = registry.get(tool_name)
+    if defaults is not None:  # a tool of this project: its own validator, its own schema
+        try:
+            return defaults.validate(arguments, requester=requester), defaults.schema
+        except registry.ArgumentsInvalid as exc:
+            raise services.InvalidArguments("the arguments do not fit the tool", exc.errors) from exc
+    if schema is None:
+        if policy.effective(tool_name) is None:
+            raise UnknownTool(f"this project does not know the tool {tool_name}: send its arguments' JSON Schema "
+                              "in `schema`", {"schema": ["required for a tool this project does not know"]})
+        return arguments, {}
+    errors = _schema_errors(schema, arguments)
+    if errors:
+        raise services.InvalidArguments("the arguments do not fit the schema", errors)
+    return arguments, schema
+
+
+def create(*, requester, body, idempotency_key=None):
+    """(request, created). `body`: the validated fields of POST /api/approvals/."""
+    digest = body_hash(body)
+    if idempotency_key:
+        found = _retry(requester, idempotency_key, digest)
+        if found is not None:
+            return found, False
+    tool_name = body["tool_name"]
+    arguments, schema = _checked_arguments(tool_name, body["arguments"], body.get("schema"), requester)
+    thread = body.get("thread") or ""
+    verdict = policy.evaluate(tool_name, arguments, {"user": requester, "thread": thread})
+    if policy.effective(tool_name) is None:  # never seen: a reviewer decides, at high risk
+        verdict.approver_kind = ApproverKind.GROUP
+        verdict.group = Group.objects.get_or_create(name=UNKNOWN_TOOL_GROUP)[0]
+        verdict.risk = Risk.HIGH
+        verdict.matched_rule = "a tool this project does not know: reviewers decide until an admin sets its policy"
+    if body.get("risk") and services.RISK_ORDER.index(body["risk"]) > services.RISK_ORDER.index(verdict.risk):
+        verdict.risk = body["risk"]  # the caller may raise the risk, never lower what policy says
+    fields = dict(
+        tool_name=tool_name, arguments=arguments, requester=requester, schema=schema,
+        description=body.get("description") or f"Call {tool_name}", reason=body.get("reason", ""),
+        reversible=body.get("reversible", False), impact=body.get("impact", ""),
+        agent_name=body.get("agent_name", ""), thread_ref=thread, run_ref=body.get("run") or "",
+    )
+    try:
+        with transaction.atomic():
+            if verdict.action == "approve":
+                req = services.request(verdict=verdict, **fields)
+            else:
+                req = _answered(verdict, fields)
+            OutsideCall.objects.create(request=req, requester=requester, idempotency_key=idempotency_key or None,
+                                       body_hash=digest, callback_url=body.get("callback_url") or "")
+    except IntegrityError:  # a retry with the same key won the race: its request is the answer
+        found = _retry(requester, idempotency_key, digest) if idempotency_key else None
+        if found is None:
+            raise
+        return found, False
+    return req, True
+
+
+def _retry(requester, key, digest):
+    row = OutsideCall.objects.filter(requester=requester, idempotency_key=key).select_related("request").first()
+    if row is None:
+        return None
+    if row.body_hash != digest:
+        raise IdempotencyMismatch("this Idempotency-Key was used for another request body",
+                                  {"idempotency_key": [f"already used for request {row.request_id}"]})
+    return row.request
+
+
+def _answered(verdict, fields):
+    """A call policy runs at once (approved) or blocks (denied): recorded already answered."""
+    approved = verdict.action == "auto"
+    rule = verdict.matched_rule[:200]
+    req = ApprovalRequest.objects.create(
+        **fields, status=Status.APPROVED if approved else Status.DENIED, risk=verdict.risk, matched_rule=rule,
+        approver_kind=ApproverKind.REQUESTER, final_arguments=fields["arguments"] if approved else None,
+        feedback="" if approved else f"Blocked by policy ({rule.split(': ', 1)[-1]}).", decided_at=timezone.now(),
+    )
+    services.record(AuditEvent.Action.REQUESTED, actor=fields["requester"], object_ref=req.id,
+                    tool_name=req.tool_name, request=req,
+                    after={"status": req.status, "arguments": req.arguments, "matched_rule": rule, "risk": req.risk})
+    return req
+
+
+def report_outcome(*, request_id, user, outcome, detail=""):
+    """The outside agent's word on how its approved call went: once (a second report is 409)."""
+    with transaction.atomic():
+        row = (OutsideCall.objects.select_for_update().select_related("request")
+               .filter(request_id=request_id).first())
+        if row is None:
+            raise NotOutside("only requests made through POST /api/approvals/ take an outcome")
+        if row.requester_id != user.pk:
+            raise services.Forbidden("only the agent that made the request reports its outcome")
+        if row.request.status not in ApprovalRequest.RESOLVED_APPROVED:
+            raise NotApproved(f"the request is {row.request.status}: only an approved call has an outcome")
+        if row.outcome:
+            raise OutcomeReported(f"the outcome was already reported ({row.outcome})",
+                                  {"outcome": [f"already {row.outcome}"]})
+        row.outcome, row.outcome_detail, row.outcome_at = outcome, detail, timezone.now()
+        row.save(update_fields=["outcome", "outcome_detail", "outcome_at"])
+        services.record(AuditEvent.Action.OUTCOME_REPORTED, actor=user, object_ref=row.request_id,
+                        tool_name=row.request.tool_name, request=row.request,
+                        after={"outcome": outcome, "detail": detail})
+    return row.request

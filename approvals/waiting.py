@@ -1,0 +1,65 @@
+"""GET /api/approvals/<id>/?wait=N: hold the answer until the request is answered or N seconds
+pass (at most MAX_WAIT), without holding a worker or a thread while waiting.
+
+The detail route's DRF view stays as it is (permissions, visibility, the serializer, OpenAPI);
+this async wrapper runs it once to see the request, then waits on the event loop: a cheap status
+read through sync_to_async (a thread for a few milliseconds, not for the wait) with a backoff
+from 0.2 s to 2 s between reads, and `asyncio.sleep` in between, which holds nothing. Then it
+runs the DRF view again for the answer. A poll of the row rather than a pub/sub message: the
+row is the truth whichever process decided, and a lost message cannot leave a client hanging.
+"""
+
+import asyncio
+import functools
+
+from asgiref.sync import sync_to_async
+from django.http import JsonResponse
+
+from .models import ApprovalRequest
+
+MAX_WAIT = 60
+FIRST_POLL, LAST_POLL = 0.2, 2.0
+
+
+def parse_wait(raw):
+    """Seconds to wait, or a message saying why the value is refused."""
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        return None, f"wait must be a number of seconds from 0 to {MAX_WAIT}"
+    if not 0 <= seconds <= MAX_WAIT:
+        return None, f"wait must be from 0 to {MAX_WAIT} seconds (asked {raw}); ask again to wait longer"
+    return seconds, None
+
+
+@sync_to_async
+def _status(pk):
+    return ApprovalRequest.objects.filter(pk=pk).values_list("status", flat=True).first()
+
+
+def long_poll(view):
+    """The async form of the detail view: with ?wait on a GET it waits, else it is the view."""
+    sync_view = sync_to_async(view)
+
+    async def detail(request, *args, **kwargs):
+        if request.method != "GET" or "wait" not in request.GET:
+            return await sync_view(request, *args, **kwargs)
+        seconds, problem = parse_wait(request.GET["wait"])
+        if problem:
+            return JsonResponse({"message": problem, "code": "invalid_wait", "wait": [problem]}, status=400)
+        response = await sync_view(request, *args, **kwargs)  # who may see it, and whether it exists
+        if response.status_code != 200 or response.data.get("status") != ApprovalRequest.Status.PENDING:
+            return response
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + seconds, FIRST_POLL
+        pk = kwargs.get("pk")
+        while (left := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 1.5, LAST_POLL)
+            if await _status(pk) != ApprovalRequest.Status.PENDING:
+                break
+        return await sync_view(request, *args, **kwargs)
+
+    functools.update_wrapper(detail, view)  # keeps cls/actions/csrf_exempt for DRF's and the schema's readers
+    del detail.__wrapped__  # Django must see the coroutine function, not the sync view behind it
+    return detail

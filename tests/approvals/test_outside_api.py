@@ -1,0 +1,143 @@
+"""POST /api/approvals/ for agents that run elsewhere: the same policy engine and inbox, an
+Idempotency-Key, a caller's JSON Schema for tools this project does not know, ?wait and the
+outcome reported once. The long-poll and the Python client against the live stack:
+tests/integration/test_python_client.py."""
+
+import pytest
+
+from approvals import services
+from approvals.models import ApprovalRequest, AuditEvent, OutsideCall
+
+pytestmark = pytest.mark.django_db
+
+SCHEMA = {"type": "object", "properties": {"email": {"type": "string", "format": "email"},
+                                           "count": {"type": "integer", "minimum": 1}},
+          "required": ["email"], "additionalProperties": False}
+
+
+def body(**extra):
+    return {"tool_name": "crm.delete_contact", "arguments": {"email": "a@example.com"}, "schema": SCHEMA,
+            "description": "Delete the contact a@example.com", "reason": "the user asked", **extra}
+
+
+def test_unknown_tool_is_asked_of_reviewers_at_high_risk(api):
+    resp = api("alice").post("/api/approvals/", body(thread="outside-t1", run="r1",
+                                                     callback_url="https://hooks.example.com/x"), format="json")
+    assert resp.status_code == 201, resp.content
+    data = resp.json()
+    assert data["status"] == "pending" and data["approver_group"] == "reviewers" and data["risk"] == "high"
+    assert data["thread"] == "outside-t1" and data["run"] == "r1" and data["requester"] == "alice"
+    assert data["outside"]["callback_url"] == "https://hooks.example.com/x" and data["outside"]["outcome"] == ""
+    assert api("alice").get(f"/api/approvals/{data['id']}/").json() == data  # 201 shows what GET shows
+    # a reviewer sees it in the list and on the inbox page (no thread page to link to is fine)
+    assert data["id"] in {r["id"] for r in api("rita").get("/api/approvals/").json()["results"]}
+    assert api("bob").get(f"/api/approvals/{data['id']}/").status_code == 404  # not his
+    req = ApprovalRequest.objects.get(pk=data["id"])
+    assert req.schema == SCHEMA and AuditEvent.objects.filter(request=req, action="requested").exists()
+
+
+def test_inbox_pages_cope_with_no_thread(api, client, demo):
+    data = api("alice").post("/api/approvals/", body(), format="json").json()
+    client.force_login(demo["rita"])
+    assert client.get("/inbox/").status_code == 200
+    page = client.get(f"/inbox/{data['id']}/")
+    assert page.status_code == 200 and b"a@example.com" in page.content
+
+
+def test_decision_answers_with_final_arguments_and_feedback(api):
+    data = api("alice").post("/api/approvals/", body(), format="json").json()
+    resp = api("rita").post(f"/api/approvals/{data['id']}/decide/",
+                            {"decision": "approve", "feedback": "ok, once"}, format="json")
+    assert resp.status_code == 200, resp.content
+    answer = api("alice").get(f"/api/approvals/{data['id']}/?wait=5").json()  # answered: no waiting
+    assert answer["status"] == "approved" and answer["final_arguments"] == {"email": "a@example.com"}
+    assert answer["feedback"] == "ok, once"
+
+
+def test_idempotency_key(api):
+    alice = api("alice")
+    first = alice.post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    again = alice.post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == 201 and again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    other = alice.post("/api/approvals/", body(arguments={"email": "b@example.com"}), format="json",
+                       HTTP_IDEMPOTENCY_KEY="k-1")
+    assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+    # a key is the requester's own: bob's k-1 is another request
+    bobs = api("bob").post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert bobs.status_code == 201 and bobs.json()["id"] != first.json()["id"]
+    assert ApprovalRequest.objects.count() == 2 and OutsideCall.objects.count() == 2
+
+
+def test_policy_never_and_deny(api, demo):
+    services.save_policy("crm.lookup", {"mode": "never", "approver_kind": "requester"}, demo["admin"])
+    services.save_policy("crm.drop_table", {"mode": "deny", "approver_kind": "requester"}, demo["admin"])
+    ok = api("alice").post("/api/approvals/", {"tool_name": "crm.lookup", "arguments": {"q": "x"}}, format="json")
+    assert ok.status_code == 201, ok.content
+    assert ok.json()["status"] == "approved" and ok.json()["final_arguments"] == {"q": "x"}
+    assert ok.json()["matched_rule"] == "policy: mode never"
+    no = api("alice").post("/api/approvals/", {"tool_name": "crm.drop_table", "arguments": {}}, format="json")
+    assert no.status_code == 201 and no.json()["status"] == "denied"
+    assert no.json()["matched_rule"] == "policy: mode deny" and "mode deny" in no.json()["feedback"]
+    # a tool of this project goes through its own validator and policy (transfer_money: finance decides)
+    own = api("alice").post("/api/approvals/", {"tool_name": "transfer_money", "arguments": {
+        "from_account": "1234567890", "to_account": "0987654321", "amount": 10, "currency": "USD"}}, format="json")
+    assert own.status_code == 201, own.content
+    assert own.json()["status"] == "pending" and own.json()["approver_group"] == "finance"
+
+
+@pytest.mark.parametrize("bad, code, field", [
+    ({"schema": None}, "unknown_tool", "schema"),
+    ({"arguments": {"email": 5, "extra": 1}}, "invalid_arguments", "arguments"),
+    ({"schema": {"type": "object", "properties": {"a": {"type": "nope"}}}}, "invalid_schema", "schema"),
+    ({"callback_url": "ftp://example.com/x"}, None, "callback_url"),
+    ({"tool_name": "no spaces"}, None, "tool_name"),
+])
+def test_bad_input_is_a_clear_400_and_stores_nothing(api, bad, code, field):
+    data = {k: v for k, v in body(**bad).items() if v is not None}
+    resp = api("alice").post("/api/approvals/", data, format="json")
+    assert resp.status_code == 400, resp.content
+    if code:
+        assert resp.json()["code"] == code
+    assert field in resp.json() or field in str(resp.json()), resp.json()
+    assert not ApprovalRequest.objects.exists() and not OutsideCall.objects.exists()
+
+
+def test_wait_above_the_limit_is_400(api):
+    data = api("alice").post("/api/approvals/", body(), format="json").json()
+    for bad in ("61", "-1", "soon"):
+        resp = api("alice").get(f"/api/approvals/{data['id']}/?wait={bad}")
+        assert resp.status_code == 400 and resp.json()["code"] == "invalid_wait", bad
+    assert api("bob").get(f"/api/approvals/{data['id']}/?wait=1").status_code == 404  # not his: no waiting
+
+
+def test_outcome_once_then_409(api, demo):
+    alice = api("alice")
+    data = alice.post("/api/approvals/", body(), format="json").json()
+    early = alice.post(f"/api/approvals/{data['id']}/outcome/", {"outcome": "succeeded"}, format="json")
+    assert early.status_code == 409 and early.json()["code"] == "not_approved"
+    services.decide(data["id"], demo["rita"], "approve")
+    assert api("rita").post(f"/api/approvals/{data['id']}/outcome/", {"outcome": "failed"},
+                            format="json").status_code == 403  # only the agent that asked
+    assert alice.post(f"/api/approvals/{data['id']}/outcome/", {"outcome": "maybe"}, format="json").status_code == 400
+    resp = alice.post(f"/api/approvals/{data['id']}/outcome/", {"outcome": "failed", "detail": "CRM said 500"},
+                      format="json")
+    assert resp.status_code == 200 and resp.json()["outside"]["outcome"] == "failed"
+    assert resp.json()["outside"]["outcome_detail"] == "CRM said 500"
+    again = alice.post(f"/api/approvals/{data['id']}/outcome/", {"outcome": "succeeded"}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "outcome_already_reported"
+    event = AuditEvent.objects.get(request_id=data["id"], action="outcome_reported")
+    assert event.actor == demo["alice"] and event.after == {"outcome": "failed", "detail": "CRM said 500"}
+
+
+def test_anonymous_may_not_create(client):
+    assert client.post("/api/approvals/", body(), content_type="application/json").status_code in (401, 403)
+    assert not ApprovalRequest.objects.exists()
+
+
+def test_openapi_documents_the_outside_api(api):
+    schema = api("alice").get("/api/schema/?format=json").json()
+    approvals = schema["paths"]["/api/approvals/"]
+    assert "post" in approvals and any(p["name"] == "Idempotency-Key" for p in approvals["post"]["parameters"])
+    detail = schema["paths"]["/api/approvals/{id}/"]["get"]
+    assert any(p["name"] == "wait" for p in detail["parameters"])
+    assert "post" in schema["paths"]["/api/approvals/{id}/outcome/"]
