@@ -126,9 +126,14 @@ class ToolCall(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"
         OUTCOME_UNKNOWN = "outcome_unknown"
+        # the reviewer answered with guidance instead of deciding: not run, the model gets their words
+        RESPONDED = "responded"
+        # the same call (tool and argument hash) a reviewer rejected earlier in the thread, with no
+        # word from the user since: refused at once, not sent for review again
+        REPEATED = "repeated"
 
     # the paused call's fate once its approval is resolved, before it is settled
-    SETTLEABLE = (Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED)
+    SETTLEABLE = (Status.APPROVED, Status.REJECTED, Status.RESPONDED, Status.EXPIRED, Status.CANCELLED)
     # a worker may start executing only from these (the conditional claim, agents/runtime/execution.py);
     # rejected, expired, cancelled and denied calls can never run
     CLAIMABLE = (Status.PROPOSED, Status.APPROVED)
@@ -136,8 +141,9 @@ class ToolCall(models.Model):
     # outcome_unknown, or -> approved to retry; a handoff or a question is answered in place)
     TRANSITIONS = {
         Status.PROPOSED: {Status.AWAITING_APPROVAL, Status.AWAITING_INPUT, Status.EXECUTING, Status.DENIED,
-                          Status.INVALID, Status.CLIENT, Status.SUCCEEDED},
-        Status.AWAITING_APPROVAL: {Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED},
+                          Status.INVALID, Status.CLIENT, Status.SUCCEEDED, Status.REPEATED},
+        Status.AWAITING_APPROVAL: {Status.APPROVED, Status.REJECTED, Status.RESPONDED, Status.EXPIRED,
+                                   Status.CANCELLED},
         Status.AWAITING_INPUT: {Status.SUCCEEDED, Status.CANCELLED},
         Status.APPROVED: {Status.EXECUTING},
         Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED},

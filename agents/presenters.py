@@ -78,6 +78,9 @@ OUTCOME_TEXT = {
     "denied": ("blocked", "Blocked: the rules for this tool do not allow it, so it was not run."),
     "invalid": ("failed", "The assistant asked for this in a form the tool does not accept, so it was not run."),
     "rejected": ("rejected", "Rejected, so it was not run."),
+    "repeated": ("rejected", "This was already rejected earlier in this chat, so it was not asked again and "
+                             "not run. Write to the assistant if you want it tried again."),
+    "responded": ("responded", "Not run: the reviewer answered with guidance, which the assistant now follows."),
     "expired": ("expired", "Nobody decided in time, so it was not run."),
     "cancelled": ("cancelled", "Withdrawn before anyone decided, so it was not run."),
     "failed": ("failed", "This did not work."),

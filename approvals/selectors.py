@@ -28,6 +28,24 @@ Status = ApprovalRequest.Status
 # --- requests ---------------------------------------------------------------------------------
 
 
+def earlier_rejection(*, tool_name, arguments, thread_ref, since=None):
+    """The latest rejected request for the same call in this thread, decided after `since` (the
+    user's latest message): the same tool with equivalent arguments, by arguments_hash of the
+    validated arguments (key order and spacing do not matter), as asked or as last edited. None
+    when there is none. A thread has few rejections of one tool, so they are hashed here
+    (approval_thread_idx finds them) rather than stored twice."""
+    if not thread_ref:
+        return None
+    wanted = arguments_hash(arguments)
+    rejected = ApprovalRequest.objects.filter(thread_ref=thread_ref, tool_name=tool_name, status=Status.REJECTED)
+    if since is not None:
+        rejected = rejected.filter(decided_at__gt=since)
+    for req in rejected.order_by("-decided_at")[:50]:
+        if wanted in {arguments_hash(req.arguments), arguments_hash(req.current_arguments)}:
+            return req
+    return None
+
+
 def routed_to_groups(group_ids):
     """Requests these groups decide: routed to one of them, or escalated to one of them."""
     return (Q(approver_kind=ApproverKind.GROUP, approver_group_id__in=group_ids)

@@ -45,6 +45,7 @@ from agents.runtime.tools import ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import move_call, move_run
 from approvals import policy
+from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 from approvals.registry import ArgumentsInvalid
@@ -100,6 +101,16 @@ def rejection_text(call):
         f"The call to {call.name} was explicitly rejected by the person reviewing it, so it was not executed. "
         f"{feedback} Adjust your plan: do not try to reach the same goal another way unless the user "
         "explicitly tells you to."
+    )
+
+
+def repeat_text(call, earlier):
+    """An exact repeat of a call the reviewer rejected, refused without asking them again."""
+    feedback = f'Their feedback then: "{earlier.feedback}".' if earlier.feedback else "They gave no feedback."
+    return (
+        f"Error: the person reviewing {call.name} already rejected this same call earlier in this conversation, "
+        f"so it was refused at once, not sent for review again, and not executed. {feedback} Do not repeat it "
+        "or reach the same goal another way; tell the user it was rejected and ask how they want to proceed."
     )
 
 
@@ -500,7 +511,19 @@ class Runner:
             self.result(tc, f"Error: {tool.name} is blocked by policy ({verdict.matched_rule}) and was not "
                             "executed. Do not retry it or reach the same goal another way.")
             return None
+        earlier = self.earlier_rejection(tool, arguments)
+        if earlier is not None:  # no circumvention: the reviewers are not asked the same thing twice
+            move_call(tc.pk, ToolCall.Status.REPEATED, feedback=earlier.feedback)
+            self.result(tc, repeat_text(tc, earlier))
+            return None
         return self.pause(tc, tool, arguments, verdict, objects)
+
+    def earlier_rejection(self, tool, arguments):
+        """A rejection of this same call in this thread that the user has not written since."""
+        since = (self.thread.messages.filter(role=Message.Role.USER).order_by("-seq")
+                 .values_list("created_at", flat=True).first())
+        return approval_selectors.earlier_rejection(tool_name=tool.name, arguments=arguments,
+                                                    thread_ref=self.thread.id, since=since)
 
     def self_check(self, tool):
         """ask_model(tool_name, arguments) for approvals.policy: the JSON-mode self-check (llm.self_check)."""

@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 # a live prediction of a call in one of these states is settled by a continuation, not dropped
 AWAITING_FATE = (
     ToolCall.Status.AWAITING_APPROVAL, ToolCall.Status.APPROVED, ToolCall.Status.REJECTED,
-    ToolCall.Status.EXPIRED, ToolCall.Status.CANCELLED, ToolCall.Status.EXECUTING,
+    ToolCall.Status.RESPONDED, ToolCall.Status.EXPIRED, ToolCall.Status.CANCELLED, ToolCall.Status.EXECUTING,
 )
+# a canned "not done" confirmation; a reviewer's guidance (responded) is left to the model to follow
 REFUSED = (ToolCall.Status.REJECTED, ToolCall.Status.EXPIRED, ToolCall.Status.CANCELLED)
 
 

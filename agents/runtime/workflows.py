@@ -52,6 +52,7 @@ REQUEST_INFO = "request_info"
 DONE_STATUSES = (
     ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED, ToolCall.Status.EXPIRED,
     ToolCall.Status.CANCELLED, ToolCall.Status.DENIED, ToolCall.Status.OUTCOME_UNKNOWN,
+    ToolCall.Status.RESPONDED, ToolCall.Status.REPEATED,
 )
 HANDOFF_ARGS = {
     "type": "object",

@@ -462,7 +462,7 @@
   /* The card's status badge: waiting, done, blocked, rejected, expired, cancelled, stopped, failed. */
   const CARD_STATUS = {
     waiting: "Waiting", done: "Done", blocked: "Blocked", rejected: "Rejected", expired: "Expired",
-    cancelled: "Cancelled", stopped: "Stopped", failed: "Failed",
+    cancelled: "Cancelled", stopped: "Stopped", failed: "Failed", responded: "Answered",
   };
   function setCardStatus(card, status) {
     for (const k of Object.keys(CARD_STATUS)) card.el.classList.remove("outcome-" + k);

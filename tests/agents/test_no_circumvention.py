@@ -1,0 +1,95 @@
+"""No circumvention: after a reviewer rejects a call, the same call (same tool, equivalent arguments by
+their hash) in the same thread is refused at once with the earlier feedback and not sent to the
+reviewers again, until the user writes. Driven through the runner with the strict fake model."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group
+
+from agents import presenters, services
+from agents.models import Message, Run, Thread, ToolCall
+from agents.runtime import runner
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch, demo):
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    approval_services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
+                                                     "approver_group": Group.objects.get(name="finance")},
+                                  demo["admin"])
+
+
+def transfer(call_id, arguments):
+    return {"tool_calls": [{"id": call_id, "name": "transfer_money", "arguments": arguments}]}
+
+
+def run(run_id):
+    assert runner.run_agent(run_id)
+    return Run.objects.get(pk=run_id)
+
+
+def tool_message(request_json, call_id):
+    return next(m["content"] for m in request_json["messages"] if m.get("tool_call_id") == call_id)
+
+
+def test_a_rejected_call_is_not_asked_again_until_the_user_writes(demo, fake_llm):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push(transfer("c1", json.dumps(ARGS)))
+    first = run(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
+    assert first.status == "interrupted"
+    [req] = ApprovalRequest.objects.filter(thread_ref=thread.id)
+    approval_services.decide(req.pk, demo["finn"], "reject", feedback="Not before the invoice arrives")
+
+    # the continuation: the model tries the very same transfer again (keys in another order, 500.0)
+    again = json.dumps({"currency": "USD", "amount": 500.0, "to_account": "0987654321",
+                        "from_account": "1234567890"})
+    fake_llm.push(transfer("c2", again), "I will not send it; the reviewer wants the invoice first.")
+    cont = run(Run.objects.get(parent_run=first).pk)
+    assert cont.status == "succeeded"
+    assert ApprovalRequest.objects.filter(thread_ref=thread.id).count() == 1  # nobody was asked again
+    call = ToolCall.objects.get(pk="c2")
+    assert call.status == "repeated" and call.feedback == "Not before the invoice arrives"
+    told = tool_message(fake_llm.requests[-1], "c2")
+    assert "already rejected this same call" in told and "not sent for review again" in told
+    assert '"Not before the invoice arrives"' in told
+    # the person reads a sentence of their own, not the model's instructions
+    outcome = presenters.tool_outcome(call)
+    assert outcome["status"] == "rejected" and "already rejected earlier in this chat" in outcome["message"]
+    assert "Do not" not in outcome["message"]
+
+    # other arguments are another call: asked as usual
+    fake_llm.push(transfer("c3", json.dumps({**ARGS, "amount": 450})))
+    other = run(services.start_run(thread, demo["alice"], "Then pay 450").pk)
+    assert other.status == "interrupted" and ToolCall.objects.get(pk="c3").status == "awaiting_approval"
+    approval_services.cancel(ApprovalRequest.objects.get(tool_call_ref="c3").pk)
+    run(Run.objects.get(parent_run=other).pk)  # a withdrawn call ends the run without the model
+
+    # once the user has written since the rejection, the same call goes to the reviewers again
+    fake_llm.push(transfer("c4", json.dumps(ARGS)))
+    later = run(services.start_run(thread, demo["alice"], "The invoice is here now, please send the 500").pk)
+    assert later.status == "interrupted"
+    assert ToolCall.objects.get(pk="c4").status == "awaiting_approval"
+    assert ApprovalRequest.objects.filter(thread_ref=thread.id, tool_call_ref="c4", status="pending").exists()
+    assert not Message.objects.filter(thread=thread, tool_call_id="c4").exists()
+
+
+def test_a_rejection_in_another_thread_does_not_count(demo, fake_llm):
+    mine = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push(transfer("d1", json.dumps(ARGS)))
+    first = run(services.start_run(mine, demo["alice"], "Pay Bob 500").pk)
+    approval_services.decide(ApprovalRequest.objects.get(tool_call_ref="d1").pk, demo["finn"], "reject",
+                             feedback="No")
+    fake_llm.push("Understood.")
+    run(Run.objects.get(parent_run=first).pk)
+
+    other = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push(transfer("d2", json.dumps(ARGS)))
+    assert run(services.start_run(other, demo["alice"], "Pay Bob 500").pk).status == "interrupted"
+    assert ToolCall.objects.get(pk="d2").status == "awaiting_approval"
