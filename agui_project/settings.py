@@ -334,6 +334,12 @@ AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600)
 # a reviewer's decision from the inbox pages is held this long (Undo), then sent by the beat sweep
 AGUI_UNDO_SECONDS = env_float("AGUI_UNDO_SECONDS", 5)
 AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
+# One-click decisions by mail (approvals/mail_links.py): a link dies with its request, and at the
+# latest this long after it was sent (for requests without a deadline)
+AGUI_MAIL_LINK_MAX_AGE_SECONDS = env_int("AGUI_MAIL_LINK_MAX_AGE_SECONDS", 7 * 24 * 3600)
+# on: a mail link asks its recipient to sign in before the confirmation page (off: the signed,
+# single-use link stands for the recipient for that one decision)
+AGUI_MAIL_LINKS_REQUIRE_SIGN_IN = env_bool("AGUI_MAIL_LINKS_REQUIRE_SIGN_IN", False)
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/runtime/execution.py).
 AGUI_TOOL_LEASE_SECONDS = env_float("AGUI_TOOL_LEASE_SECONDS", 30)

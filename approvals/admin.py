@@ -7,7 +7,15 @@ from django.utils.text import Truncator
 
 from . import registry, services
 from .choices import MODE_LABELS
-from .models import ApprovalRequest, AuditEvent, Decision, ThreadGrant, ToolPolicy
+from .models import (
+    ApprovalRequest,
+    AuditEvent,
+    Decision,
+    MailLink,
+    NotificationSetting,
+    ThreadGrant,
+    ToolPolicy,
+)
 
 
 class ToolPolicyForm(forms.ModelForm):
@@ -156,4 +164,30 @@ class ThreadGrantAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(NotificationSetting)
+class NotificationSettingAdmin(admin.ModelAdmin):
+    """A person's approval mails (they set it themselves at /inbox/settings/)."""
+
+    list_display = ("user", "mail", "updated_at")
+    list_filter = ("mail",)
+    search_fields = ("user__username", "user__email")
+    raw_id_fields = ("user",)
+
+
+@admin.register(MailLink)
+class MailLinkAdmin(admin.ModelAdmin):
+    """Which one-click mail links were sent and used (read-only: they are the links' state)."""
+
+    list_display = ("request", "user", "created_at", "used_at", "used_decision")
+    list_filter = ("used_decision",)
+    search_fields = ("request__id", "user__username")
+    readonly_fields = ("nonce", "request", "user", "created_at", "used_at", "used_decision")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

@@ -8,16 +8,15 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
 from django.utils import timezone
 
+from . import mail_links
+
 log = logging.getLogger(__name__)
 
 
-def group_recipients(group_id, exclude_user_id=None):
-    """Active members of a group with an email address (the requester is never asked: four eyes)."""
-    if not group_id:
-        return []
-    qs = get_user_model().objects.filter(groups__pk=group_id, is_active=True).exclude(email="")
-    if exclude_user_id:
-        qs = qs.exclude(pk=exclude_user_id)
+def group_recipients(group_id, exclude_user_id=None, kind="request"):
+    """Active members of a group with an email address who want this kind of mail (request |
+    escalation: their notification setting); the requester is never asked (four eyes)."""
+    qs = mail_links.group_members(group_id, kind, exclude_user_id=exclude_user_id)
     return sorted(set(qs.values_list("email", flat=True)))
 
 

@@ -363,3 +363,36 @@ class OutsideCall(models.Model):
                                     condition=models.Q(idempotency_key__isnull=False)),
         ]
 
+
+class NotificationSetting(models.Model):
+    """Which approval mails a person gets (approvals.mail_links reads it for request, reminder and
+    escalation mails). No row: the default, a mail for every request their group is asked."""
+
+    class Mail(models.TextChoices):
+        REQUEST = "request", "Mail me when a request needs my group"
+        ESCALATION = "escalation", "Only when a request is escalated to me"
+        NEVER = "never", "Never"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="approval_notifications")
+    mail = models.CharField(max_length=16, choices=Mail.choices, default=Mail.REQUEST)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"{self.user}: {self.get_mail_display()}"
+
+
+class MailLink(models.Model):
+    """The Approve and Reject links of one mail to one recipient carry this row's nonce, signed
+    (approvals.mail_links): the row binds them to the request and the recipient, and `used_at`
+    makes them single use (either link, once)."""
+
+    nonce = models.CharField(primary_key=True, max_length=43)
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="mail_links")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_decision = models.CharField(max_length=16, blank=True)
+
+    def __str__(self):
+        return f"mail link for {self.user} on {self.request_id}"

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import mail, notify, policy, registry, selectors
+from . import mail, mail_links, notify, policy, registry, selectors
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -170,6 +170,7 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
 
         def after_commit():
             notify.inbox_notice("requested", req)
+            mail_links.request_mails(req)  # the group's members, with one-click links
             for moment in {m for m in (remind_at, escalate_at, expires_at) if m}:
                 if (moment - now).total_seconds() <= ETA_HORIZON_SECONDS:
                     # by name: tasks import this module, so this one does not import tasks
@@ -515,7 +516,8 @@ def escalate(request_id):
             return False
         req.escalated_at = now
         req.save(update_fields=["escalated_at"])
-        recipients = mail.group_recipients(req.escalation_group_id, exclude_user_id=req.requester_id)
+        recipients = mail.group_recipients(req.escalation_group_id, exclude_user_id=req.requester_id,
+                                              kind="escalation")
         _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
                after={"deciders": [req.approver_label, req.escalation_group.name], "recipients": recipients})
         transaction.on_commit(lambda: (mail.escalation(req, recipients), notify.inbox_notice("escalated", req)))

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import console, views
+from . import console, mail_views, views
 
 urlpatterns = [
     path("inbox/", views.inbox, name="inbox"),
@@ -8,6 +8,8 @@ urlpatterns = [
     path("inbox/summary/", views.summary, name="inbox-summary"),
     path("inbox/bulk/", views.bulk, name="inbox-bulk"),
     path("inbox/undo/", views.undo, name="inbox-undo"),
+    path("inbox/settings/", mail_views.notification_settings, name="inbox-settings"),
+    path("inbox/mail/<str:token>/", mail_views.confirm, name="inbox-mail-link"),
     path("inbox/<str:approval_id>/", views.detail, name="inbox-detail"),
     path("policies/", console.policy_list, name="policies"),
     path("policies/<str:tool_name>/", console.policy_edit, name="policy-edit"),

@@ -329,9 +329,10 @@ def test_countdown_tasks_remind_escalate_and_expire(demo, celery_worker_live):
     notices = _notices(layer, channel, {"approval.reminded", "approval.escalated", "approval.expired"})
     assert {"approval.reminded", "approval.escalated", "approval.expired"} <= {n["type"] for n in notices}
     subjects = sorted((m.subject, tuple(m.to)) for m in mail.outbox)
-    assert subjects == [("[agui-inbox] Escalated: transfer_money needs a decision", ("admin@example.com",)),
+    assert subjects == [("[agui-inbox] Approval needed: transfer_money", ("finn@example.com",)),  # with links
+                        ("[agui-inbox] Escalated: transfer_money needs a decision", ("admin@example.com",)),
                         ("[agui-inbox] Reminder: transfer_money awaits your decision", ("finn@example.com",))]
-    assert "/inbox/" + req.pk in mail.outbox[0].body
+    assert all("/inbox/" + req.pk in m.body for m in mail.outbox)
     actions = list(AuditEvent.objects.filter(request=req).order_by("id").values_list("action", flat=True))
     assert actions == ["requested", "reminded", "escalated", "expired"]
 
@@ -374,7 +375,7 @@ def test_live_beat_expires_within_five_seconds_of_the_deadline(demo, celery_work
     for done, due in ((req.reminded_at, req.remind_at), (req.escalated_at, req.escalate_at),
                       (req.decided_at, req.expires_at)):
         assert done is not None and 0 <= (done - due).total_seconds() < 5
-    assert len(mail.outbox) == 2
+    assert len(mail.outbox) == 3  # the request mail, the reminder, the escalation
 
 
 @pytest.mark.slow

@@ -1,0 +1,104 @@
+"""The pages behind the mail's Approve / Reject links, and the person's mail setting.
+
+A GET only shows the request and a confirmation button (mail scanners and previews follow links);
+the POST decides through approvals.services.decide as the link's recipient.
+
+Sign-in: by default the link itself stands for its recipient, for this one decision. People
+approve from a phone's mail app, where a sign-in page would defeat the point of the mail, and the
+link is as narrow as a credential can be: signed with SECRET_KEY, bound to one request and one
+person, used once, dead as soon as the request is settled or past its deadline, and it still
+passes every rule of the service (four eyes, group membership now, quorum, feedback to reject).
+Someone else signed in on the browser is refused rather than silently acting as the recipient.
+AGUI_MAIL_LINKS_REQUIRE_SIGN_IN=1 asks the recipient to sign in first, for sites that want it.
+"""
+
+import json
+from urllib.parse import quote
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+
+from . import mail_links, selectors, services
+from .models import MailLink, NotificationSetting
+
+FEEDBACK_MAX = 5000
+
+
+def _refused(request, error):
+    return render(request, "approvals/mail_refused.html",
+                  {"heading": error.heading, "message": error.message, "code": error.status}, status=error.status)
+
+
+def _decide(token, user, feedback):
+    """Decide as the link's recipient and stamp the link used in the same transaction (a refused
+    decision leaves it usable: e.g. a reject without the feedback the policy asks for)."""
+    with transaction.atomic():
+        checked = mail_links.check(token, user, lock=True)
+        try:
+            req = services.decide(checked.request.pk, checked.link.user, checked.decision, feedback=feedback)
+        except services.NotPending:
+            raise mail_links.LinkError(410, "This link has expired", "The request's deadline passed before "
+                                       "your decision, so it was settled by its policy.") from None
+        MailLink.objects.filter(pk=checked.link.pk).update(used_at=timezone.now(), used_decision=checked.decision)
+    return req
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def confirm(request, token):
+    if settings.AGUI_MAIL_LINKS_REQUIRE_SIGN_IN and not request.user.is_authenticated:
+        return redirect(f"{settings.LOGIN_URL}?next={quote(request.path)}")
+    try:
+        checked = mail_links.check(token, request.user)
+    except mail_links.LinkError as exc:
+        return _refused(request, exc)
+    req, recipient = checked.request, checked.link.user
+    context = {"approval": req, "decision": checked.decision, "recipient": recipient, "feedback": "",
+               "arguments": json.dumps(req.current_arguments, indent=2, ensure_ascii=False, sort_keys=True),
+               "quorum": selectors.quorum(approval=req), "feedback_required":
+               checked.decision == "reject" and req.approver_kind == "group"}
+    if not services.can_decide(recipient, req):
+        context["refusal"] = ("You asked for this call yourself, so someone else must decide it (four eyes)."
+                              if recipient.pk == req.requester_id else
+                              "You are no longer among the people who may decide this request.")
+        return render(request, "approvals/mail_confirm.html", context, status=403)
+    if request.method == "GET":
+        return render(request, "approvals/mail_confirm.html", context)
+    feedback = request.POST.get("feedback", "")[:FEEDBACK_MAX]
+    try:
+        decided = _decide(token, request.user, feedback)
+    except mail_links.LinkError as exc:
+        return _refused(request, exc)
+    except services.Forbidden as exc:
+        return render(request, "approvals/mail_confirm.html", {**context, "refusal": exc.message}, status=403)
+    except services.DecisionError as exc:
+        errors = getattr(exc, "errors", {}) or {}
+        return render(request, "approvals/mail_confirm.html", {
+            **context, "feedback": feedback, "form_error": exc.message,
+            "feedback_error": "; ".join(errors.get("feedback", [])) or None}, status=400)
+    return render(request, "approvals/mail_done.html", {
+        "approval": decided, "decision": checked.decision, "recipient": recipient,
+        "quorum": selectors.quorum(approval=decided)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def notification_settings(request):
+    current = mail_links.mail_setting(request.user)
+    if request.method == "POST":
+        value = request.POST.get("mail", "")
+        if value in NotificationSetting.Mail.values:
+            mail_links.set_mail_setting(request.user, value)
+            messages.success(request, "Your mail setting is saved.")
+            return redirect("inbox-settings")
+        return render(request, "approvals/mail_settings.html", {
+            "choices": NotificationSetting.Mail.choices, "current": current,
+            "error": "Choose one of the options."}, status=400)
+    return render(request, "approvals/mail_settings.html", {"choices": NotificationSetting.Mail.choices,
+                                                            "current": current})
