@@ -130,6 +130,15 @@ ROWS = [
         expect=by_role(404, anon=401, alice=403, finn=200, admin=403), **API),
     Row("approval decide (requester-routed)", "POST", "/api/approvals/{req}/decide/", body={"decision": "approve"},
         expect=by_role(404, anon=401, alice=200, admin=403), **API),
+    # an agent running elsewhere: anyone with a token asks (four eyes and routing do the rest)
+    Row("approval create (outside agent)", "POST", "/api/approvals/",
+        body={"tool_name": "crm.lookup", "arguments": {"q": "x"}, "schema": {"type": "object"}},
+        expect=by_role(201, anon=401), **API),
+    Row("approval long-poll", "GET", "/api/approvals/{fin}/?wait=0",
+        expect=by_role(404, anon=401, alice=200, finn=200, admin=200), **API),
+    # only requests made through POST /api/approvals/ take an outcome (this one came from a run)
+    Row("approval outcome (not an outside request)", "POST", "/api/approvals/{fin}/outcome/",
+        body={"outcome": "succeeded"}, expect=by_role(404, anon=401, alice=409, finn=409, admin=409), **API),
     Row("approvals bulk decide", "POST", "/api/approvals/bulk-decide/",
         body={"ids": ["{fin}"], "decision": "approve"}, expect=by_role(200, anon=401),
         after=lambda w, role: _only_finn_decided(w, role), **API),

@@ -1,0 +1,177 @@
+"""A tiny client of agui-inbox's approvals API, for agents that run anywhere.
+
+    inbox = Inbox("https://inbox.example.com", token)
+    approval = inbox.request("crm.delete_contact", {"email": "a@example.com"}, description="...")
+    approval.wait(timeout=600)          # long-polls GET /api/approvals/<id>/?wait=...
+    if approval.approved: ...run the call with approval.arguments...; approval.report("succeeded")
+
+    @require_approval("crm.delete_contact", inbox=inbox, schema={...})
+    def delete_contact(email): ...
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+import uuid
+from typing import Any, Callable
+
+import httpx
+
+__all__ = ["Inbox", "Approval", "require_approval", "ApprovalError", "NotApproved", "StillPending", "InboxError"]
+
+APPROVED = {"approved", "modified"}
+MAX_WAIT = 60  # the server's limit for one long-poll
+
+
+class ApprovalError(Exception):
+    """Base of this client's errors."""
+
+
+class InboxError(ApprovalError):
+    """The inbox refused a request (4xx/5xx): `status_code`, `body` (its JSON)."""
+
+    def __init__(self, status_code: int, body: Any):
+        self.status_code, self.body = status_code, body
+        message = body.get("message") if isinstance(body, dict) else None
+        super().__init__(f"agui-inbox answered {status_code}: {message or body}")
+
+
+class NotApproved(ApprovalError):
+    """The call was rejected, denied by policy, expired or cancelled: do not run it."""
+
+    def __init__(self, approval: "Approval"):
+        self.approval = approval
+        self.status, self.feedback = approval.status, approval.feedback
+        why = f": {approval.feedback}" if approval.feedback else ""
+        super().__init__(f"{approval.tool_name} was {approval.status}{why}")
+
+
+class StillPending(ApprovalError):
+    """Nobody answered within the timeout given to wait(); the request is still open."""
+
+
+class Approval:
+    """One request as the inbox shows it (`data`: the JSON of GET /api/approvals/<id>/)."""
+
+    def __init__(self, inbox: "Inbox", data: dict):
+        self.inbox, self.data = inbox, data
+
+    id = property(lambda self: self.data["id"])
+    status = property(lambda self: self.data["status"])
+    tool_name = property(lambda self: self.data["tool_name"])
+    feedback = property(lambda self: self.data.get("feedback") or "")
+    pending = property(lambda self: self.status == "pending")
+    approved = property(lambda self: self.status in APPROVED)
+
+    @property
+    def arguments(self) -> dict:
+        """What to run: the reviewer's edit if there was one, else the arguments asked for."""
+        final = self.data.get("final_arguments")
+        return final if final is not None else self.data["arguments"]
+
+    def refresh(self, wait: float = 0) -> "Approval":
+        params = {"wait": f"{wait:g}"} if wait else None
+        self.data = self.inbox._call("GET", f"/api/approvals/{self.id}/", params=params,
+                                     timeout=wait + self.inbox.timeout)
+        return self
+
+    def wait(self, timeout: float | None = None) -> "Approval":
+        """Long-poll until answered (or `timeout` seconds pass: StillPending). None: as long as it takes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.pending:
+            left = MAX_WAIT if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise StillPending(f"request {self.id} is still pending after {timeout} s")
+            self.refresh(wait=min(MAX_WAIT, max(left, 0.1)))
+        return self
+
+    def report(self, outcome: str, detail: str = "") -> "Approval":
+        """How the call went: "succeeded", "failed" or "unknown" (once per request)."""
+        self.data = self.inbox._call("POST", f"/api/approvals/{self.id}/outcome/",
+                                     json={"outcome": outcome, "detail": detail[:5000]})
+        return self
+
+    def __repr__(self):
+        return f"<Approval {self.id} {self.tool_name} {self.status}>"
+
+
+class Inbox:
+    """`url`: the inbox's address; `token`: a user's or a service account's API token."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 30, client: httpx.Client | None = None):
+        self.url, self.timeout = url.rstrip("/"), timeout
+        self.client = client or httpx.Client(base_url=self.url, headers={"Authorization": f"Token {token}"})
+
+    def _call(self, method, path, *, timeout=None, headers=None, **kwargs):
+        response = self.client.request(method, path, timeout=timeout or self.timeout, headers=headers, **kwargs)
+        try:
+            body = response.json()
+        except ValueError:
+            body = response.text
+        if response.status_code >= 400:
+            raise InboxError(response.status_code, body)
+        return body
+
+    def request(self, tool_name: str, arguments: dict, *, description: str = "", reason: str = "",
+                reversible: bool = False, impact: str = "", risk: str | None = None, thread: str = "",
+                run: str = "", agent_name: str = "", schema: dict | None = None, callback_url: str = "",
+                idempotency_key: str | None = None) -> Approval:
+        """Ask for approval of one call. A retry with the same idempotency_key returns the same request
+        (one is made up when none is given, and reused if the first attempt's answer was lost)."""
+        body = {"tool_name": tool_name, "arguments": arguments, "description": description, "reason": reason,
+                "reversible": reversible, "impact": impact, "thread": thread, "run": run, "agent_name": agent_name}
+        body.update({k: v for k, v in (("risk", risk), ("schema", schema), ("callback_url", callback_url)) if v})
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        for attempt in range(3):  # a lost answer is retried under the same key: still one request
+            try:
+                return Approval(self, self._call("POST", "/api/approvals/", json=body, headers=headers))
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5 * 2 ** attempt)
+        raise AssertionError("unreachable")
+
+    def get(self, approval_id: str) -> Approval:
+        return Approval(self, self._call("GET", f"/api/approvals/{approval_id}/"))
+
+    def close(self):
+        self.client.close()
+
+
+def require_approval(tool_name: str, *, inbox: Inbox, timeout: float | None = None,
+                     describe: Callable[..., str] | None = None, **request_options):
+    """Decorate a function whose keyword arguments are the tool's arguments: each call asks the inbox,
+    waits, runs the function with the final arguments (a reviewer may have edited them) when approved,
+    reports succeeded/failed, and raises NotApproved (rejected, denied, expired) or StillPending."""
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+            description = describe(**arguments) if describe else f"{tool_name}({_short(arguments)})"
+            approval = inbox.request(tool_name, arguments, description=description, **request_options)
+            approval.wait(timeout)
+            if not approval.approved:
+                raise NotApproved(approval)
+            try:
+                result = fn(**approval.arguments)
+            except Exception as exc:
+                approval.report("failed", f"{type(exc).__name__}: {exc}")
+                raise
+            approval.report("succeeded")
+            return result
+
+        return wrapper
+
+    return decorate
+
+
+def _short(arguments, limit=200):
+    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

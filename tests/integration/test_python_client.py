@@ -1,0 +1,127 @@
+"""The Python client (clients/python, imported from its source: it is not a dependency of the
+project) against the live stack: @require_approval asks, long-polls, runs the function with the
+reviewer's (edited) arguments and reports the outcome; a rejection and a policy's deny raise."""
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
+from agui_inbox_client import Inbox, NotApproved, require_approval  # noqa: E402
+
+from approvals import services  # noqa: E402
+from approvals.models import ApprovalRequest, OutsideCall  # noqa: E402
+
+CRM_SCHEMA = {"type": "object", "required": ["email"], "additionalProperties": False,
+              "properties": {"email": {"type": "string"}}}
+
+
+@pytest.fixture
+def people(live_stack):
+    import os
+
+    from django.contrib.auth.models import User
+    from rest_framework.authtoken.models import Token
+
+    call_command("seed_demo", stdout=open(os.devnull, "w"))
+    token = {u: Token.objects.get_or_create(user=User.objects.get(username=u))[0].key for u in ("alice", "finn", "rita")}
+    inboxes = {u: Inbox(live_stack["url"], key) for u, key in token.items()}
+    yield inboxes
+    for inbox in inboxes.values():
+        inbox.close()
+
+
+def _pending(tool_name, timeout=30):
+    """The request the decorated call made, once it is in the database (the call runs in a thread)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = ApprovalRequest.objects.filter(tool_name=tool_name, status="pending").first()
+        if row:
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"no pending request for {tool_name}")
+
+
+def _in_thread(fn, **kwargs):
+    box = {}
+
+    def run():
+        try:
+            box["result"] = fn(**kwargs)
+        except Exception as exc:  # re-raised in the test's thread by the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, box
+
+
+def test_decorator_runs_the_edited_call_once_approved_and_reports(people):
+    ran = []
+
+    @require_approval("transfer_money", inbox=people["alice"], timeout=55)
+    def transfer(from_account, to_account, amount, currency="USD"):
+        ran.append((from_account, to_account, amount, currency))
+        return "sent"
+
+    started = time.monotonic()
+    thread, box = _in_thread(transfer, from_account="1234567890", to_account="0987654321", amount=900.0)
+    req = _pending("transfer_money")
+    assert req.approver_group.name == "finance" and req.requester.username == "alice"
+    # finn (finance) approves a smaller amount: the function runs with what he approved
+    answer = httpx.post(f"{people['finn'].url}/api/approvals/{req.pk}/decide/",
+                        headers=people["finn"].client.headers, timeout=10,
+                        json={"decision": "approve", "feedback": "400 now, the rest next month",
+                              "arguments": {"from_account": "1234567890", "to_account": "0987654321",
+                                            "amount": 400.0, "currency": "USD"}})
+    assert answer.status_code == 200, answer.text
+    decided = time.monotonic()
+    thread.join(30)
+    assert not thread.is_alive() and "error" not in box, box
+    assert box["result"] == "sent" and ran == [("1234567890", "0987654321", 400.0, "USD")]
+    assert time.monotonic() - decided < 10 < 55 - (decided - started)  # the decision ended the long-poll
+    row = OutsideCall.objects.get(request_id=req.pk)
+    assert row.outcome == "succeeded" and ApprovalRequest.objects.get(pk=req.pk).status == "modified"
+
+
+def test_wait_waits_then_a_rejection_raises_with_the_feedback(people):
+    ran = []
+
+    @require_approval("crm.delete_contact", inbox=people["alice"], schema=CRM_SCHEMA, timeout=55)
+    def delete_contact(email):
+        ran.append(email)
+
+    approval = people["alice"].request("crm.probe", {"email": "x@example.com"}, schema=CRM_SCHEMA)
+    before = time.monotonic()
+    assert approval.refresh(wait=1).pending and time.monotonic() - before >= 0.9  # the server held the answer
+
+    thread, box = _in_thread(delete_contact, email="a@example.com")
+    req = _pending("crm.delete_contact")
+    assert req.approver_group.name == "reviewers" and req.risk == "high"
+    services.decide(req.pk, req.approver_group.user_set.get(username="rita"), "reject", feedback="keep this one")
+    thread.join(30)
+    assert not thread.is_alive() and ran == []
+    error = box["error"]
+    assert isinstance(error, NotApproved) and error.status == "rejected" and error.feedback == "keep this one"
+    assert OutsideCall.objects.get(request_id=req.pk).outcome == ""  # nothing ran, nothing reported
+
+
+def test_a_denied_tool_raises_at_once(people):
+    from django.contrib.auth.models import User
+
+    services.save_policy("crm.drop_all", {"mode": "deny", "approver_kind": "requester"},
+                         User.objects.get(username="admin"))
+
+    @require_approval("crm.drop_all", inbox=people["alice"], timeout=5)
+    def drop_all():
+        raise AssertionError("must not run")
+
+    with pytest.raises(NotApproved) as caught:
+        drop_all()
+    assert caught.value.status == "denied" and "mode deny" in caught.value.feedback
