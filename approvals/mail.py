@@ -1,5 +1,6 @@
-"""Mail through Django's mail framework (console in development, locmem in tests): reminders,
-escalations and operator alerts. Sent after commit; a mail failure never fails the caller."""
+"""Mail through Django's mail framework (console in development, locmem in tests): reminders and
+operator alerts (request and escalation mails carry links: approvals.mail_links). Sent after
+commit; a mail failure never fails the caller."""
 
 import logging
 
@@ -53,12 +54,6 @@ def _facts(req):
 
 def reminder(req, recipients):
     return _send(f"Reminder: {req.tool_name} awaits your decision", _facts(req), recipients)
-
-
-def escalation(req, recipients):
-    body = (f"Nobody in {req.approver_label} has decided this request yet, so it is escalated to "
-            f"{req.escalation_group.name}; you may decide it now.\n\n" + _facts(req))
-    return _send(f"Escalated: {req.tool_name} needs a decision", body, recipients)
 
 
 def operator_alert(subject, body):

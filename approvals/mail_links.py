@@ -142,7 +142,21 @@ def request_mails(req):
         return 0
 
 
-def _send(req, recipients, template, subject):
+def escalation_mails(req):
+    """After commit: the escalation group's members (who want it) may decide now; their mail has
+    links of their own too."""
+    if not req.escalation_group_id:
+        return 0
+    try:
+        return _send(req, group_members(req.escalation_group_id, "escalation", exclude_user_id=req.requester_id),
+                     "approvals/mail_request.txt", f"Escalated: {req.tool_name} needs a decision",
+                     group=req.escalation_group, escalated=True)
+    except Exception:
+        log.exception("escalation mail for %s not sent", req.pk)
+        return 0
+
+
+def _send(req, recipients, template, subject, group=None, escalated=False):
     recipients = list(recipients)
     if not recipients:
         return 0
@@ -152,6 +166,7 @@ def _send(req, recipients, template, subject):
         body = render_to_string(template, {
             "req": req, "person": person, "links": issue(req, person), "arguments": arguments,
             "inbox_url": absolute(f"/inbox/{req.pk}/"), "settings_url": absolute("/inbox/settings/"),
+            "group": group or req.approver_group, "escalated": escalated,
         })
         messages.append(EmailMessage(f"{settings.EMAIL_SUBJECT_PREFIX}{subject}", body,
                                      settings.DEFAULT_FROM_EMAIL, [person.email]))  # one each: no shared To

@@ -520,7 +520,8 @@ def escalate(request_id):
                                               kind="escalation")
         _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
                after={"deciders": [req.approver_label, req.escalation_group.name], "recipients": recipients})
-        transaction.on_commit(lambda: (mail.escalation(req, recipients), notify.inbox_notice("escalated", req)))
+        # with one-click links: the escalation group may decide now
+        transaction.on_commit(lambda: (mail_links.escalation_mails(req), notify.inbox_notice("escalated", req)))
         return True
 
 

@@ -221,7 +221,7 @@ def test_mail_settings_page_and_what_it_changes(demo, fay, client, mailoutbox, d
     assert [m.to for m in mailoutbox] == [["finn@example.com"]]  # never: no mail for fay
 
 
-def test_only_on_escalation(demo, fay, mailoutbox, django_capture_on_commit_callbacks):
+def test_only_on_escalation(demo, fay, client, mailoutbox, django_capture_on_commit_callbacks):
     mail_links.set_mail_setting(fay, NotificationSetting.Mail.ESCALATION)
     mail_links.set_mail_setting(demo["finn"], NotificationSetting.Mail.NEVER)
     _request(django_capture_on_commit_callbacks, group="finance")
@@ -234,4 +234,9 @@ def test_only_on_escalation(demo, fay, mailoutbox, django_capture_on_commit_call
     with django_capture_on_commit_callbacks(execute=True):
         assert services.escalate(req.pk)
     assert [m.to for m in mailoutbox] == [["fay@example.com"]]  # escalations: fay yes, finn (never) no
-    assert mailoutbox[0].subject.startswith("[agui-inbox] Escalated")
+    assert mailoutbox[0].subject == "[agui-inbox] Escalated: transfer_money needs a decision"
+    assert "so it is escalated to finance; you may decide it now" in mailoutbox[0].body
+    done = client.post(_links(mailoutbox[0])["approve"])  # the escalation group decides from its mail
+    assert done.status_code == 200
+    req.refresh_from_db()
+    assert (req.status, req.decided_by) == ("approved", fay)
