@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "state",
     "approvals",
     "agents",
+    "webhooks",
     "agents.catalog",
 ]
 
@@ -257,6 +258,8 @@ CELERY_BEAT_SCHEDULE = {
     # tool calls and runs left `executing`/`running` by a dead worker: outcome_unknown (or a retry
     # when idempotent) / a continuation; queued runs whose task message was lost are sent again
     "recover-stuck-tool-calls": {"task": "agents.tasks.recover_stuck_calls", "schedule": 10.0},
+    # webhook deliveries whose countdown task was lost (webhooks.services.SWEEP_GRACE_SECONDS late)
+    "webhook-deliveries": {"task": "webhooks.tasks.deliveries_due", "schedule": 10.0},
 }
 
 CHANNEL_LAYERS = {
@@ -343,6 +346,20 @@ AGUI_MAIL_LINKS_REQUIRE_SIGN_IN = env_bool("AGUI_MAIL_LINKS_REQUIRE_SIGN_IN", Fa
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/runtime/execution.py).
 AGUI_TOOL_LEASE_SECONDS = env_float("AGUI_TOOL_LEASE_SECONDS", 30)
+
+# --- webhooks (webhooks/services.py) -----------------------------------------------------------
+AGUI_WEBHOOK_MAX_ATTEMPTS = env_int("AGUI_WEBHOOK_MAX_ATTEMPTS", 8)  # then the delivery is failed (replayable)
+AGUI_WEBHOOK_BACKOFF_SECONDS = env_float("AGUI_WEBHOOK_BACKOFF_SECONDS", 10)  # doubled after each failure
+AGUI_WEBHOOK_BACKOFF_MAX_SECONDS = env_float("AGUI_WEBHOOK_BACKOFF_MAX_SECONDS", 3600)
+AGUI_WEBHOOK_TIMEOUT_SECONDS = env_float("AGUI_WEBHOOK_TIMEOUT_SECONDS", 10)
+AGUI_WEBHOOK_RESPONSE_BODY_CHARS = env_int("AGUI_WEBHOOK_RESPONSE_BODY_CHARS", 1000)  # kept per attempt
+AGUI_WEBHOOK_MAX_URL_LENGTH = env_int("AGUI_WEBHOOK_MAX_URL_LENGTH", 2000)
+# callback_url deliveries are signed with this (whsec_...); empty: a secret derived from SECRET_KEY
+AGUI_WEBHOOK_CALLBACK_SECRET = _env("AGUI_WEBHOOK_CALLBACK_SECRET") or ""
+# SSRF guard: internal addresses (loopback, private, link-local) a webhook may reach; none by default
+# in production, loopback in development (DEBUG); set but empty: none
+AGUI_WEBHOOK_ALLOWED_NETWORKS = env_networks("AGUI_WEBHOOK_ALLOWED_NETWORKS") if os.environ.get(
+    "AGUI_WEBHOOK_ALLOWED_NETWORKS") is not None else (["127.0.0.0/8", "::1/128"] if DEBUG else [])
 AGUI_RUN_REQUEUE_SECONDS = env_float("AGUI_RUN_REQUEUE_SECONDS", 120)  # queued this long: send again
 # a queued run never announced (Redis was down when it was committed): the beat announces it after
 # this long; longer than the event writer's retries (~11 s), so a slow announce is not doubled

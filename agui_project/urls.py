@@ -27,6 +27,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("agents.api_urls")),
     path("api/", include("approvals.api_urls")),
+    path("api/", include("webhooks.api_urls")),
     path("", include("agents.urls")),
     path("", include("approvals.urls")),
 ]

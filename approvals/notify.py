@@ -9,6 +9,8 @@ import threading
 
 from channels.layers import get_channel_layer
 
+from .signals import approval_event
+
 log = logging.getLogger(__name__)
 
 STAFF_GROUP = "inbox.staff"
@@ -111,6 +113,10 @@ def inbox_notice(kind, request):
         targets.add(group_for_approver_group(request.approver_group_id))
     if request.escalation_group_id and request.escalated_at:
         targets.add(group_for_approver_group(request.escalation_group_id))
+    # the same moments, for other apps (webhooks); a failing receiver is logged, never raised
+    for receiver, result in approval_event.send_robust(sender=type(request), kind=kind, request=request):
+        if isinstance(result, Exception):
+            log.error("approval_event receiver %s failed", receiver, exc_info=result)
     return _send(sorted(targets), notice)
 
 

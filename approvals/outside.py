@@ -8,19 +8,15 @@ A tool the project has never seen is asked of the `reviewers` group at high risk
 sets its policy; its arguments are checked against the JSON Schema the caller sends.
 """
 
-import json
-
-import jsonschema
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import policy, registry, services
+from . import policy, registry, schemas, services
 from .models import ApprovalRequest, ApproverKind, AuditEvent, OutsideCall, Risk, arguments_hash
+from .signals import tool_outcome
 
 UNKNOWN_TOOL_GROUP = "reviewers"
-MAX_SCHEMA_BYTES = 64 * 1024  # a schema is read on every request and on every edit: bounded
-MAX_SCHEMA_ERRORS = 20
 Status = ApprovalRequest.Status
 
 
@@ -60,25 +56,6 @@ def body_hash(body):
     return arguments_hash(body)  # the same canonical JSON digest as arguments
 
 
-def _schema_errors(schema, arguments):
-    """{path: [messages]} of the arguments against a caller's schema (itself checked first)."""
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        raise InvalidSchema(f"the schema is larger than {MAX_SCHEMA_BYTES} bytes", {"schema": ["too large"]})
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise InvalidSchema(f"the schema is not a valid JSON Schema: {exc.message}",
-                            {"schema": [exc.message]}) from exc
-    errors = {}
-    for i, error in enumerate(cls(schema).iter_errors(arguments)):
-        if i >= MAX_SCHEMA_ERRORS:
-            break
-        path = ".".join(str(p) for p in error.absolute_path) or "arguments"
-        errors.setdefault(path, []).append(error.message)
-    return errors
-
-
 def _checked_arguments(tool_name, arguments, schema, requester):
     """(arguments as they will be judged, the schema stored with the request)."""
     defaults = registry.get(tool_name)
@@ -92,7 +69,10 @@ def _checked_arguments(tool_name, arguments, schema, requester):
             raise UnknownTool(f"this project does not know the tool {tool_name}: send its arguments' JSON Schema "
                               "in `schema`", {"schema": ["required for a tool this project does not know"]})
         return arguments, {}
-    errors = _schema_errors(schema, arguments)
+    try:
+        errors = schemas.errors(schema, arguments)
+    except schemas.SchemaInvalid as exc:
+        raise InvalidSchema(exc.message, {"schema": [exc.message]}) from exc
     if errors:
         raise services.InvalidArguments("the arguments do not fit the schema", errors)
     return arguments, schema
@@ -182,4 +162,8 @@ def report_outcome(*, request_id, user, outcome, detail=""):
         services.record(AuditEvent.Action.OUTCOME_REPORTED, actor=user, object_ref=row.request_id,
                         tool_name=row.request.tool_name, request=row.request,
                         after={"outcome": outcome, "detail": detail})
+        req = row.request
+        transaction.on_commit(lambda: tool_outcome.send_robust(sender=OutsideCall, approval_ref=req.id, data={
+            "tool_name": req.tool_name, "outcome": outcome, "detail": detail, "approval": req.id,
+            "thread": req.thread_ref or None, "run": req.run_ref or None, "tool_call": req.tool_call_ref or None}))
     return row.request

@@ -33,6 +33,7 @@ from approvals import mail as approval_mail
 from approvals import notify as approval_notify
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, AuditEvent
+from approvals.signals import tool_outcome
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +61,24 @@ def finish(call_id, status, output):
     """executing -> succeeded|failed. False when recovery already declared the outcome unknown:
     then the late result is kept on the row for operators, and the model is not told twice."""
     if move_call(call_id, status, leaving=[ToolCall.Status.EXECUTING], result=output):
+        _outcome_recorded(call_id, status)
         return True
     ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.OUTCOME_UNKNOWN).update(
         result=f"[finished after recovery reported it: {status}] {output}"[:20000]
     )
     log.warning("tool call %s finished (%s) after recovery declared it unknown", call_id, status)
     return False
+
+
+def _outcome_recorded(call_id, status):
+    """tool_outcome after commit (webhooks send `tool.outcome`); never fails the call."""
+    def send():
+        call = ToolCall.objects.filter(pk=call_id).values("name", "thread_id", "run_id", "approval_id").first()
+        if call:
+            tool_outcome.send_robust(sender=ToolCall, approval_ref=call["approval_id"] or "", data={
+                "tool_name": call["name"], "outcome": str(status), "tool_call": call_id, "thread": call["thread_id"],
+                "run": call["run_id"], "approval": call["approval_id"]})
+    transaction.on_commit(send)
 
 
 def run_lease_key(run_id):
@@ -185,6 +198,7 @@ def recover_call(call_id):
                                      tool_name=call.name, request=request, before={"status": "executing", **facts},
                                      after={"status": "outcome_unknown", "repeated": False})
             transaction.on_commit(lambda: _tell_operators(call, run, msg))
+            _outcome_recorded(call.pk, "unknown")
         if run_was_live:
             message = (f"The worker stopped while {call.name} was running; "
                        + ("it will be run again (the tool is idempotent)." if outcome == "retry"

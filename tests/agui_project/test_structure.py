@@ -5,6 +5,8 @@ Layering (DESIGN.md, "apps are layers; arrows point down only"):
   at any depth (inside functions, methods, `if` blocks) -- an import hidden in a function is
   still a dependency, it only moves the failure from start-up to the first call;
 - approvals/ and state/ never import agents/; state/ never imports approvals/;
+- webhooks/ sits on top and imports approvals/ only (approvals.signals carry the tool outcomes of
+  agents too); no other app imports webhooks/;
 - approvals/ MAY import state/ (a downward arrow: the inbox shows a request's thread state
   through `state.services`); since state imports neither, that can never close a loop;
 - agui_project/ is plumbing under every app (auth, errors, the Redis client, input checks) plus
@@ -24,9 +26,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("agui_project", "agents", "approvals", "state")
+PACKAGES = ("agui_project", "agents", "approvals", "state", "webhooks")
 STATUS_OWNER = "agents.transitions"
-APPS = {"agents", "approvals", "state"}
+APPS = {"agents", "approvals", "state", "webhooks"}
 WIRING = {"agui_project.urls", "agui_project.asgi", "agui_project.context"}
 WRITE_CALLS = {"update", "create", "get_or_create", "update_or_create", "bulk_create"}
 
@@ -157,6 +159,10 @@ def test_layering():
             to = target.split(".")[0]
             if app in ("approvals", "state") and to == "agents":
                 wrong.append(f"{name}:{line} imports {target} ({app} never imports agents)")
+            if app in ("agents", "approvals", "state") and to == "webhooks":
+                wrong.append(f"{name}:{line} imports {target} (webhooks sits on top: apps send it signals)")
+            if app == "webhooks" and to == "agents":
+                wrong.append(f"{name}:{line} imports {target} (webhooks hears agents through approvals.signals)")
             if app == "state" and to == "approvals":
                 wrong.append(f"{name}:{line} imports {target} (state never imports approvals)")
             if app == "agui_project" and to in APPS and name not in WIRING:

@@ -1,0 +1,335 @@
+"""Webhooks end to end: a real HTTP receiver in the test process checks every message with the
+`standardwebhooks` library; approvals made, decided, expired and escalated through the services
+reach it; a receiver that answers 500 gets the same message again with exponential backoff (the
+retries are driven by calling the task, the clock moved by hand: no sleeps); attempts are recorded,
+replayable from the API and the admin; only admins manage endpoints; the secret is shown once."""
+
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest
+from approvals.signals import tool_outcome
+from tests.helpers import transfer_request
+from webhooks import services, tasks
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+pytestmark = pytest.mark.django_db
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1: answers the scripted codes in turn (then 200), keeps what came."""
+
+    def __init__(self):
+        self.codes, self.received = [], []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                owner.received.append((dict(self.headers), body))
+                code = owner.codes.pop(0) if owner.codes else 200
+                self.send_response(code)
+                self.end_headers()
+                self.wfile.write(b"x" * 5000 if code >= 500 else b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def verified(self, secret):
+        """Every message, checked by the library a receiver would use; raises on a bad signature."""
+        return [Webhook(secret).verify(body, headers) for headers, body in self.received]
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """The delivery tasks the services would send to Celery: (delivery id, countdown)."""
+    sent = []
+    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: sent.append((pk, countdown)))
+    return sent
+
+
+@pytest.fixture
+def endpoint(api, receiver):
+    answer = api("admin").post("/api/webhooks/", {"url": receiver.url, "events": []}, format="json")
+    assert answer.status_code == 201, answer.content
+    return WebhookEndpoint.objects.get(pk=answer.json()["id"]), answer.json()["secret"]
+
+
+def run_queued(queued):
+    """What a worker would do with the queued tasks that are due now."""
+    while queued:
+        pk, _ = queued.pop(0)
+        tasks.deliver(pk)
+
+
+def test_request_decide_and_their_signed_messages(demo, endpoint, receiver, queued,
+                                                  django_capture_on_commit_callbacks):
+    hook, secret = endpoint
+    assert secret.startswith("whsec_") and secret == hook.secret
+    with django_capture_on_commit_callbacks(execute=True):
+        req = transfer_request(demo["alice"])
+    delivery = WebhookDelivery.objects.get(event_type="approval.requested")
+    assert delivery.status == "pending" and delivery.attempts == 0  # the row exists before any attempt
+    run_queued(queued)
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 400.0})
+    run_queued(queued)
+
+    messages = receiver.verified(secret)
+    assert [m["type"] for m in messages] == ["approval.requested", "approval.decided"]
+    assert messages[1]["data"]["id"] == req.pk and messages[1]["data"]["status"] == "modified"
+    assert messages[1]["data"]["final_arguments"]["amount"] == 400.0
+    headers = receiver.received[1][0]
+    assert headers["webhook-id"] == WebhookDelivery.objects.get(event_type="approval.decided").message_id
+    with pytest.raises(WebhookVerificationError):  # another secret does not verify
+        Webhook("whsec_" + "A" * 44).verify(receiver.received[1][1], headers)
+    assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"succeeded"}
+    attempt = WebhookAttempt.objects.get(delivery__event_type="approval.decided")
+    assert attempt.succeeded and attempt.response_status == 200 and attempt.response_body == "ok"
+
+
+def test_expired_and_escalated_requests_are_sent(demo, endpoint, receiver, queued,
+                                                 django_capture_on_commit_callbacks):
+    hook, secret = endpoint
+    req = transfer_request(demo["alice"])
+    queued.clear()
+    past = timezone.now() - timedelta(seconds=1)
+    ApprovalRequest.objects.filter(pk=req.pk).update(escalate_at=past, escalation_group=Group.objects.get(name="oncall"))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert approval_services.escalate(req.pk)
+    ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=past)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert approval_services.expire(req.pk)
+    run_queued(queued)
+    messages = receiver.verified(secret)
+    assert [m["type"] for m in messages] == ["approval.escalated", "approval.expired"]
+    assert messages[1]["data"]["status"] == "expired" and "timed out" in messages[1]["data"]["feedback"]
+
+
+def test_a_receiver_that_fails_gets_the_message_again_with_backoff(demo, settings, endpoint, receiver, queued,
+                                                                   django_capture_on_commit_callbacks):
+    hook, secret = endpoint
+    settings.AGUI_WEBHOOK_BACKOFF_SECONDS = 10
+    settings.AGUI_WEBHOOK_RESPONSE_BODY_CHARS = 100
+    receiver.codes = [500, 500]  # then 200
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    delivery = WebhookDelivery.objects.get()
+    (pk, countdown), = queued
+    assert countdown == 0
+    waits = []
+    for _ in range(3):
+        queued.clear()
+        with django_capture_on_commit_callbacks(execute=True):
+            tasks.deliver(pk)
+        if queued:
+            (_, wait), = queued
+            waits.append(wait)
+            assert tasks.deliver(pk) is None and WebhookAttempt.objects.count() == len(waits)  # not due yet
+            # the countdown elapses: move the delivery's moment back instead of sleeping
+            WebhookDelivery.objects.filter(pk=pk).update(next_attempt_at=timezone.now())
+    assert waits == [10, 20]  # exponential backoff
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded" and delivery.attempts == 3
+    rows = list(delivery.attempt_rows.all())
+    assert [(a.response_status, a.succeeded) for a in rows] == [(500, False), (500, False), (200, True)]
+    assert rows[0].error == "the receiver answered 500" and len(rows[0].response_body) == 100  # bounded
+    assert all(a.latency_ms >= 0 for a in rows)
+    ids = {h["webhook-id"] for h, _ in receiver.received}
+    assert ids == {delivery.message_id} and len(receiver.verified(secret)) == 3  # same id, signed each time
+
+
+def test_bounded_attempts_then_failed_then_replay(demo, settings, api, endpoint, receiver, queued,
+                                                  django_capture_on_commit_callbacks):
+    hook, secret = endpoint
+    settings.AGUI_WEBHOOK_MAX_ATTEMPTS = 2
+    receiver.codes = [503, 503]
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    delivery = WebhookDelivery.objects.get()
+    for _ in range(2):
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+        tasks.deliver(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == "failed" and delivery.attempts == 2
+    queued.clear()
+
+    assert api("finn").post(f"/api/webhook-deliveries/{delivery.pk}/replay/").status_code == 403
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = api("admin").post(f"/api/webhook-deliveries/{delivery.pk}/replay/")
+    assert answer.status_code == 202 and answer.json()["status"] == "pending"
+    run_queued(queued)
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded"
+    listed = api("admin").get(f"/api/webhook-deliveries/{delivery.pk}/").json()
+    assert [a["response_status"] for a in listed["attempt_log"]] == [503, 503, 200]
+
+
+def test_a_lost_task_is_picked_up_by_the_sweep(demo, endpoint, receiver, queued,
+                                               django_capture_on_commit_callbacks):
+    hook, secret = endpoint
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    queued.clear()  # the broker lost the task
+    tasks.deliveries_due()
+    assert not queued  # not yet overdue: its task may still come
+    WebhookDelivery.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=services.SWEEP_GRACE_SECONDS + 1))
+    tasks.deliveries_due()
+    run_queued(queued)
+    assert [m["type"] for m in receiver.verified(secret)] == ["approval.requested"]
+
+
+def test_events_filter_and_tool_outcome(demo, api, receiver, queued, django_capture_on_commit_callbacks):
+    answer = api("admin").post("/api/webhooks/", {"url": receiver.url, "events": ["tool.outcome"]}, format="json")
+    secret = answer.json()["secret"]
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    assert not WebhookDelivery.objects.exists()  # approval.requested was not asked for
+    with django_capture_on_commit_callbacks(execute=True):
+        tool_outcome.send(sender=None, approval_ref="apr_1", data={"tool_name": "transfer_money", "outcome": "failed"})
+    run_queued(queued)
+    (message,) = receiver.verified(secret)
+    assert message["type"] == "tool.outcome" and message["data"]["outcome"] == "failed"
+
+
+def test_an_outside_agents_callback_url_and_outcome(demo, settings, api, receiver, queued,
+                                                    django_capture_on_commit_callbacks):
+    """POST /api/approvals/ with a callback_url: the answer is pushed there, signed with the callback
+    secret; the outcome the agent reports is a tool.outcome event for the admins' endpoints."""
+    settings.AGUI_WEBHOOK_CALLBACK_SECRET = ""
+    hook = api("admin").post("/api/webhooks/", {"url": receiver.url + "/admin", "events": ["tool.outcome"]},
+                             format="json").json()
+    alice = api("alice")
+    with django_capture_on_commit_callbacks(execute=True):
+        made = alice.post("/api/approvals/", {
+            "tool_name": "crm.delete_contact", "arguments": {"email": "a@example.com"},
+            "schema": {"type": "object", "properties": {"email": {"type": "string"}}},
+            "description": "Delete the contact a@example.com", "callback_url": receiver.url}, format="json")
+    assert made.status_code == 201, made.content
+    assert not WebhookDelivery.objects.exists()  # the callback hears the answer, not its own request
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_services.decide(made.json()["id"], demo["rita"], "approve", feedback="once")
+    run_queued(queued)
+    (answer,) = receiver.verified(services.callback_secret())
+    assert answer["type"] == "approval.decided" and answer["data"]["feedback"] == "once"
+    assert answer["data"]["final_arguments"] == {"email": "a@example.com"}
+    assert WebhookDelivery.objects.get().endpoint is None
+    with django_capture_on_commit_callbacks(execute=True):
+        alice.post(f"/api/approvals/{made.json()['id']}/outcome/", {"outcome": "failed", "detail": "CRM said 500"},
+                   format="json")
+    run_queued(queued)
+    headers, body = receiver.received[-1]
+    outcome = Webhook(hook["secret"]).verify(body, headers)
+    assert outcome["type"] == "tool.outcome" and outcome["data"]["outcome"] == "failed"
+    assert outcome["data"]["approval"] == made.json()["id"] and outcome["data"]["detail"] == "CRM said 500"
+
+
+def test_only_admins_manage_endpoints_and_the_secret_is_shown_once(demo, api, receiver):
+    assert api("finn").post("/api/webhooks/", {"url": receiver.url, "events": []}, format="json").status_code == 403
+    assert api("finn").get("/api/webhooks/").status_code == 403
+    admin = api("admin")
+    created = admin.post("/api/webhooks/", {"url": receiver.url, "events": ["approval.decided"]}, format="json")
+    assert created.status_code == 201 and created.json()["secret"].startswith("whsec_")
+    pk = created.json()["id"]
+    assert "secret" not in admin.get(f"/api/webhooks/{pk}/").json()
+    assert all("secret" not in row for row in admin.get("/api/webhooks/").json()["results"])
+    changed = admin.patch(f"/api/webhooks/{pk}/", {"events": ["approval.expired"]}, format="json")
+    assert changed.status_code == 200 and "secret" not in changed.json() and changed.json()["events"] == ["approval.expired"]
+    assert admin.delete(f"/api/webhooks/{pk}/").status_code == 204
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/hook", "javascript:alert(1)", "not a url", "http:///nohost",
+                                 "https://example.com/" + "a" * 2100])
+def test_a_url_that_is_not_http_is_400(demo, api, url):
+    answer = api("admin").post("/api/webhooks/", {"url": url, "events": []}, format="json")
+    assert answer.status_code == 400 and "url" in answer.json().get("fields", answer.json())
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_an_unknown_event_type_is_400(demo, api, receiver):
+    answer = api("admin").post("/api/webhooks/", {"url": receiver.url, "events": ["approval.lunch"]}, format="json")
+    assert answer.status_code == 400
+
+
+def test_internal_addresses_are_refused_unless_allowed(demo, settings, endpoint, receiver, queued,
+                                                       django_capture_on_commit_callbacks):
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = []
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    run_queued(queued)
+    attempt = WebhookAttempt.objects.get()
+    assert not receiver.received and not attempt.succeeded and "internal address" in attempt.error
+
+
+def test_admin_shows_attempts_and_replays(demo, client, endpoint, receiver, queued,
+                                          django_capture_on_commit_callbacks):
+    receiver.codes = [500]
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    run_queued(queued)
+    delivery = WebhookDelivery.objects.get()
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status="failed")
+    client.force_login(demo["admin"])
+    page = client.get(f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/").content.decode()
+    assert "the receiver answered 500" in page and "approval.requested" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/admin/webhooks/webhookdelivery/", {"action": "replay", "_selected_action": [delivery.pk]})
+    run_queued(queued)
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded"
+
+
+def test_admin_add_form_shows_the_secret_once(demo, client, receiver):
+    client.force_login(demo["admin"])
+    answer = client.post("/admin/webhooks/webhookendpoint/add/", {"url": receiver.url, "events": ["approval.decided"],
+                                                                   "description": "", "is_active": "on"}, follow=True)
+    hook = WebhookEndpoint.objects.get()
+    assert hook.secret in answer.content.decode()
+    page = client.get(f"/admin/webhooks/webhookendpoint/{hook.pk}/change/").content.decode()
+    assert hook.secret not in page
+    bad = client.post("/admin/webhooks/webhookendpoint/add/", {"url": "ftp://x/", "is_active": "on"})
+    assert bad.status_code == 200 and WebhookEndpoint.objects.count() == 1
+
+
+def test_our_own_tool_calls_outcome_is_sent_when_recorded(demo, api, receiver, queued,
+                                                         django_capture_on_commit_callbacks):
+    """agents.runtime.execution.finish records a call's result: tool.outcome follows on commit."""
+    from agents import services as agent_services
+    from agents.models import Run, ToolCall
+    from agents.runtime import execution
+
+    secret = api("admin").post("/api/webhooks/", {"url": receiver.url, "events": ["tool.outcome"]},
+                               format="json").json()["secret"]
+    thread = agent_services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING)
+    msg = agent_services.add_message(thread, "assistant", "", run=run, tool_calls=[
+        {"id": "call-w", "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
+    ToolCall.objects.create(id="call-w", run=run, thread=thread, message=msg, name="transfer_money", arguments={},
+                            status=ToolCall.Status.EXECUTING, approval_id="apr_w")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert execution.finish("call-w", ToolCall.Status.SUCCEEDED, "sent")
+    run_queued(queued)
+    (message,) = receiver.verified(secret)
+    assert message["type"] == "tool.outcome"
+    assert message["data"] == {"tool_name": "transfer_money", "outcome": "succeeded", "tool_call": "call-w",
+                               "thread": thread.pk, "run": run.pk, "approval": "apr_w"}
+    assert WebhookDelivery.objects.get().approval_ref == "apr_w"

@@ -1,0 +1,65 @@
+from django import forms
+from django.contrib import admin, messages
+
+from . import services
+from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+
+class EndpointForm(forms.ModelForm):
+    url = forms.CharField(max_length=2000, help_text="An http:// or https:// URL that receives the events.")
+    events = forms.MultipleChoiceField(choices=[(e, e) for e in EVENT_TYPES], required=False,
+                                       widget=forms.CheckboxSelectMultiple, help_text="None ticked: every event.")
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["url", "events", "description", "is_active"]
+
+    def clean_url(self):
+        problem = services.check_url(self.cleaned_data["url"])
+        if problem:
+            raise forms.ValidationError(problem)
+        return self.cleaned_data["url"]
+
+
+@admin.register(WebhookEndpoint)
+class EndpointAdmin(admin.ModelAdmin):
+    form = EndpointForm
+    list_display = ["url", "events", "is_active", "created_at"]
+
+    def save_model(self, request, obj, form, change):
+        obj.events = sorted(set(obj.events or []))
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+        if not change:  # the secret is shown this once; it is never displayed again
+            messages.warning(request, f"Signing secret of {obj.url}: {obj.secret} (copy it now: it is not shown again).")
+
+
+class AttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    extra = 0
+    can_delete = False
+    fields = ["started_at", "succeeded", "response_status", "latency_ms", "error", "response_body"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WebhookDelivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ["message_id", "event_type", "url", "status", "attempts", "next_attempt_at", "created_at"]
+    list_filter = ["status", "event_type"]
+    search_fields = ["message_id", "approval_ref", "url"]
+    readonly_fields = ["message_id", "endpoint", "url", "event_type", "payload", "approval_ref", "status", "attempts",
+                       "next_attempt_at", "claimed_until", "created_at", "delivered_at"]
+    inlines = [AttemptInline]
+    actions = ["replay"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Send the selected deliveries again")
+    def replay(self, request, queryset):
+        sent = sum(services.replay(pk) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{sent} deliveries queued again (those still being sent were left alone).")

@@ -1,0 +1,52 @@
+"""Approval and tool events (approvals.signals, sent after commit) become webhook deliveries."""
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.dispatch import receiver
+
+from approvals.signals import approval_event, tool_outcome
+
+from . import services
+
+# inbox notice kind -> event type; reminders and cancellations are not webhook events
+EVENTS = {"requested": "approval.requested", "decided": "approval.decided", "expired": "approval.expired",
+          "escalated": "approval.escalated"}
+# what a request's own callback_url hears: the answer, and that others were asked
+CALLBACK_EVENTS = {"approval.decided", "approval.expired", "approval.escalated"}
+
+
+def _iso(moment):
+    return moment.isoformat() if moment else None
+
+
+def approval_data(req):
+    """The request as a receiver needs it: the final arguments (edited or not) and the feedback."""
+    return {
+        "id": req.id, "status": req.status, "tool_name": req.tool_name, "arguments": req.arguments,
+        "final_arguments": req.final_arguments, "feedback": req.feedback, "description": req.description,
+        "risk": req.risk, "thread": req.thread_ref or None, "run": req.run_ref or None,
+        "tool_call": req.tool_call_ref or None, "decided_at": _iso(req.decided_at),
+        "expires_at": _iso(req.expires_at), "escalated_at": _iso(req.escalated_at), "created_at": _iso(req.created_at),
+    }
+
+
+def callback_url(req):
+    """The callback_url an outside agent gave with its request (approvals.models.OutsideCall)."""
+    try:
+        return req.outside.callback_url or ""
+    except ObjectDoesNotExist:
+        return ""
+
+
+@receiver(approval_event, dispatch_uid="webhooks.approval_event")
+def on_approval_event(sender, kind, request, **kwargs):
+    event = EVENTS.get(kind)
+    if event == "approval.decided" and request.status == "pending":
+        return  # one approval of several needed: not decided yet
+    if event:
+        callback = callback_url(request) if event in CALLBACK_EVENTS else ""
+        services.emit(event, approval_data(request), approval_ref=request.id, callback_url=callback)
+
+
+@receiver(tool_outcome, dispatch_uid="webhooks.tool_outcome")
+def on_tool_outcome(sender, data, approval_ref="", **kwargs):
+    services.emit("tool.outcome", data, approval_ref=approval_ref or "")

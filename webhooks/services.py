@@ -1,0 +1,239 @@
+"""Every change to webhooks: endpoints, deliveries (created on commit of the event, then attempted by
+Celery with exponential backoff), attempts, replays. Views, tasks and the admin call these.
+
+Deliveries follow Standard Webhooks: headers webhook-id (the delivery's message id, the same on every
+retry and replay so receivers can drop duplicates), webhook-timestamp (of the attempt) and
+webhook-signature (`v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, by the `standardwebhooks`
+library). An endpoint's messages are signed with its own secret; a request's callback_url with the
+callback secret (AGUI_WEBHOOK_CALLBACK_SECRET, else one derived from SECRET_KEY: see callback_secret).
+"""
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import socket
+import time
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+import httpx
+from celery import current_app, signature
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+log = logging.getLogger(__name__)
+
+DELIVER_TASK = "webhooks.tasks.deliver"  # by name: tasks import this module
+SWEEP_GRACE_SECONDS = 30  # a due delivery this late has lost its countdown task: the beat sends it
+
+
+class InvalidWebhook(ValueError):
+    def __init__(self, errors):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def check_url(url):
+    """An http(s) URL with a host, not longer than AGUI_WEBHOOK_MAX_URL_LENGTH; the reason, or None."""
+    if not isinstance(url, str) or not url:
+        return "a URL is required"
+    if len(url) > settings.AGUI_WEBHOOK_MAX_URL_LENGTH:
+        return f"at most {settings.AGUI_WEBHOOK_MAX_URL_LENGTH} characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must be an http:// or https:// URL with a host"
+    return None
+
+
+def _clean(url, events):
+    errors = {}
+    problem = check_url(url)
+    if problem:
+        errors["url"] = [problem]
+    if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+        errors["events"] = ["a list of event types"]
+    else:
+        unknown = sorted(set(events) - set(EVENT_TYPES))
+        if unknown:
+            errors["events"] = [f"unknown event types: {', '.join(unknown)} (known: {', '.join(EVENT_TYPES)})"]
+    if errors:
+        raise InvalidWebhook(errors)
+    return url, sorted(set(events))
+
+
+def create_endpoint(*, url, events, created_by=None, description=""):
+    url, events = _clean(url, events)
+    return WebhookEndpoint.objects.create(url=url, events=events, created_by=created_by, description=description[:200])
+
+
+def update_endpoint(endpoint, *, url=None, events=None, is_active=None):
+    url, events = _clean(endpoint.url if url is None else url, endpoint.events if events is None else events)
+    endpoint.url, endpoint.events = url, events
+    if is_active is not None:
+        endpoint.is_active = bool(is_active)
+    endpoint.save()
+    return endpoint
+
+
+def callback_secret():
+    """The secret of callback_url deliveries: AGUI_WEBHOOK_CALLBACK_SECRET, else derived from
+    SECRET_KEY (stable across restarts; `manage.py webhook_callback_secret` prints it for the
+    outside agents, and deriving it never reveals SECRET_KEY)."""
+    if settings.AGUI_WEBHOOK_CALLBACK_SECRET:
+        return settings.AGUI_WEBHOOK_CALLBACK_SECRET
+    raw = hmac.new(settings.SECRET_KEY.encode(), b"agui-webhook-callback", hashlib.sha256).digest()
+    return "whsec_" + base64.b64encode(raw).decode()
+
+
+def secret_of(delivery):
+    return delivery.endpoint.secret if delivery.endpoint_id else callback_secret()
+
+
+# --- emitting ---------------------------------------------------------------------------------
+
+
+def enqueue(delivery_id, countdown=0):
+    try:
+        signature(DELIVER_TASK, args=(delivery_id,), app=current_app).apply_async(countdown=countdown)
+    except Exception:  # the broker is down: the row waits, and the beat sweep sends it
+        log.exception("webhook delivery %s not queued; the sweep will send it", delivery_id)
+
+
+def emit(event_type, data, *, approval_ref="", callback_url=""):
+    """Record one delivery per endpoint that wants `event_type` (and one to callback_url), then
+    queue their first attempt once the rows are committed. Returns the deliveries."""
+    now = timezone.now()
+    payload = {"type": event_type, "timestamp": now.isoformat(), "data": data}
+    targets = [(e, e.url) for e in WebhookEndpoint.objects.filter(is_active=True) if e.wants(event_type)]
+    if callback_url and not check_url(callback_url):
+        targets.append((None, callback_url))
+    with transaction.atomic():
+        rows = [WebhookDelivery.objects.create(endpoint=e, url=url, event_type=event_type, payload=payload,
+                                               approval_ref=str(approval_ref)[:64], next_attempt_at=now)
+                for e, url in targets]
+        for row in rows:
+            transaction.on_commit(lambda pk=row.pk: enqueue(pk))
+    return rows
+
+
+# --- attempts ---------------------------------------------------------------------------------
+
+
+def backoff_seconds(attempts):
+    """After the n-th failed attempt: base * 2^(n-1), capped."""
+    return min(settings.AGUI_WEBHOOK_BACKOFF_SECONDS * 2 ** max(attempts - 1, 0), settings.AGUI_WEBHOOK_BACKOFF_MAX_SECONDS)
+
+
+def _claim(delivery_id, now):
+    """Only one attempt of a delivery at a time (a countdown task and the sweep may both come)."""
+    lease = now + timedelta(seconds=settings.AGUI_WEBHOOK_TIMEOUT_SECONDS + 30)
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    return WebhookDelivery.objects.filter(free, pk=delivery_id, status=WebhookDelivery.Status.PENDING,
+                                          next_attempt_at__lte=now).update(claimed_until=lease) == 1
+
+
+def destination_refused(url):
+    """SSRF guard: a host that resolves to a loopback, private, link-local or reserved address is
+    refused unless it is inside AGUI_WEBHOOK_ALLOWED_NETWORKS. (Checked before each attempt; a DNS
+    answer that changes between this check and the connection is not caught: run the workers where
+    internal services need their own authentication.)"""
+    host = urlsplit(url).hostname
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"host not resolved: {exc}"
+    allowed = [ipaddress.ip_network(n) for n in settings.AGUI_WEBHOOK_ALLOWED_NETWORKS]
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        if (address.is_loopback or address.is_private or address.is_link_local or address.is_reserved
+                or address.is_multicast or address.is_unspecified) and not any(address in n for n in allowed):
+            return f"refused: {host} resolves to {address}, an internal address (AGUI_WEBHOOK_ALLOWED_NETWORKS)"
+    return None
+
+
+def _post(delivery, body):
+    """One HTTP attempt: (status code or None, the start of the body, error)."""
+    problem = destination_refused(delivery.url)
+    if problem:
+        return None, "", problem
+    sent_at = datetime.now(UTC)
+    headers = {
+        "content-type": "application/json",
+        "user-agent": "agui-inbox-webhooks",
+        "webhook-id": delivery.message_id,
+        "webhook-timestamp": str(int(sent_at.timestamp())),
+        "webhook-signature": Webhook(secret_of(delivery)).sign(delivery.message_id, sent_at, body),
+    }
+    limit = settings.AGUI_WEBHOOK_RESPONSE_BODY_CHARS
+    try:
+        with httpx.Client(timeout=settings.AGUI_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False) as client:
+            with client.stream("POST", delivery.url, content=body.encode(), headers=headers) as response:
+                kept = b""
+                for chunk in response.iter_bytes():  # read no more than we keep
+                    kept += chunk
+                    if len(kept) >= limit:
+                        break
+                return response.status_code, kept[:limit].decode("utf-8", "replace"), ""
+    except httpx.HTTPError as exc:
+        return None, "", f"{type(exc).__name__}: {exc}"[:500]
+
+
+def deliver(delivery_id):
+    """Attempt a due delivery once; record the attempt; on failure schedule the next one with
+    exponential backoff until AGUI_WEBHOOK_MAX_ATTEMPTS, then mark it failed. Returns the attempt
+    (None when the delivery was not due, already done, or being attempted elsewhere)."""
+    now = timezone.now()
+    if not _claim(delivery_id, now):
+        return None
+    delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
+    body = json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True)
+    started = time.monotonic()
+    code, text, error = _post(delivery, body)
+    latency = int((time.monotonic() - started) * 1000)
+    ok = code is not None and 200 <= code < 300
+    if code is not None and not ok and not error:
+        error = f"the receiver answered {code}"
+    attempt = WebhookAttempt.objects.create(delivery=delivery, started_at=now, latency_ms=latency,
+                                            response_status=code, response_body=text, error=error, succeeded=ok)
+    delivery.attempts += 1
+    delivery.claimed_until = None
+    if ok:
+        delivery.status, delivery.delivered_at, delivery.next_attempt_at = WebhookDelivery.Status.SUCCEEDED, timezone.now(), None
+    elif delivery.attempts >= settings.AGUI_WEBHOOK_MAX_ATTEMPTS:
+        delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
+        log.warning("webhook delivery %s to %s failed %s times: %s", delivery.pk, delivery.url, delivery.attempts, error)
+    else:
+        wait = backoff_seconds(delivery.attempts)
+        delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)
+        transaction.on_commit(lambda: enqueue(delivery.pk, countdown=wait))
+    delivery.save(update_fields=["attempts", "claimed_until", "status", "delivered_at", "next_attempt_at"])
+    return attempt
+
+
+def due_delivery_ids(limit=200):
+    """Pending deliveries whose next attempt is overdue by more than the grace: their task was lost."""
+    cutoff = timezone.now() - timedelta(seconds=SWEEP_GRACE_SECONDS)
+    return list(WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=cutoff)
+                .order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
+
+
+def replay(delivery_id):
+    """Send a delivery again (same webhook-id), with a fresh retry budget; its attempts are kept."""
+    with transaction.atomic():
+        updated = WebhookDelivery.objects.filter(pk=delivery_id).exclude(status=WebhookDelivery.Status.PENDING).update(
+            status=WebhookDelivery.Status.PENDING, attempts=0, next_attempt_at=timezone.now(), claimed_until=None)
+        if updated:
+            transaction.on_commit(lambda: enqueue(delivery_id))
+    return bool(updated)
