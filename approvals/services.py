@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import mail, mail_links, notify, policy, registry, selectors
+from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -260,6 +260,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         else:
             if arguments is not None:
                 defaults = registry.get(req.tool_name)
+                if defaults is None and req.schema:  # an outside agent's tool: the schema it was asked with
+                    defaults = schemas.defaults_for(req)
                 if defaults is None:
                     raise InvalidArguments("this tool's arguments cannot be edited", {"arguments": ["unknown tool"]})
                 try:

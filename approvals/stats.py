@@ -17,7 +17,7 @@ from django.db.models import Count, DateTimeField, FloatField, Func, IntegerFiel
 from django.utils import timezone
 
 from . import selectors
-from .models import ApprovalRequest, Decision
+from .models import ApprovalRequest, Decision, OutsideCall
 
 Status = ApprovalRequest.Status
 FAST_SECONDS = 2.0  # a decision this soon after the request was asked is flagged as possible rubber-stamping
@@ -201,6 +201,11 @@ def compute(user, days=30, tool="", agent="", now=None):
         ({"user": u, "fast": fast, "decisions": decided_by_user[u], "share": fast / decided_by_user[u]}
          for u, fast in fast_by_user.items()),
         key=lambda r: (-r["fast"], r["user"]))
+    # how approved calls of agents running elsewhere went, as they reported it (POST .../outcome/)
+    outcomes = defaultdict(Counter)
+    for row in (OutsideCall.objects.filter(request__in=qs.values("pk")).exclude(outcome="").order_by()
+                .values("request__tool_name", "outcome").annotate(n=Count("pk"))):
+        outcomes[row["request__tool_name"]][row["outcome"]] += row["n"]
     top_reasons = sorted(reasons.values(), key=lambda r: (-r["count"], r["text"]))[:10]
     for r in top_reasons:
         r["tools"] = ", ".join(t for t, _ in r["tools"].most_common())
@@ -210,6 +215,8 @@ def compute(user, days=30, tool="", agent="", now=None):
         "per_tool": sorted(per_tool.values(), key=lambda g: (-g.requests, g.key)),
         "per_agent": sorted(per_agent.values(), key=lambda g: (-g.requests, g.key)),
         "reasons": top_reasons,
+        "outcomes": [{"tool": t, "succeeded": c["succeeded"], "failed": c["failed"], "unknown": c["unknown"]}
+                     for t, c in sorted(outcomes.items())],
         "fast_reviewers": reviewers,
         "fast_recent": list(reversed(fast_recent))[:10],
         "chart": chart(buckets, since, now, days),

@@ -54,6 +54,20 @@ def test_decision_answers_with_final_arguments_and_feedback(api):
     assert answer["feedback"] == "ok, once"
 
 
+def test_a_reviewer_edits_against_the_callers_schema(api):
+    data = api("alice").post("/api/approvals/", body(), format="json").json()
+    bad = api("rita").post(f"/api/approvals/{data['id']}/decide/",
+                           {"decision": "approve", "arguments": {"email": "b@example.com", "count": 0}}, format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_arguments" and "count" in bad.json()["arguments"]
+    assert ApprovalRequest.objects.get(pk=data["id"]).status == "pending"
+    ok = api("rita").post(f"/api/approvals/{data['id']}/decide/",
+                          {"decision": "approve", "arguments": {"email": "b@example.com"}}, format="json")
+    assert ok.status_code == 200, ok.content
+    answer = api("alice").get(f"/api/approvals/{data['id']}/").json()
+    assert answer["status"] == "modified" and answer["final_arguments"] == {"email": "b@example.com"}
+    assert answer["arguments"] == {"email": "a@example.com"}
+
+
 def test_idempotency_key(api):
     alice = api("alice")
     first = alice.post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
@@ -127,6 +141,17 @@ def test_outcome_once_then_409(api, demo):
     assert again.status_code == 409 and again.json()["code"] == "outcome_already_reported"
     event = AuditEvent.objects.get(request_id=data["id"], action="outcome_reported")
     assert event.actor == demo["alice"] and event.after == {"outcome": "failed", "detail": "CRM said 500"}
+
+
+def test_outcomes_show_in_the_stats(api, client, demo):
+    data = api("alice").post("/api/approvals/", body(), format="json").json()
+    services.decide(data["id"], demo["rita"], "approve")
+    api("alice").post(f"/api/approvals/{data['id']}/outcome/", {"outcome": "succeeded"}, format="json")
+    client.force_login(demo["rita"])
+    page = client.get("/inbox/stats/")
+    assert page.status_code == 200
+    assert page.context["outcomes"] == [{"tool": "crm.delete_contact", "succeeded": 1, "failed": 0, "unknown": 0}]
+    assert b"How approved calls went" in page.content
 
 
 def test_anonymous_may_not_create(client):
