@@ -4,9 +4,7 @@ reach it; a receiver that answers 500 gets the same message again with exponenti
 retries are driven by calling the task, the clock moved by hand: no sleeps); attempts are recorded,
 replayable from the API and the admin; only admins manage endpoints; the secret is shown once."""
 
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth.models import Group
@@ -17,38 +15,11 @@ from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 from approvals.signals import tool_outcome
 from tests.helpers import transfer_request
+from tests.webhooks.receiver import Receiver
 from webhooks import services, tasks
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
-
-
-class Receiver:
-    """A webhook receiver on 127.0.0.1: answers the scripted codes in turn (then 200), keeps what came."""
-
-    def __init__(self):
-        self.codes, self.received = [], []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["content-length"]))
-                owner.received.append((dict(self.headers), body))
-                code = owner.codes.pop(0) if owner.codes else 200
-                self.send_response(code)
-                self.end_headers()
-                self.wfile.write(b"x" * 5000 if code >= 500 else b"ok")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def verified(self, secret):
-        """Every message, checked by the library a receiver would use; raises on a bad signature."""
-        return [Webhook(secret).verify(body, headers) for headers, body in self.received]
 
 
 @pytest.fixture
