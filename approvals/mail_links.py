@@ -115,6 +115,8 @@ def check(token, user=None, *, lock=False):
                         f"You are signed in as {user.get_username()}, but this link was mailed to another "
                         "reviewer and only works for them. Sign out first if it is yours, or decide in the inbox.")
     req = link.request
+    if not link.user.is_active:  # the link stands for its recipient: not for an account switched off since
+        raise LinkError(403, "This link no longer works", "The account it was sent to has been deactivated.")
     if link.used_at:
         raise LinkError(410, "This link has already been used",
                         f"It {'approved' if link.used_decision == 'approve' else 'rejected'} the request on "

@@ -192,6 +192,15 @@ def test_a_link_opened_by_someone_else_signed_in_is_refused(demo, fay, client, m
     assert req.decided_by == demo["finn"]
 
 
+def test_a_deactivated_recipients_link_is_refused(demo, client, mailoutbox, django_capture_on_commit_callbacks):
+    req = _request(django_capture_on_commit_callbacks, group="finance")
+    link = _links(mailoutbox[0])["approve"]
+    User.objects.filter(pk=demo["finn"].pk).update(is_active=False)
+    response = client.post(link)
+    assert response.status_code == 403 and b"has been deactivated" in response.content
+    _nothing_decided(req)
+
+
 def test_sign_in_can_be_required(demo, client, mailoutbox, settings, django_capture_on_commit_callbacks):
     settings.AGUI_MAIL_LINKS_REQUIRE_SIGN_IN = True
     req = _request(django_capture_on_commit_callbacks, group="finance")
