@@ -25,6 +25,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from . import mail_links, selectors, services
+from .access import is_reviewer
 from .models import MailLink, NotificationSetting
 
 FEEDBACK_MAX = 5000
@@ -98,7 +99,7 @@ def notification_settings(request):
             messages.success(request, "Your mail setting is saved.")
             return redirect("inbox-settings")
         return render(request, "approvals/mail_settings.html", {
-            "choices": NotificationSetting.Mail.choices, "current": current,
+            "choices": NotificationSetting.Mail.choices, "current": current, "is_reviewer": is_reviewer(request.user),
             "error": "Choose one of the options."}, status=400)
-    return render(request, "approvals/mail_settings.html", {"choices": NotificationSetting.Mail.choices,
-                                                            "current": current})
+    return render(request, "approvals/mail_settings.html", {
+        "choices": NotificationSetting.Mail.choices, "current": current, "is_reviewer": is_reviewer(request.user)})

@@ -221,6 +221,8 @@ def test_mail_settings_page_and_what_it_changes(demo, fay, client, mailoutbox, d
     client.force_login(fay)
     page = client.get("/inbox/settings/")
     assert page.status_code == 200 and b'value="request" checked' in page.content
+    assert b'href="/inbox/settings/" aria-current="page">Mail settings' in page.content  # a reviewer's tab
+    assert b'href="/inbox/settings/">Mail settings' in client.get("/inbox/").content
     assert client.post("/inbox/settings/", {"mail": "loud"}).status_code == 400
     assert client.post("/inbox/settings/", {"mail": "never"}).status_code == 302
     assert NotificationSetting.objects.get(user=fay).mail == "never"
