@@ -7,6 +7,8 @@ read through sync_to_async (a thread for a few milliseconds, not for the wait) w
 from 0.2 s to 2 s between reads, and `asyncio.sleep` in between, which holds nothing. Then it
 runs the DRF view again for the answer. A poll of the row rather than a pub/sub message: the
 row is the truth whichever process decided, and a lost message cannot leave a client hanging.
+(Django's ASGI handler keeps each open request's own sync-executor thread, idle, until the
+response ends, as for every open response; nothing runs on it while this waits.)
 """
 
 import asyncio

@@ -38,10 +38,16 @@ def test_unknown_tool_is_asked_of_reviewers_at_high_risk(api):
 
 def test_inbox_pages_cope_with_no_thread(api, client, demo):
     data = api("alice").post("/api/approvals/", body(), format="json").json()
+    services.save_policy("crm.drop_table", {"mode": "deny", "approver_kind": "requester"}, demo["admin"])
+    denied = api("alice").post("/api/approvals/", {"tool_name": "crm.drop_table", "arguments": {}}, format="json")
     client.force_login(demo["rita"])
-    assert client.get("/inbox/").status_code == 200
+    listing = client.get("/inbox/")
+    assert listing.status_code == 200 and data["id"].encode() in listing.content
     page = client.get(f"/inbox/{data['id']}/")
     assert page.status_code == 200 and b"a@example.com" in page.content
+    client.force_login(demo["admin"])  # a denied request (never pending) in the decisions and on its page
+    assert denied.json()["id"].encode() in client.get("/inbox/?status=denied&scope=all").content
+    assert client.get(f"/inbox/{denied.json()['id']}/").status_code == 200
 
 
 def test_decision_answers_with_final_arguments_and_feedback(api):
