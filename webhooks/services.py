@@ -119,6 +119,8 @@ def emit(event_type, data, *, approval_ref="", callback_url=""):
     targets = [(e, e.url) for e in WebhookEndpoint.objects.filter(is_active=True) if e.wants(event_type)]
     if callback_url and not check_url(callback_url):
         targets.append((None, callback_url))
+    if not targets:
+        return []
     with transaction.atomic():
         rows = [WebhookDelivery.objects.create(endpoint=e, url=url, event_type=event_type, payload=payload,
                                                approval_ref=str(approval_ref)[:64], next_attempt_at=now)
