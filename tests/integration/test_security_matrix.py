@@ -27,6 +27,7 @@ from agents.models import Run
 from approvals import policy
 from approvals import services as approval_services
 from approvals.models import AuditEvent, ThreadGrant
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 ROLES = ["anon", "alice", "bob", "rita", "finn", "admin"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def owner_only(ok, anon=401, other=404):
 class Row:
     name: str
     method: str
-    path: str  # {thread} {run} {fin} {req} {audit} {grant} are filled from the fixture's objects
+    path: str  # {thread} {run} {fin} {req} {audit} {grant} {hook} {delivery} are filled from the fixture's objects
     auth: str  # "session" (pages) or "token" (API, AG-UI)
     expect: dict
     body: dict | None = None
@@ -152,6 +153,20 @@ ROWS = [
         expect=by_role(403, anon=401, admin=201), **API),
     Row("policy delete (none saved)", "DELETE", "/api/policies/transfer_money/",
         expect=by_role(403, anon=401, admin=404), **API),
+    # webhooks: admins only (the create answer carries the secret, once)
+    Row("webhooks list", "GET", "/api/webhooks/", expect=by_role(403, anon=401, admin=200), **API),
+    Row("webhook create", "POST", "/api/webhooks/", body={"url": "https://hooks.example.com/x", "events": []},
+        expect=by_role(403, anon=401, admin=201), **API),
+    Row("webhook read", "GET", "/api/webhooks/{hook}/", expect=by_role(403, anon=401, admin=200), **API),
+    Row("webhook change", "PATCH", "/api/webhooks/{hook}/", body={"events": ["approval.decided"]},
+        expect=by_role(403, anon=401, admin=200), **API),
+    Row("webhook delete", "DELETE", "/api/webhooks/{hook}/", expect=by_role(403, anon=401, admin=204), **API),
+    Row("webhook deliveries list", "GET", "/api/webhook-deliveries/", expect=by_role(403, anon=401, admin=200),
+        **API),
+    Row("webhook delivery read", "GET", "/api/webhook-deliveries/{delivery}/",
+        expect=by_role(403, anon=401, admin=200), **API),
+    Row("webhook delivery replay", "POST", "/api/webhook-deliveries/{delivery}/replay/",
+        expect=by_role(403, anon=401, admin=202), **API),
     Row("audit list", "GET", "/api/audit/", expect=by_role(200, anon=401), **API),
     Row("audit read (finance request)", "GET", "/api/audit/{audit}/",
         expect=by_role(404, anon=401, alice=200, finn=200, admin=200), **API),
@@ -208,8 +223,11 @@ def world(demo):
     assert fin.approver_group.name == "finance" and req.approver_kind == "requester"
     grant = ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref=thread.pk, user=alice)
     audit = AuditEvent.objects.filter(request=fin).order_by("id").first()
+    hook = WebhookEndpoint.objects.create(url="https://hooks.example.com/in", events=[])
+    delivery = WebhookDelivery.objects.create(endpoint=hook, url=hook.url, event_type="approval.requested",
+                                              payload={"type": "approval.requested"}, status="failed")
     return {"users": demo, "thread": thread.pk, "run": run.pk, "fin": fin.pk, "req": req.pk, "grant": grant.pk,
-            "audit": audit.pk}
+            "audit": audit.pk, "hook": hook.pk, "delivery": delivery.pk}
 
 
 def _fill(text, world):
