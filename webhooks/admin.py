@@ -1,5 +1,7 @@
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from . import services
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -31,8 +33,12 @@ class EndpointAdmin(admin.ModelAdmin):
         if not change:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
-        if not change:  # the secret is shown this once; it is never displayed again
-            messages.warning(request, f"Signing secret of {obj.url}: {obj.secret} (copy it now: it is not shown again).")
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """The secret is shown on this one page (not in a message: those may travel in a cookie)."""
+        return TemplateResponse(request, "admin/webhooks/secret_once.html", {
+            **self.admin_site.each_context(request), "endpoint": obj,
+            "back": reverse("admin:webhooks_webhookendpoint_changelist")})
 
 
 class AttemptInline(admin.TabularInline):

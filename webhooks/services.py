@@ -188,7 +188,7 @@ def _post(delivery, body):
                     if len(kept) >= limit:
                         break
                 return response.status_code, kept[:limit].decode("utf-8", "replace"), ""
-    except httpx.HTTPError as exc:
+    except Exception as exc:  # noqa: BLE001  (any failure is this attempt's error, never a stuck claim)
         return None, "", f"{type(exc).__name__}: {exc}"[:500]
 
 
