@@ -125,3 +125,22 @@ def test_a_denied_tool_raises_at_once(people):
     with pytest.raises(NotApproved) as caught:
         drop_all()
     assert caught.value.status == "denied" and "mode deny" in caught.value.feedback
+
+
+def test_the_client_needs_httpx_only():
+    """clients/python is pip-installable on its own: it imports the standard library and httpx,
+    and declares httpx."""
+    import ast
+    import tomllib
+
+    package = ROOT / "clients" / "python"
+    imported = set()
+    for path in (package / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    assert {name for name in imported if name not in sys.stdlib_module_names} == {"httpx"}
+    project = tomllib.loads((package / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "agui-inbox-client" and project["dependencies"] == ["httpx>=0.27"]
