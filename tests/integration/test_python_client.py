@@ -112,13 +112,16 @@ def test_wait_waits_then_a_rejection_raises_with_the_feedback(people):
     assert OutsideCall.objects.get(request_id=req.pk).outcome == ""  # nothing ran, nothing reported
 
 
-def test_a_denied_tool_raises_at_once(people):
+def test_a_denied_tool_raises_at_once(people, monkeypatch):
     from django.contrib.auth.models import User
 
     services.save_policy("crm.drop_all", {"mode": "deny", "approver_kind": "requester"},
                          User.objects.get(username="admin"))
+    # no inbox given: the decorator makes one from the environment at its first call
+    monkeypatch.setenv("AGUI_INBOX_URL", people["alice"].url)
+    monkeypatch.setenv("AGUI_INBOX_TOKEN", people["alice"].client.headers["Authorization"].split()[1])
 
-    @require_approval("crm.drop_all", inbox=people["alice"], timeout=5)
+    @require_approval("crm.drop_all", timeout=5)
     def drop_all():
         raise AssertionError("must not run")
 

@@ -6,11 +6,10 @@
 
 import os
 
+from agui_inbox_client import Inbox, NotApproved, require_approval
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import create_react_agent
-
-from agui_inbox_client import Inbox, NotApproved, require_approval
 
 inbox = Inbox(os.environ.get("AGUI_INBOX_URL", "http://127.0.0.1:8000"), os.environ["AGUI_INBOX_TOKEN"])
 

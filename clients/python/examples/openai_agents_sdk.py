@@ -9,9 +9,9 @@ thinks, nothing is lost (run it again with the same idempotency key to pick the 
 
 import os
 
-from agents import Agent, Runner, function_tool
-
 from agui_inbox_client import Inbox, NotApproved, require_approval
+
+from agents import Agent, Runner, function_tool
 
 inbox = Inbox(os.environ.get("AGUI_INBOX_URL", "http://127.0.0.1:8000"), os.environ["AGUI_INBOX_TOKEN"])
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -41,7 +43,7 @@ class InboxError(ApprovalError):
 class NotApproved(ApprovalError):
     """The call was rejected, denied by policy, expired or cancelled: do not run it."""
 
-    def __init__(self, approval: "Approval"):
+    def __init__(self, approval: Approval):
         self.approval = approval
         self.status, self.feedback = approval.status, approval.feedback
         why = f": {approval.feedback}" if approval.feedback else ""
@@ -55,7 +57,7 @@ class StillPending(ApprovalError):
 class Approval:
     """One request as the inbox shows it (`data`: the JSON of GET /api/approvals/<id>/)."""
 
-    def __init__(self, inbox: "Inbox", data: dict):
+    def __init__(self, inbox: Inbox, data: dict):
         self.inbox, self.data = inbox, data
 
     id = property(lambda self: self.data["id"])
@@ -71,13 +73,13 @@ class Approval:
         final = self.data.get("final_arguments")
         return final if final is not None else self.data["arguments"]
 
-    def refresh(self, wait: float = 0) -> "Approval":
+    def refresh(self, wait: float = 0) -> Approval:
         params = {"wait": f"{wait:g}"} if wait else None
         self.data = self.inbox._call("GET", f"/api/approvals/{self.id}/", params=params,
                                      timeout=wait + self.inbox.timeout)
         return self
 
-    def wait(self, timeout: float | None = None) -> "Approval":
+    def wait(self, timeout: float | None = None) -> Approval:
         """Long-poll until answered (or `timeout` seconds pass: StillPending). None: as long as it takes."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.pending:
@@ -87,7 +89,7 @@ class Approval:
             self.refresh(wait=min(MAX_WAIT, max(left, 0.1)))
         return self
 
-    def report(self, outcome: str, detail: str = "") -> "Approval":
+    def report(self, outcome: str, detail: str = "") -> Approval:
         """How the call went: "succeeded", "failed" or "unknown" (once per request)."""
         self.data = self.inbox._call("POST", f"/api/approvals/{self.id}/outcome/",
                                      json={"outcome": outcome, "detail": detail[:5000]})
@@ -133,6 +135,14 @@ class Inbox:
                 time.sleep(0.5 * 2 ** attempt)
         raise AssertionError("unreachable")
 
+    @classmethod
+    def from_env(cls) -> Inbox:
+        """AGUI_INBOX_URL (default http://127.0.0.1:8000) and AGUI_INBOX_TOKEN."""
+        token = os.environ.get("AGUI_INBOX_TOKEN")
+        if not token:
+            raise ApprovalError("set AGUI_INBOX_TOKEN (an API token of the inbox), or pass inbox=Inbox(url, token)")
+        return cls(os.environ.get("AGUI_INBOX_URL", "http://127.0.0.1:8000"), token)
+
     def get(self, approval_id: str) -> Approval:
         return Approval(self, self._call("GET", f"/api/approvals/{approval_id}/"))
 
@@ -140,11 +150,13 @@ class Inbox:
         self.client.close()
 
 
-def require_approval(tool_name: str, *, inbox: Inbox, timeout: float | None = None,
+def require_approval(tool_name: str, *, inbox: Inbox | None = None, timeout: float | None = None,
                      describe: Callable[..., str] | None = None, **request_options):
     """Decorate a function whose keyword arguments are the tool's arguments: each call asks the inbox,
     waits, runs the function with the final arguments (a reviewer may have edited them) when approved,
-    reports succeeded/failed, and raises NotApproved (rejected, denied, expired) or StillPending."""
+    reports succeeded/failed, and raises NotApproved (rejected, denied, expired) or StillPending.
+    Without `inbox`: Inbox.from_env(), made at the first call."""
+    shared = []
 
     def decorate(fn):
         signature = inspect.signature(fn)
@@ -155,7 +167,9 @@ def require_approval(tool_name: str, *, inbox: Inbox, timeout: float | None = No
             bound.apply_defaults()
             arguments = dict(bound.arguments)
             description = describe(**arguments) if describe else f"{tool_name}({_short(arguments)})"
-            approval = inbox.request(tool_name, arguments, description=description, **request_options)
+            if not shared:
+                shared.append(inbox or Inbox.from_env())
+            approval = shared[0].request(tool_name, arguments, description=description, **request_options)
             approval.wait(timeout)
             if not approval.approved:
                 raise NotApproved(approval)
