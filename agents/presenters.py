@@ -32,6 +32,8 @@ def approval(request, viewer=None):
         "reversible": request.reversible,
         "impact": request.impact,
         "steps": [{"toolCallId": request.tool_call_ref, "toolCallName": request.tool_name, "arguments": request.arguments}],
+        # the answers this tool's policy offers (approve, edit, reject, respond): the card shows only those
+        "allowedDecisions": [d for d in ("approve", "edit", "reject", "respond") if request.allows(d)],
     }
     if request.final_arguments is not None:
         data["finalArguments"] = request.final_arguments

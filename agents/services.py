@@ -139,6 +139,7 @@ _CALL_STATUS = {
     ApprovalRequest.Status.APPROVED: ToolCall.Status.APPROVED,
     ApprovalRequest.Status.MODIFIED: ToolCall.Status.APPROVED,
     ApprovalRequest.Status.REJECTED: ToolCall.Status.REJECTED,
+    ApprovalRequest.Status.RESPONDED: ToolCall.Status.RESPONDED,
     ApprovalRequest.Status.EXPIRED: ToolCall.Status.EXPIRED,
     ApprovalRequest.Status.CANCELLED: ToolCall.Status.CANCELLED,
 }
@@ -218,7 +219,28 @@ _RESUME_CODES = {
     approval_services.FeedbackRequired: "feedback_required",
     approval_services.EditDenied: "edit_denied",
     approval_services.EditNeedsOtherApprover: "edit_needs_other_approver",
+    approval_services.DecisionNotAllowed: "decision_not_allowed",
 }
+RESUME_DECISIONS = ("approve", "edit", "reject", "respond")
+
+
+def _resume_decision(interrupt_id, payload):
+    """The engine's decision for one resume payload: {"decision": approve | edit | reject | respond}
+    (interrupt_for's responseSchema), or the older {"approved": bool} (also "accepted")."""
+    decision = payload.get("decision")
+    approved = payload.get("approved", payload.get("accepted"))
+    if decision is None:
+        if not isinstance(approved, bool):
+            raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.approved must be a boolean")
+        return "approve" if approved else "reject"
+    if decision not in RESUME_DECISIONS:
+        raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.decision must be one of "
+                                            f"{', '.join(RESUME_DECISIONS)}")
+    if approved is not None and approved != (decision in ("approve", "edit")):
+        raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.approved contradicts payload.decision")
+    if decision == "edit" and not isinstance(payload.get("arguments", payload.get("editedArgs")), dict):
+        raise ResumeError("invalid_arguments", f"interrupt {interrupt_id}: an edit needs the edited arguments")
+    return "approve" if decision == "edit" else decision
 
 
 def apply_resume(thread, user, entries, run_id, messages=()):
@@ -280,9 +302,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                         raise approval_services.Forbidden("only the requester may cancel")
                     approval_services.cancel(interrupt_id, user, reason="cancelled by the client")
                     continue
-                approved = payload.get("approved", payload.get("accepted"))
-                if not isinstance(approved, bool):
-                    raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.approved must be a boolean")
+                decision = _resume_decision(interrupt_id, payload)
                 arguments = payload.get("arguments", payload.get("editedArgs"))
                 if arguments is not None and not isinstance(arguments, dict):
                     raise ResumeError("invalid_arguments", f"interrupt {interrupt_id}: arguments must be an object")
@@ -291,7 +311,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                     raise ResumeError("invalid_resume",
                                       f"interrupt {interrupt_id}: payload.alwaysAllowInThread must be a boolean")
                 approval_services.decide(
-                    interrupt_id, user, "approve" if approved else "reject",
+                    interrupt_id, user, decision,
                     arguments=arguments, feedback=str(payload.get("feedback") or ""), always_allow_in_thread=allow,
                 )
     except approval_services.DecisionError as exc:

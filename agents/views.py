@@ -54,7 +54,7 @@ def thread_list(user):
 STANDING = {
     ApprovalRequest.Status.APPROVED: "Approved", ApprovalRequest.Status.MODIFIED: "Approved with edits",
     ApprovalRequest.Status.REJECTED: "Rejected", ApprovalRequest.Status.EXPIRED: "Expired",
-    ApprovalRequest.Status.CANCELLED: "Withdrawn",
+    ApprovalRequest.Status.CANCELLED: "Withdrawn", ApprovalRequest.Status.RESPONDED: "Answered with guidance",
 }
 
 

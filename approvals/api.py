@@ -108,8 +108,10 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "reversible", "impact", "risk", "matched_rule", "thread", "run", "tool_call", "agent_name", "requester",
             "approver", "approver_group", "required_approvals", "approvals", "expires_at", "timeout_action",
             "remind_at", "reminded_at", "escalation_group", "escalate_at", "escalated_at", "feedback", "decided_by",
-            "decided_at", "created_at", "can_decide", "decisions", "outside",
+            "decided_at", "created_at", "can_decide", "decisions", "outside", "allowed_decisions",
         ]
+        extra_kwargs = {"allowed_decisions": {"help_text": "What reviewers may answer (approve, edit, reject, "
+                                                           "respond), from the tool's policy when it was asked"}}
 
     @extend_schema_field(OutsideInfoSerializer(allow_null=True))
     def get_outside(self, obj):
@@ -130,7 +132,11 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
 
 class DecideSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=Decision.Kind.choices)
+    decision = serializers.ChoiceField(
+        choices=Decision.Kind.choices,
+        help_text="approve (with `arguments`: approve with edits), reject, or respond (the call does not run; "
+        "`feedback`, required, is what the agent reads instead). Only the request's `allowed_decisions` are "
+        "taken (else 400 decision_not_allowed).")
     arguments = serializers.DictField(required=False, help_text="Edited arguments (validated against the tool)")
     feedback = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
     always_allow_in_thread = serializers.BooleanField(
@@ -287,7 +293,7 @@ class PolicySerializer(serializers.ModelSerializer):
         model = ToolPolicy
         fields = ["tool_name", "source", "registered", "mode", "conditions", "approver_kind", "approver_group",
                   "required_approvals", "timeout_seconds", "timeout_action", "risk", "reminder_fraction",
-                  "escalation_group", "escalation_fraction", "updated_at"]
+                  "escalation_group", "escalation_fraction", "allowed_decisions", "updated_at"]
         read_only_fields = ["updated_at"]
         extra_kwargs = {"tool_name": {"validators": []}}  # the URL names the tool; uniqueness is the upsert's
 

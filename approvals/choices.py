@@ -35,6 +35,16 @@ class Risk(models.TextChoices):
     CRITICAL = "critical"
 
 
+# What a reviewer may answer: approve, approve with edited arguments, reject, or respond (guidance
+# for the model instead of a decision: the call does not run, the model reads the reviewer's words).
+DECISIONS = ("approve", "edit", "reject", "respond")
+DEFAULT_DECISIONS = ("approve", "edit", "reject")
+
+
+def default_decisions():
+    return list(DEFAULT_DECISIONS)
+
+
 class TimeoutAction(models.TextChoices):
     REJECT = "reject"
     APPROVE = "approve"

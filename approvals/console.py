@@ -21,7 +21,7 @@ from . import inbox as inbox_query
 from .access import is_admin
 from .choices import MODE_LABELS
 from .filters import AuditPageFilter
-from .forms import PolicyForm
+from .forms import DECISION_CHOICES, PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
 from .views import audit_rows, reviewer_required
 
@@ -184,6 +184,7 @@ def policy_edit(request, tool_name):
         "approver_kinds": ApproverKind.choices,
         "risks": Risk.choices,
         "timeout_actions": TimeoutAction.choices,
+        "decision_choices": DECISION_CHOICES,
         "groups": list(Group.objects.order_by("name").values_list("name", flat=True)),
         "simulation": simulation,
         "limit": limit,

@@ -11,7 +11,7 @@ from django.forms.models import construct_instance
 
 from agui_project import jsoncheck
 
-from .choices import ApproverKind, Mode, Risk, TimeoutAction
+from .choices import DEFAULT_DECISIONS, ApproverKind, Mode, Risk, TimeoutAction
 from .models import ToolPolicy
 from .services import POLICY_FIELDS
 
@@ -30,8 +30,18 @@ class GroupByName(forms.ModelChoiceField):
         return super().to_python(value.strip() if isinstance(value, str) else value)
 
 
+# the policy console's words for each answer a reviewer may give
+DECISION_CHOICES = [
+    ("approve", "Approve"), ("edit", "Approve with edits"), ("reject", "Reject"),
+    ("respond", "Answer with guidance instead (the agent reads it; nothing runs)"),
+]
+
+
 class PolicyForm(forms.ModelForm):
     conditions = forms.CharField(required=False)  # JSON text; clean_conditions parses it
+    allowed_decisions = forms.MultipleChoiceField(
+        choices=DECISION_CHOICES, required=False,
+        error_messages={"invalid_choice": "%(value)s is not a decision reviewers can give"})
     approver_group = GroupByName()
     escalation_group = GroupByName()
     required_approvals = forms.IntegerField(required=False, min_value=1,
@@ -59,6 +69,14 @@ class PolicyForm(forms.ModelForm):
             raise forms.ValidationError(exc.refusal.message) from exc
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+
+    def clean_allowed_decisions(self):
+        chosen = self.cleaned_data["allowed_decisions"]
+        if not chosen and "allowed_decisions_shown" not in self.data:  # a form from before the field
+            return list(DEFAULT_DECISIONS)
+        if not chosen:
+            raise forms.ValidationError("choose at least one answer reviewers can give")
+        return [value for value, _ in DECISION_CHOICES if value in chosen]
 
     def clean_required_approvals(self):
         return self.cleaned_data["required_approvals"] or 1

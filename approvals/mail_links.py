@@ -72,9 +72,10 @@ def group_members(group_id, kind, exclude_user_id=None):
 # --- links ---------------------------------------------------------------------------------------
 
 def issue(req, user):
-    """A new MailLink for this recipient: {"approve": url, "reject": url}."""
+    """A new MailLink for this recipient: {"approve": url, "reject": url}, only the decisions the
+    tool's policy allows (a guidance answer needs words: the mail points to the inbox for it)."""
     link = MailLink.objects.create(nonce=secrets.token_urlsafe(32), request=req, user=user)
-    return {d: absolute(path_for(link.nonce, d)) for d in DECISIONS}
+    return {d: absolute(path_for(link.nonce, d)) for d in DECISIONS if req.allows(d)}
 
 
 def path_for(nonce, decision):

@@ -11,6 +11,7 @@ from django.db import models
 
 from . import registry
 from .choices import ApproverKind, Mode, Risk, TimeoutAction  # noqa: F401  (re-exported: the models' fields)
+from .choices import default_decisions
 from .validators import policy_errors
 
 
@@ -63,6 +64,11 @@ class ToolPolicy(models.Model):
     escalation_fraction = models.FloatField(
         null=True, blank=True, help_text="Escalate at this fraction of the timeout (empty: 0.75)"
     )
+    allowed_decisions = models.JSONField(
+        default=default_decisions, blank=True,
+        help_text="What reviewers may answer: any of approve, edit (approve changed arguments), reject and "
+        "respond (guidance for the agent instead of running the call)",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -83,11 +89,13 @@ class ApprovalRequest(models.Model):
         APPROVED = "approved"
         MODIFIED = "modified", "Approved with edits"  # capitalised like the others
         REJECTED = "rejected"
+        RESPONDED = "responded", "Answered with guidance"  # not run: the model reads the reviewer's words
         EXPIRED = "expired"
         CANCELLED = "cancelled"
         DENIED = "denied"  # blocked by policy when asked through the API (never pending, approvals/outside.py)
 
-    TRANSITIONS = {Status.PENDING: {Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.EXPIRED, Status.CANCELLED}}
+    TRANSITIONS = {Status.PENDING: {Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.RESPONDED,
+                                    Status.EXPIRED, Status.CANCELLED}}
     RESOLVED_APPROVED = {Status.APPROVED, Status.MODIFIED}
 
     id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
@@ -114,6 +122,8 @@ class ApprovalRequest(models.Model):
     escalate_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
     timeout_action = models.CharField(max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT)
+    # what the reviewers may answer, from the policy when the request was made (choices.DECISIONS)
+    allowed_decisions = models.JSONField(default=default_decisions, blank=True)
     agent_name = models.CharField(max_length=100, blank=True, default="")
     thread_ref = models.CharField(max_length=200, blank=True, default="")
     run_ref = models.CharField(max_length=200, blank=True, default="")
@@ -173,6 +183,10 @@ class ApprovalRequest(models.Model):
     def is_pending(self):
         return self.status == self.Status.PENDING
 
+    def allows(self, decision):
+        """Whether reviewers may answer `decision` (approve, edit, reject, respond) to this request."""
+        return decision in (self.allowed_decisions or ())
+
     @property
     def current_arguments(self):
         """What an approval now approves: the latest edit, else the model's arguments."""
@@ -181,8 +195,9 @@ class ApprovalRequest(models.Model):
 
 class Decision(models.Model):
     class Kind(models.TextChoices):
-        APPROVE = "approve"
+        APPROVE = "approve"  # with edited arguments too (then the request is approved with edits)
         REJECT = "reject"
+        RESPOND = "respond"  # guidance instead of a decision: the call does not run
 
     request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -198,7 +213,8 @@ class Decision(models.Model):
         ordering = ["created_at"]
 
     def __str__(self):  # the admin's inline rows: who decided what, when
-        verb = "approved" if self.decision == self.Kind.APPROVE else "rejected"
+        verb = {self.Kind.APPROVE: "approved", self.Kind.RESPOND: "answered with guidance"}.get(self.decision,
+                                                                                             "rejected")
         when = f" on {self.created_at:%Y-%m-%d %H:%M} UTC" if self.created_at else ""
         withdrawn = " (withdrawn: the arguments were edited after it)" if self.withdrawn_at else ""
         return f"{self.user.get_username()} {verb}{when}{withdrawn}"

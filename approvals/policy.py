@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 
 from . import registry, rules
+from .choices import DEFAULT_DECISIONS
 from .models import ApproverKind, Mode, ThreadGrant, ToolPolicy
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class Verdict:
     escalation_group: Group | None = None
     escalation_fraction: float | None = None
     grant_id: int | None = None  # "always allow in this thread" turned a gate into auto
+    allowed_decisions: tuple = DEFAULT_DECISIONS
 
 
 def _group(spec):
@@ -74,6 +76,7 @@ def effective(tool_name, rows=None):
         "reminder_fraction": row.reminder_fraction,
         "escalation_group": row.escalation_group,
         "escalation_fraction": row.escalation_fraction,
+        "allowed_decisions": tuple(row.allowed_decisions or DEFAULT_DECISIONS),
     }
 
 
@@ -86,6 +89,7 @@ def policy_from_defaults(defaults):
         required_approvals=defaults.required_approvals, timeout_seconds=defaults.timeout_seconds,
         timeout_action=defaults.timeout_action, risk=defaults.risk, reminder_fraction=defaults.reminder_fraction,
         escalation_group=_group(defaults.escalation), escalation_fraction=defaults.escalation_fraction,
+        allowed_decisions=list(defaults.allowed_decisions),
     )
 
 
@@ -144,6 +148,7 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
         reminder_fraction=p["reminder_fraction"],
         escalation_group=p["escalation_group"],
         escalation_fraction=p["escalation_fraction"],
+        allowed_decisions=p["allowed_decisions"],
     )
     source, mode = p["source"], p["mode"]
 

@@ -37,6 +37,8 @@ class ToolDefaults:
     escalation: str = ""  # "group:<name>": told (and may decide) at escalation_fraction of the timeout
     escalation_fraction: float | None = None
     extra: dict = field(default_factory=dict)
+    # what reviewers may answer (approvals.choices.DECISIONS)
+    allowed_decisions: tuple = ("approve", "edit", "reject")
     # (arguments, requester) -> [{"object", "owner"}] for the inbox, or ArgumentsInvalid when the
     # arguments name something that is not the requester's (an edit must not redirect the call)
     authorize: Callable[[dict, object], list] | None = None
@@ -58,7 +60,7 @@ def register(defaults: ToolDefaults):
         "required_approvals": defaults.required_approvals, "timeout_seconds": defaults.timeout_seconds,
         "timeout_action": defaults.timeout_action, "risk": defaults.risk,
         "reminder_fraction": defaults.reminder_fraction, "escalation_group": escalation,
-        "escalation_fraction": defaults.escalation_fraction,
+        "escalation_fraction": defaults.escalation_fraction, "allowed_decisions": list(defaults.allowed_decisions),
     }, schema=defaults.schema, check_groups=False)
     if errors:
         raise InvalidDefaults(f"tool {defaults.name}: {errors}")

@@ -75,6 +75,27 @@ class FeedbackRequired(DecisionError):
     code = "feedback_required"
 
 
+class DecisionNotAllowed(DecisionError):
+    """This tool's policy does not offer that answer (ToolPolicy.allowed_decisions)."""
+    code = "decision_not_allowed"
+
+
+DECISION_WORDS = {"approve": "approve", "edit": "approve with edits", "reject": "reject",
+                  "respond": "answer with guidance"}
+
+
+def _offered(req):
+    words = [DECISION_WORDS[d] for d in DECISION_WORDS if req.allows(d)]
+    return ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1] if words else "nothing"
+
+
+def _refuse_unless_allowed(req, kind):
+    if not req.allows(kind):
+        message = (f"This tool's policy does not let reviewers {DECISION_WORDS[kind]}; "
+                   f"you can {_offered(req)}.")
+        raise DecisionNotAllowed(message, {"decision": [message]})
+
+
 class EditDenied(DecisionError):
     """The edited arguments are blocked by the policy that applies to them."""
     code = "edit_denied"
@@ -156,6 +177,7 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
             escalation_group=escalation,
             escalate_at=escalate_at,
             timeout_action=verdict.timeout_action,
+            allowed_decisions=list(verdict.allowed_decisions),
             agent_name=agent_name,
             thread_ref=thread_ref,
             run_ref=run_ref,
@@ -211,13 +233,16 @@ def _lock(request_id):
 
 
 def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False):
-    """Approve (optionally with edited arguments) or reject. Raises DecisionError subclasses.
+    """Approve (optionally with edited arguments), reject, or respond (guidance for the model instead
+    of a decision: the call does not run). Raises DecisionError subclasses; DecisionNotAllowed for an
+    answer the request's policy does not offer (an edit is an approval with changed arguments).
 
     Quorum: `required_approvals` distinct approvers of the same arguments (by hash); an edit
-    withdraws approvals of other arguments; any rejection rejects.
+    withdraws approvals of other arguments; any rejection rejects; any response answers.
     """
     if decision not in Decision.Kind.values:
-        raise DecisionError("decision must be 'approve' or 'reject'", {"decision": ["must be approve or reject"]})
+        message = "decision must be approve, reject or respond"
+        raise DecisionError(message, {"decision": [message]})
     if arguments is not None and not isinstance(arguments, dict):
         raise InvalidArguments("arguments must be an object", {"__root__": ["arguments must be an object"]})
     feedback = (feedback or "").strip()
@@ -249,8 +274,18 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                                 "in a thread", {"always_allow_in_thread": ["not available for this request"]})
         before = _snapshot(req)
         current = req.current_arguments
+        if decision != Decision.Kind.APPROVE:
+            _refuse_unless_allowed(req, decision)
 
-        if decision == Decision.Kind.REJECT:
+        if decision == Decision.Kind.RESPOND:
+            if not feedback:
+                raise FeedbackRequired("write the guidance the agent should follow",
+                                       {"feedback": ["required to answer with guidance"]})
+            Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
+            _move(req, Status.RESPONDED)
+            req.feedback = feedback
+            approvals = None
+        elif decision == Decision.Kind.REJECT:
             if req.approver_kind == ApproverKind.GROUP and not feedback:
                 raise FeedbackRequired("feedback is required to reject", {"feedback": ["required to reject"]})
             Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
@@ -272,6 +307,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                     _check_edit(req, defaults, proposed)
             else:
                 proposed = current
+            _refuse_unless_allowed(req, "edit" if proposed != current else "approve")
             digest = arguments_hash(proposed)
             now = timezone.now()
             active = req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
@@ -594,7 +630,8 @@ def revoke_grant(grant_id, user):
 # --- policies ---------------------------------------------------------------------------------
 
 POLICY_FIELDS = ("mode", "conditions", "approver_kind", "approver_group", "required_approvals", "timeout_seconds",
-                 "timeout_action", "risk", "reminder_fraction", "escalation_group", "escalation_fraction")
+                 "timeout_action", "risk", "reminder_fraction", "escalation_group", "escalation_fraction",
+                 "allowed_decisions")
 
 
 def policy_snapshot(row):

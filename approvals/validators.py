@@ -4,7 +4,7 @@ and the code defaults' registration all call policy_errors, so a bad rule is ref
 import re
 
 from . import rules
-from .choices import ApproverKind, Mode, Risk, TimeoutAction
+from .choices import DECISIONS, ApproverKind, Mode, Risk, TimeoutAction
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 RULE_MODES = (Mode.CONDITIONAL, Mode.MODEL)
@@ -91,6 +91,16 @@ def policy_errors(policy, schema=None, check_groups=True):
             add("escalation_group", "must differ from the approver group")
     elif fraction is not None:
         add("escalation_fraction", "set an escalation group first")
+
+    allowed = _get(policy, "allowed_decisions", None)
+    if allowed is not None:
+        if not isinstance(allowed, (list, tuple)) or not allowed:
+            add("allowed_decisions", f"a list of at least one of {', '.join(DECISIONS)}")
+        elif not all(isinstance(d, str) for d in allowed) or set(allowed) - set(DECISIONS):
+            unknown = sorted(str(d) for d in set(allowed) - set(DECISIONS))
+            add("allowed_decisions", f"unknown decision(s) {', '.join(unknown)}; use {', '.join(DECISIONS)}")
+        elif len(set(allowed)) != len(allowed):
+            add("allowed_decisions", "each decision at most once")
     return errors
 
 

@@ -122,6 +122,8 @@ def bulk(request):
     elif decision == Decision.Kind.REJECT and not feedback:
         # required for every rejection from the inbox: the agent is told why
         error = "Give a reason to reject: the agent sees it."
+    elif decision == Decision.Kind.RESPOND and not feedback:
+        error = "Write your guidance: the agent reads it instead of running the call."
     if error:
         if wants_json(request):
             return JsonResponse({"message": error, "code": "invalid"}, status=400)
@@ -137,7 +139,8 @@ def bulk(request):
         return JsonResponse({"results": results, "succeeded": len(ok), "failed": len(failed),
                              "held": held, "undo_seconds": settings.AGUI_UNDO_SECONDS})
     if ok and not held:
-        verb = "approved" if decision == Decision.Kind.APPROVE else "rejected"
+        verb = {Decision.Kind.APPROVE: "approved", Decision.Kind.RESPOND: "answered with guidance"}.get(
+            decision, "rejected")
         messages.success(request, f"{len(ok)} request{'s' if len(ok) != 1 else ''} {verb}.")
     names = dict(selectors.visible_requests(user=request.user).filter(pk__in=[r["id"] for r in failed])
                  .values_list("pk", "description"))
@@ -158,7 +161,7 @@ def undo_toast(request):
     rows = selectors.held_by(user=request.user, ids=ids) if ids else []
     if not rows:
         return None
-    verb = {"approve": "Approved", "reject": "Rejected"}[rows[0].decision]
+    verb = {"approve": "Approved", "reject": "Rejected", "respond": "Answered with guidance"}[rows[0].decision]
     if len(rows) == 1:
         req = rows[0].request
         what = req.description or req.tool_name
@@ -226,6 +229,8 @@ def _detail_context(request, approval):
         "held": held,  # this reviewer's decision, inside its undo window
         "already_approved": bool(mine),
         "editable": defaults is not None,
+        # the answers this tool's policy offers: the form shows only those buttons
+        "offers": {d: approval.allows(d) for d in ("approve", "edit", "reject", "respond")},
         "pending_count": inbox_query.pending_mine_count(request.user),
     }
 

@@ -104,6 +104,15 @@ def rejection_text(call):
     )
 
 
+def guidance_text(call):
+    """A reviewer's respond: neither approval nor rejection; their words are the call's result."""
+    return (
+        f"The person reviewing the call to {call.name} did not run it and says: \"{call.feedback}\". "
+        "Nothing was executed. Follow their guidance: change your plan or the call as they say, or ask the "
+        "user if their guidance needs an answer from them."
+    )
+
+
 def repeat_text(call, earlier):
     """An exact repeat of a call the reviewer rejected, refused without asking them again."""
     feedback = f'Their feedback then: "{earlier.feedback}".' if earlier.feedback else "They gave no feedback."
@@ -595,8 +604,8 @@ class Runner:
         msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
         settled = ToolCall.objects.only("pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)
-        outcome = presenters.tool_outcome(settled, requester_decided=settled.status == ToolCall.Status.REJECTED
-                                          and self.decided_by_requester(tc))
+        outcome = presenters.tool_outcome(settled, requester_decided=settled.status in (
+            ToolCall.Status.REJECTED, ToolCall.Status.RESPONDED) and self.decided_by_requester(tc))
         if outcome:  # the person's sentence; the model keeps `content`
             self.emit(custom_events.tool_outcome(outcome))
         self.state.on_result(tc)
@@ -621,6 +630,8 @@ class Runner:
                     tc.arguments, final, tool.schema, by_requester=self.decided_by_requester(tc)))
             elif tc.status == ToolCall.Status.REJECTED:
                 self.result(tc, rejection_text(tc))
+            elif tc.status == ToolCall.Status.RESPONDED:
+                self.result(tc, guidance_text(tc))
             elif tc.status == ToolCall.Status.EXPIRED:
                 self.result(tc, f"Error: nobody approved {tc.name} before its deadline (timed out), so it was not "
                                 "executed. Do not try to reach the same goal another way unless the user asks.")
@@ -630,12 +641,20 @@ class Runner:
 
 
 def interrupt_for(request):
-    properties = {
-        "approved": {"type": "boolean"},
-        "arguments": request.schema or {"type": "object"},
-        "feedback": {"type": "string"},
-    }
-    if request.approver_kind == ApproverKind.REQUESTER:  # the requester's own confirmation may become a grant
+    """The AG-UI interrupt of a paused call; its responseSchema offers only what the tool's policy
+    allows (request.allowed_decisions): `decision` one of those, or the older `approved` boolean."""
+    allowed = [d for d in ("approve", "edit", "reject", "respond") if request.allows(d)]
+    approved = [v for v, kinds in ((True, ("approve", "edit")), (False, ("reject",))) if set(kinds) & set(allowed)]
+    properties = {"decision": {"type": "string", "enum": allowed}}
+    if approved:
+        properties["approved"] = {"type": "boolean", **({"const": approved[0]} if len(approved) == 1 else {})}
+    if "edit" in allowed:
+        properties["arguments"] = request.schema or {"type": "object"}
+    properties["feedback"] = {"type": "string", **(
+        {"description": "Required to respond: guidance the agent reads instead of running the call"}
+        if "respond" in allowed else {})}
+    required = [{"required": ["decision"]}] + ([{"required": ["approved"]}] if approved else [])
+    if request.approver_kind == ApproverKind.REQUESTER and "approve" in allowed:  # the requester's own confirmation may become a grant  # the requester's own confirmation may become a grant
         properties["alwaysAllowInThread"] = {
             "type": "boolean", "description": "Approve, and let this tool run without asking again in this thread"}
     return Interrupt(
@@ -643,7 +662,7 @@ def interrupt_for(request):
         reason="tool_call",
         message=request.description,
         tool_call_id=request.tool_call_ref,
-        response_schema={"type": "object", "properties": properties, "required": ["approved"]},
+        response_schema={"type": "object", "properties": properties, "anyOf": required},
         expires_at=request.expires_at.isoformat() if request.expires_at else None,
         metadata={
             "toolName": request.tool_name,

@@ -678,6 +678,7 @@
     approved: "Approved",
     modified: "Approved with edits",
     rejected: "Rejected",
+    responded: "Answered with guidance",
     expired: "Expired",
     cancelled: "Cancelled",
   };
@@ -778,7 +779,7 @@
         );
       }
     }
-    if (status === "rejected" && approval.feedback) {
+    if ((status === "rejected" || status === "responded") && approval.feedback) {
       parts.push(el("blockquote", { class: "approval-feedback", text: approval.feedback }));
     } else if (approval.feedback && status !== "pending" && !(status === "cancelled" && approval.decidedBy === config.username)) {
       parts.push(el("p", { class: "approval-note muted", text: "Note: " + approval.feedback }));
@@ -818,7 +819,7 @@
     if (status === "pending") setCardStatus(card, "waiting");
     else if (!outcomes.has(String(approval.toolCallId))) {
       // decided, not settled yet: rejected/expired/cancelled calls never run
-      const map = { rejected: "rejected", expired: "expired", cancelled: "cancelled" };
+      const map = { rejected: "rejected", responded: "responded", expired: "expired", cancelled: "cancelled" };
       setCardStatus(card, map[status] || null);
     }
   }
@@ -852,22 +853,36 @@
         el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
     );
 
+    // only the answers this tool's policy offers (allowedDecisions); the server refuses the others too
+    const allowed = new Set(approval.allowedDecisions || ["approve", "edit", "reject"]);
+    const guidanceId = "guidance-" + id;
+    const guidanceText = el("textarea", { id: guidanceId, rows: 3, placeholder: "What should the assistant do instead?" });
+    const respondBox = el(
+      "div",
+      { class: "approval-editor", hidden: true },
+      el("label", { for: guidanceId, text: "Your guidance for the assistant (it does not run this)" }),
+      guidanceText,
+      el("div", { class: "btn-row" },
+        el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "confirm-respond" }, text: "Send guidance" }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
+    );
     const buttons = el(
       "div",
       { class: "btn-row approval-buttons" },
-      el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve" }, text: "Approve" }),
-      el("button", { type: "button", class: "btn btn-small", dataset: { act: "edit" }, text: "Edit", "aria-expanded": "false", "aria-controls": editorId }),
-      el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "reject" }, text: "Reject", "aria-expanded": "false", "aria-controls": feedbackId })
+      allowed.has("approve") ? el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve" }, text: "Approve" }) : null,
+      allowed.has("edit") ? el("button", { type: "button", class: "btn btn-small", dataset: { act: "edit" }, text: "Edit", "aria-expanded": "false", "aria-controls": editorId }) : null,
+      allowed.has("reject") ? el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "reject" }, text: "Reject", "aria-expanded": "false", "aria-controls": feedbackId }) : null,
+      allowed.has("respond") ? el("button", { type: "button", class: "btn btn-small", dataset: { act: "respond" }, text: "Answer instead", "aria-expanded": "false", "aria-controls": guidanceId }) : null
     );
 
     // "Always allow in this thread": only the requester's own confirmations can be waived (the
     // approval engine refuses it for a group's request); revocable from the grants bar.
     const allowInput = el("input", { type: "checkbox", id: "allow-" + id });
-    const allowBox = approval.approver && approval.approver.kind === "requester"
+    const allowBox = approval.approver && approval.approver.kind === "requester" && allowed.has("approve")
       ? el("label", { class: "allow-always", for: "allow-" + id }, allowInput, " Always allow ",
           el("code", { text: approval.toolCallName || "this tool" }), " in this thread")
       : null;
-    const box = el("div", { class: "approval-actions" }, buttons, allowBox, editBox, rejectBox, errorBox);
+    const box = el("div", { class: "approval-actions" }, buttons, allowBox, editBox, rejectBox, respondBox, errorBox);
 
     const showError = (lines) => {
       errorBox.replaceChildren(...lines.map((line) => el("div", { text: line })));
@@ -916,27 +931,21 @@
       const button = event.target.closest("button[data-act]");
       if (!button || button.disabled) return;
       const act = button.dataset.act;
-      const editButton = buttons.querySelector('[data-act="edit"]');
-      const rejectButton = buttons.querySelector('[data-act="reject"]');
+      const toggles = [["edit", editBox, editText], ["reject", rejectBox, feedbackText], ["respond", respondBox, guidanceText]];
+      const open = (which) => {
+        for (const [name, panel, field] of toggles) {
+          const show = name === which && panel.hidden;
+          panel.hidden = !show;
+          buttons.querySelector('[data-act="' + name + '"]')?.setAttribute("aria-expanded", String(show));
+          if (show) field.focus();
+        }
+      };
       if (act === "approve") {
         decide({ decision: "approve" });
-      } else if (act === "edit") {
-        rejectBox.hidden = true;
-        rejectButton.setAttribute("aria-expanded", "false");
-        editBox.hidden = !editBox.hidden;
-        editButton.setAttribute("aria-expanded", String(!editBox.hidden));
-        if (!editBox.hidden) editText.focus();
-      } else if (act === "reject") {
-        editBox.hidden = true;
-        editButton.setAttribute("aria-expanded", "false");
-        rejectBox.hidden = !rejectBox.hidden;
-        rejectButton.setAttribute("aria-expanded", String(!rejectBox.hidden));
-        if (!rejectBox.hidden) feedbackText.focus();
+      } else if (act === "edit" || act === "reject" || act === "respond") {
+        open(act);
       } else if (act === "cancel") {
-        editBox.hidden = true;
-        rejectBox.hidden = true;
-        editButton.setAttribute("aria-expanded", "false");
-        rejectButton.setAttribute("aria-expanded", "false");
+        open(null);
         showError([]);
       } else if (act === "approve-edits") {
         let args;
@@ -954,6 +963,14 @@
       } else if (act === "confirm-reject") {
         const feedback = feedbackText.value.trim();
         decide(feedback ? { decision: "reject", feedback } : { decision: "reject" });
+      } else if (act === "confirm-respond") {
+        const feedback = guidanceText.value.trim();
+        if (!feedback) {
+          showError(["Write your guidance first: the assistant reads it instead of running this."]);
+          guidanceText.focus();
+          return;
+        }
+        decide({ decision: "respond", feedback });
       }
     });
     return box;

@@ -823,13 +823,14 @@
                             : "Fix the marked arguments first (" + Array.from(problems.keys()).join(", ") + ")."));
     } else if (changes.length) preview.replaceChildren(...diffItems(changes));
     else preview.replaceChildren(el("li", "muted", "No changes: approving runs the call as requested."));
+    form.dataset.changes = String(changes.length);
+    document.getElementById("reset-edits").disabled = changes.length === 0;
+    if (!approve) return; // this tool's policy offers no approval (e.g. reject or respond only)
     approve.disabled = blocked;
     approve.textContent = changes.length && !blocked
       ? "Approve with edits (" + changes.length + " change" + (changes.length === 1 ? "" : "s") + ")"
       : "Approve";
     approve.classList.toggle("with-edits", changes.length > 0);
-    form.dataset.changes = String(changes.length);
-    document.getElementById("reset-edits").disabled = changes.length === 0;
   }
 
   function setMode(json) {
@@ -956,7 +957,8 @@
     document.getElementById("feedback").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
-        form.requestSubmit(document.getElementById("reject"));
+        const submitter = document.getElementById("reject") || document.getElementById("respond");
+        if (submitter) form.requestSubmit(submitter);
       }
     });
     updateDecision();
