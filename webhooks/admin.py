@@ -6,15 +6,24 @@ from django.urls import reverse
 from . import services
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
+EVENT_WORDS = {
+    "approval.requested": "A person is asked to approve a call",
+    "approval.decided": "A request is decided",
+    "approval.expired": "A request's deadline passed",
+    "approval.escalated": "A request is escalated",
+    "tool.outcome": "A call's outcome is known",
+}
+
 
 class EndpointForm(forms.ModelForm):
-    url = forms.CharField(max_length=2000, help_text="An http:// or https:// URL that receives the events.")
-    events = forms.MultipleChoiceField(choices=[(e, e) for e in EVENT_TYPES], required=False,
+    url = forms.CharField(label="URL", max_length=2000, help_text="An http:// or https:// URL that receives the events.")
+    events = forms.MultipleChoiceField(choices=[(e, f"{EVENT_WORDS[e]} ({e})") for e in EVENT_TYPES], required=False,
                                        widget=forms.CheckboxSelectMultiple, help_text="None ticked: every event.")
 
     class Meta:
         model = WebhookEndpoint
         fields = ["url", "events", "description", "is_active"]
+        labels = {"is_active": "Active (unticked: nothing is sent here)"}
 
     def clean_url(self):
         problem = services.check_url(self.cleaned_data["url"])
@@ -54,7 +63,7 @@ class AttemptInline(admin.TabularInline):
 
 @admin.register(WebhookDelivery)
 class DeliveryAdmin(admin.ModelAdmin):
-    list_display = ["message_id", "event_type", "url", "status", "attempts", "next_attempt_at", "created_at"]
+    list_display = ["event_type", "url", "status", "attempts", "created_at", "message_id"]
     list_filter = ["status", "event_type"]
     search_fields = ["message_id", "approval_ref", "url"]
     readonly_fields = ["message_id", "endpoint", "url", "event_type", "payload", "approval_ref", "status", "attempts",
@@ -64,6 +73,9 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def has_change_permission(self, request, obj=None):
+        return False  # a record of what was sent: replay it, never edit it
 
     @admin.action(description="Send the selected deliveries again")
     def replay(self, request, queryset):

@@ -18,7 +18,7 @@ def new_message_id():
 
 
 class WebhookEndpoint(models.Model):
-    url = models.URLField(max_length=2000)
+    url = models.URLField("URL", max_length=2000)
     events = models.JSONField(default=list, help_text="Event types sent here; empty means every type.")
     secret = models.CharField(max_length=100, default=new_secret, editable=False)
     description = models.CharField(max_length=200, blank=True)
@@ -46,13 +46,13 @@ class WebhookDelivery(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"  # every attempt failed; an admin may replay it
 
-    message_id = models.CharField(max_length=40, unique=True, default=new_message_id)  # webhook-id
+    message_id = models.CharField("message id (webhook-id)", max_length=40, unique=True, default=new_message_id)
     endpoint = models.ForeignKey(WebhookEndpoint, null=True, blank=True, on_delete=models.CASCADE,
                                  related_name="deliveries")
-    url = models.URLField(max_length=2000)
+    url = models.URLField("URL", max_length=2000)
     event_type = models.CharField(max_length=40)
     payload = models.JSONField()
-    approval_ref = models.CharField(max_length=64, blank=True, db_index=True)
+    approval_ref = models.CharField("approval request", max_length=64, blank=True, db_index=True)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)  # attempts since the last replay (the retry budget)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -72,11 +72,14 @@ class WebhookDelivery(models.Model):
 class WebhookAttempt(models.Model):
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_rows")
     started_at = models.DateTimeField()
-    latency_ms = models.PositiveIntegerField(default=0)
-    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField("latency (ms)", default=0)
+    response_status = models.PositiveSmallIntegerField("response code", null=True, blank=True)
     response_body = models.TextField(blank=True)  # the first AGUI_WEBHOOK_RESPONSE_BODY_CHARS only
     error = models.CharField(max_length=500, blank=True)
     succeeded = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]
+
+    def __str__(self):
+        return f"attempt at {self.started_at:%Y-%m-%d %H:%M:%S} UTC"
