@@ -24,7 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from agents import services
 from agents.models import Run
-from approvals import policy
+from approvals import mail_links, policy
 from approvals import services as approval_services
 from approvals.models import AuditEvent, ThreadGrant
 from webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -97,6 +97,14 @@ ROWS = [
     # reviewers are sent back to the list either way; only finn's decision may land
     Row("inbox bulk decide", "POST", "/inbox/bulk/", body={"ids": "{fin}", "decision": "approve"},
         expect=by_role(302, anon=302, alice=403, bob=403), after=lambda w, role: _only_finn_decided(w, role), **PAGE),
+    Row("mail settings", "GET", "/inbox/settings/", expect=by_role(200, anon=302), **PAGE, location={"anon": LOGIN}),
+    Row("mail settings change", "POST", "/inbox/settings/", body={"mail": "never"}, expect=by_role(302, anon=302),
+        **PAGE),
+    # finn's one-click link: it stands for finn (signed in or not); anyone else signed in is refused
+    Row("mail link page (finn's)", "GET", "/inbox/mail/{finlink}/",
+        expect=by_role(403, anon=200, finn=200), after=lambda w, role: _nobody_decided(w), **PAGE),
+    Row("mail link decide (finn's)", "POST", "/inbox/mail/{finlink}/",
+        expect=by_role(403, anon=200, finn=200), after=lambda w, role: _decided_by_finn_link(w, role), **PAGE),
     Row("policy console", "GET", "/policies/", expect=by_role(403, anon=302, admin=200), **PAGE),
     Row("policy console edit", "GET", "/policies/transfer_money/", expect=by_role(403, anon=302, admin=200), **PAGE),
     Row("audit page", "GET", "/audit/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
@@ -191,6 +199,22 @@ def _only_finn_decided(world, role):
     assert status == ("approved" if role == "finn" else "pending"), f"as {role}: the request is {status}"
 
 
+def _nobody_decided(world):
+    from approvals.models import ApprovalRequest
+
+    assert ApprovalRequest.objects.get(pk=world["fin"]).status == "pending"
+
+
+def _decided_by_finn_link(world, role):
+    from approvals.models import ApprovalRequest
+
+    req = ApprovalRequest.objects.get(pk=world["fin"])
+    if role in ("anon", "finn"):
+        assert (req.status, req.decided_by.username) == ("approved", "finn"), f"as {role}: {req.status}"
+    else:
+        assert req.status == "pending", f"as {role}: the request is {req.status}"
+
+
 def _state_changed_by(world, role):
     from state import services as state_services
 
@@ -226,8 +250,9 @@ def world(demo):
     hook = WebhookEndpoint.objects.create(url="https://hooks.example.com/in", events=[])
     delivery = WebhookDelivery.objects.create(endpoint=hook, url=hook.url, event_type="approval.requested",
                                               payload={"type": "approval.requested"}, status="failed")
+    finlink = mail_links.issue(fin, demo["finn"])["approve"].rstrip("/").rsplit("/", 1)[1]  # finn's mail's link
     return {"users": demo, "thread": thread.pk, "run": run.pk, "fin": fin.pk, "req": req.pk, "grant": grant.pk,
-            "audit": audit.pk, "hook": hook.pk, "delivery": delivery.pk}
+            "audit": audit.pk, "hook": hook.pk, "delivery": delivery.pk, "finlink": finlink}
 
 
 def _fill(text, world):
