@@ -380,6 +380,7 @@ AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
 
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH") or None  # the filebased backend's folder
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "agui-inbox <noreply@localhost>")
 EMAIL_SUBJECT_PREFIX = "[agui-inbox] "
 
