@@ -106,6 +106,8 @@ def tool_outcome(call, requester_decided=False):
         message = f"This did not work: {reason.rstrip('.')}."
     if status == "rejected" and requester_decided:
         message = "You rejected it, so it was not run."
+    if status == "responded" and requester_decided:
+        message = "Not run: you answered with guidance, which the assistant now follows."
     value = {"toolCallId": call.pk, "status": status, "message": message}
     # a blocked call has no approval card to name it: "Delete file: /etc/hosts", as a review would say
     tool = get_tool(call.name) if status == "blocked" and call.name else None

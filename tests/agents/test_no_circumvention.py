@@ -93,3 +93,18 @@ def test_a_rejection_in_another_thread_does_not_count(demo, fake_llm):
     fake_llm.push(transfer("d2", json.dumps(ARGS)))
     assert run(services.start_run(other, demo["alice"], "Pay Bob 500").pk).status == "interrupted"
     assert ToolCall.objects.get(pk="d2").status == "awaiting_approval"
+
+
+def test_the_offline_model_retells_a_repeat_and_a_guidance_without_the_instructions():
+    from agents.llm.scripted.common import guidance, retell
+
+    class Call:
+        name, feedback = "transfer_money", "Ask Bob first"
+
+    class Earlier:
+        feedback = "Not before the invoice arrives"
+
+    told = retell(runner.repeat_text(Call, Earlier))
+    assert told == "it was already rejected earlier in this chat (\u201cNot before the invoice arrives\u201d), so I did not ask again."
+    assert guidance(runner.guidance_text(Call)) == "Ask Bob first"
+    assert guidance("Done. Transferred 5.00 USD") is None

@@ -22,12 +22,24 @@ def text_of(content):
 
 _CHANGED = re.compile(r"^The (reviewer|user) changed the arguments before approving \((.*?)\)\. ", re.S)
 _FEEDBACK = re.compile(r'Their feedback: "(.*)"\.', re.S)
+_REPEAT_FEEDBACK = re.compile(r'Their feedback then: "(.*?)"\.', re.S)
+_GUIDANCE = re.compile(r'did not run it and says: "(.*?)"\. Nothing was executed', re.S)
+
+
+def guidance(result):
+    """The reviewer's words of a respond (runner.guidance_text), or None."""
+    found = _GUIDANCE.search(result)
+    return found[1] if found else None
 
 
 def retell(result):
     """A tool result retold for the person, the way a good model would: the instructions the
     runtime gives the model ("Adjust your plan…", "Do not retry it") are not repeated to them."""
     lower = result.lower()
+    if "already rejected this same call" in lower:  # runner.repeat_text
+        feedback = _REPEAT_FEEDBACK.search(result)
+        return ("it was already rejected earlier in this chat"
+                + (f" (\u201c{feedback[1]}\u201d)" if feedback else "") + ", so I did not ask again.")
     if "explicitly rejected" in lower:
         feedback = _FEEDBACK.search(result)
         return "it was rejected" + (f" (\u201c{feedback[1]}\u201d)" if feedback else "") + "."

@@ -10,7 +10,7 @@ from ..deltas import ModelUnavailable, TextDelta, ToolCallDelta
 from ..self_check import SELF_CHECK_SYSTEM
 from .banking import banking_reply
 from .chat import chat_demo_reply
-from .common import retell, text_of, tool_names
+from .common import guidance, retell, text_of, tool_names
 from .ops import OPS_HELP, ops_reply
 from .self_check import self_check_reply
 from .state import state_demo_reply
@@ -62,7 +62,11 @@ def scripted_reply(messages, tools):
         lines = []
         for result in results:
             lower = result.lower()
-            if "rejected" in lower or "declined" in lower or "refused" in lower or "timed out" in lower \
+            words = guidance(result)
+            if words is not None:  # a reviewer's respond: follow it, do not retell the instructions
+                lines.append(f"I did not run it: the reviewer says \u201c{words}\u201d. I will go by that; "
+                             "tell me how you would like to continue.")
+            elif "rejected" in lower or "declined" in lower or "refused" in lower or "timed out" in lower \
                     or "not executed" in lower:
                 lines.append(f"I did not go ahead: {retell(result)} I won't try to do this another way unless you ask me to.")
             elif lower.startswith("error"):

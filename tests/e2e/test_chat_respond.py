@@ -1,0 +1,108 @@
+"""Respond and allowed decisions in the browser, at a desktop and a phone size: the chat's card offers
+only what the tool's policy allows and sends guidance instead of a decision; the inbox's decision
+form shows only the allowed buttons. Screenshots go to var/artifacts (and /tmp/shots-h5)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from chat_helpers import Session, T, manage_shell, new_chat, send
+from playwright.sync_api import expect
+
+SIZES = {
+    "desktop": {"viewport": {"width": 1366, "height": 900}},
+    "phone": {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True},
+}
+SHOTS = Path("/tmp/shots-h5")
+
+
+def set_policy(live_stack, tool, fields):
+    manage_shell(live_stack, (
+        "from django.contrib.auth.models import Group, User; from approvals import services; "
+        f"f = {fields!r}; f['approver_group'] = Group.objects.get(name=f['approver_group']) "
+        "if f.get('approver_group') else None; "
+        f"services.save_policy({tool!r}, f, User.objects.get(username='admin')); print('ok')"))
+
+
+def drop_policy(live_stack, tool):
+    manage_shell(live_stack, ("from django.contrib.auth.models import User; from approvals import services; "
+                              f"services.delete_policy({tool!r}, User.objects.get(username='admin')); print('ok')"))
+
+
+@pytest.fixture(params=list(SIZES))
+def session(request, browser, live_stack, login, artifacts_dir):
+    made = []
+
+    def make(who):
+        s = Session(browser, live_stack, login, who, artifacts_dir, prefix=f"respond-{request.param}",
+                    **SIZES[request.param])
+        made.append(s)
+        return s
+
+    yield make
+    rep = getattr(request.node, "rep_call", None)
+    for s in made:
+        s.close(failed=bool(rep and rep.failed))
+    assert not [e for s in made for e in s.errors]
+
+
+def keep(path):
+    SHOTS.mkdir(exist_ok=True)
+    shutil.copy(path, SHOTS / path.name)
+
+
+def test_the_chat_card_offers_only_the_allowed_answers_and_sends_guidance(session, live_stack):
+    set_policy(live_stack, "cancel_subscription", {"mode": "always", "approver_kind": "requester",
+                                                   "allowed_decisions": ["reject", "respond"]})
+    try:
+        alice = session("alice")
+        page = alice.page
+        new_chat(page)
+        send(page, "Cancel subscription sub_123")
+        card = page.locator(".tool-card", has_text="cancel_subscription").last
+        actions = card.locator(".approval-actions")
+        expect(actions).to_be_visible(timeout=T)
+        expect(actions.get_by_role("button", name="Approve")).to_have_count(0)
+        expect(actions.get_by_role("button", name="Edit")).to_have_count(0)
+        expect(actions.locator(".allow-always")).to_have_count(0)
+        actions.get_by_role("button", name="Answer instead").click()
+        actions.get_by_role("button", name="Send guidance").click()
+        expect(actions.locator(".approval-error")).to_contain_text("Write your guidance first")
+        actions.locator("textarea[id^=guidance-]").fill("Pause it for a month instead")
+        keep(alice.shoot("guidance-typed"))
+        actions.get_by_role("button", name="Send guidance").click()
+        expect(card.locator(".status-badge")).to_have_text("Answered with guidance", timeout=T)
+        expect(card.locator(".tool-status")).to_have_text("Answered", timeout=T)
+        expect(card.locator(".tool-outcome")).to_contain_text("answered with guidance", timeout=T)
+        expect(card).to_contain_text("Pause it for a month instead")
+        assert "did not run it and says" not in page.locator("body").inner_text()  # the model's words
+        keep(alice.shoot("answered"))
+    finally:
+        drop_policy(live_stack, "cancel_subscription")
+
+
+def test_the_inbox_form_shows_only_the_allowed_buttons(session, live_stack):
+    set_policy(live_stack, "transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": "finance",
+                                              "allowed_decisions": ["reject", "respond"]})
+    try:
+        alice = session("alice")
+        new_chat(alice.page)
+        send(alice.page, "Transfer $300 from account 1234567890 to account 0987654321")
+        approval = alice.page.locator(".tool-card", has_text="transfer_money").last.locator(".approval-card")
+        expect(approval).to_be_visible(timeout=T)
+        approval_id = approval.get_attribute("data-approval-id")
+        finn = session("finn")
+        finn.page.goto(f"/inbox/{approval_id}/")
+        form = finn.page.locator("#decide-form")
+        expect(form.locator("#respond")).to_be_visible()
+        expect(form.locator("#reject")).to_be_visible()
+        expect(form.locator("#approve")).to_have_count(0)
+        expect(finn.page.locator("#no-edits")).to_contain_text("does not allow edits")
+        finn.page.fill("#feedback", "Wait for the invoice, then ask again")
+        keep(finn.shoot("inbox-respond-only"))
+        form.locator("#respond").click()
+        expect(alice.page.locator(".tool-card", has_text="transfer_money").last.locator(".tool-status")).to_have_text(
+            "Answered", timeout=T)
+        keep(alice.shoot("chat-after-inbox-guidance"))
+    finally:
+        drop_policy(live_stack, "transfer_money")
