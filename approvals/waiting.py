@@ -2,19 +2,24 @@
 pass (at most MAX_WAIT), without holding a worker or a thread while waiting.
 
 The detail route's DRF view stays as it is (permissions, visibility, the serializer, OpenAPI);
-this async wrapper runs it once to see the request, then waits on the event loop: a cheap status
-read through sync_to_async (a thread for a few milliseconds, not for the wait) with a backoff
-from 0.2 s to 2 s between reads, and `asyncio.sleep` in between, which holds nothing. Then it
-runs the DRF view again for the answer. A poll of the row rather than a pub/sub message: the
-row is the truth whichever process decided, and a lost message cannot leave a client hanging.
-(Django's ASGI handler keeps each open request's own sync-executor thread, idle, until the
-response ends, as for every open response; nothing runs on it while this waits.)
+this async wrapper runs it once to see the request, then waits on the event loop: `asyncio.sleep`
+(which holds nothing) with a backoff from 0.2 s to 2 s, and between sleeps a status read of the
+row on the loop's shared thread pool (a few milliseconds, like any pooled call). Then it runs the
+DRF view again for the answer. A poll of the row rather than a pub/sub message: the row is the
+truth whichever process decided, and a lost message cannot leave a client hanging.
+
+Django's ASGI handler gives every request a thread of its own for its sync parts, kept (idle)
+until the response ends: 20 waiting agents were 18 more threads in Daphne. Before waiting, this
+closes that thread's database connection and lets the thread go; the answer's sync parts get a
+fresh one (asgiref makes it on the next call). Under WSGI (the test client) there is no such
+thread: the view runs on the caller's, which is left alone.
 """
 
 import asyncio
 import functools
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
+from django.db import close_old_connections, connections
 from django.http import JsonResponse
 
 from .models import ApprovalRequest
@@ -34,9 +39,27 @@ def parse_wait(raw):
     return seconds, None
 
 
-@sync_to_async
-def _status(pk):
-    return ApprovalRequest.objects.filter(pk=pk).values_list("status", flat=True).first()
+def _read_status(pk):
+    close_old_connections()  # a pooled thread: the request lifecycle's connection rules, by hand
+    try:
+        return ApprovalRequest.objects.filter(pk=pk).values_list("status", flat=True).first()
+    finally:
+        close_old_connections()
+
+
+_status = sync_to_async(_read_status, thread_sensitive=False)
+
+
+async def _let_the_request_thread_go():
+    """Close the request's own sync thread's connections and shut that thread down (see above)."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    if context is None or getattr(context, "_executor", None) is not None \
+            or context not in SyncToAsync.context_to_thread_executor:
+        return  # no request thread, or an executor its owner gave (not ours to shut down)
+    await sync_to_async(connections.close_all)()
+    executor = SyncToAsync.context_to_thread_executor.pop(context, None)
+    if executor is not None:
+        executor.shutdown(wait=False)
 
 
 def long_poll(view):
@@ -54,6 +77,8 @@ def long_poll(view):
             return response
         loop = asyncio.get_running_loop()
         deadline, pause = loop.time() + seconds, FIRST_POLL
+        if seconds > 0:
+            await _let_the_request_thread_go()
         pk = kwargs.get("pk")
         while (left := deadline - loop.time()) > 0:
             await asyncio.sleep(min(pause, left))

@@ -2,6 +2,7 @@
 project) against the live stack: @require_approval asks, long-polls, runs the function with the
 reviewer's (edited) arguments and reports the outcome; a rejection and a policy's deny raise."""
 
+import os
 import sys
 import threading
 import time
@@ -147,3 +148,25 @@ def test_the_client_needs_httpx_only():
     assert {name for name in imported if name not in sys.stdlib_module_names} == {"httpx"}
     project = tomllib.loads((package / "pyproject.toml").read_text())["project"]
     assert project["name"] == "agui-inbox-client" and project["dependencies"] == ["httpx>=0.27"]
+
+
+def test_waiting_agents_hold_no_thread_each(people, live_stack):
+    """20 agents long-polling at once: while they wait, Daphne's threads are those of its shared
+    pool. (Each request's sync parts still get a thread of their own for a moment as it arrives and
+    as it answers; before the wait let it go, every open wait kept one: +18 threads for 20.)"""
+    web = next(c for c in live_stack["children"] if c.name == "web")
+    threads = lambda: len(os.listdir(f"/proc/{web.proc.pid}/task"))  # noqa: E731
+    alice = people["alice"]
+    waits = [alice.request("crm.probe", {"n": n}, schema={"type": "object"}) for n in range(20)]
+    before = threads()
+    clients = [threading.Thread(target=w.refresh, kwargs={"wait": 6}) for w in waits]
+    started = time.monotonic()
+    for c in clients:
+        c.start()
+    waiting = []  # thread counts from 3 s to 5.5 s: every request has arrived and none has answered
+    while any(c.is_alive() for c in clients):
+        if 3 <= time.monotonic() - started <= 5.5:
+            waiting.append(threads())
+        time.sleep(0.05)  # sampling, not synchronisation: the joins end the loop
+    assert all(w.pending for w in waits)  # each waited its 6 s and came back unanswered
+    assert waiting and max(waiting) - before <= 8, (before, waiting)
