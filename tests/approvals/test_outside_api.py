@@ -172,3 +172,13 @@ def test_openapi_documents_the_outside_api(api):
     detail = schema["paths"]["/api/approvals/{id}/"]["get"]
     assert any(p["name"] == "wait" for p in detail["parameters"])
     assert "post" in schema["paths"]["/api/approvals/{id}/outcome/"]
+
+
+def test_an_admin_sets_the_unknown_tools_policy(api):
+    first = api("alice").post("/api/approvals/", body(), format="json").json()
+    assert first["status"] == "pending" and first["approver_group"] == "reviewers"
+    resp = api("admin").put("/api/policies/crm.delete_contact/", {"mode": "never", "approver_kind": "requester"},
+                            format="json")
+    assert resp.status_code == 201, resp.content
+    again = api("alice").post("/api/approvals/", body(), format="json").json()
+    assert again["status"] == "approved" and again["matched_rule"] == "policy: mode never"
