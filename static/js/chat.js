@@ -882,7 +882,8 @@
       ? el("label", { class: "allow-always", for: "allow-" + id }, allowInput, " Always allow ",
           el("code", { text: approval.toolCallName || "this tool" }), " in this thread")
       : null;
-    const box = el("div", { class: "approval-actions" }, buttons, allowBox, editBox, rejectBox, respondBox, errorBox);
+    const box = el("div", { class: "approval-actions" }, buttons, allowBox, allowed.has("edit") ? editBox : null,
+      allowed.has("reject") ? rejectBox : null, allowed.has("respond") ? respondBox : null, errorBox);
 
     const showError = (lines) => {
       errorBox.replaceChildren(...lines.map((line) => el("div", { text: line })));
