@@ -87,8 +87,8 @@ class OutcomeSerializer(serializers.Serializer):
 
 
 class ApprovalSerializer(serializers.ModelSerializer):
-    thread = serializers.CharField(source="thread_ref", read_only=True)
-    run = serializers.CharField(source="run_ref", read_only=True)
+    thread = serializers.SerializerMethodField(help_text="The conversation: ours, or the outside agent's own ref")
+    run = serializers.SerializerMethodField()
     tool_call = serializers.CharField(source="tool_call_ref", read_only=True)
     requester = serializers.CharField(source="requester.username", read_only=True)
     approver = serializers.CharField(source="approver_label", read_only=True)
@@ -120,6 +120,12 @@ class ApprovalSerializer(serializers.ModelSerializer):
         except OutsideCall.DoesNotExist:
             return None
         return OutsideInfoSerializer(row).data
+
+    def get_thread(self, obj) -> str:
+        return obj.thread_ref or outside.refs(obj)["thread"]
+
+    def get_run(self, obj) -> str:
+        return obj.run_ref or outside.refs(obj)["run"]
 
     def get_can_decide(self, obj) -> bool:
         request = self.context.get("request")

@@ -87,8 +87,11 @@ def create(*, requester, body, idempotency_key=None):
             return found, False
     tool_name = body["tool_name"]
     arguments, schema = _checked_arguments(tool_name, body["arguments"], body.get("schema"), requester)
-    thread = body.get("thread") or ""
-    verdict = policy.evaluate(tool_name, arguments, {"user": requester, "thread": thread})
+    # The caller's thread and run are its own names, kept apart from this project's conversations
+    # (thread_ref is where our chats, runs and the reviewer's conversation page look): a ref that
+    # happened to name someone's thread here must not attach the request to it.
+    own = {"thread": body.get("thread") or "", "run": body.get("run") or ""}
+    verdict = policy.evaluate(tool_name, arguments, {"user": requester})
     if policy.effective(tool_name) is None:  # never seen: a reviewer decides, at high risk
         verdict.approver_kind = ApproverKind.GROUP
         verdict.group = Group.objects.get_or_create(name=UNKNOWN_TOOL_GROUP)[0]
@@ -100,7 +103,7 @@ def create(*, requester, body, idempotency_key=None):
         tool_name=tool_name, arguments=arguments, requester=requester, schema=schema,
         description=body.get("description") or f"Call {tool_name}", reason=body.get("reason", ""),
         reversible=body.get("reversible", False), impact=body.get("impact", ""),
-        agent_name=body.get("agent_name", ""), thread_ref=thread, run_ref=body.get("run") or "",
+        agent_name=body.get("agent_name", ""), context={"outside": own},
     )
     try:
         with transaction.atomic():
@@ -116,6 +119,12 @@ def create(*, requester, body, idempotency_key=None):
             raise
         return found, False
     return req, True
+
+
+def refs(req):
+    """The outside agent's own thread and run refs of a request ("" when it gave none)."""
+    own = (req.context or {}).get("outside") or {}
+    return {"thread": own.get("thread", ""), "run": own.get("run", "")}
 
 
 def _retry(requester, key, digest):

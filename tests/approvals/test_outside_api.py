@@ -182,3 +182,19 @@ def test_an_admin_sets_the_unknown_tools_policy(api):
     assert resp.status_code == 201, resp.content
     again = api("alice").post("/api/approvals/", body(), format="json").json()
     assert again["status"] == "approved" and again["matched_rule"] == "policy: mode never"
+
+
+def test_an_outside_thread_ref_never_attaches_to_our_conversations(api, client, demo):
+    """The caller's `thread` is its own name: one that happens to be the id of bob's chat here
+    neither blocks that chat, nor shows in it, nor opens it to the reviewers."""
+    from agents import services as agent_services
+
+    thread = agent_services.create_thread(demo["bob"], "banking", thread_id="shared-name-1")
+    data = api("alice").post("/api/approvals/", body(thread="shared-name-1", run="r-9"), format="json").json()
+    assert data["thread"] == "shared-name-1" and data["run"] == "r-9"  # shown as the caller gave them
+    assert agent_services.pending_approvals(thread) == []
+    req = ApprovalRequest.objects.get(pk=data["id"])
+    assert req.thread_ref == "" and req.run_ref == ""
+    client.force_login(demo["rita"])
+    assert client.get(f"/inbox/{data['id']}/conversation/").status_code == 404
+    assert b"/conversation/" not in client.get(f"/inbox/{data['id']}/").content
