@@ -174,5 +174,5 @@ def report_outcome(*, request_id, user, outcome, detail=""):
         req = row.request
         transaction.on_commit(lambda: tool_outcome.send_robust(sender=OutsideCall, approval_ref=req.id, data={
             "tool_name": req.tool_name, "outcome": outcome, "detail": detail, "approval": req.id,
-            "thread": req.thread_ref or None, "run": req.run_ref or None, "tool_call": req.tool_call_ref or None}))
+            "thread": refs(req)["thread"] or None, "run": refs(req)["run"] or None, "tool_call": req.tool_call_ref or None}))
     return row.request
