@@ -106,3 +106,17 @@ def test_the_inbox_form_shows_only_the_allowed_buttons(session, live_stack):
         keep(alice.shoot("chat-after-inbox-guidance"))
     finally:
         drop_policy(live_stack, "transfer_money")
+
+
+def test_the_policy_console_chooses_what_reviewers_may_answer(session, live_stack):
+    admin = session("admin")
+    admin.page.goto("/policies/transfer_money/")
+    box = admin.page.locator("#p-decisions")
+    expect(box).to_be_visible()
+    for value in ("approve", "edit", "reject"):
+        expect(box.locator(f'input[value="{value}"]')).to_be_checked()
+    expect(box.locator('input[value="respond"]')).not_to_be_checked()
+    width = admin.page.viewport_size["width"]
+    assert admin.page.evaluate("document.documentElement.scrollWidth") <= width
+    box.scroll_into_view_if_needed()
+    keep(admin.shoot("policy-decisions"))
