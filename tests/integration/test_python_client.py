@@ -110,6 +110,7 @@ def test_wait_waits_then_a_rejection_raises_with_the_feedback(people):
     assert not thread.is_alive() and ran == []
     error = box["error"]
     assert isinstance(error, NotApproved) and error.status == "rejected" and error.feedback == "keep this one"
+    assert str(error) == "crm.delete_contact was rejected: keep this one"
     assert OutsideCall.objects.get(request_id=req.pk).outcome == ""  # nothing ran, nothing reported
 
 

@@ -25,6 +25,8 @@ __all__ = ["Inbox", "Approval", "require_approval", "ApprovalError", "NotApprove
 
 APPROVED = {"approved", "modified"}
 MAX_WAIT = 60  # the server's limit for one long-poll
+_NOT_RUN = {"rejected": "was rejected", "denied": "is blocked by policy", "expired": "expired unanswered",
+            "cancelled": "was withdrawn", "responded": "was not run; the reviewer answered"}
 
 
 class ApprovalError(Exception):
@@ -46,8 +48,9 @@ class NotApproved(ApprovalError):
     def __init__(self, approval: Approval):
         self.approval = approval
         self.status, self.feedback = approval.status, approval.feedback
+        what = _NOT_RUN.get(approval.status, f"was {approval.status}")
         why = f": {approval.feedback}" if approval.feedback else ""
-        super().__init__(f"{approval.tool_name} was {approval.status}{why}")
+        super().__init__(f"{approval.tool_name} {what}{why}")
 
 
 class StillPending(ApprovalError):
