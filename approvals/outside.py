@@ -8,13 +8,17 @@ A tool the project has never seen is asked of the `reviewers` group at high risk
 sets its policy; its arguments are checked against the JSON Schema the caller sends.
 """
 
+import logging
+
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import policy, registry, schemas, services
 from .models import ApprovalRequest, ApproverKind, AuditEvent, OutsideCall, Risk, arguments_hash
-from .signals import tool_outcome
+from .signals import approval_event, tool_outcome
+
+log = logging.getLogger(__name__)
 
 UNKNOWN_TOOL_GROUP = "reviewers"
 Status = ApprovalRequest.Status
@@ -118,7 +122,16 @@ def create(*, requester, body, idempotency_key=None):
         if found is None:
             raise
         return found, False
+    if req.status != Status.PENDING:  # answered by policy at once: the same "decided" moment as a reviewer's
+        transaction.on_commit(lambda: _decided(req))
     return req, True
+
+
+def _decided(req):
+    """approval_event "decided" for a request policy answered (webhooks, callback_url); never raises."""
+    for receiver, result in approval_event.send_robust(sender=ApprovalRequest, kind="decided", request=req):
+        if isinstance(result, Exception):
+            log.error("approval_event receiver %s failed", receiver, exc_info=result)
 
 
 def refs(req):

@@ -305,3 +305,33 @@ def test_our_own_tool_calls_outcome_is_sent_when_recorded(demo, api, receiver, q
     assert message["data"] == {"tool_name": "transfer_money", "outcome": "succeeded", "tool_call": "call-w",
                                "thread": thread.pk, "run": run.pk, "approval": "apr_w"}
     assert WebhookDelivery.objects.get().approval_ref == "apr_w"
+
+
+def test_a_request_policy_answers_at_once_is_sent_as_decided(demo, settings, api, endpoint, receiver, queued,
+                                                             django_capture_on_commit_callbacks):
+    """An outside agent's call that policy runs (never) or blocks (deny) is decided when it is made:
+    endpoints and its callback_url hear approval.decided, as for a reviewer's decision."""
+    settings.AGUI_WEBHOOK_CALLBACK_SECRET = ""
+    _, secret = endpoint
+    approval_services.save_policy("crm.lookup", {"mode": "never", "approver_kind": "requester"}, demo["admin"])
+    approval_services.save_policy("crm.drop_table", {"mode": "deny", "approver_kind": "requester"}, demo["admin"])
+    with django_capture_on_commit_callbacks(execute=True):
+        ok = api("alice").post("/api/approvals/", {"tool_name": "crm.lookup", "arguments": {"q": "x"}}, format="json")
+        no = api("alice").post("/api/approvals/", {"tool_name": "crm.drop_table", "arguments": {},
+                                                   "callback_url": receiver.url + "/cb"}, format="json")
+    assert ok.status_code == no.status_code == 201
+    run_queued(queued)
+    heard = {True: set(), False: set()}  # by the admins' endpoint / by the request's callback_url
+    for headers, body in receiver.received:
+        for key in (secret, services.callback_secret()):
+            try:
+                message = Webhook(key).verify(body, headers)
+            except WebhookVerificationError:
+                continue
+            heard[key == secret].add((message["data"]["id"], message["type"], message["data"]["status"]))
+            break
+        else:
+            raise AssertionError("a message neither secret verifies")
+    assert heard[True] == {(ok.json()["id"], "approval.decided", "approved"),
+                           (no.json()["id"], "approval.decided", "denied")}
+    assert heard[False] == {(no.json()["id"], "approval.decided", "denied")}
