@@ -1,6 +1,6 @@
 /*
  * rule-builder.js — the policy console's rule builder. It edits the same JSON the engine stores
- * (approvals/rules.py): a list of {name, when, action}; every change is written to the
+ * (approvals/rules.py): a list of {name, when, action, route?}; every change is written to the
  * "conditions" textarea, which is what the form submits, so the JSON stays editable by hand
  * ("Load this JSON into the builder" reads it back). A rule nested deeper than the builder shows
  * (all/any of leaves, each optionally negated) is kept as it is and marked "edit as JSON".
@@ -26,6 +26,8 @@
   // the words people read (approvals/console.py); the stored values stay the engine's op and action names
   const ACTION_LABELS = read("rule-action-labels", {});
   const OP_LABELS = read("rule-op-labels", {});
+  const GROUPS = read("rule-groups", []);
+  const RISKS = ["low", "medium", "high", "critical"];
 
   let model = [];
   let uid = 0;
@@ -105,7 +107,8 @@
   }
 
   function fromRule(rule) {
-    const b = { name: rule.name || "", action: rule.action || "gate", always: !("when" in rule), match: "all", conds: [], raw: null };
+    const b = { name: rule.name || "", action: rule.action || "gate", always: !("when" in rule), match: "all", conds: [], raw: null,
+                route: rule.route && typeof rule.route === "object" ? Object.assign({}, rule.route) : {} };
     if (b.always) return b;
     const when = rule.when;
     const single = leafOf(when);
@@ -140,7 +143,45 @@
       }
     }
     rule.action = b.action;
+    // a gate rule's route (who decides, approvals, risk, deadline); empty parts are left out
+    const route = {};
+    for (const [k, v] of Object.entries(b.route || {})) if (v !== "" && v !== null && v !== undefined) route[k] = v;
+    if (b.action === "gate" && Object.keys(route).length) rule.route = route;
     return rule;
+  }
+
+  function routeRow(b) {
+    b.route = b.route || {};
+    const row = el("div", { className: "rule-route" });
+    row.appendChild(el("span", { className: "muted small" }, "Route these calls (empty: the policy's own):"));
+    const listId = "rb-groups-" + ++uid;
+    const groups = el("datalist", { id: listId });
+    for (const g of GROUPS) groups.appendChild(el("option", { value: g }));
+    const group = el("input", { type: "text", list: listId, placeholder: "group" });
+    group.value = b.route.group || "";
+    const approvals = el("input", { type: "number", min: 1, max: 20, placeholder: "1" });
+    approvals.value = b.route.approvals || "";
+    const risk = el("select");
+    risk.appendChild(el("option", { value: "" }, "policy's"));
+    for (const r of RISKS) risk.appendChild(el("option", { value: r }, r));
+    risk.value = b.route.risk || "";
+    const deadline = el("input", { type: "text", placeholder: "e.g. 15 min" });
+    deadline.value = b.route.deadline === undefined ? "" : String(b.route.deadline);
+    const put = (key, value) => {
+      b.route[key] = value;
+      sync();
+    };
+    group.addEventListener("input", () => put("group", group.value.trim()));
+    approvals.addEventListener("input", () => put("approvals", approvals.value === "" ? "" : Number(approvals.value)));
+    risk.addEventListener("change", () => put("risk", risk.value));
+    deadline.addEventListener("input", () => {
+      const text = deadline.value.trim();
+      put("deadline", /^\d+$/.test(text) ? Number(text) : text);
+    });
+    // labels unlike the policy's own fields (Risk, Approvals needed): each field is found by its words
+    row.append(groups, field("Decided by", group), field("How many approve", approvals), field("Treat as", risk),
+               field("Time to decide", deadline));
+    return row;
   }
 
   function sync() {
@@ -206,6 +247,7 @@
     action.addEventListener("change", () => {
       b.action = action.value;
       li.dataset.action = b.action;
+      render(); // a gate rule shows its route
       sync();
     });
     const always = el("input", { type: "checkbox" });
@@ -260,6 +302,7 @@
       });
       li.appendChild(add);
     }
+    if (b.action === "gate") li.appendChild(routeRow(b));
     const errors = el("ul", { className: "field-error error-list rule-errors" });
     errors.hidden = true;
     li.appendChild(errors);
@@ -278,7 +321,7 @@
     model.forEach((b, i) => list.appendChild(ruleCard(b, i)));
     const add = el("button", { type: "button", className: "btn btn-small", id: "add-rule" }, "Add rule");
     add.addEventListener("click", () => {
-      model.push({ name: "", action: "gate", always: false, match: "all", raw: null,
+      model.push({ name: "", action: "gate", always: false, match: "all", raw: null, route: {},
                    conds: [{ not: false, path: "args.", op: "eq", value: "" }] });
       render();
       sync();

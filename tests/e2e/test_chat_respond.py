@@ -120,3 +120,25 @@ def test_the_policy_console_chooses_what_reviewers_may_answer(session, live_stac
     assert admin.page.evaluate("document.documentElement.scrollWidth") <= width
     box.scroll_into_view_if_needed()
     keep(admin.shoot("policy-decisions"))
+
+
+def test_the_rule_builder_keeps_and_edits_a_route(session, live_stack):
+    admin = session("admin")
+    page = admin.page
+    page.goto("/policies/transfer_money/")
+    page.locator("select#p-mode").select_option("conditional")
+    page.get_by_role("button", name="Add rule").click()
+    card = page.locator(".rule-card").last
+    card.locator(".cond-row input[list]").fill("args.amount")
+    card.locator(".cond-row select").select_option("gt")
+    card.locator(".cond-row input").nth(2).fill("10000")
+    route = card.locator(".rule-route")
+    route.get_by_label("Decided by").fill("finance")
+    route.get_by_label("How many approve").fill("1")
+    route.get_by_label("Treat as").select_option("critical")
+    route.get_by_label("Time to decide").fill("15 min")
+    written = page.locator("#p-conditions").input_value()
+    assert '"route"' in written and '"deadline": "15 min"' in written and '"risk": "critical"' in written, written
+    keep(admin.shoot("rule-route"))
+    card.get_by_label("Then").select_option("deny")  # only a gate rule routes
+    assert '"route"' not in page.locator("#p-conditions").input_value()
