@@ -10,8 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from . import registry
-from .choices import ApproverKind, Mode, Risk, TimeoutAction  # noqa: F401  (re-exported: the models' fields)
-from .choices import default_decisions
+from .choices import ApproverKind, Mode, Risk, TimeoutAction, default_decisions  # noqa: F401  (re-exported: the models' fields)
 from .validators import policy_errors
 
 

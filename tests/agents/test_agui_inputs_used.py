@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from agents.models import Message, Run, Thread, ToolCall
-from tests.agents.test_agui import post, run_input, sse_events, token_headers, user_msg  # noqa: F401
+from tests.agents.test_agui import post, run_input, sse_events, user_msg
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()

@@ -11,7 +11,6 @@ from django.core.exceptions import ValidationError
 
 from approvals import policy, services
 from approvals.models import ToolPolicy
-from tests.helpers import transfer_request
 from tests.inbox_helpers import record_call
 
 pytestmark = pytest.mark.django_db
