@@ -4,7 +4,7 @@ from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, 
 
 from approvals import services as approval_services
 from approvals.access import memberships
-from approvals.models import ApproverKind
+from approvals.models import ApprovalRequest, ApproverKind
 
 from .registry import get_tool
 
@@ -119,3 +119,18 @@ def tool_outcome(call, requester_decided=False):
     if status == "done":
         value["result"] = call.result
     return value
+
+
+
+def thread_standing(thread):
+    """(status, sentence) of a chat's latest request for the chat list (selectors.chat_list); None without one."""
+    status = thread.last_status
+    if not status:
+        return None
+    if status == ApprovalRequest.Status.PENDING:
+        word = f"Waiting for {thread.last_group}" if thread.last_group else "Waiting for you"
+    else:
+        word = ApprovalRequest.Status(status).label  # "Approved with edits", "Rejected", ...
+    if status == ApprovalRequest.Status.MODIFIED:  # the description is of the call before the edit
+        return status, word
+    return status, f"{word}: {thread.last_action}"

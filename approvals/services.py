@@ -382,6 +382,13 @@ def _check_edit(req, defaults, proposed):
 
 def bulk_decide(request_ids, user, decision, feedback="", visible=None):
     """Decide many requests with one reason; each on its own (own transaction), reported per item."""
+    return _each(request_ids, user, visible,
+                 lambda request_id: {"status": decide(request_id, user, decision, feedback=feedback).status})
+
+
+def _each(request_ids, user, visible, act):
+    """act(request_id) -> fields of its item, for each visible request (at most BULK_LIMIT); a
+    DecisionError is that item's failure, not the batch's."""
     ids = list(dict.fromkeys(str(i) for i in request_ids))[:BULK_LIMIT]
     visible_ids = set((visible if visible is not None else selectors.visible_requests(user=user)).filter(pk__in=ids)
                       .values_list("pk", flat=True))
@@ -391,11 +398,9 @@ def bulk_decide(request_ids, user, decision, feedback="", visible=None):
         try:
             if request_id not in visible_ids:
                 raise NotFound("no such request")
-            req = decide(request_id, user, decision, feedback=feedback)
+            item.update(ok=True, **act(request_id))
         except DecisionError as exc:
             item.update(ok=False, code=exc.code, message=exc.message, errors=exc.errors or {})
-        else:
-            item.update(ok=True, status=req.status)
         results.append(item)
     return results
 
@@ -435,25 +440,13 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
 
 def hold_many(request_ids, user, decision, feedback="", visible=None):
     """bulk_decide with an undo window: each request held on its own, reported per item."""
-    ids = list(dict.fromkeys(str(i) for i in request_ids))[:BULK_LIMIT]
-    visible_ids = set((visible if visible is not None else selectors.visible_requests(user=user)).filter(pk__in=ids)
-                      .values_list("pk", flat=True))
-    results = []
-    for request_id in ids:
-        item = {"id": request_id}
-        try:
-            if request_id not in visible_ids:
-                raise NotFound("no such request")
-            held = hold(request_id, user, decision, feedback=feedback)
-        except DecisionError as exc:
-            item.update(ok=False, code=exc.code, message=exc.message, errors=exc.errors or {})
-        else:
-            if isinstance(held, HeldDecision):
-                item.update(ok=True, held=held.pk, due_at=held.due_at.isoformat(), status=Status.PENDING)
-            else:
-                item.update(ok=True, status=held.status)
-        results.append(item)
-    return results
+    def act(request_id):
+        held = hold(request_id, user, decision, feedback=feedback)
+        if isinstance(held, HeldDecision):
+            return {"held": held.pk, "due_at": held.due_at.isoformat(), "status": Status.PENDING}
+        return {"status": held.status}
+
+    return _each(request_ids, user, visible, act)
 
 
 def undo(held_ids, user):

@@ -99,6 +99,16 @@ def fake_llm(settings):
 
 
 @pytest.fixture
+def login(client, demo):
+    """login("finn") -> the test client, signed in as that demo user."""
+    def as_user(username):
+        client.force_login(demo[username])
+        return client
+
+    return as_user
+
+
+@pytest.fixture
 def celery_worker_live(transactional_db):
     """A real Celery worker (threads) consuming real Redis, in this process (NOTES.md traps 3, 4)."""
     from celery.contrib.testing.worker import start_worker

@@ -1,5 +1,8 @@
-"""Builders shared by tests: a paused transfer without running a model."""
+"""Builders shared by tests: a paused transfer without running a model; a run driven in-process."""
 
+from agents import services
+from agents.models import Run
+from agents.runtime import runner
 from approvals import policy
 from approvals import services as approval_services
 
@@ -14,3 +17,15 @@ def transfer_request(requester, amount=500.0, **overrides):
         description=f"Transfer {amount:.2f} USD from 1234567890 to 0987654321", reason="asked to",
         thread_ref="t-test", run_ref="r-test", tool_call_ref="c-test",
     )
+
+
+def run_prompt(thread, user, text):
+    run = services.start_run(thread, user, text)
+    assert runner.run_agent(run.pk)
+    return Run.objects.get(pk=run.pk)
+
+
+def run_continuation(paused):
+    cont = Run.objects.get(parent_run=paused)
+    assert runner.run_agent(cont.pk)
+    return Run.objects.get(pk=cont.pk)

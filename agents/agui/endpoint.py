@@ -172,12 +172,18 @@ def accept_state(thread, user, agent_input):
     return None, []
 
 
-def prepare(request, agent_name):
-    """Everything before the stream (sync: ORM). Returns a Plan or an error response."""
+def agent_and_user(request, agent_name):
+    """(agent, user, None), or (.., .., the error response): 404 for an unknown agent, then 401."""
     agent = get_agent(agent_name)
     if agent is None:
-        return error(404, f"unknown agent {agent_name!r}", agents=sorted(load_agents()))
+        return None, None, error(404, f"unknown agent {agent_name!r}", agents=sorted(load_agents()))
     user, denied = authenticate(request)
+    return agent, user, denied
+
+
+def prepare(request, agent_name):
+    """Everything before the stream (sync: ORM). Returns a Plan or an error response."""
+    agent, user, denied = agent_and_user(request, agent_name)
     if denied:
         return denied
     if request.content_type != "application/json":  # what the body checks (middleware, jsoncheck) read
@@ -275,10 +281,7 @@ def prepare(request, agent_name):
 
 def describe(request, agent_name):
     """GET /agui/<agent>: the agent's AgentCapabilities (agents/agui/capabilities.py)."""
-    agent = get_agent(agent_name)
-    if agent is None:
-        return error(404, f"unknown agent {agent_name!r}", agents=sorted(load_agents()))
-    user, denied = authenticate(request)
+    agent, _user, denied = agent_and_user(request, agent_name)
     if denied:
         return denied
     card = next(c for c in agent_cards() if c["name"] == agent.name)

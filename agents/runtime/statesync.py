@@ -303,32 +303,27 @@ def apply_client_state(thread, user, state, base_version):
         return replace_user_state(thread, user, state, 0)  # never written: there is nothing to overwrite
     nearest = state_services.closest_version(thread.state_key, state)
     if nearest is None:
-        return NotApplied("state_not_applied", "The state your client sent was not applied: it does not say which "
-                          "version it was made from, and this chat's state has too long a history to tell. The run "
-                          "uses the chat's current state (sent to you now); send your change again from it.")
+        return _not_applied("it does not say which version it was made from, and this chat's state has too long "
+                            "a history to tell")
     version, data = nearest
     if data == state:
         return []  # an echo of a version it was sent
     ops = jsonpatch.make_patch(data, state).patch
     touched = state_services.touched_keys(ops)
-    changed = state_services.keys_changed_since(thread.state_key, version)
-    predicted = set(doc.provisional)
-    if (touched & (changed | predicted)) or ("" in touched and (changed or predicted)) or "" in changed:
-        return NotApplied("state_not_applied", "The state your client sent was not applied: it changes what "
-                          "changed here since your client last saw it (" + ", ".join(sorted(
-                              (touched & (changed | predicted)) - {""}) or ["the whole state"]) + "). The run uses "
-                          "the chat's current state (sent to you now); make your change again on it.")
+    moved = state_services.keys_changed_since(thread.state_key, version) | set(doc.provisional)
+    clash = touched & moved
+    if clash or ("" in touched and moved) or "" in moved:
+        return _not_applied("it changes what changed here since your client last saw it ("
+                            + ", ".join(sorted(clash - {""}) or ["the whole state"]) + ")")
     try:
-        with transaction.atomic():
-            applied = state_services.apply_patch(
-                thread.state_key, ops, source=StateChange.Source.USER, user=user, base_version=doc.version,
-                schema=_schema(thread))
-            if applied:
-                transaction.on_commit(lambda: _broadcast(thread.pk, thread.state_key, applied))
+        return apply_user_patch(thread, user, ops, doc.version)[0]
     except (state_services.StateConflict, state_services.PredictionPending):  # changed under us just now
-        return NotApplied("state_not_applied", "The state your client sent was not applied: the chat's state "
-                          "changed at the same moment. The run uses the current state (sent to you now).")
-    return applied
+        return _not_applied("the chat's state changed at the same moment")
+
+
+def _not_applied(why):
+    return NotApplied("state_not_applied", f"The state your client sent was not applied: {why}. The run uses the "
+                      "chat's current state (sent to you now); make your change again on it.")
 
 
 def replace_user_state(thread, user, state, base_version):

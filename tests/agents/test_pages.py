@@ -12,15 +12,6 @@ from tests.helpers import transfer_request
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def login(client, demo):
-    def as_user(username):
-        client.force_login(demo[username])
-        return client
-
-    return as_user
-
-
 @pytest.mark.parametrize("url", ["/", "/chat/", "/inbox/"])
 def test_pages_need_login(client, url):
     resp = client.get(url)

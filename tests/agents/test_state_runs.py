@@ -19,6 +19,7 @@ from state import predict
 from state import services as state_services
 from state.models import StateChange
 from tests.conftest import stream_events
+from tests.helpers import run_continuation, run_prompt
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 CARBONARA_PROMPT = "I want to make a classic Italian pasta carbonara"
@@ -30,18 +31,6 @@ def quick(monkeypatch, settings):
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
     monkeypatch.setattr("agents.llm.scripted.state.ARGS_PACE", 0)
     settings.AGUI_STATE_DELTA_INTERVAL = 0
-
-
-def run_prompt(thread, user, text):
-    run = services.start_run(thread, user, text)
-    assert runner.run_agent(run.pk)
-    return Run.objects.get(pk=run.pk)
-
-
-def run_continuation(paused):
-    cont = Run.objects.get(parent_run=paused)
-    assert runner.run_agent(cont.pk)
-    return Run.objects.get(pk=cont.pk)
 
 
 def replay_state(events):

@@ -18,27 +18,16 @@ from agents.catalog import get_agent
 from agents.catalog.agent import Agent
 from agents.catalog.models import Order, OrderAction
 from agents.models import InputRequest, Run, ToolCall, WorkflowInstance
-from agents.runtime import runner
 from agents.runtime.workflows import Handoff, Workflow, ends_with_case_complete
+from tests.agents.test_agui import run_input, user_msg
 from tests.conftest import stream_events, wait_for_event
+from tests.helpers import run_continuation, run_prompt
 
 REFUND_PROMPT = "My wireless headphones arrived broken. I'd like a refund."
 SECRET = "zebra-ticket-42"
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-def run_input(thread_id, messages=(), resume=None, run_id=None, **extra):
-    body = {"threadId": thread_id, "runId": run_id or f"run-{uuid.uuid4()}", "messages": list(messages),
-            "state": {}, "tools": [], "context": [], "forwardedProps": {}, **extra}
-    if resume is not None:
-        body["resume"] = resume
-    return body
-
-
-def user_msg(text):
-    return {"id": f"msg-{uuid.uuid4()}", "role": "user", "content": text}
-
 
 async def _collect(content):
     return b"".join([chunk async for chunk in content])
@@ -203,18 +192,6 @@ def test_refund_handoff_question_and_approval_end_to_end(celery_worker_live, fak
 def direct(monkeypatch):
     """Runs are executed here, not by Celery (start_run / continue_run still record them)."""
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-
-
-def run_prompt(thread, user, text):
-    run = services.start_run(thread, user, text)
-    assert runner.run_agent(run.pk)
-    return Run.objects.get(pk=run.pk)
-
-
-def run_continuation(paused):
-    cont = Run.objects.get(parent_run=paused)
-    assert runner.run_agent(cont.pk)
-    return Run.objects.get(pk=cont.pk)
 
 
 def support_thread(user):

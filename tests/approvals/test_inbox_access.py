@@ -12,15 +12,6 @@ REVIEWER_PAGES = ["/inbox/", "/inbox/stats/", "/inbox/summary/", "/audit/", "/au
 ADMIN_PAGES = ["/policies/", "/policies/transfer_money/"]
 
 
-@pytest.fixture
-def login(client, demo):
-    def as_user(username):
-        client.force_login(demo[username])
-        return client
-
-    return as_user
-
-
 @pytest.mark.parametrize("url", REVIEWER_PAGES + ADMIN_PAGES)
 def test_anonymous_is_sent_to_login(client, url):
     resp = client.get(url)

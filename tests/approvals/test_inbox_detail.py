@@ -15,15 +15,6 @@ from tests.inbox_helpers import make_request, user
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def login(client, demo):
-    def as_user(username):
-        client.force_login(demo[username])
-        return client
-
-    return as_user
-
-
 def json_script(body, element_id):
     match = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', body, re.S)
     assert match, element_id

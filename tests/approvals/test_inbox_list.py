@@ -16,15 +16,6 @@ pytestmark = pytest.mark.django_db
 ROW_ID = re.compile(rb'<tr data-approval-id="([^"]+)"')
 
 
-@pytest.fixture
-def login(client, demo):
-    def as_user(username):
-        client.force_login(demo[username])
-        return client
-
-    return as_user
-
-
 def ids(resp):
     return [m.decode() for m in ROW_ID.findall(resp.content)]
 

@@ -21,15 +21,6 @@ from tests.inbox_helpers import backdate, make_request, user
 
 
 @pytest.fixture
-def login(client, demo):
-    def as_user(username):
-        client.force_login(demo[username])
-        return client
-
-    return as_user
-
-
-@pytest.fixture
 def undo_window(settings):
     settings.AGUI_UNDO_SECONDS = 5
 

@@ -1,0 +1,18 @@
+"""Reads of threads more than one page needs (DESIGN.md conventions: selectors for reads)."""
+
+from django.db.models import OuterRef, Subquery
+
+from approvals.models import ApprovalRequest
+
+from .models import Thread
+
+
+def chat_list(user):
+    """The person's latest chats, each annotated with its latest approval request (last_status,
+    last_action, last_group), in one query: two chats that began with the same words differ by
+    what became of them (presenters.thread_standing)."""
+    latest = ApprovalRequest.objects.filter(thread_ref=OuterRef("pk")).order_by("-created_at")
+    return (Thread.objects.filter(owner=user).order_by("-updated_at")
+            .annotate(last_status=Subquery(latest.values("status")[:1]),
+                      last_action=Subquery(latest.values("description")[:1]),
+                      last_group=Subquery(latest.values("approver_group__name")[:1]))[:100])
