@@ -191,8 +191,9 @@ def test_her_answer_while_finance_still_reviews_is_acknowledged_and_followed(
         {"subscription_id": "sub_123"})}
     fake_llm.push({"text": "Both need an approval first.", "tool_calls": [transfer, cancel]})
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
-    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Pay bob 20 and cancel sub_123")],
-                                                         run_id=run_id), **alice))
+    # read(): with keep-alives every 0.3 s, a slow first run may carry one before its events
+    first = read(post(client, "banking", run_input(thread_id, [user_msg("Pay bob 20 and cancel sub_123")],
+                                                   run_id=run_id), **alice))
     [interrupt] = first[-1]["outcome"]["interrupts"]  # hers only
     assert interrupt["toolCallId"] == cancel["id"]
     status = next(e["value"] for e in first if e["type"] == "CUSTOM" and e["name"] == "approval_status")
