@@ -21,12 +21,14 @@ from .models import ApprovalRequest, Decision, OutsideCall
 
 Status = ApprovalRequest.Status
 FAST_SECONDS = 2.0  # a decision this soon after the request was asked is flagged as possible rubber-stamping
-OUTCOMES = [Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.EXPIRED]  # the rates' denominator
-PERSON_DECIDED = {Status.APPROVED, Status.MODIFIED, Status.REJECTED}
+# the rates' denominator; "responded" (not run, the reviewer answered with guidance) is an outcome of its own
+OUTCOMES = [Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.RESPONDED, Status.EXPIRED]
+PERSON_DECIDED = {Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.RESPONDED}
 CHART_SERIES = [  # (status, label, css class) bottom to top
     (Status.APPROVED, "approved", "s-approved"),
     (Status.MODIFIED, "approved with edits", "s-modified"),
     (Status.REJECTED, "rejected", "s-rejected"),
+    (Status.RESPONDED, "answered with guidance", "s-responded"),
     (Status.EXPIRED, "expired", "s-expired"),
     (Status.CANCELLED, "cancelled", "s-cancelled"),
     (Status.PENDING, "pending", "s-pending"),
@@ -79,6 +81,10 @@ class Group:
     @property
     def rejected_rate(self):
         return self.rate(Status.REJECTED)
+
+    @property
+    def responded_rate(self):
+        return self.rate(Status.RESPONDED)
 
     @property
     def expired_rate(self):

@@ -118,3 +118,18 @@ def test_chart_buckets_are_counted_by_the_database_hour_by_hour_and_day_by_day(d
     daily = stats.compute(user("finn"), days=7, now=now)["chart"]
     counts = {bar["when"]: bar["total"] for bar in daily["bars"] if bar["total"]}
     assert counts == {"Mar 04": 1, "Mar 09": 1, "Mar 10": 3}
+
+
+def test_an_answer_with_guidance_is_an_outcome_of_its_own(demo):
+    """A request answered with guidance (not run) counts in the rates, the time to decision and the
+    chart as its own outcome, not as a rejection and not left out."""
+    answered, approved = make_request("alice"), make_request("alice")
+    ApprovalRequest.objects.filter(pk=answered.pk).update(allowed_decisions=["approve", "reject", "respond"])
+    decide_at(answered, "finn", "respond", answered.created_at + timedelta(seconds=20), feedback="Pay 450 first")
+    decide_at(approved, "finn", "approve", approved.created_at + timedelta(seconds=40))
+    overall = stats.compute(user("finn"), days=30)["overall"]
+    assert overall.resolved == 2 and overall.responded_rate == pytest.approx(0.5)
+    assert overall.rejected_rate == 0 and sorted(overall.durations) == pytest.approx([20, 40])
+    chart = stats.compute(user("finn"), days=1)["chart"]
+    labels = [s["label"] for bar in chart["bars"] for s in bar["segments"]]
+    assert labels.count("answered with guidance") == 1
