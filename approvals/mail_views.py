@@ -42,7 +42,8 @@ def _decide(token, user, feedback):
     with transaction.atomic():
         checked = mail_links.check(token, user, lock=True)
         try:
-            req = services.decide(checked.request.pk, checked.link.user, checked.decision, feedback=feedback)
+            req = services.decide(checked.request.pk, checked.link.user, checked.decision, feedback=feedback,
+                                  via="mail link")
         except services.NotPending:
             raise mail_links.LinkError(410, "This link has expired", "The request's deadline passed before "
                                        "your decision, so it was settled by its policy.") from None

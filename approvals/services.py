@@ -232,10 +232,11 @@ def _lock(request_id):
     return req
 
 
-def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False):
+def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False, via=""):
     """Approve (optionally with edited arguments), reject, or respond (guidance for the model instead
     of a decision: the call does not run). Raises DecisionError subclasses; DecisionNotAllowed for an
     answer the request's policy does not offer (an edit is an approval with changed arguments).
+    `via`: how it was given when not signed in as usual (e.g. a mailed link), kept in the audit trail.
 
     Quorum: `required_approvals` distinct approvers of the same arguments (by hash); an edit
     withdraws approvals of other arguments; any rejection rejects; any response answers.
@@ -247,7 +248,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
         raise InvalidArguments("arguments must be an object", {"__root__": ["arguments must be an object"]})
     feedback = (feedback or "").strip()
     try:
-        return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread)
+        return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via)
     except _PastDeadline:
         # A late decision is refused and the deadline's outcome recorded now, in a transaction of
         # its own: raised inside the decision's, the expiry would have been rolled back with it.
@@ -259,7 +260,7 @@ class _PastDeadline(Exception):
     pass
 
 
-def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread):
+def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via):
     with transaction.atomic():
         req = _lock(request_id)
         if not can_decide(user, req):
@@ -336,6 +337,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         req.save()
         _audit(Action.DECIDED, req, actor=user, before=before, after={
             **_snapshot(req), "decision": decision, "approvals": approvals, "required": req.required_approvals,
+            **({"via": via} if via else {}),
         })
         if always_allow_in_thread:
             _grant(req, user)

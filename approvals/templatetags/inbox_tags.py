@@ -127,7 +127,7 @@ KEY_LABELS = {
     "deciders": "who decides", "mode": "review", "conditions": "conditions", "approver_kind": "who decides",
     "approver_group": "deciding group", "timeout_seconds": "time to decide (s)", "timeout_action": "at the deadline",
     "escalation_group": "escalates to", "source": "source", "value": "value", "tool_name": "tool",
-    "description": "description", "thread": "thread", "user": "reviewer", "revoked": "revoked",
+    "description": "description", "thread": "thread", "user": "reviewer", "revoked": "revoked", "via": "given through",
 }
 
 

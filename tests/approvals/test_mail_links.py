@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core import signing
+from django.test import Client
 from django.utils import timezone
 
 from approvals import mail_links, services
@@ -73,6 +74,11 @@ def test_the_group_gets_a_mail_whose_link_decides_only_on_confirmation(demo, fay
     assert req.status == ApprovalRequest.Status.APPROVED and req.decided_by == demo["finn"]
     decided = AuditEvent.objects.get(request=req, action=AuditEvent.Action.DECIDED)
     assert decided.actor == demo["finn"] and decided.after["decision"] == "approve"
+    assert decided.after["via"] == "mail link"  # the trail says the decision came by a mailed link
+    admin = Client()
+    admin.force_login(demo["admin"])
+    trail = admin.get(f"/audit/?request={req.pk}").content.decode()
+    assert re.search(r"given through</span>: (<del>.*?</del> → )?<ins>mail link</ins>", trail), trail[-3000:]
     assert MailLink.objects.get(request=req, user=demo["finn"]).used_decision == "approve"
 
     # fay's links die with the request
