@@ -79,6 +79,9 @@ class OutsideRequestSerializer(serializers.Serializer):
                                    "project does not know (the arguments are checked against it)")
     callback_url = serializers.URLField(required=False, allow_blank=True, max_length=2000, validators=[_http_url],
                                         help_text="Called (as a webhook) when the request is answered")
+    user_wrote_at = serializers.DateTimeField(
+        required=False, help_text="When the person last wrote in `thread`: the same call rejected earlier in that "
+        "thread is rejected again at once with the earlier feedback, unless the rejection came before this moment")
 
 
 class OutcomeSerializer(serializers.Serializer):

@@ -9,12 +9,13 @@ sets its policy; its arguments are checked against the JSON Schema the caller se
 """
 
 import logging
+from datetime import datetime
 
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import policy, registry, schemas, services
+from . import policy, registry, schemas, selectors, services
 from .models import ApprovalRequest, ApproverKind, AuditEvent, OutsideCall, Risk, arguments_hash
 from .signals import approval_event, tool_outcome
 
@@ -84,7 +85,7 @@ def _checked_arguments(tool_name, arguments, schema, requester):
 
 def create(*, requester, body, idempotency_key=None):
     """(request, created). `body`: the validated fields of POST /api/approvals/."""
-    digest = body_hash(body)
+    digest = body_hash({k: v.isoformat() if isinstance(v, datetime) else v for k, v in body.items()})
     if idempotency_key:
         found = _retry(requester, idempotency_key, digest)
         if found is not None:
@@ -103,6 +104,11 @@ def create(*, requester, body, idempotency_key=None):
         verdict.matched_rule = "a tool this project does not know: reviewers decide until an admin sets its policy"
     if body.get("risk") and services.RISK_ORDER.index(body["risk"]) > services.RISK_ORDER.index(verdict.risk):
         verdict.risk = body["risk"]  # the caller may raise the risk, never lower what policy says
+    # no circumvention, as for our own agents: the same call rejected in the caller's thread is not
+    # asked again unless the person wrote since (the caller says when, in user_wrote_at)
+    earlier = selectors.earlier_outside_rejection(
+        requester=requester, tool_name=tool_name, arguments=arguments, outside_thread=own["thread"],
+        since=body.get("user_wrote_at")) if verdict.action == "approve" else None
     fields = dict(
         tool_name=tool_name, arguments=arguments, requester=requester, schema=schema,
         description=body.get("description") or f"Call {tool_name}", reason=body.get("reason", ""),
@@ -111,7 +117,9 @@ def create(*, requester, body, idempotency_key=None):
     )
     try:
         with transaction.atomic():
-            if verdict.action == "approve":
+            if earlier is not None:
+                req = _repeated(earlier, verdict, fields)
+            elif verdict.action == "approve":
                 req = services.request(verdict=verdict, **fields)
             else:
                 req = _answered(verdict, fields)
@@ -154,14 +162,29 @@ def _answered(verdict, fields):
     """A call policy runs at once (approved) or blocks (denied): recorded already answered."""
     approved = verdict.action == "auto"
     rule = verdict.matched_rule[:200]
+    return _recorded(fields, status=Status.APPROVED if approved else Status.DENIED, risk=verdict.risk, rule=rule,
+                     final_arguments=fields["arguments"] if approved else None,
+                     feedback="" if approved else f"Blocked by policy ({rule.split(': ', 1)[-1]}).")
+
+
+def _repeated(earlier, verdict, fields):
+    """The same call rejected before in the caller's thread: rejected again at once with the
+    reviewer's earlier feedback, without asking anyone (the trail names the earlier request)."""
+    fields = {**fields, "context": {**fields["context"], "repeat_of": earlier.pk}}
+    return _recorded(fields, status=Status.REJECTED, risk=verdict.risk, feedback=earlier.feedback,
+                     rule="already rejected in this thread: not asked again until the person writes",
+                     extra={"repeat_of": earlier.pk})
+
+
+def _recorded(fields, *, status, risk, rule, feedback, final_arguments=None, extra=None):
     req = ApprovalRequest.objects.create(
-        **fields, status=Status.APPROVED if approved else Status.DENIED, risk=verdict.risk, matched_rule=rule,
-        approver_kind=ApproverKind.REQUESTER, final_arguments=fields["arguments"] if approved else None,
-        feedback="" if approved else f"Blocked by policy ({rule.split(': ', 1)[-1]}).", decided_at=timezone.now(),
+        **fields, status=status, risk=risk, matched_rule=rule, approver_kind=ApproverKind.REQUESTER,
+        final_arguments=final_arguments, feedback=feedback, decided_at=timezone.now(),
     )
     services.record(AuditEvent.Action.REQUESTED, actor=fields["requester"], object_ref=req.id,
-                    tool_name=req.tool_name, request=req,
-                    after={"status": req.status, "arguments": req.arguments, "matched_rule": rule, "risk": req.risk})
+                    tool_name=req.tool_name, request=req, after={
+                        "status": req.status, "arguments": req.arguments, "matched_rule": rule, "risk": req.risk,
+                        **(extra or {})})
     return req
 
 

@@ -36,8 +36,22 @@ def earlier_rejection(*, tool_name, arguments, thread_ref, since=None):
     (approval_thread_idx finds them) rather than stored twice."""
     if not thread_ref:
         return None
+    return _latest_same_call(ApprovalRequest.objects.filter(thread_ref=thread_ref, tool_name=tool_name,
+                                                            status=Status.REJECTED), arguments, since)
+
+
+def earlier_outside_rejection(*, requester, tool_name, arguments, outside_thread, since=None):
+    """The same for an agent that runs elsewhere: its own thread ref (context["outside"]["thread"],
+    never one of our threads) and its own requests only."""
+    if not outside_thread:
+        return None
+    return _latest_same_call(ApprovalRequest.objects.filter(
+        requester=requester, tool_name=tool_name, status=Status.REJECTED, outside__isnull=False,
+        context__outside__thread=outside_thread), arguments, since)
+
+
+def _latest_same_call(rejected, arguments, since):
     wanted = arguments_hash(arguments)
-    rejected = ApprovalRequest.objects.filter(thread_ref=thread_ref, tool_name=tool_name, status=Status.REJECTED)
     if since is not None:
         rejected = rejected.filter(decided_at__gt=since)
     for req in rejected.order_by("-decided_at")[:50]:

@@ -3,7 +3,10 @@ Idempotency-Key, a caller's JSON Schema for tools this project does not know, ?w
 outcome reported once. The long-poll and the Python client against the live stack:
 tests/integration/test_python_client.py."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from approvals import services
 from approvals.models import ApprovalRequest, AuditEvent, OutsideCall
@@ -198,3 +201,37 @@ def test_an_outside_thread_ref_never_attaches_to_our_conversations(api, client, 
     client.force_login(demo["rita"])
     assert client.get(f"/inbox/{data['id']}/conversation/").status_code == 404
     assert b"/conversation/" not in client.get(f"/inbox/{data['id']}/").content
+
+
+def test_a_rejected_call_is_not_asked_again_in_the_same_thread_unless_the_person_wrote_since(api, demo):
+    """No circumvention for agents that run elsewhere: the same call (equivalent arguments, by hash)
+    in the caller's own thread is rejected again at once with the reviewer's feedback, nobody asked;
+    another thread, other arguments, another requester, or a person who wrote since is asked again."""
+    alice, rita = api("alice"), api("rita")
+    first = alice.post("/api/approvals/", body(thread="t-outside"), format="json").json()
+    assert rita.post(f"/api/approvals/{first['id']}/decide/", {"decision": "reject", "feedback": "Not this contact"},
+                     format="json").status_code == 200
+    asked_before = ApprovalRequest.objects.filter(status="pending").count()
+
+    # key order and spacing do not matter: the same arguments by hash
+    again = alice.post("/api/approvals/", body(thread="t-outside", arguments={"email": "a@example.com"}),
+                       format="json")
+    assert again.status_code == 201, again.content
+    data = again.json()
+    assert data["status"] == "rejected" and data["feedback"] == "Not this contact"
+    assert "already rejected in this thread" in data["matched_rule"]
+    assert ApprovalRequest.objects.filter(status="pending").count() == asked_before  # nobody was asked
+    assert AuditEvent.objects.get(request_id=data["id"], action="requested").after["repeat_of"] == first["id"]
+
+    def asked(**extra):
+        resp = alice.post("/api/approvals/", body(**extra), format="json")
+        assert resp.status_code == 201, resp.content
+        return resp.json()["status"] == "pending"
+
+    assert asked(thread="t-other")  # another thread
+    assert asked(thread="t-outside", arguments={"email": "b@example.com"})  # another call
+    assert asked()  # no thread given: nothing to compare with
+    assert asked(thread="t-outside", user_wrote_at=timezone.now().isoformat())  # she wrote after the rejection
+    assert not asked(thread="t-outside", user_wrote_at=(timezone.now() - timedelta(hours=1)).isoformat())
+    bobs = api("bob").post("/api/approvals/", body(thread="t-outside"), format="json").json()
+    assert bobs["status"] == "pending"  # a thread name is the requester's own
