@@ -3,7 +3,7 @@ PYTEST_ARGS ?=
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test e2e bench lint
+.PHONY: run test e2e bench lint messages
 
 # Two markers: `make run` installs only what the product needs (.installed); the test, browser and
 # lint targets add the dev tools (.dev-installed). A venv made by `make run` gets them on the
@@ -16,6 +16,11 @@ $(VENV)/.dev-installed: pyproject.toml $(VENV)/.installed
 
 run: $(VENV)/.installed
 	$(PY) scripts/run.py
+
+# The translations: locale/*/LC_MESSAGES/*.po -> .mo (build output, not in git). scripts/run.py and
+# the test session compile them too; here so that CI (.ci/run calls make test and make e2e) says so.
+messages: $(VENV)/.installed
+	$(PY) scripts/messages.py
 
 # The official AG-UI client that tests/integration/test_agui_client.py drives; reinstalled when the lock
 # file changes (npm writes node_modules/.package-lock.json on every install). Without npm the
@@ -36,12 +41,12 @@ $(MAF_VENV)/.installed: tests/maf_client/requirements.txt
 	else echo "could not build $(MAF_VENV): tests/integration/test_maf_client.py and the bench's peer will be skipped"; fi
 
 # devstack exec starts an embedded Redis when REDIS_URL is unset.
-test: $(VENV)/.dev-installed $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
+test: $(VENV)/.dev-installed messages $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 # Browser tests get their own pytest process: pytest-playwright's sync API leaves an event loop
 # running, after which ORM calls raise SynchronousOnlyOperation and pytest-asyncio tests fail.
-e2e: $(VENV)/.dev-installed
+e2e: $(VENV)/.dev-installed messages
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m e2e tests/e2e $(PYTEST_ARGS)
 
 $(VENV)/.bench-installed: pyproject.toml $(VENV)/.dev-installed

@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_filters",  # the REST lists' filters (approvals/filters.py)
     "channels",
+    "people",  # each person's language (people/models.py Profile), read by pages and mail
     "state",
     "approvals",
     "agents",
@@ -107,9 +108,12 @@ MIDDLEWARE = [
     "agui_project.static.StaticFilesMiddleware",  # WhiteNoise, async-capable (agui_project/static.py)
     "agui_project.csp.CSPMiddleware",  # Content-Security-Policy header (django-csp), async-capable
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # after sessions, before common: the language cookie, then Accept-Language, then LANGUAGE_CODE
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "people.middleware.UserLanguageMiddleware",  # a signed-in person's saved language wins
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -126,6 +130,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",  # LANGUAGES and LANGUAGE_CODE: the picker, <html lang>
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "agui_project.context.nav",
@@ -170,7 +175,21 @@ AGUI_LOGIN_WINDOW_SECONDS = env_int("AGUI_LOGIN_WINDOW_SECONDS", 900)
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
-LANGUAGE_CODE = "en-us"
+# The admin's default for anyone whose browser asks for none of LANGUAGES (and for mail to a
+# person who never chose): DJANGO_LANGUAGE_CODE=fr, for instance.
+# Each language is named in itself (the picker shows them so: a reader finds their own).
+LANGUAGES = [
+    ("en", "English"),
+    ("id", "Bahasa Indonesia"),
+    ("fr", "Français"),
+    ("pt-br", "Português (Brasil)"),
+    ("zh-hans", "简体中文"),
+]
+LANGUAGE_CODE = _env("DJANGO_LANGUAGE_CODE") or "en"
+if LANGUAGE_CODE not in dict(LANGUAGES):
+    raise ImproperlyConfigured(f"DJANGO_LANGUAGE_CODE={LANGUAGE_CODE!r}: not one of {', '.join(dict(LANGUAGES))}")
+# compiled at install (manage.py compilemessages: make run, make test, make e2e); only .po is kept in git
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

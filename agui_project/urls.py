@@ -24,6 +24,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("people.urls")),  # the language picker and the JavaScript catalog
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("agents.api_urls")),
     path("api/", include("approvals.api_urls")),

@@ -7,7 +7,10 @@ import logging
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
-from django.utils import timezone
+from django.utils import formats, timezone, translation
+from django.utils.translation import gettext as _
+
+from people import selectors
 
 from . import mail_links
 
@@ -26,15 +29,20 @@ def staff_recipients():
     return sorted(set(users.values_list("email", flat=True)) | {email for _name, email in settings.ADMINS})
 
 
-def _send(subject, body, recipients):
+def _send(compose, recipients):
+    """One mail per recipient (no shared To), each composed in its recipient's language:
+    compose() -> (subject, body) runs under translation.override of that language."""
     if not recipients:
         return 0
-    subject = f"{settings.EMAIL_SUBJECT_PREFIX}{subject}"
-    messages = [(subject, body, settings.DEFAULT_FROM_EMAIL, [to]) for to in recipients]  # one each: no shared To
+    messages = []
+    for to, language in selectors.languages_by_email(recipients).items():
+        with translation.override(language):
+            subject, body = compose()
+            messages.append((f"{settings.EMAIL_SUBJECT_PREFIX}{subject}", body, settings.DEFAULT_FROM_EMAIL, [to]))
     try:
         return send_mass_mail(messages, fail_silently=False)
     except Exception:
-        log.exception("mail %r to %s not sent", subject, recipients)
+        log.exception("mail %r to %s not sent", messages[0][0], recipients)
         return 0
 
 
@@ -42,19 +50,29 @@ def _facts(req):
     left = ""
     if req.expires_at:
         seconds = max(0, int((req.expires_at - timezone.now()).total_seconds()))
-        left = f"It expires in {seconds // 60} min {seconds % 60} s ({req.expires_at:%Y-%m-%d %H:%M:%S} UTC); " \
-            f"then it is {'approved' if req.timeout_action == 'approve' else 'rejected'} automatically.\n"
-    return (
-        f"{req.description}\n\n"
-        f"Tool: {req.tool_name}\nRisk: {req.risk}\nReversible: {'yes' if req.reversible else 'no'}\n"
-        f"Impact: {req.impact or '-'}\nRequested by: {req.requester.get_username()}\n{left}\n"
-        f"Decide: {settings.AGUI_PUBLIC_URL.rstrip('/')}/inbox/{req.pk}/\n"
-    )
+        values = {"minutes": seconds // 60, "seconds": seconds % 60,
+                  "when": formats.date_format(timezone.localtime(req.expires_at), "DATETIME_FORMAT"),
+                  "zone": timezone.get_current_timezone_name()}
+        left = (_("It expires in %(minutes)s min %(seconds)s s (%(when)s %(zone)s); then it is approved "
+                  "automatically.") if req.timeout_action == "approve" else
+                _("It expires in %(minutes)s min %(seconds)s s (%(when)s %(zone)s); then it is rejected "
+                  "automatically.")) % values + "\n"
+    return "".join([
+        f"{req.description}\n\n",
+        _("Tool: %(tool)s") % {"tool": req.tool_name}, "\n",
+        _("Risk: %(risk)s") % {"risk": req.get_risk_display()}, "\n",
+        _("Reversible: %(answer)s") % {"answer": _("yes") if req.reversible else _("no")}, "\n",
+        _("Impact: %(impact)s") % {"impact": req.impact or "-"}, "\n",
+        _("Requested by: %(name)s") % {"name": req.requester.get_username()}, "\n", left, "\n",
+        _("Decide: %(url)s") % {"url": f"{settings.AGUI_PUBLIC_URL.rstrip('/')}/inbox/{req.pk}/"}, "\n",
+    ])
 
 
 def reminder(req, recipients):
-    return _send(f"Reminder: {req.tool_name} awaits your decision", _facts(req), recipients)
+    return _send(lambda: (_("Reminder: %(tool)s awaits your decision") % {"tool": req.tool_name}, _facts(req)),
+                 recipients)
 
 
-def operator_alert(subject, body):
-    return _send(subject, body, staff_recipients())
+def operator_alert(compose):
+    """compose() -> (subject, body), built in each staff member's language."""
+    return _send(compose, staff_recipients())

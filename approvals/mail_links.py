@@ -20,7 +20,11 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.mail import EmailMessage, get_connection
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import formats, timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from people import selectors as people
 
 from .choices import ApproverKind
 from .models import ApprovalRequest, MailLink, NotificationSetting
@@ -98,35 +102,39 @@ def check(token, user=None, *, lock=False):
     try:
         payload = signing.loads(token, salt=SALT, max_age=settings.AGUI_MAIL_LINK_MAX_AGE_SECONDS)
     except signing.SignatureExpired:
-        raise LinkError(410, "This link has expired", "The request it was sent for is too old to decide by "
-                        "mail. Open the inbox to see where it stands.") from None
+        raise LinkError(410, _("This link has expired"), _("The request it was sent for is too old to decide by "
+                        "mail. Open the inbox to see where it stands.")) from None
     except signing.BadSignature:
-        raise LinkError(400, "This link is not valid", "It may have been cut short or changed on the way. Open "
-                        "the mail again and use the whole link, or decide in the inbox.") from None
+        raise LinkError(400, _("This link is not valid"), _("It may have been cut short or changed on the way. "
+                        "Open the mail again and use the whole link, or decide in the inbox.")) from None
     decision = payload.get("d") if isinstance(payload, dict) else None
     qs = MailLink.objects.select_related("request", "request__requester", "request__approver_group", "user")
     if lock:
         qs = qs.select_for_update(of=("self",))
     link = qs.filter(nonce=payload.get("n") if isinstance(payload, dict) else None).first()
     if link is None or decision not in DECISIONS:
-        raise LinkError(400, "This link is not valid", "It does not belong to any request this site mailed. "
-                        "Decide in the inbox instead.")
+        raise LinkError(400, _("This link is not valid"), _("It does not belong to any request this site mailed. "
+                        "Decide in the inbox instead."))
     if user is not None and user.is_authenticated and user.pk != link.user_id:
-        raise LinkError(403, "This link was sent to someone else",
-                        f"You are signed in as {user.get_username()}, but this link was mailed to another "
-                        "reviewer and only works for them. Sign out first if it is yours, or decide in the inbox.")
+        raise LinkError(403, _("This link was sent to someone else"),
+                        _("You are signed in as %(name)s, but this link was mailed to another reviewer and only "
+                          "works for them. Sign out first if it is yours, or decide in the inbox.")
+                        % {"name": user.get_username()})
     req = link.request
     if not link.user.is_active:  # the link stands for its recipient: not for an account switched off since
-        raise LinkError(403, "This link no longer works", "The account it was sent to has been deactivated.")
+        raise LinkError(403, _("This link no longer works"), _("The account it was sent to has been deactivated."))
     if link.used_at:
-        raise LinkError(410, "This link has already been used",
-                        f"It {'approved' if link.used_decision == 'approve' else 'rejected'} the request on "
-                        f"{link.used_at:%Y-%m-%d %H:%M} UTC; each mail decides once.")
+        when = formats.date_format(timezone.localtime(link.used_at), "DATETIME_FORMAT")
+        raise LinkError(410, _("This link has already been used"),
+                        (_("It approved the request on %(when)s; each mail decides once.")
+                         if link.used_decision == "approve" else
+                         _("It rejected the request on %(when)s; each mail decides once.")) % {"when": when})
     if req.status != ApprovalRequest.Status.PENDING:
-        raise LinkError(410, "This request is already settled",
-                        f"It is {req.get_status_display().lower()}, so the link no longer decides anything.")
+        raise LinkError(410, _("This request is already settled"),
+                        _("Its status is “%(status)s”, so the link no longer decides anything.")
+                        % {"status": req.get_status_display()})
     if req.expires_at and req.expires_at <= timezone.now():
-        raise LinkError(410, "This link has expired", "The request's deadline has passed.")
+        raise LinkError(410, _("This link has expired"), _("The request's deadline has passed."))
     return Checked(link, req, decision)
 
 
@@ -139,7 +147,7 @@ def request_mails(req):
         return 0
     try:
         return _send(req, group_members(req.approver_group_id, "request", exclude_user_id=req.requester_id),
-                     "approvals/mail_request.txt", f"Approval needed: {req.tool_name}")
+                     "approvals/mail_request.txt", gettext_lazy("Approval needed: %(tool)s"))
     except Exception:
         log.exception("request mail for %s not sent", req.pk)
         return 0
@@ -152,7 +160,7 @@ def escalation_mails(req):
         return 0
     try:
         return _send(req, group_members(req.escalation_group_id, "escalation", exclude_user_id=req.requester_id),
-                     "approvals/mail_request.txt", f"Escalated: {req.tool_name} needs a decision",
+                     "approvals/mail_request.txt", gettext_lazy("Escalated: %(tool)s needs a decision"),
                      group=req.escalation_group, escalated=True)
     except Exception:
         log.exception("escalation mail for %s not sent", req.pk)
@@ -160,17 +168,20 @@ def escalation_mails(req):
 
 
 def _send(req, recipients, template, subject, group=None, escalated=False):
+    """`subject`: a lazy translation with %(tool)s, made a sentence in each recipient's language."""
     recipients = list(recipients)
     if not recipients:
         return 0
     arguments = json.dumps(req.current_arguments, indent=2, ensure_ascii=False, sort_keys=True)
     messages = []
     for person in recipients:
-        body = render_to_string(template, {
-            "req": req, "person": person, "links": issue(req, person), "arguments": arguments,
-            "inbox_url": absolute(f"/inbox/{req.pk}/"), "settings_url": absolute("/inbox/settings/"),
-            "group": group or req.approver_group, "escalated": escalated,
-        })
-        messages.append(EmailMessage(f"{settings.EMAIL_SUBJECT_PREFIX}{subject}", body,
+        with translation.override(people.language_of(person) or settings.LANGUAGE_CODE):
+            body = render_to_string(template, {
+                "req": req, "person": person, "links": issue(req, person), "arguments": arguments,
+                "inbox_url": absolute(f"/inbox/{req.pk}/"), "settings_url": absolute("/inbox/settings/"),
+                "group": group or req.approver_group, "escalated": escalated,
+            })
+            title = str(subject) % {"tool": req.tool_name}
+        messages.append(EmailMessage(f"{settings.EMAIL_SUBJECT_PREFIX}{title}", body,
                                      settings.DEFAULT_FROM_EMAIL, [person.email]))  # one each: no shared To
     return get_connection().send_messages(messages) or 0

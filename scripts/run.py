@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import devstack  # noqa: E402
+import messages  # noqa: E402
 
 ROOT = devstack.ROOT
 PY = sys.executable
@@ -155,6 +156,8 @@ def main() -> int:
             redis = devstack.start_embedded_redis()
             env["REDIS_URL"] = redis.url
             log(f"embedded Redis at {redis.url} (set REDIS_URL to use your own)")
+        if messages.compile_messages():  # the translations' .mo files (build output)
+            log("translations compiled")
         manage(env, "migrate", "--noinput", "--verbosity", "0")  # a first run's 40 "Applying ..." lines say nothing
         manage(env, "seed_demo")
         if stop.is_set():

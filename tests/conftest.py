@@ -5,17 +5,26 @@ their event streams never collide between tests.
 """
 
 import json
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from agui_project.celery import app as celery_app
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import messages  # noqa: E402  (scripts/messages.py: the translations' .mo files)
+
 # A queue of this session's own: tasks enqueued by tests without a worker never reach another run.
 TEST_QUEUE = f"agui-test-{uuid.uuid4().hex[:8]}"
 celery_app.conf.task_default_queue = TEST_QUEUE
+
+
+def pytest_sessionstart(session):
+    messages.compile_messages()  # a plain `pytest` run gets the translations `make test` would compile
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents import dispatch
 from agents.messages import add_message
@@ -57,11 +58,12 @@ def claim(call_id, run_id):
                          claimed_at=timezone.now(), attempts=F("attempts") + 1)
 
 
-def finish(call_id, status, output):
+def finish(call_id, status, output, call=None):
     """executing -> succeeded|failed. False when recovery already declared the outcome unknown:
-    then the late result is kept on the row for operators, and the model is not told twice."""
+    then the late result is kept on the row for operators, and the model is not told twice.
+    `call`: the ToolCall as the caller holds it (its name, thread, run and approval are not read again)."""
     if move_call(call_id, status, leaving=[ToolCall.Status.EXECUTING], result=output):
-        _outcome_recorded(call_id, status)
+        _outcome_recorded(call_id, status, call)
         return True
     ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.OUTCOME_UNKNOWN).update(
         result=f"[finished after recovery reported it: {status}] {output}"[:20000]
@@ -70,10 +72,12 @@ def finish(call_id, status, output):
     return False
 
 
-def _outcome_recorded(call_id, status):
+def _outcome_recorded(call_id, status, row=None):
     """tool_outcome after commit (webhooks send `tool.outcome`); never fails the call."""
     def send():
-        call = ToolCall.objects.filter(pk=call_id).values("name", "thread_id", "run_id", "approval_id").first()
+        call = {"name": row.name, "thread_id": row.thread_id, "run_id": row.run_id, "approval_id": row.approval_id} \
+            if row is not None else \
+            ToolCall.objects.filter(pk=call_id).values("name", "thread_id", "run_id", "approval_id").first()
         if call:
             tool_outcome.send_robust(sender=ToolCall, approval_ref=call["approval_id"] or "", data={
                 "tool_name": call["name"], "outcome": str(status), "tool_call": call_id, "thread": call["thread_id"],
@@ -219,11 +223,18 @@ def _declare_lost(run, message):
 
 
 def _tell_operators(call, run, msg):
-    subject = f"Outcome unknown: {call.name} (tool call {call.pk})"
-    body = (f"A worker stopped while it was executing {call.name} in thread {run.thread_id} (run {run.pk}).\n"
-            f"Arguments: {call.final_arguments if call.final_arguments is not None else call.arguments}\n\n"
-            "The call was not repeated. Check whether it took effect; the model was told the outcome is unknown.\n")
-    approval_mail.operator_alert(subject, body)
+    arguments = call.final_arguments if call.final_arguments is not None else call.arguments
+
+    def compose():  # run once per staff member, in their language (approvals.mail._send)
+        values = {"tool": call.name, "call": call.pk, "thread": run.thread_id, "run": run.pk}
+        subject = _("Outcome unknown: %(tool)s (tool call %(call)s)") % values
+        body = (_("A worker stopped while it was executing %(tool)s in thread %(thread)s (run %(run)s).") % values
+                + "\n" + _("Arguments: %(arguments)s") % {"arguments": arguments} + "\n\n"
+                + _("The call was not repeated. Check whether it took effect; the model was told the outcome "
+                    "is unknown.") + "\n")
+        return subject, body
+
+    approval_mail.operator_alert(compose)
     approval_notify.operator_notice("toolcall.outcome_unknown", {
         "tool_call": {"id": call.pk, "name": call.name, "thread": run.thread_id, "run": run.pk, "message": msg.pk},
     })

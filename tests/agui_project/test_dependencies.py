@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 while not (ROOT / "pyproject.toml").exists():  # wherever this file sits under tests/
     ROOT = ROOT.parent
-OURS = {"agui_project", "agents", "approvals", "state", "webhooks", "tests", "scripts", "bench",
+OURS = {"agui_project", "agents", "approvals", "state", "webhooks", "people", "tests", "scripts", "bench",
         "agui_inbox_client"}  # clients/python: its tests import it from its source (it declares its own httpx)
 # The OpenAI SDK's own HTTP library (httpx2 from openai 3, httpx before): agents/llm/openai_chat.py catches its
 # errors, whichever one the installed SDK streams with; the SDK decides which, so openai declares it.
@@ -60,7 +60,7 @@ def _undeclared(folders, declared, exempt=frozenset()):
 
 
 def test_the_application_declares_what_it_imports():
-    assert _undeclared(["agui_project", "agents", "approvals", "state", "webhooks", "scripts"], _declared(),
+    assert _undeclared(["agui_project", "agents", "approvals", "state", "webhooks", "people", "scripts"], _declared(),
                        SDK_TRANSPORT) == {}
 
 

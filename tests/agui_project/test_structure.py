@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("agui_project", "agents", "approvals", "state", "webhooks")
+PACKAGES = ("agui_project", "agents", "approvals", "state", "webhooks", "people")
 STATUS_OWNER = "agents.transitions"
-APPS = {"agents", "approvals", "state", "webhooks"}
+APPS = {"agents", "approvals", "state", "webhooks", "people"}
 WIRING = {"agui_project.urls", "agui_project.asgi", "agui_project.context"}
 WRITE_CALLS = {"update", "create", "get_or_create", "update_or_create", "bulk_create"}
 
@@ -163,6 +163,8 @@ def test_layering():
                 wrong.append(f"{name}:{line} imports {target} (webhooks sits on top: apps send it signals)")
             if app == "webhooks" and to == "agents":
                 wrong.append(f"{name}:{line} imports {target} (webhooks hears agents through approvals.signals)")
+            if app == "people" and to in APPS - {"people"}:
+                wrong.append(f"{name}:{line} imports {target} (people sits under every app: a profile knows no app)")
             if app == "state" and to == "approvals":
                 wrong.append(f"{name}:{line} imports {target} (state never imports approvals)")
             if app == "agui_project" and to in APPS and name not in WIRING:

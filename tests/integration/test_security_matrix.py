@@ -105,6 +105,12 @@ ROWS = [
         expect=by_role(403, anon=200, finn=200), after=lambda w, role: _nobody_decided(w), **PAGE),
     Row("mail link decide (finn's)", "POST", "/inbox/mail/{finlink}/",
         expect=by_role(403, anon=200, finn=200), after=lambda w, role: _decided_by_finn_link(w, role), **PAGE),
+    # the language picker: anyone may choose (the sign-in page has it too); a signed-in person's
+    # choice is kept in their own profile only
+    Row("language picker", "POST", "/i18n/setlang/", body={"language": "fr", "next": "/"},
+        expect=by_role(302, anon=302), location={r: "/" for r in ROLES},
+        after=lambda w, role: _language_saved_for(w, role), **PAGE),
+    Row("JavaScript catalogue", "GET", "/jsi18n/", expect=by_role(200, anon=200), **PAGE),
     Row("policy console", "GET", "/policies/", expect=by_role(403, anon=302, admin=200), **PAGE),
     Row("policy console edit", "GET", "/policies/transfer_money/", expect=by_role(403, anon=302, admin=200), **PAGE),
     Row("audit page", "GET", "/audit/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
@@ -197,6 +203,13 @@ def _only_finn_decided(world, role):
 
     status = ApprovalRequest.objects.get(pk=world["fin"]).status
     assert status == ("approved" if role == "finn" else "pending"), f"as {role}: the request is {status}"
+
+
+def _language_saved_for(world, role):
+    from people.models import Profile
+
+    saved = dict(Profile.objects.values_list("user__username", "language"))
+    assert saved == ({} if role == "anon" else {role: "fr"}), f"as {role}: profiles {saved}"
 
 
 def _nobody_decided(world):
