@@ -114,6 +114,30 @@ def test_wait_waits_then_a_rejection_raises_with_the_feedback(people):
     assert OutsideCall.objects.get(request_id=req.pk).outcome == ""  # nothing ran, nothing reported
 
 
+def test_an_answer_with_guidance_is_not_run_and_carries_the_words(people):
+    from django.contrib.auth.models import Group, User
+
+    services.save_policy("crm.merge", {"mode": "always", "approver_kind": "group", "approver_group":
+                                       Group.objects.get(name="reviewers"),
+                                       "allowed_decisions": ["approve", "reject", "respond"]},
+                         User.objects.get(username="admin"))
+    ran = []
+
+    @require_approval("crm.merge", inbox=people["alice"], schema=CRM_SCHEMA, timeout=55)
+    def merge(email):
+        ran.append(email)
+
+    thread, box = _in_thread(merge, email="a@example.com")
+    req = _pending("crm.merge")
+    services.decide(req.pk, User.objects.get(username="rita"), "respond", feedback="Merge into b@example.com")
+    thread.join(30)
+    assert not thread.is_alive() and ran == []
+    error = box["error"]
+    assert isinstance(error, NotApproved) and error.responded and error.feedback == "Merge into b@example.com"
+    assert str(error) == "crm.merge was not run; the reviewer answered: Merge into b@example.com"
+    assert people["alice"].get(req.pk).responded
+
+
 def test_a_denied_tool_raises_at_once(people, monkeypatch):
     from django.contrib.auth.models import User
 

@@ -17,6 +17,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -43,11 +44,12 @@ class InboxError(ApprovalError):
 
 
 class NotApproved(ApprovalError):
-    """The call was rejected, denied by policy, expired or cancelled: do not run it."""
+    """The call was rejected, denied by policy, answered with guidance (`responded`: the reviewer's
+    words are in `feedback`, for the model), expired or cancelled: do not run it."""
 
     def __init__(self, approval: Approval):
         self.approval = approval
-        self.status, self.feedback = approval.status, approval.feedback
+        self.status, self.feedback, self.responded = approval.status, approval.feedback, approval.responded
         what = _NOT_RUN.get(approval.status, f"was {approval.status}")
         why = f": {approval.feedback}" if approval.feedback else ""
         super().__init__(f"{approval.tool_name} {what}{why}")
@@ -69,6 +71,8 @@ class Approval:
     feedback = property(lambda self: self.data.get("feedback") or "")
     pending = property(lambda self: self.status == "pending")
     approved = property(lambda self: self.status in APPROVED)
+    # not run: the reviewer wrote guidance instead (in `feedback`), to hand to the model as the result
+    responded = property(lambda self: self.status == "responded")
 
     @property
     def arguments(self) -> dict:
@@ -122,12 +126,17 @@ class Inbox:
     def request(self, tool_name: str, arguments: dict, *, description: str = "", reason: str = "",
                 reversible: bool = False, impact: str = "", risk: str | None = None, thread: str = "",
                 run: str = "", agent_name: str = "", schema: dict | None = None, callback_url: str = "",
-                idempotency_key: str | None = None) -> Approval:
+                user_wrote_at: datetime | str | None = None, idempotency_key: str | None = None) -> Approval:
         """Ask for approval of one call. A retry with the same idempotency_key returns the same request
-        (one is made up when none is given, and reused if the first attempt's answer was lost)."""
+        (one is made up when none is given, and reused if the first attempt's answer was lost).
+        The same call rejected earlier in `thread` is rejected again at once with the earlier feedback,
+        unless the person wrote since: pass `user_wrote_at`, when they last did."""
         body = {"tool_name": tool_name, "arguments": arguments, "description": description, "reason": reason,
                 "reversible": reversible, "impact": impact, "thread": thread, "run": run, "agent_name": agent_name}
-        body.update({k: v for k, v in (("risk", risk), ("schema", schema), ("callback_url", callback_url)) if v})
+        if isinstance(user_wrote_at, datetime):
+            user_wrote_at = user_wrote_at.isoformat()
+        body.update({k: v for k, v in (("risk", risk), ("schema", schema), ("callback_url", callback_url),
+                                       ("user_wrote_at", user_wrote_at)) if v})
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
         for attempt in range(3):  # a lost answer is retried under the same key: still one request
             try:
