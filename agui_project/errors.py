@@ -46,6 +46,17 @@ def permission_denied(request, exception=None):
     return render(request, "403.html", {"reason": _reason(exception)}, status=403)
 
 
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: a form whose token was missing or stale (a page left open past a sign-in in
+    another tab, blocked cookies), said so in the site's layout instead of Django's bare page; the
+    reason Django gives is for the log, not for people."""
+    log.info("CSRF check failed on %s: %s", request.path, reason)
+    if wants_json(request):
+        return JsonResponse({"message": "the request's CSRF token is missing or out of date: reload and retry",
+                             "code": "csrf_failed"}, status=403)
+    return render(request, "csrf_failure.html", status=403)
+
+
 def page_not_found(request, exception=None):
     if wants_json(request):
         return JsonResponse({"message": "not found", "code": "not_found"}, status=404)

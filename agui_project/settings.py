@@ -79,6 +79,7 @@ if SECRET_KEY == _DEV_SECRET and "pytest" not in sys.modules and not os.environ.
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
+CSRF_FAILURE_VIEW = "agui_project.errors.csrf_failure"  # the site's layout, not Django's bare page
 
 INSTALLED_APPS = [
     "daphne",  # before staticfiles, so that runserver is Daphne's (ASGI) one

@@ -76,3 +76,22 @@ def test_the_handlers_are_the_sites():
     assert resolver.resolve_error_handler(403) is errors.permission_denied
     assert resolver.resolve_error_handler(404) is errors.page_not_found
     assert resolver.resolve_error_handler(500) is errors.server_error
+
+
+def test_a_stale_form_gets_the_styled_csrf_page_and_changes_nothing(demo, debug):
+    """A form sent without its CSRF token (a page left open across a sign-in in another tab):
+    the site's layout with what happened and what to do, not Django's bare 'CSRF verification failed'."""
+    from django.test import Client
+
+    from approvals.models import NotificationSetting
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(demo["finn"])
+    resp = browser.post("/inbox/settings/", {"mail": "never"})
+    assert resp.status_code == 403 and "csrf_failure.html" in [t.name for t in resp.templates]
+    body = resp.content.decode()
+    assert '<nav class="site-nav"' in body and "This form could not be sent" in body and "Nothing was changed" in body
+    assert "CSRF" not in body and "Referer" not in body  # Django's reason is for the log
+    assert not NotificationSetting.objects.filter(user=demo["finn"]).exists()
+    api = browser.post("/inbox/settings/", {"mail": "never"}, HTTP_ACCEPT="application/json")
+    assert api.status_code == 403 and api.json()["code"] == "csrf_failed"
