@@ -7,6 +7,7 @@ from datetime import timedelta
 import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from approvals import services as approval_services
@@ -157,9 +158,10 @@ def approval_resolved(request):
         if call is None:
             return
         owner = call.thread.owner  # read with the call: the chat's notice is worded for its viewer
-        # lock the paused run first: concurrent decisions on one run then see each other's writes
+        # lock the paused run first: concurrent decisions on one run then see each other's writes.
+        # The call is not read again under it: move_call's update is conditional on its status
+        # (what a second decision would have changed), and the fields read above never change.
         run = Run.objects.select_for_update().get(pk=call.run_id)
-        call = ToolCall.objects.select_for_update().get(pk=call.pk)
         call.final_arguments = request.final_arguments if status == ToolCall.Status.APPROVED else None
         call.feedback = request.feedback
         if not move_call(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],
@@ -249,10 +251,15 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
     takes the client's run id. `messages`: the person's new text sent with the answers,
     (id, role, content, tool_call_id); the continuation stores and answers it after the resumed
-    calls' results. Raises ResumeError with an AG-UI error code.
+    calls' results. Raises ResumeError with an AG-UI error code. Returns the ids answered:
+    (approval request ids, question ids).
     """
-    known = {r.pk: r for r in ApprovalRequest.objects.filter(thread_ref=thread.pk)}
-    questions = {q.pk: q for q in InputRequest.objects.filter(thread=thread)}
+    # what the answers name and what still waits: not the thread's whole history of requests
+    ids = [e[0] for e in entries]
+    known = {r.pk: r for r in ApprovalRequest.objects.filter(thread_ref=thread.pk).filter(
+        Q(pk__in=ids) | Q(status=ApprovalRequest.Status.PENDING))}
+    questions = {q.pk: q for q in InputRequest.objects.filter(thread=thread).filter(
+        Q(pk__in=ids) | Q(status=InputRequest.Status.PENDING))}
     answered, replies = {}, {}
     for interrupt_id, status, payload in entries:
         question = questions.get(interrupt_id)
@@ -326,6 +333,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
         raise ResumeError(code, exc.message + detail) from exc
     except inputs.InputError as exc:
         raise ResumeError(exc.code, exc.message) from exc
+    return list(answered), list(replies)
 
 
 def cancel_key(run_id):

@@ -320,13 +320,16 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                            after={"reason": "the arguments were edited", "arguments": proposed})
                 _audit(Action.EDITED, req, actor=user, before={"arguments": current}, after={"arguments": proposed})
                 req.final_arguments = proposed
-            elif active.filter(user=user, arguments_hash=digest).exists():
+            # one approval required: a pending request has none yet (the first one decides, and
+            # nothing returns to pending), so there is nothing to look up and this one is the quorum
+            single = req.required_approvals <= 1
+            if not single and active.filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved("you already approved these arguments; another approver is needed")
             Decision.objects.create(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
             # quorum: distinct approvers of exactly these arguments (the current ones, after any edit)
-            approvals = selectors.quorum(approval=req)["have"]
+            approvals = 1 if single else selectors.quorum(approval=req)["have"]
             if feedback:
                 req.feedback = feedback
             if approvals >= req.required_approvals:

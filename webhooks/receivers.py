@@ -3,6 +3,7 @@
 from django.core.exceptions import ObjectDoesNotExist
 from django.dispatch import receiver
 
+from approvals import outside
 from approvals.signals import approval_event, tool_outcome
 
 from . import services
@@ -19,11 +20,13 @@ def _iso(moment):
 
 
 def approval_data(req):
-    """The request as a receiver needs it: the final arguments (edited or not) and the feedback."""
+    """The request as a receiver needs it: the final arguments (edited or not) and the feedback; the
+    thread and run are ours, or an outside agent's own refs as it gave them."""
+    own = outside.refs(req)
     return {
         "id": req.id, "status": req.status, "tool_name": req.tool_name, "arguments": req.arguments,
         "final_arguments": req.final_arguments, "feedback": req.feedback, "description": req.description,
-        "risk": req.risk, "thread": req.thread_ref or None, "run": req.run_ref or None,
+        "risk": req.risk, "thread": req.thread_ref or own["thread"] or None, "run": req.run_ref or own["run"] or None,
         "tool_call": req.tool_call_ref or None, "decided_at": _iso(req.decided_at),
         "expires_at": _iso(req.expires_at), "escalated_at": _iso(req.escalated_at), "created_at": _iso(req.created_at),
     }

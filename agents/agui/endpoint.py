@@ -229,29 +229,27 @@ def prepare(request, agent_name):
         if caught:
             return caught
     try:
-        # resume: [] answers nothing; it is "missing" only while something waits for an answer
-        # nothing can wait for an answer on a thread made just now: no look-ups for it
-        answerable = [] if new_thread else [
-            r for r in services.pending_approvals(thread) if services.answered_by_requester(r)]
         run = None
-        if resume or (resume is not None and not new_thread and (answerable or inputs.pending(thread))):
+        if resume or (resume is not None and not new_thread and awaits_answer(thread)):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
-            services.apply_resume(thread, user, entries, agent_input.run_id, messages=new_messages)
+            approval_ids, question_ids = services.apply_resume(
+                thread, user, entries, agent_input.run_id, messages=new_messages)
             if not Run.objects.filter(pk=agent_input.run_id).exists():
                 acknowledgement = acknowledged(thread, user, agent_input, entries, position)
                 if acknowledgement:
                     return acknowledgement
-            if not Run.objects.filter(pk=agent_input.run_id).exists():
-                queued = " Your message will be answered once it is decided." if new_messages else ""
-                plan.error = RunErrorEvent(code="awaiting_other_approvers",
-                                           message="Your answer is recorded; the request still needs other approvers."
-                                           + queued)
-                return plan
-            answered = ApprovalRequest.objects.filter(pk__in=[e[0] for e in entries]).select_related(
-                "approver_group", "decided_by")
+                if not Run.objects.filter(pk=agent_input.run_id).exists():
+                    queued = " Your message will be answered once it is decided." if new_messages else ""
+                    plan.error = RunErrorEvent(code="awaiting_other_approvers",
+                                               message="Your answer is recorded; the request still needs other "
+                                               "approvers." + queued)
+                    return plan
+            # what was answered, read back once for its outcome (only the kinds that were answered)
+            answered = ApprovalRequest.objects.filter(pk__in=approval_ids).select_related(
+                "approver_group", "decided_by") if approval_ids else ()
             plan.after_start += [custom_events.approval_response(r, viewer=user) for r in answered] + [
                 custom_events.request_info_response(inputs.payload(q))
-                for q in InputRequest.objects.filter(pk__in=[e[0] for e in entries], thread=thread)
+                for q in (InputRequest.objects.filter(pk__in=question_ids, thread=thread) if question_ids else ())
             ]
         else:
             run = services.start_run(
@@ -277,6 +275,15 @@ def prepare(request, agent_name):
     if messages:
         plan.after_start.insert(0, MessagesSnapshotEvent(messages=messages))
     return plan
+
+
+def awaits_answer(thread):
+    """Whether an empty `resume: []` misses an answer: something on the thread waits for the
+    requester's own client (a group's review does not). Asked only for an empty resume: a
+    non-empty one is checked answer by answer (services.apply_resume), and a thread made just
+    now waits for nothing."""
+    return any(services.answered_by_requester(r) for r in services.pending_approvals(thread)) \
+        or bool(inputs.pending(thread))
 
 
 def describe(request, agent_name):

@@ -8,6 +8,8 @@ before it runs.
 """
 
 import contextvars
+import copy
+import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -88,6 +90,15 @@ class NotYours(ToolError):
         self.obj = obj
 
 
+@functools.cache
+def _json_schema(model):
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
 @dataclass
 class Tool:
     name: str
@@ -107,11 +118,9 @@ class Tool:
 
     @property
     def schema(self):
-        schema = self.model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return schema
+        # pydantic builds the JSON schema anew on every call (~0.5 ms; every model turn lists every
+        # tool): built once per model class, and each caller gets its own copy to change
+        return copy.deepcopy(_json_schema(self.model))
 
     def openai_spec(self):
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.schema}}

@@ -1,6 +1,6 @@
 """How many statements one request costs (README "Performance"): ceilings, so that a change that
-adds look-ups to the AG-UI POST or to a decision is noticed. No worker runs: the run's task is
-published and left in this session's own queue."""
+adds look-ups to the AG-UI POST, a resume or a decision is noticed. No worker runs: the run's task
+is published and left in this session's own queue (the resumed run is then run here, in-process)."""
 
 import json
 import uuid
@@ -12,14 +12,17 @@ from rest_framework.authtoken.models import Token
 from agents import services
 from agents.agui import endpoint
 from agents.models import Message, Run, ToolCall
+from agents.runtime import runner
 from approvals.models import ApprovalRequest
-from tests.helpers import transfer_request
+from tests.helpers import run_prompt, transfer_request
 
 
-def agui_request(user, thread_id, text="hello"):
+def agui_request(user, thread_id, text="hello", resume=None):
     token, _ = Token.objects.get_or_create(user=user)
     body = {"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "state": {}, "tools": [], "context": [],
-            "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": text}]}
+            "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": text}] if resume is None else []}
+    if resume is not None:
+        body["resume"] = resume
     return RequestFactory().post("/agui/banking/", data=json.dumps(body), content_type="application/json",
                                  HTTP_AUTHORIZATION=f"Bearer {token.key}")
 
@@ -54,10 +57,12 @@ def test_a_taken_run_id_is_still_refused_by_start_run(demo):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_decision_over_the_api_costs_at_most_27_statements(demo, api, django_assert_max_num_queries):
+def test_a_decision_over_the_api_costs_at_most_24_statements(demo, api, django_assert_max_num_queries):
     """Was 29: the API looks up the row without its decisions, the continuation is announced from
     the row it made, the chat's notice reads the thread's owner with the call. Then 25; webhooks add
-    two reads after the commit (the endpoints in force, the request's callback_url)."""
+    two reads after the commit (the endpoints in force, the request's callback_url): 27. Then 24:
+    with one approval required there is no earlier approval to look for nor a quorum to count,
+    and the call is not read again under the run's lock (its update is conditional)."""
     thread = services.create_thread(demo["alice"], "banking")
     run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
     req = transfer_request(demo["alice"])
@@ -67,7 +72,7 @@ def test_a_decision_over_the_api_costs_at_most_27_statements(demo, api, django_a
     ToolCall.objects.create(id="call-q", run=run, thread=thread, message=msg, name="transfer_money", arguments={},
                             status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
     client = api("finn")
-    with django_assert_max_num_queries(27):
+    with django_assert_max_num_queries(24):
         resp = client.post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"}, format="json")
     assert resp.status_code == 200 and resp.json()["status"] == "approved"
     assert [d["user"] for d in resp.json()["decisions"]] == ["finn"]
@@ -79,13 +84,54 @@ def test_a_decision_over_the_api_costs_at_most_27_statements(demo, api, django_a
 @pytest.mark.django_db(transaction=True)
 def test_a_message_on_an_existing_thread_opens_no_transaction_for_an_empty_state(demo, django_assert_max_num_queries):
     """No state sent: nothing to write before the run's own transaction (an empty BEGIN/COMMIT
-    took SQLite's write lock on every POST)."""
+    took SQLite's write lock on every POST). 17 statements (was 18: what waits for the requester's
+    answer is looked up only for an empty resume[], not for every message)."""
     thread_id = f"t-{uuid.uuid4()}"
     first = endpoint.prepare(agui_request(demo["alice"], thread_id, "one"), "banking")
     Run.objects.filter(pk=first.run_id).update(status=Run.Status.SUCCEEDED)
     request = agui_request(demo["alice"], thread_id, "two")
-    with django_assert_max_num_queries(18) as captured:
+    with django_assert_max_num_queries(17) as captured:
         plan = endpoint.prepare(request, "banking")
     statements = [q["sql"].split()[0] for q in captured.captured_queries]
     assert statements.count("BEGIN") <= 1 and statements.count("COMMIT") <= 1
     assert [m.content for m in plan.after_start[0].messages] == ["one", "two"]
+
+
+def paused_on_the_requester(demo, fake_llm):
+    """A run paused on cancel_subscription, which the requester herself confirms (AG-UI resume)."""
+    fake_llm.push({"tool_calls": [{"id": "call_cs", "name": "cancel_subscription",
+                                   "arguments": json.dumps({"subscription_id": "sub_123"})}]})
+    thread = services.create_thread(demo["alice"], "banking")
+    paused = run_prompt(thread, demo["alice"], "Cancel my subscription sub_123")
+    assert paused.status == Run.Status.INTERRUPTED
+    return thread, paused, ApprovalRequest.objects.get(thread_ref=thread.pk, status=ApprovalRequest.Status.PENDING)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agui_resume_and_its_continuation_cost_at_most_30_statements_each(
+        demo, fake_llm, django_assert_max_num_queries):
+    """The POST with resume[] was 36: the thread's approvals and questions were read once to see
+    whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
+    check the answers (now what the answers name and what is pending); the run id was looked up
+    twice after the answers; questions were read back when none was answered; then the decision's
+    and the call's savings (the decide API's test). The continuation in the worker was 35: the
+    requester is not looked up when nobody edited, the queued text is looked at before its lock
+    is taken (an empty BEGIN IMMEDIATE), and the settled call is not read back twice after it ran."""
+    thread, paused, req = paused_on_the_requester(demo, fake_llm)
+    request = agui_request(demo["alice"], thread.pk, resume=[
+        {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
+    with django_assert_max_num_queries(30):
+        plan = endpoint.prepare(request, "banking")
+    assert plan.error is None
+    continuation = Run.objects.get(parent_run=paused)
+    assert continuation.pk == plan.run_id and continuation.status == Run.Status.QUEUED and continuation.stream_id
+    responses = [e for e in plan.after_start if getattr(e, "name", "") == "approval_response"]
+    assert [(e.value["approvalId"], e.value["approved"]) for e in responses] == [(req.pk, True)]
+
+    fake_llm.push({"text": "Done: it is cancelled."})
+    with django_assert_max_num_queries(30):
+        assert runner.run_agent(continuation.pk)
+    assert Run.objects.get(pk=continuation.pk).status == Run.Status.SUCCEEDED
+    assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED
+    assert list(Message.objects.filter(run=continuation).order_by("seq").values_list("role", "content")) == [
+        ("tool", "Subscription sub_123 (Premium) is cancelled."), ("assistant", "Done: it is cancelled.")]

@@ -194,7 +194,8 @@ def test_an_outside_agents_callback_url_and_outcome(demo, settings, api, receive
         made = alice.post("/api/approvals/", {
             "tool_name": "crm.delete_contact", "arguments": {"email": "a@example.com"},
             "schema": {"type": "object", "properties": {"email": {"type": "string"}}},
-            "description": "Delete the contact a@example.com", "callback_url": receiver.url}, format="json")
+            "description": "Delete the contact a@example.com", "callback_url": receiver.url,
+            "thread": "crm-conversation-7", "run": "crm-run-3"}, format="json")
     assert made.status_code == 201, made.content
     assert not WebhookDelivery.objects.exists()  # the callback hears the answer, not its own request
     with django_capture_on_commit_callbacks(execute=True):
@@ -203,6 +204,8 @@ def test_an_outside_agents_callback_url_and_outcome(demo, settings, api, receive
     (answer,) = receiver.verified(services.callback_secret())
     assert answer["type"] == "approval.decided" and answer["data"]["feedback"] == "once"
     assert answer["data"]["final_arguments"] == {"email": "a@example.com"}
+    # the agent's own thread and run, as it gave them, so it can find the conversation to wake
+    assert (answer["data"]["thread"], answer["data"]["run"]) == ("crm-conversation-7", "crm-run-3")
     assert WebhookDelivery.objects.get().endpoint is None
     with django_capture_on_commit_callbacks(execute=True):
         alice.post(f"/api/approvals/{made.json()['id']}/outcome/", {"outcome": "failed", "detail": "CRM said 500"},
