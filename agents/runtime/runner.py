@@ -275,6 +275,11 @@ class Runner:
         """Store what the client sent with its resume (Run.queued_messages of the paused run), after
         the resumed calls' results; True when there was any. Cleared in the same transaction, so a
         run taken over by recovery does not store it twice."""
+        # looked at first without the lock: most resumes carry no text, and on SQLite the locking
+        # transaction is BEGIN IMMEDIATE (the database's write lock); the messages were committed
+        # with the answers, before this continuation existed
+        if not Run.objects.filter(pk=self.run.parent_run_id).values_list("queued_messages", flat=True).first():
+            return False
         with transaction.atomic():
             parent = Run.objects.select_for_update().filter(pk=self.run.parent_run_id).first()
             if parent is None or not parent.queued_messages:
@@ -597,13 +602,16 @@ class Runner:
         except Exception:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
-        if execution.finish(tc.pk, status, output):  # else recovery already told the model
-            self.result(tc, prefix + output)
+        if execution.finish(tc.pk, status, output, call=tc):  # else recovery already told the model
+            tc.status, tc.result = status, output  # as just written: result() need not read the row back
+            self.result(tc, prefix + output, settled=tc)
 
-    def result(self, tc, content):
+    def result(self, tc, content, settled=None):
+        """`settled`: the call as it now stands, when the caller has just written it."""
         msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
-        settled = ToolCall.objects.only("pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)
+        settled = settled or ToolCall.objects.only(
+            "pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)
         outcome = presenters.tool_outcome(settled, requester_decided=settled.status in (
             ToolCall.Status.REJECTED, ToolCall.Status.RESPONDED) and self.decided_by_requester(tc))
         if outcome:  # the person's sentence; the model keeps `content`
@@ -626,8 +634,9 @@ class Runner:
             settled.append(tc.status)
             if tc.status == ToolCall.Status.APPROVED and tool:
                 final = tc.final_arguments if tc.final_arguments is not None else tc.arguments
+                # who edited is asked only when someone did (changes_text says nothing otherwise)
                 self.execute_call(tc, tool, final, prefix=changes_text(
-                    tc.arguments, final, tool.schema, by_requester=self.decided_by_requester(tc)))
+                    tc.arguments, final, tool.schema, by_requester=final != tc.arguments and self.decided_by_requester(tc)))
             elif tc.status == ToolCall.Status.REJECTED:
                 self.result(tc, rejection_text(tc))
             elif tc.status == ToolCall.Status.RESPONDED:
