@@ -1,8 +1,21 @@
-"""Formatting for the reviewer pages: rates, durations."""
+"""Formatting for the reviewer pages: rates, durations, moments, in the active language."""
 
 from django import template
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, pgettext
 
 register = template.Library()
+
+
+@register.filter
+def when(moment):
+    """A moment as the reader's locale writes a date and time, with the time zone ("1 déc. 2026
+    14:05 UTC"); None -> "—"."""
+    if not moment:
+        return "—"
+    local = timezone.localtime(moment)
+    return f"{formats.date_format(local, 'DATETIME_FORMAT')} {local.strftime('%Z')}"
 
 
 @register.filter
@@ -10,7 +23,7 @@ def pct(value):
     """0.4567 -> "46 %"; None -> "—"."""
     if value is None:
         return "—"
-    return f"{value * 100:.0f} %"
+    return f"{formats.number_format(round(value * 100))} %"
 
 
 @register.filter
@@ -19,17 +32,17 @@ def duration(seconds):
     if seconds is None:
         return "—"
     if seconds < 10:
-        return f"{seconds:.1f} s"
+        return _("%(seconds)s s") % {"seconds": formats.number_format(seconds, 1)}
     if seconds < 60:
-        return f"{seconds:.0f} s"
+        return _("%(seconds)s s") % {"seconds": formats.number_format(round(seconds))}
     minutes, secs = divmod(int(round(seconds)), 60)
     if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
+        return _("%(minutes)s min %(seconds)s s") % {"minutes": minutes, "seconds": f"{secs:02d}"}
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
-        return f"{hours} h {minutes:02d} min"
+        return _("%(hours)s h %(minutes)s min") % {"hours": hours, "minutes": f"{minutes:02d}"}
     days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h"
+    return _("%(days)s d %(hours)s h") % {"days": days, "hours": hours}
 
 
 @register.filter
@@ -51,13 +64,12 @@ def tojson(value):
 def _short(value, limit=120):
     import json
 
-    from django.utils import timezone
     from django.utils.dateparse import parse_datetime
 
     if isinstance(value, str) and len(value) >= 19 and value[4:5] == "-" and value[10:11] == "T":
         moment = parse_datetime(value)  # an ISO timestamp (a deadline): as people read a time
         if moment is not None:
-            return timezone.localtime(moment).strftime("%-d %b %Y, %H:%M %Z")
+            return when(moment)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -92,7 +104,7 @@ def _word(key, value):
     if key == "status" and value in ApprovalRequest.Status.values:
         return ApprovalRequest.Status(value).label
     if key == "decision" and value in ("approve", "reject"):
-        return {"approve": "Approved", "reject": "Rejected"}[value]
+        return {"approve": _("Approved"), "reject": _("Rejected")}[value]
     return _short(value)
 
 
@@ -100,34 +112,56 @@ def _word(key, value):
 def age(moment, style="ago"):
     """How long ago, in words a person says: "just now", "3 min ago", "2 h 5 min ago", "3 days ago"
     (never "0 minutes"). `style` "short" leaves out "ago" (the list's Age column)."""
-    from django.utils import timezone
-
     if not moment:
         return "—"
     seconds = max(0, int((timezone.now() - moment).total_seconds()))
     if seconds < 60:
-        return "just now"
+        return _("just now")
     minutes = seconds // 60
     if minutes < 60:
-        text = f"{minutes} min"
+        text = _("%(minutes)s min") % {"minutes": minutes}
     elif minutes < 48 * 60:
         hours, rest = divmod(minutes, 60)
-        text = f"{hours} h" + (f" {rest} min" if rest and hours < 10 else "")
+        text = (_("%(hours)s h %(minutes)s min") % {"hours": hours, "minutes": rest} if rest and hours < 10
+                else _("%(hours)s h") % {"hours": hours})
     else:
         days = minutes // (24 * 60)
-        text = f"{days} days"
-    return text if style == "short" else f"{text} ago"
+        text = ngettext("%(days)s day", "%(days)s days", days) % {"days": days}
+    # "ago" as each language places it ("il y a 3 min", "3 分钟前")
+    return text if style == "short" else pgettext("time ago", "%(span)s ago") % {"span": text}
 
 
 KEY_LABELS = {
-    "status": "status", "arguments": "arguments", "feedback": "feedback", "matched_rule": "rule that matched",
-    "risk": "risk", "self_check": "model self-check", "approver": "who decides",
-    "required_approvals": "approvals needed", "required": "approvals needed", "approvals": "approvals so far",
-    "decision": "decision", "reason": "reason", "recipients": "told", "expires_at": "deadline",
-    "deciders": "who decides", "mode": "review", "conditions": "conditions", "approver_kind": "who decides",
-    "approver_group": "deciding group", "timeout_seconds": "time to decide (s)", "timeout_action": "at the deadline",
-    "escalation_group": "escalates to", "source": "source", "value": "value", "tool_name": "tool",
-    "description": "description", "thread": "thread", "user": "reviewer", "revoked": "revoked", "via": "given through",
+    "status": gettext_lazy("status"),
+    "arguments": gettext_lazy("arguments"),
+    "feedback": gettext_lazy("feedback"),
+    "matched_rule": gettext_lazy("rule that matched"),
+    "risk": gettext_lazy("risk"),
+    "self_check": gettext_lazy("model self-check"),
+    "approver": gettext_lazy("who decides"),
+    "required_approvals": gettext_lazy("approvals needed"),
+    "required": gettext_lazy("approvals needed"),
+    "approvals": gettext_lazy("approvals so far"),
+    "decision": gettext_lazy("decision"),
+    "reason": gettext_lazy("reason"),
+    "recipients": gettext_lazy("told"),
+    "expires_at": gettext_lazy("deadline"),
+    "deciders": gettext_lazy("who decides"),
+    "mode": gettext_lazy("review"),
+    "conditions": gettext_lazy("conditions"),
+    "approver_kind": gettext_lazy("who decides"),
+    "approver_group": gettext_lazy("deciding group"),
+    "timeout_seconds": gettext_lazy("time to decide (s)"),
+    "timeout_action": gettext_lazy("at the deadline"),
+    "escalation_group": gettext_lazy("escalates to"),
+    "source": gettext_lazy("source"),
+    "value": gettext_lazy("value"),
+    "tool_name": gettext_lazy("tool"),
+    "description": gettext_lazy("description"),
+    "thread": gettext_lazy("thread"),
+    "user": gettext_lazy("reviewer"),
+    "revoked": gettext_lazy("revoked"),
+    "via": gettext_lazy("given through"),
 }
 
 
