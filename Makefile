@@ -30,6 +30,13 @@ $(AGUI_CLIENT)/node_modules/.package-lock.json: $(AGUI_CLIENT)/package.json $(AG
 	@if command -v npm >/dev/null 2>&1; then cd $(AGUI_CLIENT) && npm ci --no-audit --no-fund; \
 	else echo "npm not found: tests/integration/test_agui_client.py will be skipped"; fi
 
+# The stock MCP filesystem server (npm) that tests/mcp_servers and tests/integration/test_mcp_servers.py
+# start over stdio, installed the same way; without npm those tests skip (on CI, CI=true, they fail).
+MCP_FS := tests/mcp_fs
+$(MCP_FS)/node_modules/.package-lock.json: $(MCP_FS)/package.json $(MCP_FS)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd $(MCP_FS) && npm ci --no-audit --no-fund; \
+	else echo "npm not found: the tests with @modelcontextprotocol/server-filesystem will be skipped"; fi
+
 # Microsoft Agent Framework in a venv of its own: its AG-UI client, which
 # tests/integration/test_maf_client.py drives, and its AG-UI server, the peer `make bench` compares
 # with (bench/peer_app.py). agent-framework-ag-ui 1.7 needs ag-ui-protocol<0.2, the project >=1.0.
@@ -41,7 +48,7 @@ $(MAF_VENV)/.installed: tests/maf_client/requirements.txt
 	else echo "could not build $(MAF_VENV): tests/integration/test_maf_client.py and the bench's peer will be skipped"; fi
 
 # devstack exec starts an embedded Redis when REDIS_URL is unset.
-test: $(VENV)/.dev-installed messages $(AGUI_CLIENT)/node_modules/.package-lock.json $(MAF_VENV)/.installed
+test: $(VENV)/.dev-installed messages $(AGUI_CLIENT)/node_modules/.package-lock.json $(MCP_FS)/node_modules/.package-lock.json $(MAF_VENV)/.installed
 	$(PY) scripts/devstack.py exec -- $(PY) -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 # Browser tests get their own pytest process: pytest-playwright's sync API leaves an event loop

@@ -23,7 +23,7 @@ def agent_cards():
     cards, rows = [], policy_rows()
     for agent in load_agents().values():
         tools = []
-        for t in agent.tools:
+        for t in agent.all_tools():  # its own and its MCP servers' (agents/mcp_servers/)
             p = effective(t.name, rows) or {}
             group = p.get("group")
             tools.append({

@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "agents",
     "webhooks",
     "agents.catalog",
+    "agents.mcp_servers",  # tools from MCP servers (agents/mcp_servers/)
 ]
 
 MIDDLEWARE = [
@@ -280,6 +281,8 @@ CELERY_BEAT_SCHEDULE = {
     "recover-stuck-tool-calls": {"task": "agents.tasks.recover_stuck_calls", "schedule": 10.0},
     # webhook deliveries whose countdown task was lost (webhooks.services.SWEEP_GRACE_SECONDS late)
     "webhook-deliveries": {"task": "webhooks.tasks.deliveries_due", "schedule": 10.0},
+    # MCP servers never asked for their tools (seed_demo's), and unhealthy ones every 30 s
+    "mcp-servers": {"task": "agents.mcp_servers.tasks.check_servers", "schedule": 10.0},
 }
 
 CHANNEL_LAYERS = {
@@ -385,6 +388,11 @@ AGUI_RUN_REQUEUE_SECONDS = env_float("AGUI_RUN_REQUEUE_SECONDS", 120)  # queued 
 # this long; longer than the event writer's retries (~11 s), so a slow announce is not doubled
 AGUI_ANNOUNCE_RETRY_SECONDS = env_float("AGUI_ANNOUNCE_RETRY_SECONDS", 15)
 AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3)  # idempotent tools' retries
+# MCP servers (agents/mcp_servers/): starting and initialising one, a tools/call, and how long a
+# call waits for the person's answer to the server's elicitation/create
+AGUI_MCP_CONNECT_TIMEOUT = env_float("AGUI_MCP_CONNECT_TIMEOUT", 15)
+AGUI_MCP_CALL_TIMEOUT = env_float("AGUI_MCP_CALL_TIMEOUT", 60)
+AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600)
 # The ops agent acts for real, but only inside this directory. By default it lives in the user's
 # data directory ($XDG_DATA_HOME, else ~/.local/share), in a parent of its own that holds nothing
 # else, and never in var/ or the project: the product's database, settings and code are not one

@@ -45,6 +45,7 @@ class ToolDefaults:
 
 
 _registry: dict[str, ToolDefaults] = {}
+_sources = []  # refresh hooks of tools registered from data (agents' MCP servers): asked before answering
 
 
 class InvalidDefaults(Exception):
@@ -67,15 +68,32 @@ def register(defaults: ToolDefaults):
     _registry[defaults.name] = defaults
 
 
+def unregister(name):
+    """A tool that is gone (its MCP server was removed or stopped listing it)."""
+    _registry.pop(name, None)
+
+
+def add_source(refresh):
+    """refresh(): brings tools registered from data up to date (cheap when nothing changed)."""
+    _sources.append(refresh)
+
+
+def _refresh():
+    for refresh in _sources:
+        refresh()
+
+
 def get(name) -> ToolDefaults | None:
+    _refresh()
     return _registry.get(name)
 
 
 def schema_of(name) -> dict | None:
     """The registered tool's arguments schema, which policy rules' paths are checked against."""
-    defaults = _registry.get(name)
+    defaults = get(name)
     return defaults.schema if defaults else None
 
 
 def all_tools():
+    _refresh()
     return dict(sorted(_registry.items()))

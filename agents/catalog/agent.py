@@ -1,5 +1,7 @@
 from dataclasses import dataclass, field
 
+from agents.mcp_servers import catalog as mcp_catalog
+
 from .confirmation import ConfirmationStrategy, DefaultConfirmationStrategy
 
 
@@ -15,7 +17,12 @@ class Agent:
     confirmation_strategy: ConfirmationStrategy = field(default_factory=DefaultConfirmationStrategy)
 
     def tool(self, name):
-        return next((t for t in self.tools if t.name == name), None)
+        """Its own tool of that name, else one of its MCP servers' (agents/mcp_servers/)."""
+        return next((t for t in self.tools if t.name == name), None) or mcp_catalog.tool_for(self.name, name)
+
+    def all_tools(self):
+        """What the model is offered: its own tools and its healthy MCP servers' tools."""
+        return [*self.tools, *mcp_catalog.tools_for(self.name)]
 
 
 def state_schema(**properties):

@@ -140,6 +140,37 @@ def unknown_text(name):
     )
 
 
+def lost_text(name, detail):
+    return (
+        f"Error: the outcome of {name} is unknown: {detail}, so it may or may not have taken effect. It was not "
+        "run again, because running it twice could repeat its effect. Do not call it again on your own: tell "
+        "the user, and ask them to check whether it happened."
+    )
+
+
+def report_unknown(call_id, run, detail):
+    """A call that went out and got no answer (a remote tool's server died or timed out): executing ->
+    outcome_unknown at once, its tool message, an audit row and the operators told, as recovery does;
+    never repeated. Returns the tool message, or None when the call was no longer executing."""
+    with transaction.atomic():
+        call = ToolCall.objects.select_for_update().get(pk=call_id)
+        text = lost_text(call.name, detail)
+        if not move_call(call.pk, ToolCall.Status.OUTCOME_UNKNOWN, leaving=[ToolCall.Status.EXECUTING], result=text,
+                         updated_at=timezone.now()):
+            return None
+        msg = add_message(run.thread, Message.Role.TOOL, text, run=run, tool_call_id=call.pk)
+        request = ApprovalRequest.objects.filter(pk=call.approval_id).first() if call.approval_id else None
+        approval_services.record(AuditEvent.Action.OUTCOME_UNKNOWN, object_ref=f"toolcall:{call.pk}",
+                                 tool_name=call.name, request=request,
+                                 before={"status": "executing", "tool_call": call.pk, "run": run.pk,
+                                         "thread": run.thread_id},
+                                 after={"status": "outcome_unknown", "repeated": False, "detail": detail[:500]})
+        transaction.on_commit(lambda: _tell_operators(call, run, msg))
+        _outcome_recorded(call.pk, "unknown")
+    log.warning("tool call %s (%s): outcome unknown: %s", call_id, call.name, detail)
+    return msg
+
+
 def stuck_call_ids(limit=100):
     """Executing calls whose lease lapsed. Nothing when Redis cannot be asked: better late than wrong."""
     cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_TOOL_LEASE_SECONDS))

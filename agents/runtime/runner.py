@@ -41,7 +41,7 @@ from agents.registry import get_agent, loop_for
 from agents.runtime import execution
 from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
-from agents.runtime.tools import ToolContext, ToolError, on_behalf_of
+from agents.runtime.tools import OutcomeUnknown, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import move_call, move_run
 from approvals import policy
@@ -387,7 +387,7 @@ class Runner:
         return {t["name"]: t for t in self.run.client_tools or [] if not self.agent.tool(t.get("name"))}
 
     def tool_specs(self):
-        specs = [t.openai_spec() for t in self.agent.tools]
+        specs = [t.openai_spec() for t in self.agent.all_tools()]
         for t in self.client_tools().values():
             specs.append({"type": "function", "function": {
                 "name": t["name"], "description": t.get("description", ""),
@@ -569,7 +569,8 @@ class Runner:
                 reason=assistant_text or "The agent gave no reason.",
                 reversible=tool.reversible,
                 impact=tool.impact_for(arguments),
-                context={"excerpt": excerpt, **({"objects": list(objects)} if objects else {})},
+                context={"excerpt": excerpt, **({"objects": list(objects)} if objects else {}),
+                         **(tool.request_context() if hasattr(tool, "request_context") else {})},  # MCP: its server
                 agent_name=self.agent.name,
                 thread_ref=self.thread.id,
                 run_ref=self.run.pk,
@@ -599,6 +600,12 @@ class Runner:
                 output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
         except ToolError as exc:
             output, status = f"Error: {exc}", ToolCall.Status.FAILED
+        except OutcomeUnknown as exc:  # it went out and no answer came: reported, never repeated
+            msg = execution.report_unknown(tc.pk, self.run, str(exc))
+            if msg:
+                self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=msg.content, role="tool"))
+                self.state.on_result(tc)
+            return
         except Exception:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED

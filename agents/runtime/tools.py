@@ -57,6 +57,11 @@ class ToolError(Exception):
     """A domain failure the model should hear about (insufficient funds, unknown account)."""
 
 
+class OutcomeUnknown(Exception):
+    """The call went out and no answer came back (a remote tool's server died or timed out): it may
+    or may not have taken effect, so it is reported as outcome_unknown and never repeated."""
+
+
 @dataclass(frozen=True)
 class Owned:
     """An object a call acts on, as `objects=` reports it: whose it is (None: nobody's) and

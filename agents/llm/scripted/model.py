@@ -11,6 +11,7 @@ from ..self_check import SELF_CHECK_SYSTEM
 from .banking import banking_reply
 from .chat import chat_demo_reply
 from .common import guidance, retell, text_of, tool_names
+from .notes import notes_reply
 from .ops import OPS_HELP, ops_reply
 from .self_check import self_check_reply
 from .state import state_demo_reply
@@ -79,6 +80,9 @@ def scripted_reply(messages, tools):
     banking = banking_reply(text, names)  # the banking agent (agents/catalog/banking.py)
     if banking:
         return banking
+    notes = notes_reply(text, names)  # the notes agent: its MCP server's tools (agents/catalog/notes.py)
+    if notes:
+        return notes
     ops = ops_reply(text, names)  # the ops agent (agents/catalog/ops.py)
     if ops:
         return ops

@@ -20,4 +20,5 @@ STARTERS = {
         "My order 12346 arrived damaged, please send a replacement",
         "I want a refund",
     ],
+    "notes": ["Search the notes for lease", "Tag note 2 urgent", "Archive note 1", "Delete note 3"],
 }

@@ -1,5 +1,7 @@
-"""Demo users, groups, accounts and a subscription. Safe to run again: it converges, never duplicates."""
+"""Demo users, groups, accounts and a subscription, and the demo MCP server (asked for its tools by
+the beat, agents.mcp_servers.tasks, not here: tests seed too). Safe to run again: it converges."""
 
+import sys
 from decimal import Decimal
 
 from django.conf import settings
@@ -8,6 +10,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from agents.catalog.models import Account, Order, Subscription
+from agents.mcp_servers import services as mcp_services
+from agents.mcp_servers.models import MCPServer
 
 USERS = [
     # username, groups, superuser
@@ -44,4 +48,9 @@ class Command(BaseCommand):
         for number, owner, item, amount in ORDERS:
             Order.objects.get_or_create(number=number, defaults={"owner": owners[owner], "item_name": item,
                                                                  "amount": amount})
+        if not MCPServer.objects.filter(name="notes").exists():  # the notes agent's server (demo_notes.py)
+            mcp_services.save_server("notes", {
+                "transport": "stdio", "command": sys.executable, "args": ["-m", "agents.mcp_servers.demo_notes"],
+                "cwd": str(settings.BASE_DIR), "agents": ["notes"],
+                "env": {"AGUI_NOTES_FILE": str(settings.BASE_DIR / "var" / "mcp-notes.json")}}, refresh=False)
         self.stdout.write(self.style.SUCCESS(f"demo data ready (password for every demo user: {password})"))

@@ -1,0 +1,1 @@
+"""Tools from MCP servers, registered as data (a nested app, label `mcp_servers`); re-exports nothing."""

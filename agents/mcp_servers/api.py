@@ -1,0 +1,141 @@
+"""/api/mcp-servers/: register MCP servers, see their health and tools (admins only).
+
+env and headers are write-only: they carry secrets (API keys, bearer tokens), so answers list
+their names, never their values (`env_keys`, `header_names`).
+"""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+
+from agents.registry import AGENTS
+
+from . import catalog, services
+from .models import NAME_PATTERN, MCPServer
+
+_TEXT = serializers.CharField(max_length=2000, allow_blank=False)
+
+
+class ServerSerializer(serializers.ModelSerializer):
+    name = serializers.RegexField(NAME_PATTERN, max_length=31)
+    args = serializers.ListField(child=serializers.CharField(max_length=2000, allow_blank=True), required=False,
+                                 max_length=100)
+    env = serializers.DictField(child=serializers.CharField(max_length=10000, allow_blank=True), required=False,
+                                write_only=True, help_text="Environment of a stdio server (write-only: secrets)")
+    headers = serializers.DictField(child=serializers.CharField(max_length=10000, allow_blank=True), required=False,
+                                    write_only=True, help_text="HTTP headers (write-only: secrets)")
+    agents = serializers.ListField(child=serializers.CharField(max_length=100), required=False, max_length=100)
+    env_keys = serializers.SerializerMethodField(help_text="Names of the environment variables set")
+    header_names = serializers.SerializerMethodField(help_text="Names of the headers set")
+    tools = serializers.SerializerMethodField(help_text="The tools it offers: our name, its own, hints, policy defaults")
+
+    class Meta:
+        model = MCPServer
+        fields = ["name", "transport", "command", "args", "env", "env_keys", "cwd", "url", "headers",
+                  "header_names", "agents", "enabled", "healthy", "error", "checked_at", "tools"]
+        read_only_fields = ["healthy", "error", "checked_at"]
+        extra_kwargs = {"name": {"validators": []}}
+
+    def get_env_keys(self, obj) -> list[str]:
+        return sorted(obj.env or {})
+
+    def get_header_names(self, obj) -> list[str]:
+        return sorted(obj.headers or {})
+
+    def get_tools(self, obj) -> list[dict]:
+        out = []
+        for listed in obj.tools or []:
+            name = listed.get("name", "")
+            tool = catalog.get(catalog.tool_name(obj.name, name) or "")
+            out.append({"name": tool.name if tool else None, "mcp_name": name, "title": listed.get("title"),
+                        "description": listed.get("description", ""), "annotations": listed.get("annotations") or {},
+                        **({"mode": tool.approval_mode, "risk": tool.risk, "idempotent": tool.idempotent,
+                            "reversible": tool.reversible} if tool else {"offered": False})})
+        return out
+
+    def validate_agents(self, value):
+        unknown = sorted(set(value) - set(AGENTS))
+        if unknown:
+            raise ValidationError(f"no agent named {', '.join(unknown)}")
+        return value
+
+    def validate(self, attrs):
+        merged = {f: getattr(self.instance, f) for f in services.FIELDS} if self.instance else {}
+        merged.update(attrs)
+        transport = merged.get("transport") or MCPServer.Transport.STDIO
+        if transport == MCPServer.Transport.STDIO and not merged.get("command"):
+            raise ValidationError({"command": "a stdio server needs a command"})
+        if transport == MCPServer.Transport.HTTP and not merged.get("url"):
+            raise ValidationError({"url": "a Streamable HTTP server needs a URL"})
+        return attrs
+
+
+@extend_schema(parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, description="The server's name")])
+class MCPServerViewSet(viewsets.GenericViewSet):
+    """MCP servers, admins only. A save asks the server for its tools at once (healthy, or the error);
+    POST .../refresh/ asks again."""
+
+    serializer_class = ServerSerializer
+    permission_classes = [IsAdminUser]
+    queryset = MCPServer.objects.all()
+    lookup_field = "name"
+    lookup_value_regex = r"[a-z0-9][a-z0-9-]{0,30}"
+
+    def _row(self, name):
+        row = MCPServer.objects.filter(name=name).first()
+        if row is None:
+            raise NotFound("no MCP server by that name")
+        return row
+
+    def list(self, request):
+        page = self.paginate_queryset(list(MCPServer.objects.all()))
+        return self.get_paginated_response(ServerSerializer(page, many=True).data)
+
+    def retrieve(self, request, name=None):
+        return Response(ServerSerializer(self._row(name)).data)
+
+    def create(self, request):
+        body = ServerSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        name = body.validated_data["name"]
+        if MCPServer.objects.filter(name=name).exists():
+            return Response({"message": f"{name} exists; use PUT or PATCH", "code": "exists"},
+                            status=status.HTTP_409_CONFLICT)
+        return self._save(name, body.validated_data, status.HTTP_201_CREATED)
+
+    def update(self, request, name=None):
+        return self._write(request, name, partial=False)
+
+    def partial_update(self, request, name=None):
+        return self._write(request, name, partial=True)
+
+    def destroy(self, request, name=None):
+        if not services.delete_server(name):
+            raise NotFound("no MCP server by that name")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
+    def refresh(self, request, name=None):
+        self._row(name)
+        return Response(ServerSerializer(services.refresh_tools(name)).data)
+
+    def _write(self, request, name, partial):
+        row = self._row(name)
+        data = dict(request.data) if hasattr(request.data, "keys") else request.data
+        if isinstance(data, dict):
+            data["name"] = name
+        body = ServerSerializer(row, data=data, partial=partial)
+        body.is_valid(raise_exception=True)
+        return self._save(name, body.validated_data, status.HTTP_200_OK)
+
+    def _save(self, name, validated, code):
+        values = {k: v for k, v in validated.items() if k in services.FIELDS}
+        try:
+            row = services.save_server(name, values)
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from exc
+        return Response(ServerSerializer(row).data, status=code)

@@ -1,0 +1,96 @@
+"""Every change of an MCPServer row: saved by an admin, refreshed (tools/list), marked (un)healthy.
+
+Each change bumps the row's `revision`, which every process's catalog compares to rebuild its
+tools; this process rebuilds at once.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import catalog, client
+from .models import MCPServer
+
+log = logging.getLogger(__name__)
+FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "agents", "enabled")
+
+
+def save_server(name, values, *, refresh=True):
+    """Create or change a server (values: FIELDS; env/headers left out keep their secrets), then ask
+    it for its tools. Returns the row as it stands after the refresh."""
+    with transaction.atomic():
+        row = MCPServer.objects.select_for_update().filter(name=name).first() or MCPServer(name=name)
+        for field in FIELDS:
+            if field in values:
+                setattr(row, field, values[field])
+        row.revision += 1
+        row.full_clean()
+        row.save()
+        transaction.on_commit(catalog.announce)
+    catalog.sync(force=True)
+    if refresh and row.enabled:
+        return refresh_tools(name)
+    return row
+
+
+def delete_server(name):
+    deleted, _ = MCPServer.objects.filter(name=name).delete()
+    transaction.on_commit(catalog.announce)
+    catalog.sync(force=True)
+    return bool(deleted)
+
+
+def refresh_tools(name):
+    """tools/list now (on demand, and after a save): healthy with its tools, or unhealthy with the error."""
+    row = MCPServer.objects.get(name=name)
+    try:
+        tools = client.hub.list_tools(catalog.endpoint_of(row), timeout=float(settings.AGUI_MCP_CONNECT_TIMEOUT))
+    except client.Unreachable as exc:
+        mark_unhealthy(name, str(exc))
+    else:
+        _store_tools(name, tools)
+    return MCPServer.objects.get(name=name)
+
+
+def tools_changed(name, tools):
+    """notifications/tools/list_changed, heard on a worker's session: the new list (in the client's thread)."""
+    try:
+        _store_tools(name, tools)
+    finally:
+        close_old_connections()
+
+
+def _store_tools(name, tools):
+    MCPServer.objects.filter(name=name).update(tools=tools, healthy=True, error="", checked_at=timezone.now(),
+                                               revision=F("revision") + 1)
+    transaction.on_commit(catalog.announce)
+    catalog.sync(force=True)
+    problems = catalog.skipped(name)
+    if problems:  # the server answers, but some of its tools cannot be offered: said, not hidden
+        MCPServer.objects.filter(name=name).update(error="; ".join(problems)[:5000])
+    log.info("MCP server %s lists %d tool(s)", name, len(tools))
+
+
+RECHECK_SECONDS = 30  # how often an unhealthy server is asked again
+
+
+def check_due():
+    """The servers the beat asks again: enabled, and never asked or unhealthy for RECHECK_SECONDS."""
+    cutoff = timezone.now() - timedelta(seconds=RECHECK_SECONDS)
+    due = MCPServer.objects.filter(enabled=True).filter(
+        Q(checked_at__isnull=True) | Q(healthy=False, checked_at__lt=cutoff)).values_list("name", flat=True)
+    return {name: refresh_tools(name).healthy for name in list(due)}
+
+
+def mark_unhealthy(name, error):
+    """The server could not be reached or answered garbage: its tools are not offered until it answers."""
+    changed = (MCPServer.objects.filter(name=name).exclude(healthy=False, error=error)
+               .update(healthy=False, error=error[:5000], checked_at=timezone.now(), revision=F("revision") + 1))
+    if changed:
+        log.warning("MCP server %s is unhealthy: %s", name, error)
+        transaction.on_commit(catalog.announce)
+        catalog.sync(force=True)

@@ -1,0 +1,162 @@
+"""A tool an MCP server lists, as our runner knows tools (the interface of agents.runtime.tools.Tool).
+
+- name: `<server>__<tool>` always (as MCP hosts commonly do), so a name never changes when
+  another server with a tool of the same name is added (a policy saved for one tool would
+  otherwise silently apply to another) and the server is visible in every list;
+- schema: the tool's `inputSchema`; arguments are validated against it (jsonschema) before policy;
+- policy defaults from the MCP annotations: readOnlyHint -> never ask, low risk;
+  destructiveHint (MCP's default for a tool that is not read-only) -> always ask the reviewers,
+  high risk, not reversible; a write declared not destructive -> runs, medium risk;
+  idempotentHint -> may be run again after a lost worker or a timed-out call;
+  openWorldHint (MCP's default: true) -> told to the reviewer in the call's impact.
+"""
+
+import json
+import logging
+import re
+
+import jsonschema
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+from agents.runtime.tools import OutcomeUnknown, ToolError
+from approvals import registry
+
+from . import client, elicitation
+
+log = logging.getLogger(__name__)
+SEPARATOR = "__"
+MAX_NAME = 64  # OpenAI's limit for a function's name
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+REVIEWERS = "group:reviewers"
+
+
+def tool_name(server, remote):
+    """Our name of a server's tool, or None when it cannot be one (too long)."""
+    name = f"{server}{SEPARATOR}{_UNSAFE.sub('_', remote)}"
+    return name if len(name) <= MAX_NAME else None
+
+
+def _object_schema(schema):
+    """The inputSchema as the model and the engine get it: an object, without presentation titles."""
+    schema = dict(schema) if isinstance(schema, dict) else {}
+    schema.setdefault("type", "object")
+    schema.pop("title", None)
+    schema["properties"] = {k: {f: v for f, v in p.items() if f != "title"} if isinstance(p, dict) else p
+                            for k, p in (schema.get("properties") or {}).items()}
+    return schema
+
+
+def _errors(validator, arguments):
+    errors = {}
+    for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+        errors.setdefault(".".join(str(p) for p in err.absolute_path) or "__root__", []).append(err.message)
+    return errors
+
+
+class MCPTool:
+    """One listed tool of one server; `endpoint` is how to reach it (client.Endpoint)."""
+
+    def __init__(self, server, endpoint, listed, name, on_unreachable=None):
+        self.server = server
+        self.on_unreachable = on_unreachable  # (server, error): the catalog marks the server unhealthy
+        self.endpoint = endpoint
+        self.remote_name = listed["name"]
+        self.name = name
+        hints = listed.get("annotations") or {}
+        self.title = listed.get("title") or hints.get("title") or self.remote_name
+        self.description = (listed.get("description") or self.title).strip()
+        self.schema = _object_schema(listed.get("inputSchema"))
+        jsonschema.validators.validator_for(self.schema).check_schema(self.schema)  # SchemaError: not offered
+        self._validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+        self.read_only = hints.get("readOnlyHint") is True
+        # MCP: destructiveHint defaults to true, and means something only when the tool is not read-only
+        self.destructive = not self.read_only and hints.get("destructiveHint", True) is not False
+        self.idempotent = self.read_only or hints.get("idempotentHint") is True
+        self.open_world = hints.get("openWorldHint", True) is not False
+        if self.read_only:
+            self.approval_mode, self.approver, self.risk, self.reversible = "never", "requester", "low", True
+        elif self.destructive:
+            self.approval_mode, self.approver, self.risk, self.reversible = "always", REVIEWERS, "high", False
+        else:
+            self.approval_mode, self.approver, self.risk, self.reversible = "never", "requester", "medium", False
+        self.timeout_seconds = None
+        self.objects = None
+
+    def __repr__(self):
+        return f"<MCPTool {self.name}>"
+
+    # --- what the runner asks of a tool ------------------------------------------------------
+
+    def openai_spec(self):
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.schema}}
+
+    def validate(self, arguments, requester=None):
+        if not isinstance(arguments, dict):
+            raise registry.ArgumentsInvalid({"__root__": ["arguments must be a JSON object"]})
+        try:
+            arguments = json.loads(json.dumps(arguments, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise registry.ArgumentsInvalid({"__root__": ["arguments must be plain JSON"]}) from exc
+        errors = _errors(self._validator, arguments)
+        if errors:
+            raise registry.ArgumentsInvalid(errors)
+        return arguments
+
+    def authorize(self, user, arguments):
+        return []  # an MCP server's objects are its own: the server is trusted with them, its policy decides
+
+    def description_for(self, arguments):
+        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        return _("%(title)s on the MCP server %(server)s (%(arguments)s)") % {
+            "title": self.title, "server": self.server, "arguments": shown or _("no arguments")}
+
+    def impact_for(self, arguments):
+        parts = [_("Runs %(tool)s on the MCP server %(server)s.") % {"tool": self.remote_name, "server": self.server}]
+        if self.destructive:
+            parts.append(_("The server says it may delete or overwrite data; it cannot be undone from here."))
+        if self.open_world:
+            parts.append(_("It may reach beyond this system (the server marks it open world)."))
+        return " ".join(parts)
+
+    def request_context(self):
+        """Kept with the approval request: which server the call goes to."""
+        return {"mcp": {"server": self.server, "tool": self.remote_name, "open_world": self.open_world,
+                        "destructive": self.destructive, "read_only": self.read_only}}
+
+    def run(self, ctx, arguments):
+        asker = elicitation.asker(ctx, self)
+        attempts = max(1, int(settings.AGUI_TOOL_MAX_ATTEMPTS) if self.idempotent else 1)
+        for attempt in range(1, attempts + 1):
+            try:
+                result = client.hub.call(self.endpoint, self.remote_name, arguments,
+                                         timeout=float(settings.AGUI_MCP_CALL_TIMEOUT),
+                                         connect_timeout=float(settings.AGUI_MCP_CONNECT_TIMEOUT), elicit=asker)
+            except client.Unreachable as exc:
+                if self.on_unreachable:
+                    self.on_unreachable(self.server, str(exc))
+                raise ToolError(_("the MCP server %(server)s could not be reached (%(error)s), so nothing was "
+                                  "executed") % {"server": self.server, "error": exc}) from exc
+            except client.Refused as exc:
+                raise ToolError(_("the MCP server %(server)s refused the call: %(error)s") % {
+                    "server": self.server, "error": exc}) from exc
+            except client.CallLost as exc:
+                if attempt < attempts:  # idempotent: running it again cannot repeat an effect
+                    log.warning("MCP %s: %s; running it again (idempotent, attempt %d)", self.name, exc, attempt + 1)
+                    continue
+                raise OutcomeUnknown(_("the MCP server %(server)s: %(error)s") % {
+                    "server": self.server, "error": exc}) from exc
+            text = client.result_text(result)
+            if result.is_error:
+                raise ToolError(text or _("the MCP server %(server)s reported an error") % {"server": self.server})
+            return text
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def defaults(self):
+        return registry.ToolDefaults(
+            name=self.name, description=self.description, schema=self.schema, validate=self.validate,
+            mode=self.approval_mode, approver=self.approver, risk=self.risk, idempotent=self.idempotent,
+            reversible=self.reversible, extra={"source": "mcp", "server": self.server, "tool": self.remote_name,
+                                               "open_world": self.open_world},
+        )

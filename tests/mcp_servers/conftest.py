@@ -1,0 +1,52 @@
+"""MCP servers for the tests: the demo notes server and the stock filesystem server, as subprocesses."""
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FS_SERVER = ROOT / "tests" / "mcp_fs" / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+
+
+def notes_values(notes_file, agents=("notes",)):
+    return {"transport": "stdio", "command": sys.executable, "args": ["-m", "agents.mcp_servers.demo_notes"],
+            "cwd": str(ROOT), "env": {"AGUI_NOTES_FILE": str(notes_file)}, "agents": list(agents)}
+
+
+def fs_values(root, agents=("notes",)):
+    return {"transport": "stdio", "command": shutil.which("node") or "node", "args": [str(FS_SERVER), str(root)],
+            "agents": list(agents)}
+
+
+def hang_values(agents=("notes",)):
+    return {"transport": "stdio", "command": sys.executable, "args": ["-m", "tests.mcp_servers.hang_server"],
+            "cwd": str(ROOT), "agents": list(agents)}
+
+
+def need_filesystem_server():
+    """The npm server (make test installs it: tests/mcp_fs); skipped without npm, but never on CI."""
+    if FS_SERVER.exists() and shutil.which("node"):
+        return
+    reason = "@modelcontextprotocol/server-filesystem is not installed (npm ci in tests/mcp_fs)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _forget_mcp_tools():
+    """Each test starts and ends with no MCP tool in this process (rolled-back rows leave none behind)."""
+    from agents.mcp_servers import catalog, client
+
+    catalog.reset()
+    yield
+    client.hub.close_all()
+    catalog.reset()
+
+
+@pytest.fixture
+def notes_file(tmp_path):
+    return tmp_path / "notes.json"

@@ -1,0 +1,121 @@
+"""/api/mcp-servers/ with real servers as subprocesses (the demo notes server, the npm filesystem
+server): registered, listed and policed; an unreachable or garbage server is marked, nothing breaks."""
+
+import logging
+import sys
+
+import pytest
+
+from agents.mcp_servers import catalog
+from agents.mcp_servers.models import MCPServer
+from agents.registry import get_agent
+from approvals import policy, registry
+from tests.mcp_servers.conftest import fs_values, need_filesystem_server, notes_values
+
+pytestmark = pytest.mark.django_db
+SECRET = "sk-live-do-not-show-0123456789"
+
+
+def test_an_admin_registers_the_demo_server_and_its_tools_are_policed_like_ours(api, notes_file, caplog):
+    caplog.set_level(logging.DEBUG)
+    admin = api("admin")
+    body = {"name": "notes2", **notes_values(notes_file), "env": {"AGUI_NOTES_FILE": str(notes_file), "API_KEY": SECRET}}
+    resp = admin.post("/api/mcp-servers/", body, format="json")
+    assert resp.status_code == 201, resp.content
+    data = resp.json()
+    assert data["healthy"] is True and data["error"] == ""
+    assert data["env_keys"] == ["AGUI_NOTES_FILE", "API_KEY"] and "env" not in data  # write-only
+    tools = {t["mcp_name"]: t for t in data["tools"]}
+    assert set(tools) == {"search", "tag", "delete", "archive", "enable_export"}
+    assert (tools["search"]["name"], tools["search"]["mode"], tools["search"]["risk"]) == ("notes2__search", "never", "low")
+    assert (tools["delete"]["mode"], tools["delete"]["risk"], tools["delete"]["reversible"]) == ("always", "high", False)
+    assert tools["tag"]["idempotent"] is True
+
+    detail = admin.get("/api/mcp-servers/notes2/")
+    assert detail.status_code == 200 and detail.json()["tools"] == data["tools"]
+    assert SECRET not in detail.content.decode() and SECRET not in resp.content.decode()
+    assert SECRET not in caplog.text
+
+    listed = {p["tool_name"]: p for p in admin.get("/api/policies/?page_size=500").json()["results"]}
+    assert listed["notes2__delete"]["source"] == "default" and listed["notes2__delete"]["mode"] == "always"
+    assert listed["notes2__delete"]["approver_group"] == "reviewers" and listed["notes2__delete"]["registered"]
+    # the same engine judges them: a read runs, a delete goes to the reviewers
+    assert policy.evaluate("notes2__search", {"query": ""}).action == "auto"
+    verdict = policy.evaluate("notes2__delete", {"note_id": 1})
+    assert verdict.action == "approve" and verdict.group.name == "reviewers" and verdict.risk == "high"
+    # an admin overrides one tool, as for any tool
+    resp = admin.patch("/api/policies/notes2__delete/", {"mode": "deny"}, format="json")
+    assert resp.status_code == 201, resp.content
+    assert policy.evaluate("notes2__delete", {"note_id": 1}).action == "deny"
+    # the agents it names are offered its tools
+    assert get_agent("notes").tool("notes2__search") is not None
+    assert "notes2__search" not in {t.name for t in get_agent("banking").all_tools()}
+
+
+def test_secrets_can_be_replaced_but_are_never_answered(api, notes_file):
+    admin = api("admin")
+    admin.post("/api/mcp-servers/", {"name": "notes2", **notes_values(notes_file)}, format="json")
+    resp = admin.patch("/api/mcp-servers/notes2/", {"headers": {"Authorization": f"Bearer {SECRET}"}}, format="json")
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["header_names"] == ["Authorization"] and SECRET not in resp.content.decode()
+    row = MCPServer.objects.get(name="notes2")
+    assert row.headers == {"Authorization": f"Bearer {SECRET}"} and row.env == {"AGUI_NOTES_FILE": str(notes_file)}
+    assert SECRET not in repr(catalog.endpoint_of(row))
+
+
+def test_a_server_that_is_down_at_start_is_unhealthy_and_offers_nothing(api, notes_file):
+    admin = api("admin")
+    resp = admin.post("/api/mcp-servers/", {"name": "gone", "transport": "stdio", "command": "/nonexistent/server",
+                                            "agents": ["notes"]}, format="json")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["healthy"] is False and "not found" in resp.json()["error"]
+    assert not [t for t in get_agent("notes").all_tools() if t.name.startswith("gone__")]
+    # fixed and asked again: healthy, its tools offered
+    resp = admin.put("/api/mcp-servers/gone/", {"name": "gone", **notes_values(notes_file)}, format="json")
+    assert resp.json()["healthy"] is True
+    assert "gone__search" in {t.name for t in get_agent("notes").all_tools()}
+
+
+def test_a_server_that_answers_garbage_is_unhealthy(api, settings):
+    settings.AGUI_MCP_CONNECT_TIMEOUT = 3
+    resp = api("admin").post("/api/mcp-servers/", {
+        "name": "garbage", "transport": "stdio", "command": sys.executable,
+        "args": ["-c", "print('hello, not JSON-RPC'); import time; time.sleep(30)"], "agents": ["notes"]}, format="json")
+    assert resp.status_code == 201
+    assert resp.json()["healthy"] is False and resp.json()["error"]
+    assert registry.get("garbage__search") is None
+
+
+def test_refresh_on_demand_and_delete(api, notes_file):
+    admin = api("admin")
+    admin.post("/api/mcp-servers/", {"name": "notes2", **notes_values(notes_file)}, format="json")
+    assert admin.post("/api/mcp-servers/notes2/refresh/").json()["healthy"] is True
+    assert admin.delete("/api/mcp-servers/notes2/").status_code == 204
+    assert registry.get("notes2__search") is None
+    assert admin.get("/api/mcp-servers/notes2/").status_code == 404
+
+
+def test_bad_registrations_are_refused(api):
+    admin = api("admin")
+    assert admin.post("/api/mcp-servers/", {"name": "Bad_Name", "command": "x"}, format="json").status_code == 400
+    resp = admin.post("/api/mcp-servers/", {"name": "web", "transport": "http"}, format="json")
+    assert resp.json()["url"] == ["a Streamable HTTP server needs a URL"]
+    resp = admin.post("/api/mcp-servers/", {"name": "x", "command": "true", "agents": ["nobody"]}, format="json")
+    assert resp.status_code == 400 and "agents" in resp.json()
+
+
+def test_only_admins(api):
+    for who in ("alice", "rita"):
+        assert api(who).get("/api/mcp-servers/").status_code == 403
+        assert api(who).post("/api/mcp-servers/", {"name": "x", "command": "true"}, format="json").status_code == 403
+
+
+def test_the_filesystem_servers_annotations_become_policies(api, tmp_path):
+    need_filesystem_server()
+    resp = api("admin").post("/api/mcp-servers/", {"name": "fs", **fs_values(tmp_path)}, format="json")
+    assert resp.json()["healthy"] is True, resp.json()["error"]
+    modes = {t["mcp_name"]: (t["mode"], t["risk"]) for t in resp.json()["tools"]}
+    assert modes["read_text_file"] == ("never", "low") and modes["list_directory"] == ("never", "low")
+    assert modes["write_file"] == ("always", "high") and modes["move_file"] == ("always", "high")
+    assert modes["create_directory"] == ("never", "medium")
+    assert registry.get("fs__write_file").idempotent and not registry.get("fs__edit_file").idempotent
