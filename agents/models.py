@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 def new_id():
@@ -32,12 +33,12 @@ class Thread(models.Model):
 
 class Run(models.Model):
     class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        INTERRUPTED = "interrupted"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        INTERRUPTED = "interrupted", _("Interrupted")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
     # read by agents/transitions.py, the only writer of run statuses; failed, succeeded and
@@ -84,10 +85,10 @@ class Run(models.Model):
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user"
-        ASSISTANT = "assistant"
-        TOOL = "tool"
-        SYSTEM = "system"
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
+        TOOL = "tool", _("Tool")
+        SYSTEM = "system", _("System")
 
     id = models.CharField(primary_key=True, max_length=200, default=new_id)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
@@ -112,25 +113,25 @@ class Message(models.Model):
 
 class ToolCall(models.Model):
     class Status(models.TextChoices):
-        PROPOSED = "proposed"
-        AWAITING_APPROVAL = "awaiting_approval"
-        APPROVED = "approved"
-        REJECTED = "rejected"
-        EXPIRED = "expired"
-        CANCELLED = "cancelled"
-        DENIED = "denied"
-        CLIENT = "client"  # a frontend tool: the AG-UI client runs it and sends the result
-        AWAITING_INPUT = "awaiting_input"  # asked the person for information (InputRequest)
-        INVALID = "invalid"
-        EXECUTING = "executing"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        OUTCOME_UNKNOWN = "outcome_unknown"
+        PROPOSED = "proposed", _("Proposed")
+        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting Approval")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
+        EXPIRED = "expired", _("Expired")
+        CANCELLED = "cancelled", _("Cancelled")
+        DENIED = "denied", _("Denied")
+        CLIENT = "client", _("Client")  # a frontend tool: the AG-UI client runs it and sends the result
+        AWAITING_INPUT = "awaiting_input", _("Awaiting Input")  # asked the person for information (InputRequest)
+        INVALID = "invalid", _("Invalid")
+        EXECUTING = "executing", _("Executing")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        OUTCOME_UNKNOWN = "outcome_unknown", _("Outcome Unknown")
         # the reviewer answered with guidance instead of deciding: not run, the model gets their words
-        RESPONDED = "responded"
+        RESPONDED = "responded", _("Responded")
         # the same call (tool and argument hash) a reviewer rejected earlier in the thread, with no
         # word from the user since: refused at once, not sent for review again
-        REPEATED = "repeated"
+        REPEATED = "repeated", _("Repeated")
 
     # the paused call's fate once its approval is resolved, before it is settled
     SETTLEABLE = (Status.APPROVED, Status.REJECTED, Status.RESPONDED, Status.EXPIRED, Status.CANCELLED)
@@ -190,12 +191,12 @@ class WorkflowInstance(models.Model):
     """
 
     class Status(models.TextChoices):  # AG-UI CUSTOM `status` {"state": ...}
-        IN_PROGRESS = "in_progress"
-        IDLE = "idle"  # waiting for the person's next message
-        PENDING_REQUESTS = "idle_with_pending_requests"  # paused on an approval or a question
-        COMPLETED = "completed"  # the termination condition held
-        CANCELLED = "cancelled"
-        FAILED = "failed"
+        IN_PROGRESS = "in_progress", _("In Progress")
+        IDLE = "idle", _("Idle")  # waiting for the person's next message
+        PENDING_REQUESTS = "idle_with_pending_requests", _("Pending Requests")  # paused on an approval or a question
+        COMPLETED = "completed", _("Completed")  # the termination condition held
+        CANCELLED = "cancelled", _("Cancelled")
+        FAILED = "failed", _("Failed")
 
     FINISHED = (Status.COMPLETED, Status.CANCELLED)
 
@@ -219,9 +220,9 @@ class InputRequest(models.Model):
     """An agent asked the person for information: an AG-UI interrupt of reason `input_required`."""
 
     class Status(models.TextChoices):
-        PENDING = "pending"
-        ANSWERED = "answered"
-        CANCELLED = "cancelled"
+        PENDING = "pending", _("Pending")
+        ANSWERED = "answered", _("Answered")
+        CANCELLED = "cancelled", _("Cancelled")
 
     id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="input_requests")

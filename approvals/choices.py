@@ -2,14 +2,15 @@
 the validator and the tool registry can use it without importing models (no import cycle)."""
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Mode(models.TextChoices):
-    ALWAYS = "always"
-    NEVER = "never"
-    CONDITIONAL = "conditional"
-    DENY = "deny"
-    MODEL = "model", "model (the model asks itself whether a person is needed)"
+    ALWAYS = "always", _("Always")
+    NEVER = "never", _("Never")
+    CONDITIONAL = "conditional", _("Conditional")
+    DENY = "deny", _("Deny")
+    MODEL = "model", _("model (the model asks itself whether a person is needed)")
 
 
 # The modes in words for the people who choose them (policy console, Django admin); the stored values
@@ -24,15 +25,15 @@ MODE_LABELS = {
 
 
 class ApproverKind(models.TextChoices):
-    REQUESTER = "requester"
-    GROUP = "group"
+    REQUESTER = "requester", _("Requester")
+    GROUP = "group", _("Group")
 
 
 class Risk(models.TextChoices):
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
-    CRITICAL = "critical"
+    LOW = "low", _("Low")
+    MEDIUM = "medium", _("Medium")
+    HIGH = "high", _("High")
+    CRITICAL = "critical", _("Critical")
 
 
 # What a reviewer may answer: approve, approve with edited arguments, reject, or respond (guidance
@@ -46,5 +47,5 @@ def default_decisions():
 
 
 class TimeoutAction(models.TextChoices):
-    REJECT = "reject"
-    APPROVE = "approve"
+    REJECT = "reject", _("Reject")
+    APPROVE = "approve", _("Approve")

@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext, gettext_lazy
 
 from . import exports, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
@@ -28,15 +29,15 @@ from .views import audit_rows, reviewer_required
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
 SIMULATE_CHOICES = (10, 25, 50, 100, 200)
 # the console's words for the policy vocabulary (the stored values stay the engine's)
-MODE_SHORT = {Mode.ALWAYS: "always asks", Mode.CONDITIONAL: "asks by rules", Mode.MODEL: "rules, then the model",
-              Mode.NEVER: "never asks", Mode.DENY: "blocked"}
+MODE_SHORT = {Mode.ALWAYS: gettext_lazy("always asks"), Mode.CONDITIONAL: gettext_lazy("asks by rules"), Mode.MODEL: gettext_lazy("rules, then the model"),
+              Mode.NEVER: gettext_lazy("never asks"), Mode.DENY: gettext_lazy("blocked")}
 OP_LABELS = {
-    "eq": "equals", "ne": "does not equal", "gt": "is more than", "gte": "is at least", "lt": "is less than",
-    "lte": "is at most", "in": "is one of", "not_in": "is none of", "contains": "contains",
-    "matches": "matches the pattern (regular expression)", "glob": "matches the wildcard (like *.txt)",
+    "eq": gettext_lazy("equals"), "ne": gettext_lazy("does not equal"), "gt": gettext_lazy("is more than"), "gte": gettext_lazy("is at least"), "lt": gettext_lazy("is less than"),
+    "lte": gettext_lazy("is at most"), "in": gettext_lazy("is one of"), "not_in": gettext_lazy("is none of"), "contains": gettext_lazy("contains"),
+    "matches": gettext_lazy("matches the pattern (regular expression)"), "glob": gettext_lazy("matches the wildcard (like *.txt)"),
 }
-ACTION_LABELS = {"gate": "ask a person", "deny": "block the call", "allow": "let it run"}
-NOBODY_DECIDES = {Mode.NEVER: "nobody (every call runs at once)", Mode.DENY: "nobody (every call is blocked)"}
+ACTION_LABELS = {"gate": gettext_lazy("ask a person"), "deny": gettext_lazy("block the call"), "allow": gettext_lazy("let it run")}
+NOBODY_DECIDES = {Mode.NEVER: gettext_lazy("nobody (every call runs at once)"), Mode.DENY: gettext_lazy("nobody (every call is blocked)")}
 AUDIT_PAGE = 100
 
 
@@ -153,7 +154,7 @@ def policy_edit(request, tool_name):
             except ValidationError as exc:  # a concurrent change made it invalid
                 errors = exc.message_dict
             else:
-                messages.success(request, f"Policy for {tool_name} saved.")
+                messages.success(request, gettext("Policy for %(tool)s saved.") % {"tool": tool_name})
                 return redirect(f"/policies/{tool_name}/")
     elif action == "revert":
         if services.delete_policy(tool_name, request.user):

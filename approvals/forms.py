@@ -8,6 +8,8 @@ import json
 from django import forms
 from django.contrib.auth.models import Group
 from django.forms.models import construct_instance
+from django.utils.text import format_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from agui_project import jsoncheck
 
@@ -17,14 +19,15 @@ from .services import POLICY_FIELDS
 
 
 def _one_of(choices):
-    message = f"must be one of {', '.join(choices.values)}"
+    # lazy: built at import, said in the language of the request that shows it
+    message = format_lazy(gettext_lazy("must be one of {values}"), values=", ".join(choices.values))
     return {"required": message, "invalid_choice": message}
 
 
 class GroupByName(forms.ModelChoiceField):
     def __init__(self, **kwargs):
         super().__init__(Group.objects.all(), to_field_name="name", required=False,
-                         error_messages={"invalid_choice": "no group named %(value)r"}, **kwargs)
+                         error_messages={"invalid_choice": gettext_lazy("no group named %(value)r")}, **kwargs)
 
     def to_python(self, value):
         return super().to_python(value.strip() if isinstance(value, str) else value)
@@ -32,8 +35,8 @@ class GroupByName(forms.ModelChoiceField):
 
 # the policy console's words for each answer a reviewer may give
 DECISION_CHOICES = [
-    ("approve", "Approve"), ("edit", "Approve with edits"), ("reject", "Reject"),
-    ("respond", "Answer with guidance instead (the agent reads it; nothing runs)"),
+    ("approve", gettext_lazy("Approve")), ("edit", gettext_lazy("Approve with edits")), ("reject", gettext_lazy("Reject")),
+    ("respond", gettext_lazy("Answer with guidance instead (the agent reads it; nothing runs)")),
 ]
 
 
@@ -41,13 +44,13 @@ class PolicyForm(forms.ModelForm):
     conditions = forms.CharField(required=False)  # JSON text; clean_conditions parses it
     allowed_decisions = forms.MultipleChoiceField(
         choices=DECISION_CHOICES, required=False,
-        error_messages={"invalid_choice": "%(value)s is not a decision reviewers can give"})
+        error_messages={"invalid_choice": gettext_lazy("%(value)s is not a decision reviewers can give")})
     approver_group = GroupByName()
     escalation_group = GroupByName()
     required_approvals = forms.IntegerField(required=False, min_value=1,
-                                            error_messages={"invalid": "a whole number", "min_value": "at least 1"})
+                                            error_messages={"invalid": gettext_lazy("a whole number"), "min_value": gettext_lazy("at least 1")})
     timeout_seconds = forms.IntegerField(required=False, min_value=1,
-                                         error_messages={"invalid": "a whole number", "min_value": "at least 1"})
+                                         error_messages={"invalid": gettext_lazy("a whole number"), "min_value": gettext_lazy("at least 1")})
 
     class Meta:
         model = ToolPolicy
@@ -55,8 +58,8 @@ class PolicyForm(forms.ModelForm):
         error_messages = {
             "mode": _one_of(Mode), "approver_kind": _one_of(ApproverKind), "risk": _one_of(Risk),
             "timeout_action": _one_of(TimeoutAction),
-            "reminder_fraction": {"invalid": "a number such as 0.5"},
-            "escalation_fraction": {"invalid": "a number such as 0.5"},
+            "reminder_fraction": {"invalid": gettext_lazy("a number such as 0.5")},
+            "escalation_fraction": {"invalid": gettext_lazy("a number such as 0.5")},
         }
 
     def clean_conditions(self):
@@ -68,14 +71,15 @@ class PolicyForm(forms.ModelForm):
         except jsoncheck.Refused as exc:
             raise forms.ValidationError(exc.refusal.message) from exc
         except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+            raise forms.ValidationError(gettext("not valid JSON: %(error)s (line %(line)s, column %(column)s)") % {
+                "error": exc.msg, "line": exc.lineno, "column": exc.colno}) from exc
 
     def clean_allowed_decisions(self):
         chosen = self.cleaned_data["allowed_decisions"]
         if not chosen and "allowed_decisions_shown" not in self.data:  # a form from before the field
             return list(DEFAULT_DECISIONS)
         if not chosen:
-            raise forms.ValidationError("choose at least one answer reviewers can give")
+            raise forms.ValidationError(gettext("choose at least one answer reviewers can give"))
         return [value for value, _ in DECISION_CHOICES if value in chosen]
 
     def clean_required_approvals(self):

@@ -18,6 +18,7 @@ from django.contrib.auth.models import Group
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy as _
 
 from . import registry, selectors
 from .access import approver_group_names, is_admin, memberships
@@ -30,25 +31,25 @@ MAX_SEARCH_WORDS = 8
 DECIDED = [s for s in Status.values if s != Status.PENDING]
 ID_LIKE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
-SCOPES = {"mine": "Waiting for my groups", "all": "Everything I can see"}
+SCOPES = {"mine": _("Waiting for my groups"), "all": _("Everything I can see")}
 STATUSES = {
-    "pending": "Pending",
-    "decided": "Decided (any outcome)",
+    "pending": _("Pending"),
+    "decided": _("Decided (any outcome)"),
     **{s: label for s, label in Status.choices if s != Status.PENDING},
-    "all": "All",
+    "all": _("All"),
 }
 AGES = {
-    "": "Any age",
-    "lt15m": "Under 15 minutes",
-    "lt1h": "Under 1 hour",
-    "lt24h": "Under 24 hours",
-    "gt1h": "Over 1 hour",
-    "gt24h": "Over 24 hours",
-    "gt7d": "Over 7 days",
+    "": _("Any age"),
+    "lt15m": _("Under 15 minutes"),
+    "lt1h": _("Under 1 hour"),
+    "lt24h": _("Under 24 hours"),
+    "gt1h": _("Over 1 hour"),
+    "gt24h": _("Over 24 hours"),
+    "gt7d": _("Over 7 days"),
 }
 AGE_DELTAS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": timedelta(hours=24),
               "7d": timedelta(days=7)}
-RISKS = {"": "Any risk", **{r: r for r in Risk.values}, "high,critical": "high or critical"}
+RISKS = {"": _("Any risk"), **dict(Risk.choices), "high,critical": _("high or critical")}
 # the columns a row shows: the JSON blobs (schema, context, arguments) stay in the database
 ROW_FIELDS = ("id", "status", "tool_name", "description", "risk", "requester_id", "requester__username",
               "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
@@ -283,6 +284,7 @@ def count(qs, status):
 def decorate(row, user, group_ids):
     """Labels for the template, and whether this user may decide the row (services.can_decide's rule)."""
     row["status_label"] = Status(row["status"]).label
+    row["risk_label"] = Risk(row["risk"]).label
     row["requester"] = row.pop("requester__username")
     row["decided_by"] = row.pop("decided_by__username")
     group, escalation = row.pop("approver_group__name"), row.pop("escalation_group__name")
@@ -291,7 +293,7 @@ def decorate(row, user, group_ids):
         deciders = {row["approver_group_id"]} | ({row["escalation_group_id"]} if row["escalated_at"] else set())
         row["can_decide"] = user.pk != row["requester_id"] and bool(deciders & group_ids)
     else:
-        row["approver_label"] = "requester"
+        row["approver_label"] = _("requester")
         row["can_decide"] = user.pk == row["requester_id"]
     row["can_decide"] = row["can_decide"] and row["status"] == Status.PENDING
     return row

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from . import registry
 from .choices import ApproverKind, Mode, Risk, TimeoutAction, default_decisions  # noqa: F401  (re-exported: the models' fields)
@@ -84,14 +85,14 @@ class ToolPolicy(models.Model):
 
 class ApprovalRequest(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending"
-        APPROVED = "approved"
-        MODIFIED = "modified", "Approved with edits"  # capitalised like the others
-        REJECTED = "rejected"
-        RESPONDED = "responded", "Answered with guidance"  # not run: the model reads the reviewer's words
-        EXPIRED = "expired"
-        CANCELLED = "cancelled"
-        DENIED = "denied"  # blocked by policy when asked through the API (never pending, approvals/outside.py)
+        PENDING = "pending", _("Pending")
+        APPROVED = "approved", _("Approved")
+        MODIFIED = "modified", _("Approved with edits")  # capitalised like the others
+        REJECTED = "rejected", _("Rejected")
+        RESPONDED = "responded", _("Answered with guidance")  # not run: the model reads the reviewer's words
+        EXPIRED = "expired", _("Expired")
+        CANCELLED = "cancelled", _("Cancelled")
+        DENIED = "denied", _("Denied")  # blocked by policy when asked through the API (never pending, approvals/outside.py)
 
     TRANSITIONS = {Status.PENDING: {Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.RESPONDED,
                                     Status.EXPIRED, Status.CANCELLED}}
@@ -194,9 +195,9 @@ class ApprovalRequest(models.Model):
 
 class Decision(models.Model):
     class Kind(models.TextChoices):
-        APPROVE = "approve"  # with edited arguments too (then the request is approved with edits)
-        REJECT = "reject"
-        RESPOND = "respond"  # guidance instead of a decision: the call does not run
+        APPROVE = "approve", _("Approve")  # with edited arguments too (then the request is approved with edits)
+        REJECT = "reject", _("Reject")
+        RESPOND = "respond", _("Respond")  # guidance instead of a decision: the call does not run
 
     request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -267,22 +268,22 @@ class AuditEvent(models.Model):
     """
 
     class Action(models.TextChoices):
-        REQUESTED = "requested"
-        DECIDED = "decided"
-        EDITED = "edited"  # an approval with changed arguments
-        WITHDRAWN = "withdrawn"  # approvals of earlier arguments stop counting
-        EXPIRED = "expired"
-        CANCELLED = "cancelled"
-        REMINDED = "reminded"
-        ESCALATED = "escalated"
-        POLICY_CREATED = "policy_created"
-        POLICY_CHANGED = "policy_changed"
-        POLICY_DELETED = "policy_deleted"
-        GRANT_CREATED = "grant_created"
-        GRANT_REVOKED = "grant_revoked"
-        OUTCOME_UNKNOWN = "outcome_unknown"  # a tool call interrupted mid-execution
-        RETRIED = "retried"  # an idempotent tool call re-run after such an interruption
-        OUTCOME_REPORTED = "outcome_reported"  # an outside agent said how its approved call went
+        REQUESTED = "requested", _("Requested")
+        DECIDED = "decided", _("Decided")
+        EDITED = "edited", _("Edited")  # an approval with changed arguments
+        WITHDRAWN = "withdrawn", _("Withdrawn")  # approvals of earlier arguments stop counting
+        EXPIRED = "expired", _("Expired")
+        CANCELLED = "cancelled", _("Cancelled")
+        REMINDED = "reminded", _("Reminded")
+        ESCALATED = "escalated", _("Escalated")
+        POLICY_CREATED = "policy_created", _("Policy Created")
+        POLICY_CHANGED = "policy_changed", _("Policy Changed")
+        POLICY_DELETED = "policy_deleted", _("Policy Deleted")
+        GRANT_CREATED = "grant_created", _("Grant Created")
+        GRANT_REVOKED = "grant_revoked", _("Grant Revoked")
+        OUTCOME_UNKNOWN = "outcome_unknown", _("Outcome Unknown")  # a tool call interrupted mid-execution
+        RETRIED = "retried", _("Retried")  # an idempotent tool call re-run after such an interruption
+        OUTCOME_REPORTED = "outcome_reported", _("Outcome Reported")  # an outside agent said how its approved call went
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)
@@ -356,9 +357,9 @@ class OutsideCall(models.Model):
     back, and the outcome it reports once the call ran."""
 
     class Outcome(models.TextChoices):
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        UNKNOWN = "unknown"
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        UNKNOWN = "unknown", _("Unknown")
 
     request = models.OneToOneField(ApprovalRequest, primary_key=True, on_delete=models.CASCADE,
                                    related_name="outside")
@@ -384,9 +385,9 @@ class NotificationSetting(models.Model):
     escalation mails). No row: the default, a mail for every request their group is asked."""
 
     class Mail(models.TextChoices):
-        REQUEST = "request", "Mail me when a request needs my group"
-        ESCALATION = "escalation", "Only when a request is escalated to me"
-        NEVER = "never", "Never"
+        REQUEST = "request", _("Mail me when a request needs my group")
+        ESCALATION = "escalation", _("Only when a request is escalated to me")
+        NEVER = "never", _("Never")
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                                 related_name="approval_notifications")

@@ -14,14 +14,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.utils.translation import gettext_lazy
+
 from . import rules
 from .models import Mode
 
 OUTCOMES = {
-    "gated": "a person decides",
-    "denied": "blocked",
-    "allowed": "runs at once",
-    "model": "the model's self-check decides",
+    "gated": gettext_lazy("a person decides"),
+    "denied": gettext_lazy("blocked"),
+    "allowed": gettext_lazy("runs at once"),
+    "model": gettext_lazy("the model's self-check decides"),
 }
 MAX_CALLS = 500
 # how much review an outcome gives a call: a change to a lower rank loosens review, to a higher

@@ -14,6 +14,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from agui_project import jsoncheck
@@ -116,14 +118,14 @@ def bulk(request):
     feedback = request.POST.get("feedback", "").strip()[:FEEDBACK_MAX]
     error = None
     if not ids:
-        error = "Select at least one request."
+        error = _("Select at least one request.")
     elif decision not in Decision.Kind.values:
-        error = "Choose approve or reject."
+        error = _("Choose approve or reject.")
     elif decision == Decision.Kind.REJECT and not feedback:
         # required for every rejection from the inbox: the agent is told why
-        error = "Give a reason to reject: the agent sees it."
+        error = _("Give a reason to reject: the agent sees it.")
     elif decision == Decision.Kind.RESPOND and not feedback:
-        error = "Write your guidance: the agent reads it instead of running the call."
+        error = _("Write your guidance: the agent reads it instead of running the call.")
     if error:
         if wants_json(request):
             return JsonResponse({"message": error, "code": "invalid"}, status=400)
@@ -139,13 +141,16 @@ def bulk(request):
         return JsonResponse({"results": results, "succeeded": len(ok), "failed": len(failed),
                              "held": held, "undo_seconds": settings.AGUI_UNDO_SECONDS})
     if ok and not held:
-        verb = {Decision.Kind.APPROVE: "approved", Decision.Kind.RESPOND: "answered with guidance"}.get(
-            decision, "rejected")
-        messages.success(request, f"{len(ok)} request{'s' if len(ok) != 1 else ''} {verb}.")
+        done = {Decision.Kind.APPROVE: ngettext("%(count)s request approved.", "%(count)s requests approved.", len(ok)),
+                Decision.Kind.RESPOND: ngettext("%(count)s request answered with guidance.",
+                                                "%(count)s requests answered with guidance.", len(ok))}.get(
+            decision, ngettext("%(count)s request rejected.", "%(count)s requests rejected.", len(ok)))
+        messages.success(request, done % {"count": len(ok)})
     names = dict(selectors.visible_requests(user=request.user).filter(pk__in=[r["id"] for r in failed])
                  .values_list("pk", "description"))
     for r in failed:
-        messages.error(request, f"{names.get(r['id']) or 'A request'}: {r['message']}")
+        messages.error(request, _("%(what)s: %(why)s") % {"what": names.get(r["id"]) or _("A request"),
+                                                           "why": r["message"]})
     return redirect(_with_held(safe_next(request), held))
 
 
@@ -161,15 +166,15 @@ def undo_toast(request):
     rows = selectors.held_by(user=request.user, ids=ids) if ids else []
     if not rows:
         return None
-    verb = {"approve": "Approved", "reject": "Rejected", "respond": "Answered with guidance"}[rows[0].decision]
+    verb = {"approve": _("Approved"), "reject": _("Rejected"), "respond": _("Answered with guidance")}[rows[0].decision]
     if len(rows) == 1:
         req = rows[0].request
         what = req.description or req.tool_name
         if rows[0].decision == "approve" and rows[0].arguments is not None:
-            verb = "Approved with edits"
+            verb = _("Approved with edits")
     else:
-        what = f"{len(rows)} requests"
-    return {"ids": ",".join(str(r.pk) for r in rows), "text": f"{verb}: {what}",
+        what = ngettext("%(count)s request", "%(count)s requests", len(rows)) % {"count": len(rows)}
+    return {"ids": ",".join(str(r.pk) for r in rows), "text": _("%(what)s: %(why)s") % {"what": verb, "why": what},
             "due_at": max(r.due_at for r in rows), "request_id": rows[0].request_id}
 
 
@@ -182,10 +187,10 @@ def undo(request):
     if wants_json(request):
         return JsonResponse({"recalled": recalled, "too_late": not recalled})
     if not recalled:
-        messages.error(request, "Too late to undo: the decision has been sent.")
+        messages.error(request, _("Too late to undo: the decision has been sent."))
         return redirect(safe_next(request))
-    messages.info(request, "Undone: nothing was sent." if len(recalled) == 1
-                  else f"Undone: {len(recalled)} requests wait for you again.")
+    messages.info(request, _("Undone: nothing was sent.") if len(recalled) == 1
+                  else _("Undone: %(count)s requests wait for you again.") % {"count": len(recalled)})
     return redirect(f"/inbox/{recalled[0]}/" if len(recalled) == 1 else safe_next(request))
 
 
@@ -340,10 +345,10 @@ def _parse_arguments(text):
         raise services.InvalidArguments(exc.refusal.message, {"__root__": [exc.refusal.message]}) from exc
     except json.JSONDecodeError as exc:
         raise services.InvalidArguments(
-            "The arguments are not valid JSON.",
+            _("The arguments are not valid JSON."),
             {"__root__": [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]}) from exc
     if not isinstance(value, dict):
-        raise services.InvalidArguments("The arguments must be a JSON object.",
+        raise services.InvalidArguments(_("The arguments must be a JSON object."),
                                         {"__root__": ["must be a JSON object"]})
     return value
 
@@ -365,6 +370,6 @@ def stats_page(request):
     return render(request, "approvals/stats.html", {
         **data, "day_choices": stats.DAY_CHOICES, "choices": inbox_query.choices(request.user),
         "fast_seconds": stats.FAST_SECONDS, "pending_count": inbox_query.pending_mine_count(request.user),
-        "outcome_labels": [("approved", "Approved"), ("modified", "With edits"), ("rejected", "Rejected"),
-                           ("expired", "Expired")],
+        "outcome_labels": [("approved", _("Approved")), ("modified", _("With edits")), ("rejected", _("Rejected")),
+                           ("expired", _("Expired"))],
     })
