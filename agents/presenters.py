@@ -1,6 +1,7 @@
 """Plain-JSON views of records for AG-UI events and the REST API (one place, one shape)."""
 
 from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
+from django.utils.translation import gettext, gettext_lazy
 
 from approvals import services as approval_services
 from approvals.access import memberships
@@ -77,16 +78,16 @@ def agui_message(msg):
 # What the person reads about a settled tool call. The model reads its own text (the tool result,
 # agents/runtime/runner.py); these sentences are for people and name no rule, id or instruction.
 OUTCOME_TEXT = {
-    "denied": ("blocked", "Blocked: the rules for this tool do not allow it, so it was not run."),
-    "invalid": ("failed", "The assistant asked for this in a form the tool does not accept, so it was not run."),
-    "rejected": ("rejected", "Rejected, so it was not run."),
-    "repeated": ("rejected", "This was already rejected earlier in this chat, so it was not asked again and "
-                             "not run. Write to the assistant if you want it tried again."),
-    "responded": ("responded", "Not run: the reviewer answered with guidance, which the assistant now follows."),
-    "expired": ("expired", "Nobody decided in time, so it was not run."),
-    "cancelled": ("cancelled", "Withdrawn before anyone decided, so it was not run."),
-    "failed": ("failed", "This did not work."),
-    "outcome_unknown": ("failed", "It is not known whether this finished: the service stopped while it ran."),
+    "denied": ("blocked", gettext_lazy("Blocked: the rules for this tool do not allow it, so it was not run.")),
+    "invalid": ("failed", gettext_lazy("The assistant asked for this in a form the tool does not accept, so it was not run.")),
+    "rejected": ("rejected", gettext_lazy("Rejected, so it was not run.")),
+    "repeated": ("rejected", gettext_lazy("This was already rejected earlier in this chat, so it was not asked again and "
+                             "not run. Write to the assistant if you want it tried again.")),
+    "responded": ("responded", gettext_lazy("Not run: the reviewer answered with guidance, which the assistant now follows.")),
+    "expired": ("expired", gettext_lazy("Nobody decided in time, so it was not run.")),
+    "cancelled": ("cancelled", gettext_lazy("Withdrawn before anyone decided, so it was not run.")),
+    "failed": ("failed", gettext_lazy("This did not work.")),
+    "outcome_unknown": ("failed", gettext_lazy("It is not known whether this finished: the service stopped while it ran.")),
     "succeeded": ("done", ""),
 }
 
@@ -103,12 +104,12 @@ def tool_outcome(call, requester_decided=False):
     status, message = found
     if status == "failed" and call.status == "failed" and call.result:  # the tool's own reason, e.g. "no subscription sub_9"
         reason = call.result[len("Error: "):] if call.result.startswith("Error: ") else call.result
-        message = f"This did not work: {reason.rstrip('.')}."
+        message = gettext("This did not work: %(reason)s.") % {"reason": reason.rstrip(".")}
     if status == "rejected" and requester_decided:
-        message = "You rejected it, so it was not run."
+        message = gettext("You rejected it, so it was not run.")
     if status == "responded" and requester_decided:
-        message = "Not run: you answered with guidance, which the assistant now follows."
-    value = {"toolCallId": call.pk, "status": status, "message": message}
+        message = gettext("Not run: you answered with guidance, which the assistant now follows.")
+    value = {"toolCallId": call.pk, "status": status, "message": str(message)}
     # a blocked call has no approval card to name it: "Delete file: /etc/hosts", as a review would say
     tool = get_tool(call.name) if status == "blocked" and call.name else None
     if tool and tool.describe and isinstance(call.arguments, dict):
@@ -128,9 +129,10 @@ def thread_standing(thread):
     if not status:
         return None
     if status == ApprovalRequest.Status.PENDING:
-        word = f"Waiting for {thread.last_group}" if thread.last_group else "Waiting for you"
+        word = (gettext("Waiting for %(group)s") % {"group": thread.last_group} if thread.last_group
+                else gettext("Waiting for you"))
     else:
         word = ApprovalRequest.Status(status).label  # "Approved with edits", "Rejected", ...
     if status == ApprovalRequest.Status.MODIFIED:  # the description is of the call before the edit
         return status, word
-    return status, f"{word}: {thread.last_action}"
+    return status, gettext("%(what)s: %(why)s") % {"what": word, "why": thread.last_action}

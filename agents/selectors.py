@@ -1,10 +1,11 @@
 """Reads of threads more than one page needs (DESIGN.md conventions: selectors for reads)."""
 
+from django.conf import settings
 from django.db.models import OuterRef, Subquery
 
 from approvals.models import ApprovalRequest
 
-from .models import Thread
+from .models import Run, Thread
 
 
 def chat_list(user):
@@ -16,3 +17,10 @@ def chat_list(user):
             .annotate(last_status=Subquery(latest.values("status")[:1]),
                       last_action=Subquery(latest.values("description")[:1]),
                       last_group=Subquery(latest.values("approver_group__name")[:1]))[:100])
+
+
+def run_language(run_id):
+    """The language the chat's owner chose (people.Profile), else LANGUAGE_CODE: a worker says
+    what people read of a run (tool outcomes, errors) in it; the model's own words stay as written."""
+    chosen = Run.objects.filter(pk=run_id).values_list("thread__owner__profile__language", flat=True).first()
+    return chosen or settings.LANGUAGE_CODE
