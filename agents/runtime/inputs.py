@@ -8,6 +8,7 @@ request ends the workflow (the continuation settles it as cancelled).
 """
 
 import json
+import time
 
 import jsonschema
 from ag_ui.core import Interrupt
@@ -120,6 +121,8 @@ def answer(request_id, user, value):
         request.status, request.answer = InputRequest.Status.ANSWERED, value
         request.answered_by, request.answered_at = user, timezone.now()
         request.save(update_fields=["status", "answer", "answered_by", "answered_at"])
+        if _live(request):  # a running tool waits for it (ask_live): handed over, nothing else moves
+            return _hand_over(request, {"action": "accept", "content": value})
         # the continuation's settle turns this into the tool message (agents/runtime/workflows.py)
         move_call(request.tool_call_id, ToolCall.Status.SUCCEEDED, leaving=[ToolCall.Status.AWAITING_INPUT],
                   result=answer_text(request))
@@ -132,6 +135,8 @@ def cancel(request_id, user, reason=""):
         request = _locked(request_id, user)
         request.status, request.answered_by, request.answered_at = InputRequest.Status.CANCELLED, user, timezone.now()
         request.save(update_fields=["status", "answered_by", "answered_at"])
+        if _live(request):
+            return _hand_over(request, {"action": "cancel"})
         move_call(request.tool_call_id, ToolCall.Status.CANCELLED, leaving=[ToolCall.Status.AWAITING_INPUT],
                   feedback=reason, result=answer_text(request))
         _after(request)
@@ -144,3 +149,66 @@ def _after(request):
     run = Run.objects.get(pk=request.run_id)
     if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():
         continue_run(run)
+
+
+# --- questions a running tool asks (an MCP server's elicitation/create: agents/mcp_servers/elicitation.py) ---
+#
+# The tool's call is in flight in a worker (its server holds the request open), so the run is not
+# paused: the question is recorded and shown (CUSTOM request_info, the chat's form, the REST
+# answer endpoint) while the worker waits for the answer on a Redis list; the answer moves no
+# tool call and starts no continuation.
+
+LIVE_WAIT_STEP = 2.0  # seconds per blocking read, between looks at the run's Stop
+
+
+def live_key(request_id):
+    return f"agui:input:{request_id}:live"
+
+
+def _live(request):
+    return ToolCall.objects.filter(pk=request.tool_call_id, status=ToolCall.Status.EXECUTING).exists()
+
+
+def _hand_over(request, answer):
+    value = payload(request)
+    key = live_key(request.pk)
+
+    def send():
+        client = events.redis_client()
+        client.rpush(key, json.dumps(answer))
+        client.expire(key, 3600)
+        events.append(request.thread_id, custom_events.request_info_response(value))
+
+    transaction.on_commit(send)
+    return request
+
+
+def ask_live(*, thread, run, tool_call, agent, message, response_schema):
+    """Record a running tool's question and show it; None when the call already asked one (one
+    question per tool call: InputRequest is one to one with it)."""
+    if InputRequest.objects.filter(tool_call_id=tool_call.pk).exists():
+        return None
+    request = InputRequest.objects.create(thread=thread, run=run, tool_call=tool_call, agent=agent, message=message,
+                                          response_schema=check_schema(response_schema))
+    events.append(thread.pk, custom_events.request_info(payload(request)))
+    return request
+
+
+def wait_live(request, timeout, stopped=lambda: False):
+    """The answer ({"action", "content"?}) to a live question, or None when none came within
+    `timeout` seconds or `stopped()` (the run was stopped): then the question is withdrawn."""
+    client, key = events.redis_client(), live_key(request.pk)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stopped():
+        got = client.blpop([key], timeout=max(1, min(LIVE_WAIT_STEP, deadline - time.monotonic())))
+        if got:
+            return json.loads(got[1])
+    with transaction.atomic():
+        withdrawn = InputRequest.objects.filter(pk=request.pk, status=InputRequest.Status.PENDING).update(
+            status=InputRequest.Status.CANCELLED, answered_at=timezone.now())
+    if withdrawn:
+        request.refresh_from_db()
+        events.append(request.thread_id, custom_events.request_info_response(payload(request)))
+        return None
+    got = client.lpop(key)  # answered just as the wait ended
+    return json.loads(got) if got else None

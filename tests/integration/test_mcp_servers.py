@@ -191,3 +191,46 @@ def test_list_changed_registers_the_new_tool(celery_worker_live, fake_llm, api, 
     assert registry.get("notes__export").mode == "never"
     policy = api("admin").get("/api/policies/notes__export/").json()
     assert policy["source"] == "default" and policy["registered"] is True
+
+
+def question(thread):
+    event, _ = wait_for_event(thread, lambda e: e["type"] == "CUSTOM" and e["name"] == "request_info")
+    return event["value"]
+
+
+def test_an_elicitation_is_a_question_to_the_person_and_the_answer_goes_back(
+        celery_worker_live, fake_llm, api, notes):
+    fake_llm.push(call("notes__archive", {"note_id": 1}, "c_arch"), "Archived.")
+    thread, run_id = start(api)
+    asked = question(thread)
+    assert asked["toolCallId"] == "c_arch" and asked["message"] == (
+        "notes: Archive the note \u201cRenew the office lease before March\u201d?")
+    assert asked["responseSchema"]["properties"]["confirm"]["type"] == "boolean"
+    # the call is in flight on the server, the run goes on (not paused)
+    assert ToolCall.objects.get(pk="c_arch").status == "executing"
+    assert api("alice").get(f"/api/runs/{run_id}/").json()["status"] == "running"
+    alice = api("alice")
+    bad = alice.post(f"/api/threads/{thread}/answer/", {"request_id": asked["requestId"], "answer": {"confirm": "yes"}},
+                     format="json")
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_payload"
+    resp = alice.post(f"/api/threads/{thread}/answer/", {"request_id": asked["requestId"], "answer": {"confirm": True}},
+                      format="json")
+    assert resp.status_code == 202, resp.content
+    assert resp.json()["continuation_run_id"] is None
+    event, _ = wait_for_event(thread, finished(run_id))
+    assert event["type"] == "RUN_FINISHED", event
+    tc = ToolCall.objects.get(pk="c_arch")
+    assert tc.status == "succeeded" and tc.result == "Archived note 1."
+    assert json.loads(notes.read_text())[0]["archived"] is True
+
+
+def test_a_cancelled_elicitation_tells_the_server_no(celery_worker_live, fake_llm, api, notes):
+    fake_llm.push(call("notes__archive", {"note_id": 2}, "c_arch"), "Not archived.")
+    thread, run_id = start(api)
+    asked = question(thread)
+    resp = api("alice").post(f"/api/threads/{thread}/answer/", {"request_id": asked["requestId"], "cancel": True},
+                             format="json")
+    assert resp.status_code == 202, resp.content
+    event, _ = wait_for_event(thread, finished(run_id))
+    assert ToolCall.objects.get(pk="c_arch").result == "Note 2 was not archived: the person did not confirm."
+    assert note_ids(notes) == [1, 2, 3]
