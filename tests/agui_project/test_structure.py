@@ -172,6 +172,25 @@ def test_layering():
     assert not wrong, "\n".join(wrong)
 
 
+MCP = "agents.mcp_servers"
+MCP_MAY_IMPORT = ("agents.runtime.tools", "agents.runtime.inputs", "agents.models", "agents.registry",
+                  "agents.services")  # under the runner: what an MCP tool needs of agents
+
+
+def test_mcp_servers_sit_under_the_runner():
+    """agents/mcp_servers/ (ARCHITECTURE.md): the catalog's Agent and the runner use it, so it never
+    imports the runner, workflows, the catalog or the AG-UI package."""
+    wrong = []
+    for name, imports in GRAPH.items():
+        if name != MCP and not name.startswith(MCP + "."):
+            continue
+        for target, line in imports:
+            if target.split(".")[0] == "agents" and target not in ("agents", "agents.runtime") \
+                    and not target.startswith(MCP) and not target.startswith(MCP_MAY_IMPORT):
+                wrong.append(f"{name}:{line} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
 RUN_MODELS = {"Run", "ToolCall"}
 RUN_RELATIONS = {"runs", "tool_calls", "continuation", "parent_run", "run"}  # managers / rows reached from others
 
