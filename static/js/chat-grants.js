@@ -8,6 +8,7 @@
  */
 (function () {
   "use strict";
+  const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
 
   const bar = document.getElementById("grants");
   const configEl = document.getElementById("chat-config");
@@ -34,7 +35,7 @@
 
   function render(grants, error) {
     const items = grants.map((g) => {
-      const revoke = el("button", { type: "button", class: "btn btn-small btn-quiet", "aria-label": "Revoke: always allow " + g.tool_name, text: "Revoke" });
+      const revoke = el("button", { type: "button", class: "btn btn-small btn-quiet", "aria-label": fmt(gettext("Revoke: always allow %(tool)s"), { tool: g.tool_name }), text: gettext("Revoke") });
       revoke.addEventListener("click", async () => {
         revoke.disabled = true;
         try {
@@ -46,13 +47,13 @@
           await refresh();
         } catch (e) {
           revoke.disabled = false;
-          render(grants, "Could not revoke: " + e.message);
+          render(grants, fmt(gettext("Could not revoke: %(error)s"), { error: e.message }));
         }
       });
       return el("li", { class: "grant", "data-grant-id": g.id }, el("code", { text: g.tool_name }), " ", revoke);
     });
     const parts = [
-      el("span", { class: "grants-label", text: "Always allowed in this chat:" }),
+      el("span", { class: "grants-label", text: gettext("Always allowed in this chat:") }),
       el("ul", { class: "grant-list" }, ...items),
     ];
     if (error) parts.push(el("span", { class: "field-error", role: "alert", text: error }));

@@ -8,6 +8,7 @@
  */
 (function () {
   "use strict";
+  const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
 
   const configEl = document.getElementById("chat-config");
   const config = configEl ? JSON.parse(configEl.textContent || "{}") || {} : {};
@@ -56,7 +57,7 @@
     if (schema && schema.type === "object" && schema.properties) {
       return Object.entries(schema.properties).map(([name, s]) => ({ name, label: labelOf(name, s || {}), schema: s || {} }));
     }
-    return [{ name: null, label: "Your answer", schema: schema || {} }];
+    return [{ name: null, label: gettext("Your answer"), schema: schema || {} }];
   }
 
   /* What a field expects, in words: the schema's description, or its pattern read aloud (never the
@@ -65,14 +66,14 @@
     if (s.description) return s.description;
     const p = typeof s.pattern === "string" ? s.pattern : "";
     let m;
-    if ((m = p.match(/^\^(?:\\d|\[0-9\])\{(\d+),(\d+)\}\$$/))) return m[1] + " to " + m[2] + " digits";
-    if ((m = p.match(/^\^(?:\\d|\[0-9\])\{(\d+)\}\$$/))) return m[1] + " digits";
-    if (/^\^(?:\\d|\[0-9\])\+\$$/.test(p)) return "digits only";
-    if ((m = p.match(/^\^\[A-Z\]\{(\d+)\}\$$/))) return m[1] + " capital letters";
-    if (s.minLength && s.maxLength) return s.minLength + " to " + s.maxLength + " characters";
-    if (s.minLength) return "at least " + s.minLength + " characters";
-    if (s.maxLength) return "at most " + s.maxLength + " characters";
-    if (typeof s.minimum === "number" && typeof s.maximum === "number") return "a number from " + s.minimum + " to " + s.maximum;
+    if ((m = p.match(/^\^(?:\\d|\[0-9\])\{(\d+),(\d+)\}\$$/))) return fmt(gettext("%(min)s to %(max)s digits"), { min: m[1], max: m[2] });
+    if ((m = p.match(/^\^(?:\\d|\[0-9\])\{(\d+)\}\$$/))) return fmt(gettext("%(count)s digits"), { count: m[1] });
+    if (/^\^(?:\\d|\[0-9\])\+\$$/.test(p)) return gettext("digits only");
+    if ((m = p.match(/^\^\[A-Z\]\{(\d+)\}\$$/))) return fmt(gettext("%(count)s capital letters"), { count: m[1] });
+    if (s.minLength && s.maxLength) return fmt(gettext("%(min)s to %(max)s characters"), { min: s.minLength, max: s.maxLength });
+    if (s.minLength) return fmt(gettext("at least %(count)s characters"), { count: s.minLength });
+    if (s.maxLength) return fmt(gettext("at most %(count)s characters"), { count: s.maxLength });
+    if (typeof s.minimum === "number" && typeof s.maximum === "number") return fmt(gettext("a number from %(min)s to %(max)s"), { min: s.minimum, max: s.maximum });
     return null;
   }
 
@@ -80,21 +81,22 @@
   function problemOf(field, input) {
     const s = field.schema;
     const raw = input.value.trim();
-    if (!raw) return field.label + ": please fill this in.";
+    if (!raw) return fmt(gettext("%(field)s: please fill this in."), { field: field.label });
     if (s.type === "number" || s.type === "integer") {
-      if (!Number.isFinite(Number(raw))) return field.label + ": enter a number.";
-      if (s.type === "integer" && !Number.isInteger(Number(raw))) return field.label + ": enter a whole number.";
+      if (!Number.isFinite(Number(raw))) return fmt(gettext("%(field)s: enter a number."), { field: field.label });
+      if (s.type === "integer" && !Number.isInteger(Number(raw))) return fmt(gettext("%(field)s: enter a whole number."), { field: field.label });
     }
     if (typeof s.pattern === "string") {
       let re = null;
       try { re = new RegExp(s.pattern, "u"); } catch (e) { re = null; }
       if (re && !re.test(input.value)) {
         const hint = hintOf(s);
-        return field.label + ": " + (hint ? "enter " + hint + "." : "this does not look right; check it and try again.");
+        return hint ? fmt(gettext("%(field)s: enter %(hint)s."), { field: field.label, hint })
+          : fmt(gettext("%(field)s: this does not look right; check it and try again."), { field: field.label });
       }
     }
-    if (s.minLength && input.value.length < s.minLength) return field.label + ": at least " + s.minLength + " characters, please.";
-    if (s.maxLength && input.value.length > s.maxLength) return field.label + ": at most " + s.maxLength + " characters, please.";
+    if (s.minLength && input.value.length < s.minLength) return fmt(gettext("%(field)s: at least %(count)s characters, please."), { field: field.label, count: s.minLength });
+    if (s.maxLength && input.value.length > s.maxLength) return fmt(gettext("%(field)s: at most %(count)s characters, please."), { field: field.label, count: s.maxLength });
     return null;
   }
 
@@ -105,7 +107,7 @@
       const fields = fieldsOf(data.responseSchema);
       return Object.entries(a).map(([k, v]) => {
         const f = fields.find((x) => x.name === k);
-        return (f ? f.label : k) + ": " + (typeof v === "string" ? v : JSON.stringify(v));
+        return fmt(gettext("%(field)s: %(errors)s"), { field: f ? f.label : k, errors: typeof v === "string" ? v : JSON.stringify(v) });
       }).join(", ");
     }
     return typeof a === "string" ? a : JSON.stringify(a);
@@ -140,17 +142,17 @@
     if (known && known.data.status !== "pending" && data.status === "pending") return; // a replay never reopens it
     const card = el("section", {
       class: "approval-card question-card status-" + (data.status === "answered" ? "approved" : data.status),
-      "data-request-id": data.requestId, "aria-label": "Question from " + (titles[data.agent] || data.agent || "the assistant"),
+      "data-request-id": data.requestId, "aria-label": fmt(gettext("Question from %(agent)s"), { agent: titles[data.agent] || data.agent || gettext("the assistant") }),
     });
     card.appendChild(el("div", { class: "approval-head" },
-      el("span", { class: "approval-who", text: (titles[data.agent] || data.agent || "The assistant") + " asks" }),
+      el("span", { class: "approval-who", text: fmt(gettext("%(agent)s asks"), { agent: titles[data.agent] || data.agent || gettext("The assistant") }) }),
       el("span", { class: "badge " + (data.status === "pending" ? "badge-warn" : "badge-muted"),
-        text: { pending: "Waiting for you", answered: "Answered", cancelled: "Declined" }[data.status] || data.status })));
+        text: { pending: gettext("Waiting for you"), answered: gettext("Answered"), cancelled: gettext("Declined") }[data.status] || data.status })));
     card.appendChild(el("p", { class: "approval-message", text: data.message }));
     if (data.status === "answered") {
-      card.appendChild(el("p", { class: "question-answer", text: "Your answer: " + answerText(data) }));
+      card.appendChild(el("p", { class: "question-answer", text: fmt(gettext("Your answer: %(answer)s"), { answer: answerText(data) }) }));
     } else if (data.status === "cancelled") {
-      card.appendChild(el("p", { class: "muted", text: "You declined to answer; the workflow ended." }));
+      card.appendChild(el("p", { class: "muted", text: gettext("You declined to answer; the workflow ended.") }));
     } else {
       card.appendChild(form(data));
     }
@@ -164,8 +166,8 @@
     const fields = fieldsOf(data.responseSchema);
     const errorEl = el("p", { class: "approval-error field-error", role: "alert", hidden: true });
     const inputs = fields.map((f, i) => [f, inputFor(f, "q-" + data.requestId + "-" + i)]);
-    const submit = el("button", { type: "submit", class: "btn btn-primary", text: "Answer" });
-    const cancel = el("button", { type: "button", class: "btn", text: "Decline" });
+    const submit = el("button", { type: "submit", class: "btn btn-primary", text: gettext("Answer") });
+    const cancel = el("button", { type: "button", class: "btn", text: gettext("Decline") });
     const node = el("form", { class: "approval-actions", novalidate: true },
       ...inputs.map(([f, input]) => el("div", { class: "question-field" },
         el("label", { for: input.id, text: f.label }), input,
@@ -179,12 +181,12 @@
         if (res.ok) return render(res.data);
         // the server's words are for programs (they quote the schema): the person gets a sentence
         errorEl.textContent = res.status === 409
-          ? "This question was already answered or closed."
+          ? gettext("This question was already answered or closed.")
           : res.data && res.data.code === "invalid_payload"
-            ? "That answer does not fit what was asked: check it and try again."
-            : "Could not send the answer; try again.";
+            ? gettext("That answer does not fit what was asked: check it and try again.")
+            : gettext("Could not send the answer; try again.");
       } catch (e) {
-        errorEl.textContent = "Could not send the answer: " + e.message;
+        errorEl.textContent = fmt(gettext("Could not send the answer: %(error)s"), { error: e.message });
       }
       errorEl.hidden = false;
       submit.disabled = cancel.disabled = false;

@@ -11,6 +11,7 @@
  */
 (function () {
   "use strict";
+  const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
 
   const list = document.getElementById("thread-list");
   const empty = document.getElementById("no-threads");
@@ -53,7 +54,7 @@
         .map(([k, v]) => k + ": " + v.join(" "));
       return fields.length ? fields.join("; ") : data.message;
     }
-    return "Request failed (HTTP " + status + ").";
+    return fmt(gettext("Request failed (HTTP %(status)s)."), { status });
   }
 
   function el(tag, attrs, ...children) {
@@ -83,7 +84,7 @@
   }
 
   function labelOf(title) {
-    return title || "Untitled chat";
+    return title || gettext("Untitled chat");
   }
 
   /* Reflect a new title everywhere it shows: the list item, its buttons' names, the header. */
@@ -114,11 +115,11 @@
     const form = el(
       "form",
       { class: "thread-rename" },
-      el("label", { for: inputId, class: "visually-hidden", text: "New title" }),
+      el("label", { for: inputId, class: "visually-hidden", text: gettext("New title") }),
       input,
       el("div", { class: "btn-row" },
-        el("button", { type: "submit", class: "btn btn-primary btn-small", text: "Save" }),
-        el("button", { type: "button", class: "btn btn-small btn-quiet", "data-cancel": "1", text: "Cancel" })),
+        el("button", { type: "submit", class: "btn btn-primary btn-small", text: gettext("Save") }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", "data-cancel": "1", text: gettext("Cancel") })),
       error
     );
     const cancel = () => {
@@ -138,7 +139,7 @@
         }
         error.textContent = message(res.data, res.status);
       } catch (e) {
-        error.textContent = "Could not rename: " + e.message;
+        error.textContent = fmt(gettext("Could not rename: %(error)s"), { error: e.message });
       }
       error.hidden = false;
       for (const b of form.querySelectorAll("button")) b.disabled = false;
@@ -159,12 +160,12 @@
     closeEditors(item);
     item.classList.add("editing");
     const error = el("p", { class: "field-error", role: "alert", hidden: true });
-    const yes = el("button", { type: "button", class: "btn btn-danger btn-small", text: "Delete" });
-    const no = el("button", { type: "button", class: "btn btn-small btn-quiet", text: "Cancel" });
+    const yes = el("button", { type: "button", class: "btn btn-danger btn-small", text: gettext("Delete") });
+    const no = el("button", { type: "button", class: "btn btn-small btn-quiet", text: gettext("Cancel") });
     const box = el(
       "div",
-      { class: "thread-confirm", role: "group", "aria-label": "Confirm deleting " + labelOf(titleOf(item)) },
-      el("span", { text: "Delete this chat and its messages?" }),
+      { class: "thread-confirm", role: "group", "aria-label": fmt(gettext("Confirm deleting %(title)s"), { title: labelOf(titleOf(item)) }) },
+      el("span", { text: gettext("Delete this chat and its messages?") }),
       el("div", { class: "btn-row" }, yes, no),
       error
     );
@@ -197,7 +198,7 @@
         }
         error.textContent = message(res.data, res.status);
       } catch (e) {
-        error.textContent = "Could not delete: " + e.message;
+        error.textContent = fmt(gettext("Could not delete: %(error)s"), { error: e.message });
       }
       error.hidden = false;
       yes.disabled = no.disabled = false;

@@ -14,6 +14,11 @@
   const config = configEl ? JSON.parse(configEl.textContent || "{}") || {} : {};
   const agents = Array.isArray(config.agents) ? config.agents : [];
 
+  // Words come from Django's JavaScript catalogue (/jsi18n/, loaded by base.html): gettext,
+  // ngettext, interpolate; dates and numbers in the page's language (<html lang>).
+  const LANG = document.documentElement.lang || undefined;
+  const fmt = (text, values) => interpolate(text, values, true);
+
   const aguiChat = { ws: null, events: [], state: {}, approvals: {}, stateMeta: { version: 0, provisional: [] } };
   window.aguiChat = aguiChat;
 
@@ -83,11 +88,11 @@
       const lines = [];
       for (const [key, value] of Object.entries(data)) {
         const msgs = Array.isArray(value) ? value.filter((v) => typeof v === "string") : [];
-        if (msgs.length) lines.push((key === "non_field_errors" ? "" : key + ": ") + msgs.join(" "));
+        if (msgs.length) lines.push(key === "non_field_errors" ? msgs.join(" ") : fmt(gettext("%(field)s: %(errors)s"), { field: key, errors: msgs.join(" ") }));
       }
       if (lines.length) return lines.join("; ");
     }
-    return "Request failed (HTTP " + status + ").";
+    return fmt(gettext("Request failed (HTTP %(status)s)."), { status });
   }
 
   function prettyJSON(text) {
@@ -119,21 +124,21 @@
   }
 
   function displayValue(v) {
-    if (v === undefined) return "(none)";
+    if (v === undefined) return gettext("(none)");
     if (v === null) return "null";
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
 
   function formatRemaining(ms) {
-    if (ms <= 0) return "expired";
+    if (ms <= 0) return gettext("expired");
     const s = Math.floor(ms / 1000);
-    if (s < 60) return s + " s";
+    if (s < 60) return fmt(gettext("%(seconds)s s"), { seconds: s });
     const m = Math.floor(s / 60);
-    if (m < 60) return m + " min " + String(s % 60).padStart(2, "0") + " s";
+    if (m < 60) return fmt(gettext("%(minutes)s min %(seconds)s s"), { minutes: m, seconds: String(s % 60).padStart(2, "0") });
     const h = Math.floor(m / 60);
-    if (h < 48) return h + " h " + String(m % 60).padStart(2, "0") + " min";
-    return Math.floor(h / 24) + " d " + (h % 24) + " h";
+    if (h < 48) return fmt(gettext("%(hours)s h %(minutes)s min"), { hours: h, minutes: String(m % 60).padStart(2, "0") });
+    return fmt(gettext("%(days)s d %(hours)s h"), { days: Math.floor(h / 24), hours: h % 24 });
   }
 
   function tickCountdowns() {
@@ -144,7 +149,7 @@
       if (!Number.isFinite(t)) continue;
       const left = t - now;
       const prefix = node.dataset.prefix ? node.dataset.prefix + " · " : "";
-      node.textContent = prefix + (left > 0 ? "expires in " + formatRemaining(left) : "expiry reached");
+      node.textContent = prefix + (left > 0 ? fmt(gettext("expires in %(left)s"), { left: formatRemaining(left) }) : gettext("expiry reached"));
       node.classList.toggle("urgent", left > 0 && left < 60000);
       node.classList.toggle("expired", left <= 0);
     }
@@ -155,14 +160,14 @@
     const d = value instanceof Date ? value : new Date(value);
     if (!Number.isFinite(d.getTime())) return "";
     const now = new Date();
-    const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const time = d.toLocaleTimeString(LANG, { hour: "2-digit", minute: "2-digit" });
     if (d.toDateString() === now.toDateString()) return time;
-    if (now - d < 6 * 86400000 && now >= d) return d.toLocaleDateString([], { weekday: "short" }) + " " + time;
-    return d.toLocaleDateString([], { day: "numeric", month: "short" }) + " " + time;
+    if (now - d < 6 * 86400000 && now >= d) return d.toLocaleString(LANG, { weekday: "short", hour: "2-digit", minute: "2-digit" });
+    return d.toLocaleString(LANG, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
   }
   function whenTitle(value) {
     const d = new Date(value);
-    return Number.isFinite(d.getTime()) ? d.toLocaleString([], { dateStyle: "full", timeStyle: "long" }) : "";
+    return Number.isFinite(d.getTime()) ? d.toLocaleString(LANG, { dateStyle: "full", timeStyle: "long" }) : "";
   }
   /* <time datetime> elements under `root` (the chat list; chat-threads.js calls it after a refresh). */
   function formatTimes(root) {
@@ -204,7 +209,7 @@
         errorBox.textContent = errorText(res.data, res.status);
         errorBox.hidden = false;
       } catch (e) {
-        errorBox.textContent = "Could not create the chat: " + e.message;
+        errorBox.textContent = fmt(gettext("Could not create the chat: %(error)s"), { error: e.message });
         errorBox.hidden = false;
       }
       button.disabled = false;
@@ -239,12 +244,12 @@
   const stepTrail = $("step-trail");
 
   const coarse = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
-  const placeholder = composer.placeholder + (coarse ? "" : " (Enter to send, Shift+Enter for a new line)");
+  const placeholder = coarse ? composer.placeholder : fmt(gettext("%(placeholder)s (Enter to send, Shift+Enter for a new line)"), { placeholder: composer.placeholder });
   const startersEl = $("starters");
 
   const heading = $("chat-heading");
   if (heading && !heading.textContent.trim()) {
-    heading.textContent = heading.dataset.agent || "Chat";
+    heading.textContent = heading.dataset.agent || gettext("Chat");
   }
 
   /* ------------------------------------------------------------------ model */
@@ -285,16 +290,16 @@
   }
 
   function roleLabel(role) {
-    if (role === "user") return "You";
-    if (role === "assistant") return "Assistant";
-    if (role === "system") return "System";
-    return role || "Message";
+    if (role === "user") return gettext("You");
+    if (role === "assistant") return gettext("Assistant");
+    if (role === "system") return gettext("System");
+    return role || gettext("Message");
   }
 
   function createMessageEl(id, role) {
     const article = el(
       "article",
-      { class: "msg msg-" + (role || "assistant"), "aria-label": roleLabel(role) + " message" },
+      { class: "msg msg-" + (role || "assistant"), "aria-label": fmt(gettext("%(role)s message"), { role: roleLabel(role) }) },
       el("div", { class: "msg-meta" }, el("span", { class: "msg-role", text: roleLabel(role) }), el("time", { class: "msg-time" })),
       el("div", { class: role === "user" ? "msg-body msg-plain" : "msg-body md" }),
       el("div", { class: "msg-tools" })
@@ -327,7 +332,7 @@
   function markStopped(article) {
     if (article.classList.contains("msg-stopped")) return;
     article.classList.add("msg-stopped");
-    article.querySelector(".msg-meta").appendChild(el("span", { class: "badge msg-stopped-badge", text: "Stopped" }));
+    article.querySelector(".msg-meta").appendChild(el("span", { class: "badge msg-stopped-badge", text: gettext("Stopped") }));
   }
 
   /* The element of a message, created at the end of the list when unknown. */
@@ -399,17 +404,17 @@
       return card;
     }
     const parent = parentMessageId ? ensureMessage(parentMessageId, "assistant") : lastAssistantMessage();
-    const nameEl = el("code", { class: "tool-name", text: name || "tool" });
+    const nameEl = el("code", { class: "tool-name", text: name || gettext("tool") });
     const titleEl = el("span", { class: "tool-title", hidden: true });
     const statusEl = el("span", { class: "badge tool-status", hidden: true });
     const argsEl = el("pre", { class: "tool-args" });
-    const argsLabel = el("summary", { text: "Arguments" });
+    const argsLabel = el("summary", { text: gettext("Arguments") });
     const resultEl = el("pre", { class: "tool-result-body" });
-    const resultBox = el("div", { class: "tool-result", hidden: true }, el("div", { class: "tool-section-label", text: "Result" }), resultEl);
+    const resultBox = el("div", { class: "tool-result", hidden: true }, el("div", { class: "tool-section-label", text: gettext("Result") }), resultEl);
     const outcomeEl = el("p", { class: "tool-outcome", hidden: true });
     const root = el(
       "div",
-      { class: "tool-card streaming", dataset: { toolCallId: key }, role: "group", "aria-label": "Tool call " + (name || "") },
+      { class: "tool-card streaming", dataset: { toolCallId: key }, role: "group", "aria-label": fmt(gettext("Tool call %(name)s"), { name: name || "" }) },
       el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }), titleEl, nameEl, statusEl),
       el("details", { class: "tool-args-box", open: true }, argsLabel, argsEl),
       el("div", { class: "approval-slot" }),
@@ -445,12 +450,12 @@
       card.el.querySelector(".tool-args-box").hidden = true;
       card.argsEl.textContent = ""; // the schema of a question is the program's, not the person's
       if (internal === "question") {
-        card.titleEl.textContent = "A question for you";
+        card.titleEl.textContent = gettext("A question for you");
         card.titleEl.hidden = false;
         card.el.classList.add("has-title");
       } else if (internal === "handoff") {
         const target = card.name.slice("handoff_to_".length);
-        card.titleEl.textContent = "Passed to " + (participantTitles[target] || target.replace(/_/g, " "));
+        card.titleEl.textContent = fmt(gettext("Passed to %(agent)s"), { agent: participantTitles[target] || target.replace(/_/g, " ") });
         card.titleEl.hidden = false;
         card.el.classList.add("has-title");
       }
@@ -461,8 +466,8 @@
 
   /* The card's status badge: waiting, done, blocked, rejected, expired, cancelled, stopped, failed. */
   const CARD_STATUS = {
-    waiting: "Waiting", done: "Done", blocked: "Blocked", rejected: "Rejected", expired: "Expired",
-    cancelled: "Cancelled", stopped: "Stopped", failed: "Failed", responded: "Answered",
+    waiting: gettext("Waiting"), done: gettext("Done"), blocked: gettext("Blocked"), rejected: gettext("Rejected"), expired: gettext("Expired"),
+    cancelled: gettext("Cancelled"), stopped: gettext("Stopped"), failed: gettext("Failed"), responded: gettext("Answered"),
   };
   function setCardStatus(card, status) {
     for (const k of Object.keys(CARD_STATUS)) card.el.classList.remove("outcome-" + k);
@@ -674,20 +679,20 @@
   /* ------------------------------------------------------------------ approvals */
 
   const STATUS_LABELS = {
-    pending: "Pending",
-    approved: "Approved",
-    modified: "Approved with edits",
-    rejected: "Rejected",
-    responded: "Answered with guidance",
-    expired: "Expired",
-    cancelled: "Cancelled",
+    pending: gettext("Pending"),
+    approved: gettext("Approved"),
+    modified: gettext("Approved with edits"),
+    rejected: gettext("Rejected"),
+    responded: gettext("Answered with guidance"),
+    expired: gettext("Expired"),
+    cancelled: gettext("Cancelled"),
   };
 
   function approverText(approval) {
     const approver = approval.approver || {};
-    if (approver.kind === "group") return "Awaiting review by " + (approver.group || "a reviewer");
-    if (approver.kind === "requester") return approval.canDecide ? "Waiting for your decision" : "Waiting for the requester's decision";
-    return "Awaiting review";
+    if (approver.kind === "group") return approver.group ? fmt(gettext("Awaiting review by %(group)s"), { group: approver.group }) : gettext("Awaiting review by a reviewer");
+    if (approver.kind === "requester") return approval.canDecide ? gettext("Waiting for your decision") : gettext("Waiting for the requester's decision");
+    return gettext("Awaiting review");
   }
 
   /* A value as the tool's schema says: money with two decimals and its currency, 500 not 500.0. */
@@ -695,7 +700,13 @@
     const prop = (schema && schema.properties && schema.properties[field]) || {};
     if (typeof value === "number") {
       const currency = args && typeof args.currency === "string" ? args.currency : "";
-      if (prop.type === "number" && currency) return value.toFixed(2) + " " + currency;
+      if (prop.type === "number" && currency) {
+        try {  // money as the reader's locale writes it ("1.234,50 €", "US$ 1.234,50")
+          return new Intl.NumberFormat(LANG, { style: "currency", currency }).format(value);
+        } catch (e) {
+          return new Intl.NumberFormat(LANG, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value) + " " + currency;
+        }
+      }
       return String(value);
     }
     if (typeof value === "string") return value;
@@ -720,7 +731,7 @@
       approvalCards.set(id, card);
     }
     card.className = "approval-card status-" + (approval.status || "pending");
-    card.setAttribute("aria-label", "Approval request for " + (approval.toolCallName || "tool call"));
+    card.setAttribute("aria-label", fmt(gettext("Approval request for %(tool)s"), { tool: approval.toolCallName || gettext("tool call") }));
 
     const status = approval.status || "pending";
     const head = el(
@@ -732,7 +743,7 @@
       head.appendChild(el("span", { class: "approval-who", text: approverText(approval) }));
       if (approval.expiresAt) head.appendChild(el("span", { class: "countdown", dataset: { expires: approval.expiresAt } }));
     } else if (approval.decidedBy) {
-      head.appendChild(el("span", { class: "approval-who", text: "by " + approval.decidedBy }));
+      head.appendChild(el("span", { class: "approval-who", text: fmt(gettext("by %(name)s"), { name: approval.decidedBy }) }));
     }
 
     const parts = [head];
@@ -745,7 +756,7 @@
       parts.push(
         el(
           "ol",
-          { class: "approval-steps", "aria-label": "Steps" },
+          { class: "approval-steps", "aria-label": gettext("Steps") },
           ...steps.map((s) => el("li", null, el("code", { text: s.toolCallName || "" }), " ", el("span", { class: "muted", text: displayValue(parseArgs(s.arguments)) })))
         )
       );
@@ -758,12 +769,12 @@
       const changes = diffArgs(requested, final);
       const schema = approval.argumentsSchema;
       if (changes.length) {
-        const who = approval.decidedBy === config.username ? "You" : approval.decidedBy || "The reviewer";
+        const mineEdit = approval.decidedBy === config.username;
         parts.push(
-          el("p", { class: "approval-diff-label", text: who + " changed this before approving:" }),
+          el("p", { class: "approval-diff-label", text: mineEdit ? gettext("You changed this before approving:") : approval.decidedBy ? fmt(gettext("%(name)s changed this before approving:"), { name: approval.decidedBy }) : gettext("The reviewer changed this before approving:") }),
           el(
             "ul",
-            { class: "approval-diff", "aria-label": "Changed arguments" },
+            { class: "approval-diff", "aria-label": gettext("Changed arguments") },
             ...changes.map((c) =>
               el(
                 "li",
@@ -782,7 +793,7 @@
     if ((status === "rejected" || status === "responded") && approval.feedback) {
       parts.push(el("blockquote", { class: "approval-feedback", text: approval.feedback }));
     } else if (approval.feedback && status !== "pending" && !(status === "cancelled" && approval.decidedBy === config.username)) {
-      parts.push(el("p", { class: "approval-note muted", text: "Note: " + approval.feedback }));
+      parts.push(el("p", { class: "approval-note muted", text: fmt(gettext("Note: %(note)s"), { note: approval.feedback }) }));
     }
 
     if (status === "pending" && approval.canDecide) {
@@ -810,9 +821,9 @@
     card.shownArgs = !!edited;
     if (edited) {
       card.argsEl.textContent = prettyJSON(JSON.stringify(parseArgs(approval.finalArguments)));
-      card.argsLabel.textContent = "Arguments, as approved";
+      card.argsLabel.textContent = gettext("Arguments, as approved");
     } else {
-      card.argsLabel.textContent = "Arguments";
+      card.argsLabel.textContent = gettext("Arguments");
       if (card.argsText) card.argsEl.textContent = prettyJSON(card.argsText);
     }
     const status = approval.status || "pending";
@@ -835,52 +846,52 @@
     const editBox = el(
       "div",
       { class: "approval-editor", hidden: true },
-      el("label", { for: editorId, text: "Arguments (JSON)" }),
+      el("label", { for: editorId, text: gettext("Arguments (JSON)") }),
       editText,
       el("div", { class: "btn-row" },
-        el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve-edits" }, text: "Approve with edits" }),
-        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
+        el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve-edits" }, text: gettext("Approve with edits") }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: gettext("Cancel") }))
     );
 
-    const feedbackText = el("textarea", { id: feedbackId, rows: 3, placeholder: "Tell the agent why (optional)" });
+    const feedbackText = el("textarea", { id: feedbackId, rows: 3, placeholder: gettext("Tell the agent why (optional)") });
     const rejectBox = el(
       "div",
       { class: "approval-editor", hidden: true },
-      el("label", { for: feedbackId, text: "Feedback for the agent (optional)" }),
+      el("label", { for: feedbackId, text: gettext("Feedback for the agent (optional)") }),
       feedbackText,
       el("div", { class: "btn-row" },
-        el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "confirm-reject" }, text: "Reject" }),
-        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
+        el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "confirm-reject" }, text: gettext("Reject") }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: gettext("Cancel") }))
     );
 
     // only the answers this tool's policy offers (allowedDecisions); the server refuses the others too
     const allowed = new Set(approval.allowedDecisions || ["approve", "edit", "reject"]);
     const guidanceId = "guidance-" + id;
-    const guidanceText = el("textarea", { id: guidanceId, rows: 3, placeholder: "What should the assistant do instead?" });
+    const guidanceText = el("textarea", { id: guidanceId, rows: 3, placeholder: gettext("What should the assistant do instead?") });
     const respondBox = el(
       "div",
       { class: "approval-editor", hidden: true },
-      el("label", { for: guidanceId, text: "Your guidance for the assistant (it does not run this)" }),
+      el("label", { for: guidanceId, text: gettext("Your guidance for the assistant (it does not run this)") }),
       guidanceText,
       el("div", { class: "btn-row" },
-        el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "confirm-respond" }, text: "Send guidance" }),
-        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: "Cancel" }))
+        el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "confirm-respond" }, text: gettext("Send guidance") }),
+        el("button", { type: "button", class: "btn btn-small btn-quiet", dataset: { act: "cancel" }, text: gettext("Cancel") }))
     );
     const buttons = el(
       "div",
       { class: "btn-row approval-buttons" },
-      allowed.has("approve") ? el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve" }, text: "Approve" }) : null,
-      allowed.has("edit") ? el("button", { type: "button", class: "btn btn-small", dataset: { act: "edit" }, text: "Edit", "aria-expanded": "false", "aria-controls": editorId }) : null,
-      allowed.has("reject") ? el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "reject" }, text: "Reject", "aria-expanded": "false", "aria-controls": feedbackId }) : null,
-      allowed.has("respond") ? el("button", { type: "button", class: "btn btn-small", dataset: { act: "respond" }, text: "Answer instead", "aria-expanded": "false", "aria-controls": guidanceId }) : null
+      allowed.has("approve") ? el("button", { type: "button", class: "btn btn-primary btn-small", dataset: { act: "approve" }, text: gettext("Approve") }) : null,
+      allowed.has("edit") ? el("button", { type: "button", class: "btn btn-small", dataset: { act: "edit" }, text: gettext("Edit"), "aria-expanded": "false", "aria-controls": editorId }) : null,
+      allowed.has("reject") ? el("button", { type: "button", class: "btn btn-danger btn-small", dataset: { act: "reject" }, text: gettext("Reject"), "aria-expanded": "false", "aria-controls": feedbackId }) : null,
+      allowed.has("respond") ? el("button", { type: "button", class: "btn btn-small", dataset: { act: "respond" }, text: gettext("Answer instead"), "aria-expanded": "false", "aria-controls": guidanceId }) : null
     );
 
     // "Always allow in this thread": only the requester's own confirmations can be waived (the
     // approval engine refuses it for a group's request); revocable from the grants bar.
     const allowInput = el("input", { type: "checkbox", id: "allow-" + id });
     const allowBox = approval.approver && approval.approver.kind === "requester" && allowed.has("approve")
-      ? el("label", { class: "allow-always", for: "allow-" + id }, allowInput, " Always allow ",
-          el("code", { text: approval.toolCallName || "this tool" }), " in this thread")
+      ? el("label", { class: "allow-always", for: "allow-" + id }, allowInput, " ",
+          fmt(gettext("Always allow %(tool)s in this thread"), { tool: approval.toolCallName || gettext("this tool") }))
       : null;
     const box = el("div", { class: "approval-actions" }, buttons, allowBox, allowed.has("edit") ? editBox : null,
       allowed.has("reject") ? rejectBox : null, allowed.has("respond") ? respondBox : null, errorBox);
@@ -908,22 +919,22 @@
           return;
         }
         if (res.status === 409) {
-          showError(["This request was already decided; waiting for the update…"]);
+          showError([gettext("This request was already decided; waiting for the update…")]);
           return;
         }
         const lines = [];
         const data = res.data || {};
         if (data.arguments && typeof data.arguments === "object") {
           for (const [field, errs] of Object.entries(data.arguments)) {
-            lines.push(field + ": " + (Array.isArray(errs) ? errs.join(" ") : displayValue(errs)));
+            lines.push(fmt(gettext("%(field)s: %(errors)s"), { field, errors: Array.isArray(errs) ? errs.join(" ") : displayValue(errs) }));
           }
         }
-        if (data.feedback) lines.push("feedback: " + (Array.isArray(data.feedback) ? data.feedback.join(" ") : displayValue(data.feedback)));
+        if (data.feedback) lines.push(fmt(gettext("feedback: %(errors)s"), { errors: Array.isArray(data.feedback) ? data.feedback.join(" ") : displayValue(data.feedback) }));
         if (!lines.length) lines.push(errorText(data, res.status));
         showError(lines);
         setBusy(false);
       } catch (e) {
-        showError(["Network error: " + e.message]);
+        showError([fmt(gettext("Network error: %(error)s"), { error: e.message })]);
         setBusy(false);
       }
     };
@@ -953,11 +964,11 @@
         try {
           args = JSON.parse(editText.value);
         } catch (e) {
-          showError(["The arguments are not valid JSON: " + e.message]);
+          showError([fmt(gettext("The arguments are not valid JSON: %(error)s"), { error: e.message })]);
           return;
         }
         if (!args || typeof args !== "object" || Array.isArray(args)) {
-          showError(["The arguments must be a JSON object."]);
+          showError([gettext("The arguments must be a JSON object.")]);
           return;
         }
         decide({ decision: "approve", arguments: args });
@@ -967,7 +978,7 @@
       } else if (act === "confirm-respond") {
         const feedback = guidanceText.value.trim();
         if (!feedback) {
-          showError(["Write your guidance first: the assistant reads it instead of running this."]);
+          showError([gettext("Write your guidance first: the assistant reads it instead of running this.")]);
           guidanceText.focus();
           return;
         }
@@ -1029,11 +1040,11 @@
 
   function agentTitle() {
     const a = agents.find((x) => x.name === (heading && heading.dataset.agent));
-    return (a && a.title) || "the assistant";
+    return (a && a.title) || gettext("the assistant");
   }
 
   function quoted(approval) {
-    const what = approval.finalMessage || approval.message || approval.toolCallName || "a request";
+    const what = approval.finalMessage || approval.message || approval.toolCallName || gettext("a request");
     return "\u201c" + (what.length > 90 ? what.slice(0, 88) + "…" : what) + "\u201d";
   }
 
@@ -1041,15 +1052,15 @@
   function waitingFor() {
     const mine = blockingApproval();
     // the card with its countdown is right above: a short line, so the buttons stay in view on a phone
-    if (mine) return { kind: "you", approval: mine, text: "Waiting for you: approve or reject the request above." };
+    if (mine) return { kind: "you", approval: mine, text: gettext("Waiting for you: approve or reject the request above.") };
     if (Array.from(questions.values()).some((st) => st === "pending")) {
-      return { kind: "question", text: "Waiting for your answer to the question above." };
+      return { kind: "question", text: gettext("Waiting for your answer to the question above.") };
     }
     const other = pendingApprovals()[0];
     if (other) {
       const approver = other.approver || {};
-      const who = approver.kind === "group" ? approver.group || "a reviewer" : "the requester";
-      return { kind: "others", approval: other, who, text: "Waiting for " + who + " to decide on " + quoted(other) + "." };
+      const who = approver.kind === "group" ? approver.group || gettext("a reviewer") : gettext("the requester");
+      return { kind: "others", approval: other, who, text: fmt(gettext("Waiting for %(who)s to decide on %(what)s."), { who, what: quoted(other) }) };
     }
     return null;
   }
@@ -1070,7 +1081,7 @@
         stateSince.hidden = !(a && a.createdAt);
         if (a && a.createdAt) {
           stateSince.setAttribute("datetime", a.createdAt);
-          stateSince.textContent = "asked " + when(a.createdAt);
+          stateSince.textContent = fmt(gettext("asked %(when)s"), { when: when(a.createdAt) });
           stateSince.title = whenTitle(a.createdAt);
         }
       }
@@ -1081,13 +1092,13 @@
           delete stateUntil.dataset.expires;
         } else {
           stateUntil.dataset.expires = a.expiresAt;
-          stateUntil.dataset.prefix = "decision due by " + when(a.expiresAt);
+          stateUntil.dataset.prefix = fmt(gettext("decision due by %(when)s"), { when: when(a.expiresAt) });
           stateUntil.title = whenTitle(a.expiresAt);
         }
       }
       composer.placeholder = waiting.kind === "others"
-        ? "You can write again after " + waiting.who + " decide" + (/s$/.test(waiting.who) ? "" : "s") + "."
-        : waiting.kind === "you" ? "Decide on the request above to continue." : "Answer the question above to continue.";
+        ? fmt(gettext("You can write again once %(who)s has decided."), { who: waiting.who })
+        : waiting.kind === "you" ? gettext("Decide on the request above to continue.") : gettext("Answer the question above to continue.");
     } else {
       for (const node of [stateSince, stateUntil]) {
         if (!node) continue;
@@ -1103,8 +1114,8 @@
       const target = stopTarget();
       stopButton.hidden = !target;
       stopButton.disabled = run.stopping;
-      stopButton.textContent = run.stopping ? "Stopping…" : run.active ? "Stop" : "Withdraw";
-      stopButton.title = run.active ? "Stop the assistant" : "Withdraw the waiting request";
+      stopButton.textContent = run.stopping ? gettext("Stopping…") : run.active ? gettext("Stop") : gettext("Withdraw");
+      stopButton.title = run.active ? gettext("Stop the assistant") : gettext("Withdraw the waiting request");
     }
     if (startersEl) startersEl.hidden = !!messagesEl.querySelector(".msg") || !startersEl.childElementCount;
     tickCountdowns();
@@ -1123,7 +1134,7 @@
       if (!res.ok) run.stopping = false;
     } catch (e) {
       run.stopping = false;
-      showNotice("Could not stop the run: " + e.message);
+      showNotice(fmt(gettext("Could not stop the run: %(error)s"), { error: e.message }));
     }
     updateComposer();
   }
@@ -1175,7 +1186,7 @@
     renderSteps();
   }
 
-  const CASE_END = { completed: "Case closed", cancelled: "Case cancelled", failed: "Case failed" };
+  const CASE_END = { completed: gettext("Case closed"), cancelled: gettext("Case cancelled"), failed: gettext("Case failed") };
 
   function renderSteps() {
     if (!stepTrail) return;
@@ -1188,7 +1199,7 @@
     const items = steps.map((step, i) =>
       el(
         "li",
-        { class: "step " + (step.done ? "step-done" : "step-active"), "aria-current": step.done ? null : "step", title: step.done ? "finished" : "working on it" },
+        { class: "step " + (step.done ? "step-done" : "step-active"), "aria-current": step.done ? null : "step", title: step.done ? gettext("finished") : gettext("working on it") },
         i ? el("span", { class: "step-sep", "aria-hidden": "true", text: " → " }) : null,
         el("span", { class: "step-name", text: participantTitles[step.name] || step.name })
       )
@@ -1210,7 +1221,7 @@
   function showRunError(runId, message) {
     run.failedId = runId;
     setRunStatus("idle");
-    runErrorText.textContent = message || "The run failed.";
+    runErrorText.textContent = message || gettext("The run failed.");
     runError.hidden = false;
   }
 
@@ -1256,7 +1267,7 @@
     } catch (e) {
       bubble.remove();
       if (!composer.value) composer.value = text;
-      showNotice("Could not send the message: " + e.message);
+      showNotice(fmt(gettext("Could not send the message: %(error)s"), { error: e.message }));
       return false;
     } finally {
       sending = false;
@@ -1268,7 +1279,7 @@
     event.preventDefault();
     const text = composer.value;
     if (run.active && text.trim()) {
-      composerNote.textContent = "The agent is still answering: wait for it, or press Stop.";
+      composerNote.textContent = gettext("The agent is still answering: wait for it, or press Stop.");
       return;
     }
     if (!text.trim() || sending || blockingApproval()) return;
@@ -1323,7 +1334,7 @@
           showNotice(errorText(res.data, res.status));
         }
       } catch (e) {
-        showNotice("Could not retry: " + e.message);
+        showNotice(fmt(gettext("Could not retry: %(error)s"), { error: e.message }));
       } finally {
         retryButton.disabled = false;
       }
@@ -1399,7 +1410,7 @@
         run.id = ev.runId !== undefined ? String(ev.runId) : null;
         run.active = true;
         run.stopping = false;
-        setRunStatus("running", agentTitle() + " is answering…");
+        setRunStatus("running", fmt(gettext("%(agent)s is answering…"), { agent: agentTitle() }));
         updateComposer();
         break;
       case "RUN_FINISHED": {
@@ -1410,7 +1421,7 @@
         if (outcome.type === "cancelled") {
           if (wasStreaming) markRunStopped();
           const cut = wasStreaming && (run.textIds || []).length;
-          setRunStatus("cancelled", cut ? "You stopped the answer." : run.withdrawing ? "Withdrawn: nothing waits any more." : "Stopped.");
+          setRunStatus("cancelled", cut ? gettext("You stopped the answer.") : run.withdrawing ? gettext("Withdrawn: nothing waits any more.") : gettext("Stopped."));
           run.withdrawing = false;
         } else setRunStatus("idle"); // waiting on a person: updateComposer says on whom
         endStreaming();
@@ -1428,7 +1439,7 @@
       case "STEP_STARTED":
         pushStep(String(ev.stepName || "step"));
         renderSteps();
-        if (run.active) setRunStatus("running", (participantTitles[ev.stepName] || ev.stepName || "The assistant") + " is working…");
+        if (run.active) setRunStatus("running", fmt(gettext("%(agent)s is working…"), { agent: participantTitles[ev.stepName] || ev.stepName || gettext("The assistant") }));
         break;
       case "STEP_FINISHED": {
         const step = steps.slice().reverse().find((s) => s.name === String(ev.stepName) && !s.done);
@@ -1546,7 +1557,7 @@
   function setWsState(value) {
     document.body.dataset.wsState = value;
     if (connStatus) {
-      connStatus.textContent = value === "open" ? "" : value === "connecting" ? "Connecting…" : "Reconnecting…";
+      connStatus.textContent = value === "open" ? "" : value === "connecting" ? gettext("Connecting…") : gettext("Reconnecting…");
       connStatus.dataset.state = value;
     }
   }
@@ -1594,7 +1605,7 @@
       setWsState("closed");
       if (event.code === 4401 || event.code === 4403) {
         // Signed out, or not this user's chat: retrying cannot help.
-        showNotice("This chat is not available to you any more; sign in again or open another chat.");
+        showNotice(gettext("This chat is not available to you any more; sign in again or open another chat."));
         return;
       }
       scheduleReconnect();

@@ -68,14 +68,18 @@
     return target.tagName === "INPUT" && !/^(checkbox|radio|button|submit|reset)$/.test(target.type);
   }
 
+  const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
+  const RISK_WORDS = { low: gettext("low"), medium: gettext("medium"), high: gettext("high"), critical: gettext("critical") };
+  const riskWord = (risk) => RISK_WORDS[risk] || risk;
+
   function formatRemaining(ms) {
     const s = Math.floor(ms / 1000);
-    if (s < 60) return s + " s";
+    if (s < 60) return fmt(gettext("%(seconds)s s"), { seconds: s });
     const m = Math.floor(s / 60);
-    if (m < 60) return m + " min " + String(s % 60).padStart(2, "0") + " s";
+    if (m < 60) return fmt(gettext("%(minutes)s min %(seconds)s s"), { minutes: m, seconds: String(s % 60).padStart(2, "0") });
     const h = Math.floor(m / 60);
-    if (h < 48) return h + " h " + String(m % 60).padStart(2, "0") + " min";
-    return Math.floor(h / 24) + " d " + (h % 24) + " h";
+    if (h < 48) return fmt(gettext("%(hours)s h %(minutes)s min"), { hours: h, minutes: String(m % 60).padStart(2, "0") });
+    return fmt(gettext("%(days)s d %(hours)s h"), { days: Math.floor(h / 24), hours: h % 24 });
   }
 
   /* Urgent (red) under a minute or a sixth of the allowed time; soon (amber) under a third. */
@@ -87,12 +91,14 @@
       const created = node.dataset.created ? Date.parse(node.dataset.created) : NaN;
       const total = Number.isFinite(created) && t > created ? t - created : null;
       const left = t - now;
-      node.textContent = left > 0 ? (node.dataset.prefix || "") + formatRemaining(left) : node.dataset.done || "expired";
+      // data-format: the sentence around the time left, translated by the page ("expires in %s")
+      const sentence = (text) => (node.dataset.format ? interpolate(node.dataset.format, [text]) : text);
+      node.textContent = left > 0 ? sentence(formatRemaining(left)) : node.dataset.done || gettext("expired");
       const urgent = left > 0 && (left < 60000 || (total && left < total / 6));
       node.classList.toggle("urgent", Boolean(urgent));
       node.classList.toggle("soon", Boolean(left > 0 && !urgent && total && left < total / 3));
       node.classList.toggle("expired", left <= 0);
-      if (!node.dataset.done) node.setAttribute("aria-label", left > 0 ? "expires in " + formatRemaining(left) : "expired");
+      if (!node.dataset.done) node.setAttribute("aria-label", left > 0 ? fmt(gettext("expires in %(left)s"), { left: formatRemaining(left) }) : gettext("expired"));
     }
   }
 
@@ -104,7 +110,7 @@
     if (nav) {
       nav.textContent = n ? String(n) : "";
       nav.hidden = !n;
-      nav.setAttribute("aria-label", n + " pending");
+      nav.setAttribute("aria-label", fmt(ngettext("%(count)s pending", "%(count)s pending", n), { count: n }));
     }
     const counter = document.getElementById("pending-count");
     if (counter) counter.textContent = String(n);
@@ -143,7 +149,7 @@
       input.type = "hidden";
       input.name = "held";
       formEl.appendChild(input);
-      const button = el("button", "btn btn-small", "Undo ");
+      const button = el("button", "btn btn-small", gettext("Undo") + " ");
       button.type = "submit";
       button.id = "undo-button";
       button.appendChild(el("kbd", null, "u"));
@@ -166,7 +172,7 @@
     const left = Date.parse(toast.dataset.due) - Date.now();
     undoTimer = setTimeout(() => {
       toast.hidden = true;
-      announce("Sent.");
+      announce(gettext("Sent."));
     }, Math.max(0, left));
   }
 
@@ -188,9 +194,9 @@
         toast.hidden = true;
         if (data.recalled && data.recalled.length) {
           selectedId = data.recalled[0];
-          showResult("Undone: nothing was sent.", []);
+          showResult(gettext("Undone: nothing was sent."), []);
           await refreshRows();
-        } else showResult("Too late to undo: the decision has been sent.", []);
+        } else showResult(gettext("Too late to undo: the decision has been sent."), []);
       } catch (e) {
         toast.querySelector("button").disabled = false;
       }
@@ -233,17 +239,17 @@
       if (permission === "granted") localStorage.setItem(NOTIFY_KEY, "1");
       else {
         notifyToggle.checked = false;
-        announce("The browser does not allow notifications for this site.");
+        announce(gettext("The browser does not allow notifications for this site."));
       }
     });
   }
 
   function notifyNew(approval) {
-    const text = (approval.tool_name || "request") + ": " + (approval.description || "");
-    announce("New request for you: " + text);
+    const text = fmt(gettext("%(tool)s: %(description)s"), { tool: approval.tool_name || gettext("request"), description: approval.description || "" });
+    announce(fmt(gettext("New request for you: %(request)s"), { request: text }));
     if (!notificationsOn()) return;
     try {
-      const n = new Notification("New request waiting for you", { body: text, tag: "approval-" + approval.id });
+      const n = new Notification(gettext("New request waiting for you"), { body: text, tag: "approval-" + approval.id });
       n.onclick = () => {
         window.focus();
         window.location.assign("/inbox/" + encodeURIComponent(approval.id) + "/");
@@ -326,7 +332,7 @@
       previewShown = null;
       viewing(null);
       pane.replaceChildren(el("p", "muted reading-pane-empty",
-        rows().length ? "Select a request (click it, or j / k) to read it here." : "Nothing to read here."));
+        rows().length ? gettext("Select a request (click it, or j / k) to read it here.") : gettext("Nothing to read here.")));
       return;
     }
     if (id === previewShown && !force) return;
@@ -358,7 +364,7 @@
   function updateBulkBar() {
     const count = document.getElementById("bulk-count");
     if (!count) return;
-    count.textContent = checked.size + " selected";
+    count.textContent = fmt(ngettext("%(count)s selected", "%(count)s selected", checked.size), { count: checked.size });
     const bar = document.getElementById("bulk-bar");
     bar.classList.toggle("has-selection", checked.size > 0);
     bar.hidden = !rowsBody.querySelector(".row-check");  // nothing here this reviewer can decide
@@ -461,7 +467,8 @@
     const approve = decision === "approve";
     const n = ids.length;
     document.getElementById("decide-dialog-title").textContent =
-      (approve ? "Approve " : "Reject ") + (n === 1 ? "this request?" : n + " requests?");
+      approve ? (n === 1 ? gettext("Approve this request?") : fmt(ngettext("Approve %(count)s request?", "Approve %(count)s requests?", n), { count: n }))
+        : (n === 1 ? gettext("Reject this request?") : fmt(ngettext("Reject %(count)s request?", "Reject %(count)s requests?", n), { count: n }));
     const list = document.getElementById("decide-dialog-list");
     const items = [];
     let risky = 0;
@@ -475,14 +482,14 @@
       const link = row.querySelector("a.row-link");
       li.appendChild(el("span", null, link ? link.textContent : id));
       li.appendChild(document.createTextNode(" "));
-      li.appendChild(el("span", "badge risk risk-" + row.dataset.risk, row.dataset.risk));
+      li.appendChild(el("span", "badge risk risk-" + row.dataset.risk, riskWord(row.dataset.risk)));
       items.push(li);
     }
     list.replaceChildren(...items);
     const warning = document.getElementById("decide-dialog-warning");
     warning.hidden = !(approve && risky);
-    warning.textContent = risky ? risky + " of " + (n === 1 ? "it is" : "these are") + " high or critical risk." : "";
-    if (n === 1 && risky) warning.textContent = "This request is " + rowById(ids[0]).dataset.risk + " risk.";
+    warning.textContent = risky ? fmt(ngettext("%(risky)s of these is high or critical risk.", "%(risky)s of these are high or critical risk.", risky), { risky }) : "";
+    if (n === 1 && risky) warning.textContent = fmt(gettext("This request is %(risk)s risk."), { risk: riskWord(rowById(ids[0]).dataset.risk) });
     const reasonField = document.getElementById("decide-dialog-reason-field");
     const reason = document.getElementById("decide-dialog-reason");
     reasonField.hidden = approve;
@@ -492,12 +499,13 @@
     error.hidden = true;
     reason.removeAttribute("aria-invalid");
     const confirm = document.getElementById("decide-dialog-confirm");
-    confirm.textContent = (approve ? "Approve" : "Reject") + (n > 1 ? " " + n : "");
+    confirm.textContent = n > 1 ? fmt(approve ? gettext("Approve %(count)s") : gettext("Reject %(count)s"), { count: n })
+      : approve ? gettext("Approve") : gettext("Reject");
     confirm.className = "btn " + (approve ? "btn-primary" : "btn-danger-solid");
     confirm.disabled = false;
     document.getElementById("decide-dialog-hint").textContent = approve
-      ? "Enter approves; Esc cancels."
-      : "One reason for all of them; Ctrl+Enter rejects, Esc cancels.";
+      ? gettext("Enter approves; Esc cancels.")
+      : gettext("One reason for all of them; Ctrl+Enter rejects, Esc cancels.");
     dialog.showModal();
     (approve ? confirm : reason).focus();
   }
@@ -519,7 +527,7 @@
     } catch (e) {
       /* an HTML error page */
     }
-    if (!res.ok) throw new Error(data.message || "The server answered " + res.status + ".");
+    if (!res.ok) throw new Error(data.message || fmt(gettext("The server answered %(status)s."), { status: res.status }));
     return data;
   }
 
@@ -567,18 +575,21 @@
       await refreshRows();  // inbox zero, or what else the filters hold
       loadPreview(true);
     }
-    const verb = decision === "approve" ? "Approved" : "Rejected";
+    const approved = decision === "approve";
+    const verb = approved ? gettext("Approved") : gettext("Rejected");
     const what = done.length === 1 ? (list.find((r) => r.dataset.approvalId === done[0]).querySelector("a.row-link") || {}).textContent
-      : done.length + " requests";
+      : fmt(ngettext("%(count)s request", "%(count)s requests", done.length), { count: done.length });
     if (data.held && data.held.length) {
-      showUndo(data.held, verb + ": " + (what || "").slice(0, 90), Date.now() + (data.undo_seconds || 5) * 1000);
+      showUndo(data.held, fmt(gettext("%(what)s: %(why)s"), { what: verb, why: (what || "").slice(0, 90) }), Date.now() + (data.undo_seconds || 5) * 1000);
     }
-    if (failures.length) showResult((done.length ? done.length + " " + verb.toLowerCase() + ", " : "") + failures.length + " not:", failures);
+    const doneWords = fmt(approved ? ngettext("%(count)s approved", "%(count)s approved", done.length)
+      : ngettext("%(count)s rejected", "%(count)s rejected", done.length), { count: done.length });
+    if (failures.length) showResult(fmt(ngettext("%(done)s%(count)s not:", "%(done)s%(count)s not:", failures.length), { done: done.length ? doneWords + ", " : "", count: failures.length }), failures);
     else {
       const box = document.getElementById("decide-result");
       if (box) box.remove();
     }
-    announce(done.length + " " + verb.toLowerCase() + (data.held && data.held.length ? "; Undo with u." : "."));
+    announce(data.held && data.held.length ? fmt(gettext("%(done)s; Undo with u."), { done: doneWords }) : doneWords + ".");
   }
 
   function decideFromList(ids, decision) {
@@ -611,7 +622,7 @@
       const feedback = decision === "reject" ? reason.value.trim() : "";
       const error = document.getElementById("decide-dialog-error");
       if (decision === "reject" && !feedback) {
-        error.textContent = "Give a reason: the agent sees it.";
+        error.textContent = gettext("Give a reason: the agent sees it.");
         error.hidden = false;
         reason.setAttribute("aria-invalid", "true");
         reason.setAttribute("aria-describedby", "decide-dialog-error");
@@ -676,7 +687,7 @@
       event.preventDefault();
       const decision = event.submitter ? event.submitter.value : "approve";
       if (!checked.size) {
-        showResult("Select requests first (the boxes on the left, or x).", []);
+        showResult(gettext("Select requests first (the boxes on the left, or x)."), []);
         return;
       }
       decideFromList(Array.from(checked), decision);
@@ -760,7 +771,7 @@
           event.preventDefault();
           decideFromList(ids, decision);
         } else if (row) {
-          showResult("You cannot decide this request.", []);
+          showResult(gettext("You cannot decide this request."), []);
         }
       }
     });
@@ -819,17 +830,17 @@
     const changes = draft === undefined ? [] : window.SchemaEditor.diff(current, draft);
     if (blocked) {
       preview.replaceChildren(el("li", "text-danger",
-        draft === undefined ? "The JSON is not a valid object: fix it or switch back to the form."
-                            : "Fix the marked arguments first (" + Array.from(problems.keys()).join(", ") + ")."));
+        draft === undefined ? gettext("The JSON is not a valid object: fix it or switch back to the form.")
+                            : fmt(gettext("Fix the marked arguments first (%(fields)s)."), { fields: Array.from(problems.keys()).join(", ") })));
     } else if (changes.length) preview.replaceChildren(...diffItems(changes));
-    else preview.replaceChildren(el("li", "muted", "No changes: approving runs the call as requested."));
+    else preview.replaceChildren(el("li", "muted", gettext("No changes: approving runs the call as requested.")));
     form.dataset.changes = String(changes.length);
     document.getElementById("reset-edits").disabled = changes.length === 0;
     if (!approve) return; // this tool's policy offers no approval (e.g. reject or respond only)
     approve.disabled = blocked;
     approve.textContent = changes.length && !blocked
-      ? "Approve with edits (" + changes.length + " change" + (changes.length === 1 ? "" : "s") + ")"
-      : "Approve";
+      ? fmt(ngettext("Approve with edits (%(count)s change)", "Approve with edits (%(count)s changes)", changes.length), { count: changes.length })
+      : gettext("Approve");
     approve.classList.toggle("with-edits", changes.length > 0);
   }
 
@@ -841,7 +852,7 @@
     if (!json && editor) {
       const v = draftValue();
       if (v === undefined) {
-        rawError.textContent = "Not a valid JSON object: fix it before switching to the form.";
+        rawError.textContent = gettext("Not a valid JSON object: fix it before switching to the form.");
         rawError.hidden = false;
         return;
       }
@@ -883,7 +894,7 @@
       if (unplaced.length) {
         const box2 = document.getElementById("editor-errors");
         const ul = el("ul", "error-list");
-        for (const [path, messages] of unplaced) ul.appendChild(el("li", null, path + ": " + messages.join("; ")));
+        for (const [path, messages] of unplaced) ul.appendChild(el("li", null, fmt(gettext("%(field)s: %(errors)s"), { field: path, errors: messages.join("; ") })));
         box2.replaceChildren(ul);
         box2.hidden = false;
       }
@@ -904,7 +915,7 @@
       const error = document.getElementById("arguments-json-error");
       const ok = draftValue() !== undefined;
       error.hidden = ok;
-      if (!ok) error.textContent = "Not a valid JSON object.";
+      if (!ok) error.textContent = gettext("Not a valid JSON object.");
       raw.toggleAttribute("aria-invalid", !ok);
       updateDecision();
     });
@@ -934,7 +945,7 @@
           error.id = "feedback-error";
           feedback.insertAdjacentElement("afterend", error);
         }
-        error.textContent = "Tell the agent why you reject this request.";
+        error.textContent = gettext("Tell the agent why you reject this request.");
         feedback.setAttribute("aria-invalid", "true");
         feedback.setAttribute("aria-describedby", "feedback-error");
         feedback.focus();
@@ -1005,11 +1016,11 @@
     const draft = draftValue();
     const changes = window.SchemaEditor ? window.SchemaEditor.diff(current, draft || current) : [];
     document.getElementById("decide-dialog-title").textContent = changes.length
-      ? "Approve with these edits?" : "Approve as requested?";
+      ? gettext("Approve with these edits?") : gettext("Approve as requested?");
     const list = document.getElementById("decide-dialog-list");
-    list.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", "No changes to the arguments.")]));
+    list.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", gettext("No changes to the arguments."))]));
     const confirm = document.getElementById("decide-dialog-confirm");
-    confirm.textContent = changes.length ? "Approve with edits" : "Approve";
+    confirm.textContent = changes.length ? gettext("Approve with edits") : gettext("Approve");
     dialog.showModal();
     confirm.focus();
   }
@@ -1036,7 +1047,7 @@
         event.preventDefault();
         const feedback = document.getElementById("feedback");
         feedback.focus();
-        feedback.placeholder = "Why? Then Ctrl+Enter rejects.";
+        feedback.placeholder = gettext("Why? Then Ctrl+Enter rejects.");
       } else if (event.key === "e") {
         event.preventDefault();
         if (editor && !jsonMode) editor.focusFirst();
@@ -1054,7 +1065,7 @@
     const asked = readJSONScript("approval-arguments") || {};
     const now = readJSONScript("approval-current") || asked;
     const changes = window.SchemaEditor.diff(asked, now);
-    finalDiff.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", "As requested (no edits).")]));
+    finalDiff.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", gettext("As requested (no edits)."))]));
   }
 
   let panelsInflight = false;
@@ -1109,8 +1120,8 @@
       renderFinalDiff();
       renderViewers();
       tickCountdowns();
-      announce(detail.dataset.status === "pending" ? "This request changed." : "This request is now " +
-        (detail.querySelector("#detail-status") || {}).textContent + ".");
+      announce(detail.dataset.status === "pending" ? gettext("This request changed.")
+        : fmt(gettext("This request is now %(status)s."), { status: (detail.querySelector("#detail-status") || {}).textContent }));
     } finally {
       followInflight = false;
     }
@@ -1132,7 +1143,7 @@
     document.body.dataset.wsState = value;
     const status = document.getElementById("conn-status");
     if (status) {
-      status.textContent = value === "open" ? "Live" : value === "connecting" ? "Connecting…" : "Reconnecting…";
+      status.textContent = value === "open" ? gettext("Live") : value === "connecting" ? gettext("Connecting…") : gettext("Reconnecting…");
       status.dataset.state = value;
     }
   }
@@ -1149,8 +1160,9 @@
 
   function renderViewers() {
     const names = Array.from(new Set(viewers.values())).sort();
-    const text = !names.length ? "" : names.length === 1 ? names[0] + " is viewing this request"
-      : names.slice(0, -1).join(", ") + " and " + names[names.length - 1] + " are viewing this request";
+    // "ana and finn": the list as the reader's language joins names (Intl.ListFormat)
+    const list = names.length > 1 ? new Intl.ListFormat(document.documentElement.lang || undefined, { type: "conjunction" }).format(names) : names[0];
+    const text = !names.length ? "" : fmt(ngettext("%(names)s is viewing this request", "%(names)s are viewing this request", names.length), { names: list });
     for (const node of document.querySelectorAll("#viewers, #preview-viewers")) {
       node.textContent = text;
       node.hidden = !text;

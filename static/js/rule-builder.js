@@ -8,6 +8,7 @@
  */
 (function () {
   "use strict";
+  const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
 
   const textarea = document.getElementById("p-conditions");
   const root = document.getElementById("rule-builder");
@@ -153,19 +154,20 @@
   function routeRow(b) {
     b.route = b.route || {};
     const row = el("div", { className: "rule-route" });
-    row.appendChild(el("span", { className: "muted small" }, "Route these calls (empty: the policy's own):"));
+    row.appendChild(el("span", { className: "muted small" }, gettext("Route these calls (empty: the policy's own):")));
     const listId = "rb-groups-" + ++uid;
     const groups = el("datalist", { id: listId });
     for (const g of GROUPS) groups.appendChild(el("option", { value: g }));
-    const group = el("input", { type: "text", list: listId, placeholder: "group" });
+    const group = el("input", { type: "text", list: listId, placeholder: gettext("group") });
     group.value = b.route.group || "";
     const approvals = el("input", { type: "number", min: 1, max: 20, placeholder: "1" });
     approvals.value = b.route.approvals || "";
     const risk = el("select");
-    risk.appendChild(el("option", { value: "" }, "policy's"));
-    for (const r of RISKS) risk.appendChild(el("option", { value: r }, r));
+    risk.appendChild(el("option", { value: "" }, gettext("policy's")));
+    const riskWords = { low: gettext("low"), medium: gettext("medium"), high: gettext("high"), critical: gettext("critical") };
+    for (const r of RISKS) risk.appendChild(el("option", { value: r }, riskWords[r] || r));
     risk.value = b.route.risk || "";
-    const deadline = el("input", { type: "text", placeholder: "e.g. 15 min" });
+    const deadline = el("input", { type: "text", placeholder: gettext("e.g. 15 min") });
     deadline.value = b.route.deadline === undefined ? "" : String(b.route.deadline);
     const put = (key, value) => {
       b.route[key] = value;
@@ -179,8 +181,8 @@
       put("deadline", /^\d+$/.test(text) ? Number(text) : text);
     });
     // labels unlike the policy's own fields (Risk, Approvals needed): each field is found by its words
-    row.append(groups, field("Decided by", group), field("How many approve", approvals), field("Treat as", risk),
-               field("Time to decide", deadline));
+    row.append(groups, field(gettext("Decided by"), group), field(gettext("How many approve"), approvals), field(gettext("Treat as"), risk),
+               field(gettext("Time to decide"), deadline));
     return row;
   }
 
@@ -200,7 +202,7 @@
       sync();
     });
     const notLabel = el("label", { className: "cond-not" });
-    notLabel.append(notBox, document.createTextNode("not"));
+    notLabel.append(notBox, document.createTextNode(gettext("not")));
     const path = el("input", { type: "text", list: "rule-paths", placeholder: "args.amount", autocomplete: "off" });
     path.value = c.path || "";
     path.addEventListener("input", () => {
@@ -222,20 +224,20 @@
       sync();
     });
     const remove = el("button", { type: "button", className: "btn btn-small btn-quiet",
-                                  "aria-label": "Remove condition " + (j + 1) + " of rule " + (i + 1) }, "✕");
+                                  "aria-label": fmt(gettext("Remove condition %(condition)s of rule %(rule)s"), { condition: j + 1, rule: i + 1 }) }, "✕");
     remove.addEventListener("click", () => {
       b.conds.splice(j, 1);
       render();
       sync();
     });
-    li.append(notLabel, field("Path", path), field("Operator", op), field("Value", value), remove);
+    li.append(notLabel, field(gettext("Path"), path), field(gettext("Operator"), op), field(gettext("Value"), value), remove);
     return li;
   }
 
   function ruleCard(b, i) {
     const li = el("li", { className: "rule-card", "data-action": b.action, "data-index": String(i) });
     const head = el("div", { className: "rule-head" });
-    const name = el("input", { type: "text", maxlength: 100, placeholder: "e.g. large transfer" });
+    const name = el("input", { type: "text", maxlength: 100, placeholder: gettext("e.g. large transfer") });
     name.value = b.name;
     name.addEventListener("input", () => {
       b.name = name.value;
@@ -259,7 +261,7 @@
       sync();
     });
     const alwaysLabel = el("label", { className: "cond-not" });
-    alwaysLabel.append(always, document.createTextNode("always (catch-all, last)"));
+    alwaysLabel.append(always, document.createTextNode(gettext("always (catch-all, last)")));
     const tools = el("span", { className: "rule-tools" });
     const mk = (text, label, fn, disabled) => {
       const btn = el("button", { type: "button", className: "btn btn-small btn-quiet", "aria-label": label }, text);
@@ -267,32 +269,32 @@
       btn.addEventListener("click", fn);
       tools.appendChild(btn);
     };
-    mk("↑", "Move rule " + (i + 1) + " up", () => move(i, -1), i === 0);
-    mk("↓", "Move rule " + (i + 1) + " down", () => move(i, 1), i === model.length - 1);
-    mk("Remove", "Remove rule " + (i + 1), () => {
+    mk("↑", fmt(gettext("Move rule %(rule)s up"), { rule: i + 1 }), () => move(i, -1), i === 0);
+    mk("↓", fmt(gettext("Move rule %(rule)s down"), { rule: i + 1 }), () => move(i, 1), i === model.length - 1);
+    mk(gettext("Remove"), fmt(gettext("Remove rule %(rule)s"), { rule: i + 1 }), () => {
       model.splice(i, 1);
       render();
       sync();
     });
-    head.append(el("strong", {}, "Rule " + (i + 1)), field("Name", name, "field-name"), field("Then", action), alwaysLabel, tools);
+    head.append(el("strong", {}, fmt(gettext("Rule %(rule)s"), { rule: i + 1 })), field(gettext("Name"), name, "field-name"), field(gettext("Then"), action), alwaysLabel, tools);
     li.appendChild(head);
     if (b.raw !== null && !b.always) {
-      const note = el("p", { className: "rule-json-only" }, "This rule nests conditions deeper than the builder shows; edit it as JSON: ");
+      const note = el("p", { className: "rule-json-only" }, gettext("This rule nests conditions deeper than the builder shows; edit it as JSON:") + " ");
       note.appendChild(el("code", {}, JSON.stringify(b.raw)));
       li.appendChild(note);
     } else if (!b.always) {
       const match = el("select");
-      match.append(el("option", { value: "all" }, "all of these hold"), el("option", { value: "any" }, "any of these holds"));
+      match.append(el("option", { value: "all" }, gettext("all of these hold")), el("option", { value: "any" }, gettext("any of these holds")));
       match.value = b.match;
       match.addEventListener("change", () => {
         b.match = match.value;
         sync();
       });
-      li.appendChild(field("When", match, "field-match"));
+      li.appendChild(field(gettext("When"), match, "field-match"));
       const list = el("ol", { className: "cond-list" });
       b.conds.forEach((c, j) => list.appendChild(condRow(b, i, c, j)));
       li.appendChild(list);
-      const add = el("button", { type: "button", className: "btn btn-small" }, "Add condition");
+      const add = el("button", { type: "button", className: "btn btn-small" }, gettext("Add condition"));
       add.addEventListener("click", () => {
         b.conds.push({ not: false, path: "args.", op: "eq", value: "" });
         render();
@@ -317,9 +319,9 @@
   }
 
   function render() {
-    const list = el("ol", { className: "rules-list", "aria-label": "Rules" });
+    const list = el("ol", { className: "rules-list", "aria-label": gettext("Rules") });
     model.forEach((b, i) => list.appendChild(ruleCard(b, i)));
-    const add = el("button", { type: "button", className: "btn btn-small", id: "add-rule" }, "Add rule");
+    const add = el("button", { type: "button", className: "btn btn-small", id: "add-rule" }, gettext("Add rule"));
     add.addEventListener("click", () => {
       model.push({ name: "", action: "gate", always: false, match: "all", raw: null, route: {},
                    conds: [{ not: false, path: "args.", op: "eq", value: "" }] });
@@ -328,7 +330,7 @@
       const names = root.querySelectorAll(".rule-card .field-name input");
       if (names.length) names[names.length - 1].focus();
     });
-    const empty = model.length ? null : el("p", { className: "muted" }, "No rules: the mode alone decides.");
+    const empty = model.length ? null : el("p", { className: "muted" }, gettext("No rules: the mode alone decides."));
     root.replaceChildren(...[empty, list, add].filter(Boolean));
     showServerErrors();
   }
@@ -349,10 +351,10 @@
     try {
       data = JSON.parse(text.trim() || "[]");
     } catch (e) {
-      return "The JSON is not valid (" + e.message + ").";
+      return fmt(gettext("The JSON is not valid (%(error)s)."), { error: e.message });
     }
-    if (!Array.isArray(data)) return "The rules must be a JSON list.";
-    if (!data.every((r) => r && typeof r === "object" && !Array.isArray(r))) return "Every rule must be an object.";
+    if (!Array.isArray(data)) return gettext("The rules must be a JSON list.");
+    if (!data.every((r) => r && typeof r === "object" && !Array.isArray(r))) return gettext("Every rule must be an object.");
     model = data.map(fromRule);
     render();
     return "";
@@ -363,7 +365,7 @@
   root.hidden = false;
   loadButton.hidden = false;
   if (problem) {
-    root.replaceChildren(el("p", { className: "field-error" }, problem + " Fix it in the JSON below, then load it."));
+    root.replaceChildren(el("p", { className: "field-error" }, fmt(gettext("%(problem)s Fix it in the JSON below, then load it."), { problem })));
     document.getElementById("conditions-details").open = true;
   }
   loadButton.addEventListener("click", () => {
@@ -376,7 +378,7 @@
   const revert = document.getElementById("revert-form");
   if (revert) {
     revert.addEventListener("submit", (event) => {
-      if (!window.confirm("Delete this policy? The tool returns to its code defaults.")) event.preventDefault();
+      if (!window.confirm(gettext("Delete this policy? The tool returns to its code defaults."))) event.preventDefault();
     });
   }
 })();

@@ -13,6 +13,7 @@
  */
 (function () {
   "use strict";
+  const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -113,7 +114,7 @@
   function patternWords(pattern) {
     const m = typeof pattern === "string" && pattern.match(/^\^\\d\{(\d+)(?:,(\d+))?\}\$$/);
     if (!m) return "";
-    return m[2] ? m[1] + " to " + m[2] + " digits" : m[1] + " digits";
+    return m[2] ? fmt(gettext("%(min)s to %(max)s digits"), { min: m[1], max: m[2] }) : fmt(gettext("%(count)s digits"), { count: m[1] });
   }
 
   function constraintsText(n) {
@@ -122,11 +123,11 @@
     if (n.minimum !== undefined) parts.push("≥ " + n.minimum);
     if (n.exclusiveMaximum !== undefined) parts.push("< " + n.exclusiveMaximum);
     if (n.maximum !== undefined) parts.push("≤ " + n.maximum);
-    if (n.maxLength !== undefined) parts.push("at most " + n.maxLength + " characters");
+    if (n.maxLength !== undefined) parts.push(fmt(gettext("at most %(count)s characters"), { count: n.maxLength }));
     const words = patternWords(n.pattern);
     if (words) parts.push(words);
-    if (n.maxItems !== undefined) parts.push("at most " + n.maxItems + " items");
-    if (n.minItems) parts.push("at least " + n.minItems);
+    if (n.maxItems !== undefined) parts.push(fmt(gettext("at most %(count)s items"), { count: n.maxItems }));
+    if (n.minItems) parts.push(fmt(gettext("at least %(count)s"), { count: n.minItems }));
     return parts.join(", ");
   }
 
@@ -141,9 +142,9 @@
   }
 
   function display(v) {
-    if (v === undefined) return "(none)";
+    if (v === undefined) return gettext("(none)");
     if (v === null) return "null";
-    if (v === "") return "(empty)";
+    if (v === "") return gettext("(empty)");
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
@@ -249,8 +250,8 @@
             markProblem(input, path, optional ? "" : "required");
           } else {
             const n = Number(raw);
-            if (!Number.isFinite(n)) markProblem(input, path, "not a number");
-            else if (kind === "integer" && !Number.isInteger(n)) markProblem(input, path, "a whole number");
+            if (!Number.isFinite(n)) markProblem(input, path, gettext("not a number"));
+            else if (kind === "integer" && !Number.isInteger(n)) markProblem(input, path, gettext("a whole number"));
             else {
               setIn(value, path, n);
               markProblem(input, path, "");
@@ -296,7 +297,7 @@
             setIn(value, path, JSON.parse(raw));
             markProblem(input, path, "");
           } catch (e) {
-            markProblem(input, path, "not valid JSON");
+            markProblem(input, path, gettext("not valid JSON"));
           }
         }
         changed();
@@ -342,7 +343,7 @@
         const li = el("li", { className: "ed-item" });
         li.appendChild(field(node.items, path.concat(i), name.replace(/s$/, "") + " " + (i + 1), true));
         const remove = el("button", { type: "button", className: "btn btn-small btn-quiet ed-remove",
-                                      "aria-label": "Remove " + name + " item " + (i + 1) }, "Remove");
+                                      "aria-label": fmt(gettext("Remove %(name)s item %(number)s"), { name, number: i + 1 }) }, gettext("Remove"));
         remove.addEventListener("click", () => {
           getIn(value, path).splice(i, 1);
           rerender(idFor(path) + "-add");
@@ -352,7 +353,7 @@
         ol.appendChild(li);
       });
       box.appendChild(ol);
-      const add = el("button", { type: "button", className: "btn btn-small ed-add", id: idFor(path) + "-add" }, "Add " + name.replace(/s$/, ""));
+      const add = el("button", { type: "button", className: "btn btn-small ed-add", id: idFor(path) + "-add" }, fmt(gettext("Add to %(name)s"), { name }));
       if (node.maxItems !== undefined && list.length >= node.maxItems) add.disabled = true;
       add.addEventListener("click", () => {
         getIn(value, path).push(defaultFor(node.items, resolve));

@@ -78,18 +78,18 @@
     const chat = window.aguiChat || {};
     const ws = chat.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
-      setStatus("Not connected; your change was not sent.", "error");
+      setStatus(gettext("Not connected; your change was not sent."), "error");
       return;
     }
     const meta = chat.stateMeta || {};
     ws.send(JSON.stringify({ type: "state_patch", baseVersion: meta.version || 0, patch: ops, ref: "edit-" + ++seq }));
-    setStatus("Saving…", "");
+    setStatus(gettext("Saving…"), "");
   }
 
   function onReply(frame) {
     if (!frame) return;
     if (frame.type === "state_ack") {
-      setStatus("Saved.", "ok");
+      setStatus(gettext("Saved."), "ok");
       return;
     }
     if (frame.type !== "error" || !String(frame.code || "").startsWith("state_")) return;
@@ -99,15 +99,15 @@
       chat.setState(frame.snapshot);
     }
     const why = {
-      state_conflict: "Someone changed this in the meantime; you now see the current version. Try again.",
-      state_provisional: "This part waits for a decision; change it once it is approved or rejected.",
+      state_conflict: gettext("Someone changed this in the meantime; you now see the current version. Try again."),
+      state_provisional: gettext("This part waits for a decision; change it once it is approved or rejected."),
     }[frame.code];
-    setStatus(why || frame.message || "The change was refused.", "error");
+    setStatus(why || frame.message || gettext("The change was refused."), "error");
   }
 
   function provisionalBadge(key, provisional) {
     if (!provisional.has(key)) return null;
-    return el("span", { class: "badge badge-provisional", title: "Predicted from the agent's tool call; not saved yet", text: "predicted · not saved" });
+    return el("span", { class: "badge badge-provisional", title: gettext("Predicted from the agent's tool call; not saved yet"), text: gettext("predicted · not saved") });
   }
 
   function card(key, title, provisional, ...body) {
@@ -121,16 +121,16 @@
 
   function recipeCard(recipe, provisional) {
     const locked = provisional.has("recipe");
-    const title = el("h4", { class: "recipe-title", text: recipe.title || "Untitled recipe" });
+    const title = el("h4", { class: "recipe-title", text: recipe.title || gettext("Untitled recipe") });
     const editTitle = locked
       ? null
       : el("button", {
           type: "button",
           class: "btn btn-small btn-quiet",
-          "aria-label": "Rename the recipe",
+          "aria-label": gettext("Rename the recipe"),
           text: "✎",
           onclick: () => {
-            const next = window.prompt("Recipe title", recipe.title || "");
+            const next = window.prompt(gettext("Recipe title"), recipe.title || "");
             if (next !== null && next.trim() && next !== recipe.title) {
               sendPatch([{ op: recipe.title === undefined ? "add" : "replace", path: pointer("recipe", "title"), value: next.trim() }]);
             }
@@ -143,16 +143,16 @@
     const steps = Array.isArray(recipe.instructions) ? recipe.instructions : [];
     return card(
       "recipe",
-      "Recipe",
+      gettext("Recipe"),
       provisional,
       el("div", { class: "recipe-head" }, title, editTitle),
       chips.length ? el("div", { class: "chips" }, ...chips) : null,
       ingredients.length
-        ? el("ul", { class: "ingredients", "aria-label": "Ingredients" },
+        ? el("ul", { class: "ingredients", "aria-label": gettext("Ingredients") },
             ...ingredients.map((i) => el("li", null, el("span", { class: "icon", "aria-hidden": "true", text: (i && i.icon) || "•" }), " ",
               el("span", { text: (i && i.name) || "" }), i && i.amount ? el("span", { class: "muted", text: " — " + i.amount }) : null)))
         : null,
-      steps.length ? el("ol", { class: "instructions", "aria-label": "Instructions" }, ...steps.map((s) => el("li", { text: String(s) }))) : null
+      steps.length ? el("ol", { class: "instructions", "aria-label": gettext("Instructions") }, ...steps.map((s) => el("li", { text: String(s) }))) : null
     );
   }
 
@@ -160,11 +160,11 @@
     const locked = provisional.has("steps");
     return card(
       "steps",
-      "Tasks",
+      gettext("Tasks"),
       provisional,
       el(
         "ul",
-        { class: "checklist", "aria-label": "Task steps" },
+        { class: "checklist", "aria-label": gettext("Task steps") },
         ...steps.map((step, i) => {
           const id = "step-" + i;
           const box = el("input", {
@@ -191,7 +191,7 @@
     const rows = Object.entries(prefs).map(([k, v]) =>
       el("div", { class: "pref" }, el("dt", { text: k }), el("dd", { text: Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v) }))
     );
-    return card("preferences", "Preferences", provisional, el("dl", { class: "prefs" }, ...rows));
+    return card("preferences", gettext("Preferences"), provisional, el("dl", { class: "prefs" }, ...rows));
   }
 
   function documentCard(doc, provisional) {
@@ -201,9 +201,9 @@
     const meta = doc.metadata && typeof doc.metadata === "object" ? Object.entries(doc.metadata) : [];
     return card(
       "document",
-      "Document",
+      gettext("Document"),
       provisional,
-      el("h4", { class: "doc-title", text: doc.title || "Untitled" }),
+      el("h4", { class: "doc-title", text: doc.title || gettext("Untitled") }),
       meta.length ? el("div", { class: "chips" }, ...meta.map(([k, v]) => el("span", { class: "chip", text: k + ": " + (typeof v === "object" ? JSON.stringify(v) : v) }))) : null,
       body
     );
