@@ -13,6 +13,7 @@ child process (scripts/devstack.py). Then, as clients over real sockets:
 4. paused runs: busy worker slots and memory of worker and Daphne, idle vs 10,000 paused runs
 5. inbox at scale: the first page with filters among 100,000 requests (1,000 pending), EXPLAIN
 6. fan-out: 500 WebSocket clients on one thread, every event to every client, delivery latency
+7. MCP: what a listed MCP tool call adds over the tool's own time (bench/mcp_call.py)
 
 and, side by side with the peer (bench/peer_app.py: Microsoft Agent Framework's AG-UI server on
 the same fake model, started from .venv-maf in the same run, each figure measured alternately on
@@ -62,11 +63,11 @@ TRANSFER = "Transfer $1 from account 1234567890 to account 0987654321"
 
 FULL = dict(decisions=200, stream_reps=5, stream_words=2000, ttfe_reps=60, paused_total=10_000,
             paused_real=100, inbox_total=100_000, inbox_pending=1_000, inbox_reps=60, fanout_clients=500,
-            fanout_words=100, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5)
+            fanout_words=100, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5, mcp_calls=500)
 QUICK = dict(decisions=40, stream_reps=2, stream_words=2000, ttfe_reps=15, paused_total=1_000,
              paused_real=40, inbox_total=10_000, inbox_pending=1_000, inbox_reps=30, fanout_clients=100,
-             fanout_words=50, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3)
-SCENARIOS = ["ttfe", "peer", "streaming", "decisions", "paused", "fanout", "inbox"]
+             fanout_words=50, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3, mcp_calls=100)
+SCENARIOS = ["ttfe", "peer", "streaming", "decisions", "paused", "fanout", "inbox", "mcp"]
 
 
 def log(msg: str) -> None:
@@ -776,6 +777,16 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
 INBOX_PAGES = ["/inbox/?status=pending", "/inbox/?status=pending&risk=high,critical", "/inbox/?status=decided"]
 
 
+async def bench_mcp(c: Client, stack: Stack, cfg) -> dict:
+    """7. What a listed MCP tool call adds over the tool's own time (bench/mcp_call.py, a process like a worker's)."""
+    out = await asyncio.to_thread(subprocess.run, [PY, str(ROOT / "bench" / "mcp_call.py"), "--calls",
+                                                   str(cfg["mcp_calls"])], cwd=ROOT, env=stack.env,
+                                  capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise RuntimeError(f"bench/mcp_call.py failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 async def bench_inbox(c: Client, stack: Stack, cfg) -> dict:
     log(f"inbox: seeding {cfg['inbox_total']} requests ({cfg['inbox_pending']} pending)")
     t0 = time.perf_counter()
@@ -845,6 +856,7 @@ TARGETS = {
     "paused": "0 busy slots; memory within 10 % of idle",
     "inbox": "p95 ≤ 50 ms",
     "fanout": "every client gets every event; p95 reported",
+    "mcp": "≤ 5 ms over the tool's own time",
 }
 
 
@@ -970,6 +982,14 @@ def table(results: dict) -> str:
                      f"{f['clients_with_every_event_in_order']}/{f['clients']} clients got all {f['events_per_client']} "
                      f"events in order ({f['connect_failures']} failed connects, all connected in "
                      f"{f['connect_all_s']} s) | {verdict(ok)} |")
+    if "mcp" in s:
+        for key, label in (("work_0ms", "a tool that takes no time"), ("work_10ms", "a tool busy for 10 ms")):
+            m = s["mcp"][key]
+            a = m["added_ms"]
+            lines.append(f"| 7. a listed MCP tool call (stdio), {label}: added over its own time (validation, "
+                         f"policy, client, JSON-RPC) | {TARGETS['mcp']} | {a['p50']} ms | {a['p95']} ms | {a['n']} "
+                         f"calls; own p50 {m['own_ms']['p50']} ms; validation + policy p50 "
+                         f"{m['validate_and_policy_ms']['p50']} ms | {verdict(a['p50'] <= 5)} |")
     if "peer" in s:
         lines += peer_table(s["peer"])
     return "\n".join(lines)
@@ -994,6 +1014,7 @@ async def run_all(stack: Stack, cfg, only, profile) -> dict:
         "paused": lambda: bench_paused(c, stack, cfg),
         "fanout": lambda: bench_fanout(c, stack, cfg),
         "inbox": lambda: bench_inbox(c, stack, cfg),
+        "mcp": lambda: bench_mcp(c, stack, cfg),
     }
     try:
         for name in SCENARIOS:
