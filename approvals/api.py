@@ -297,10 +297,11 @@ class PolicySerializer(serializers.ModelSerializer):
                                                     allow_null=True, required=False)
     source = serializers.SerializerMethodField(help_text="policy: an admin's row; default: the tool's code defaults")
     registered = serializers.SerializerMethodField(help_text="Whether a loaded agent offers this tool")
+    server = serializers.SerializerMethodField(help_text="The MCP server the tool comes from; null for our own tools")
 
     class Meta:
         model = ToolPolicy
-        fields = ["tool_name", "source", "registered", "mode", "conditions", "approver_kind", "approver_group",
+        fields = ["tool_name", "source", "registered", "server", "mode", "conditions", "approver_kind", "approver_group",
                   "required_approvals", "timeout_seconds", "timeout_action", "risk", "reminder_fraction",
                   "escalation_group", "escalation_fraction", "allowed_decisions", "updated_at"]
         read_only_fields = ["updated_at"]
@@ -311,6 +312,10 @@ class PolicySerializer(serializers.ModelSerializer):
 
     def get_registered(self, obj) -> bool:
         return registry.get(obj.tool_name) is not None
+
+    def get_server(self, obj) -> str | None:
+        defaults = registry.get(obj.tool_name)
+        return (defaults.extra or {}).get("server") if defaults else None
 
     def validate(self, attrs):
         """The one policy validator (also behind ToolPolicy.clean and the admin form)."""

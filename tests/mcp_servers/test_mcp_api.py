@@ -39,6 +39,7 @@ def test_an_admin_registers_the_demo_server_and_its_tools_are_policed_like_ours(
     listed = {p["tool_name"]: p for p in admin.get("/api/policies/?page_size=500").json()["results"]}
     assert listed["notes2__delete"]["source"] == "default" and listed["notes2__delete"]["mode"] == "always"
     assert listed["notes2__delete"]["approver_group"] == "reviewers" and listed["notes2__delete"]["registered"]
+    assert listed["notes2__delete"]["server"] == "notes2" and listed["transfer_money"]["server"] is None
     # the same engine judges them: a read runs, a delete goes to the reviewers
     assert policy.evaluate("notes2__search", {"query": ""}).action == "auto"
     verdict = policy.evaluate("notes2__delete", {"note_id": 1})
@@ -119,3 +120,13 @@ def test_the_filesystem_servers_annotations_become_policies(api, tmp_path):
     assert modes["write_file"] == ("always", "high") and modes["move_file"] == ("always", "high")
     assert modes["create_directory"] == ("never", "medium")
     assert registry.get("fs__write_file").idempotent and not registry.get("fs__edit_file").idempotent
+
+
+def test_the_console_says_which_server_a_tool_comes_from(api, login, notes_file):
+    api("admin").post("/api/mcp-servers/", {"name": "notes2", **notes_values(notes_file)}, format="json")
+    admin = login("admin")
+    page = admin.get("/policies/").content.decode()
+    assert "MCP server notes2" in page and "notes2__delete" in page
+    edit = admin.get("/policies/notes2__delete/").content.decode()
+    assert "From the MCP server notes2, where it is called delete" in edit
+    assert "MCP server" not in admin.get("/policies/transfer_money/").content.decode()
