@@ -36,7 +36,9 @@ def create_thread(user, agent, title="", thread_id=None):
     """A new thread; a client-chosen id that was ever used raises thread_ids.ThreadIdTaken."""
     thread_id = thread_id or new_id()
     try:
-        with transaction.atomic():
+        # no savepoint inside a caller's transaction (the AG-UI POST's): ThreadIdTaken leaves it,
+        # and every caller lets it roll the whole transaction back
+        with transaction.atomic(savepoint=False):
             thread_ids.claim(thread_id, user)
             return Thread.objects.create(id=thread_id, owner=user, agent=agent, title=title[:200])
     except IntegrityError:  # a row that predates its claim

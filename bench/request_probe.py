@@ -1,14 +1,17 @@
 """Wall and process CPU per request through the project's ASGI app, in-process (README
 "Performance", *One request at a time*): a 404, POST /agui/banking/ on a new thread until the
-RUN_STARTED frame, and a decision over the REST API that continues a paused run. Real Redis, the
-test database, no worker (the run's task is left in the test session's queue). A pytest module,
-so that it gets the test database and the demo users:
+RUN_STARTED frame, a decision over the REST API that continues a paused run, and an AG-UI resume
+(the requester confirms a paused cancel_subscription) until its RUN_STARTED frame. Real Redis, the
+test database, no worker (the run's task is left in the test session's queue); then `continue`:
+each resumed run executed here as the worker would (runner.run_agent, on the tests' fake model),
+CPU of this thread only. A pytest module, so that it gets the test database and the demo users:
 
     REDIS_URL=redis://127.0.0.1:6379/<db> PROBE_N=60 .venv/bin/python -m pytest -p tests.conftest \
         bench/request_probe.py -q -s -p no:cacheprovider
 
-It prints `PROBE {"404": [wall ms, CPU ms], "post": [...], "decide": [...]}` (medians). CPU is
-time.process_time() of the whole process (the request's worker threads included).
+It prints `PROBE {"404": [wall ms, CPU ms], "post": [...], "decide": [...], "resume": [...],
+"continue": [...]}` (medians). CPU is time.process_time() of the whole process (the request's
+worker threads included), for `continue` time.thread_time() (not the fake model's server thread).
 """
 import asyncio
 import json
@@ -24,9 +27,12 @@ N = int(os.environ.get("PROBE_N", "60"))
 WARM = 5  # the first requests of each kind warm imports and connections: not counted
 
 
-def run_input(thread_id):
-    return json.dumps({"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "tools": [], "context": [], "state": {},
-                       "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": "hello"}]}).encode()
+def run_input(thread_id, resume=None):
+    body = {"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "tools": [], "context": [], "state": {},
+            "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": "hello"}]}
+    if resume is not None:
+        body.update(messages=[], resume=resume)
+    return json.dumps(body).encode()
 
 
 async def asgi_call(app, method, path, headers, body=b"", until_first=False):
@@ -86,8 +92,34 @@ def paused_requests(demo, n):
     return ids
 
 
+def paused_on_requester(demo, n):
+    """n paused runs, each waiting on alice's own confirmation of cancel_subscription: (thread id,
+    request id, run id) of each."""
+    from agents import services
+    from agents.models import Run, ToolCall
+    from approvals import policy
+    from approvals import services as approval_services
+
+    args = {"subscription_id": "sub_123"}
+    paused = []
+    for _ in range(n):
+        thread = services.create_thread(demo["alice"], "banking")
+        run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+        call_id = f"call-{uuid.uuid4().hex[:10]}"
+        msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
+            {"id": call_id, "type": "function", "function": {"name": "cancel_subscription", "arguments": json.dumps(args)}}])
+        req = approval_services.request(
+            tool_name="cancel_subscription", arguments=args, requester=demo["alice"],
+            verdict=policy.evaluate("cancel_subscription", args), description="Cancel subscription sub_123",
+            reason="asked to", thread_ref=thread.pk, run_ref=run.pk, tool_call_ref=call_id)
+        ToolCall.objects.create(id=call_id, run=run, thread=thread, message=msg, name="cancel_subscription",
+                                arguments=args, status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
+        paused.append((thread.pk, req.pk, run.pk))
+    return paused
+
+
 @pytest.mark.django_db(transaction=True)
-def test_request_probe(demo):
+def test_request_probe(demo, fake_llm):
     from rest_framework.authtoken.models import Token
 
     from agui_project.asgi import django_asgi_app as app
@@ -95,6 +127,7 @@ def test_request_probe(demo):
     alice, _ = Token.objects.get_or_create(user=demo["alice"])
     finn, _ = Token.objects.get_or_create(user=demo["finn"])
     ids = paused_requests(demo, N + WARM)
+    resumable = paused_on_requester(demo, N + WARM)
     as_alice = [("authorization", f"Bearer {alice.key}"), ("content-type", "application/json"), ("host", "localhost")]
     as_finn = [("authorization", f"Token {finn.key}"), ("content-type", "application/json"), ("host", "localhost")]
 
@@ -105,20 +138,43 @@ def test_request_probe(demo):
             r = await asgi_call(app, "POST", "/agui/banking/", as_alice, run_input(f"p-{uuid.uuid4()}"), until_first=True)
             assert b"RUN_STARTED" in r[0]["first"], r
             return r
+        if name == "resume":
+            thread_id, request_id, _run = resumable[i]
+            body = run_input(thread_id, [{"interruptId": request_id, "status": "resolved", "payload": {"approved": True}}])
+            r = await asgi_call(app, "POST", "/agui/banking/", as_alice, body, until_first=True)
+            assert b"RUN_STARTED" in r[0]["first"], r
+            return r
         r = await asgi_call(app, "POST", f"/api/approvals/{ids[i]}/decide/", as_finn, b'{"decision": "approve"}')
         assert r[0]["status"] == 200, r
         return r
 
     async def main():
         figures = {}
-        for name in ("404", "post", "decide"):
+        for name in ("404", "post", "decide", "resume"):
             timed = [await one(name, i) for i in range(N + WARM)][WARM:]
             figures[name] = [round(statistics.median(r[1] for r in timed), 2),
                              round(statistics.median(r[2] for r in timed), 2)]
         return figures
 
+    def continued():
+        """Each resumed run as the worker executes it: settle (the cancellation), one model turn."""
+        from agents.models import Run
+        from agents.runtime import runner
+
+        timed = []
+        for _thread_id, _request_id, run_id in resumable:
+            fake_llm.push({"text": "Done: it is cancelled."})
+            continuation = Run.objects.get(parent_run_id=run_id)
+            t0, c0 = time.perf_counter(), time.thread_time()
+            assert runner.run_agent(continuation.pk)
+            timed.append(((time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000))
+        timed = timed[WARM:]
+        return [round(statistics.median(t[0] for t in timed), 2), round(statistics.median(t[1] for t in timed), 2)]
+
     logging.disable(logging.WARNING)  # the 404s' log lines
     try:
-        print("\nPROBE", json.dumps(asyncio.run(main())))
+        figures = asyncio.run(main())
+        figures["continue"] = continued()
+        print("\nPROBE", json.dumps(figures))
     finally:
         logging.disable(logging.NOTSET)
