@@ -1,6 +1,7 @@
 """The demo MCP server shipped with the project: a small notes tracker over stdio (the `mcp` SDK).
 
-Run as `python -m agents.mcp_servers.demo_notes`; it imports nothing of Django. Its tools carry
+Run as `python -m agents.mcp_servers.demo_notes` (stdio), or with `--http <port>` (Streamable HTTP at
+http://127.0.0.1:<port>/mcp); it imports nothing of Django. Its tools carry
 the MCP annotations the approval engine reads for its defaults:
 - `search` (readOnlyHint): never asks;
 - `tag` (idempotentHint): may be run again after a lost worker;
@@ -123,4 +124,9 @@ async def enable_export(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":  # Streamable HTTP on 127.0.0.1:<port>/mcp instead
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -2,15 +2,20 @@
 server): registered, listed and policed; an unreachable or garbage server is marked, nothing breaks."""
 
 import logging
+import os
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
-from agents.mcp_servers import catalog
+from agents.mcp_servers import catalog, services
 from agents.mcp_servers.models import MCPServer
 from agents.registry import get_agent
+from agents.runtime.tools import OutcomeUnknown
 from approvals import policy, registry
-from tests.mcp_servers.conftest import fs_values, need_filesystem_server, notes_values
+from tests.mcp_servers.conftest import ROOT, fs_values, hang_values, need_filesystem_server, notes_values
 
 pytestmark = pytest.mark.django_db
 SECRET = "sk-live-do-not-show-0123456789"
@@ -130,3 +135,41 @@ def test_the_console_says_which_server_a_tool_comes_from(api, login, notes_file)
     edit = admin.get("/policies/notes2__delete/").content.decode()
     assert "From the MCP server notes2, where it is called delete" in edit
     assert "MCP server" not in admin.get("/policies/transfer_money/").content.decode()
+
+
+def test_a_call_without_an_answer_is_unknown_unless_the_tool_is_idempotent(demo, settings, tmp_path):
+    """tools/call past AGUI_MCP_CALL_TIMEOUT: a tool that is not idempotent is not run again (its
+    outcome is unknown); an idempotent one is run again and its answer used."""
+    settings.AGUI_MCP_CALL_TIMEOUT = 1
+    assert services.save_server("hang", hang_values()).healthy
+    with pytest.raises(OutcomeUnknown, match="no answer within 1 s"):
+        catalog.get("hang__hang").run(None, {"marker": str(tmp_path / "a")})
+    assert catalog.get("hang__hang_once").idempotent
+    assert catalog.get("hang__hang_once").run(None, {"marker": str(tmp_path / "b")}) == "done the second time"
+
+
+def test_a_streamable_http_server_with_a_secret_header(api, notes_file):
+    """The demo server over Streamable HTTP (a subprocess on a free port): listed and called."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "agents.mcp_servers.demo_notes", "--http", str(port)], cwd=ROOT,
+                            env={**os.environ, "AGUI_NOTES_FILE": str(notes_file)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # until it listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        resp = api("admin").post("/api/mcp-servers/", {
+            "name": "web", "transport": "http", "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": {"Authorization": f"Bearer {SECRET}"}, "agents": ["notes"]}, format="json")
+        assert resp.status_code == 201, resp.content
+        assert resp.json()["healthy"] is True, resp.json()["error"]
+        assert resp.json()["header_names"] == ["Authorization"] and SECRET not in resp.content.decode()
+        assert "Renew the office lease" in catalog.get("web__search").run(None, {"query": "lease"})
+    finally:
+        proc.terminate()
+        proc.wait(10)
