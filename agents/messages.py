@@ -1,16 +1,37 @@
 """A thread's messages, appended in order (Message.seq from the thread's counter)."""
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
 from .models import Message, Thread
 
 
+def _returning():
+    """Whether the database has UPDATE ... RETURNING (PostgreSQL; SQLite from 3.35)."""
+    if connection.vendor == "postgresql":
+        return True
+    return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
+
+
+def _advance(thread_id, count):
+    """The thread's message counter moved on by `count`; returns its new value. One statement
+    where the database returns the updated row (Django's update() returns a row count only and
+    the ORM has no UPDATE ... RETURNING), else the update and a read back."""
+    if _returning():
+        table, column, pk = (connection.ops.quote_name(name) for name in (
+            Thread._meta.db_table, Thread._meta.get_field("message_seq").column, Thread._meta.pk.column))
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} SET {column} = {column} + %s WHERE {pk} = %s RETURNING {column}",
+                           [count, thread_id])
+            return cursor.fetchone()[0]
+    Thread.objects.filter(pk=thread_id).update(message_seq=F("message_seq") + count)
+    return Thread.objects.values_list("message_seq", flat=True).get(pk=thread_id)
+
+
 def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_call_id="", message_id=None):
     """Append a message with the thread's next sequence number (the row lock orders writers)."""
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
-        Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + 1)
-        seq = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk)
+        seq = _advance(thread.pk, 1)
         kwargs = {"id": message_id} if message_id else {}
         return Message.objects.create(
             thread=thread, run=run, seq=seq, role=role, content=content or "",
@@ -32,8 +53,7 @@ def add_messages(thread, messages, *, run=None, locked=False):
             first = thread.message_seq + 1
             thread.message_seq += len(messages)
         else:
-            Thread.objects.filter(pk=thread.pk).update(message_seq=F("message_seq") + len(messages))
-            first = Thread.objects.values_list("message_seq", flat=True).get(pk=thread.pk) - len(messages) + 1
+            first = _advance(thread.pk, len(messages)) - len(messages) + 1
         return Message.objects.bulk_create([
             Message(thread=thread, run=run, seq=first + i, role=row[1], content=row[2] or "",
                     tool_call_id=row[3] or "", parts=row[4] if len(row) > 4 else None,

@@ -109,7 +109,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_and_its_continuation_cost_at_most_30_statements_each(
+def test_an_agui_resume_costs_at_most_30_statements_and_its_continuation_28(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -117,7 +117,9 @@ def test_an_agui_resume_and_its_continuation_cost_at_most_30_statements_each(
     twice after the answers; questions were read back when none was answered; then the decision's
     and the call's savings (the decide API's test). The continuation in the worker was 35: the
     requester is not looked up when nobody edited, the queued text is looked at before its lock
-    is taken (an empty BEGIN IMMEDIATE), and the settled call is not read back twice after it ran."""
+    is taken (an empty BEGIN IMMEDIATE), and the settled call is not read back twice after it ran:
+    30. Then 28: each stored message advances the thread's counter with UPDATE ... RETURNING
+    instead of an update and a read back."""
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
@@ -130,7 +132,7 @@ def test_an_agui_resume_and_its_continuation_cost_at_most_30_statements_each(
     assert [(e.value["approvalId"], e.value["approved"]) for e in responses] == [(req.pk, True)]
 
     fake_llm.push({"text": "Done: it is cancelled."})
-    with django_assert_max_num_queries(30):
+    with django_assert_max_num_queries(28):
         assert runner.run_agent(continuation.pk)
     assert Run.objects.get(pk=continuation.pk).status == Run.Status.SUCCEEDED
     assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED
