@@ -127,6 +127,7 @@ def reset():
 
 
 def _rebuild(servers):
+    global _by_name, _offered, _skipped, _users
     by_name, offered, skipped, users = {}, {}, {}, {}
     for server in servers:
         if not server.enabled:
@@ -142,14 +143,8 @@ def _rebuild(servers):
         registry.unregister(name)
     for t in by_name.values():
         registry.register(t.defaults())
-    _by_name.clear()
-    _by_name.update(by_name)
-    _offered.clear()
-    _offered.update(offered)
-    _skipped.clear()
-    _skipped.update(skipped)
-    _users.clear()
-    _users.update(users)
+    # new dicts swapped in whole: a reader in another thread sees the old set or the new one
+    _by_name, _offered, _skipped, _users = by_name, offered, skipped, users
 
 
 def tools_for(agent_name):
