@@ -35,7 +35,7 @@ def capabilities(agent, card):
         transport=TransportCapabilities(streaming=True, websocket=False),
         tools=ToolsCapabilities(
             supported=True, client_provided=True, parallel_calls=True,
-            items=[Tool(name=t.name, description=t.description, parameters=t.schema) for t in agent.tools],
+            items=[Tool(name=t.name, description=t.description, parameters=t.schema) for t in agent.all_tools()],
         ),
         state=StateCapabilities(snapshots=True, deltas=True, persistent_state=True) if stated else None,
         multi_agent=MultiAgentCapabilities(supported=True, handoffs=True) if "workflow" in card else None,

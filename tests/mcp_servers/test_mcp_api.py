@@ -173,3 +173,11 @@ def test_a_streamable_http_server_with_a_secret_header(api, notes_file):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_the_agent_card_and_agui_capabilities_list_its_mcp_tools(api, login, notes_file):
+    services.save_server("notes", notes_values(notes_file))
+    caps = api("alice").get("/agui/notes").json()
+    items = {t["name"] for t in caps["tools"]["items"]}
+    assert {"notes__search", "notes__delete"} <= items
+    assert "notes__delete" in login("alice").get("/chat/").content.decode()  # the chat's agent card lists it
