@@ -700,12 +700,9 @@
     const prop = (schema && schema.properties && schema.properties[field]) || {};
     if (typeof value === "number") {
       const currency = args && typeof args.currency === "string" ? args.currency : "";
+      // money in the reader's digits ("1,234.50 USD", "1.234,50 USD", "1 234,50 USD"), the code kept as sent
       if (prop.type === "number" && currency) {
-        try {  // money as the reader's locale writes it ("1.234,50 €", "US$ 1.234,50")
-          return new Intl.NumberFormat(LANG, { style: "currency", currency }).format(value);
-        } catch (e) {
-          return new Intl.NumberFormat(LANG, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value) + " " + currency;
-        }
+        return new Intl.NumberFormat(LANG, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value) + " " + currency;
       }
       return String(value);
     }

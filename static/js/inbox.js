@@ -91,8 +91,9 @@
       const created = node.dataset.created ? Date.parse(node.dataset.created) : NaN;
       const total = Number.isFinite(created) && t > created ? t - created : null;
       const left = t - now;
-      // data-format: the sentence around the time left, translated by the page ("expires in %s")
-      const sentence = (text) => (node.dataset.format ? interpolate(node.dataset.format, [text]) : text);
+      // data-format names the sentence around the time left: "expires in 3 min", "in 4 s"
+      const SENTENCES = { expires: gettext("expires in %(left)s"), in: gettext("in %(left)s") };
+      const sentence = (left) => (SENTENCES[node.dataset.format] ? fmt(SENTENCES[node.dataset.format], { left }) : left);
       node.textContent = left > 0 ? sentence(formatRemaining(left)) : node.dataset.done || gettext("expired");
       const urgent = left > 0 && (left < 60000 || (total && left < total / 6));
       node.classList.toggle("urgent", Boolean(urgent));

@@ -299,7 +299,7 @@
         b.conds.push({ not: false, path: "args.", op: "eq", value: "" });
         render();
         sync();
-        const inputs = root.querySelectorAll(`[data-index="${i}"] .cond-row input[list]`);
+        const inputs = root.querySelectorAll('[data-index="' + i + '"] .cond-row input[list]');
         if (inputs.length) inputs[inputs.length - 1].focus();
       });
       li.appendChild(add);
@@ -339,7 +339,7 @@
     const items = document.querySelectorAll("#p-conditions-error li");
     for (const item of items) {
       const m = item.textContent.match(/^rule (\d+)/);
-      const card = m && root.querySelector(`.rule-card[data-index="${Number(m[1]) - 1}"] .rule-errors`);
+      const card = m && root.querySelector('.rule-card[data-index="' + (Number(m[1]) - 1) + '"] .rule-errors');
       if (!card) continue;
       card.appendChild(el("li", {}, item.textContent));
       card.hidden = false;

@@ -206,7 +206,7 @@
       const key = path.join(".");
       if (message) problems.set(key, message);
       else problems.delete(key);
-      const slot = container.querySelector(`[data-error-for="${CSS.escape(key)}"]`);
+      const slot = container.querySelector('[data-error-for="' + CSS.escape(key) + '"]');
       const server = (serverErrors[key] || []).join("; ");
       if (slot) {
         slot.textContent = message || server;
@@ -386,7 +386,7 @@
       render();
       let target = focusId ? document.getElementById(focusId) : null;
       if (!target && focusPath !== undefined) {
-        const box = container.querySelector(`[data-path="${CSS.escape(focusPath)}"]`);
+        const box = container.querySelector('[data-path="' + CSS.escape(focusPath) + '"]');
         target = box && (box.matches("input, select, textarea") ? box : box.querySelector("input, select, textarea"));
       }
       target = target || container.querySelector("input, select, textarea, button");
@@ -396,7 +396,7 @@
     function applyServerErrors() {
       const general = [];
       for (const [path, messages] of Object.entries(serverErrors)) {
-        const slot = container.querySelector(`[data-error-for="${CSS.escape(path)}"]`);
+        const slot = container.querySelector('[data-error-for="' + CSS.escape(path) + '"]');
         if (!slot) {
           general.push([path, messages]);
           continue;
@@ -430,7 +430,7 @@
         serverErrors = errors || {};
         render();
         return Object.entries(serverErrors).filter(
-          ([path]) => !container.querySelector(`[data-error-for="${CSS.escape(path)}"]`));
+          ([path]) => !container.querySelector('[data-error-for="' + CSS.escape(path) + '"]'));
       },
       focusFirst() {
         const first = container.querySelector("[aria-invalid=true]") || container.querySelector("input, select, textarea");
