@@ -86,8 +86,19 @@ def owned(demo):
     return {"thread": thread.pk, "run": run.pk, "approval": request.pk}
 
 
+@pytest.fixture
+def no_mcp_servers_started(monkeypatch):
+    """An admin's fuzzed /api/mcp-servers/ body names a command: judge the answer without running it."""
+    from agents.mcp_servers import client
+
+    def refuse(endpoint, timeout=10.0):
+        raise client.Unreachable("not started in this test")
+
+    monkeypatch.setattr(client.hub, "list_tools", refuse)
+
+
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["valid", "invalid"])
-def test_rest_api_from_openapi_schema_never_5xx_and_errors_are_json(tokens, owned, mode):
+def test_rest_api_from_openapi_schema_never_5xx_and_errors_are_json(tokens, owned, mode, no_mcp_servers_started):
     client = Client(raise_request_exception=False)
     strategy = SCHEMA.as_strategy(generation_mode=mode)
     ids = st.sampled_from([None, owned["thread"], owned["run"], owned["approval"]])
