@@ -1,6 +1,7 @@
 """/api/mcp-servers/ with real servers as subprocesses (the demo notes server, the npm filesystem
 server): registered, listed and policed; an unreachable or garbage server is marked, nothing breaks."""
 
+import json
 import logging
 import os
 import socket
@@ -181,3 +182,22 @@ def test_the_agent_card_and_agui_capabilities_list_its_mcp_tools(api, login, not
     items = {t["name"] for t in caps["tools"]["items"]}
     assert {"notes__search", "notes__delete"} <= items
     assert "notes__delete" in login("alice").get("/chat/").content.decode()  # the chat's agent card lists it
+
+
+def test_the_admin_never_sends_the_secrets_back_and_a_blank_keeps_them(api, login, notes_file):
+    services.save_server("notes", {**notes_values(notes_file), "env": {"AGUI_NOTES_FILE": str(notes_file),
+                                                                       "API_KEY": SECRET}})
+    row = MCPServer.objects.get(name="notes")
+    admin = login("admin")
+    page = admin.get(f"/admin/mcp_servers/mcpserver/{row.pk}/change/").content.decode()
+    assert "AGUI_NOTES_FILE, API_KEY" in page and SECRET not in page
+    form = {"name": "notes", "transport": "stdio", "command": row.command, "args": json.dumps(row.args),
+            "cwd": row.cwd, "url": "", "agents": json.dumps(["notes"]), "enabled": "on", "new_env": "",
+            "new_headers": ""}
+    resp = admin.post(f"/admin/mcp_servers/mcpserver/{row.pk}/change/", form)
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    assert MCPServer.objects.get(name="notes").env["API_KEY"] == SECRET  # blank: kept
+    resp = admin.post(f"/admin/mcp_servers/mcpserver/{row.pk}/change/",
+                      {**form, "new_env": json.dumps({"AGUI_NOTES_FILE": str(notes_file)})})
+    assert resp.status_code == 302
+    assert MCPServer.objects.get(name="notes").env == {"AGUI_NOTES_FILE": str(notes_file)}
