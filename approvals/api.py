@@ -6,6 +6,7 @@ Views stay thin: every change goes through approvals.services.
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Prefetch
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
@@ -197,6 +198,12 @@ class ListFilters:
         return super().filter_queryset(queryset)
 
 
+def with_decisions(qs):
+    """The requests' decisions with their deciders: one query joined to the users (a prefetch of
+    decisions__user is two)."""
+    return qs.prefetch_related(Prefetch("decisions", queryset=Decision.objects.select_related("user")))
+
+
 class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     """Approval requests. Agents running elsewhere create them (POST, with an Idempotency-Key),
     wait for the answer (GET ...?wait=N) and report how the call went (POST .../outcome/)."""
@@ -209,11 +216,11 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         qs = selectors.visible_requests(user=self.request.user).select_related("decided_by", "outside")
         if self.action != "decide":  # a decision looks up only the row; its response reads it again, whole
-            qs = qs.prefetch_related("decisions__user")
+            qs = with_decisions(qs)
         return qs.order_by("-created_at", "-id")  # the id: a stable order across pages for equal times
 
     def _answer(self, pk, code=status.HTTP_200_OK, headers=None):
-        approval = self.get_queryset().prefetch_related("decisions__user").get(pk=pk)
+        approval = self.get_queryset().get(pk=pk)  # with its decisions (not a decision's own lookup)
         return Response(ApprovalSerializer(approval, context={"request": self.request}).data, status=code,
                         headers=headers)
 
@@ -272,7 +279,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
             )
         except services.DecisionError as exc:
             return _error_response(exc)
-        approval = self.get_queryset().prefetch_related("decisions__user").get(pk=approval.pk)
+        approval = with_decisions(self.get_queryset()).get(pk=approval.pk)
         return Response(ApprovalSerializer(approval, context={"request": request}).data)
 
     @extend_schema(request=BulkDecideSerializer, responses={200: BulkResultSerializer})
