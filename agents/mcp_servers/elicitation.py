@@ -16,6 +16,7 @@ import logging
 
 from django.conf import settings
 from django.db import connection
+from django.utils.translation import gettext as _
 
 from agents.models import ToolCall
 from agents.runtime import inputs
@@ -46,7 +47,8 @@ def asker(ctx, tool):
 def _ask(ctx, tool, message, schema):
     call = ToolCall.objects.get(pk=ctx.tool_call_id)
     request = inputs.ask_live(thread=ctx.thread, run=ctx.run, tool_call=call, agent=ctx.thread.agent,
-                              message=f"{tool.server}: {message}", response_schema=schema)
+                              message=_("%(question)s (asked by the MCP server %(server)s)") % {
+                                  "question": message, "server": tool.server}, response_schema=schema)
     if request is None:
         log.warning("MCP %s asked a second question in one call; declined", tool.name)
         return "decline", None

@@ -107,7 +107,8 @@
       const fields = fieldsOf(data.responseSchema);
       return Object.entries(a).map(([k, v]) => {
         const f = fields.find((x) => x.name === k);
-        return fmt(gettext("%(field)s: %(errors)s"), { field: f ? f.label : k, errors: typeof v === "string" ? v : JSON.stringify(v) });
+        const shown = typeof v === "string" ? v : typeof v === "boolean" ? (v ? gettext("Yes") : gettext("No")) : JSON.stringify(v);
+        return fmt(gettext("%(field)s: %(errors)s"), { field: f ? f.label : k, errors: shown });
       }).join(", ");
     }
     return typeof a === "string" ? a : JSON.stringify(a);
@@ -115,6 +116,10 @@
 
   function inputFor(field, id) {
     const s = field.schema;
+    if (s.type === "boolean") { // a yes-or-no question (an MCP server's confirmation)
+      return el("select", { id, name: field.name || "answer", "aria-describedby": hintOf(s) ? id + "-hint" : null },
+        el("option", { value: "true", text: gettext("Yes") }), el("option", { value: "false", text: gettext("No") }));
+    }
     if (Array.isArray(s.enum)) {
       return el("select", { id, name: field.name || "answer" }, ...s.enum.map((v) => el("option", { value: JSON.stringify(v), text: String(v) })));
     }

@@ -111,6 +111,7 @@ def live_stack(request):
         "PYTHONUNBUFFERED": "1",
         # a reviewer's Undo window: shorter than the product's 5 s, so what follows a decision comes sooner
         "AGUI_UNDO_SECONDS": "3",
+        "AGUI_NOTES_FILE": str(tmp / "mcp-notes.json"),  # seed_demo's MCP notes server keeps its notes here
     })
     stack = LiveStack(url=f"http://127.0.0.1:{port}", env=env, log_dir=log_dir)
     failures_before = request.session.testsfailed

@@ -204,7 +204,7 @@ def test_an_elicitation_is_a_question_to_the_person_and_the_answer_goes_back(
     thread, run_id = start(api)
     asked = question(thread)
     assert asked["toolCallId"] == "c_arch" and asked["message"] == (
-        "notes: Archive the note \u201cRenew the office lease before March\u201d?")
+        "Archive the note \u201cRenew the office lease before March\u201d? (asked by the MCP server notes)")
     assert asked["responseSchema"]["properties"]["confirm"]["type"] == "boolean"
     # the call is in flight on the server, the run goes on (not paused)
     assert ToolCall.objects.get(pk="c_arch").status == "executing"

@@ -1,6 +1,7 @@
 """Demo users, groups, accounts and a subscription, and the demo MCP server (asked for its tools by
 the beat, agents.mcp_servers.tasks, not here: tests seed too). Safe to run again: it converges."""
 
+import os
 import sys
 from decimal import Decimal
 
@@ -52,5 +53,6 @@ class Command(BaseCommand):
             mcp_services.save_server("notes", {
                 "transport": "stdio", "command": sys.executable, "args": ["-m", "agents.mcp_servers.demo_notes"],
                 "cwd": str(settings.BASE_DIR), "agents": ["notes"],
-                "env": {"AGUI_NOTES_FILE": str(settings.BASE_DIR / "var" / "mcp-notes.json")}}, refresh=False)
+                "env": {"AGUI_NOTES_FILE": os.environ.get("AGUI_NOTES_FILE")
+                        or str(settings.BASE_DIR / "var" / "mcp-notes.json")}}, refresh=False)
         self.stdout.write(self.style.SUCCESS(f"demo data ready (password for every demo user: {password})"))
