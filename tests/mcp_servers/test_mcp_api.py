@@ -14,7 +14,7 @@ import pytest
 from agents.mcp_servers import catalog, services
 from agents.mcp_servers.models import MCPServer
 from agents.registry import get_agent
-from agents.runtime.tools import OutcomeUnknown
+from agents.runtime.tools import OutcomeUnknown, ToolError
 from approvals import policy, registry
 from tests.mcp_servers.conftest import ROOT, fs_values, hang_values, need_filesystem_server, notes_values
 
@@ -54,6 +54,10 @@ def test_an_admin_registers_the_demo_server_and_its_tools_are_policed_like_ours(
     resp = admin.patch("/api/policies/notes2__delete/", {"mode": "deny"}, format="json")
     assert resp.status_code == 201, resp.content
     assert policy.evaluate("notes2__delete", {"note_id": 1}).action == "deny"
+    # a call: its result is the model's; the server's isError is a tool error with its text
+    assert "Renew the office lease" in catalog.get("notes2__search").run(None, {"query": "lease"})
+    with pytest.raises(ToolError, match="there is no note 99"):
+        catalog.get("notes2__delete").run(None, {"note_id": 99})
     # the agents it names are offered its tools
     assert get_agent("notes").tool("notes2__search") is not None
     assert "notes2__search" not in {t.name for t in get_agent("banking").all_tools()}
