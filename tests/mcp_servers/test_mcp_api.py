@@ -8,11 +8,13 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import pytest
 
 from agents.mcp_servers import catalog, services
 from agents.mcp_servers.models import MCPServer
+from agents.mcp_servers.tasks import check_servers
 from agents.registry import get_agent
 from agents.runtime.tools import OutcomeUnknown, ToolError
 from approvals import policy, registry
@@ -205,3 +207,15 @@ def test_the_admin_never_sends_the_secrets_back_and_a_blank_keeps_them(api, logi
                       {**form, "new_env": json.dumps({"AGUI_NOTES_FILE": str(notes_file)})})
     assert resp.status_code == 302
     assert MCPServer.objects.get(name="notes").env == {"AGUI_NOTES_FILE": str(notes_file)}
+
+
+def test_the_beat_asks_servers_never_asked_and_unhealthy_ones(demo, notes_file):
+    services.save_server("notes", notes_values(notes_file), refresh=False)  # as seed_demo registers it
+    assert not MCPServer.objects.get(name="notes").healthy and registry.get("notes__search") is None
+    check_servers()
+    assert MCPServer.objects.get(name="notes").healthy and registry.get("notes__search") is not None
+    services.mark_unhealthy("notes", "it stopped")
+    MCPServer.objects.filter(name="notes").update(checked_at=MCPServer.objects.get(name="notes").checked_at
+                                                  - timedelta(seconds=31))
+    assert services.check_due() == {"notes": True}
+    assert services.check_due() == {}  # healthy and asked: left alone
