@@ -118,7 +118,8 @@ class MCPServerViewSet(viewsets.GenericViewSet):
             raise NotFound("no MCP server by that name")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @action(detail=True, methods=["post"], serializer_class=serializers.Serializer)
+    @extend_schema(request=None, responses=ServerSerializer)
+    @action(detail=True, methods=["post"])
     def refresh(self, request, name=None):
         self._row(name)
         return Response(ServerSerializer(services.refresh_tools(name)).data)

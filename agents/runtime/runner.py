@@ -4,6 +4,7 @@ import json
 import logging
 import time
 import uuid
+from types import SimpleNamespace
 
 import jsonpatch
 import jsonpointer
@@ -610,11 +611,14 @@ class Runner:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
         if execution.finish(tc.pk, status, output, call=tc):  # else recovery already told the model
-            tc.status, tc.result = status, output  # as just written: result() need not read the row back
-            self.result(tc, prefix + output, settled=tc)
+            # the call as finish() just wrote it: result() need not read the row back
+            settled = SimpleNamespace(pk=tc.pk, name=tc.name, arguments=tc.arguments,
+                                      final_arguments=tc.final_arguments, status=status, result=output)
+            self.result(tc, prefix + output, settled=settled)
 
     def result(self, tc, content, settled=None):
-        """`settled`: the call as it now stands, when the caller has just written it."""
+        """`settled`: the call's fields as they now stand (pk, name, arguments, final_arguments,
+        status, result), when the caller has just written them."""
         msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
         settled = settled or ToolCall.objects.only(
