@@ -141,8 +141,16 @@ def _rebuild(servers):
                     offered.setdefault(agent, []).append(t)
     for name in set(_by_name) - set(by_name):
         registry.unregister(name)
-    for t in by_name.values():
-        registry.register(t.defaults())
+    for t in list(by_name.values()):
+        try:
+            registry.register(t.defaults())
+        except registry.InvalidDefaults as exc:  # its annotations cannot be a policy: said, not offered
+            log.warning("MCP tool %s not registered: %s", t.name, exc)
+            skipped.setdefault(t.server, []).append(f"{t.remote_name}: {exc}")
+            by_name.pop(t.name)
+            for tools in offered.values():
+                if t in tools:
+                    tools.remove(t)
     # new dicts swapped in whole: a reader in another thread sees the old set or the new one
     _by_name, _offered, _skipped, _users = by_name, offered, skipped, users
 

@@ -148,7 +148,10 @@ class Hub:
                 await s.closing.wait()
         except BaseException as exc:  # noqa: BLE001 -- whatever stopped it, the session is gone
             if not ready.done():
-                ready.set_exception(Unreachable(_describe(exc)))
+                if isinstance(exc, asyncio.CancelledError):  # _open gave up waiting: nobody reads it
+                    ready.cancel()
+                else:
+                    ready.set_exception(Unreachable(_describe(exc)))
             elif not isinstance(exc, asyncio.CancelledError):
                 log.warning("MCP server %s: session ended: %s", s.endpoint.name, _describe(exc))
         finally:

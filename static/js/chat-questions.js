@@ -17,7 +17,10 @@
   if (!threadId || !messagesEl) return;
   const cards = new Map(); // requestId -> {data, node}
   const titles = {}; // a workflow's agents by name: "Refunds asks", not "refund_agent asks"
-  for (const a of config.agents || []) for (const p of (a.workflow && a.workflow.agents) || []) titles[p.name] = p.title;
+  for (const a of config.agents || []) {
+    titles[a.name] = a.title; // an agent's own question (an MCP server's, asked during its call)
+    for (const p of (a.workflow && a.workflow.agents) || []) titles[p.name] = p.title;
+  }
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);

@@ -42,6 +42,7 @@ def test_the_servers_question_is_answered_in_the_chat(alice):
     question = page.locator(".question-card")
     expect(question).to_contain_text(
         "Archive the note \u201cOrder a new laptop for Sam\u201d? (asked by the MCP server notes)", timeout=T)
+    expect(question).to_contain_text("Notes (MCP server) asks")
     alice.shoot("asked")
     question.get_by_label("Confirm").select_option("true")
     question.get_by_role("button", name="Answer").click()

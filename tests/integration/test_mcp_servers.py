@@ -12,7 +12,7 @@ import pytest
 
 from agents.mcp_servers import catalog, client, services
 from agents.mcp_servers.models import MCPServer
-from agents.models import Message, ToolCall
+from agents.models import InputRequest, Message, ToolCall
 from approvals import registry
 from approvals.models import ApprovalRequest, AuditEvent
 from tests.conftest import stream_events, wait_for_event
@@ -234,3 +234,14 @@ def test_a_cancelled_elicitation_tells_the_server_no(celery_worker_live, fake_ll
     event, _ = wait_for_event(thread, finished(run_id))
     assert ToolCall.objects.get(pk="c_arch").result == "Note 2 was not archived: the person did not confirm."
     assert note_ids(notes) == [1, 2, 3]
+
+
+def test_stop_during_a_question_withdraws_it_and_the_server_hears_cancel(celery_worker_live, fake_llm, api, notes):
+    fake_llm.push(call("notes__archive", {"note_id": 1}, "c_arch"), "Stopped.")
+    thread, run_id = start(api)
+    asked = question(thread)
+    assert api("alice").post(f"/api/runs/{run_id}/cancel/").status_code in (200, 202)
+    event, _ = wait_for_event(thread, finished(run_id))
+    assert event["type"] == "RUN_FINISHED" and event["outcome"]["type"] == "cancelled", event
+    assert InputRequest.objects.get(pk=asked["requestId"]).status == "cancelled"
+    assert ToolCall.objects.get(pk="c_arch").result == "Note 1 was not archived: the person did not confirm."
