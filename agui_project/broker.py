@@ -28,6 +28,19 @@ class Channel(kombu_redis.Channel):
             raise RedisConnectionError("this broker connection was closed after Redis went away")
         return super()._connparams(asynchronous=asynchronous)
 
+    def _create_client(self, asynchronous=False):
+        """kombu builds a new redis.Redis around the same pool for every command it sends (each
+        publish, each ack): ~160 µs of copying response callbacks per run enqueued, a third of
+        Celery's publish. A client is only a handle on its pool, safe to share between threads:
+        one per pool here (a new pool, after a reconnect, gets a new one)."""
+        if asynchronous:
+            return super()._create_client(asynchronous=True)
+        pool = self.pool
+        client = self.__dict__.get("_agui_client")
+        if client is None or client.connection_pool is not pool:
+            client = self._agui_client = super()._create_client()
+        return client
+
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
