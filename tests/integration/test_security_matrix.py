@@ -472,6 +472,7 @@ def test_csrf_enforced_on_every_state_changing_form(world, no_enqueue, settings,
 # --- secrets stay out of logs ----------------------------------------------------------------
 
 SECRET_KEY_MARK = "sk-live-DO-NOT-LOG-9f8e7d"
+MCP_SECRET = "mcp-secret-DO-NOT-LOG-41c2"
 
 
 @pytest.mark.slow
@@ -498,8 +499,16 @@ def test_no_secret_or_token_in_logs(celery_worker_live, fake_llm, demo, caplog, 
         thread_id = client.post("/api/threads/", {"agent": "banking"}, content_type="application/json", **auth).json()["id"]
         client.post(f"/api/threads/{thread_id}/messages/", {"content": "hello"}, content_type="application/json", **auth)
         wait_for_event(thread_id, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR"))
+    # an MCP server's env and headers (write-only) on the failure paths: it cannot start / cannot be reached
+    admin = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=demo['admin'])[0].key}"}
+    for body in ({"name": "leaky", "command": "/nonexistent/mcp", "env": {"KEY": MCP_SECRET}},
+                 {"name": "leaky-web", "transport": "http", "url": "http://127.0.0.1:9/mcp",
+                  "headers": {"Authorization": f"Bearer {MCP_SECRET}"}}):
+        made = client.post("/api/mcp-servers/", body, content_type="application/json", **admin)
+        assert made.status_code == 201 and made.json()["healthy"] is False and made.json()["error"], made.content
+        assert MCP_SECRET not in made.content.decode()
     secrets = {"token": token, "password": settings.DEMO_PASSWORD, "wrong password": "wrong-password-xyz",
-               "model key": SECRET_KEY_MARK, "secret key": settings.SECRET_KEY}
+               "model key": SECRET_KEY_MARK, "secret key": settings.SECRET_KEY, "MCP secret": MCP_SECRET}
     if session_key:
         secrets["session"] = session_key
     text = "\n".join(caplog.text.splitlines())
