@@ -674,7 +674,7 @@ def interrupt_for(request):
         {"description": "Required to respond: guidance the agent reads instead of running the call"}
         if "respond" in allowed else {})}
     required = [{"required": ["decision"]}] + ([{"required": ["approved"]}] if approved else [])
-    if request.approver_kind == ApproverKind.REQUESTER and "approve" in allowed:  # the requester's own confirmation may become a grant  # the requester's own confirmation may become a grant
+    if request.approver_kind == ApproverKind.REQUESTER and "approve" in allowed:  # the requester's own confirmation may become a grant
         properties["alwaysAllowInThread"] = {
             "type": "boolean", "description": "Approve, and let this tool run without asking again in this thread"}
     return Interrupt(

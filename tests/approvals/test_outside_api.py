@@ -235,3 +235,25 @@ def test_a_rejected_call_is_not_asked_again_in_the_same_thread_unless_the_person
     assert not asked(thread="t-outside", user_wrote_at=(timezone.now() - timedelta(hours=1)).isoformat())
     bobs = api("bob").post("/api/approvals/", body(thread="t-outside"), format="json").json()
     assert bobs["status"] == "pending"  # a thread name is the requester's own
+
+
+def test_two_retries_racing_with_one_key_make_one_request(api, demo, monkeypatch):
+    """The race the first lookup cannot see: another attempt with the same Idempotency-Key commits
+    between this one's lookup and its insert. The unique key turns the insert away and the answer is
+    the other attempt's request (on PostgreSQL a concurrent insert waits for the other to commit)."""
+    from approvals import outside
+
+    alice = api("alice")
+    first = alice.post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="race-1").json()
+    real_retry, lookups = outside._retry, []
+
+    def lookup_that_loses_the_race(*args):
+        lookups.append(args)
+        return None if len(lookups) == 1 else real_retry(*args)
+
+    monkeypatch.setattr(outside, "_retry", lookup_that_loses_the_race)
+    again = alice.post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="race-1")
+    assert again.status_code == 200 and again.json()["id"] == first["id"], again.content
+    assert len(lookups) == 2  # missed, inserted, refused by the unique key, found
+    assert ApprovalRequest.objects.count() == 1 and OutsideCall.objects.count() == 1
+    assert AuditEvent.objects.filter(action="requested").count() == 1  # the refused insert left no trace
