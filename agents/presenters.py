@@ -1,11 +1,14 @@
 """Plain-JSON views of records for AG-UI events and the REST API (one place, one shape)."""
 
 from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
+from django.conf import settings
+from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
 from approvals import services as approval_services
 from approvals.access import memberships
 from approvals.models import ApprovalRequest, ApproverKind
+from people import selectors as people
 
 from .registry import get_tool
 
@@ -40,7 +43,9 @@ def approval(request, viewer=None):
         data["finalArguments"] = request.final_arguments
         tool = get_tool(request.tool_name)
         if tool and request.final_arguments != request.arguments:  # the card's title says what ran
-            data["finalMessage"] = tool.description_for(request.final_arguments)
+            # in the requester's words, like the request's own description (built in their run's worker)
+            with translation.override(people.language_of(request.requester) or settings.LANGUAGE_CODE):
+                data["finalMessage"] = tool.description_for(request.final_arguments)
     if request.schema:  # how the card formats values (integers, money with its currency)
         data["argumentsSchema"] = request.schema
     if request.expires_at:

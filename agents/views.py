@@ -2,6 +2,7 @@
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 
 from approvals.access import is_reviewer
 from approvals.policy import effective, policy_rows
@@ -9,7 +10,7 @@ from approvals.policy import effective, policy_rows
 from . import presenters, selectors
 from .catalog import load_agents
 from .llm import get_model
-from .llm.scripted.starters import STARTERS
+from .llm.scripted.starters import starters
 from .models import Thread
 from .runtime.statesync import has_state
 
@@ -32,8 +33,11 @@ def agent_cards():
                 "approval": p.get("mode", t.approval_mode),
                 "approver": f"group:{group.name}" if group else "requester",
             })
-        card = {"name": agent.name, "title": agent.title, "description": agent.description, "tools": tools,
-                "starters": STARTERS.get(agent.name, []), "hasState": bool(has_state(agent))}
+        # an agent's title and description are marked (gettext_noop) where it is defined, said here in
+        # the reader's language; its starter prompts too
+        card = {"name": agent.name, "title": gettext(agent.title) if agent.title else agent.title,
+                "description": gettext(agent.description) if agent.description else agent.description,
+                "tools": tools, "starters": starters(agent.name), "hasState": bool(has_state(agent))}
         if hasattr(agent, "participants"):  # a workflow (agents/runtime/workflows.py): its agents and handoff edges
             card["workflow"] = agent.card()
         cards.append(card)

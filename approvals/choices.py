@@ -16,11 +16,11 @@ class Mode(models.TextChoices):
 # The modes in words for the people who choose them (policy console, Django admin); the stored values
 # and the API keep the engine's names, and the field's choices stay as they are (no migration).
 MODE_LABELS = {
-    Mode.ALWAYS: "Always ask: a person decides every call",
-    Mode.CONDITIONAL: "Ask when a rule says so (no rule matches: it runs)",
-    Mode.MODEL: "Ask when a rule says so, else the model's own check decides",
-    Mode.NEVER: "Never ask: every call runs at once",
-    Mode.DENY: "Block: no call runs",
+    Mode.ALWAYS: _("Always ask: a person decides every call"),
+    Mode.CONDITIONAL: _("Ask when a rule says so (no rule matches: it runs)"),
+    Mode.MODEL: _("Ask when a rule says so, else the model's own check decides"),
+    Mode.NEVER: _("Never ask: every call runs at once"),
+    Mode.DENY: _("Block: no call runs"),
 }
 
 

@@ -159,7 +159,7 @@ def policy_edit(request, tool_name):
                 return redirect(f"/policies/{tool_name}/")
     elif action == "revert":
         if services.delete_policy(tool_name, request.user):
-            messages.success(request, f"{tool_name} is back on its code defaults.")
+            messages.success(request, gettext("%(tool)s is back on its code defaults.") % {"tool": tool_name})
         return redirect(f"/policies/{tool_name}/")
     shown = form.instance if form is not None else current
     conditions_text = (request.POST.get("conditions") if form is not None

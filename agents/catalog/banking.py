@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
 from agents.runtime.tools import Owned, ToolError, tool
@@ -51,9 +52,12 @@ def _subscription(a):
     approver="group:finance",
     risk="high",
     reversible=False,
-    describe=lambda a: f"Transfer {_money(a['amount'])} {a['currency']} from {a['from_account']} to {a['to_account']}",
-    impact=lambda a: f"Moves {_money(a['amount'])} {a['currency']} out of account {a['from_account']}; "
-    "a completed transfer cannot be undone from here",
+    # what reviewers and the requester read, in the requester's language (the run's worker speaks it)
+    describe=lambda a: gettext("Transfer %(amount)s %(currency)s from %(src)s to %(dst)s") % {
+        "amount": _money(a["amount"]), "currency": a["currency"], "src": a["from_account"], "dst": a["to_account"]},
+    impact=lambda a: gettext("Moves %(amount)s %(currency)s out of account %(src)s; a completed transfer cannot be "
+                             "undone from here") % {"amount": _money(a["amount"]), "currency": a["currency"],
+                                                    "src": a["from_account"]},
     objects=_accounts(from_account=True, to_account=False),
 )
 def transfer_money(
@@ -100,8 +104,9 @@ def transfer_money(
     approver="requester",
     risk="medium",
     reversible=False,
-    describe=lambda a: f"Cancel subscription {a['subscription_id']} (it stops at once and is not refunded)",
-    impact=lambda a: f"Subscription {a['subscription_id']} ends immediately",
+    describe=lambda a: gettext("Cancel subscription %(sub)s (it stops at once and is not refunded)") % {
+        "sub": a["subscription_id"]},
+    impact=lambda a: gettext("Subscription %(sub)s ends immediately") % {"sub": a["subscription_id"]},
     objects=_subscription,
 )
 def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
@@ -117,7 +122,7 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
     return f"Subscription {subscription_id} ({sub.plan}) is cancelled."
 
 
-@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: f"Read the balance of {a['account']}",
+@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: gettext("Read the balance of %(account)s") % {"account": a["account"]},
       objects=_accounts(account=True))
 def check_balance(ctx, account: AccountNumber):
     """Look up the balance of one of the user's accounts."""
@@ -129,8 +134,8 @@ def check_balance(ctx, account: AccountNumber):
 
 AGENT = Agent(
     name="banking",
-    title="Banking assistant",
-    description="Checks balances, transfers money (finance approves) and cancels subscriptions (you approve).",
+    title=gettext_noop("Banking assistant"),
+    description=gettext_noop("Checks balances, transfers money (finance approves) and cancels subscriptions (you approve)."),
     system_prompt=(
         "You are a careful banking assistant. Use the tools to act; never claim an action happened "
         "unless a tool result says so. Transfers are reviewed by the finance team; subscription "

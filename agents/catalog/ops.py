@@ -50,6 +50,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
+from django.utils.translation import gettext_noop
 from pydantic import AfterValidator, Field
 
 from agents.runtime.tools import ToolError, acting_for, tool
@@ -565,9 +566,9 @@ def execute_command(ctx, command: Annotated[str, AfterValidator(_checked_command
 
 AGENT = Agent(
     name="ops",
-    title="Ops assistant",
-    description="Works on files in a sandbox, sends email and runs read-only commands; risky steps wait for "
-    "you or a reviewer.",
+    title=gettext_noop("Ops assistant"),
+    description=gettext_noop("Works on files in a sandbox, sends email and runs read-only commands; risky steps wait for "
+    "you or a reviewer."),
     system_prompt=(
         "You are a careful operations assistant. You act only through your tools, on files inside a sandbox "
         'whose root is "/". Describe each step honestly before taking it. Never claim an action happened '

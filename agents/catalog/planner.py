@@ -3,6 +3,7 @@ user confirms before they become the plan; `update_preferences` writes the user'
 
 from typing import Annotated, Any, Literal
 
+from django.utils.translation import gettext_noop
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.runtime.tools import tool
@@ -46,8 +47,8 @@ def update_preferences(ctx, preferences: Preferences):
 
 AGENT = Agent(
     name="planner",
-    title="Task planner",
-    description="Breaks a task into steps you confirm, and keeps your planning preferences.",
+    title=gettext_noop("Task planner"),
+    description=gettext_noop("Breaks a task into steps you confirm, and keeps your planning preferences."),
     system_prompt=(
         "You are a task planner. You receive the current steps and preferences in a system message. "
         "To propose or change the plan call generate_task_steps with the COMPLETE list of steps; the user "

@@ -3,6 +3,7 @@ the shared state as predictions while the model writes them."""
 
 from typing import Annotated, Literal
 
+from django.utils.translation import gettext_noop
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.runtime.tools import tool
@@ -54,8 +55,8 @@ def update_recipe(ctx, recipe: Recipe):
 
 AGENT = Agent(
     name="recipe",
-    title="Recipe assistant",
-    description="Writes and improves a recipe card that fills in live while the model writes it.",
+    title=gettext_noop("Recipe assistant"),
+    description=gettext_noop("Writes and improves a recipe card that fills in live while the model writes it."),
     system_prompt=(
         "You are a helpful recipe assistant that creates and modifies recipes.\n"
         "CRITICAL RULES:\n"

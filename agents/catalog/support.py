@@ -10,6 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Literal
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_noop
 from pydantic import Field
 
 from agents.runtime.tools import Owned, ToolError, tool
@@ -126,8 +127,8 @@ _ENDING = 'When the case is resolved (or cannot be), tell the customer and end y
 
 TRIAGE = Agent(
     name="triage_agent",
-    title="Triage",
-    description="Works out what the customer needs and routes the case.",
+    title=gettext_noop("Triage"),
+    description=gettext_noop("Works out what the customer needs and routes the case."),
     system_prompt=(
         "You are triage_agent, the first contact of a customer support team. Work out what the customer "
         "needs. Refunds go to refund_agent (handoff_to_refund_agent); replacements of damaged or wrong "
@@ -137,8 +138,8 @@ TRIAGE = Agent(
 )
 REFUND = Agent(
     name="refund_agent",
-    title="Refunds",
-    description="Looks orders up and submits refunds for the support team's approval.",
+    title=gettext_noop("Refunds"),
+    description=gettext_noop("Looks orders up and submits refunds for the support team's approval."),
     system_prompt=(
         "You are refund_agent. You handle refunds. If you do not know the order number, ask the customer "
         "with request_info. Look the order up with lookup_order_details before submitting anything, then "
@@ -150,8 +151,8 @@ REFUND = Agent(
 )
 ORDER = Agent(
     name="order_agent",
-    title="Orders",
-    description="Looks orders up and sends replacements the customer confirms.",
+    title=gettext_noop("Orders"),
+    description=gettext_noop("Looks orders up and sends replacements the customer confirms."),
     system_prompt=(
         "You are order_agent. You handle replacements. If you do not know the order number or the shipping "
         "preference, ask the customer with request_info. Look the order up with lookup_order_details, then "
@@ -163,9 +164,9 @@ ORDER = Agent(
 
 WORKFLOW = Workflow(
     name="support",
-    title="Customer support (workflow)",
-    description="Three agents hand a case to each other: triage, refunds (the support team approves) "
-    "and replacements (you confirm). They ask you when they need information.",
+    title=gettext_noop("Customer support (workflow)"),
+    description=gettext_noop("Three agents hand a case to each other: triage, refunds (the support team approves) "
+    "and replacements (you confirm). They ask you when they need information."),
     system_prompt="",
     participants=[TRIAGE, REFUND, ORDER],
     handoffs=[

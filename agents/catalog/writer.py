@@ -3,6 +3,7 @@
 
 from typing import Annotated, Any
 
+from django.utils.translation import gettext_noop
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.runtime.tools import tool
@@ -31,8 +32,8 @@ def create_document(ctx, title: Title, content: Content, metadata: dict[str, Any
 
 AGENT = Agent(
     name="writer",
-    title="Document writer",
-    description="Drafts a document live; you approve the draft before it is saved.",
+    title=gettext_noop("Document writer"),
+    description=gettext_noop("Drafts a document live; you approve the draft before it is saved."),
     system_prompt=(
         "You are a document writer. The current document is in a system message. To write or revise it, "
         "call create_document with the COMPLETE title, content (Markdown) and metadata; the user approves "

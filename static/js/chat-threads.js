@@ -91,8 +91,8 @@
   function applyTitle(item, title) {
     item.dataset.title = title;
     item.querySelector(".thread-title").textContent = labelOf(title);
-    item.querySelector('[data-thread-act="rename"]').setAttribute("aria-label", "Rename chat: " + labelOf(title));
-    item.querySelector('[data-thread-act="delete"]').setAttribute("aria-label", "Delete chat: " + labelOf(title));
+    item.querySelector('[data-thread-act="rename"]').setAttribute("aria-label", fmt(gettext("Rename chat: %(title)s"), { title: labelOf(title) }));
+    item.querySelector('[data-thread-act="delete"]').setAttribute("aria-label", fmt(gettext("Delete chat: %(title)s"), { title: labelOf(title) }));
     if (item.dataset.threadId === openThread) {
       const subtitle = document.querySelector(".chat-subtitle");
       if (subtitle) subtitle.textContent = title;

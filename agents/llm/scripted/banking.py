@@ -2,6 +2,8 @@
 
 import re
 
+from django.utils.translation import gettext as _
+
 from .common import call
 
 _AMOUNT = r"\$?\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s*(?P<cur>usd|eur|gbp|dollars?|euros?|pounds?)?"
@@ -21,17 +23,18 @@ def banking_reply(text, names):
         currency = _CURRENCY.get((match["cur"] or "usd").lower(), "USD")
         args = {"from_account": match["src"], "to_account": match["dst"], "amount": amount, "currency": currency}
         return {
-            "text": f"I'll transfer {amount:.2f} {currency} from account {match['src']} to account "
-            f"{match['dst']}. Transfers are reviewed before they happen.",
+            "text": _("I'll transfer %(amount)s %(currency)s from account %(src)s to account %(dst)s. Transfers are "
+                      "reviewed before they happen.") % {"amount": f"{amount:.2f}", "currency": currency,
+                                                          "src": match["src"], "dst": match["dst"]},
             "tool_calls": [call("transfer_money", args)],
         }
     sub = re.search(r"\b(sub_[A-Za-z0-9_]+)", text)
     if sub and re.search(r"cancel", text, re.I) and "cancel_subscription" in names:
         return {
-            "text": f"I can cancel subscription {sub[1]} for you; please confirm.",
+            "text": _("I can cancel subscription %(sub)s for you; please confirm.") % {"sub": sub[1]},
             "tool_calls": [call("cancel_subscription", {"subscription_id": sub[1]})],
         }
     acct = re.search(r"\b(\d{6,20})\b", text)
     if acct and re.search(r"balance", text, re.I) and "check_balance" in names:
-        return {"text": "Let me check that balance.", "tool_calls": [call("check_balance", {"account": acct[1]})]}
+        return {"text": _("Let me check that balance."), "tool_calls": [call("check_balance", {"account": acct[1]})]}
     return None

@@ -4,6 +4,8 @@ import json
 import re
 import uuid
 
+from django.utils.translation import gettext as _
+
 
 def call(name, arguments, **dumps):
     """A tool call as the model would stream it; `dumps` passes json.dumps options (ensure_ascii)."""
@@ -38,21 +40,57 @@ def retell(result):
     lower = result.lower()
     if "already rejected this same call" in lower:  # runner.repeat_text
         feedback = _REPEAT_FEEDBACK.search(result)
-        return ("it was already rejected earlier in this chat"
-                + (f" (\u201c{feedback[1]}\u201d)" if feedback else "") + ", so I did not ask again.")
+        if feedback:
+            return _("it was already rejected earlier in this chat (“%(feedback)s”), so I did not ask "
+                     "again.") % {"feedback": feedback[1]}
+        return _("it was already rejected earlier in this chat, so I did not ask again.")
     if "explicitly rejected" in lower:
         feedback = _FEEDBACK.search(result)
-        return "it was rejected" + (f" (\u201c{feedback[1]}\u201d)" if feedback else "") + "."
+        if feedback:
+            return _("it was rejected (“%(feedback)s”).") % {"feedback": feedback[1]}
+        return _("it was rejected.")
     if "timed out" in lower:
-        return "nobody approved it before its deadline."
+        return _("nobody approved it before its deadline.")
     if "blocked by policy" in lower:
-        return "the rules for this tool do not allow it."
+        return _("the rules for this tool do not allow it.")
     if "was cancelled and not executed" in lower:
-        return "the request was withdrawn."
+        return _("the request was withdrawn.")
     changed = _CHANGED.match(result)
     if changed:
-        who = "The reviewer" if changed[1] == "reviewer" else "You"
-        edits = "; ".join(" from ".join(part.split(": ", 1)).replace(" -> ", " to ", 1)
+        edits = "; ".join(_("%(field)s from %(old)s to %(new)s") % dict(zip(("field", "old", "new"), _edit(part), strict=True))
                           for part in changed[2].split("; "))
-        return f"{who} changed {edits} before approving. {result[changed.end():]}"
-    return result[len("Error: "):] if result.startswith("Error: ") else result
+        said = (_("The reviewer changed %(edits)s before approving.") if changed[1] == "reviewer"
+                else _("You changed %(edits)s before approving.")) % {"edits": edits}
+        return f"{said} {retell_result(result[changed.end():])}"
+    return retell_result(result[len("Error: "):] if result.startswith("Error: ") else result)
+
+
+def _edit(part):
+    """ "amount: 500.0 -> 450.0" -> ("amount", "500.0", "450.0")."""
+    field, _sep, change = part.partition(": ")
+    old, _arrow, new = change.partition(" -> ")
+    return field, old, new
+
+
+# The demo tools' results as the person is told them in their language; the model's own copy of a
+# result (the tool message) stays as the tool wrote it.
+_RESULTS = [
+    (re.compile(r"^Transferred (?P<amount>\S+) (?P<currency>[A-Z]{3}) from (?P<src>\d+) to (?P<dst>\d+)\. "
+                r"New balance of \d+: (?P<balance>\S+) [A-Z]{3}\.$"),
+     lambda m: _("Transferred %(amount)s %(currency)s from %(src)s to %(dst)s. New balance of %(src)s: "
+                 "%(balance)s %(currency)s.") % m.groupdict()),
+    (re.compile(r"^Account (?P<account>\d+) holds (?P<balance>\S+) (?P<currency>[A-Z]{3})\.$"),
+     lambda m: _("Account %(account)s holds %(balance)s %(currency)s.") % m.groupdict()),
+    (re.compile(r"^Subscription (?P<sub>\S+) \((?P<plan>[^)]*)\) is cancelled\.$"),
+     lambda m: _("Subscription %(sub)s (%(plan)s) is cancelled.") % m.groupdict()),
+    (re.compile(r"^Subscription (?P<sub>\S+) was already cancelled\.$"),
+     lambda m: _("Subscription %(sub)s was already cancelled.") % m.groupdict()),
+]
+
+
+def retell_result(result):
+    for pattern, say in _RESULTS:
+        found = pattern.match(result.strip())
+        if found:
+            return say(found)
+    return result

@@ -6,6 +6,9 @@ Each script is a pure function of the conversation in this package, one per demo
 import re
 import time
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+
 from ..deltas import ModelUnavailable, TextDelta, ToolCallDelta
 from ..self_check import SELF_CHECK_SYSTEM
 from .banking import banking_reply
@@ -14,6 +17,7 @@ from .common import guidance, retell, text_of, tool_names
 from .notes import notes_reply
 from .ops import OPS_HELP, ops_reply
 from .self_check import self_check_reply
+from .starters import understood
 from .state import state_demo_reply
 from .support import support_reply
 
@@ -44,9 +48,35 @@ class ScriptedModel:
 
 
 def scripted_reply(messages, tools):
-    """The demo conversation, as a rule-based function of the history: {text, tool_calls}."""
+    """The demo conversation, as a rule-based function of the history: {text, tool_calls}.
+
+    A starter prompt typed in another of LANGUAGES is read as its English original, and the reply
+    is said in the language of the person's latest message (the scripts match English; what they
+    say is marked for translation). Anything else is answered in English, as the scripts read it.
+    """
     if messages and messages[0].get("content") == SELF_CHECK_SYSTEM:
         return self_check_reply(messages)
+    messages, language = _read_in_english(messages)
+    with translation.override(language):
+        return _reply(messages, tools)
+
+
+def _read_in_english(messages):
+    """(the messages with translated starter prompts replaced by their English originals, the
+    language of the latest user message: "en" unless it is a starter prompt in another language)."""
+    out, language = [], "en"
+    for msg in messages:
+        if msg.get("role") == "user" and isinstance(msg.get("content"), str):
+            english, said_in = understood(msg["content"])
+            language = said_in or "en"
+            msg = {**msg, "content": english}
+        elif msg.get("role") == "user":
+            language = "en"
+        out.append(msg)
+    return out, language
+
+
+def _reply(messages, tools):
     names = tool_names(tools)
     support = support_reply(messages, names)  # the support workflow's agents (triage, refund, order)
     if support:
@@ -65,16 +95,17 @@ def scripted_reply(messages, tools):
             lower = result.lower()
             words = guidance(result)
             if words is not None:  # a reviewer's respond: follow it, do not retell the instructions
-                lines.append(f"I did not run it: the reviewer says \u201c{words}\u201d. I will go by that; "
-                             "tell me how you would like to continue.")
+                lines.append(_("I did not run it: the reviewer says “%(words)s”. I will go by that; "
+                               "tell me how you would like to continue.") % {"words": words})
             elif "rejected" in lower or "declined" in lower or "refused" in lower or "timed out" in lower \
                     or "not executed" in lower:
-                lines.append(f"I did not go ahead: {retell(result)} I won't try to do this another way unless you ask me to.")
+                lines.append(_("I did not go ahead: %(why)s I won't try to do this another way unless you ask me "
+                               "to.") % {"why": retell(result)})
             elif lower.startswith("error"):
-                lines.append(f"That did not work: {retell(result)}")
+                lines.append(_("That did not work: %(why)s") % {"why": retell(result)})
             else:
-                lines.append(f"Done. {retell(result)}")
-        return {"text": "\n\n".join(lines) or "Done."}
+                lines.append(_("Done. %(result)s") % {"result": retell(result)})
+        return {"text": "\n\n".join(lines) or _("Done.")}
 
     text = text_of(last.get("content"))
     banking = banking_reply(text, names)  # the banking agent (agents/catalog/banking.py)
@@ -94,9 +125,5 @@ def scripted_reply(messages, tools):
         return state_demo
     if "write_file" in names:
         return {"text": OPS_HELP}
-    return {
-        "text": "I'm the offline demo model, so I only understand the demo requests. Try:\n\n"
-        "- *Transfer $500 from account 1234567890 to account 0987654321*\n"
-        "- *What's the balance of account 1234567890?*\n"
-        "- *Cancel my subscription sub_123*"
-    }
+    return {"text": _("I'm the offline demo model, so I only understand the demo requests. Try one of the "
+                      "prompts above the message box.")}

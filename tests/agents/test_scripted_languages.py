@@ -1,0 +1,58 @@
+"""The offline demo model in every language: each demo agent's starter prompts exist in each of
+LANGUAGES, and a starter typed in a language is answered in it, with the same tool call."""
+
+import json
+
+import pytest
+from django.conf import settings
+from django.utils import translation
+
+from agents.llm.scripted.model import scripted_reply
+from agents.llm.scripted.starters import STARTERS, starters, understood
+
+OTHERS = [code for code, _ in settings.LANGUAGES if code != "en"]
+BANKING_TOOLS = [{"function": {"name": n}} for n in ("transfer_money", "cancel_subscription", "check_balance")]
+
+
+@pytest.mark.parametrize("code", OTHERS)
+def test_every_starter_prompt_exists_in_every_language(code):
+    with translation.override(code):
+        for agent, prompts in STARTERS.items():
+            said = starters(agent)
+            untranslated = [p for p, s in zip(prompts, said, strict=True) if s == p]
+            assert not untranslated, f"{agent} in {code}: {untranslated}"
+            # and each is read back as the English prompt the scripts know
+            assert [understood(s) for s in said] == [(p, code) for p in prompts]
+
+
+@pytest.mark.parametrize("code, words", [("id", "Saya akan mentransfer 500.00 USD"), ("fr", "Je vais virer 500.00 USD"),
+                                         ("pt-br", "Vou transferir 500.00 USD"), ("zh-hans", "转账 500.00 USD")])
+def test_a_starter_in_another_language_is_answered_in_it(code, words):
+    with translation.override(code):
+        prompt = starters("banking")[0]
+    english = scripted_reply([{"role": "user", "content": STARTERS["banking"][0]}], BANKING_TOOLS)
+    reply = scripted_reply([{"role": "user", "content": prompt}], BANKING_TOOLS)
+    assert words in reply["text"] and english["text"].startswith("I'll transfer 500.00 USD")
+    assert [(c["name"], json.loads(c["arguments"])) for c in reply["tool_calls"]] == \
+        [(c["name"], json.loads(c["arguments"])) for c in english["tool_calls"]]
+
+
+def test_the_tool_result_is_retold_in_the_language_of_the_conversation():
+    with translation.override("id"):
+        prompt = starters("banking")[0]
+    messages = [
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": "…", "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "The reviewer changed the arguments before approving "
+         "(amount: 500.0 -> 450.0). Transferred 450.00 USD from 1234567890 to 0987654321. "
+         "New balance of 1234567890: 550.00 USD."},
+    ]
+    text = scripted_reply(messages, BANKING_TOOLS)["text"]
+    assert text == ("Selesai. Peninjau mengubah amount dari 500.0 menjadi 450.0 sebelum menyetujui. Berhasil "
+                    "mentransfer 450.00 USD dari 1234567890 ke 0987654321. Saldo baru 1234567890: 550.00 USD.")
+
+
+def test_a_message_typed_in_english_is_answered_in_english_whatever_the_page_language():
+    with translation.override("fr"):
+        reply = scripted_reply([{"role": "user", "content": STARTERS["banking"][0]}], BANKING_TOOLS)
+    assert reply["text"].startswith("I'll transfer 500.00 USD")
