@@ -128,6 +128,8 @@ def check(token, user=None, *, lock=False):
         raise LinkError(410, _("This link has already been used"),
                         (_("It approved the request on %(when)s; each mail decides once.")
                          if link.used_decision == "approve" else
+                         _("It answered the request with guidance on %(when)s; each mail decides once.")
+                         if link.used_decision == "respond" else
                          _("It rejected the request on %(when)s; each mail decides once.")) % {"when": when})
     if req.status != ApprovalRequest.Status.PENDING:
         raise LinkError(410, _("This request is already settled"),

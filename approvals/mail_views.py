@@ -36,18 +36,18 @@ def _refused(request, error):
                   {"heading": error.heading, "message": error.message, "code": error.status}, status=error.status)
 
 
-def _decide(token, user, feedback):
+def _decide(token, user, feedback, decision):
     """Decide as the link's recipient and stamp the link used in the same transaction (a refused
     decision leaves it usable: e.g. a reject without the feedback the policy asks for)."""
     with transaction.atomic():
         checked = mail_links.check(token, user, lock=True)
         try:
-            req = services.decide(checked.request.pk, checked.link.user, checked.decision, feedback=feedback,
+            req = services.decide(checked.request.pk, checked.link.user, decision, feedback=feedback,
                                   via="mail link")
         except services.NotPending:
             raise mail_links.LinkError(410, "This link has expired", "The request's deadline passed before "
                                        "your decision, so it was settled by its policy.") from None
-        MailLink.objects.filter(pk=checked.link.pk).update(used_at=timezone.now(), used_decision=checked.decision)
+        MailLink.objects.filter(pk=checked.link.pk).update(used_at=timezone.now(), used_decision=decision)
     return req
 
 
@@ -64,7 +64,9 @@ def confirm(request, token):
     context = {"approval": req, "decision": checked.decision, "recipient": recipient, "feedback": "",
                "arguments": json.dumps(req.current_arguments, indent=2, ensure_ascii=False, sort_keys=True),
                "quorum": selectors.quorum(approval=req), "feedback_required":
-               checked.decision == "reject" and req.approver_kind == "group"}
+               checked.decision == "reject" and req.approver_kind == "group",
+               # either link of the mail may instead answer with guidance, when the policy offers it
+               "can_respond": req.allows("respond")}
     if not services.can_decide(recipient, req):
         context["refusal"] = ("You asked for this call yourself, so someone else must decide it (four eyes)."
                               if recipient.pk == req.requester_id else
@@ -73,8 +75,10 @@ def confirm(request, token):
     if request.method == "GET":
         return render(request, "approvals/mail_confirm.html", context)
     feedback = request.POST.get("feedback", "")[:FEEDBACK_MAX]
+    # the link's own decision, or guidance instead (services.decide refuses it where the policy does not offer it)
+    decision = "respond" if request.POST.get("answer") == "respond" else checked.decision
     try:
-        decided = _decide(token, request.user, feedback)
+        decided = _decide(token, request.user, feedback, decision)
     except mail_links.LinkError as exc:
         return _refused(request, exc)
     except services.Forbidden as exc:
@@ -82,10 +86,11 @@ def confirm(request, token):
     except services.DecisionError as exc:
         errors = getattr(exc, "errors", {}) or {}
         return render(request, "approvals/mail_confirm.html", {
-            **context, "feedback": feedback, "form_error": exc.message,
+            **context, **({"guidance": feedback} if decision == "respond" else {"feedback": feedback}),
+            "form_error": exc.message, "responding": decision == "respond",
             "feedback_error": "; ".join(errors.get("feedback", [])) or None}, status=400)
     return render(request, "approvals/mail_done.html", {
-        "approval": decided, "decision": checked.decision, "recipient": recipient,
+        "approval": decided, "decision": decision, "recipient": recipient,
         "quorum": selectors.quorum(approval=decided)})
 
 

@@ -30,7 +30,8 @@ def user(name):
 
 
 def make_request(requester, tool="transfer_money", arguments=None, group="finance", description=None,
-                 agent="banking", thread=None, risk=None, required=1, timeout=3600, excerpt=None, reason=None):
+                 agent="banking", thread=None, risk=None, required=1, timeout=3600, excerpt=None, reason=None,
+                 allowed=None):
     """A pending request as the runner records it, routed to `group` (None: the requester)."""
     if isinstance(requester, str):
         requester = user(requester)
@@ -41,6 +42,7 @@ def make_request(requester, tool="transfer_money", arguments=None, group="financ
         group=Group.objects.get_or_create(name=group)[0] if group else None,
         required_approvals=required, timeout_seconds=timeout,
         risk=risk or (defaults.risk if defaults else "medium"), matched_rule="test: mode always",
+        **({"allowed_decisions": tuple(allowed)} if allowed else {}),
     )
     thread = thread or f"t-{uuid.uuid4().hex[:12]}"
     return approval_services.request(

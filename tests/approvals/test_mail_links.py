@@ -257,3 +257,32 @@ def test_only_on_escalation(demo, fay, client, mailoutbox, django_capture_on_com
     assert done.status_code == 200
     req.refresh_from_db()
     assert (req.status, req.decided_by) == ("approved", fay)
+
+
+def test_a_link_may_answer_with_guidance_where_the_policy_offers_it(demo, client, mailoutbox,
+                                                                    django_capture_on_commit_callbacks):
+    """Where the tool's policy lets reviewers respond, the mail says so and either link's page offers
+    'Answer with guidance instead': the call is not run, the words reach the agent, the link is used.
+    Where it does not, the page offers nothing of the kind and a forged POST is refused."""
+    req = _request(django_capture_on_commit_callbacks, group="finance", allowed=["approve", "reject", "respond"])
+    plain = _request(django_capture_on_commit_callbacks, group="finance")  # the default: no respond
+    finn_mails = _mails_to(mailoutbox, "finn@example.com")
+    assert "answer with guidance" in finn_mails[0].body and "guidance" not in finn_mails[1].body
+    page = client.get(_links(finn_mails[0])["approve"])
+    assert page.status_code == 200 and b'id="mail-respond"' in page.content
+    assert b'id="mail-respond"' not in client.get(_links(finn_mails[1])["approve"]).content
+
+    empty = client.post(_links(finn_mails[0])["approve"], {"answer": "respond", "feedback": " "})
+    assert empty.status_code == 400 and b'id="mail-respond" open' in empty.content
+    _nothing_decided(req)
+    done = client.post(_links(finn_mails[0])["approve"], {"answer": "respond", "feedback": "Pay 450 now"})
+    assert done.status_code == 200 and b"Answered with guidance" in done.content
+    req.refresh_from_db()
+    assert req.status == ApprovalRequest.Status.RESPONDED and req.feedback == "Pay 450 now"
+    assert MailLink.objects.get(request=req, user=demo["finn"]).used_decision == "respond"
+    again = client.get(_links(finn_mails[0])["reject"])
+    assert again.status_code == 410
+
+    forged = client.post(_links(finn_mails[1])["approve"], {"answer": "respond", "feedback": "Pay 450 now"})
+    assert forged.status_code == 400 and b"answer with guidance" in forged.content
+    _nothing_decided(plain)
