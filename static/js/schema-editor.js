@@ -353,7 +353,7 @@
         ol.appendChild(li);
       });
       box.appendChild(ol);
-      const add = el("button", { type: "button", className: "btn btn-small ed-add", id: idFor(path) + "-add" }, fmt(gettext("Add to %(name)s"), { name }));
+      const add = el("button", { type: "button", className: "btn btn-small ed-add", id: idFor(path) + "-add" }, fmt(gettext("Add %(item)s"), { item: name.replace(/s$/, "") }));
       if (node.maxItems !== undefined && list.length >= node.maxItems) add.disabled = true;
       add.addEventListener("click", () => {
         getIn(value, path).push(defaultFor(node.items, resolve));
