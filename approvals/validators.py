@@ -3,6 +3,8 @@ and the code defaults' registration all call policy_errors, so a bad rule is ref
 
 import re
 
+from django.utils.translation import gettext as _
+
 from . import rules
 from .choices import DECISIONS, ApproverKind, Mode, Risk, TimeoutAction
 
@@ -31,10 +33,10 @@ def policy_errors(policy, schema=None, check_groups=True):
 
     tool_name = _get(policy, "tool_name") or ""
     if not TOOL_NAME.match(tool_name):
-        add("tool_name", "use letters, digits, '_', '.' or '-' (at most 100)")
+        add("tool_name", _("use letters, digits, '_', '.' or '-' (at most 100)"))
     mode = _get(policy, "mode")
     if mode not in Mode.values:
-        add("mode", f"must be one of {', '.join(Mode.values)}")
+        add("mode", _("must be one of %(values)s") % {"values": ", ".join(Mode.values)})
 
     conditions = _get(policy, "conditions")
     try:
@@ -44,9 +46,10 @@ def policy_errors(policy, schema=None, check_groups=True):
             add("conditions", message)
     else:
         if mode == Mode.CONDITIONAL and not normalised:
-            add("conditions", "mode conditional needs at least one rule")
+            add("conditions", _("mode conditional needs at least one rule"))
         elif normalised and mode not in RULE_MODES:
-            add("conditions", f"rules apply only in modes {' and '.join(RULE_MODES)}; clear them or change the mode")
+            add("conditions", _("rules apply only in modes %(first)s and %(second)s; clear them or change the mode")
+                % dict(zip(("first", "second"), RULE_MODES, strict=True)))
         for message in _route_errors(normalised, _get(policy, "approver_kind"), check_groups):
             add("conditions", message)
 
@@ -54,53 +57,54 @@ def policy_errors(policy, schema=None, check_groups=True):
     group = _get(policy, "approver_group")
     escalation = _get(policy, "escalation_group")
     if kind not in ApproverKind.values:
-        add("approver_kind", f"must be one of {', '.join(ApproverKind.values)}")
+        add("approver_kind", _("must be one of %(values)s") % {"values": ", ".join(ApproverKind.values)})
     elif kind == ApproverKind.GROUP and group is None:
-        add("approver_group", "a group-routed policy needs an approver group")
+        add("approver_group", _("a group-routed policy needs an approver group"))
     elif kind == ApproverKind.REQUESTER and group is not None:
-        add("approver_group", "the requester decides; leave the approver group empty")
+        add("approver_group", _("the requester decides; leave the approver group empty"))
 
     required = _get(policy, "required_approvals")
     if not isinstance(required, int) or required < 1:
-        add("required_approvals", "at least 1")
+        add("required_approvals", _("at least 1"))
     elif required > 1 and kind != ApproverKind.GROUP:
-        add("required_approvals", "only a group can give more than one approval (the requester is one person)")
+        add("required_approvals", _("only a group can give more than one approval (the requester is one person)"))
     elif required > 20:
-        add("required_approvals", "at most 20")
+        add("required_approvals", _("at most 20"))
 
     timeout = _get(policy, "timeout_seconds")
     if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
-        add("timeout_seconds", "at least 1 second, or empty for the global default")
+        add("timeout_seconds", _("at least 1 second, or empty for the global default"))
     if _get(policy, "timeout_action") not in TimeoutAction.values:
-        add("timeout_action", f"must be one of {', '.join(TimeoutAction.values)}")
+        add("timeout_action", _("must be one of %(values)s") % {"values": ", ".join(TimeoutAction.values)})
     elif _get(policy, "timeout_action") == TimeoutAction.APPROVE and _get(policy, "risk") != Risk.LOW:
-        add("timeout_action", "approving on timeout is allowed only for low-risk policies; use reject")
+        add("timeout_action", _("approving on timeout is allowed only for low-risk policies; use reject"))
     if _get(policy, "risk") not in Risk.values:
-        add("risk", f"must be one of {', '.join(Risk.values)}")
+        add("risk", _("must be one of %(values)s") % {"values": ", ".join(Risk.values)})
 
     reminder = _get(policy, "reminder_fraction")
     if reminder is not None and not (0 < reminder < 1):
-        add("reminder_fraction", "a fraction of the timeout between 0 and 1 (exclusive), or empty for none")
+        add("reminder_fraction", _("a fraction of the timeout between 0 and 1 (exclusive), or empty for none"))
     fraction = _get(policy, "escalation_fraction")
     if fraction is not None and not (0 < fraction < 1):
-        add("escalation_fraction", "a fraction of the timeout between 0 and 1 (exclusive)")
+        add("escalation_fraction", _("a fraction of the timeout between 0 and 1 (exclusive)"))
     if escalation is not None:
         if kind != ApproverKind.GROUP:
-            add("escalation_group", "escalation applies to group-routed policies")
+            add("escalation_group", _("escalation applies to group-routed policies"))
         elif group is not None and _pk(escalation) == _pk(group):
-            add("escalation_group", "must differ from the approver group")
+            add("escalation_group", _("must differ from the approver group"))
     elif fraction is not None:
-        add("escalation_fraction", "set an escalation group first")
+        add("escalation_fraction", _("set an escalation group first"))
 
     allowed = _get(policy, "allowed_decisions", None)
     if allowed is not None:
         if not isinstance(allowed, (list, tuple)) or not allowed:
-            add("allowed_decisions", f"a list of at least one of {', '.join(DECISIONS)}")
+            add("allowed_decisions", _("a list of at least one of %(values)s") % {"values": ", ".join(DECISIONS)})
         elif not all(isinstance(d, str) for d in allowed) or set(allowed) - set(DECISIONS):
             unknown = sorted(str(d) for d in set(allowed) - set(DECISIONS))
-            add("allowed_decisions", f"unknown decision(s) {', '.join(unknown)}; use {', '.join(DECISIONS)}")
+            add("allowed_decisions", _("unknown decision(s) %(unknown)s; use %(values)s")
+                % {"unknown": ", ".join(unknown), "values": ", ".join(DECISIONS)})
         elif len(set(allowed)) != len(allowed):
-            add("allowed_decisions", "each decision at most once")
+            add("allowed_decisions", _("each decision at most once"))
     return errors
 
 
@@ -117,10 +121,11 @@ def _route_errors(conditions, kind, check_groups):
     for i, route in routed:
         group = route.get("group")
         if group and group not in known:
-            messages.append(f"rule {i + 1}.route.group: there is no group named {group!r}; create it first")
+            messages.append(_("rule %(number)s.route.group: there is no group named %(group)r; create it first")
+                            % {"number": i + 1, "group": group})
         if (route.get("approvals") or 1) > 1 and not group and kind != ApproverKind.GROUP:
-            messages.append(f"rule {i + 1}.route.approvals: only a group can give more than one approval; "
-                            "name a group in the route")
+            messages.append(_("rule %(number)s.route.approvals: only a group can give more than one approval; "
+                              "name a group in the route") % {"number": i + 1})
     return messages
 
 

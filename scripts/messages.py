@@ -47,8 +47,8 @@ def compile_messages(quiet: bool = True) -> int:
     if not files:
         return 0
     if shutil.which("msgfmt"):
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE",
-                                                                      "agui_project.settings"))
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "agui_project.settings"),
+                   AGUI_SECRET_KEY_WARNED="1")  # compiling needs no key: the start-up says it once, not this step
         # only our locale/ (LOCALE_PATHS): the walk would otherwise reach the venvs' packages
         subprocess.run([sys.executable, "-m", "django", "compilemessages", "--verbosity", "0" if quiet else "1",
                         "--ignore", ".venv*", "--ignore", "node_modules", "--ignore", "var", "--ignore", "tests"],
