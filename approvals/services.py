@@ -9,6 +9,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
@@ -80,19 +82,23 @@ class DecisionNotAllowed(DecisionError):
     code = "decision_not_allowed"
 
 
-DECISION_WORDS = {"approve": "approve", "edit": "approve with edits", "reject": "reject",
-                  "respond": "answer with guidance"}
+DECISION_WORDS = {"approve": gettext_lazy("approve"), "edit": gettext_lazy("approve with edits"),
+                  "reject": gettext_lazy("reject"), "respond": gettext_lazy("answer with guidance")}
 
 
 def _offered(req):
-    words = [DECISION_WORDS[d] for d in DECISION_WORDS if req.allows(d)]
-    return ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1] if words else "nothing"
+    words = [str(DECISION_WORDS[d]) for d in DECISION_WORDS if req.allows(d)]
+    if not words:
+        return _("nothing")
+    if len(words) == 1:
+        return words[0]
+    return _("%(first)s or %(last)s") % {"first": ", ".join(words[:-1]), "last": words[-1]}
 
 
 def _refuse_unless_allowed(req, kind):
     if not req.allows(kind):
-        message = (f"This tool's policy does not let reviewers {DECISION_WORDS[kind]}; "
-                   f"you can {_offered(req)}.")
+        message = _("This tool's policy does not let reviewers %(kind)s; you can %(offered)s.") % {
+            "kind": DECISION_WORDS[kind], "offered": _offered(req)}
         raise DecisionNotAllowed(message, {"decision": [message]})
 
 
@@ -228,7 +234,7 @@ def _lock(request_id):
     req = (ApprovalRequest.objects.select_for_update(of=("self",))
            .select_related("approver_group", "escalation_group", "requester").filter(pk=request_id).first())
     if req is None:
-        raise NotFound("no such request")
+        raise NotFound(_("no such request"))
     return req
 
 
@@ -242,10 +248,11 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
     withdraws approvals of other arguments; any rejection rejects; any response answers.
     """
     if decision not in Decision.Kind.values:
-        message = "decision must be approve, reject or respond"
+        message = _("decision must be approve, reject or respond")
         raise DecisionError(message, {"decision": [message]})
     if arguments is not None and not isinstance(arguments, dict):
-        raise InvalidArguments("arguments must be an object", {"__root__": ["arguments must be an object"]})
+        message = _("arguments must be an object")
+        raise InvalidArguments(message, {"__root__": [message]})
     feedback = (feedback or "").strip()
     try:
         return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via)
@@ -253,7 +260,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
         # A late decision is refused and the deadline's outcome recorded now, in a transaction of
         # its own: raised inside the decision's, the expiry would have been rolled back with it.
         expire(request_id)
-        raise NotPending("request expired") from None
+        raise NotPending(_("request expired")) from None
 
 
 class _PastDeadline(Exception):
@@ -264,15 +271,15 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
     with transaction.atomic():
         req = _lock(request_id)
         if not can_decide(user, req):
-            raise Forbidden("you may not decide this request")
+            raise Forbidden(_("you may not decide this request"))
         if req.status != Status.PENDING:
-            raise NotPending(f"request already {req.status}")
+            raise NotPending(_("request already %(status)s") % {"status": req.get_status_display().lower()})
         if req.expires_at and req.expires_at <= timezone.now():
             raise _PastDeadline
         if always_allow_in_thread and (decision != Decision.Kind.APPROVE or req.approver_kind != ApproverKind.REQUESTER
                                        or not req.thread_ref):
-            raise DecisionError("'always allow in this thread' applies only when you approve your own request "
-                                "in a thread", {"always_allow_in_thread": ["not available for this request"]})
+            raise DecisionError(_("'always allow in this thread' applies only when you approve your own request "
+                                  "in a thread"), {"always_allow_in_thread": [_("not available for this request")]})
         before = _snapshot(req)
         current = req.current_arguments
         if decision != Decision.Kind.APPROVE:
@@ -280,15 +287,15 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
 
         if decision == Decision.Kind.RESPOND:
             if not feedback:
-                raise FeedbackRequired("write the guidance the agent should follow",
-                                       {"feedback": ["required to answer with guidance"]})
+                raise FeedbackRequired(_("write the guidance the agent should follow"),
+                                       {"feedback": [_("required to answer with guidance")]})
             Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.RESPONDED)
             req.feedback = feedback
             approvals = None
         elif decision == Decision.Kind.REJECT:
             if req.approver_kind == ApproverKind.GROUP and not feedback:
-                raise FeedbackRequired("feedback is required to reject", {"feedback": ["required to reject"]})
+                raise FeedbackRequired(_("feedback is required to reject"), {"feedback": [_("required to reject")]})
             Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.REJECTED)
             req.feedback = feedback
@@ -299,11 +306,12 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                 if defaults is None and req.schema:  # an outside agent's tool: the schema it was asked with
                     defaults = schemas.defaults_for(req)
                 if defaults is None:
-                    raise InvalidArguments("this tool's arguments cannot be edited", {"arguments": ["unknown tool"]})
+                    raise InvalidArguments(_("this tool's arguments cannot be edited"),
+                                           {"arguments": [_("unknown tool")]})
                 try:
                     proposed = defaults.validate(arguments, requester=req.requester)
                 except registry.ArgumentsInvalid as exc:
-                    raise InvalidArguments("invalid arguments", exc.errors) from exc
+                    raise InvalidArguments(_("invalid arguments"), exc.errors) from exc
                 if proposed != req.arguments:
                     _check_edit(req, defaults, proposed)
             else:
@@ -324,7 +332,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
             single = req.required_approvals <= 1
             if not single and active.filter(user=user, arguments_hash=digest).exists():
-                raise AlreadyApproved("you already approved these arguments; another approver is needed")
+                raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
             Decision.objects.create(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
@@ -432,7 +440,7 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
     except _DryRun:
         pass
     with transaction.atomic():
-        held, _ = HeldDecision.objects.update_or_create(
+        held, _created = HeldDecision.objects.update_or_create(
             request_id=request_id, user=user,
             defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
                       "due_at": timezone.now() + timedelta(seconds=seconds)})
@@ -577,7 +585,7 @@ def cancel(request_id, user=None, reason="cancelled"):
     with transaction.atomic():
         req = ApprovalRequest.objects.select_for_update().get(pk=request_id)
         if req.status != Status.PENDING:
-            raise NotPending(f"request already {req.status}")
+            raise NotPending(_("request already %(status)s") % {"status": req.get_status_display().lower()})
         before = _snapshot(req)
         _move(req, Status.CANCELLED)
         req.feedback, req.decided_by, req.decided_at = reason, user, timezone.now()
