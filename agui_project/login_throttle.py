@@ -18,6 +18,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils.translation import ngettext
 
 from agui_project.redis_client import redis_client
 
@@ -124,8 +125,9 @@ class ThrottledModelBackend(ModelBackend):
 
 def _throttle_message(seconds):
     minutes = -(-seconds // 60)
-    return (f"Too many failed sign-ins for this account from your address. Try again in {minutes} "
-            f"minute{'s' if minutes != 1 else ''}.")
+    return ngettext("Too many failed sign-ins for this account from your address. Try again in %(minutes)s minute.",
+                    "Too many failed sign-ins for this account from your address. Try again in %(minutes)s minutes.",
+                    minutes) % {"minutes": minutes}
 
 
 class ThrottledFormMixin:

@@ -39,7 +39,7 @@ def reviewer_required(view):
     @login_required
     def wrapped(request, *args, **kwargs):
         if not is_reviewer(request.user):
-            raise PermissionDenied("the inbox is for reviewers")
+            raise PermissionDenied(_("the inbox is for reviewers"))
         return view(request, *args, **kwargs)
 
     return wrapped
