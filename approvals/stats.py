@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from django.db.models import Count, DateTimeField, FloatField, Func, IntegerField, Value
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from . import selectors
 from .models import ApprovalRequest, Decision, OutsideCall
@@ -25,13 +26,13 @@ FAST_SECONDS = 2.0  # a decision this soon after the request was asked is flagge
 OUTCOMES = [Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.RESPONDED, Status.EXPIRED]
 PERSON_DECIDED = {Status.APPROVED, Status.MODIFIED, Status.REJECTED, Status.RESPONDED}
 CHART_SERIES = [  # (status, label, css class) bottom to top
-    (Status.APPROVED, "approved", "s-approved"),
-    (Status.MODIFIED, "approved with edits", "s-modified"),
-    (Status.REJECTED, "rejected", "s-rejected"),
-    (Status.RESPONDED, "answered with guidance", "s-responded"),
-    (Status.EXPIRED, "expired", "s-expired"),
-    (Status.CANCELLED, "cancelled", "s-cancelled"),
-    (Status.PENDING, "pending", "s-pending"),
+    (Status.APPROVED, gettext_lazy("approved"), "s-approved"),
+    (Status.MODIFIED, gettext_lazy("approved with edits"), "s-modified"),
+    (Status.REJECTED, gettext_lazy("rejected"), "s-rejected"),
+    (Status.RESPONDED, gettext_lazy("answered with guidance"), "s-responded"),
+    (Status.EXPIRED, gettext_lazy("expired"), "s-expired"),
+    (Status.CANCELLED, gettext_lazy("cancelled"), "s-cancelled"),
+    (Status.PENDING, gettext_lazy("pending"), "s-pending"),
 ]
 DAY_CHOICES = (1, 7, 30, 90)
 

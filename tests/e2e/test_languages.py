@@ -1,5 +1,5 @@
-"""The product in each language, in a real browser: the chat, the inbox, a request page and the
-policy console carry no English beyond names and data, keep their layout at desktop and phone
+"""The product in each language, in a real browser: the chat, the inbox, a request page, the
+reviewer's stats, audit and mail-settings pages and the policy console carry no English beyond names and data, keep their layout at desktop and phone
 width, and a whole approve flow works in Indonesian (alice asks in Indonesian, finn decides in
 Indonesian, the offline model answers alice in Indonesian).
 
@@ -102,6 +102,9 @@ def test_pages_in_each_language(people, live_stack, code):
     finn.page.goto(f"/inbox/{rid}/")
     expect(finn.page.locator("#decide")).to_be_visible()
     check(finn, code, "request", names=["finn", "finance", "alice", "banking"])
+    for path, step in (("/inbox/stats/", "stats"), ("/audit/", "audit"), ("/inbox/settings/", "mail-settings")):
+        finn.page.goto(path)
+        check(finn, code, step, names=["finn", "finance", "alice", "banking", "CSV"])
     finn.page.goto("/chat/")
     finn.page.locator("#agent-select").select_option("banking")
     with finn.page.expect_navigation(url=re.compile(r"/chat/[^/]+/$")):
