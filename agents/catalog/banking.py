@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
@@ -33,8 +34,10 @@ def _accounts(**fields):
             "number", "owner_id", "owner__username", "balance", "currency")
         owners = {number: (owner_id, name) for number, owner_id, name, _b, _c in rows}
         # the balance of the requester's own accounts only (what the call spends from); not a payee's
-        balances = {number: f"balance {balance:,.2f} {currency}" for number, _o, _n, balance, currency in rows}
-        return [Owned.lookup(f, "account", a[f], owners.get(a[f]), mine=mine, state=balances.get(a[f], "") if mine else "")
+        balances = {number: gettext("balance %(amount)s %(currency)s") % {
+            "amount": number_format(balance, 2, force_grouping=True), "currency": currency}
+            for number, _o, _n, balance, currency in rows}
+        return [Owned.lookup(f, gettext_noop("account"), a[f], owners.get(a[f]), mine=mine, state=balances.get(a[f], "") if mine else "")
                 for f, mine in fields.items()]
 
     return objects
@@ -43,8 +46,8 @@ def _accounts(**fields):
 def _subscription(a):
     row = Subscription.objects.filter(ref=a["subscription_id"]).values_list(
         "owner_id", "owner__username", "plan", "status").first()
-    state = f"{row[2]} plan, {row[3]}" if row else ""
-    return [Owned.lookup("subscription_id", "subscription", a["subscription_id"], row and row[:2], state=state)]
+    state = gettext("%(plan)s plan, %(status)s") % {"plan": row[2], "status": row[3]} if row else ""
+    return [Owned.lookup("subscription_id", gettext_noop("subscription"), a["subscription_id"], row and row[:2], state=state)]
 
 
 @tool(

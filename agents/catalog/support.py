@@ -36,7 +36,7 @@ def _order_objects(a):
     row = Order.objects.filter(number=a["order_id"]).values_list(
         "owner_id", "owner__username", "item_name", "amount", "currency", "status").first()
     state = f"{row[2]}, {row[3]:,.2f} {row[4]}, {dict(Order.Status.choices).get(row[5], row[5]).lower()}" if row else ""
-    return [Owned.lookup("order_id", "order", a["order_id"], row and row[:2], state=state)]
+    return [Owned.lookup("order_id", gettext_noop("order"), a["order_id"], row and row[:2], state=state)]
 
 
 def _client_context(ctx):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
+from django.utils.translation import gettext
 
 from approvals import registry
 
@@ -159,7 +160,10 @@ class Tool:
         for obj in touched:
             if obj.mine and obj.exists and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
                 raise NotYours(obj)
-        return [{"object": obj.label, "owner": obj.owner_name or None, **({"state": obj.state} if obj.state else {})}
+        # for the reviewer's page, in the requester's words (the run's worker speaks their language); the
+        # kind is marked where the tool names it (gettext_noop), and the model's own messages keep the English
+        return [{"object": f"{gettext(obj.kind)} {obj.ref}", "owner": obj.owner_name or None,
+                 **({"state": obj.state} if obj.state else {})}
                 for obj in touched if obj.exists]
 
     def authorize_for(self, arguments, requester):
