@@ -56,3 +56,29 @@ def test_a_message_typed_in_english_is_answered_in_english_whatever_the_page_lan
     with translation.override("fr"):
         reply = scripted_reply([{"role": "user", "content": STARTERS["banking"][0]}], BANKING_TOOLS)
     assert reply["text"].startswith("I'll transfer 500.00 USD")
+
+
+NOTES_TOOLS = ["notes__search", "notes__tag", "notes__archive", "notes__delete", "notes__enable_export"]
+
+
+@pytest.mark.parametrize("code", OTHERS)
+def test_every_agents_starters_are_answered_in_the_language_they_were_typed_in(code):
+    """Not only banking: each demo agent's reply to each of its starter prompts (the ones that make
+    a tool call) is said in the starter's language, with the same call as in English."""
+    from agents.registry import get_agent
+
+    english_only = []
+    for agent, prompts in STARTERS.items():
+        names = NOTES_TOOLS if agent == "notes" else [t.name for t in get_agent(agent).tools]
+        tools = [{"function": {"name": n}} for n in names]
+        with translation.override(code):
+            said = starters(agent)
+        for prompt, typed in zip(prompts, said, strict=True):
+            english = scripted_reply([{"role": "user", "content": prompt}], tools)
+            if not english.get("tool_calls"):
+                continue  # a starter that needs an earlier turn (e.g. "Make it vegetarian") answers with help
+            reply = scripted_reply([{"role": "user", "content": typed}], tools)
+            assert [c["name"] for c in reply["tool_calls"]] == [c["name"] for c in english["tool_calls"]]
+            if reply["text"] == english["text"]:
+                english_only.append(f"{agent}: {prompt}")
+    assert not english_only, english_only

@@ -2,6 +2,9 @@
 
 import re
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from .common import call
 
 P = "notes__"
@@ -14,13 +17,14 @@ _PATTERNS = [
     ("enable_export", re.compile(r"\benable\s+(?:the\s+)?export\b", re.I)),
     ("export", re.compile(r"\bexport\s+(?:the\s+|my\s+)?notes\b", re.I)),
 ]
+# said in the language of the person's message (scripted/model.py reads it under translation.override)
 _SAY = {
-    "search": "Searching the notes.",
-    "tag": "I'll tag note {id} {tag}.",
-    "archive": "I'll archive note {id}; the notes server asks you to confirm.",
-    "delete": "I'll delete note {id}. Deleting is permanent, so a reviewer decides first.",
-    "enable_export": "I'll turn on the notes server's export tool.",
-    "export": "Exporting the notes.",
+    "search": gettext_noop("Searching the notes."),
+    "tag": gettext_noop("I'll tag note %(id)s %(tag)s."),
+    "archive": gettext_noop("I'll archive note %(id)s; the notes server asks you to confirm."),
+    "delete": gettext_noop("I'll delete note %(id)s. Deleting is permanent, so a reviewer decides first."),
+    "enable_export": gettext_noop("I'll turn on the notes server's export tool."),
+    "export": gettext_noop("Exporting the notes."),
 }
 
 
@@ -35,6 +39,7 @@ def notes_reply(text, names):
         args = {"search": {"query": g.get("q", "")}, "tag": {"note_id": int(g.get("id", 0)), "tag": g.get("tag", "")},
                 "archive": {"note_id": int(g.get("id", 0))}, "delete": {"note_id": int(g.get("id", 0))},
                 "enable_export": {}, "export": {}}[kind]
-        return {"text": _SAY[kind].format(**g), "tool_calls": [call(P + kind, args)]}
-    return {"text": "I'm the offline demo model for the notes agent. Try: *Search the notes for lease*, "
-                    "*Tag note 2 urgent*, *Archive note 1* (you confirm) or *Delete note 3* (a reviewer decides)."}
+        said = _(_SAY[kind])
+        return {"text": said % g if "%(" in said else said, "tool_calls": [call(P + kind, args)]}
+    return {"text": _("I'm the offline demo model for the notes agent. Try: *Search the notes for lease*, "
+                      "*Tag note 2 urgent*, *Archive note 1* (you confirm) or *Delete note 3* (a reviewer decides).")}

@@ -2,6 +2,8 @@
 
 import re
 
+from django.utils.translation import gettext as _
+
 from .common import call
 
 OPS_HELP = (
@@ -49,30 +51,31 @@ def ops_reply(text, names):
         g = m.groupdict()
         if kind == "list_files" and "list_files" in names:
             path = g.get("path") or "/"
-            return {"text": f"Listing {path}.", "tool_calls": [call("list_files", {"path": path})]}
+            return {"text": _("Listing %(path)s.") % {"path": path}, "tool_calls": [call("list_files", {"path": path})]}
         if kind == "read_file" and "read_file" in names:
-            return {"text": f"Reading {g['path']}.", "tool_calls": [call("read_file", {"path": g["path"]})]}
+            return {"text": _("Reading %(path)s.") % g, "tool_calls": [call("read_file", {"path": g["path"]})]}
         if kind in ("write_file", "overwrite"):
             overwrite = kind == "overwrite"
-            note = " This replaces its current content, so you'll be asked to confirm." if overwrite else ""
-            return {"text": f"I'll write {len(g['content'])} characters to {g['path']}.{note}",
+            said = (_("I'll write %(count)s characters to %(path)s. This replaces its current content, so you'll "
+                      "be asked to confirm.") if overwrite else _("I'll write %(count)s characters to %(path)s."))
+            return {"text": said % {"count": len(g["content"]), "path": g["path"]},
                     "tool_calls": [call("write_file", {"path": g["path"], "content": g["content"],
                                                         "overwrite": overwrite})]}
         if kind == "rename_file" and "rename_file" in names:
-            return {"text": f"I'll rename {g['src']} to {g['dst']}: that copies it, then deletes the original.",
+            return {"text": _("I'll rename %(src)s to %(dst)s: that copies it, then deletes the original.") % g,
                     "tool_calls": [call("rename_file", {"source": g["src"], "destination": g["dst"]})]}
         if kind == "delete_directory" and "delete_directory" in names:
-            return {"text": f"I'll delete the directory {g['path']} and everything in it.",
+            return {"text": _("I'll delete the directory %(path)s and everything in it.") % g,
                     "tool_calls": [call("delete_directory", {"path": g["path"]})]}
         if kind == "delete_file" and "delete_file" in names:
-            return {"text": f"I'll delete {g['path']}. Deleting is permanent, so a reviewer decides first.",
+            return {"text": _("I'll delete %(path)s. Deleting is permanent, so a reviewer decides first.") % g,
                     "tool_calls": [call("delete_file", {"path": g["path"]})]}
         if kind == "execute_command" and "execute_command" in names:
-            return {"text": f"I'll run `{g['command']}` in the sandbox.",
+            return {"text": _("I'll run `%(command)s` in the sandbox.") % g,
                     "tool_calls": [call("execute_command", {"command": g["command"]})]}
         if kind == "send_email" and "send_email" in names:
             args = {"to": g["to"], "subject": g.get("subject") or "A note from the ops agent",
                     "body": g.get("body") or "Hello from the ops agent."}
-            return {"text": f"I'll email {g['to']}; a reviewer approves outgoing mail first.",
+            return {"text": _("I'll email %(to)s; a reviewer approves outgoing mail first.") % g,
                     "tool_calls": [call("send_email", args)]}
     return None

@@ -10,6 +10,9 @@ import copy
 import json
 import re
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from .common import call
 
 STATE_PREFIX = "Current shared state (JSON):"
@@ -106,13 +109,13 @@ def _recipe(text, state):
                 item.update(icon="🍄", name="Chestnut mushrooms", amount="250g")
         recipe["instructions"] = [_MEAT.sub("mushrooms", step) for step in recipe["instructions"]]
         _add_preference(recipe, "Vegetarian")
-        say = "I made it vegetarian: mushrooms take the place of the meat, everything else stays."
+        say = _("I made it vegetarian: mushrooms take the place of the meat, everything else stays.")
     elif re.search(r"gluten", text, re.I):
         for item in recipe["ingredients"]:
             if re.search(r"spaghetti|pasta|flour", item["name"], re.I) and "Gluten-free" not in item["name"]:
                 item["name"] = "Gluten-free " + item["name"][0].lower() + item["name"][1:]
         _add_preference(recipe, "Gluten-free")
-        say = "I switched to gluten-free ingredients and kept the rest of the recipe."
+        say = _("I switched to gluten-free ingredients and kept the rest of the recipe.")
     elif re.search(r"improve|better|upgrade|fancier", text, re.I):
         names = {i["name"] for i in recipe["ingredients"]}
         for extra in ({"icon": "🌿", "name": "Fresh flat-leaf parsley", "amount": "1 small bunch"},
@@ -122,13 +125,13 @@ def _recipe(text, state):
         finish = "Finish with lemon zest and chopped parsley for freshness"
         if finish not in recipe["instructions"]:
             recipe["instructions"].append(finish)
-        say = "I added fresh parsley and lemon zest and a finishing step; nothing was removed."
+        say = _("I added fresh parsley and lemon zest and a finishing step; nothing was removed.")
     elif re.search(r"recipe|cook|make|carbonara|pasta|pancake|dinner|lunch|breakfast|dish", text, re.I):
         if current and not re.search(r"new|another|different|pancake|carbonara", text, re.I):
-            return {"text": "Your recipe is in the card on the right. Ask me to make it vegetarian, "
-                            "gluten-free, or to improve it."}
+            return {"text": _("Your recipe is in the card on the right. Ask me to make it vegetarian, "
+                              "gluten-free, or to improve it.")}
         recipe = copy.deepcopy(PANCAKES if re.search(r"pancake", text, re.I) else CARBONARA)
-        say = f"Here's your recipe: {recipe['title']}!"
+        say = _("Here's your recipe: %(title)s!") % {"title": recipe["title"]}
     else:
         return {"text": "I'm the offline demo model. Try:\n\n- *I want to make a classic Italian pasta carbonara*\n"
                         "- *Make it vegetarian*\n- *Improve the recipe*"}
@@ -163,18 +166,20 @@ def _planner(text, state):
     pref = re.search(r"\b(?:i prefer|i like|my preference is|preferences?:)\s+(.+)", text, re.I)
     if pref:
         likes = [*prefs.get("likes", []), pref[1].strip().rstrip(".!")]
-        return {"text": "Noted; I'll keep that in mind when planning.",
+        return {"text": _("Noted; I'll keep that in mind when planning."),
                 "tool_calls": [_call("update_preferences", {"preferences": {**prefs, "likes": likes}})],
                 "args_pace": ARGS_PACE}
     add = re.search(r"\badd (?:a )?step:?\s+(.+)", text, re.I)
     if add and steps:
         new = [*steps, {"description": add[1].strip().rstrip("."), "status": "pending", "estimated_duration": "15 min"}]
-        return {"text": "Here is the plan with the new step; please confirm it.",
+        return {"text": _("Here is the plan with the new step; please confirm it."),
                 "tool_calls": [_call("generate_task_steps", {"steps": new})], "args_pace": ARGS_PACE}
     task = re.search(r"\b(?:plan|organi[sz]e|prepare for|help me(?: with)?|steps (?:for|to))\s+(.+)", text, re.I)
     if task:
         steps = [{"description": d, "status": "pending", "estimated_duration": "30 min"} for d in _steps_for(task[1])]
-        return {"text": f"Here is a plan in {len(steps)} steps. Please confirm it before I make it your task list.",
+        return {"text": ngettext("Here is a plan in %(count)s step. Please confirm it before I make it your task list.",
+                                 "Here is a plan in %(count)s steps. Please confirm it before I make it your task list.",
+                                 len(steps)) % {"count": len(steps)},
                 "tool_calls": [_call("generate_task_steps", {"steps": steps})], "args_pace": ARGS_PACE}
     return {"text": "I'm the offline demo model. Try:\n\n- *Plan a birthday party*\n- *Add a step: buy candles*\n"
                     "- *I prefer short tasks in the morning*"}
@@ -200,13 +205,13 @@ def _writer(text, state):
         )
         args = {"title": title, "content": content,
                 "metadata": {"topic": topic, "tone": "friendly", "words": len(content.split())}}
-        return {"text": "Here is a draft; it is saved once you approve it.",
+        return {"text": _("Here is a draft; it is saved once you approve it."),
                 "tool_calls": [_call("create_document", args)], "args_pace": ARGS_PACE}
     if doc and re.search(r"\b(revise|conclusion|shorter|add a section)\b", text, re.I):
         content = doc.get("content", "").rstrip() + "\n\n## Conclusion\n\nStart small, keep going, and look back once a month.\n"
         args = {"title": doc.get("title", "Untitled"), "content": content,
                 "metadata": {**(doc.get("metadata") or {}), "words": len(content.split())}}
-        return {"text": "I added a conclusion; approve the revision to save it.",
+        return {"text": _("I added a conclusion; approve the revision to save it."),
                 "tool_calls": [_call("create_document", args)], "args_pace": ARGS_PACE}
     return {"text": "I'm the offline demo model. Try:\n\n- *Write a short document about remote work*\n"
                     "- *Revise it: add a conclusion*"}
