@@ -393,6 +393,10 @@ AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3)  # idempotent tool
 AGUI_MCP_CONNECT_TIMEOUT = env_float("AGUI_MCP_CONNECT_TIMEOUT", 15)
 AGUI_MCP_CALL_TIMEOUT = env_float("AGUI_MCP_CALL_TIMEOUT", 60)
 AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600)
+# A stdio server is a command this machine runs: by default only an admin signed in with a password
+# (the Django admin, or the API with a session) sets one; with an API token it is refused, so that a
+# leaked token is not a way to run programs here. 1 lets admins' tokens do it too (automation).
+AGUI_MCP_COMMANDS_BY_TOKEN = env_bool("AGUI_MCP_COMMANDS_BY_TOKEN", False)
 # The ops agent acts for real, but only inside this directory. By default it lives in the user's
 # data directory ($XDG_DATA_HOME, else ~/.local/share), in a parent of its own that holds nothing
 # else, and never in var/ or the project: the product's database, settings and code are not one

@@ -4,6 +4,7 @@ env and headers are write-only: they carry secrets (API keys, bearer tokens), so
 their names, never their values (`env_keys`, `header_names`).
 """
 
+from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
@@ -18,6 +19,13 @@ from . import catalog, services
 from .models import NAME_PATTERN, MCPServer
 
 _TEXT = serializers.CharField(max_length=2000, allow_blank=False)
+# what a stdio server runs: set only by a signed-in admin unless AGUI_MCP_COMMANDS_BY_TOKEN
+_COMMAND_FIELDS = {"transport", "command", "args", "env", "cwd"}
+
+
+COMMANDS_NEED_SIGN_IN = ("A stdio MCP server runs a command on this machine, so it is set by an admin signed in "
+                         "with a password (the Django admin, or this API with a session), not with an API token. "
+                         "Set AGUI_MCP_COMMANDS_BY_TOKEN=1 to let admins' tokens do it.")
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -135,6 +143,13 @@ class MCPServerViewSet(viewsets.GenericViewSet):
 
     def _save(self, name, validated, code):
         values = {k: v for k, v in validated.items() if k in services.FIELDS}
+        row = MCPServer.objects.filter(name=name).first()
+        transport = values.get("transport") or (row.transport if row else MCPServer.Transport.STDIO)
+        by_token = self.request.auth is not None  # TokenAuthentication sets it; a session leaves it None
+        if (transport == MCPServer.Transport.STDIO and by_token and _COMMAND_FIELDS & set(values)
+                and not settings.AGUI_MCP_COMMANDS_BY_TOKEN):
+            return Response({"message": COMMANDS_NEED_SIGN_IN, "code": "commands_need_sign_in"},
+                            status=status.HTTP_403_FORBIDDEN)
         try:
             row = services.save_server(name, values)
         except DjangoValidationError as exc:

@@ -183,8 +183,12 @@ ROWS = [
         expect=by_role(403, anon=401, admin=202), **API),
     # MCP servers: admins only (seed_demo registers `notes`); a server whose command is missing is saved unhealthy
     Row("mcp servers list", "GET", "/api/mcp-servers/", expect=by_role(403, anon=401, admin=200), **API),
-    Row("mcp server create", "POST", "/api/mcp-servers/",
+    # a stdio server's command is set by a signed-in admin, not by a token (AGUI_MCP_COMMANDS_BY_TOKEN)
+    Row("mcp server create (stdio, by token)", "POST", "/api/mcp-servers/",
         body={"name": "matrix", "transport": "stdio", "command": "/nonexistent/mcp-server"},
+        expect=by_role(403, anon=401), **API),
+    Row("mcp server create (http)", "POST", "/api/mcp-servers/",
+        body={"name": "matrix-web", "transport": "http", "url": "http://127.0.0.1:9/mcp"},
         expect=by_role(403, anon=401, admin=201), **API),
     Row("mcp server read", "GET", "/api/mcp-servers/notes/", expect=by_role(403, anon=401, admin=200), **API),
     Row("mcp server change", "PATCH", "/api/mcp-servers/notes/", body={"enabled": False},
@@ -480,6 +484,7 @@ MCP_SECRET = "mcp-secret-DO-NOT-LOG-41c2"
 def test_no_secret_or_token_in_logs(celery_worker_live, fake_llm, demo, caplog, settings):
     """Tokens, passwords, session keys, the model key and the secret key never reach a log line,
     on success paths and failure paths alike (bad token, failed login, model errors, a run)."""
+    settings.AGUI_MCP_COMMANDS_BY_TOKEN = True  # the stdio server below is registered with the admin's token
     from rest_framework.authtoken.models import Token
 
     from tests.conftest import wait_for_event

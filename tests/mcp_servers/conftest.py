@@ -37,6 +37,13 @@ def need_filesystem_server():
 
 
 @pytest.fixture(autouse=True)
+def _commands_by_token(settings):
+    """These tests register stdio servers with an admin's API token (test_mcp_api.py checks the default
+    that refuses it)."""
+    settings.AGUI_MCP_COMMANDS_BY_TOKEN = True
+
+
+@pytest.fixture(autouse=True)
 def _forget_mcp_tools():
     """Each test starts and ends with no MCP tool in this process (rolled-back rows leave none behind)."""
     from agents.mcp_servers import catalog, client

@@ -219,3 +219,28 @@ def test_the_beat_asks_servers_never_asked_and_unhealthy_ones(demo, notes_file):
                                                   - timedelta(seconds=31))
     assert services.check_due() == {"notes": True}
     assert services.check_due() == {}  # healthy and asked: left alone
+
+
+def test_a_stdio_command_is_set_by_a_signed_in_admin_not_by_a_token(api, demo, notes_file, settings):
+    """A stdio server is a program this machine runs: by default an admin's API token may not set one
+    (a leaked token must not run programs here); a signed-in admin may, and the token may still
+    switch a server off, route it to agents or register a Streamable HTTP server."""
+    from rest_framework.test import APIClient
+
+    settings.AGUI_MCP_COMMANDS_BY_TOKEN = False
+    token = api("admin")
+    refused = token.post("/api/mcp-servers/", {"name": "notes2", **notes_values(notes_file)}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "commands_need_sign_in", refused.content
+    assert "signed in" in refused.json()["message"] and not MCPServer.objects.filter(name="notes2").exists()
+    assert token.patch("/api/mcp-servers/notes/", {"command": "/bin/sh", "args": ["-c", "id"]},
+                       format="json").status_code == 403
+    assert MCPServer.objects.get(name="notes").command != "/bin/sh"
+    assert token.patch("/api/mcp-servers/notes/", {"enabled": False}, format="json").status_code == 200
+    web = token.post("/api/mcp-servers/", {"name": "web", "transport": "http", "url": "http://127.0.0.1:9/mcp"},
+                     format="json")
+    assert web.status_code == 201, web.content
+
+    session = APIClient()
+    session.force_login(demo["admin"])
+    made = session.post("/api/mcp-servers/", {"name": "notes2", **notes_values(notes_file)}, format="json")
+    assert made.status_code == 201 and made.json()["healthy"] is True, made.content
