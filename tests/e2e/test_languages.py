@@ -42,6 +42,10 @@ DATA = ("code, pre, kbd, script, style, .tool-name, .username, .brand, #language
         " .preview-title, .cell-sub, .col-requester, .col-approver, .thread-title, .excerpt-text, .msg-body,"
         " .approval-message, .decider strong, .chip, .quorum-list strong, .decision-list strong, .audit-trail strong,"
         " .policy-json, textarea, [hidden], #thread-state, .prewrap, .facts dd, .change-lines ins, .change-lines del,"
+        # what other requests were about (their descriptions), in the audit trail and the chat list
+        " .audit-object, .thread-standing, .json-cell, .change-table del, .change-table ins,"
+        # controls whose label quotes a request's description or a chat's title ("Select send_email: ...")
+        " .row-check, .thread-actions button, #select-all,"
         # a tool's arguments as the tool declares them (their names and schema descriptions: what the model reads)
         " #args-editor label, #args-editor legend, #args-editor .field-help, .tool-description")
 VISIBLE_TEXT = """(skip) => {
