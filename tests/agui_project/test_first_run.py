@@ -70,6 +70,7 @@ def test_make_run_installs_the_product_alone_and_make_test_adds_the_dev_tools(tm
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / ".venv").mkdir()
     for other in ("tests/agui_client/package.json", "tests/agui_client/package-lock.json",
+                  "tests/mcp_fs/package.json", "tests/mcp_fs/package-lock.json",
                   "tests/maf_client/requirements.txt"):  # `make test`'s other prerequisites
         (tmp_path / other).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / other).write_text("")
