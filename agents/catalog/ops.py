@@ -50,6 +50,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from pydantic import AfterValidator, Field
 
@@ -390,7 +391,7 @@ def system_files(*arguments):
 
 
 @tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
-      describe=lambda a: f"List the files in {a['path']}")
+      describe=lambda a: _("List the files in %(path)s") % a)
 def list_files(ctx, path: SandboxPath = "/"):
     """List the files and directories at a path in the sandbox."""
     target = _at(path)
@@ -408,7 +409,7 @@ def list_files(ctx, path: SandboxPath = "/"):
 
 
 @tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
-      describe=lambda a: f"Read {a['path']}")
+      describe=lambda a: _("Read %(path)s") % a)
 def read_file(ctx, path: SandboxPath):
     """Read a text file in the sandbox (at most 20,000 characters)."""
     target = _at(path)
@@ -424,10 +425,12 @@ def _describe_write(a):
     size = _size(a["path"])
     new = len(a["content"].encode())
     if a["overwrite"] and size is not None:
-        return f"Overwrite {a['path']} ({size} bytes now) with {new} bytes; its current content is lost"
+        return _("Overwrite %(path)s (%(size)s bytes now) with %(new)s bytes; its current content is lost") % {
+            "path": a["path"], "size": size, "new": new}
     if a["overwrite"]:
-        return f"Write {new} bytes to {a['path']} (overwrite allowed; the file does not exist yet)"
-    return f"Create {a['path']} with {new} bytes (refused if it already exists)"
+        return _("Write %(new)s bytes to %(path)s (overwrite allowed; the file does not exist yet)") % {
+            "path": a["path"], "new": new}
+    return _("Create %(path)s with %(new)s bytes (refused if it already exists)") % {"path": a["path"], "new": new}
 
 
 @tool(
@@ -437,8 +440,8 @@ def _describe_write(a):
                  "action": "gate"}],
     approver="requester", risk="medium", reversible=False,
     describe=_describe_write,
-    impact=lambda a: (f"The current content of {a['path']} is replaced and cannot be restored from here"
-                      if a["overwrite"] else f"A new file {a['path']} appears in the sandbox"),
+    impact=lambda a: (_("The current content of %(path)s is replaced and cannot be restored from here")
+                      if a["overwrite"] else _("A new file %(path)s appears in the sandbox")) % a,
 )
 def write_file(ctx, path: SandboxPath,
                content: Annotated[str, Field(max_length=MAX_FILE_BYTES)],
@@ -458,9 +461,9 @@ def write_file(ctx, path: SandboxPath,
     approval_mode="conditional", conditions=[system_files("source", "destination"),
                                              {"name": "every other rename", "action": "gate"}],
     approver="requester", risk="medium", reversible=True,
-    describe=lambda a: (f"Rename {a['source']} to {a['destination']}: copy {a['source']} to {a['destination']}, "
-                        f"then delete {a['source']} (refused if {a['destination']} exists)"),
-    impact=lambda a: f"{a['source']} no longer exists afterwards; its content lives on as {a['destination']}",
+    describe=lambda a: _("Rename %(source)s to %(destination)s: copy %(source)s to %(destination)s, then delete "
+                         "%(source)s (refused if %(destination)s exists)") % a,
+    impact=lambda a: _("%(source)s no longer exists afterwards; its content lives on as %(destination)s") % a,
 )
 def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
     """Rename (move) a file inside the sandbox. It copies the file, then deletes the original."""
@@ -483,8 +486,9 @@ def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
     ],
     approver="group:reviewers", risk="high", reversible=False, timeout_seconds=900,
     escalation="group:oncall", escalation_fraction=0.75,
-    describe=lambda a: f"Delete file: {a['path']}" + (f" ({_size(a['path'])} bytes)" if _size(a["path"]) else ""),
-    impact=lambda a: f"The file {a['path']} will be permanently deleted",
+    describe=lambda a: (_("Delete file: %(path)s (%(size)s bytes)") if _size(a["path"]) else _("Delete file: %(path)s"))
+    % {"path": a["path"], "size": _size(a["path"])},
+    impact=lambda a: _("The file %(path)s will be permanently deleted") % a,
 )
 def delete_file(ctx, path: SandboxPath):
     """Delete a file in the sandbox."""
@@ -496,8 +500,8 @@ def delete_file(ctx, path: SandboxPath):
 
 
 @tool(approval_mode="deny", risk="critical", reversible=False,
-      describe=lambda a: f"Delete the directory {a['path']} and everything in it",
-      impact=lambda a: f"Every file under {a['path']} will be permanently deleted")
+      describe=lambda a: _("Delete the directory %(path)s and everything in it") % a,
+      impact=lambda a: _("Every file under %(path)s will be permanently deleted") % a)
 def delete_directory(ctx, path: SandboxPath):
     """Delete a directory in the sandbox with everything in it."""
     target = _at(path)
@@ -514,8 +518,8 @@ def delete_directory(ctx, path: SandboxPath):
 
 @tool(
     approval_mode="always", approver="group:reviewers", risk="high", reversible=False,
-    describe=lambda a: f"Send an email to {a['to']}, subject: {a['subject']}",
-    impact=lambda a: f"The email goes to {a['to']} and cannot be recalled once sent",
+    describe=lambda a: _("Send an email to %(to)s, subject: %(subject)s") % a,
+    impact=lambda a: _("The email goes to %(to)s and cannot be recalled once sent") % a,
 )
 def send_email(ctx,
                to: Annotated[str, AfterValidator(_checked_email), Field(max_length=254)],
@@ -529,8 +533,8 @@ def send_email(ctx,
 
 @tool(
     approval_mode="model", approver="requester", risk="medium", reversible=True,
-    describe=lambda a: f"Run the command: {a['command']} (read-only, inside the sandbox)",
-    impact="Read-only: it lists or prints files in the sandbox; nothing is changed",
+    describe=lambda a: _("Run the command: %(command)s (read-only, inside the sandbox)") % a,
+    impact=lambda a: _("Read-only: it lists or prints files in the sandbox; nothing is changed"),
 )
 def execute_command(ctx, command: Annotated[str, AfterValidator(_checked_command),
                                             Field(max_length=500, description=(

@@ -3,7 +3,8 @@ user confirms before they become the plan; `update_preferences` writes the user'
 
 from typing import Annotated, Any, Literal
 
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, ngettext
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.runtime.tools import tool
@@ -27,19 +28,20 @@ Preferences = dict[str, Any]
 
 def _describe(a):
     steps = a.get("steps") or []
-    return f"Set the plan to {len(steps)} steps: " + "; ".join(s.get("description", "") for s in steps[:5]) + (
-        "; …" if len(steps) > 5 else "")
+    listed = "; ".join(s.get("description", "") for s in steps[:5]) + ("; …" if len(steps) > 5 else "")
+    return ngettext("Set the plan to %(count)s step: %(steps)s", "Set the plan to %(count)s steps: %(steps)s",
+                    len(steps)) % {"count": len(steps), "steps": listed}
 
 
 @tool(approval_mode="always", approver="requester", risk="low", reversible=True, describe=_describe,
-      impact="Replaces the task list of this chat")
+      impact=lambda a: _("Replaces the task list of this chat"))
 def generate_task_steps(ctx, steps: Steps):
     """Generate the task steps for the user's task. Write the complete list: keep existing steps
     (and their status) and add or change only what the user asked for."""
     return f"Generated {len(steps)} steps."
 
 
-@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: "Update your planning preferences")
+@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: _("Update your planning preferences"))
 def update_preferences(ctx, preferences: Preferences):
     """Update the user's planning preferences. Write the complete preferences object."""
     return "Preferences updated."

@@ -3,6 +3,7 @@ the shared state as predictions while the model writes them."""
 
 from typing import Annotated, Literal
 
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +43,7 @@ class Recipe(BaseModel):
 
 
 @tool(approval_mode="never", risk="low", reversible=True,
-      describe=lambda a: f"Update the recipe card: {a['recipe'].get('title', '')}")
+      describe=lambda a: _("Update the recipe card: %(title)s") % {"title": a["recipe"].get("title", "")})
 def update_recipe(ctx, recipe: Recipe):
     """Update the recipe with new or modified content.
 

@@ -10,6 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Literal
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from pydantic import Field
 
@@ -46,7 +47,7 @@ def _client_context(ctx):
 
 # a read: safe to run again when a worker died while it ran (agents/runtime/execution.py retries it)
 @tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
-      describe=lambda a: f"Look up order {a['order_id']}", objects=_order_objects)
+      describe=lambda a: _("Look up order %(order_id)s") % a, objects=_order_objects)
 def lookup_order_details(ctx, order_id: OrderNumber):
     """Return the details of one of the customer's orders."""
     order = _order(ctx, order_id)
@@ -59,10 +60,11 @@ def lookup_order_details(ctx, order_id: OrderNumber):
     approver="group:support",
     risk="medium",
     reversible=False,
-    describe=lambda a: f"Refund {Decimal(str(a['amount'])).quantize(CENTS)} on order {a['order_id']}: "
-    f"{a['refund_description']}",
-    impact=lambda a: f"Pays {Decimal(str(a['amount'])).quantize(CENTS)} back to the customer of order "
-    f"{a['order_id']}; a refund cannot be taken back from here",
+    describe=lambda a: _("Refund %(amount)s on order %(order_id)s: %(reason)s") % {
+        "amount": Decimal(str(a["amount"])).quantize(CENTS), "order_id": a["order_id"],
+        "reason": a["refund_description"]},
+    impact=lambda a: _("Pays %(amount)s back to the customer of order %(order_id)s; a refund cannot be taken back "
+                       "from here") % {"amount": Decimal(str(a["amount"])).quantize(CENTS), "order_id": a["order_id"]},
     objects=_order_objects,
 )
 def submit_refund(
@@ -97,8 +99,8 @@ def submit_refund(
     approver="requester",
     risk="low",
     reversible=False,
-    describe=lambda a: f"Send a replacement for order {a['order_id']} ({a['shipping_preference']} shipping)",
-    impact=lambda a: f"Ships a new item for order {a['order_id']} at no cost to the customer",
+    describe=lambda a: _("Send a replacement for order %(order_id)s (%(shipping_preference)s shipping)") % a,
+    impact=lambda a: _("Ships a new item for order %(order_id)s at no cost to the customer") % a,
     objects=_order_objects,
 )
 def submit_replacement(

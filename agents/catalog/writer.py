@@ -3,7 +3,7 @@
 
 from typing import Annotated, Any
 
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.runtime.tools import tool
@@ -23,7 +23,9 @@ class Document(BaseModel):
 
 
 @tool(approval_mode="always", approver="requester", risk="low", reversible=True,
-      describe=lambda a: f"Save the document “{a['title']}” ({len(a['content'].split())} words)",
+      describe=lambda a: ngettext("Save the document “%(title)s” (%(words)s word)",
+                                   "Save the document “%(title)s” (%(words)s words)", len(a["content"].split()))
+      % {"title": a["title"], "words": len(a["content"].split())},
       impact="Replaces the document of this chat")
 def create_document(ctx, title: Title, content: Content, metadata: dict[str, Any] = {}):  # noqa: B006 (pydantic copies)
     """Create or rewrite the document: write the complete title, content (Markdown) and metadata."""
