@@ -139,11 +139,11 @@ class MCPServerViewSet(viewsets.GenericViewSet):
             data["name"] = name
         body = ServerSerializer(row, data=data, partial=partial)
         body.is_valid(raise_exception=True)
-        return self._save(name, body.validated_data, status.HTTP_200_OK)
+        return self._save(name, body.validated_data, status.HTTP_200_OK, row)
 
-    def _save(self, name, validated, code):
+    def _save(self, name, validated, code, row=None):
+        """`row`: the server as it stands (None for a new one)."""
         values = {k: v for k, v in validated.items() if k in services.FIELDS}
-        row = MCPServer.objects.filter(name=name).first()
         transport = values.get("transport") or (row.transport if row else MCPServer.Transport.STDIO)
         by_token = self.request.auth is not None  # TokenAuthentication sets it; a session leaves it None
         if (transport == MCPServer.Transport.STDIO and by_token and _COMMAND_FIELDS & set(values)

@@ -15,19 +15,10 @@ from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 from approvals.signals import tool_outcome
 from tests.helpers import transfer_request
-from tests.webhooks.receiver import Receiver
 from webhooks import services, tasks
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import pytest
 from django.db import close_old_connections
 
 from tests.helpers import transfer_request
-from tests.webhooks.receiver import Receiver
 from webhooks.models import WebhookDelivery
 
 
@@ -21,14 +20,6 @@ def wait_until(check, timeout=20.0, what="condition"):
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
 
 
 @pytest.mark.django_db(transaction=True)
