@@ -112,7 +112,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     # after sessions, before common: the language cookie, then Accept-Language, then LANGUAGE_CODE
     "django.middleware.locale.LocaleMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "agui_project.common.CommonMiddleware",  # Django's; the REST API also without its trailing slash
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "people.middleware.UserLanguageMiddleware",  # a signed-in person's saved language wins

@@ -95,3 +95,24 @@ def test_a_stale_form_gets_the_styled_csrf_page_and_changes_nothing(demo, debug)
     assert not NotificationSetting.objects.filter(user=demo["finn"]).exists()
     api = browser.post("/inbox/settings/", {"mail": "never"}, HTTP_ACCEPT="application/json")
     assert api.status_code == 403 and api.json()["code"] == "csrf_failed"
+
+
+def test_the_rest_api_answers_without_its_trailing_slash_and_keeps_the_body(api, demo, debug):
+    """A client that drops the slash (`POST /api/approvals`) got a RuntimeError (500) under DEBUG and a
+    301 that loses the body otherwise; now it is served as if it had the slash. Pages keep Django's
+    redirect."""
+    from django.test import Client
+
+    from approvals.models import ApprovalRequest
+
+    alice = api("alice")
+    made = alice.post("/api/approvals", {"tool_name": "crm.delete_contact", "arguments": {"email": "a@example.com"},
+                                         "schema": {"type": "object"}}, format="json")
+    assert made.status_code == 201, made.content
+    assert ApprovalRequest.objects.filter(pk=made.json()["id"]).exists()
+    assert alice.get(f"/api/approvals/{made.json()['id']}").json()["id"] == made.json()["id"]
+    assert alice.get("/api/threads").status_code == 200
+    assert alice.get("/api/no-such-thing").status_code == 404  # not a route with a slash either
+    page = Client()
+    page.force_login(demo["finn"])
+    assert page.get("/inbox").status_code == 301  # pages: Django's redirect to /inbox/
