@@ -109,8 +109,8 @@ def live_stack(request):
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DEMO_PASSWORD": DEMO_PASSWORD,  # what seed_demo sets and login() types
         "PYTHONUNBUFFERED": "1",
-        # a reviewer's Undo window: shorter than the product's 5 s, so what follows a decision comes sooner
-        "AGUI_UNDO_SECONDS": "3",
+        # a reviewer's Undo window, the product's own: the browser must act inside it, on a loaded CI
+        "AGUI_UNDO_SECONDS": "5",
         "AGUI_NOTES_FILE": str(tmp / "mcp-notes.json"),  # seed_demo's MCP notes server keeps its notes here
     })
     stack = LiveStack(url=f"http://127.0.0.1:{port}", env=env, log_dir=log_dir)
