@@ -145,9 +145,12 @@ class ToolCall(models.Model):
                           Status.INVALID, Status.CLIENT, Status.SUCCEEDED, Status.REPEATED},
         Status.AWAITING_APPROVAL: {Status.APPROVED, Status.REJECTED, Status.RESPONDED, Status.EXPIRED,
                                    Status.CANCELLED},
-        Status.AWAITING_INPUT: {Status.SUCCEEDED, Status.CANCELLED},
+        # -> approved: a call that paused inside its tool (ToolCall.resume) runs on once answered
+        Status.AWAITING_INPUT: {Status.SUCCEEDED, Status.CANCELLED, Status.APPROVED},
         Status.APPROVED: {Status.EXECUTING},
-        Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED},
+        # -> awaiting_input: the tool stopped at a question and let its worker go (agents/runtime/inputs.park)
+        Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED,
+                           Status.AWAITING_INPUT},
         Status.CLIENT: {Status.SUCCEEDED, Status.FAILED},  # failed: the client's result carried an error
     }
     # a call that keeps its run paused until a person answers
@@ -167,6 +170,9 @@ class ToolCall(models.Model):
     result = models.TextField(blank=True, default="")
     attempts = models.PositiveSmallIntegerField(default=0)  # claims to execute (retries of idempotent tools)
     claimed_at = models.DateTimeField(null=True, blank=True)  # the last claim (proposed|approved -> executing)
+    # what a call that paused inside its tool needs to go on, written by the tool (an MCP server's
+    # elicitation: the server's session and where its stream stands); JSON the tool alone reads
+    resume = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -123,6 +123,8 @@ def answer(request_id, user, value):
         request.save(update_fields=["status", "answer", "answered_by", "answered_at"])
         if _live(request):  # a running tool waits for it (ask_live): handed over, nothing else moves
             return _hand_over(request, {"action": "accept", "content": value})
+        if _run_on(request):  # a tool that paused at it (park): its call runs on in the continuation
+            return request
         # the continuation's settle turns this into the tool message (agents/runtime/workflows.py)
         move_call(request.tool_call_id, ToolCall.Status.SUCCEEDED, leaving=[ToolCall.Status.AWAITING_INPUT],
                   result=answer_text(request))
@@ -137,6 +139,8 @@ def cancel(request_id, user, reason=""):
         request.save(update_fields=["status", "answered_by", "answered_at"])
         if _live(request):
             return _hand_over(request, {"action": "cancel"})
+        if _run_on(request):  # the tool tells its far side the person cancelled
+            return request
         move_call(request.tool_call_id, ToolCall.Status.CANCELLED, leaving=[ToolCall.Status.AWAITING_INPUT],
                   feedback=reason, result=answer_text(request))
         _after(request)
@@ -153,10 +157,48 @@ def _after(request):
 
 # --- questions a running tool asks (an MCP server's elicitation/create: agents/mcp_servers/elicitation.py) ---
 #
-# The tool's call is in flight in a worker (its server holds the request open), so the run is not
-# paused: the question is recorded and shown (CUSTOM request_info, the chat's form, the REST
-# answer endpoint) while the worker waits for the answer on a Redis list; the answer moves no
-# tool call and starts no continuation.
+# Two ways, chosen by the tool (by what its transport allows):
+# - park: the tool can stop and come back later (the far side keeps the request open without this
+#   process: an MCP server over Streamable HTTP with resumable streams). The call records how to
+#   go on (ToolCall.resume), becomes awaiting_input, and the run pauses on the input_required
+#   interrupt like request_info: the worker is free. The answer makes the call approved again;
+#   the continuation's settle claims and runs it once more, and the tool resumes from the record
+#   (the answer is read from the InputRequest).
+# - ask_live / wait_live: the tool cannot let go (a stdio server's pipe lives in this worker
+#   process), so the run is not paused: the question is recorded and shown (CUSTOM request_info,
+#   the chat's form, the REST answer endpoint) while the worker waits for the answer on a Redis
+#   list; the answer moves no tool call and starts no continuation.
+
+
+def park(*, thread, run, tool_call_id, agent, message, response_schema, resume):
+    """The running call `tool_call_id` stops at a question: executing -> awaiting_input with its
+    `resume` record, and the question asked (shown at once). None when the call already asked one
+    or is no longer executing (stopped, or taken over by recovery): then nothing changed."""
+    schema = check_schema(response_schema)
+    with transaction.atomic():
+        if InputRequest.objects.filter(tool_call_id=tool_call_id).exists():
+            return None
+        if not move_call(tool_call_id, ToolCall.Status.AWAITING_INPUT, leaving=[ToolCall.Status.EXECUTING],
+                         resume=resume):
+            return None
+        request = InputRequest.objects.create(thread=thread, run=run, tool_call_id=tool_call_id, agent=agent,
+                                              message=message, response_schema=schema)
+    events.append(thread.pk, custom_events.request_info(payload(request)))
+    return request
+
+
+def _run_on(request):
+    """An answer to a parked call's question (inside the answer's transaction): the call is approved
+    again (claimable: exactly once, by the continuation's settle), and the run continues once
+    nothing else of it waits. False for any other question."""
+    parked = ToolCall.objects.filter(pk=request.tool_call_id, status=ToolCall.Status.AWAITING_INPUT,
+                                     resume__isnull=False)
+    if not parked.exists():
+        return False
+    move_call(request.tool_call_id, ToolCall.Status.APPROVED, leaving=[ToolCall.Status.AWAITING_INPUT])
+    _after(request)
+    return True
+
 
 LIVE_WAIT_STEP = 2.0  # seconds per blocking read, between looks at the run's Stop
 

@@ -42,7 +42,7 @@ from agents.registry import get_agent, loop_for
 from agents.runtime import execution
 from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
-from agents.runtime.tools import OutcomeUnknown, ToolContext, ToolError, on_behalf_of
+from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import move_call, move_run
 from approvals import policy
@@ -213,6 +213,7 @@ class Runner:
         self._text_open = False
         self._reasoning = None  # the open reasoning message's id (a span of the same id around it)
         self._reviewed_elsewhere = set()  # approval ids of this run's calls someone else decides
+        self._paused = []  # interrupts of calls settle() ran that stopped at a question (tools.Paused)
 
     def emit(self, event):
         self.stream.emit(event)
@@ -230,6 +231,9 @@ class Runner:
             self.state.emit_snapshot()
             if self.run.parent_run_id:
                 settled = self.settle()
+                if self._paused:  # a call it ran stopped at a question: the run pauses again
+                    self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=self._paused))
+                    return
                 # the person withdrew every paused call: nothing to ask the model about them
                 withdrawn = bool(settled) and all(s == ToolCall.Status.CANCELLED for s in settled)
                 # every settled call wrote state: the agent's confirmation strategy answers
@@ -519,8 +523,7 @@ class Runner:
             "ask_model": self.self_check(tool),  # mode `model`: approvals cannot import the model itself
         })
         if verdict.action == "auto":
-            self.execute_call(tc, tool, arguments)
-            return None
+            return self.execute_call(tc, tool, arguments)  # an Interrupt when it stopped at a question
         if verdict.action == "deny":
             move_call(tc.pk, ToolCall.Status.DENIED)
             self.result(tc, f"Error: {tool.name} is blocked by policy ({verdict.matched_rule}) and was not "
@@ -585,7 +588,8 @@ class Runner:
         return interrupt_for(request)
 
     def execute_call(self, tc, tool, arguments, prefix=""):
-        """Exactly once: the conditional claim precedes the side effect."""
+        """Exactly once: the conditional claim precedes the side effect. Returns the Interrupt of a
+        call that stopped at a question to the person (tools.Paused), else None."""
         claimed = execution.claim(tc.pk, self.run.pk)  # proposed|approved -> executing, while this run is ours
         if claimed is execution.RUN_LOST:
             raise RunLost()
@@ -601,6 +605,8 @@ class Runner:
                 output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
         except ToolError as exc:
             output, status = f"Error: {exc}", ToolCall.Status.FAILED
+        except Paused as exc:  # awaiting the person's answer, its worker let go: the run pauses on it
+            return exc.interrupt
         except OutcomeUnknown as exc:  # it went out and no answer came: reported, never repeated
             msg = execution.report_unknown(tc.pk, self.run, str(exc))
             if msg:
@@ -646,8 +652,10 @@ class Runner:
             if tc.status == ToolCall.Status.APPROVED and tool:
                 final = tc.final_arguments if tc.final_arguments is not None else tc.arguments
                 # who edited is asked only when someone did (changes_text says nothing otherwise)
-                self.execute_call(tc, tool, final, prefix=changes_text(
+                paused = self.execute_call(tc, tool, final, prefix=changes_text(
                     tc.arguments, final, tool.schema, by_requester=final != tc.arguments and self.decided_by_requester(tc)))
+                if paused is not None:
+                    self._paused.append(paused)
             elif tc.status == ToolCall.Status.REJECTED:
                 self.result(tc, rejection_text(tc))
             elif tc.status == ToolCall.Status.RESPONDED:

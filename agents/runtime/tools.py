@@ -63,6 +63,16 @@ class OutcomeUnknown(Exception):
     or may not have taken effect, so it is reported as outcome_unknown and never repeated."""
 
 
+class Paused(Exception):
+    """The running call stopped at a question to the person and let its worker go: its call is
+    awaiting_input (agents/runtime/inputs.park) and the run pauses on `interrupt` (input_required).
+    Answered, the call is approved again and its tool picks it up where it stopped (ToolCall.resume)."""
+
+    def __init__(self, interrupt):
+        super().__init__(interrupt.message)
+        self.interrupt = interrupt
+
+
 @dataclass(frozen=True)
 class Owned:
     """An object a call acts on, as `objects=` reports it: whose it is (None: nobody's) and

@@ -316,7 +316,9 @@ class WorkflowRunner(Runner):
         self.open_step()
         settled = []
         answered = Message.objects.filter(thread=self.thread, role=Message.Role.TOOL).values("tool_call_id")
-        for request in (InputRequest.objects.filter(thread=self.thread).exclude(status=InputRequest.Status.PENDING)
+        # not a tool's own question that paused its call (ToolCall.resume): that call runs on (base settle)
+        for request in (InputRequest.objects.filter(thread=self.thread, tool_call__resume__isnull=True)
+                        .exclude(status=InputRequest.Status.PENDING)
                         .exclude(tool_call_id__in=answered).order_by("created_at")):
             self.result(request.tool_call, inputs.answer_text(request))
             if request.status == InputRequest.Status.CANCELLED:
