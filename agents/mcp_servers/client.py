@@ -9,6 +9,15 @@ coroutine to that loop and waits for its answer (`run_coroutine_threadsafe`): th
 tens of microseconds. One session carries one call at a time, so a server's `elicitation/create`
 belongs to the call that session is making; a second concurrent call opens a second session.
 
+A call may be parked at the server's question (Streamable HTTP with resumable streams: the server
+gave an Mcp-Session-Id and SSE event ids): `call` returns Parked with what a later process needs
+(the session id, the initialize result, the request's first event id, the question's JSON-RPC
+id), and the session is let go here without being ended on the server: the question is left
+unanswered, no DELETE is sent. `resume` opens a session under that id (no new initialize: the
+stored result is adopted), sends the same tools/call as a resumption (GET with Last-Event-ID:
+the SDK's ClientMessageMetadata.resumption_token), the server replays the question, the SDK sends
+the person's answer as its JSON-RPC response, and the stream goes on to the call's result.
+
 Errors are sorted by what they mean for the call:
 - Unreachable: the server could not be started, connected or initialised: nothing was sent.
 - Refused: the server answered the call with a protocol error (unknown tool, bad params): not run.
@@ -33,6 +42,8 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ClientMessageMetadata
+from mcp_types.version import is_version_at_least
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +58,19 @@ class Refused(Exception):
 
 class CallLost(Exception):
     """The call was sent and no answer came back: whether it took effect is unknown."""
+
+
+class SessionLost(CallLost):
+    """A parked call's server no longer knows its session (404: restarted, or the session expired)."""
+
+
+@dataclass(frozen=True)
+class Parked:
+    """A call stopped at the server's question; `resume` is JSON (kept on the ToolCall)."""
+
+    message: str
+    schema: dict
+    resume: dict  # session_id, initialize (the InitializeResult), token (the first event id), elicitation_id
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,24 @@ class _Session:
     dead: bool = False
     elicit: Callable | None = None  # the current call's handler of elicitation/create (sync; run in a thread)
     task: asyncio.Task | None = None
+    # Streamable HTTP: parking the current call at a question, and resuming a parked one
+    may_park: bool = False  # the current call may be parked (its caller can pause the run)
+    parked: asyncio.Future | None = None  # set to Parked by the elicitation callback
+    tokens: list = field(default_factory=list)  # the current call's SSE event ids, in order
+    session_id: str = ""  # the server's Mcp-Session-Id
+    initialized: dict | None = None  # the InitializeResult, as JSON
+    cut: bool = False  # parked: nothing more goes to the server from this session
+    resume: dict | None = None  # a Parked.resume this session continues
+    answer: tuple | None = None  # (action, content) for the parked question when it is replayed
+    lost: bool = False  # the server answered 404 to the resumed session's id
+
+    def resumable(self):
+        """The server can be left and come back to: a session id, and this request's stream has event
+        ids starting with a priming event (servers send one from protocol 2025-11-25 on, when they
+        keep events), so replaying after the first id gives the question again."""
+        version = (self.initialized or {}).get("protocolVersion", "")
+        return (self.endpoint.transport == "http" and bool(self.session_id) and bool(self.tokens)
+                and is_version_at_least(version, "2025-11-25"))
 
 
 class Hub:
@@ -139,11 +181,16 @@ class Hub:
         """Own one session from open to close (the SDK's context managers live in one task)."""
         try:
             async with contextlib.AsyncExitStack() as stack:
-                streams = await stack.enter_async_context(_transport(s.endpoint))
+                streams = await stack.enter_async_context(_transport(s))
                 s.session = await stack.enter_async_context(ClientSession(
-                    *streams[:2], elicitation_callback=self._elicitation(s), message_handler=self._messages(s)))
-                with anyio.fail_after(connect_timeout):
-                    await s.session.initialize()
+                    streams[0], _Gate(streams[1], s), elicitation_callback=self._elicitation(s),
+                    message_handler=self._messages(s)))
+                if s.resume:  # the session exists on the server: what it negotiated then holds
+                    s.session.adopt(types.InitializeResult.model_validate(s.resume["initialize"]))
+                else:
+                    with anyio.fail_after(connect_timeout):
+                        result = await s.session.initialize()
+                    s.initialized = result.model_dump(by_alias=True, mode="json", exclude_none=True)
                 ready.set_result(s)
                 await s.closing.wait()
         except BaseException as exc:  # noqa: BLE001 -- whatever stopped it, the session is gone
@@ -157,8 +204,8 @@ class Hub:
         finally:
             s.dead = True
 
-    async def _open(self, endpoint, connect_timeout):
-        s = _Session(endpoint)
+    async def _open(self, endpoint, connect_timeout, **fields):
+        s = _Session(endpoint, **fields)
         ready = asyncio.get_running_loop().create_future()
         s.task = asyncio.create_task(self._serve(s, ready, connect_timeout))
         try:  # a server that never answers (or hangs starting) is given up on, and its task stopped
@@ -176,8 +223,8 @@ class Hub:
         return await self._open(endpoint, connect_timeout)
 
     def _checkin(self, s):
-        s.elicit = None
-        if s.dead:
+        s.elicit, s.may_park, s.parked = None, False, None
+        if s.dead or s.cut or s.resume:
             return
         self._idle.setdefault(s.endpoint.key, []).append(s)
 
@@ -192,8 +239,18 @@ class Hub:
         async def elicit(context, params):
             handler = s.elicit
             schema = getattr(params, "requested_schema", None)
+            if s.resume and str(context.request_id) == str(s.resume["elicitation_id"]):
+                # the parked question, replayed by the server: the person's answer is its response
+                action, content = s.answer or ("cancel", None)
+                return types.ElicitResult(action=action, content=content if action == "accept" else None)
             if handler is None or schema is None:  # no call to ask for, or a URL-mode request
                 return types.ElicitResult(action="decline")
+            if s.may_park and s.parked is not None and not s.parked.done() and s.resumable():
+                s.parked.set_result(Parked(params.message, schema, {
+                    "session_id": s.session_id, "initialize": s.initialized, "token": s.tokens[0],
+                    "elicitation_id": context.request_id}))
+                # left unanswered: the resumed session answers it when the server replays it
+                await asyncio.Event().wait()
             action, content = await asyncio.to_thread(handler, params.message, schema)
             return types.ElicitResult(action=action, content=content if action == "accept" else None)
 
@@ -235,24 +292,28 @@ class Hub:
 
         return self._run(go(), timeout * 2 + 5)
 
-    def call(self, endpoint, name, arguments, timeout=60.0, connect_timeout=10.0, elicit=None):
-        """tools/call on a pooled session; returns the CallToolResult (is_error included).
+    def call(self, endpoint, name, arguments, timeout=60.0, connect_timeout=10.0, elicit=None, park=False):
+        """tools/call on a pooled session; returns the CallToolResult (is_error included), or Parked.
 
         elicit(message, requested_schema) -> (action, content): how the person answers the
-        server's questions during this call (runs in a thread of its own; may block)."""
+        server's questions during this call (runs in a thread of its own; may block).
+        park: the caller can pause instead: a question from a server that supports resumption
+        ends the call here with Parked (then `resume` takes it up, from any process)."""
         async def go():
             s = await self._checkout(endpoint, connect_timeout)
-            s.elicit = elicit
+            s.elicit, s.may_park = elicit, park
+            s.parked = asyncio.get_running_loop().create_future()
+            sent = asyncio.ensure_future(self._send(s, name, arguments, timeout))
             try:
-                return await s.session.call_tool(name, arguments, read_timeout_seconds=timeout)
-            except MCPError as exc:
-                if exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
+                await asyncio.wait({sent, s.parked}, return_when=asyncio.FIRST_COMPLETED)
+                if not sent.done():  # parked: let the session go without ending it on the server
+                    s.cut = True
+                    sent.cancel()
+                    with contextlib.suppress(BaseException):
+                        await sent
                     await self._close(s)
-                    raise CallLost(_lost_text(exc, timeout)) from exc
-                raise Refused(exc.message) from exc
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
-                await self._close(s)
-                raise CallLost(f"the connection to the server broke ({_describe(exc)})") from exc
+                    return s.parked.result()
+                return await self._answered(s, sent, timeout)
             finally:
                 self._checkin(s)
 
@@ -261,6 +322,59 @@ class Hub:
             return self._run(go(), connect_timeout + timeout + 10)
         except TimeoutError as exc:
             raise CallLost(f"no answer within {timeout:g} s") from exc
+
+    def resume(self, endpoint, name, arguments, state, answer, timeout=60.0, connect_timeout=10.0):
+        """Take up a parked call (Parked.resume `state`) and give the server the person's answer
+        (action, content); returns the CallToolResult. SessionLost when the server no longer knows
+        the session; CallLost when it could not be reached or did not answer."""
+        async def go():
+            try:
+                s = await self._open(endpoint, connect_timeout, resume=state, answer=answer)
+            except Unreachable as exc:  # the question is waiting on the server: what it does now is unknown
+                raise CallLost(f"the server could not be reached to take the person's answer ({exc})") from exc
+            try:
+                sent = asyncio.ensure_future(self._send(s, name, arguments, timeout, token=state["token"]))
+                return await self._answered(s, sent, timeout)
+            finally:
+                await self._close(s)
+
+        try:
+            return self._run(go(), connect_timeout + timeout + 10)
+        except TimeoutError as exc:
+            raise CallLost(f"no answer within {timeout:g} s") from exc
+
+    async def _send(self, s, name, arguments, timeout, token=None):
+        """tools/call through ClientSession.send_request rather than call_tool: only send_request takes
+        the Streamable HTTP metadata (the request's event ids as they come, or the id to resume after)."""
+        s.tokens = []
+        metadata = None
+        if s.endpoint.transport == "http":
+            async def seen(event_id):
+                s.tokens.append(event_id)
+
+            metadata = ClientMessageMetadata(resumption_token=token, on_resumption_token_update=seen)
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
+        result = await s.session.send_request(request, types.CallToolResult, request_read_timeout_seconds=timeout,
+                                              metadata=metadata)
+        if not result.is_error:
+            await s.session.validate_tool_result(name, result)  # as call_tool does
+        return result
+
+    async def _answered(self, s, sent, timeout):
+        """The result of the tools/call `sent`, its failures sorted (see the module's docstring)."""
+        try:
+            return await sent
+        except MCPError as exc:
+            if exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
+                await self._close(s)
+                if s.lost:
+                    raise SessionLost("the server no longer knows the session the call was waiting in (it was "
+                                      "restarted or let the session expire)") from exc
+                raise CallLost(_lost_text(exc, timeout)) from exc
+            raise Refused(exc.message) from exc
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
+            await self._close(s)
+            raise CallLost(f"the connection to the server broke ({_describe(exc)})") from exc
 
     def close_all(self):
         """Close every pooled session (tests, and a server's settings changing)."""
@@ -285,14 +399,65 @@ async def _all_tools(session):
             return tools
 
 
-def _transport(endpoint):
+def _transport(s):
+    endpoint = s.endpoint
     if endpoint.transport == "http":
-        client = httpx2.AsyncClient(headers=dict(endpoint.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+        headers = dict(endpoint.headers)
+        if s.resume:  # the SDK's transport takes its session id from initialize only; the client's headers carry it
+            headers["mcp-session-id"] = s.resume["session_id"]
+
+        async def sending(request):
+            if s.cut and request.method == "DELETE":
+                raise _Kept()
+
+        async def seen(response):
+            if not s.resume and response.headers.get("mcp-session-id"):
+                s.session_id = response.headers["mcp-session-id"]
+            if s.resume and response.status_code == 404:  # the SDK reports it as a closed connection
+                s.lost = True
+
+        client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0),
+                                    event_hooks={"request": [sending], "response": [seen]})
         return _owning(client, streamable_http_client(endpoint.url, http_client=client))
     params = StdioServerParameters(command=endpoint.command, args=list(endpoint.args), env=dict(endpoint.env) or None,
                                    cwd=endpoint.cwd or None)
     # the real stderr: under Celery sys.stderr is a logging proxy without a file descriptor
     return stdio_client(params, errlog=sys.__stderr__)
+
+
+class _Gate:
+    """The session's write stream, shut once the call is parked. When a ClientSession shuts down it
+    answers the server's unanswered requests with CONNECTION_CLOSED (mcp/shared/jsonrpc_dispatcher.py,
+    _handle_request, written so that "teardown writes still land"); whether that POST leaves before
+    the transport is torn down is a race, and a parked question must stay unanswered for the resumed
+    session to answer it. The one place this code stands between ClientSession and the SDK's
+    transport: the SDK has no way to leave a session without a word."""
+
+    def __init__(self, stream, s):
+        self._stream, self._s = stream, s
+
+    async def send(self, item):
+        if not self._s.cut:
+            await self._stream.send(item)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    async def __aenter__(self):
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self._stream.__aexit__(*exc)
+
+
+class _Kept(Exception):
+    """Raised by the HTTP client's request hook for the DELETE that would end a parked call's session
+    (streamable_http_client's terminate_on_close, fixed when the session opened): the server keeps
+    the session for the resumed call. The SDK logs it as a failed termination, with this text."""
+
+    def __init__(self):
+        super().__init__("not ended: the session is kept for a call waiting for the person's answer")
 
 
 @contextlib.asynccontextmanager

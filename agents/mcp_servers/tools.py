@@ -127,12 +127,22 @@ class MCPTool:
 
     def run(self, ctx, arguments):
         asker = elicitation.asker(ctx, self)
+        parked = elicitation.parked(ctx)  # (state, answer): a call that stopped at the server's question
+        may_park = asker is not None  # in a run: it can pause at the server's question
         attempts = max(1, int(settings.AGUI_TOOL_MAX_ATTEMPTS) if self.idempotent else 1)
+        timeouts = {"timeout": float(settings.AGUI_MCP_CALL_TIMEOUT),
+                    "connect_timeout": float(settings.AGUI_MCP_CONNECT_TIMEOUT)}
         for attempt in range(1, attempts + 1):
             try:
-                result = client.hub.call(self.endpoint, self.remote_name, arguments,
-                                         timeout=float(settings.AGUI_MCP_CALL_TIMEOUT),
-                                         connect_timeout=float(settings.AGUI_MCP_CONNECT_TIMEOUT), elicit=asker)
+                if parked:
+                    result = client.hub.resume(self.endpoint, self.remote_name, arguments, *parked, **timeouts)
+                else:
+                    result = client.hub.call(self.endpoint, self.remote_name, arguments, elicit=asker,
+                                             park=may_park, **timeouts)
+                if isinstance(result, client.Parked):  # raises Paused: the run pauses, the worker goes
+                    answer = elicitation.park(ctx, self, result)  # or it could not: the server hears decline
+                    result = client.hub.resume(self.endpoint, self.remote_name, arguments, result.resume, answer,
+                                               **timeouts)
             except client.Unreachable as exc:
                 if self.on_unreachable:
                     self.on_unreachable(self.server, str(exc))
@@ -144,6 +154,8 @@ class MCPTool:
             except client.CallLost as exc:
                 if attempt < attempts:  # idempotent: running it again cannot repeat an effect
                     log.warning("MCP %s: %s; running it again (idempotent, attempt %d)", self.name, exc, attempt + 1)
+                    if parked:  # a new call: if the server asks again, the person's answer is given again
+                        asker, parked, may_park = elicitation.asker(ctx, self, again=parked[1]), None, False
                     continue
                 raise OutcomeUnknown(_("the MCP server %(server)s: %(error)s") % {
                     "server": self.server, "error": exc}) from exc
