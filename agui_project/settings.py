@@ -153,12 +153,17 @@ DATABASES = {
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0
     )
 }
-if DATABASES["default"]["ENGINE"].endswith("postgresql") and env_bool("AGUI_DB_POOL", True):
-    # Under ASGI every request runs its sync code on a thread of its own, so a persistent
-    # connection is never reused: without a pool each request paid a new PostgreSQL connection.
+# Under ASGI every request runs its sync code on a thread of its own, so a persistent connection
+# is never reused: without a pool each request paid a new connection. PostgreSQL: Django's pool;
+# SQLite: agui_project/sqlite3 (Django's backend keeping the connections it closes).
+AGUI_DB_POOL = env_bool("AGUI_DB_POOL", True)
+AGUI_DB_POOL_SIZE = env_int("AGUI_DB_POOL_SIZE", 10) if AGUI_DB_POOL else 0
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1, "max_size": env_int("AGUI_DB_POOL_SIZE", 10), "timeout": 10,
+        "min_size": 1, "max_size": AGUI_DB_POOL_SIZE, "timeout": 10,
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" and AGUI_DB_POOL:
+    DATABASES["default"]["ENGINE"] = "agui_project.sqlite3"
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"]["OPTIONS"] = {**_SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
     # A file, not memory: worker threads in tests share it (in memory they fail: 'database table is locked').

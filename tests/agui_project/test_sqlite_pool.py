@@ -1,0 +1,150 @@
+"""agui_project/sqlite3: Django's SQLite backend keeping the connections it closes, on its own
+database file (whatever database the suite runs on)."""
+
+import multiprocessing
+import sqlite3
+import threading
+
+import pytest
+from django.db.utils import ConnectionHandler
+
+from agui_project.sqlite3.base import discard_all
+
+
+@pytest.fixture
+def handler(tmp_path, settings, django_db_blocker):
+    settings.AGUI_DB_POOL_SIZE = 2
+    h = ConnectionHandler({"default": {  # a handler of its own: not the suite's database
+        "ENGINE": "agui_project.sqlite3", "NAME": str(tmp_path / "pool.sqlite3"),
+        "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;",
+                    "transaction_mode": "IMMEDIATE"}}})
+    with django_db_blocker.unblock():  # the suite's own database stays out of reach
+        yield h
+    discard_all()
+
+
+def in_thread(fn):
+    """fn() on a new thread (Django's connections are per thread, as a request's are under ASGI)."""
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("value", fn()))
+    t.start()
+    t.join()
+    return out["value"]
+
+
+def opened_and_closed(handler, before_close=None):
+    def go():
+        w = handler["default"]
+        with w.cursor() as c:
+            c.execute("SELECT 1")
+        raw = w.connection
+        if before_close:
+            before_close(w)
+        w.close()
+        return raw
+    return in_thread(go)
+
+
+def is_closed(raw):
+    try:
+        raw.execute("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return True
+    return False
+
+
+def test_the_next_thread_gets_the_connection_the_last_one_closed_with_its_pragmas(handler):
+    first = opened_and_closed(handler)
+    assert not is_closed(first)
+
+    def second():
+        w = handler["default"]
+        with w.cursor() as c:
+            c.execute("PRAGMA foreign_keys")
+            fks = c.fetchone()[0]
+            c.execute("PRAGMA journal_mode")
+            journal = c.fetchone()[0]
+        raw, autocommit = w.connection, w.get_autocommit()
+        w.close()
+        return raw, fks, journal, autocommit
+
+    raw, fks, journal, autocommit = in_thread(second)
+    assert raw is first
+    assert (fks, journal, autocommit) == (1, "wal", True)
+
+
+def test_a_connection_closed_in_a_transaction_or_after_an_error_is_not_kept(handler):
+    def in_transaction(w):
+        with w.cursor() as c:
+            c.execute("CREATE TABLE t (x)")
+        w.set_autocommit(False)
+        with w.cursor() as c:
+            c.execute("INSERT INTO t VALUES (1)")
+
+    left_open = opened_and_closed(handler, in_transaction)
+    assert is_closed(left_open)
+
+    def errored(w):
+        w.errors_occurred = True
+
+    assert is_closed(opened_and_closed(handler, errored))
+
+    def rows():  # the insert nobody committed is not there for the next one
+        w = handler["default"]
+        with w.cursor() as c:
+            c.execute("SELECT count(*) FROM t")
+            n = c.fetchone()[0]
+        w.close()
+        return n
+
+    assert in_thread(rows) == 0
+
+
+def test_the_stack_is_bounded(handler):
+    def three_at_once():
+        barrier, raws = threading.Barrier(4, timeout=30), []  # three threads and this one
+
+        def one():
+            w = handler["default"]
+            w.ensure_connection()
+            raws.append(w.connection)
+            barrier.wait()  # all three open at the same time
+            barrier.wait()
+            w.close()
+
+        threads = [threading.Thread(target=one) for _ in range(3)]
+        for t in threads:
+            t.start()
+        barrier.wait()
+        barrier.wait()
+        for t in threads:
+            t.join()
+        return raws
+
+    raws = three_at_once()
+    assert sorted(is_closed(r) for r in raws) == [False, False, True]  # AGUI_DB_POOL_SIZE = 2
+
+
+def test_a_size_of_zero_closes_them(handler, settings):
+    settings.AGUI_DB_POOL_SIZE = 0
+    assert is_closed(opened_and_closed(handler))
+
+
+def _child(handler, parent_ids, out):
+    w = handler["default"]
+    w.ensure_connection()
+    out.put(id(w.connection) in parent_ids)
+    w.close()
+
+
+def test_a_forked_process_opens_its_own(handler):
+    kept = opened_and_closed(handler)
+    ctx = multiprocessing.get_context("fork")  # as Celery's prefork children are made
+    out = ctx.Queue()
+    child = ctx.Process(target=_child, args=(handler, {id(kept)}, out))
+    child.start()
+    reused_parents = out.get(timeout=30)
+    child.join(timeout=30)
+    assert child.exitcode == 0
+    assert reused_parents is False
+    assert opened_and_closed(handler) is kept  # and the parent still has its own
