@@ -398,6 +398,12 @@ AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3)  # idempotent tool
 AGUI_MCP_CONNECT_TIMEOUT = env_float("AGUI_MCP_CONNECT_TIMEOUT", 15)
 AGUI_MCP_CALL_TIMEOUT = env_float("AGUI_MCP_CALL_TIMEOUT", 60)
 AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600)
+# SSRF guard (agui_project/destinations.py): the internal networks an HTTP MCP server may be in.
+# MCP servers often run beside the product, so loopback and the private ranges by default; never
+# link-local (the clouds' metadata service) unless listed; set but empty: public addresses only
+AGUI_MCP_ALLOWED_NETWORKS = env_networks("AGUI_MCP_ALLOWED_NETWORKS") if os.environ.get(
+    "AGUI_MCP_ALLOWED_NETWORKS") is not None else ["127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12",
+                                                   "192.168.0.0/16", "fc00::/7"]
 # A stdio server is a command this machine runs: by default only an admin signed in with a password
 # (the Django admin, or the API with a session) sets one; with an API token it is refused, so that a
 # leaked token is not a way to run programs here. 1 lets admins' tokens do it too (automation).

@@ -47,6 +47,7 @@ def endpoint_of(server):
         args=tuple(str(a) for a in server.args or []),
         env=tuple(sorted((str(k), str(v)) for k, v in (server.env or {}).items())), cwd=server.cwd,
         url=server.url, headers=tuple(sorted((str(k), str(v)) for k, v in (server.headers or {}).items())),
+        allowed_networks=tuple(settings.AGUI_MCP_ALLOWED_NETWORKS),
     )
 
 

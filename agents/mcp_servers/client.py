@@ -45,6 +45,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ClientMessageMetadata
 from mcp_types.version import is_version_at_least
 
+from agui_project import destinations
+
 log = logging.getLogger(__name__)
 
 
@@ -58,6 +60,10 @@ class Refused(Exception):
 
 class CallLost(Exception):
     """The call was sent and no answer came back: whether it took effect is unknown."""
+
+
+class DestinationRefused(Exception):
+    """An HTTP server's address is internal and not among the allowed networks: nothing was sent."""
 
 
 class SessionLost(CallLost):
@@ -85,6 +91,8 @@ class Endpoint:
     cwd: str = ""
     url: str = ""
     headers: tuple = field(default=(), repr=False)
+    # the internal networks an HTTP server may be in (AGUI_MCP_ALLOWED_NETWORKS; agui_project.destinations)
+    allowed_networks: tuple = ()
 
     @property
     def key(self):
@@ -409,6 +417,11 @@ def _transport(s):
         async def sending(request):
             if s.cut and request.method == "DELETE":
                 raise _Kept()
+            # every request, the resumed stream's too: the guard sees what the name resolves to now
+            problem = await destinations.refused_async(str(request.url), endpoint.allowed_networks,
+                                                       "AGUI_MCP_ALLOWED_NETWORKS")
+            if problem:
+                raise DestinationRefused(problem)
 
         async def seen(response):
             if not s.resume and response.headers.get("mcp-session-id"):

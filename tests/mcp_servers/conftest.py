@@ -2,7 +2,10 @@
 
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,25 @@ def _forget_mcp_tools():
 @pytest.fixture
 def notes_file(tmp_path):
     return tmp_path / "notes.json"
+
+
+@pytest.fixture
+def notes_http(notes_file):
+    """The demo server over Streamable HTTP, a subprocess on a free port of 127.0.0.1: its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "agents.mcp_servers.demo_notes", "--http", str(port)], cwd=ROOT,
+                            env={**os.environ, "AGUI_NOTES_FILE": str(notes_file)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # until it listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -3,11 +3,7 @@ server): registered, listed and policed; an unreachable or garbage server is mar
 
 import json
 import logging
-import os
-import socket
-import subprocess
 import sys
-import time
 from datetime import timedelta
 
 import pytest
@@ -18,7 +14,7 @@ from agents.mcp_servers.tasks import check_servers
 from agents.registry import get_agent
 from agents.runtime.tools import OutcomeUnknown, ToolError
 from approvals import policy, registry
-from tests.mcp_servers.conftest import ROOT, fs_values, hang_values, need_filesystem_server, notes_values
+from tests.mcp_servers.conftest import fs_values, hang_values, need_filesystem_server, notes_values
 
 pytestmark = pytest.mark.django_db
 SECRET = "sk-live-do-not-show-0123456789"
@@ -155,31 +151,15 @@ def test_a_call_without_an_answer_is_unknown_unless_the_tool_is_idempotent(demo,
     assert catalog.get("hang__hang_once").run(None, {"marker": str(tmp_path / "b")}) == "done the second time"
 
 
-def test_a_streamable_http_server_with_a_secret_header(api, notes_file):
+def test_a_streamable_http_server_with_a_secret_header(api, notes_http):
     """The demo server over Streamable HTTP (a subprocess on a free port): listed and called."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "agents.mcp_servers.demo_notes", "--http", str(port)], cwd=ROOT,
-                            env={**os.environ, "AGUI_NOTES_FILE": str(notes_file)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # until it listens
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        resp = api("admin").post("/api/mcp-servers/", {
-            "name": "web", "transport": "http", "url": f"http://127.0.0.1:{port}/mcp",
-            "headers": {"Authorization": f"Bearer {SECRET}"}, "agents": ["notes"]}, format="json")
-        assert resp.status_code == 201, resp.content
-        assert resp.json()["healthy"] is True, resp.json()["error"]
-        assert resp.json()["header_names"] == ["Authorization"] and SECRET not in resp.content.decode()
-        assert "Renew the office lease" in catalog.get("web__search").run(None, {"query": "lease"})
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    resp = api("admin").post("/api/mcp-servers/", {
+        "name": "web", "transport": "http", "url": notes_http,
+        "headers": {"Authorization": f"Bearer {SECRET}"}, "agents": ["notes"]}, format="json")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["healthy"] is True, resp.json()["error"]
+    assert resp.json()["header_names"] == ["Authorization"] and SECRET not in resp.content.decode()
+    assert "Renew the office lease" in catalog.get("web__search").run(None, {"query": "lease"})
 
 
 def test_the_agent_card_and_agui_capabilities_list_its_mcp_tools(api, login, notes_file):

@@ -1,0 +1,47 @@
+"""The SSRF guard: may this process send a request to that URL's host?
+
+Used where the server sends requests to addresses it was told (webhooks' and callback URLs,
+MCP servers over HTTP). A host that resolves to an address that is not global — loopback,
+private, link-local (the clouds' metadata service), shared (100.64/10), reserved, multicast,
+unspecified — is refused unless that address is inside the networks allowed for that use. Every
+address the name resolves to is judged, an IPv4-mapped IPv6 address as its IPv4 one. Checked
+before each request: a DNS answer that changes between the check and the connection is not
+caught (run the process where internal services need their own authentication).
+"""
+
+import asyncio
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+
+def _judge(host, infos, allowed, setting):
+    networks = [ipaddress.ip_network(n) for n in allowed]
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        if address.version == 6 and address.ipv4_mapped:
+            address = address.ipv4_mapped
+        if not address.is_global and not any(address in n for n in networks):
+            return f"refused: {host} resolves to {address}, an internal address ({setting})"
+    return None
+
+
+def refused(url, allowed, setting):
+    """The reason a request to `url` is refused, or None. `allowed`: the networks (CIDR strings)
+    internal addresses may be in; `setting`: its name, for the reason."""
+    host = urlsplit(url).hostname
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"host not resolved: {exc}"
+    return _judge(host, infos, allowed, setting)
+
+
+async def refused_async(url, allowed, setting):
+    """refused(), resolving on the running loop's resolver (no blocking call in the loop)."""
+    host = urlsplit(url).hostname
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"host not resolved: {exc}"
+    return _judge(host, infos, allowed, setting)
