@@ -1,7 +1,8 @@
 """The demo MCP server shipped with the project: a small notes tracker over stdio (the `mcp` SDK).
 
 Run as `python -m agents.mcp_servers.demo_notes` (stdio), or with `--http <port>` (Streamable HTTP at
-http://127.0.0.1:<port>/mcp); it imports nothing of Django. Its tools carry
+http://127.0.0.1:<port>/mcp, with resumable streams: a question to the person pauses the run
+instead of holding a worker); it imports nothing of Django. Its tools carry
 the MCP annotations the approval engine reads for its defaults:
 - `search` (readOnlyHint): never asks;
 - `tag` (idempotentHint): may be run again after a lost worker;
@@ -12,7 +13,9 @@ The notes live in one JSON file (AGUI_NOTES_FILE, default var/mcp-notes.json), l
 is changed, since every worker process starts its own copy of this server.
 """
 
+import collections
 import fcntl
+import itertools
 import json
 import os
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http import EventMessage, EventStore
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -123,10 +127,37 @@ async def enable_export(ctx: Context) -> str:
     return "The export tool is available now."
 
 
+class MemoryEventStore(EventStore):
+    """The stream events of this process, so that a client may leave a stream and take it up again
+    (Last-Event-ID): the SDK sends event ids and priming events only with an event store, and ships
+    none importable (this follows the interface in mcp/server/streamable_http.py). The latest
+    `keep` events are kept; a restarted server has forgotten its sessions anyway."""
+
+    def __init__(self, keep=10_000):
+        self._ids = itertools.count(1)
+        self._events = collections.deque(maxlen=keep)  # (event id, stream id, message or None: priming)
+
+    async def store_event(self, stream_id, message):
+        event_id = str(next(self._ids))
+        self._events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback):
+        events = list(self._events)
+        at = next((i for i, (event_id, _s, _m) in enumerate(events) if event_id == last_event_id), None)
+        if at is None:
+            return None
+        stream_id = events[at][1]
+        for event_id, stream, message in events[at + 1:]:
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
 if __name__ == "__main__":
     import sys
 
     if len(sys.argv) == 3 and sys.argv[1] == "--http":  # Streamable HTTP on 127.0.0.1:<port>/mcp instead
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), event_store=MemoryEventStore())
     else:
         server.run("stdio")

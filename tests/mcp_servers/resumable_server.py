@@ -1,41 +1,15 @@
-"""The demo notes server over Streamable HTTP with resumable streams: an in-memory EventStore (the mcp
-SDK ships none importable; this follows the interface in mcp/server/streamable_http.py), so the
-server sends SSE event ids and priming events and replays a stream after a Last-Event-ID.
-
-`python -m tests.mcp_servers.resumable_server <port>`; besides the demo's tools, `archive_once`
-elicits like `archive` but is not idempotent (what a lost session means for a call that cannot be
-run again). Its events live in this process only: a restarted server has forgotten its sessions.
+"""The demo notes server over Streamable HTTP with resumable streams (its MemoryEventStore), plus
+`archive_once`: it elicits like `archive` but is not idempotent (what a lost session means for a
+call that cannot be run again). `python -m tests.mcp_servers.resumable_server <port>`. Its events
+live in this process only: a restarted server has forgotten its sessions.
 """
 
-import itertools
 import sys
 
 from mcp.server.mcpserver import Context
-from mcp.server.streamable_http import EventMessage, EventStore
 from mcp.types import ToolAnnotations
 
-from agents.mcp_servers.demo_notes import Confirm, _find, _notes, server
-
-
-class MemoryEventStore(EventStore):
-    def __init__(self):
-        self._ids = itertools.count(1)
-        self._events = []  # (event id, stream id, message or None for a priming event), in order
-
-    async def store_event(self, stream_id, message):
-        event_id = str(next(self._ids))
-        self._events.append((event_id, stream_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id, send_callback):
-        at = next((i for i, (event_id, _s, _m) in enumerate(self._events) if event_id == last_event_id), None)
-        if at is None:
-            return None
-        stream_id = self._events[at][1]
-        for event_id, stream, message in self._events[at + 1:]:
-            if stream == stream_id and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream_id
+from agents.mcp_servers.demo_notes import Confirm, MemoryEventStore, _find, _notes, server
 
 
 @server.tool(annotations=ToolAnnotations(title="Archive a note (once)", read_only_hint=False, destructive_hint=False,
