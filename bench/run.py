@@ -740,11 +740,14 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
         try:
             frames = []
             await go.wait()
-            while True:  # raw frames now, parsed afterwards: the client must not be the bottleneck
-                raw = await asyncio.wait_for(sock.recv(), timeout=120)
-                frames.append((time.time_ns() // 1000, raw))
-                if raw.startswith(('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')):
-                    break
+            # raw frames now, parsed afterwards, and one timeout for the whole read rather than a
+            # task and a timer per frame (asyncio.wait_for): the clients share the machine's cores
+            # with the stack (their CPU per frame is reported beside Daphne's)
+            async with asyncio.timeout(120):
+                async for raw in sock:
+                    frames.append((time.time_ns() // 1000, raw))
+                    if raw.startswith(('{"type":"RUN_FINISHED"', '{"type":"RUN_ERROR"')):
+                        break
             results[i] = frames
         finally:
             await cm.__aexit__(None, None, None)
@@ -753,9 +756,12 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
     t0 = time.perf_counter()
     await all_in.wait()
     connect_all_s = time.perf_counter() - t0
-    go.set()
-    await c.post_message(thread_id, f"BENCH-STREAM {cfg['fanout_words']}")
-    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    # where the delivery's CPU goes: Daphne's tree, the worker's, and this process (the 500 clients)
+    meter = CpuMeter({"web": stack.pid("web"), "worker": stack.pid("worker"), "clients": os.getpid()})
+    with meter.phase() as cpu:
+        go.set()
+        await c.post_message(thread_id, f"BENCH-STREAM {cfg['fanout_words']}")
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     errors = [repr(o) for o in outcomes if isinstance(o, BaseException)]
     ref = [f[b"e"].decode() for _id, f in redis.Redis.from_url(stack.env["REDIS_URL"]).xrange(f"agui:thread:{thread_id}")]
     # a socket may get the tail of its snapshot (CUSTOM message_info, ...) after the approvals card
@@ -768,7 +774,9 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
     for frames in results:
         for wall, raw in frames or []:
             lat.append(wall / 1000 - json.loads(raw)["timestamp"])  # the event's emit time (ms) in the worker
-    return {"clients": n, "connected": len(connect_ms), "connect_failures": len(failures),
+    frames = sum(len(f) for f in results if f)
+    return {"cpu_us_per_frame": per_unit_us(cpu, frames),
+            "clients": n, "connected": len(connect_ms), "connect_failures": len(failures),
             "failure_samples": failures[:5], "receive_errors": errors[:5], "events_per_client": len(ref),
             "clients_with_every_event_in_order": complete, "delivery_ms": summary(lat, 1),
             "connect_ms": summary(connect_ms, 1), "connect_all_s": round(connect_all_s, 1)}
@@ -981,7 +989,8 @@ def table(results: dict) -> str:
                      f"{TARGETS['fanout']} | {f['delivery_ms']['p50']} ms | {f['delivery_ms']['p95']} ms | "
                      f"{f['clients_with_every_event_in_order']}/{f['clients']} clients got all {f['events_per_client']} "
                      f"events in order ({f['connect_failures']} failed connects, all connected in "
-                     f"{f['connect_all_s']} s) | {verdict(ok)} |")
+                     f"{f['connect_all_s']} s); CPU per frame: Daphne {f['cpu_us_per_frame']['web']} µs, the "
+                     f"clients {f['cpu_us_per_frame']['clients']} µs | {verdict(ok)} |")
     if "mcp" in s:
         for key, label in (("work_0ms", "a tool that takes no time"), ("work_10ms", "a tool busy for 10 ms")):
             m = s["mcp"][key]
