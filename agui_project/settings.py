@@ -264,6 +264,9 @@ if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
 # A stack of processes sharing one Redis with others (a test's live stack) takes its own queue.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
 CELERY_RESULT_BACKEND = None
+# No results are kept, so the (disabled) backend holds nothing per thread: one per process. Celery
+# otherwise builds a backend on every new thread, and under ASGI each request's publish runs on one.
+CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
