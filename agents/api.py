@@ -1,5 +1,7 @@
 """REST for scripts and tests: threads, messages (starting runs), shared state, runs."""
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -23,14 +25,14 @@ class ThreadSerializer(serializers.ModelSerializer):
 
     def validate_agent(self, value):
         if self.instance is not None and value != self.instance.agent:
-            raise serializers.ValidationError("a thread keeps its agent; start a new chat instead")
+            raise serializers.ValidationError(_("a thread keeps its agent; start a new chat instead"))
         if get_agent(value) is None:
-            raise serializers.ValidationError(f"unknown agent {value!r}")
+            raise serializers.ValidationError(_("unknown agent %(agent)s") % {"agent": repr(value)})
         return value
 
     def validate_id(self, value):
         if Thread.objects.filter(pk=value).exists() or thread_ids.is_taken(value):
-            raise serializers.ValidationError("this thread id is already taken or belonged to a deleted chat")
+            raise serializers.ValidationError(_("this thread id is already taken or belonged to a deleted chat"))
         return value
 
 
@@ -63,7 +65,7 @@ class AnswerSerializer(serializers.Serializer):
 
     def validate(self, data):
         if not data["cancel"] and "answer" not in data:
-            raise serializers.ValidationError({"answer": ["give an answer, or cancel: true"]})
+            raise serializers.ValidationError({"answer": [_("give an answer, or cancel: true")]})
         return data
 
 
@@ -82,7 +84,7 @@ class StateChangeSerializer(serializers.Serializer):
     def validate(self, data):
         field = "patch" if self.context["request"].method == "PATCH" else "state"
         if field not in data:
-            raise serializers.ValidationError({field: ["This field is required."]})
+            raise serializers.ValidationError({field: [_("This field is required.")]})
         return data
 
 
@@ -111,8 +113,8 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         """Delete a chat; refused while a run works or a request waits (stop the run first)."""
         thread = self.get_object()
         if thread.runs.filter(status__in=Run.ACTIVE).exists() or services.pending_approvals(thread):
-            return Response({"message": "this chat has a run in progress or a request waiting for a decision; "
-                             "stop it first", "code": "thread_busy"}, status=status.HTTP_409_CONFLICT)
+            return Response({"message": _("this chat has a run in progress or a request waiting for a decision; "
+                                          "stop it first"), "code": "thread_busy"}, status=status.HTTP_409_CONFLICT)
         return super().destroy(request, *args, **kwargs)
 
     def perform_create(self, serializer):
@@ -122,8 +124,8 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
                 thread_id=serializer.validated_data.get("id"),
             )
         except thread_ids.ThreadIdTaken:  # claimed between validation and now
-            raise serializers.ValidationError({"id": ["this thread id is already taken or belonged to a deleted "
-                                                      "chat"]}) from None
+            raise serializers.ValidationError({"id": [_("this thread id is already taken or belonged to a deleted "
+                                                        "chat")]}) from None
 
     @action(detail=True, methods=["get", "post"], serializer_class=NewMessageSerializer)
     def messages(self, request, pk=None):
@@ -134,7 +136,7 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         body.is_valid(raise_exception=True)
         message_id = body.validated_data.get("id")
         if message_id and Message.objects.filter(pk=message_id).exists():
-            return Response({"message": "a message with this id exists", "code": "message_exists"}, status=409)
+            return Response({"message": _("a message with this id exists"), "code": "message_exists"}, status=409)
         try:
             run = services.start_run(thread, request.user, body.validated_data["content"], message_id=message_id)
         except services.RunConflict as exc:
@@ -159,11 +161,14 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         if not request_id:
             open_ = inputs.pending(thread)
             if len(open_) != 1:
-                return Response({"message": f"{len(open_)} questions are open; name one with request_id",
+                return Response({"message": ngettext(
+                    "%(count)s question is open; name one with request_id",
+                    "%(count)s questions are open; name one with request_id", len(open_)) % {"count": len(open_)},
                                  "code": "request_id_required", "pending": [q.pk for q in open_]}, status=400)
             request_id = open_[0].pk
         elif not thread.input_requests.filter(pk=request_id).exists():
-            return Response({"message": f"no question {request_id} in this chat", "code": "unknown_interrupt"},
+            return Response({"message": _("no question %(id)s in this chat") % {"id": request_id},
+                             "code": "unknown_interrupt"},
                             status=404)
         try:
             if body.validated_data["cancel"]:
@@ -211,7 +216,8 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         """Stop the run: 202 when a stop was requested, 409 when it has already ended."""
         run = self.get_object()
         if not services.cancel_run(run, request.user):
-            return Response({"message": f"the run already ended ({run.status})", "code": "run_ended"}, status=409)
+            return Response({"message": _("the run already ended (%(status)s)") % {
+                "status": run.get_status_display().lower()}, "code": "run_ended"}, status=409)
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
@@ -221,7 +227,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         run = self.get_object()
         latest = run.thread.runs.order_by("-created_at").first()
         if run.status != Run.Status.FAILED or latest.pk != run.pk:
-            return Response({"message": "only the thread's latest run can be retried, and only when it failed",
+            return Response({"message": _("only the thread's latest run can be retried, and only when it failed"),
                              "code": "not_retryable"}, status=status.HTTP_409_CONFLICT)
         try:
             new_run = services.start_run(run.thread, request.user)

@@ -67,7 +67,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
                 if not busy.is_busy(exc):
                     raise
                 # as over HTTP (503 + Retry-After): the patch was not applied, the socket stays open
-                reply = {"type": "error", "code": "database_busy", "message": busy.MESSAGE,
+                reply = {"type": "error", "code": "database_busy", "message": busy.message(),
                          "retryAfter": busy.RETRY_AFTER_SECONDS, **({"ref": msg["ref"]} if "ref" in msg else {})}
             await self.send(json.dumps(reply))
 

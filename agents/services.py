@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
@@ -22,6 +23,13 @@ from .runtime import events, inputs
 from .transitions import continue_run, move_call, move_run
 
 log = logging.getLogger(__name__)
+
+
+def _both(names):
+    """"a", "a and b", "a, b and c": in the reader's language."""
+    if len(names) == 1:
+        return names[0]
+    return _("%(first)s and %(last)s") % {"first": ", ".join(names[:-1]), "last": names[-1]}
 
 
 class RunConflict(Exception):
@@ -77,17 +85,18 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
         # the row lock orders this thread's writers; its message_seq is then current (add_messages)
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
         if not new_thread and thread.runs.filter(status__in=Run.ACTIVE).exists():
-            raise RunConflict("run_active", "the agent is still answering; wait for it or stop it")
+            raise RunConflict("run_active", _("the agent is still answering; wait for it or stop it"))
         pending = [] if new_thread else pending_approvals(thread) + inputs.pending(thread)  # questions too
         if pending:
             others = {r.approver_group.name for r in pending if isinstance(r, ApprovalRequest)
                       and not answered_by_requester(r) and r.approver_group_id}
             # words for the person; programs find the ids in RunConflict.pending (the API's `pending`)
             if others and all(isinstance(r, ApprovalRequest) and not answered_by_requester(r) for r in pending):
-                message = (f"This chat is waiting for {' and '.join(sorted(others))} to decide on "
-                           f"\u201c{pending[0].description}\u201d. You can write again once they have decided.")
+                message = _("This chat is waiting for %(groups)s to decide on “%(request)s”. You can write "
+                            "again once they have decided.") % {
+                    "groups": _both(sorted(others)), "request": pending[0].description}
             else:
-                message = "This chat is waiting for your answer to the request above: answer it first."
+                message = _("This chat is waiting for your answer to the request above: answer it first.")
             raise RunConflict("interrupt_pending", message, pending)
         try:  # a taken run id is refused by the primary key (no separate look-up first)
             run = Run.objects.create(
@@ -96,7 +105,7 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             )
         except IntegrityError:
             if run_id:
-                raise RunConflict("run_exists", f"run {run_id} already exists") from None
+                raise RunConflict("run_exists", _("run %(id)s already exists") % {"id": run_id}) from None
             raise
         if content:
             messages = [*messages, (message_id, Message.Role.USER, content, "")]
@@ -235,15 +244,18 @@ def _resume_decision(interrupt_id, payload):
     approved = payload.get("approved", payload.get("accepted"))
     if decision is None:
         if not isinstance(approved, bool):
-            raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.approved must be a boolean")
+            raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.approved must be a boolean") % {
+                "id": interrupt_id})
         return "approve" if approved else "reject"
     if decision not in RESUME_DECISIONS:
-        raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.decision must be one of "
-                                            f"{', '.join(RESUME_DECISIONS)}")
+        raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.decision must be one of %(choices)s") % {
+            "id": interrupt_id, "choices": ", ".join(RESUME_DECISIONS)})
     if approved is not None and approved != (decision in ("approve", "edit")):
-        raise ResumeError("invalid_resume", f"interrupt {interrupt_id}: payload.approved contradicts payload.decision")
+        raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.approved contradicts payload.decision") % {
+            "id": interrupt_id})
     if decision == "edit" and not isinstance(payload.get("arguments", payload.get("editedArgs")), dict):
-        raise ResumeError("invalid_arguments", f"interrupt {interrupt_id}: an edit needs the edited arguments")
+        raise ResumeError("invalid_arguments", _("interrupt %(id)s: an edit needs the edited arguments") % {
+            "id": interrupt_id})
     return "approve" if decision == "edit" else decision
 
 
@@ -267,29 +279,33 @@ def apply_resume(thread, user, entries, run_id, messages=()):
         question = questions.get(interrupt_id)
         if question is not None:  # an agent asked the person (agents/runtime/inputs.py): any JSON answers it
             if question.status != InputRequest.Status.PENDING:
-                raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {question.status}")
+                raise ResumeError("already_decided", _("interrupt %(id)s is already %(status)s") % {
+                    "id": interrupt_id, "status": question.get_status_display().lower()})
             if status == "resolved":
                 try:
                     inputs.check_answer(question, payload)
                 except inputs.InputError as exc:
-                    raise ResumeError(exc.code, f"interrupt {interrupt_id}: {exc.message}") from exc
+                    raise ResumeError(exc.code, _("interrupt %(id)s: %(problem)s") % {
+                        "id": interrupt_id, "problem": exc.message}) from exc
             replies[interrupt_id] = (status, payload)
             continue
         req = known.get(interrupt_id)
         if req is None:
-            raise ResumeError("unknown_interrupt", f"no interrupt {interrupt_id} on this thread")
+            raise ResumeError("unknown_interrupt", _("no interrupt %(id)s on this thread") % {"id": interrupt_id})
         if req.status == ApprovalRequest.Status.EXPIRED:
-            raise ResumeError("expired", f"interrupt {interrupt_id} expired before it was answered")
+            raise ResumeError("expired", _("interrupt %(id)s expired before it was answered") % {"id": interrupt_id})
         if req.status != ApprovalRequest.Status.PENDING:
-            raise ResumeError("already_decided", f"interrupt {interrupt_id} is already {req.status}")
+            raise ResumeError("already_decided", _("interrupt %(id)s is already %(status)s") % {
+                "id": interrupt_id, "status": req.get_status_display().lower()})
         answered[interrupt_id] = (status, payload if isinstance(payload, dict) else {})
     missing = [r.pk for r in known.values() if r.status == ApprovalRequest.Status.PENDING and r.pk not in answered
                and answered_by_requester(r)]  # a group's request is not the client's to answer
     missing += [q.pk for q in questions.values() if q.status == InputRequest.Status.PENDING and q.pk not in replies]
     if missing:
-        raise ResumeError("missing_resume", "every open interrupt needs an answer; missing: " + ", ".join(missing))
+        raise ResumeError("missing_resume", _("every open interrupt needs an answer; missing: %(ids)s") % {
+            "ids": ", ".join(missing)})
     if Run.objects.filter(pk=run_id).exists():
-        raise ResumeError("run_exists", f"run {run_id} already exists")
+        raise ResumeError("run_exists", _("run %(id)s already exists") % {"id": run_id})
     try:
         with transaction.atomic():
             paused = sorted({known[i].run_ref for i in answered} | {questions[i].run_id for i in replies})
@@ -308,24 +324,25 @@ def apply_resume(thread, user, entries, run_id, messages=()):
             for interrupt_id, (status, payload) in answered.items():
                 if status == "cancelled":
                     if known[interrupt_id].requester_id != user.pk:
-                        raise approval_services.Forbidden("only the requester may cancel")
+                        raise approval_services.Forbidden(_("only the requester may cancel"))
                     approval_services.cancel(interrupt_id, user, reason="cancelled by the client")
                     continue
                 decision = _resume_decision(interrupt_id, payload)
                 arguments = payload.get("arguments", payload.get("editedArgs"))
                 if arguments is not None and not isinstance(arguments, dict):
-                    raise ResumeError("invalid_arguments", f"interrupt {interrupt_id}: arguments must be an object")
+                    raise ResumeError("invalid_arguments", _("interrupt %(id)s: arguments must be an object") % {
+                        "id": interrupt_id})
                 allow = payload.get("alwaysAllowInThread", False)  # the chat's "always allow in this thread"
                 if not isinstance(allow, bool):
-                    raise ResumeError("invalid_resume",
-                                      f"interrupt {interrupt_id}: payload.alwaysAllowInThread must be a boolean")
+                    raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.alwaysAllowInThread must be a "
+                                                          "boolean") % {"id": interrupt_id})
                 approval_services.decide(
                     interrupt_id, user, decision,
                     arguments=arguments, feedback=str(payload.get("feedback") or ""), always_allow_in_thread=allow,
                 )
     except approval_services.DecisionError as exc:
         code = next((c for cls, c in _RESUME_CODES.items() if isinstance(exc, cls)), "invalid_resume")
-        if code == "already_decided" and "expired" in exc.message:
+        if isinstance(exc, approval_services.RequestExpired):
             code = "expired"
             # the answers were rolled back together, the expiry the late answer found with them:
             # record it again now, on its own (a no-op for requests still in time)

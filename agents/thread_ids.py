@@ -11,6 +11,7 @@ import logging
 import redis
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from state.models import SharedState
 
@@ -24,7 +25,10 @@ class ThreadIdTaken(Exception):
     """The id belongs, or belonged, to another thread."""
 
     code = "thread_id_used"
-    message = "this thread id is already taken or belonged to a deleted chat; start a new thread with a new id"
+
+    @property
+    def message(self):  # in the language of the answer it is raised into
+        return _("this thread id is already taken or belonged to a deleted chat; start a new thread with a new id")
 
 
 def claim(thread_id, owner):

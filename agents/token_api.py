@@ -1,5 +1,6 @@
 """GET/DELETE /api/auth/token/: the caller's API token (agui_project/auth.py says how tokens expire)."""
 
+from django.utils.translation import gettext as _
 from rest_framework import permissions, serializers, status
 from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
@@ -28,7 +29,7 @@ class TokenView(APIView):
     def get(self, request):
         token = self._token(request)
         if token is None:
-            return Response({"message": "This account has no API token.", "code": "no_token"},
+            return Response({"message": _("This account has no API token."), "code": "no_token"},
                             status=status.HTTP_404_NOT_FOUND)
         return Response(TokenInfoSerializer({"created": token.created, "expires_at": token_expires_at(token)}).data)
 

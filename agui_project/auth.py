@@ -11,13 +11,17 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
-INVALID = "The token is not valid: it may have been revoked or mistyped."
-EXPIRED = "The token has expired. Ask for a new one."
-INACTIVE = "The account this token belongs to is disabled."
+from . import language
+
+INVALID = _("The token is not valid: it may have been revoked or mistyped.")
+EXPIRED = _("The token has expired. Ask for a new one.")
+INACTIVE = _("The account this token belongs to is disabled.")
+SCHEMES = ("token", "bearer")
 
 
 def token_expires_at(token):
@@ -41,8 +45,25 @@ def token_user(key):
     return token.user, token, None
 
 
+def header_user(request):
+    """The user of the valid token in the request's Authorization header, or None. For answers made
+    before or without DRF's authentication (the JSON error handlers): the API's views use the classes."""
+    scheme, _sp, key = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
+    if scheme.lower() not in SCHEMES or not key.strip() or " " in key.strip():
+        return None
+    return token_user(key.strip())[0]
+
+
 class ExpiringTokenAuthentication(TokenAuthentication):
-    """`Authorization: Token <key>`, refused once the token expired or was revoked."""
+    """`Authorization: Token <key>`, refused once the token expired or was revoked. A valid token
+    sets the language of the answer (agui_project/language.py): its user's, unless the caller
+    asks for one with Accept-Language."""
+
+    def authenticate(self, request):
+        found = super().authenticate(request)
+        if found is not None:
+            language.activate(request, found[0])
+        return found
 
     def authenticate_credentials(self, key):
         user, token, problem = token_user(key)

@@ -7,9 +7,10 @@ retrying is safe), too many connections, a server starting or going away.
 
 from django.db import OperationalError
 from django.http import HttpResponse, JsonResponse
+from django.utils.translation import gettext, gettext_noop
 
 RETRY_AFTER_SECONDS = 1
-MESSAGE = "The database is busy right now. Please try again in a moment."
+MESSAGE = gettext_noop("The database is busy right now. Please try again in a moment.")
 SQLITE_BUSY = ("database is locked", "database table is locked", "database schema is locked")
 # lock_not_available, query_canceled, serialization_failure, deadlock_detected, too_many_connections,
 # cannot_connect_now, and the connection exceptions (class 08)
@@ -27,10 +28,15 @@ def is_busy(exc):
     return state in PG_BUSY or (state or "").startswith("08")
 
 
+def message():
+    """MESSAGE in the language of the answer (agui_project/language.py)."""
+    return gettext(MESSAGE)
+
+
 def response(request, json_body):
     if json_body:
-        reply = JsonResponse({"message": MESSAGE, "code": "database_busy"}, status=503)
+        reply = JsonResponse({"message": message(), "code": "database_busy"}, status=503)
     else:
-        reply = HttpResponse(MESSAGE, status=503, content_type="text/plain; charset=utf-8")
+        reply = HttpResponse(message(), status=503, content_type="text/plain; charset=utf-8")
     reply["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return reply

@@ -11,7 +11,9 @@ import logging
 from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.utils.translation import gettext_lazy as _
 
+from . import auth, language
 from .limits import JSON_PREFIXES
 
 log = logging.getLogger(__name__)
@@ -21,6 +23,16 @@ def wants_json(request):
     accept = request.headers.get("Accept", "")
     return (request.path.startswith(JSON_PREFIXES) or request.headers.get("X-Requested-With") == "XMLHttpRequest"
             or ("application/json" in accept and "text/html" not in accept))
+
+
+def _json(request, payload, status, look_up_token=True):
+    """A JSON error in the caller's language: a token caller's own (agui_project/language.py), as
+    the API's views would have answered it; else the language the middleware chose. The payload's
+    lazy sentences are rendered once that language is active. (A 500 reads no token: the database
+    may be what broke.)"""
+    token = look_up_token and request.path.startswith(JSON_PREFIXES)
+    language.for_error(request, auth.header_user(request) if token else None)
+    return JsonResponse({key: str(value) for key, value in payload.items()}, status=status)
 
 
 def _reason(exception):
@@ -35,14 +47,13 @@ def _reason(exception):
 
 def bad_request(request, exception=None):
     if wants_json(request):
-        return JsonResponse({"message": "bad request", "code": "bad_request"}, status=400)
+        return _json(request, {"message": _("bad request"), "code": "bad_request"}, 400)
     return render(request, "400.html", status=400)
 
 
 def permission_denied(request, exception=None):
     if wants_json(request):
-        return JsonResponse({"message": _reason(exception) or "you may not do this", "code": "forbidden"},
-                            status=403)
+        return _json(request, {"message": _reason(exception) or _("you may not do this"), "code": "forbidden"}, 403)
     return render(request, "403.html", {"reason": _reason(exception)}, status=403)
 
 
@@ -52,21 +63,21 @@ def csrf_failure(request, reason=""):
     reason Django gives is for the log, not for people."""
     log.info("CSRF check failed on %s: %s", request.path, reason)
     if wants_json(request):
-        return JsonResponse({"message": "the request's CSRF token is missing or out of date: reload and retry",
-                             "code": "csrf_failed"}, status=403)
+        return _json(request, {"message": _("the request's CSRF token is missing or out of date: reload and retry"),
+                               "code": "csrf_failed"}, 403)
     return render(request, "csrf_failure.html", status=403)
 
 
 def page_not_found(request, exception=None):
     if wants_json(request):
-        return JsonResponse({"message": "not found", "code": "not_found"}, status=404)
+        return _json(request, {"message": _("not found"), "code": "not_found"}, 404)
     return render(request, "404.html", {"request_path": request.path}, status=404)
 
 
 def server_error(request):
     if wants_json(request):
-        return JsonResponse({"message": "internal error; nothing further was done", "code": "internal_error"},
-                            status=500)
+        return _json(request, {"message": _("internal error; nothing further was done"), "code": "internal_error"},
+                     500, look_up_token=False)
     try:  # with the navigation; but whatever broke (the database?) may break the page's context too
         return render(request, "500.html", status=500)
     except Exception:

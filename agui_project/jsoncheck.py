@@ -14,8 +14,12 @@ would be a second JSON parser with other differences), so it is written here.
 import json
 import re
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+
+from django.utils.translation import gettext, gettext_noop
 
 MAX_DEPTH = 200  # far beyond any real RunAgentInput or API body; well under the recursion limit
+TOO_DEEP = gettext_noop("The JSON nests deeper than %(depth)s levels")
 
 # What can become a NUL or a surrogate once parsed: its \u escape, or (in bytes) a UTF-8-encoded
 # surrogate. A body without any is clean without walking it; a hit is confirmed by the walk
@@ -27,12 +31,24 @@ _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 @dataclass
 class Refusal:
+    """`text` is an English sentence with %(name)s places filled from `params`: `message` says it in
+    English (where the model may read it: state/services.py), `payload()` in the language of the
+    answer (HTTP bodies, AG-UI, sockets, forms; agui_project/language.py)."""
+
     code: str  # too_deep | nul_character | invalid_text
-    message: str
+    text: str
     field: str = ""  # dotted path of the offending value ("" = the whole body)
+    params: dict = dataclass_field(default_factory=dict)
+
+    @property
+    def message(self):
+        return self.text % self.params
+
+    def translated(self):
+        return gettext(self.text) % self.params
 
     def payload(self):
-        return {"message": self.message, "code": self.code, "field": self.field}
+        return {"message": self.translated(), "code": self.code, "field": self.field}
 
 
 class Refused(ValueError):
@@ -85,11 +101,28 @@ def _printable(text):
     return _BAD_CHAR.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _bad_text(text, where):
+_BAD_TEXT = {  # (where the text is) -> (NUL, lone surrogate)
+    "text": (gettext_noop("The text contains a NUL character (\\u0000), which is not accepted"),
+             gettext_noop("The text is not valid Unicode: it contains an unpaired UTF-16 surrogate (\\ud800 to \\udfff "
+                "without its pair)")),
+    "text_at": (gettext_noop("The text at %(field)s contains a NUL character (\\u0000), which is not accepted"),
+                gettext_noop("The text at %(field)s is not valid Unicode: it contains an unpaired UTF-16 surrogate "
+                   "(\\ud800 to \\udfff without its pair)")),
+    "key": (gettext_noop("A key contains a NUL character (\\u0000), which is not accepted"),
+            gettext_noop("A key is not valid Unicode: it contains an unpaired UTF-16 surrogate (\\ud800 to \\udfff "
+               "without its pair)")),
+    "key_in": (gettext_noop("A key in %(field)s contains a NUL character (\\u0000), which is not accepted"),
+               gettext_noop("A key in %(field)s is not valid Unicode: it contains an unpaired UTF-16 surrogate "
+                  "(\\ud800 to \\udfff without its pair)")),
+}
+
+
+def _bad_text(text, where, field):
+    """A Refusal of `text` (a value, or a key: `where`) found at `field`."""
+    nul, surrogate = _BAD_TEXT[{"text": "text_at", "key": "key_in"}[where] if field else where]
     if "\x00" in text:
-        return "nul_character", f"{where} contains a NUL character (\\u0000), which is not accepted"
-    return "invalid_text", (f"{where} is not valid Unicode: it contains an unpaired UTF-16 surrogate "
-                            "(\\ud800 to \\udfff without its pair)")
+        return Refusal("nul_character", nul, field, {"field": field})
+    return Refusal("invalid_text", surrogate, field, {"field": field})
 
 
 def problem(value, max_depth=MAX_DEPTH, prefix=""):
@@ -104,21 +137,20 @@ def problem(value, max_depth=MAX_DEPTH, prefix=""):
         node, link, depth = stack.pop()
         if isinstance(node, str):
             if _BAD_CHAR.search(node):
-                field = _path(link)
-                code, message = _bad_text(node, f"The text at {field}" if field else "The text")
-                return Refusal(code, message, field)
+                return _bad_text(node, "text", _path(link))
             continue
         if not isinstance(node, dict | list):
             continue
         if depth > max_depth:
             field = _path(link)
-            return Refusal("too_deep", f"{field or 'The value'} nests deeper than {max_depth} levels", field)
+            if field:
+                return Refusal("too_deep", gettext_noop("%(field)s nests deeper than %(depth)s levels"), field,
+                               {"field": field, "depth": max_depth})
+            return Refusal("too_deep", gettext_noop("The value nests deeper than %(depth)s levels"), "", {"depth": max_depth})
         items = node.items() if isinstance(node, dict) else enumerate(node)
         for key, child in items:
             if isinstance(key, str) and _BAD_CHAR.search(key):
-                field = _path(link)
-                code, message = _bad_text(key, f"A key in {field}" if field else "A key")
-                return Refusal(code, message, field)
+                return _bad_text(key, "key", _path(link))
             stack.append((child, (key, link), depth + 1))
     return None
 
@@ -132,7 +164,7 @@ def loads(raw, max_depth=MAX_DEPTH):
     """json.loads for input from outside: raises Refused (too deep, NUL, not Unicode) or the
     usual ValueError (json.JSONDecodeError, UnicodeDecodeError) for text that is not JSON."""
     if not depth_ok(raw, max_depth):
-        raise Refused(Refusal("too_deep", f"The JSON nests deeper than {max_depth} levels"))
+        raise Refused(Refusal("too_deep", TOO_DEEP, params={"depth": max_depth}))
     value = json.loads(raw)
     if _suspect(raw):
         refusal = problem(value, max_depth)
@@ -156,7 +188,7 @@ def check_body(body):
     """For the middleware: a Refusal for a JSON body that must not reach a parser or a view, or None.
     A body that is not JSON at all passes: the view answers that in its own words."""
     if not depth_ok(body):
-        return Refusal("too_deep", f"the JSON body nests deeper than {MAX_DEPTH} levels")
+        return Refusal("too_deep", gettext_noop("the JSON body nests deeper than %(depth)s levels"), params={"depth": MAX_DEPTH})
     if not _suspect(body):
         return None
     try:
@@ -172,7 +204,7 @@ class Decoder(json.JSONDecoder):
 
     def decode(self, s, *args, **kwargs):
         if not depth_ok(s):
-            raise Refused(Refusal("too_deep", f"The JSON nests deeper than {MAX_DEPTH} levels"))
+            raise Refused(Refusal("too_deep", TOO_DEEP, params={"depth": MAX_DEPTH}))
         value = super().decode(s, *args, **kwargs)
         refusal = problem(value)
         if refusal:
@@ -189,7 +221,7 @@ def read_frame(text):
     except Refused as exc:
         return None, {"type": "error", **exc.refusal.payload()}
     except ValueError:
-        return None, {"type": "error", "code": "invalid_frame", "message": "A frame must be a JSON object."}
+        return None, {"type": "error", "code": "invalid_frame", "message": gettext("A frame must be a JSON object.")}
     if not isinstance(msg, dict):
-        return None, {"type": "error", "code": "invalid_frame", "message": "A frame must be a JSON object."}
+        return None, {"type": "error", "code": "invalid_frame", "message": gettext("A frame must be a JSON object.")}
     return msg, None

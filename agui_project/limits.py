@@ -13,12 +13,16 @@
 import json
 import logging
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.http.response import HttpResponseBase
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from . import busy, jsoncheck
+from . import auth, busy, jsoncheck, language
 from .middleware import DualModeMiddleware
 
 log = logging.getLogger("django.request")
@@ -31,11 +35,33 @@ def max_body_bytes():
     return settings.AGUI_MAX_BODY_BYTES
 
 
+# The sentence of an error answered here for a response that had none (an HTML page, an empty body)
+HTTP_ERRORS = {
+    400: gettext_lazy("bad request"), 401: gettext_lazy("authentication required"),
+    403: gettext_lazy("you may not do this"), 404: gettext_lazy("not found"),
+    405: gettext_lazy("method not allowed"), 406: gettext_lazy("not acceptable"), 409: gettext_lazy("conflict"),
+    410: gettext_lazy("gone"), 413: gettext_lazy("the request body is too large"),
+    415: gettext_lazy("unsupported media type"), 429: gettext_lazy("too many requests"),
+    500: gettext_lazy("internal error; nothing further was done"), 503: gettext_lazy("service unavailable"),
+}
+
+
 def too_large(size=None):
     limit = max_body_bytes()
-    detail = f" ({size} bytes)" if size is not None else ""
-    return JsonResponse({"message": f"the request body is too large{detail}; the limit is {limit} bytes",
-                         "code": "body_too_large", "limit": limit}, status=413)
+    if size is None:
+        message = _("the request body is too large; the limit is %(limit)s bytes") % {"limit": limit}
+    else:
+        message = _("the request body is too large (%(size)s bytes); the limit is %(limit)s bytes") % {
+            "size": size, "limit": limit}
+    return language.mark(JsonResponse({"message": message, "code": "body_too_large", "limit": limit}, status=413))
+
+
+def _refused(request, build):
+    """A refusal made here, in front of LocaleMiddleware: in the caller's language (a token caller's
+    own, as the API's views choose it; agui_project/language.py), and saying which. Sync: it may
+    read the token (the async chain calls it on a thread)."""
+    language.activate(request, auth.header_user(request) if request.path.startswith(JSON_PREFIXES) else None)
+    return build()
 
 
 def _declared_length(request):
@@ -46,24 +72,25 @@ def _declared_length(request):
 
 
 def _before(request):
-    """A response that refuses the request, or None to let it through."""
+    """What refuses the request (a callable that builds the response: _refused), or None to let it
+    through."""
     if request.method not in BODY_METHODS:
         return None
     declared = _declared_length(request)
     if declared is not None and declared > max_body_bytes():
-        return too_large(declared)
+        return lambda: too_large(declared)
     if not request.path.startswith(JSON_PREFIXES) and declared is not None:
         return None  # forms: Django enforces DATA_UPLOAD_MAX_MEMORY_SIZE (= our limit) on parsing
     try:
         body = request.body  # no Content-Length (chunked): Django would read it whole, unchecked
     except RequestDataTooBig:
-        return too_large()
+        return too_large
     if len(body) > max_body_bytes():
-        return too_large(len(body))
+        return lambda: too_large(len(body))
     if request.path.startswith(JSON_PREFIXES) and "json" in request.META.get("CONTENT_TYPE", ""):
         refusal = jsoncheck.check_body(body)  # the same gate as the AG-UI view and the sockets
         if refusal is not None:
-            return JsonResponse(refusal.payload(), status=400)
+            return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
     return None
 
 
@@ -75,9 +102,12 @@ def _after(request, response):
         and "json" not in response.get("Content-Type", "")
         and not response.streaming
     ):
-        reason = getattr(response, "reason_phrase", "") or "error"
-        return JsonResponse({"message": reason.lower() if reason else "error", "code": f"http_{response.status_code}"},
-                            status=response.status_code)
+        # rendered in the language the view answered in (LocaleMiddleware named it on the response)
+        spoken = response.get("Content-Language") or translation.get_language()
+        with translation.override(spoken):
+            message = str(HTTP_ERRORS.get(response.status_code) or (response.reason_phrase or _("error")).lower())
+        return language.mark(JsonResponse({"message": message, "code": f"http_{response.status_code}"},
+                                          status=response.status_code), spoken)
     return response
 
 
@@ -90,22 +120,23 @@ def _on_exception(request, exc):
     if not request.path.startswith(JSON_PREFIXES):
         return None  # pages keep Django's error handling
     log.error("Internal Server Error: %s", request.path, exc_info=exc, extra={"status_code": 500, "request": request})
-    return JsonResponse({"message": "internal error; nothing further was done", "code": "internal_error"}, status=500)
+    return JsonResponse({"message": _("internal error; nothing further was done"), "code": "internal_error"},
+                        status=500)
 
 
 class RequestLimitsMiddleware(DualModeMiddleware):
     """First in MIDDLEWARE; sync and async capable (no thread hop in front of async views)."""
 
     def sync_call(self, request):
-        refused = _before(request)
-        if refused is not None:
-            return refused
+        refusal = _before(request)
+        if refusal is not None:
+            return _refused(request, refusal)
         return _after(request, self.get_response(request))
 
     async def __acall__(self, request):
-        refused = _before(request)
-        if refused is not None:
-            return refused
+        refusal = _before(request)
+        if refusal is not None:
+            return await sync_to_async(_refused)(request, refusal)
         return _after(request, await self.get_response(request))
 
     def process_exception(self, request, exception):

@@ -7,6 +7,7 @@ Views stay thin: every change goes through approvals.services.
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
+from django.utils.translation import gettext as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
@@ -58,7 +59,7 @@ class OutsideInfoSerializer(serializers.ModelSerializer):
 
 def _http_url(value):
     if value and not value.lower().startswith(("http://", "https://")):
-        raise ValidationError("only http(s) URLs are accepted")
+        raise ValidationError(_("only http(s) URLs are accepted"))
 
 
 class OutsideRequestSerializer(serializers.Serializer):
@@ -182,7 +183,7 @@ def _check_params(params):
     """Query values reach SQL filters: a NUL byte (which PostgreSQL refuses) is a 400, not a 500."""
     for name, values in params.lists():
         if any("\x00" in v for v in values):
-            raise ValidationError({name: ["NUL characters are not accepted"]})
+            raise ValidationError({name: [_("NUL characters are not accepted")]})
 
 
 class ListFilters:
@@ -238,7 +239,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
         body.is_valid(raise_exception=True)
         key = request.headers.get("Idempotency-Key", "").strip() or None
         if key and len(key) > 200:
-            raise ValidationError({"idempotency_key": ["at most 200 characters"]})
+            raise ValidationError({"idempotency_key": [_("at most 200 characters")]})
         try:
             approval, created = outside.create(requester=request.user, body=body.validated_data, idempotency_key=key)
         except services.DecisionError as exc:
@@ -364,7 +365,7 @@ class PolicyViewSet(viewsets.GenericViewSet):
     def retrieve(self, request, tool_name=None):
         policy = selectors.policy_for(tool_name=tool_name)
         if policy is None:
-            raise NotFound("no policy or registered tool by that name")
+            raise NotFound(_("no policy or registered tool by that name"))
         return Response(PolicySerializer(policy).data)
 
     def create(self, request):
@@ -372,8 +373,8 @@ class PolicyViewSet(viewsets.GenericViewSet):
         body.is_valid(raise_exception=True)
         tool_name = body.validated_data["tool_name"]
         if ToolPolicy.objects.filter(tool_name=tool_name).exists():
-            return Response({"message": f"{tool_name} already has a policy; use PUT or PATCH", "code": "exists"},
-                            status=status.HTTP_409_CONFLICT)
+            return Response({"message": _("%(tool)s already has a policy; use PUT or PATCH") % {"tool": tool_name},
+                             "code": "exists"}, status=status.HTTP_409_CONFLICT)
         return self._save(tool_name, body.validated_data, status.HTTP_201_CREATED)
 
     def update(self, request, tool_name=None):
@@ -384,7 +385,7 @@ class PolicyViewSet(viewsets.GenericViewSet):
 
     def destroy(self, request, tool_name=None):
         if not services.delete_policy(tool_name, request.user):
-            raise NotFound("this tool has no policy row (it runs on its code defaults)")
+            raise NotFound(_("this tool has no policy row (it runs on its code defaults)"))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _write(self, request, tool_name, partial):

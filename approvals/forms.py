@@ -69,7 +69,7 @@ class PolicyForm(forms.ModelForm):
         try:
             return jsoncheck.loads(text)  # typed JSON can hold "\ud800", which no page could show again
         except jsoncheck.Refused as exc:
-            raise forms.ValidationError(exc.refusal.message) from exc
+            raise forms.ValidationError(exc.refusal.translated()) from exc
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(gettext("not valid JSON: %(error)s (line %(line)s, column %(column)s)") % {
                 "error": exc.msg, "line": exc.lineno, "column": exc.colno}) from exc

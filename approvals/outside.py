@@ -14,6 +14,7 @@ from datetime import datetime
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from . import policy, registry, schemas, selectors, services
 from .models import ApprovalRequest, ApproverKind, AuditEvent, OutsideCall, Risk, arguments_hash
@@ -68,18 +69,19 @@ def _checked_arguments(tool_name, arguments, schema, requester):
         try:
             return defaults.validate(arguments, requester=requester), defaults.schema
         except registry.ArgumentsInvalid as exc:
-            raise services.InvalidArguments("the arguments do not fit the tool", exc.errors) from exc
+            raise services.InvalidArguments(_("the arguments do not fit the tool"), exc.errors) from exc
     if schema is None:
         if policy.effective(tool_name) is None:
-            raise UnknownTool(f"this project does not know the tool {tool_name}: send its arguments' JSON Schema "
-                              "in `schema`", {"schema": ["required for a tool this project does not know"]})
+            raise UnknownTool(_("this project does not know the tool %(tool)s: send its arguments' JSON Schema "
+                                "in `schema`") % {"tool": tool_name},
+                              {"schema": [_("required for a tool this project does not know")]})
         return arguments, {}
     try:
         errors = schemas.errors(schema, arguments)
     except schemas.SchemaInvalid as exc:
         raise InvalidSchema(exc.message, {"schema": [exc.message]}) from exc
     if errors:
-        raise services.InvalidArguments("the arguments do not fit the schema", errors)
+        raise services.InvalidArguments(_("the arguments do not fit the schema"), errors)
     return arguments, schema
 
 
@@ -153,8 +155,8 @@ def _retry(requester, key, digest):
     if row is None:
         return None
     if row.body_hash != digest:
-        raise IdempotencyMismatch("this Idempotency-Key was used for another request body",
-                                  {"idempotency_key": [f"already used for request {row.request_id}"]})
+        raise IdempotencyMismatch(_("this Idempotency-Key was used for another request body"),
+                                  {"idempotency_key": [_("already used for request %(id)s") % {"id": row.request_id}]})
     return row.request
 
 
@@ -194,14 +196,16 @@ def report_outcome(*, request_id, user, outcome, detail=""):
         row = (OutsideCall.objects.select_for_update().select_related("request")
                .filter(request_id=request_id).first())
         if row is None:
-            raise NotOutside("only requests made through POST /api/approvals/ take an outcome")
+            raise NotOutside(_("only requests made through POST /api/approvals/ take an outcome"))
         if row.requester_id != user.pk:
-            raise services.Forbidden("only the agent that made the request reports its outcome")
+            raise services.Forbidden(_("only the agent that made the request reports its outcome"))
         if row.request.status not in ApprovalRequest.RESOLVED_APPROVED:
-            raise NotApproved(f"the request is {row.request.status}: only an approved call has an outcome")
+            raise NotApproved(_("the request is %(status)s: only an approved call has an outcome") % {
+                "status": row.request.get_status_display().lower()})
         if row.outcome:
-            raise OutcomeReported(f"the outcome was already reported ({row.outcome})",
-                                  {"outcome": [f"already {row.outcome}"]})
+            outcome = row.get_outcome_display().lower()
+            raise OutcomeReported(_("the outcome was already reported (%(outcome)s)") % {"outcome": outcome},
+                                  {"outcome": [_("already %(outcome)s") % {"outcome": outcome}]})
         row.outcome, row.outcome_detail, row.outcome_at = outcome, detail, timezone.now()
         row.save(update_fields=["outcome", "outcome_detail", "outcome_at"])
         services.record(AuditEvent.Action.OUTCOME_REPORTED, actor=user, object_ref=row.request_id,

@@ -4,6 +4,7 @@ checked themselves, bounded, and used to check the arguments, the first time and
 import json
 
 import jsonschema
+from django.utils.translation import gettext as _
 
 from . import registry
 
@@ -19,12 +20,12 @@ class SchemaInvalid(Exception):
 
 def _validator(schema):
     if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        raise SchemaInvalid(f"the schema is larger than {MAX_SCHEMA_BYTES} bytes")
+        raise SchemaInvalid(_("the schema is larger than %(limit)s bytes") % {"limit": MAX_SCHEMA_BYTES})
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise SchemaInvalid(f"the schema is not a valid JSON Schema: {exc.message}") from exc
+        raise SchemaInvalid(_("the schema is not a valid JSON Schema: %(error)s") % {"error": exc.message}) from exc
     return cls(schema)
 
 

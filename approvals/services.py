@@ -54,6 +54,11 @@ class NotPending(DecisionError):
     code = "already_decided"
 
 
+class RequestExpired(NotPending):
+    """Its deadline passed before the decision (code already_decided, like any other late answer):
+    callers tell it apart by its class, never by its words, which are in the reader's language."""
+
+
 class AlreadyApproved(DecisionError):
     status_code = 409
     code = "already_approved"
@@ -260,7 +265,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
         # A late decision is refused and the deadline's outcome recorded now, in a transaction of
         # its own: raised inside the decision's, the expiry would have been rolled back with it.
         expire(request_id)
-        raise NotPending(_("request expired")) from None
+        raise RequestExpired(_("request expired")) from None
 
 
 class _PastDeadline(Exception):
@@ -273,7 +278,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         if not can_decide(user, req):
             raise Forbidden(_("you may not decide this request"))
         if req.status != Status.PENDING:
-            raise NotPending(_("request already %(status)s") % {"status": req.get_status_display().lower()})
+            late = RequestExpired if req.status == Status.EXPIRED else NotPending
+            raise late(_("request already %(status)s") % {"status": req.get_status_display().lower()})
         if req.expires_at and req.expires_at <= timezone.now():
             raise _PastDeadline
         if always_allow_in_thread and (decision != Decision.Kind.APPROVE or req.approver_kind != ApproverKind.REQUESTER
@@ -368,7 +374,7 @@ def _check_edit(req, defaults, proposed):
         try:
             objects = defaults.authorize(proposed, req.requester)
         except registry.ArgumentsInvalid as exc:
-            raise InvalidArguments("the edited arguments act on something that is not the requester's",
+            raise InvalidArguments(_("the edited arguments act on something that is not the requester's"),
                                    exc.errors) from exc
         req.context = {**(req.context or {}), "objects": objects}
     verdict = policy.evaluate(req.tool_name, proposed,
@@ -410,7 +416,7 @@ def _each(request_ids, user, visible, act):
         item = {"id": request_id}
         try:
             if request_id not in visible_ids:
-                raise NotFound("no such request")
+                raise NotFound(_("no such request"))
             item.update(ok=True, **act(request_id))
         except DecisionError as exc:
             item.update(ok=False, code=exc.code, message=exc.message, errors=exc.errors or {})
@@ -622,9 +628,9 @@ def revoke_grant(grant_id, user):
     with transaction.atomic():
         grant = selectors.visible_grants(user=user).select_for_update(of=("self",)).filter(pk=grant_id).first()
         if grant is None:
-            raise NotFound("no such grant")
+            raise NotFound(_("no such grant"))
         if grant.revoked_at:
-            raise NotPending("this grant is already revoked")
+            raise NotPending(_("this grant is already revoked"))
         before = _grant_snapshot(grant)
         grant.revoked_at, grant.revoked_by = timezone.now(), user
         grant.save(update_fields=["revoked_at", "revoked_by"])

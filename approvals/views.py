@@ -342,7 +342,7 @@ def _parse_arguments(text):
     try:
         value = jsoncheck.loads(text)  # typed JSON can hold "\ud800", which no page could show again
     except jsoncheck.Refused as exc:
-        raise services.InvalidArguments(exc.refusal.message, {"__root__": [exc.refusal.message]}) from exc
+        raise services.InvalidArguments(exc.refusal.translated(), {"__root__": [exc.refusal.translated()]}) from exc
     except json.JSONDecodeError as exc:
         raise services.InvalidArguments(
             _("The arguments are not valid JSON."),

@@ -21,6 +21,9 @@ import functools
 from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import close_old_connections, connections
 from django.http import JsonResponse
+from django.utils.translation import gettext as _
+
+from agui_project import auth, language
 
 from .models import ApprovalRequest
 
@@ -33,10 +36,19 @@ def parse_wait(raw):
     try:
         seconds = float(raw)
     except (TypeError, ValueError):
-        return None, f"wait must be a number of seconds from 0 to {MAX_WAIT}"
+        return None, _("wait must be a number of seconds from 0 to %(max)s") % {"max": MAX_WAIT}
     if not 0 <= seconds <= MAX_WAIT:
-        return None, f"wait must be from 0 to {MAX_WAIT} seconds (asked {raw}); ask again to wait longer"
+        return None, _("wait must be from 0 to %(max)s seconds (asked %(asked)s); ask again to wait longer") % {
+            "max": MAX_WAIT, "asked": raw}
     return seconds, None
+
+
+def _refused_wait(request):
+    """400 for a ?wait out of bounds, before the view has authenticated anyone: in the language the
+    view would have answered in (a token caller's own, agui_project/language.py)."""
+    language.for_error(request, auth.header_user(request))
+    problem = parse_wait(request.GET["wait"])[1]
+    return JsonResponse({"message": problem, "code": "invalid_wait", "wait": [problem]}, status=400)
 
 
 def _read_status(pk):
@@ -71,7 +83,7 @@ def long_poll(view):
             return await sync_view(request, *args, **kwargs)
         seconds, problem = parse_wait(request.GET["wait"])
         if problem:
-            return JsonResponse({"message": problem, "code": "invalid_wait", "wait": [problem]}, status=400)
+            return await sync_to_async(_refused_wait)(request)
         response = await sync_view(request, *args, **kwargs)  # who may see it, and whether it exists
         if response.status_code != 200 or response.data.get("status") != ApprovalRequest.Status.PENDING:
             return response

@@ -25,6 +25,7 @@ import jsonschema
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agui_project import jsoncheck
 
@@ -42,8 +43,9 @@ class StateConflict(StateError):
 
     def __init__(self, document, base_version=None):
         super().__init__(
-            f"the state changed since version {base_version}; the current version is {document.version}"
-            if base_version is not None else f"the current version is {document.version}"
+            _("the state changed since version %(base)s; the current version is %(version)s") % {
+                "base": base_version, "version": document.version}
+            if base_version is not None else _("the current version is %(version)s") % {"version": document.version}
         )
         self.document = document
 
@@ -154,7 +156,7 @@ def _pointer_of(path):
 def validate(data, schema):
     """Raise StateInvalid when `data` is not an object or breaks `schema`."""
     if not isinstance(data, dict):
-        raise StateInvalid("the state must be a JSON object", [{"path": "", "message": "not an object"}])
+        raise StateInvalid(_("the state must be a JSON object"), [{"path": "", "message": _("not an object")}])
     full = json_schema(schema)
     if full is None:
         return
@@ -164,7 +166,8 @@ def validate(data, schema):
         details = [{"path": _pointer_of(e.absolute_path), "message": e.message} for e in errors[:20]]
         first = details[0]
         raise StateInvalid(
-            f"the state does not match the schema: {first['path'] or '(root)'}: {first['message']}", details
+            _("the state does not match the schema: %(path)s: %(problem)s") % {
+                "path": first["path"] or "(root)", "problem": first["message"]}, details
         )
 
 
@@ -182,7 +185,8 @@ def touched_keys(ops):
 
 def _check_ops(ops):
     if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
-        raise StateInvalid("a patch is a list of RFC 6902 operations", [{"path": "", "message": "not a list of objects"}])
+        raise StateInvalid(_("a patch is a list of RFC 6902 operations"),
+                           [{"path": "", "message": _("not a list of objects")}])
     try:
         patch = jsonpatch.JsonPatch(ops)
         for op in ops:  # JsonPatch checks lazily; check the pointers now
@@ -190,7 +194,8 @@ def _check_ops(ops):
                 if ref is not None:
                     jsonpointer.JsonPointer(ref)
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
-        raise StateInvalid(f"not a valid JSON Patch: {exc}", [{"path": "", "message": str(exc)}]) from exc
+        raise StateInvalid(_("not a valid JSON Patch: %(error)s") % {"error": exc},
+                           [{"path": "", "message": str(exc)}]) from exc
     return patch
 
 
@@ -215,8 +220,8 @@ def size_of(value):
 
 
 def _too_large(size):
-    return StateTooLarge(f"The shared state would grow to {size:,} bytes; the limit is {max_bytes():,} bytes. "
-                         "Nothing was changed.")
+    return StateTooLarge(_("The shared state would grow to %(size)s bytes; the limit is %(limit)s bytes. "
+                           "Nothing was changed.") % {"size": f"{size:,}", "limit": f"{max_bytes():,}"})
 
 
 def check_value(value, at_depth=0, where="state"):
@@ -227,9 +232,10 @@ def check_value(value, at_depth=0, where="state"):
     if refusal is None:
         return
     if refusal.code == "too_deep":
-        raise StateTooLarge(f"The shared state may nest at most {max_depth()} levels deep (at {refusal.field}). "
-                            "Nothing was changed.", refusal.field)
-    raise StateInvalid(refusal.message, [{"path": refusal.field, "message": refusal.message}])
+        raise StateTooLarge(_("The shared state may nest at most %(depth)s levels deep (at %(field)s). "
+                              "Nothing was changed.") % {"depth": max_depth(), "field": refusal.field}, refusal.field)
+    message = refusal.translated()
+    raise StateInvalid(message, [{"path": refusal.field, "message": message}])
 
 
 def check_document(data, before=None):
@@ -255,8 +261,8 @@ class _Budget:
     def spend(self, n):
         self.work += n
         if self.work > self.max_work:
-            raise StateTooLarge("This patch copies too much data at once; send the whole document (PUT) instead. "
-                                "Nothing was changed.")
+            raise StateTooLarge(_("This patch copies too much data at once; send the whole document (PUT) "
+                                  "instead. Nothing was changed."))
         return n
 
     def grow(self, n, doc, replaced=_NOTHING):
@@ -294,7 +300,8 @@ def _replaced(doc, op):
 def _apply_bounded(data, ops):
     """Apply `ops` to a copy of `data`, one at a time, refusing before the document outgrows the limits."""
     if len(ops) > MAX_PATCH_OPS:
-        raise StateTooLarge(f"A patch may have at most {MAX_PATCH_OPS} operations; this one has {len(ops)}.")
+        raise StateTooLarge(_("A patch may have at most %(max)s operations; this one has %(count)s.") % {
+            "max": MAX_PATCH_OPS, "count": len(ops)})
     doc = copy.deepcopy(data)
     budget = _Budget(doc)
     for i, op in enumerate(ops):
@@ -317,7 +324,7 @@ def _apply_bounded(data, ops):
 
 
 def _locked(key):
-    state, _ = SharedState.objects.get_or_create(key=key)
+    state, _created = SharedState.objects.get_or_create(key=key)
     return SharedState.objects.select_for_update().get(pk=state.pk)
 
 
@@ -357,7 +364,7 @@ def replace(key, data, *, source, run_ref="", user=None, base_version=None, sche
         state = _locked(key)
         _check_base(state, base_version)
         if not isinstance(data, dict):
-            raise StateInvalid("the state must be a JSON object", [{"path": "", "message": "not an object"}])
+            raise StateInvalid(_("the state must be a JSON object"), [{"path": "", "message": _("not an object")}])
         check_document(data, before=state.data)  # before diffing it
         doc = _document(state)
         patch_ops = jsonpatch.make_patch(doc.view, data).patch
@@ -385,7 +392,8 @@ def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=N
         try:
             new_data = _apply_bounded(state.data, patch.patch)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            raise StateInvalid(f"the patch does not apply: {exc}", [{"path": "", "message": str(exc)}]) from exc
+            raise StateInvalid(_("the patch does not apply: %(error)s") % {"error": exc},
+                               [{"path": "", "message": str(exc)}]) from exc
         _commit(state, new_data, list(patch_ops), source=source, run_ref=run_ref, user=user,
                 base_version=state.version, schema=schema)
         return list(patch_ops)

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from standardwebhooks.webhooks import Webhook
 
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -44,16 +45,16 @@ class InvalidWebhook(ValueError):
 def check_url(url):
     """An http(s) URL with a host, not longer than AGUI_WEBHOOK_MAX_URL_LENGTH; the reason, or None."""
     if not isinstance(url, str) or not url:
-        return "a URL is required"
+        return _("a URL is required")
     if len(url) > settings.AGUI_WEBHOOK_MAX_URL_LENGTH:
-        return f"at most {settings.AGUI_WEBHOOK_MAX_URL_LENGTH} characters"
+        return _("at most %(limit)s characters") % {"limit": settings.AGUI_WEBHOOK_MAX_URL_LENGTH}
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises on a bad port)
     except ValueError:
-        return "not a valid URL"
+        return _("not a valid URL")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "must be an http:// or https:// URL with a host"
+        return _("must be an http:// or https:// URL with a host")
     return None
 
 
@@ -63,11 +64,12 @@ def _clean(url, events):
     if problem:
         errors["url"] = [problem]
     if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-        errors["events"] = ["a list of event types"]
+        errors["events"] = [_("a list of event types")]
     else:
         unknown = sorted(set(events) - set(EVENT_TYPES))
         if unknown:
-            errors["events"] = [f"unknown event types: {', '.join(unknown)} (known: {', '.join(EVENT_TYPES)})"]
+            errors["events"] = [_("unknown event types: %(unknown)s (known: %(known)s)") % {
+                "unknown": ", ".join(unknown), "known": ", ".join(EVENT_TYPES)}]
     if errors:
         raise InvalidWebhook(errors)
     return url, sorted(set(events))

@@ -22,6 +22,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
@@ -64,16 +65,16 @@ def authenticate(request):
                 found = scheme.authenticate(request)
                 if found is not None:
                     return found[0], None
-            return None, error(401, "unsupported Authorization header; use Bearer <token> or Token <token>")
+            return None, error(401, _("unsupported Authorization header; use Bearer <token> or Token <token>"))
         user = request.user
         if not user.is_authenticated:
-            return None, error(401, "authentication required")
+            return None, error(401, _("authentication required"))
         SESSION.enforce_csrf(request)  # a session is a browser: the usual CSRF rules apply
         return user, None
     except exceptions.AuthenticationFailed as exc:
         return None, error(401, str(exc.detail), code="invalid_token")
     except exceptions.PermissionDenied:
-        return None, error(403, "CSRF check failed")
+        return None, error(403, _("CSRF check failed"))
 
 
 def parse_input(body):
@@ -83,9 +84,9 @@ def parse_input(body):
     except jsoncheck.Refused as exc:
         return None, error(400, **exc.refusal.payload())
     except ValueError:  # JSONDecodeError, UnicodeDecodeError
-        return None, error(422, "the body is not JSON", errors={"body": ["not valid JSON"]})
+        return None, error(422, _("the body is not JSON"), errors={"body": [_("not valid JSON")]})
     if not isinstance(data, dict):
-        return None, error(422, "the body must be a JSON object", errors={"body": ["not an object"]})
+        return None, error(422, _("the body must be a JSON object"), errors={"body": [_("not an object")]})
     if "forwarded_props" in data and "forwardedProps" not in data:
         data["forwardedProps"] = data.pop("forwarded_props")
     for key, empty in (("messages", []), ("tools", []), ("context", []), ("state", {})):
@@ -96,14 +97,15 @@ def parse_input(body):
         errors = {}
         for err in exc.errors():
             errors.setdefault(".".join(str(p) for p in err["loc"]) or "body", []).append(err["msg"])
-        return None, error(422, "invalid RunAgentInput", errors=errors)
+        return None, error(422, _("invalid RunAgentInput"), errors=errors)
     bad = {}
+    length = _("must be 1 to %(max)s characters") % {"max": MAX_THREAD_ID}
     if not agent_input.thread_id or len(agent_input.thread_id) > MAX_THREAD_ID:
-        bad["threadId"] = [f"must be 1 to {MAX_THREAD_ID} characters"]
+        bad["threadId"] = [length]
     if not agent_input.run_id or len(agent_input.run_id) > MAX_THREAD_ID:
-        bad["runId"] = [f"must be 1 to {MAX_THREAD_ID} characters"]
+        bad["runId"] = [length]
     if bad:
-        return None, error(422, "invalid RunAgentInput", errors=bad)
+        return None, error(422, _("invalid RunAgentInput"), errors=bad)
     return agent_input, None
 
 
@@ -160,7 +162,7 @@ def accept_state(thread, user, agent_input):
     props = agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {}
     base = props.get("stateVersion")
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
-        return refuse(agent_input, "state_invalid", "forwardedProps.stateVersion must be a non-negative integer"), []
+        return refuse(agent_input, "state_invalid", _("forwardedProps.stateVersion must be a non-negative integer")), []
     try:
         outcome = statesync.apply_client_state(thread, user, agent_input.state, base)
     except StateError as exc:
@@ -176,7 +178,8 @@ def agent_and_user(request, agent_name):
     """(agent, user, None), or (.., .., the error response): 404 for an unknown agent, then 401."""
     agent = get_agent(agent_name)
     if agent is None:
-        return None, None, error(404, f"unknown agent {agent_name!r}", agents=sorted(load_agents()))
+        return None, None, error(404, _("unknown agent %(agent)s") % {"agent": repr(agent_name)},
+                                 agents=sorted(load_agents()))
     user, denied = authenticate(request)
     return agent, user, denied
 
@@ -187,18 +190,19 @@ def prepare(request, agent_name):
     if denied:
         return denied
     if request.content_type != "application/json":  # what the body checks (middleware, jsoncheck) read
-        return error(415, "send the RunAgentInput as JSON (Content-Type: application/json)",
+        return error(415, _("send the RunAgentInput as JSON (Content-Type: application/json)"),
                      code="unsupported_media_type")
     agent_input, invalid = parse_input(request.body)
     if invalid:
         return invalid
     thread = Thread.objects.filter(pk=agent_input.thread_id).first()
     if thread and thread.owner_id != user.pk:
-        return refuse(agent_input, "forbidden", "this thread belongs to someone else")
+        return refuse(agent_input, "forbidden", _("this thread belongs to someone else"))
     if thread and thread.agent != agent.name:
-        return refuse(agent_input, "agent_mismatch", f"thread {thread.pk} belongs to agent {thread.agent!r}")
+        return refuse(agent_input, "agent_mismatch", _("thread %(thread)s belongs to agent %(agent)s") % {
+            "thread": thread.pk, "agent": repr(thread.agent)})
     if Run.objects.filter(pk=agent_input.run_id).exists():
-        return refuse(agent_input, "run_exists", f"run {agent_input.run_id} already exists")
+        return refuse(agent_input, "run_exists", _("run %(id)s already exists") % {"id": agent_input.run_id})
     try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
         new_messages = incoming.select(thread, agent_input)
         run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input)
@@ -239,10 +243,10 @@ def prepare(request, agent_name):
                 if acknowledgement:
                     return acknowledgement
                 if not Run.objects.filter(pk=agent_input.run_id).exists():
-                    queued = " Your message will be answered once it is decided." if new_messages else ""
-                    plan.error = RunErrorEvent(code="awaiting_other_approvers",
-                                               message="Your answer is recorded; the request still needs other "
-                                               "approvers." + queued)
+                    recorded = _("Your answer is recorded; the request still needs other approvers.")
+                    if new_messages:
+                        recorded += " " + _("Your message will be answered once it is decided.")
+                    plan.error = RunErrorEvent(code="awaiting_other_approvers", message=recorded)
                     return plan
             # what was answered, read back once for its outcome (only the kinds that were answered)
             answered = ApprovalRequest.objects.filter(pk__in=approval_ids).select_related(
@@ -266,7 +270,7 @@ def prepare(request, agent_name):
         return plan
     except services.RunConflict as exc:
         # an AG-UI client resumes by interrupt id: the ids follow the person's sentence
-        ids = f" (waiting: {', '.join(str(r.pk) for r in exc.pending)})" if exc.pending else ""
+        ids = " " + _("(waiting: %(ids)s)") % {"ids": ", ".join(str(r.pk) for r in exc.pending)} if exc.pending else ""
         plan.error = RunErrorEvent(code=exc.code, message=exc.message + ids)
         return plan
     # a new thread holds just the messages this run stored (start_run returns them)
@@ -341,7 +345,7 @@ async def run_endpoint(request, agent_name):
     if request.method == "GET":
         return await sync_to_async(describe)(request, agent_name)
     if request.method != "POST":
-        return error(405, "POST a RunAgentInput, or GET what the agent accepts")
+        return error(405, _("POST a RunAgentInput, or GET what the agent accepts"))
     plan = await sync_to_async(prepare)(request, agent_name)
     if isinstance(plan, JsonResponse):
         return plan

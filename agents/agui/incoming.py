@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from agents.llm import takes_images
 from agents.models import Message, Run, ToolCall
@@ -69,8 +70,8 @@ def context(agent_input):
     size, limit = sum(len(i["description"]) + len(i["value"]) for i in items), settings.AGUI_MAX_CONTEXT_CHARS
     if size > limit:
         raise Refused("context_too_large",
-                      f"The request's context holds {size} characters; at most {limit} are accepted. "
-                      "Send less context.")
+                      _("The request's context holds %(size)s characters; at most %(limit)s are accepted. "
+                        "Send less context.") % {"size": size, "limit": limit})
     return items
 
 
@@ -104,8 +105,8 @@ def select(thread, agent_input):
     limit = max_new_messages()
     if len(new) > limit:
         raise Refused("too_many_messages",
-                      f"This request adds {len(new)} messages the chat does not have yet; at most {limit} may be "
-                      "added at once. Send the conversation in smaller parts.")
+                      _("This request adds %(count)s messages the chat does not have yet; at most %(limit)s may be "
+                        "added at once. Send the conversation in smaller parts.") % {"count": len(new), "limit": limit})
     # Message ids are global, but clients number their messages per thread ("1", "2", ...): a new
     # message whose id another thread holds is stored under an id of the server's own, not dropped
     elsewhere = set(Message.objects.filter(pk__in=[s[0] for s in new]).values_list("pk", flat=True))
@@ -134,8 +135,8 @@ def _check_parts(new):
             kind = part.get("type")
             if row[1] == Message.Role.TOOL or kind not in ("text", "image"):
                 raise Refused("unsupported_content",
-                              f"Message {row[0]} holds a {kind} part; only text, and images in user messages, "
-                              "are accepted.")
+                              _("Message %(id)s holds a %(kind)s part; only text, and images in user messages, "
+                                "are accepted.") % {"id": row[0], "kind": kind})
             if kind == "image":
                 images += 1
                 _check_image(row[0], part["source"])
@@ -143,32 +144,36 @@ def _check_parts(new):
         return
     if not takes_images():
         raise Refused("images_unsupported",
-                      "This agent's model does not take images (AGUI_MODEL_VISION is off); send the message "
-                      "as text.")
+                      _("This agent's model does not take images (AGUI_MODEL_VISION is off); send the message "
+                        "as text."))
     if images > settings.AGUI_MAX_IMAGES:
         raise Refused("too_many_images",
-                      f"This request adds {images} images; at most {settings.AGUI_MAX_IMAGES} are accepted at once.")
+                      _("This request adds %(count)s images; at most %(limit)s are accepted at once.") % {
+                          "count": images, "limit": settings.AGUI_MAX_IMAGES})
 
 
 def _check_image(message_id, source):
-    where = f"An image in message {message_id}"
+    where = {"id": message_id}
     if source["type"] == "url":
         url = source["value"]
         if not url.startswith(("https://", "http://")) or len(url) > MAX_IMAGE_URL:
-            raise Refused("invalid_image", f"{where} has a URL that is not an http(s) URL of at most "
-                                           f"{MAX_IMAGE_URL} characters.")
+            raise Refused("invalid_image", _("An image in message %(id)s has a URL that is not an http(s) URL of at "
+                                             "most %(limit)s characters.") % {**where, "limit": MAX_IMAGE_URL})
         return
     if source["type"] != "data":  # a provider's file handle: only that provider could read it
-        raise Refused("invalid_image", f"{where} is a provider file handle; send its data or a URL.")
+        raise Refused("invalid_image", _("An image in message %(id)s is a provider file handle; send its data or a "
+                                         "URL.") % where)
     if source["mimeType"] not in IMAGE_TYPES:
-        raise Refused("invalid_image", f"{where} is {source['mimeType']!r}; accepted: {', '.join(IMAGE_TYPES)}.")
+        raise Refused("invalid_image", _("An image in message %(id)s is %(type)s; accepted: %(accepted)s.") % {
+            **where, "type": repr(source["mimeType"]), "accepted": ", ".join(IMAGE_TYPES)})
     limit = settings.AGUI_MAX_IMAGE_BYTES
     if len(source["value"]) * 3 // 4 > limit:
-        raise Refused("image_too_large", f"{where} is larger than {limit} bytes.")
+        raise Refused("image_too_large", _("An image in message %(id)s is larger than %(limit)s bytes.") % {
+            **where, "limit": limit})
     try:
         binascii.a2b_base64(source["value"], strict_mode=True)
     except binascii.Error:
-        raise Refused("invalid_image", f"{where} is not valid base64 data.") from None
+        raise Refused("invalid_image", _("An image in message %(id)s is not valid base64 data.") % where) from None
 
 
 def _key(role, content, call_ids=()):
@@ -225,8 +230,9 @@ def _tool_results(thread, new):
     unknown = sorted(call_ids - waiting - answered)
     if unknown:
         raise Refused("unknown_tool_call",
-                      "A tool result was sent for a tool call this chat is not waiting on (" + ", ".join(unknown)
-                      + "); only the results of the chat's own pending client-side tool calls are accepted.")
+                      _("A tool result was sent for a tool call this chat is not waiting on (%(ids)s); only the "
+                        "results of the chat's own pending client-side tool calls are accepted.") % {
+                          "ids": ", ".join(unknown)})
     out, taken = [], set()
     for s in new:
         if s[1] == Message.Role.TOOL:

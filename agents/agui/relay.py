@@ -18,6 +18,7 @@ import redis
 from ag_ui.core import PROTOCOL_VERSION, MessagesSnapshotEvent, RunErrorEvent, RunStartedEvent
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from agents import watching
 from agents.agui import replay
@@ -125,8 +126,8 @@ async def relay(plan):
                 return  # nothing of the continuation was sent: the stream ends cleanly
             if monotonic() - lost_since > grace:
                 log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, grace, exc)
-                lost = RunErrorEvent(code="stream_unavailable", message="The live connection (Redis) was lost; the "
-                                     "run may still finish. Reconnect to follow the thread.")
+                lost = RunErrorEvent(code="stream_unavailable", message=_(
+                    "The live connection (Redis) was lost; the run may still finish. Reconnect to follow the thread."))
                 head = "" if started else frame(events.encode(RunStartedEvent(
                     thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)))
                 yield head + frame(events.encode(lost))

@@ -17,6 +17,7 @@ from ag_ui.core import (
     RunFinishedSuccessOutcome,
     RunStartedEvent,
 )
+from django.utils.translation import gettext as _
 
 from agents import presenters
 from agents.agui import custom_events
@@ -51,7 +52,7 @@ def _statuses(run):
 def run_end(run):
     """The last event the run wrote, as its row and its requests tell it."""
     if run.status == Run.Status.FAILED:
-        return RunErrorEvent(message=run.error or "The run failed.", code=run.error_code or "internal_error")
+        return RunErrorEvent(message=run.error or _("The run failed."), code=run.error_code or "internal_error")
     outcome = None
     if run.status == Run.Status.CANCELLED:
         outcome = RunFinishedCancelledOutcome()

@@ -6,6 +6,8 @@ their names, never their values (`env_keys`, `header_names`).
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -23,9 +25,10 @@ _TEXT = serializers.CharField(max_length=2000, allow_blank=False)
 _COMMAND_FIELDS = {"transport", "command", "args", "env", "cwd"}
 
 
-COMMANDS_NEED_SIGN_IN = ("A stdio MCP server runs a command on this machine, so it is set by an admin signed in "
-                         "with a password (the Django admin, or this API with a session), not with an API token. "
-                         "Set AGUI_MCP_COMMANDS_BY_TOKEN=1 to let admins' tokens do it.")
+COMMANDS_NEED_SIGN_IN = gettext_lazy(
+    "A stdio MCP server runs a command on this machine, so it is set by an admin signed in with a password (the "
+    "Django admin, or this API with a session), not with an API token. Set AGUI_MCP_COMMANDS_BY_TOKEN=1 to let "
+    "admins' tokens do it.")
 
 
 class ServerSerializer(serializers.ModelSerializer):
@@ -68,7 +71,7 @@ class ServerSerializer(serializers.ModelSerializer):
     def validate_agents(self, value):
         unknown = sorted(set(value) - set(AGENTS))
         if unknown:
-            raise ValidationError(f"no agent named {', '.join(unknown)}")
+            raise ValidationError(_("no agent named %(names)s") % {"names": ", ".join(unknown)})
         return value
 
     def validate(self, attrs):
@@ -76,9 +79,9 @@ class ServerSerializer(serializers.ModelSerializer):
         merged.update(attrs)
         transport = merged.get("transport") or MCPServer.Transport.STDIO
         if transport == MCPServer.Transport.STDIO and not merged.get("command"):
-            raise ValidationError({"command": "a stdio server needs a command"})
+            raise ValidationError({"command": _("a stdio server needs a command")})
         if transport == MCPServer.Transport.HTTP and not merged.get("url"):
-            raise ValidationError({"url": "a Streamable HTTP server needs a URL"})
+            raise ValidationError({"url": _("a Streamable HTTP server needs a URL")})
         return attrs
 
 
@@ -96,7 +99,7 @@ class MCPServerViewSet(viewsets.GenericViewSet):
     def _row(self, name):
         row = MCPServer.objects.filter(name=name).first()
         if row is None:
-            raise NotFound("no MCP server by that name")
+            raise NotFound(_("no MCP server by that name"))
         return row
 
     def list(self, request):
@@ -111,7 +114,7 @@ class MCPServerViewSet(viewsets.GenericViewSet):
         body.is_valid(raise_exception=True)
         name = body.validated_data["name"]
         if MCPServer.objects.filter(name=name).exists():
-            return Response({"message": f"{name} exists; use PUT or PATCH", "code": "exists"},
+            return Response({"message": _("%(name)s exists; use PUT or PATCH") % {"name": name}, "code": "exists"},
                             status=status.HTTP_409_CONFLICT)
         return self._save(name, body.validated_data, status.HTTP_201_CREATED)
 
@@ -123,7 +126,7 @@ class MCPServerViewSet(viewsets.GenericViewSet):
 
     def destroy(self, request, name=None):
         if not services.delete_server(name):
-            raise NotFound("no MCP server by that name")
+            raise NotFound(_("no MCP server by that name"))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses=ServerSerializer)
@@ -148,7 +151,7 @@ class MCPServerViewSet(viewsets.GenericViewSet):
         by_token = self.request.auth is not None  # TokenAuthentication sets it; a session leaves it None
         if (transport == MCPServer.Transport.STDIO and by_token and _COMMAND_FIELDS & set(values)
                 and not settings.AGUI_MCP_COMMANDS_BY_TOKEN):
-            return Response({"message": COMMANDS_NEED_SIGN_IN, "code": "commands_need_sign_in"},
+            return Response({"message": str(COMMANDS_NEED_SIGN_IN), "code": "commands_need_sign_in"},
                             status=status.HTTP_403_FORBIDDEN)
         try:
             row = services.save_server(name, values)

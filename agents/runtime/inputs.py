@@ -14,6 +14,7 @@ import jsonschema
 from ag_ui.core import Interrupt
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
@@ -46,7 +47,8 @@ def check_answer(request, payload):
     problems = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
     if problems:
         errors = [f"{'/'.join(str(p) for p in e.absolute_path) or '(answer)'}: {e.message}" for e in problems]
-        raise InputError("invalid_payload", "the answer does not match responseSchema: " + "; ".join(errors), errors)
+        raise InputError("invalid_payload", _("the answer does not match responseSchema: %(problems)s") % {
+            "problems": "; ".join(errors)}, errors)
 
 
 def create(*, thread, run, tool_call, agent, message, response_schema=None):
@@ -103,13 +105,14 @@ def answer_text(request):
 def _locked(request_id, user):
     request = InputRequest.objects.select_for_update().select_related("thread").filter(pk=request_id).first()
     if request is None:
-        raise InputError("unknown_interrupt", f"no input request {request_id}")
+        raise InputError("unknown_interrupt", _("no input request %(id)s") % {"id": request_id})
     # lock the paused run first (as approval_resolved does): concurrent answers then see each other
     Run.objects.select_for_update().get(pk=request.run_id)
     if request.thread.owner_id != user.pk:
-        raise InputError("forbidden", "only the person the agent asked may answer")
+        raise InputError("forbidden", _("only the person the agent asked may answer"))
     if request.status != InputRequest.Status.PENDING:
-        raise InputError("already_decided", f"input request {request_id} is already {request.status}")
+        raise InputError("already_decided", _("input request %(id)s is already %(status)s") % {
+            "id": request_id, "status": request.get_status_display().lower()})
     return request
 
 

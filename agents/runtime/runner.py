@@ -33,6 +33,7 @@ from ag_ui.core import (
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents import llm, presenters
 from agents.agui import custom_events
@@ -262,17 +263,17 @@ class Runner:
             # Redis stayed down past the retries: nobody can follow this run, so it stops here
             # (what it stored stays) and says so once Redis is back (the beat publishes the end)
             log.error("run %s: %s", self.run.pk, exc)
-            self.fail("stream_unavailable", "The live connection (Redis) was lost for too long, so the run stopped. "
-                      "Retry it.")
+            self.fail("stream_unavailable", _("The live connection (Redis) was lost for too long, so the run "
+                                              "stopped. Retry it."))
         except ModelUnavailable as exc:
             log.warning("run %s: model unavailable: %s", self.run.pk, exc)
-            self.fail("model_unavailable", "The model could not be reached. Try again in a moment.")
+            self.fail("model_unavailable", _("The model could not be reached. Try again in a moment."))
         except ModelError as exc:
             log.warning("run %s: model error: %s", self.run.pk, exc)
-            self.fail("model_error", f"The model returned an error: {exc}")
+            self.fail("model_error", _("The model returned an error: %(error)s") % {"error": exc})
         except Exception:
             log.exception("run %s failed", self.run.pk)
-            self.fail("internal_error", "The run failed unexpectedly; nothing further was executed.")
+            self.fail("internal_error", _("The run failed unexpectedly; nothing further was executed."))
         finally:
             self.stream.close()
 

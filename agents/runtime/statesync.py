@@ -30,6 +30,8 @@ from ag_ui.core import (
 )
 from django.conf import settings
 from django.db import transaction
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from agents.agui import custom_events
 from agents.messages import add_message
@@ -68,8 +70,8 @@ class VersionRequired(state_services.StateConflict):
 
     def __init__(self, document):
         super().__init__(document)
-        self.args = ("send the version your state was made from (forwardedProps.stateVersion / baseVersion); "
-                     f"the current version is {document.version}",)
+        self.args = (_("send the version your state was made from (forwardedProps.stateVersion / baseVersion); "
+                       "the current version is %(version)s") % {"version": document.version},)
 
 
 def error_payload(exc):
@@ -173,11 +175,12 @@ class StateSync:
         """Before a state-writing tool runs: the state it would commit must match the schema."""
         if not self.mapped(tc.name):
             return
-        data, _ = state_services.snapshot(self.key)
+        data, _version = state_services.snapshot(self.key)
         values = predict.values_from_arguments(self.config, tc.name, arguments)
         try:
-            state_services.check_document({**data, **values}, before=data)  # size, depth, text
-            state_services.validate({**data, **values}, self.schema)
+            with translation.override(None):  # the model reads why: in the words it is written in
+                state_services.check_document({**data, **values}, before=data)  # size, depth, text
+                state_services.validate({**data, **values}, self.schema)
         except state_services.StateInvalid as exc:  # StateTooLarge too
             raise ToolError(f"the new state was refused, nothing changed: {exc.message}") from exc
         # A person's edit made after the model read the state is not overwritten unseen: the call
@@ -352,9 +355,9 @@ def socket_patch(thread_id, user, msg):
     base = msg.get("baseVersion")
     thread = Thread.objects.filter(pk=thread_id).first()
     if thread is None:
-        return {"type": "error", "code": "not_found", "message": "this thread no longer exists", **extra}
+        return {"type": "error", "code": "not_found", "message": _("this thread no longer exists"), **extra}
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
-        return {"type": "error", "code": "state_invalid", "message": "baseVersion must be a non-negative integer",
+        return {"type": "error", "code": "state_invalid", "message": _("baseVersion must be a non-negative integer"),
                 **extra}
     try:
         ops, version = apply_user_patch(thread, user, msg.get("patch"), base)
