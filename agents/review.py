@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 
 from approvals import inbox as approval_inbox
 from approvals import selectors as approval_selectors
@@ -29,13 +30,13 @@ def _pretty(text):
 @login_required
 def request_conversation(request, approval_id):
     if not is_reviewer(request.user):
-        raise PermissionDenied("the inbox is for reviewers")
+        raise PermissionDenied(_("the inbox is for reviewers"))
     approval = (approval_selectors.visible_requests(user=request.user).filter(pk=approval_id)
                 .select_related("requester").first())
     if approval is None or not approval.thread_ref:
         raise Http404("no such request")
     if not (is_admin(request.user) or approval_services.can_decide(request.user, approval)):
-        raise PermissionDenied("only the reviewers who decide this request may read its conversation")
+        raise PermissionDenied(_("only the reviewers who decide this request may read its conversation"))
     thread = Thread.objects.filter(pk=approval.thread_ref).first()
     if thread is None:
         raise Http404("the conversation was deleted")

@@ -10,6 +10,7 @@ from django import forms
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.translation import gettext as _
 from django_filters.rest_framework import BooleanFilter
 
 from . import selectors
@@ -37,7 +38,8 @@ class CommaChoicesField(forms.CharField):
         values = [v.strip() for v in (super().clean(value) or "").split(",") if v.strip()]
         bad = [v for v in values if v not in self.allowed]
         if bad:
-            raise forms.ValidationError(f"unknown {self.noun} {', '.join(bad)}; use {', '.join(self.allowed)}")
+            raise forms.ValidationError(_("unknown %(field)s %(values)s; use %(allowed)s") % {
+                "field": self.noun, "values": ", ".join(bad), "allowed": ", ".join(self.allowed)})
         return values
 
 
@@ -48,9 +50,9 @@ class SecondsField(forms.Field):
         try:
             seconds = int(value)
         except (TypeError, ValueError):
-            raise forms.ValidationError("a whole number of seconds") from None
+            raise forms.ValidationError(_("a whole number of seconds")) from None
         if not 0 <= seconds <= MAX_AGE_SECONDS:
-            raise forms.ValidationError(f"between 0 and {MAX_AGE_SECONDS} seconds")
+            raise forms.ValidationError(_("between 0 and %(max)s seconds") % {"max": MAX_AGE_SECONDS})
         return seconds
 
 
@@ -65,7 +67,7 @@ class MomentField(forms.Field):
         except ValueError:  # well formed, but no such moment (month 13)
             moment = None
         if moment is None:
-            raise forms.ValidationError("an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z")
+            raise forms.ValidationError(_("an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z"))
         return _aware(moment)
 
 
@@ -86,7 +88,7 @@ class DayOrMomentField(forms.Field):
         except ValueError:
             moment = day = None
         if moment is None and day is None:
-            raise forms.ValidationError("a date or an ISO 8601 date-time")
+            raise forms.ValidationError(_("a date or an ISO 8601 date-time"))
         return _aware(moment or datetime.combine(day, time.max if self.end else time.min))
 
 
