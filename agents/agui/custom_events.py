@@ -5,6 +5,7 @@ other than ours may too, so a name here is part of the protocol surface and does
 """
 
 from ag_ui.core import CustomEvent
+from django.utils.translation import gettext as _
 
 from agents import presenters
 from approvals.models import ApprovalRequest
@@ -63,8 +64,8 @@ def approval_status(request):
         "status": request.status,
         "decidedBy": decided_by,
         "approver": approver,
-        "message": f"{request.description}: waiting for a decision by {decided_by}. "
-                   "The result appears here once they decide.",
+        "message": _("%(request)s: waiting for a decision by %(approver)s. The result appears here once they "
+                     "decide.") % {"request": request.description, "approver": decided_by},
         **({"expiresAt": request.expires_at.isoformat()} if request.expires_at else {}),
     })
 
