@@ -34,7 +34,9 @@ def token_user(key):
     """(user, token, None) for a key that may be used now, else (None, None, why not)."""
     from rest_framework.authtoken.models import Token  # not at import: DRF loads this module early
 
-    token = Token.objects.select_related("user").filter(key=key).first()
+    # the user's saved language comes with it (people.Profile, by its relation's name: no import of
+    # the app): the answer's language costs no query of its own (agui_project/language.py)
+    token = Token.objects.select_related("user", "user__profile").filter(key=key).first()
     if token is None:
         return None, None, INVALID
     expires = token_expires_at(token)

@@ -10,6 +10,11 @@ def language_of(user):
     """The language `user` chose, or "" (then the browser's or LANGUAGE_CODE applies)."""
     if user is None or not getattr(user, "pk", None):
         return ""
+    if user.__class__.profile.is_cached(user):  # read with the user (the token lookup joins it)
+        try:
+            return user.profile.language or ""
+        except Profile.DoesNotExist:
+            return ""
     return Profile.objects.filter(user_id=user.pk).values_list("language", flat=True).first() or ""
 
 
