@@ -6,7 +6,7 @@ import json
 import jsonschema
 from django.utils.translation import gettext as _
 
-from . import registry
+from . import argument_errors, registry
 
 MAX_SCHEMA_BYTES = 64 * 1024  # a schema is read on every request and on every edit: bounded
 MAX_SCHEMA_ERRORS = 20
@@ -30,14 +30,8 @@ def _validator(schema):
 
 
 def errors(schema, arguments):
-    """{path: [messages]} of the arguments against the schema (SchemaInvalid: the schema itself)."""
-    found = {}
-    for i, error in enumerate(_validator(schema).iter_errors(arguments)):
-        if i >= MAX_SCHEMA_ERRORS:
-            break
-        path = ".".join(str(p) for p in error.absolute_path) or "arguments"
-        found.setdefault(path, []).append(error.message)
-    return found
+    """{path: [sentences]} of the arguments against the schema (SchemaInvalid: the schema itself)."""
+    return argument_errors.from_jsonschema(_validator(schema), arguments, root="arguments", limit=MAX_SCHEMA_ERRORS)
 
 
 def defaults_for(req):

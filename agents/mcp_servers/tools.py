@@ -20,7 +20,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from agents.runtime.tools import OutcomeUnknown, ToolError
-from approvals import registry
+from approvals import argument_errors, registry
 
 from . import client, elicitation
 
@@ -45,13 +45,6 @@ def _object_schema(schema):
     schema["properties"] = {k: {f: v for f, v in p.items() if f != "title"} if isinstance(p, dict) else p
                             for k, p in (schema.get("properties") or {}).items()}
     return schema
-
-
-def _errors(validator, arguments):
-    errors = {}
-    for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
-        errors.setdefault(".".join(str(p) for p in err.absolute_path) or "__root__", []).append(err.message)
-    return errors
 
 
 class MCPTool:
@@ -99,7 +92,7 @@ class MCPTool:
             arguments = json.loads(json.dumps(arguments, allow_nan=False))
         except (TypeError, ValueError) as exc:
             raise registry.ArgumentsInvalid({"__root__": ["arguments must be plain JSON"]}) from exc
-        errors = _errors(self._validator, arguments)
+        errors = argument_errors.from_jsonschema(self._validator, arguments)
         if errors:
             raise registry.ArgumentsInvalid(errors)
         return arguments

@@ -32,7 +32,7 @@ from ag_ui.core import (
 )
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from agents import llm, presenters
@@ -505,7 +505,8 @@ class Runner:
             return self.invalid(tc, f"Error: there is no tool named {call['name']!r}.")
         try:
             raw = json.loads(call["arguments"] or "{}")
-            arguments = tool.validate(raw)
+            with translation.override(None):  # what is wrong goes to the model: in the words it reads
+                arguments = tool.validate(raw)
         except json.JSONDecodeError as exc:
             return self.invalid(tc, f"Error: the arguments are not valid JSON ({exc.msg}); nothing was executed.")
         except ArgumentsInvalid as exc:

@@ -20,7 +20,7 @@ from typing import Any
 import pydantic
 from django.utils.translation import gettext
 
-from approvals import registry
+from approvals import argument_errors, registry
 
 
 @dataclass
@@ -158,7 +158,7 @@ class Tool:
             # JSON's own types, strictly: lax mode read `"amount": true` as 1.0 and "500" as 500
             return self.model.model_validate_json(text, strict=True).model_dump(mode="json")
         except pydantic.ValidationError as exc:
-            raise registry.ArgumentsInvalid(_errors(exc)) from exc
+            raise registry.ArgumentsInvalid(argument_errors.from_pydantic(exc, self.model)) from exc
 
     def authorize(self, user, arguments) -> list[dict]:
         """The objects the call acts on, for the people who judge it ([{object, owner}]); NotYours
@@ -213,13 +213,6 @@ class Tool:
             authorize=self.authorize_for if self.objects else None,
             **self.policy,
         )
-
-
-def _errors(exc):
-    errors = {}
-    for err in exc.errors():
-        errors.setdefault(".".join(str(p) for p in err["loc"]) or "__root__", []).append(err["msg"])
-    return errors
 
 
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",

@@ -2,6 +2,8 @@
 holds: each tool result right after the call that asked for it, unanswered calls left out, a
 result without its call dropped (the fake model answers 400 to anything else, as OpenAI does)."""
 
+import json
+
 import pytest
 
 from agents import services
@@ -38,3 +40,19 @@ def test_results_follow_their_call_and_orphans_are_dropped(demo, fake_llm, monke
     assert runner.run_agent(run.pk)
     assert Run.objects.get(pk=run.pk).status == "succeeded"
     assert not fake_llm.rejected  # the strict fake took the conversation
+
+
+def test_what_is_wrong_with_the_models_arguments_is_told_to_it_in_english(demo, fake_llm, monkeypatch):
+    """Argument errors are sentences in the reader's language (approvals/argument_errors.py); the
+    worker speaks the chat owner's (here French), but the model reads them in English."""
+    from django.utils import translation
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = services.start_run(thread, demo["alice"], "move money")
+    bad = json.dumps({"from_account": "12345678", "to_account": "87654321", "amount": -5, "currency": "EUR"})
+    fake_llm.push({"tool_calls": [{"id": "c_bad", "name": "transfer_money", "arguments": bad}]}, "Sorry.")
+    with translation.override("fr"):  # as agents.tasks runs a French owner's run
+        assert runner.run_agent(run.pk)
+    told = Message.objects.get(thread=thread, role=Message.Role.TOOL, tool_call_id="c_bad").content
+    assert "amount: Must be greater than 0." in told and "nothing was executed" in told

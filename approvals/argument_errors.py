@@ -1,0 +1,159 @@
+"""What is wrong with a call's arguments, in sentences for the person reading them.
+
+pydantic (our tools' models) and jsonschema (an MCP server's inputSchema) say it in English and
+in their own terms ("String should match pattern '^\\d{6,20}$'", "'3' is not of type 'integer'"):
+a reviewer who edits an argument would read a regular expression, in English. Neither library
+translates its messages; pydantic's documented way is to map its error types to messages of one's
+own (docs: "Customize error messages"), and jsonschema's errors name their keyword the same way.
+So the common kinds get a sentence here, marked for translation and said in the active language;
+an unknown kind keeps the library's own message. Where the words go to a model, the caller
+validates with the translation off (the model reads English).
+"""
+
+import itertools
+
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+
+def _n(value):
+    """A limit as the locale writes numbers (a float field's `gt=0` is 0.0: said as 0)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return number_format(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _choices(values):
+    return ", ".join(str(v) for v in values)
+
+
+def _form(description):
+    if description:
+        return _("Not in the expected form (%(description)s).") % {"description": description.rstrip(".")}
+    return _("Not in the expected form.")
+
+
+def _pydantic_sentence(err, description):
+    kind, ctx = err.get("type", ""), err.get("ctx") or {}
+    if kind == "missing":
+        return _("This field is required.")
+    if kind == "extra_forbidden":
+        return _("This is not one of the tool's arguments.")
+    if kind in ("string_type", "string_sub_type"):
+        return _("Must be text.")
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return _("Must be a whole number.")
+    if kind in ("float_type", "float_parsing", "decimal_type", "decimal_parsing"):
+        return _("Must be a number.")
+    if kind in ("bool_type", "bool_parsing"):
+        return _("Must be true or false.")
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return _("Must be an object.")
+    if kind in ("list_type", "tuple_type", "set_type"):
+        return _("Must be a list.")
+    if kind == "greater_than":
+        return _("Must be greater than %(limit)s.") % {"limit": _n(ctx.get("gt"))}
+    if kind == "greater_than_equal":
+        return _("Must be at least %(limit)s.") % {"limit": _n(ctx.get("ge"))}
+    if kind == "less_than":
+        return _("Must be less than %(limit)s.") % {"limit": _n(ctx.get("lt"))}
+    if kind == "less_than_equal":
+        return _("Must be at most %(limit)s.") % {"limit": _n(ctx.get("le"))}
+    if kind == "string_too_short":
+        n = ctx.get("min_length", 1)
+        return ngettext("Must be at least %(count)s character long.", "Must be at least %(count)s characters long.",
+                        n) % {"count": n}
+    if kind == "string_too_long":
+        n = ctx.get("max_length", 0)
+        return ngettext("Must be at most %(count)s character long.", "Must be at most %(count)s characters long.",
+                        n) % {"count": n}
+    if kind == "too_short":
+        n = ctx.get("min_length", 1)
+        return ngettext("Must have at least %(count)s item.", "Must have at least %(count)s items.", n) % {"count": n}
+    if kind == "too_long":
+        n = ctx.get("max_length", 0)
+        return ngettext("Must have at most %(count)s item.", "Must have at most %(count)s items.", n) % {"count": n}
+    if kind == "string_pattern_mismatch":
+        return _form(description)
+    if kind in ("literal_error", "enum"):
+        return _("Must be one of: %(choices)s.") % {"choices": ctx.get("expected", "")}
+    if kind == "value_error" and ctx.get("error") is not None:
+        return str(ctx["error"])  # the tool's own validator said it (in its words)
+    return err.get("msg", "")
+
+
+def from_pydantic(exc, model=None):
+    """{field path: [sentences]} of a pydantic ValidationError; `model`: the validated model (its
+    fields' descriptions say what a field's form is)."""
+    fields = getattr(model, "model_fields", {}) or {}
+    errors = {}
+    for err in exc.errors(include_url=False):
+        loc = err.get("loc") or ()
+        field = fields.get(loc[0]) if len(loc) == 1 else None
+        sentence = _pydantic_sentence(err, getattr(field, "description", None))
+        errors.setdefault(".".join(str(p) for p in loc) or "__root__", []).append(sentence)
+    return errors
+
+
+_JSON_TYPES = {
+    "string": lambda: _("Must be text."), "integer": lambda: _("Must be a whole number."),
+    "number": lambda: _("Must be a number."), "boolean": lambda: _("Must be true or false."),
+    "object": lambda: _("Must be an object."), "array": lambda: _("Must be a list."),
+    "null": lambda: _("Must be empty (null)."),
+}
+
+
+def _jsonschema_sentence(err):
+    keyword, value, schema = err.validator, err.validator_value, err.schema if isinstance(err.schema, dict) else {}
+    if keyword == "required":
+        missing = [name for name in value if isinstance(err.instance, dict) and name not in err.instance]
+        return _("Required: %(names)s.") % {"names": _choices(missing or value)}
+    if keyword == "additionalProperties" and isinstance(err.instance, dict):
+        known = set(schema.get("properties") or {})
+        extra = sorted(k for k in err.instance if k not in known)
+        return _("Not among the tool's arguments: %(names)s.") % {"names": _choices(extra)}
+    if keyword == "type":
+        types = value if isinstance(value, list) else [value]
+        if len(types) == 1 and types[0] in _JSON_TYPES:
+            return _JSON_TYPES[types[0]]()
+    if keyword == "minimum":
+        return _("Must be at least %(limit)s.") % {"limit": _n(value)}
+    if keyword == "maximum":
+        return _("Must be at most %(limit)s.") % {"limit": _n(value)}
+    if keyword == "exclusiveMinimum":
+        return _("Must be greater than %(limit)s.") % {"limit": _n(value)}
+    if keyword == "exclusiveMaximum":
+        return _("Must be less than %(limit)s.") % {"limit": _n(value)}
+    if keyword == "minLength":
+        return ngettext("Must be at least %(count)s character long.", "Must be at least %(count)s characters long.",
+                        value) % {"count": value}
+    if keyword == "maxLength":
+        return ngettext("Must be at most %(count)s character long.", "Must be at most %(count)s characters long.",
+                        value) % {"count": value}
+    if keyword == "minItems":
+        return ngettext("Must have at least %(count)s item.", "Must have at least %(count)s items.", value) % {
+            "count": value}
+    if keyword == "maxItems":
+        return ngettext("Must have at most %(count)s item.", "Must have at most %(count)s items.", value) % {
+            "count": value}
+    if keyword == "pattern":
+        return _form(schema.get("description"))
+    if keyword == "enum":
+        return _("Must be one of: %(choices)s.") % {"choices": _choices(value)}
+    if keyword == "const":
+        return _("Must be %(value)s.") % {"value": value}
+    return err.message
+
+
+def from_jsonschema(validator, instance, root="__root__", limit=None):
+    """{field path: [sentences]} of what `validator` (a jsonschema validator) finds in `instance`;
+    `root`: the key of what concerns the whole object; `limit`: at most that many errors read."""
+    errors = {}
+    found = itertools.islice(validator.iter_errors(instance), limit)
+    for err in sorted(found, key=lambda e: [str(p) for p in e.absolute_path]):
+        said = errors.setdefault(".".join(str(p) for p in err.absolute_path) or root, [])
+        sentence = _jsonschema_sentence(err)
+        if sentence not in said:  # `required` reports each missing name; the sentence names them all
+            said.append(sentence)
+    return errors

@@ -1,0 +1,54 @@
+"""approvals/argument_errors.py: what is wrong with a call's arguments, in sentences a reviewer
+reads in their language — never a regular expression or a library's wording."""
+
+import jsonschema
+import pytest
+from django.utils import translation
+
+from agents.registry import get_agent
+from approvals.argument_errors import from_jsonschema
+from approvals.registry import ArgumentsInvalid
+
+GOOD = {"from_account": "12345678", "to_account": "87654321", "amount": 100.0, "currency": "EUR"}
+
+
+def errors_of(arguments):
+    with pytest.raises(ArgumentsInvalid) as exc:
+        get_agent("banking").tool("transfer_money").validate(arguments)
+    return exc.value.errors
+
+
+def test_our_tools_say_what_is_wrong_in_words_without_the_pattern():
+    assert errors_of({**GOOD, "amount": -5}) == {"amount": ["Must be greater than 0."]}
+    assert errors_of({**GOOD, "amount": 2_000_000}) == {"amount": ["Must be at most 1000000."]}
+    assert errors_of({**GOOD, "amount": "a lot"}) == {"amount": ["Must be a number."]}
+    assert errors_of({**GOOD, "to_account": "12ab"}) == {
+        "to_account": ["Not in the expected form (Account number, digits only)."]}
+    assert errors_of({**GOOD, "currency": "JPY"}) == {"currency": ["Must be one of: 'USD', 'EUR' or 'GBP'."]}
+    missing = {k: v for k, v in GOOD.items() if k != "amount"}
+    assert errors_of(missing) == {"amount": ["This field is required."]}
+    assert errors_of({**GOOD, "memo": "x"}) == {"memo": ["This is not one of the tool's arguments."]}
+
+
+def test_the_reviewers_language():
+    with translation.override("fr"):
+        said = errors_of({**GOOD, "amount": -5, "to_account": "12ab"})
+    assert said["amount"] == ["Doit être supérieur à 0."]
+    assert "\\d" not in said["to_account"][0] and said["to_account"][0] != "Not in the expected form."
+    with translation.override("id"):
+        assert errors_of({**GOOD, "amount": -5})["amount"] != ["Must be greater than 0."]
+
+
+def test_an_mcp_servers_schema_the_same_way():
+    schema = {"type": "object", "additionalProperties": False, "required": ["note_id", "tag"], "properties": {
+        "note_id": {"type": "integer", "minimum": 1},
+        "tag": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 3, "description": "A lowercase word"},
+        "color": {"enum": ["red", "blue"]}}}
+    validator = jsonschema.Draft202012Validator(schema)
+    assert from_jsonschema(validator, {}) == {"__root__": ["Required: note_id, tag."]}
+    assert from_jsonschema(validator, {"note_id": 0, "tag": "ABCD", "color": "green", "x": 1}) == {
+        "__root__": ["Not among the tool's arguments: x."],
+        "color": ["Must be one of: red, blue."],
+        "note_id": ["Must be at least 1."],
+        "tag": ["Not in the expected form (A lowercase word).", "Must be at most 3 characters long."],
+    }
