@@ -11,10 +11,8 @@ callback secret (AGUI_WEBHOOK_CALLBACK_SECRET, else one derived from SECRET_KEY:
 import base64
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
-import socket
 import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -27,6 +25,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from standardwebhooks.webhooks import Webhook
+
+from agui_project import destinations
 
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -149,22 +149,10 @@ def _claim(delivery_id, now):
 
 
 def destination_refused(url):
-    """SSRF guard: a host that resolves to a loopback, private, link-local or reserved address is
-    refused unless it is inside AGUI_WEBHOOK_ALLOWED_NETWORKS. (Checked before each attempt; a DNS
-    answer that changes between this check and the connection is not caught: run the workers where
-    internal services need their own authentication.)"""
-    host = urlsplit(url).hostname
-    try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        return f"host not resolved: {exc}"
-    allowed = [ipaddress.ip_network(n) for n in settings.AGUI_WEBHOOK_ALLOWED_NETWORKS]
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if (address.is_loopback or address.is_private or address.is_link_local or address.is_reserved
-                or address.is_multicast or address.is_unspecified) and not any(address in n for n in allowed):
-            return f"refused: {host} resolves to {address}, an internal address (AGUI_WEBHOOK_ALLOWED_NETWORKS)"
-    return None
+    """SSRF guard (agui_project/destinations.py): a host that resolves to an address that is not
+    global (loopback, private, link-local, reserved...) is refused unless it is inside
+    AGUI_WEBHOOK_ALLOWED_NETWORKS. Checked before each attempt."""
+    return destinations.refused(url, settings.AGUI_WEBHOOK_ALLOWED_NETWORKS, "AGUI_WEBHOOK_ALLOWED_NETWORKS")
 
 
 def _post(delivery, body):

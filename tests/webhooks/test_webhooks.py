@@ -329,3 +329,13 @@ def test_a_request_policy_answers_at_once_is_sent_as_decided(demo, settings, api
     assert heard[True] == {(ok.json()["id"], "approval.decided", "approved"),
                            (no.json()["id"], "approval.decided", "denied")}
     assert heard[False] == {(no.json()["id"], "approval.decided", "denied")}
+
+
+@pytest.mark.parametrize("url", ["http://100.64.0.1/hook", "http://[::ffff:10.0.0.1]/hook", "http://169.254.169.254/"])
+def test_every_address_that_is_not_global_is_internal(settings, url):
+    """Shared (carrier-grade NAT) space was let through: it is neither private nor reserved to
+    Python, but it is not global either (agui_project/destinations.py)."""
+    from webhooks.services import destination_refused
+
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    assert "an internal address (AGUI_WEBHOOK_ALLOWED_NETWORKS)" in (destination_refused(url) or "")
