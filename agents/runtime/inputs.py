@@ -13,6 +13,7 @@ import time
 import jsonschema
 from ag_ui.core import Interrupt
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -181,8 +182,10 @@ def park(*, thread, run, tool_call_id, agent, message, response_schema, resume):
     with transaction.atomic():
         if InputRequest.objects.filter(tool_call_id=tool_call_id).exists():
             return None
+        # the claim that takes it up again is the same attempt going on, not a new one: a lost
+        # worker's retries of an idempotent tool (AGUI_TOOL_MAX_ATTEMPTS) count executions
         if not move_call(tool_call_id, ToolCall.Status.AWAITING_INPUT, leaving=[ToolCall.Status.EXECUTING],
-                         resume=resume):
+                         resume=resume, attempts=F("attempts") - 1):
             return None
         request = InputRequest.objects.create(thread=thread, run=run, tool_call_id=tool_call_id, agent=agent,
                                               message=message, response_schema=schema)

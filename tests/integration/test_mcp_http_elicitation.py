@@ -125,6 +125,7 @@ def test_an_http_elicitation_pauses_the_run_and_the_answer_reaches_the_server(
     assert notes(web)[1]["archived"] is True  # the server got the content
     tc = ToolCall.objects.get(pk="c_arch")
     assert tc.status == "succeeded" and tc.result == "Archived note 1 once."
+    assert tc.attempts == 1  # taken up again after the answer, not run again: a lost worker's retries are intact
     assert [r["toolCallId"] for r in results(thread)] == ["c_arch"]
     assert Message.objects.filter(tool_call_id="c_arch").count() == 1
     assert len(fake_llm.requests) == 2 and fake_llm.requests[-1]["messages"][-1]["content"] == tc.result
