@@ -21,6 +21,7 @@ from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
 from agents.runtime import events
 from agents.transitions import continue_run, move_call
+from approvals import argument_errors
 
 DEFAULT_SCHEMA = {"type": "string"}
 
@@ -45,11 +46,13 @@ def check_schema(schema):
 def check_answer(request, payload):
     """Validate an answer against the request's responseSchema (InputError with every problem)."""
     validator = jsonschema.validators.validator_for(request.response_schema)(request.response_schema)
-    problems = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
+    # in sentences for the person answering, in their language (not jsonschema's English)
+    problems = argument_errors.from_jsonschema(validator, payload, root="", limit=20)
     if problems:
-        errors = [f"{'/'.join(str(p) for p in e.absolute_path) or '(answer)'}: {e.message}" for e in problems]
-        raise InputError("invalid_payload", _("the answer does not match responseSchema: %(problems)s") % {
-            "problems": "; ".join(errors)}, errors)
+        errors = [f"{path}: {sentence}" if path else sentence
+                  for path, sentences in problems.items() for sentence in sentences]
+        raise InputError("invalid_payload", _("the answer does not fit the question: %(problems)s") % {
+            "problems": " ".join(errors)}, errors)
 
 
 def create(*, thread, run, tool_call, agent, message, response_schema=None):

@@ -255,6 +255,11 @@ def test_rest_answer_endpoint_validates_and_continues(demo, direct, api):
     bad = client.post(f"/api/threads/{thread.pk}/answer/", {"answer": {"order_id": "x"}}, format="json")
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_payload"
     assert "order_id" in bad.json()["errors"][0]
+    # said for the person answering, in their words (not jsonschema's English, no schema term)
+    assert "is not of type" not in bad.json()["message"] and "responseSchema" not in bad.json()["message"]
+    in_french = client.post(f"/api/threads/{thread.pk}/answer/", {"answer": {"order_id": 5}}, format="json",
+                            HTTP_ACCEPT_LANGUAGE="fr")
+    assert in_french.json()["errors"] == ["order_id: Doit être du texte."], in_french.json()
     assert client.post(f"/api/threads/{thread.pk}/answer/", {}, format="json").status_code == 400
     unknown = client.post(f"/api/threads/{thread.pk}/answer/", {"request_id": "nope", "answer": "x"}, format="json")
     assert unknown.status_code == 404
