@@ -21,10 +21,10 @@ from ag_ui.core import RunErrorEvent
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from agents import dispatch
+from agents import dispatch, selectors
 from agents.messages import add_message
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
@@ -235,9 +235,13 @@ def recover_call(call_id):
             transaction.on_commit(lambda: _tell_operators(call, run, msg))
             _outcome_recorded(call.pk, "unknown")
         if run_was_live:
-            message = (f"The worker stopped while {call.name} was running; "
-                       + ("it will be run again (the tool is idempotent)." if outcome == "retry"
-                          else "its outcome is unknown and it was not repeated."))
+            # for the chat's owner (RUN_ERROR, the run's error), in their language: recovery runs in
+            # the beat, which has no request to take a language from
+            with translation.override(selectors.run_language(run.pk)):
+                message = (_("The worker stopped while %(tool)s was running; it will be run again (the tool is "
+                             "idempotent).") if outcome == "retry" else
+                           _("The worker stopped while %(tool)s was running; its outcome is unknown and it was not "
+                             "repeated.")) % {"tool": call.name}
             # its continuation settles a retried call, then the model answers the person
             _declare_lost(run, message)
     log.warning("tool call %s (%s) recovered: %s", call_id, call.name, outcome)
@@ -304,7 +308,9 @@ def recover_stuck_runs(limit=100):
             run = Run.objects.select_for_update().get(pk=run_id)
             if run.status != Run.Status.RUNNING or run.tool_calls.filter(status=ToolCall.Status.EXECUTING).exists():
                 continue
-            message = "The worker running this answer stopped; the agent answers again from the saved conversation."
+            with translation.override(selectors.run_language(run.pk)):  # for the chat's owner, as recover_call
+                message = _("The worker running this answer stopped; the agent answers again from the saved "
+                            "conversation.")
             _declare_lost(run, message)
             recovered.append(run_id)
         log.warning("run %s recovered after its worker died", run_id)

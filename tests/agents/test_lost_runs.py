@@ -14,6 +14,7 @@ from agents import services
 from agents.models import Run, Thread, ToolCall
 from agents.runtime import execution, runner
 from approvals import policy
+from people.models import Profile
 from tests.conftest import stream_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +49,7 @@ def test_a_run_declared_lost_is_not_written_back_and_its_tool_never_acts(demo, f
                                                                          monkeypatch):
     settings.AGUI_SANDBOX_DIR = tmp_path
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    Profile.objects.update_or_create(user=demo["alice"], defaults={"language": "fr"})
     thread = Thread.objects.create(owner=demo["alice"], agent="ops")
     fake_llm.push({"tool_calls": [{"id": "c-write", "name": "write_file",
                                    "arguments": json.dumps({"path": "/late.txt", "content": "written late"})}]},
@@ -68,6 +70,8 @@ def test_a_run_declared_lost_is_not_written_back_and_its_tool_never_acts(demo, f
 
     lost = Run.objects.get(pk=run.pk)
     assert lost.status == "failed" and lost.error_code == "worker_lost"  # not written back to succeeded
+    # said to alice in her language, though the beat that declared it has no request to take one from
+    assert lost.error.startswith("Le worker qui préparait cette réponse s’est arrêté")
     assert not list(tmp_path.rglob("late.txt"))  # the side effect never started, in any sandbox
     assert ToolCall.objects.get(pk="c-write").status == "proposed"  # never claimed
     ends = [e["type"] for e in stream_events(thread.pk) if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]

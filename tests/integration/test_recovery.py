@@ -156,6 +156,7 @@ def test_worker_killed_mid_tool_outcome_unknown_nothing_repeated(demo, fake_llm,
     assert "was not run again" in told.content
     dead = Run.objects.get(pk=run.pk)
     assert (dead.status, dead.error_code) == ("failed", "worker_lost")
+    assert dead.error == "The worker stopped while block was running; its outcome is unknown and it was not repeated."
     assert any(e["type"] == "RUN_ERROR" and e["code"] == "worker_lost" for e in stream_events(thread.pk))
     audit = AuditEvent.objects.get(action="outcome_unknown")
     assert audit.object_ref == f"toolcall:{call.pk}" and audit.after == {"status": "outcome_unknown",
