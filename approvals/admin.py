@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy as _
 
 from . import registry, services
 from .choices import MODE_LABELS
@@ -25,14 +26,14 @@ class ToolPolicyForm(forms.ModelForm):
         model = ToolPolicy
         fields = "__all__"
         help_texts = {
-            "conditions": "Rules for the modes that ask when a rule says so, tried in order: the first that "
-                          "matches decides. Each has a name, a condition on the call (its arguments, the user, "
-                          "the agent) and an action: gate (a person decides), deny (blocked) or allow (runs at "
-                          "once). The policy console (Policies) builds them for you and tries a draft against "
-                          "recorded calls.",
-            "timeout_action": "What happens when nobody decides in time. “approve” is allowed only for "
-                              "low-risk tools.",
-            "timeout_seconds": "How long a request waits for a decision. Empty: the site's default.",
+            "conditions": _("Rules for the modes that ask when a rule says so, tried in order: the first that "
+                            "matches decides. Each has a name, a condition on the call (its arguments, the user, "
+                            "the agent) and an action: gate (a person decides), deny (blocked) or allow (runs at "
+                            "once). The policy console (Policies) builds them for you and tries a draft against "
+                            "recorded calls."),
+            "timeout_action": _("What happens when nobody decides in time. “approve” is allowed only for "
+                                "low-risk tools."),
+            "timeout_seconds": _("How long a request waits for a decision. Empty: the site's default."),
         }
 
     def __init__(self, *args, **kwargs):
@@ -57,7 +58,7 @@ class ToolPolicyAdmin(admin.ModelAdmin):
         # renaming would silently move a policy between tools
         return [*self.readonly_fields, "tool_name"] if obj else self.readonly_fields
 
-    @admin.display(description="Code defaults (used when no policy row exists)")
+    @admin.display(description=_("Code defaults (used when no policy row exists)"))
     def code_defaults(self, obj):
         defaults = registry.get(obj.tool_name) if obj and obj.tool_name else None
         if defaults is None:
@@ -112,14 +113,14 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def get_fields(self, request, obj=None):  # the link to the inbox page first, then the record
         return ["inbox_link", *[f for f in super().get_fields(request, obj) if f != "inbox_link"]]
 
-    @admin.display(description="Description", ordering="description")
+    @admin.display(description=_("Description"), ordering="description")
     def summary(self, obj):  # with the way to the inbox page under it (a column of its own scrolled off a laptop)
-        return format_html('{}<br><a href="{}">Open in the inbox</a>', Truncator(obj.description).chars(90),
-                           self.view_on_site(obj))
+        return format_html('{}<br><a href="{}">{}</a>', Truncator(obj.description).chars(90),
+                           self.view_on_site(obj), _("Open in the inbox"))
 
-    @admin.display(description="Inbox")
+    @admin.display(description=_("Inbox"))
     def inbox_link(self, obj):
-        return format_html('<a href="{}">Open in the inbox</a>', self.view_on_site(obj))
+        return format_html('<a href="{}">{}</a>', self.view_on_site(obj), _("Open in the inbox"))
 
     def view_on_site(self, obj):  # "View on site" on the record: its page in the inbox
         return f"/inbox/{obj.pk}/"

@@ -2,28 +2,33 @@ from django import forms
 from django.contrib import admin
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from . import services
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 EVENT_WORDS = {
-    "approval.requested": "A person is asked to approve a call",
-    "approval.decided": "A request is decided",
-    "approval.expired": "A request's deadline passed",
-    "approval.escalated": "A request is escalated",
-    "tool.outcome": "A call's outcome is known",
+    "approval.requested": _("A person is asked to approve a call"),
+    "approval.decided": _("A request is decided"),
+    "approval.expired": _("A request's deadline passed"),
+    "approval.escalated": _("A request is escalated"),
+    "tool.outcome": _("A call's outcome is known"),
 }
 
 
 class EndpointForm(forms.ModelForm):
-    url = forms.CharField(label="URL", max_length=2000, help_text="An http:// or https:// URL that receives the events.")
-    events = forms.MultipleChoiceField(choices=[(e, f"{EVENT_WORDS[e]} ({e})") for e in EVENT_TYPES], required=False,
-                                       widget=forms.CheckboxSelectMultiple, help_text="None ticked: every event.")
+    url = forms.CharField(label=_("URL"), max_length=2000,
+                          help_text=_("An http:// or https:// URL that receives the events."))
+    events = forms.MultipleChoiceField(choices=[(e, format_lazy("{} ({})", EVENT_WORDS[e], e)) for e in EVENT_TYPES],
+                                       required=False, widget=forms.CheckboxSelectMultiple,
+                                       help_text=_("None ticked: every event."))
 
     class Meta:
         model = WebhookEndpoint
         fields = ["url", "events", "description", "is_active"]
-        labels = {"is_active": "Active (unticked: nothing is sent here)"}
+        labels = {"is_active": _("Active (unticked: nothing is sent here)")}
 
     def clean_url(self):
         problem = services.check_url(self.cleaned_data["url"])
@@ -77,7 +82,9 @@ class DeliveryAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False  # a record of what was sent: replay it, never edit it
 
-    @admin.action(description="Send the selected deliveries again")
+    @admin.action(description=_("Send the selected deliveries again"))
     def replay(self, request, queryset):
         sent = sum(services.replay(pk) for pk in queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{sent} deliveries queued again (those still being sent were left alone).")
+        self.message_user(request, ngettext(
+            "%(count)s delivery queued again (those still being sent were left alone).",
+            "%(count)s deliveries queued again (those still being sent were left alone).", sent) % {"count": sent})

@@ -59,3 +59,23 @@ def test_no_help_text_points_at_source_files(admin):
     for f in ToolPolicy._meta.get_fields():
         assert ".py" not in str(getattr(f, "help_text", "")), f.name
     assert "rules.py" not in admin.get("/api/schema/").content.decode()
+
+
+def test_the_admins_own_words_are_in_the_admins_language(admin, demo):
+    """The project's columns, links, help and actions in the Django admin follow the admin's saved
+    language like Django's own words do (here French)."""
+    from people.models import Profile
+
+    Profile.objects.update_or_create(user=demo["admin"], defaults={"language": "fr"})
+    make_request("alice")
+    body = admin.get("/admin/approvals/approvalrequest/").content.decode()
+    assert "Ouvrir dans la boîte de réception" in body and "Open in the inbox" not in body
+    policy = admin.get("/admin/approvals/toolpolicy/add/").content.decode()
+    assert "Combien de temps une demande attend une décision" in policy
+    endpoint = admin.get("/admin/webhooks/webhookendpoint/add/").content.decode()
+    assert "Aucune case cochée : tous les événements." in endpoint and "None ticked" not in endpoint
+    from webhooks.models import WebhookDelivery
+
+    WebhookDelivery.objects.create(url="https://example.com/hook", event_type="approval.decided", payload={})
+    deliveries = admin.get("/admin/webhooks/webhookdelivery/").content.decode()  # actions show with rows
+    assert "Renvoyer les livraisons sélectionnées" in deliveries
