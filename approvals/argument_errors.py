@@ -83,16 +83,16 @@ def _pydantic_sentence(err, description):
     return err.get("msg", "")
 
 
-def from_pydantic(exc, model=None):
+def from_pydantic(exc, model=None, root="__root__"):
     """{field path: [sentences]} of a pydantic ValidationError; `model`: the validated model (its
-    fields' descriptions say what a field's form is)."""
+    fields' descriptions say what a field's form is); `root`: the key of what concerns the whole."""
     fields = getattr(model, "model_fields", {}) or {}
     errors = {}
     for err in exc.errors(include_url=False):
         loc = err.get("loc") or ()
         field = fields.get(loc[0]) if len(loc) == 1 else None
         sentence = _pydantic_sentence(err, getattr(field, "description", None))
-        errors.setdefault(".".join(str(p) for p in loc) or "__root__", []).append(sentence)
+        errors.setdefault(".".join(str(p) for p in loc) or root, []).append(sentence)
     return errors
 
 

@@ -37,6 +37,7 @@ from agents.runtime import events, inputs, statesync
 from agents.views import agent_cards
 from agui_project import jsoncheck
 from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
+from approvals import argument_errors
 from approvals.models import ApprovalRequest
 from state.services import StateError
 from state.services import document as state_doc
@@ -94,9 +95,7 @@ def parse_input(body):
     try:
         agent_input = RunAgentInput.model_validate(data)
     except pydantic.ValidationError as exc:
-        errors = {}
-        for err in exc.errors():
-            errors.setdefault(".".join(str(p) for p in err["loc"]) or "body", []).append(err["msg"])
+        errors = argument_errors.from_pydantic(exc, root="body")  # in the caller's language, as our APIs' are
         return None, error(422, _("invalid RunAgentInput"), errors=errors)
     bad = {}
     length = _("must be 1 to %(max)s characters") % {"max": MAX_THREAD_ID}

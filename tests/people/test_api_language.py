@@ -139,6 +139,10 @@ def test_the_agui_endpoint_refuses_in_the_saved_language(caller, demo):
     assert wrong_type.status_code == 415 and wrong_type.json()["code"] == "unsupported_media_type"
     assert wrong_type.json()["message"] == "envie o RunAgentInput como JSON (Content-Type: application/json)"
     assert wrong_type["Content-Language"] == "pt-br"
+    # a RunAgentInput of the wrong shape: what is wrong in sentences, not pydantic's English
+    shape = client.post("/agui/banking/", json.dumps({"threadId": "t-1", "runId": "r-1", "messages": "hi"}),
+                        content_type="application/json", **headers)
+    assert shape.status_code == 422 and shape.json()["errors"]["messages"] == ["Deve ser uma lista."]
     # in-stream: RUN_ERROR's message for the person, its code as it was
     bobs = agent_services.create_thread(demo["bob"], "banking")
     body = {"threadId": bobs.pk, "runId": f"run-{uuid.uuid4()}", "messages": [], "state": {}, "tools": [],
