@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy  # "requester" alone is the inbox's word for who decides
 
 from . import registry
 from .choices import ApproverKind, Mode, Risk, TimeoutAction, default_decisions  # noqa: F401  (re-exported: the models' fields)
@@ -35,44 +36,50 @@ class ToolPolicy(models.Model):
     clean() and the REST serializer share approvals.validators.policy_errors.
     """
 
-    tool_name = models.CharField(max_length=100, unique=True)
-    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.ALWAYS)
+    tool_name = models.CharField(_("tool name"), max_length=100, unique=True)
+    mode = models.CharField(_("mode"), max_length=16, choices=Mode.choices, default=Mode.ALWAYS)
     conditions = models.JSONField(
-        default=list, blank=True,
-        help_text="Rules for the modes that ask when a rule says so (conditional, model), tried in order: the "
-        "first that matches decides. Each has a name, a condition on the call (when) and an action: gate (a "
-        'person decides), deny (blocked) or allow (runs at once), e.g. [{"name": "large", "when": {"path": '
-        '"args.amount", "op": "gt", "value": 1000}, "action": "gate"}].',
+        _("conditions"), default=list, blank=True,
+        help_text=_("Rules for the modes that ask when a rule says so (conditional, model), tried in order: the "
+                    "first that matches decides. Each has a name, a condition on the call (when) and an action: "
+                    'gate (a person decides), deny (blocked) or allow (runs at once), e.g. [{"name": "large", '
+                    '"when": {"path": "args.amount", "op": "gt", "value": 1000}, "action": "gate"}].'),
     )
-    approver_kind = models.CharField(max_length=16, choices=ApproverKind.choices, default=ApproverKind.GROUP)
-    approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
-    required_approvals = models.PositiveSmallIntegerField(default=1)
-    timeout_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the global default")
+    approver_kind = models.CharField(_("who decides"), max_length=16, choices=ApproverKind.choices,
+                                     default=ApproverKind.GROUP)
+    approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT,
+                                       verbose_name=_("deciding group"))
+    required_approvals = models.PositiveSmallIntegerField(_("approvals needed"), default=1)
+    timeout_seconds = models.PositiveIntegerField(_("time to decide (s)"), null=True, blank=True,
+                                                  help_text=_("Empty: the global default"))
     timeout_action = models.CharField(
-        max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT,
-        help_text="What happens when nobody decides in time; approve is allowed only for low-risk tools",
+        _("at the deadline"), max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT,
+        help_text=_("What happens when nobody decides in time; approve is allowed only for low-risk tools"),
     )
-    risk = models.CharField(max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
+    risk = models.CharField(_("risk"), max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
     reminder_fraction = models.FloatField(
-        null=True, blank=True, default=default_reminder_fraction,
-        help_text="Remind the approvers when this fraction of the timeout has passed (empty: no reminder)",
+        _("reminder fraction"), null=True, blank=True, default=default_reminder_fraction,
+        help_text=_("Remind the approvers when this fraction of the timeout has passed (empty: no reminder)"),
     )
     escalation_group = models.ForeignKey(
         Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-        help_text="A second group told (and allowed to decide) when the request is still pending",
+        verbose_name=_("escalates to"),
+        help_text=_("A second group told (and allowed to decide) when the request is still pending"),
     )
     escalation_fraction = models.FloatField(
-        null=True, blank=True, help_text="Escalate at this fraction of the timeout (empty: 0.75)"
+        _("escalation fraction"), null=True, blank=True,
+        help_text=_("Escalate at this fraction of the timeout (empty: 0.75)"),
     )
     allowed_decisions = models.JSONField(
-        default=default_decisions, blank=True,
-        help_text="What reviewers may answer: any of approve, edit (approve changed arguments), reject and "
-        "respond (guidance for the agent instead of running the call)",
+        _("allowed decisions"), default=default_decisions, blank=True,
+        help_text=_("What reviewers may answer: any of approve, edit (approve changed arguments), reject and "
+                    "respond (guidance for the agent instead of running the call)"),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
-        verbose_name_plural = "tool policies"
+        verbose_name = _("tool policy")
+        verbose_name_plural = _("tool policies")
 
     def __str__(self):
         return f"{self.tool_name}: {self.mode}"
@@ -98,45 +105,52 @@ class ApprovalRequest(models.Model):
                                     Status.EXPIRED, Status.CANCELLED}}
     RESOLVED_APPROVED = {Status.APPROVED, Status.MODIFIED}
 
-    id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    tool_name = models.CharField(max_length=100)
-    arguments = models.JSONField()
-    schema = models.JSONField(default=dict)
-    final_arguments = models.JSONField(null=True, blank=True)
-    description = models.TextField()
-    reason = models.TextField(blank=True, default="")
-    reversible = models.BooleanField(default=False)
-    impact = models.TextField(blank=True, default="")
-    risk = models.CharField(max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
-    matched_rule = models.CharField(max_length=200, blank=True, default="")
-    self_check = models.TextField(blank=True, default="")  # mode model: the model's reason a person is needed
-    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    approver_kind = models.CharField(max_length=16, choices=ApproverKind.choices)
-    approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT)
-    required_approvals = models.PositiveSmallIntegerField(default=1)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    remind_at = models.DateTimeField(null=True, blank=True)
-    reminded_at = models.DateTimeField(null=True, blank=True)
-    escalation_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    escalate_at = models.DateTimeField(null=True, blank=True)
-    escalated_at = models.DateTimeField(null=True, blank=True)
-    timeout_action = models.CharField(max_length=16, choices=TimeoutAction.choices, default=TimeoutAction.REJECT)
+    id = models.CharField(_("ID"), primary_key=True, max_length=64, default=new_id, editable=False)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.PENDING)
+    tool_name = models.CharField(_("tool name"), max_length=100)
+    arguments = models.JSONField(_("arguments"))
+    schema = models.JSONField(_("schema"), default=dict)
+    final_arguments = models.JSONField(_("final arguments"), null=True, blank=True)
+    description = models.TextField(_("description"))
+    reason = models.TextField(_("reason"), blank=True, default="")
+    reversible = models.BooleanField(_("reversible"), default=False)
+    impact = models.TextField(_("impact"), blank=True, default="")
+    risk = models.CharField(_("risk"), max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
+    matched_rule = models.CharField(_("rule that matched"), max_length=200, blank=True, default="")
+    self_check = models.TextField(_("model self-check"), blank=True, default="")  # mode model: the model's reason a person is needed
+    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
+                                  verbose_name=pgettext_lazy("field", "requester"))
+    approver_kind = models.CharField(_("who decides"), max_length=16, choices=ApproverKind.choices)
+    approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT,
+                                       verbose_name=_("deciding group"))
+    required_approvals = models.PositiveSmallIntegerField(_("approvals needed"), default=1)
+    expires_at = models.DateTimeField(_("deadline"), null=True, blank=True)
+    remind_at = models.DateTimeField(_("remind at"), null=True, blank=True)
+    reminded_at = models.DateTimeField(_("reminded at"), null=True, blank=True)
+    escalation_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT,
+                                         related_name="+", verbose_name=_("escalates to"))
+    escalate_at = models.DateTimeField(_("escalate at"), null=True, blank=True)
+    escalated_at = models.DateTimeField(_("escalated at"), null=True, blank=True)
+    timeout_action = models.CharField(_("at the deadline"), max_length=16, choices=TimeoutAction.choices,
+                                      default=TimeoutAction.REJECT)
     # what the reviewers may answer, from the policy when the request was made (choices.DECISIONS)
-    allowed_decisions = models.JSONField(default=default_decisions, blank=True)
-    agent_name = models.CharField(max_length=100, blank=True, default="")
-    thread_ref = models.CharField(max_length=200, blank=True, default="")
-    run_ref = models.CharField(max_length=200, blank=True, default="")
-    tool_call_ref = models.CharField(max_length=200, blank=True, default="")
-    context = models.JSONField(default=dict, blank=True)  # conversation excerpt etc.
-    feedback = models.TextField(blank=True, default="")
+    allowed_decisions = models.JSONField(_("allowed decisions"), default=default_decisions, blank=True)
+    agent_name = models.CharField(_("agent"), max_length=100, blank=True, default="")
+    thread_ref = models.CharField(_("thread"), max_length=200, blank=True, default="")
+    run_ref = models.CharField(_("run"), max_length=200, blank=True, default="")
+    tool_call_ref = models.CharField(_("tool call"), max_length=200, blank=True, default="")
+    context = models.JSONField(_("context"), default=dict, blank=True)  # conversation excerpt etc.
+    feedback = models.TextField(_("feedback"), blank=True, default="")
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        verbose_name=_("decided by"),
     )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("approval request")
+        verbose_name_plural = _("approval requests")
         ordering = ["-created_at"]
         indexes = [
             # the inbox: pending first, newest first, per approver group
@@ -199,17 +213,21 @@ class Decision(models.Model):
         REJECT = "reject", _("Reject")
         RESPOND = "respond", _("Respond")  # guidance instead of a decision: the call does not run
 
-    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    decision = models.CharField(max_length=16, choices=Kind.choices)
-    arguments = models.JSONField(null=True, blank=True)
-    arguments_hash = models.CharField(max_length=64, blank=True, default="")
-    feedback = models.TextField(blank=True, default="")
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions",
+                                verbose_name=_("request"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
+                             verbose_name=_("reviewer"))
+    decision = models.CharField(_("decision"), max_length=16, choices=Kind.choices)
+    arguments = models.JSONField(_("arguments"), null=True, blank=True)
+    arguments_hash = models.CharField(_("arguments hash"), max_length=64, blank=True, default="")
+    feedback = models.TextField(_("feedback"), blank=True, default="")
     # an approval of other arguments stops counting when a reviewer edits them (quorum by hash)
-    withdrawn_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    withdrawn_at = models.DateTimeField(_("withdrawn at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("decided at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("decision")
+        verbose_name_plural = _("decisions")
         ordering = ["created_at"]
 
     def __str__(self):  # the admin's inline rows: who decided what, when
@@ -226,15 +244,19 @@ class HeldDecision(models.Model):
     beat sweep sends it through services.decide once due (services.release_due). The delay lives
     here, not in the browser: a tab closed during the window neither loses nor doubles it."""
 
-    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="held_decisions")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    decision = models.CharField(max_length=16, choices=Decision.Kind.choices)
-    arguments = models.JSONField(null=True, blank=True)  # edited arguments, or None: as they stand
-    feedback = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    due_at = models.DateTimeField()
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="held_decisions",
+                                verbose_name=_("request"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+",
+                             verbose_name=_("reviewer"))
+    decision = models.CharField(_("decision"), max_length=16, choices=Decision.Kind.choices)
+    arguments = models.JSONField(_("arguments"), null=True, blank=True)  # edited arguments, or None: as they stand
+    feedback = models.TextField(_("feedback"), blank=True, default="")
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    due_at = models.DateTimeField(_("due at"))
 
     class Meta:
+        verbose_name = _("held decision")
+        verbose_name_plural = _("held decisions")
         constraints = [
             # deciding again inside the window replaces the held decision
             models.UniqueConstraint(fields=["request", "user"], name="held_decision_one_per_reviewer"),
@@ -285,19 +307,23 @@ class AuditEvent(models.Model):
         RETRIED = "retried", _("Retried")  # an idempotent tool call re-run after such an interruption
         OUTCOME_REPORTED = "outcome_reported", _("Outcome Reported")  # an outside agent said how its approved call went
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
-    action = models.CharField(max_length=32, choices=Action.choices)
-    request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit")
-    tool_name = models.CharField(max_length=100, blank=True, default="")
-    object_ref = models.CharField(max_length=200, blank=True, default="")
-    before = models.JSONField(null=True, blank=True)
-    after = models.JSONField(null=True, blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                              verbose_name=_("actor"))
+    action = models.CharField(_("action"), max_length=32, choices=Action.choices)
+    request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="audit", verbose_name=_("request"))
+    tool_name = models.CharField(_("tool name"), max_length=100, blank=True, default="")
+    object_ref = models.CharField(_("object"), max_length=200, blank=True, default="")
+    before = models.JSONField(_("before"), null=True, blank=True)
+    after = models.JSONField(_("after"), null=True, blank=True)
 
     objects = AuditQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
         ordering = ["-created_at", "-id"]
         indexes = [
             # /api/audit/?action=...: one kind of event, newest first
@@ -322,17 +348,20 @@ class ThreadGrant(models.Model):
     revoked, never deleted, so the record stays visible.
     """
 
-    tool_name = models.CharField(max_length=100)
-    thread_ref = models.CharField(max_length=200)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    tool_name = models.CharField(_("tool name"), max_length=100)
+    thread_ref = models.CharField(_("thread"), max_length=200)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+",
+                             verbose_name=_("user"))
     source_request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.SET_NULL,
-                                       related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+                                       related_name="+", verbose_name=_("given through"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
     revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+                                   related_name="+", verbose_name=_("revoked by"))
 
     class Meta:
+        verbose_name = _("thread grant")
+        verbose_name_plural = _("thread grants")
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["user", "thread_ref", "tool_name"], condition=models.Q(revoked_at=None),
@@ -362,17 +391,20 @@ class OutsideCall(models.Model):
         UNKNOWN = "unknown", _("Unknown")
 
     request = models.OneToOneField(ApprovalRequest, primary_key=True, on_delete=models.CASCADE,
-                                   related_name="outside")
-    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
-    body_hash = models.CharField(max_length=64)  # the same key with another body is refused (422)
-    callback_url = models.URLField(max_length=2000, blank=True, default="")
-    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True, default="")
-    outcome_detail = models.TextField(blank=True, default="")
-    outcome_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+                                   related_name="outside", verbose_name=_("request"))
+    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
+                                  verbose_name=pgettext_lazy("field", "requester"))
+    idempotency_key = models.CharField(_("idempotency key"), max_length=200, null=True, blank=True)
+    body_hash = models.CharField(_("body hash"), max_length=64)  # the same key with another body is refused (422)
+    callback_url = models.URLField(_("callback URL"), max_length=2000, blank=True, default="")
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices, blank=True, default="")
+    outcome_detail = models.TextField(_("outcome detail"), blank=True, default="")
+    outcome_at = models.DateTimeField(_("outcome reported at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("outside call")
+        verbose_name_plural = _("outside calls")
         constraints = [
             # a retry with the same key finds the first request (and two racing retries make one)
             models.UniqueConstraint(fields=["requester", "idempotency_key"], name="outside_idempotency_uniq",
@@ -390,9 +422,13 @@ class NotificationSetting(models.Model):
         NEVER = "never", _("Never")
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                                related_name="approval_notifications")
-    mail = models.CharField(max_length=16, choices=Mail.choices, default=Mail.REQUEST)
-    updated_at = models.DateTimeField(auto_now=True)
+                                related_name="approval_notifications", verbose_name=_("user"))
+    mail = models.CharField(_("mail"), max_length=16, choices=Mail.choices, default=Mail.REQUEST)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("notification setting")
+        verbose_name_plural = _("notification settings")
 
     def __str__(self):
         return f"{self.user}: {self.get_mail_display()}"
@@ -403,12 +439,18 @@ class MailLink(models.Model):
     (approvals.mail_links): the row binds them to the request and the recipient, and `used_at`
     makes them single use (either link, once)."""
 
-    nonce = models.CharField(primary_key=True, max_length=43)
-    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="mail_links")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    used_at = models.DateTimeField(null=True, blank=True)
-    used_decision = models.CharField(max_length=16, blank=True)
+    nonce = models.CharField(_("nonce"), primary_key=True, max_length=43)
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="mail_links",
+                                verbose_name=_("request"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+",
+                             verbose_name=_("recipient"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    used_at = models.DateTimeField(_("used at"), null=True, blank=True)
+    used_decision = models.CharField(_("used for"), max_length=16, blank=True)
+
+    class Meta:
+        verbose_name = _("mail link")
+        verbose_name_plural = _("mail links")
 
     def __str__(self):
         return f"mail link for {self.user} on {self.request_id}"
