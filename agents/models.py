@@ -12,15 +12,18 @@ def new_id():
 
 
 class Thread(models.Model):
-    id = models.CharField(primary_key=True, max_length=200, default=new_id)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads")
-    agent = models.CharField(max_length=100)
-    title = models.CharField(max_length=200, blank=True, default="")
-    message_seq = models.PositiveIntegerField(default=0)  # last Message.seq handed out
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    id = models.CharField(_("ID"), primary_key=True, max_length=200, default=new_id)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads",
+                              verbose_name=_("owner"))
+    agent = models.CharField(_("agent"), max_length=100)
+    title = models.CharField(_("title"), max_length=200, blank=True, default="")
+    message_seq = models.PositiveIntegerField(_("last message number"), default=0)  # last Message.seq handed out
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
+        verbose_name = _("thread")
+        verbose_name_plural = _("threads")
         indexes = [models.Index(fields=["owner", "-updated_at"], name="thread_owner_recent_idx")]  # thread list
 
     def __str__(self):
@@ -48,32 +51,36 @@ class Run(models.Model):
         Status.RUNNING: {Status.INTERRUPTED, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED},
     }
 
-    id = models.CharField(primary_key=True, max_length=200, default=new_id)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    id = models.CharField(_("ID"), primary_key=True, max_length=200, default=new_id)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs",
+                               verbose_name=_("thread"))
     parent_run = models.OneToOneField(  # one continuation per paused run
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continuation"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continuation",
+        verbose_name=_("continues run"),
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    error = models.TextField(blank=True, default="")
-    error_code = models.CharField(max_length=64, blank=True, default="")
-    forwarded_props = models.JSONField(default=dict, blank=True)
-    stream_id = models.CharField(max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
-    client_tools = models.JSONField(default=list, blank=True)  # AG-UI frontend tools offered to the model
-    context = models.JSONField(default=list, blank=True)  # AG-UI context[] ({description, value}) for the model
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(_("error"), blank=True, default="")
+    error_code = models.CharField(_("error code"), max_length=64, blank=True, default="")
+    forwarded_props = models.JSONField(_("forwarded props"), default=dict, blank=True)
+    stream_id = models.CharField(_("stream id"), max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
+    client_tools = models.JSONField(_("client tools"), default=list, blank=True)  # AG-UI frontend tools offered to the model
+    context = models.JSONField(_("context"), default=list, blank=True)  # AG-UI context[] ({description, value}) for the model
     # client messages the run did not take, told in-stream (incoming.py): [{id, role, key}], so a
     # resent system message is told about once per thread, not every turn
-    ignored_messages = models.JSONField(default=list, blank=True)
-    resume_run_id = models.CharField(max_length=200, blank=True, default="")  # the client's id for the continuation
+    ignored_messages = models.JSONField(_("ignored messages"), default=list, blank=True)
+    resume_run_id = models.CharField(_("continuation run id"), max_length=200, blank=True, default="")  # the client's id for the continuation
     # (id, role, content, tool_call_id) a client sent with its resume: stored and answered by the
     # continuation once the resumed calls have their results (so the stored order is call, result, text)
-    queued_messages = models.JSONField(default=list, blank=True)
+    queued_messages = models.JSONField(_("queued messages"), default=list, blank=True)
     # the run's RUN_FINISHED / RUN_ERROR when Redis could not take it: published later by the beat
-    undelivered_end = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    undelivered_end = models.TextField(_("undelivered end"), blank=True, default="")
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("run")
+        verbose_name_plural = _("runs")
         indexes = [
             models.Index(fields=["thread", "status"], name="run_thread_status_idx"),  # active run lookup
             models.Index(fields=["finished_at"], condition=~models.Q(undelivered_end=""), name="run_undelivered_idx"),
@@ -90,20 +97,24 @@ class Message(models.Model):
         TOOL = "tool", _("Tool")
         SYSTEM = "system", _("System")
 
-    id = models.CharField(primary_key=True, max_length=200, default=new_id)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
-    seq = models.PositiveIntegerField()
-    role = models.CharField(max_length=16, choices=Role.choices)
-    content = models.TextField(blank=True, default="")
-    tool_calls = models.JSONField(null=True, blank=True)  # OpenAI shape: [{id, type, function: {name, arguments}}]
-    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    id = models.CharField(_("ID"), primary_key=True, max_length=200, default=new_id)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages",
+                               verbose_name=_("thread"))
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages",
+                            verbose_name=_("run"))
+    seq = models.PositiveIntegerField(_("number"))
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices)
+    content = models.TextField(_("content"), blank=True, default="")
+    tool_calls = models.JSONField(_("tool calls"), null=True, blank=True)  # OpenAI shape: [{id, type, function: {name, arguments}}]
+    tool_call_id = models.CharField(_("tool call id"), max_length=200, blank=True, default="")
     # a user message with images: its AG-UI content parts (wire form); `content` keeps its text
-    parts = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")  # a frontend tool's result: why the tool failed
-    created_at = models.DateTimeField(auto_now_add=True)
+    parts = models.JSONField(_("parts"), null=True, blank=True)
+    error = models.TextField(_("error"), blank=True, default="")  # a frontend tool's result: why the tool failed
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["seq"]
         constraints = [models.UniqueConstraint(fields=["thread", "seq"], name="message_thread_seq_uniq")]
 
@@ -156,27 +167,31 @@ class ToolCall(models.Model):
     # a call that keeps its run paused until a person answers
     WAITING = (Status.AWAITING_APPROVAL, Status.AWAITING_INPUT)
 
-    id = models.CharField(primary_key=True, max_length=200)  # the model's tool call id
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tool_calls")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
-    name = models.CharField(max_length=100)
-    raw_arguments = models.TextField(blank=True, default="")
-    arguments = models.JSONField(null=True, blank=True)  # validated
-    final_arguments = models.JSONField(null=True, blank=True)  # what a reviewer approved
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PROPOSED)
-    approval_id = models.CharField(max_length=64, blank=True, default="")
-    feedback = models.TextField(blank=True, default="")
-    result = models.TextField(blank=True, default="")
-    attempts = models.PositiveSmallIntegerField(default=0)  # claims to execute (retries of idempotent tools)
-    claimed_at = models.DateTimeField(null=True, blank=True)  # the last claim (proposed|approved -> executing)
+    id = models.CharField(_("ID"), primary_key=True, max_length=200)  # the model's tool call id
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="tool_calls",
+                               verbose_name=_("thread"))
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls", verbose_name=_("run"))
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls",
+                                verbose_name=_("message"))
+    name = models.CharField(_("tool name"), max_length=100)
+    raw_arguments = models.TextField(_("raw arguments"), blank=True, default="")
+    arguments = models.JSONField(_("arguments"), null=True, blank=True)  # validated
+    final_arguments = models.JSONField(_("final arguments"), null=True, blank=True)  # what a reviewer approved
+    status = models.CharField(_("status"), max_length=20, choices=Status.choices, default=Status.PROPOSED)
+    approval_id = models.CharField(_("approval request"), max_length=64, blank=True, default="")
+    feedback = models.TextField(_("feedback"), blank=True, default="")
+    result = models.TextField(_("result"), blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)  # claims to execute (retries of idempotent tools)
+    claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)  # the last claim (proposed|approved -> executing)
     # what a call that paused inside its tool needs to go on, written by the tool (an MCP server's
     # elicitation: the server's session and where its stream stands); JSON the tool alone reads
-    resume = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    resume = models.JSONField(_("resume"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
+        verbose_name = _("tool call")
+        verbose_name_plural = _("tool calls")
         indexes = [
             models.Index(fields=["thread", "status"], name="toolcall_thread_status_idx"),  # settle pass
             # recovery sweep: calls still executing, claimed longer ago than the lease
@@ -206,17 +221,22 @@ class WorkflowInstance(models.Model):
 
     FINISHED = (Status.COMPLETED, Status.CANCELLED)
 
-    thread = models.OneToOneField(Thread, on_delete=models.CASCADE, related_name="workflow")
-    workflow = models.CharField(max_length=100)
-    status = models.CharField(max_length=32, choices=Status.choices, default=Status.IN_PROGRESS)
-    active_agent = models.CharField(max_length=100)
-    case = models.PositiveIntegerField(default=1)  # bumped when a finished workflow takes a new request
-    case_started_seq = models.PositiveIntegerField(default=0)  # Message.seq before the case began
-    task = models.TextField(blank=True, default="")  # the request that started the case
-    path = models.JSONField(default=list, blank=True)  # [{agent, from?, toolCallId?, runId, at}] in order
-    agent_state = models.JSONField(default=dict, blank=True)  # {agent: {turns, toolCalls, lastOutput, status}}
-    output = models.TextField(blank=True, default="")  # the final output once completed
-    updated_at = models.DateTimeField(auto_now=True)
+    thread = models.OneToOneField(Thread, on_delete=models.CASCADE, related_name="workflow",
+                                  verbose_name=_("thread"))
+    workflow = models.CharField(_("workflow"), max_length=100)
+    status = models.CharField(_("status"), max_length=32, choices=Status.choices, default=Status.IN_PROGRESS)
+    active_agent = models.CharField(_("active agent"), max_length=100)
+    case = models.PositiveIntegerField(_("case"), default=1)  # bumped when a finished workflow takes a new request
+    case_started_seq = models.PositiveIntegerField(_("case started after message"), default=0)  # Message.seq before the case began
+    task = models.TextField(_("task"), blank=True, default="")  # the request that started the case
+    path = models.JSONField(_("path"), default=list, blank=True)  # [{agent, from?, toolCallId?, runId, at}] in order
+    agent_state = models.JSONField(_("agent state"), default=dict, blank=True)  # {agent: {turns, toolCalls, lastOutput, status}}
+    output = models.TextField(_("output"), blank=True, default="")  # the final output once completed
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("workflow instance")
+        verbose_name_plural = _("workflow instances")
 
     def __str__(self):
         return f"{self.workflow} on {self.thread_id}: {self.active_agent} ({self.status})"
@@ -230,22 +250,28 @@ class InputRequest(models.Model):
         ANSWERED = "answered", _("Answered")
         CANCELLED = "cancelled", _("Cancelled")
 
-    id = models.CharField(primary_key=True, max_length=64, default=new_id, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="input_requests")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="input_requests")
-    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="input_request")
-    agent = models.CharField(max_length=100, blank=True, default="")
-    message = models.TextField()
-    response_schema = models.JSONField(default=dict)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    answer = models.JSONField(null=True, blank=True)
+    id = models.CharField(_("ID"), primary_key=True, max_length=64, default=new_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="input_requests",
+                               verbose_name=_("thread"))
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="input_requests",
+                            verbose_name=_("run"))
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="input_request",
+                                     verbose_name=_("tool call"))
+    agent = models.CharField(_("agent"), max_length=100, blank=True, default="")
+    message = models.TextField(_("question"))
+    response_schema = models.JSONField(_("response schema"), default=dict)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.PENDING)
+    answer = models.JSONField(_("answer"), null=True, blank=True)
     answered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        verbose_name=_("answered by"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    answered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    answered_at = models.DateTimeField(_("answered at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("input request")
+        verbose_name_plural = _("input requests")
         ordering = ["created_at"]
         # the thread's open questions: new-run check, AG-UI resume, snapshots
         indexes = [models.Index(fields=["thread", "status"], name="input_thread_status_idx")]
@@ -262,11 +288,15 @@ class ThreadIdClaim(models.Model):
     an id given to a second owner after a deletion would reach the first owner's leftovers.
     """
 
-    id = models.CharField(primary_key=True, max_length=200)
+    id = models.CharField(_("ID"), primary_key=True, max_length=200)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="+")
-    claimed_at = models.DateTimeField(auto_now_add=True)
-    released_at = models.DateTimeField(null=True, blank=True)  # its thread was deleted
+                              related_name="+", verbose_name=_("owner"))
+    claimed_at = models.DateTimeField(_("claimed at"), auto_now_add=True)
+    released_at = models.DateTimeField(_("released at"), null=True, blank=True)  # its thread was deleted
+
+    class Meta:
+        verbose_name = _("thread id claim")
+        verbose_name_plural = _("thread id claims")
 
     def __str__(self):
         return self.id
