@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.text import format_lazy
+from django.utils.text import capfirst, format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
@@ -22,7 +22,8 @@ class EndpointForm(forms.ModelForm):
     url = forms.CharField(label=_("URL"), max_length=2000,
                           help_text=_("An http:// or https:// URL that receives the events."))
     events = forms.MultipleChoiceField(choices=[(e, format_lazy("{} ({})", EVENT_WORDS[e], e)) for e in EVENT_TYPES],
-                                       required=False, widget=forms.CheckboxSelectMultiple,
+                                       label=capfirst(_("events")), required=False,
+                                       widget=forms.CheckboxSelectMultiple,
                                        help_text=_("None ticked: every event."))
 
     class Meta:

@@ -79,3 +79,41 @@ def test_the_admins_own_words_are_in_the_admins_language(admin, demo):
     WebhookDelivery.objects.create(url="https://example.com/hook", event_type="approval.decided", payload={})
     deliveries = admin.get("/admin/webhooks/webhookdelivery/").content.decode()  # actions show with rows
     assert "Renvoyer les livraisons sélectionnées" in deliveries
+
+
+def _labels(body):
+    """The text of every <label> on an admin page, without the language's label suffix (" :")."""
+    import html
+
+    return {html.unescape(re.sub(r"<[^>]+>", "", m)).strip().rstrip(":").strip().replace("\xa0", " ").strip()
+            for m in re.findall(r"<label[^>]*>(.*?)</label>", body, re.S)}
+
+
+def test_the_records_field_labels_are_in_the_admins_language(admin, demo):
+    """A request's and a webhook endpoint's change forms label each field in the admin's saved
+    language (the models' verbose names, here French), with none left in English."""
+    from django.utils import translation
+    from django.utils.text import capfirst
+
+    from approvals.models import ApprovalRequest
+    from people.models import Profile
+    from webhooks.models import WebhookEndpoint
+
+    Profile.objects.update_or_create(user=demo["admin"], defaults={"language": "fr"})
+    req = make_request("alice")
+    endpoint = WebhookEndpoint.objects.create(url="https://example.com/hook", events=["approval.decided"])
+
+    labels = _labels(admin.get(f"/admin/approvals/approvalrequest/{req.pk}/change/").content.decode())
+    assert {"Nom de l’outil", "Demandeur", "Échéance", "Groupe qui décide", "Décidé par"} <= labels
+    shown = [f for f in ApprovalRequest._meta.concrete_fields if f.editable]
+    assert len(shown) > 30
+    for f in shown:
+        with translation.override("en"):
+            english = capfirst(str(f.verbose_name))
+        with translation.override("fr"):
+            french = capfirst(str(f.verbose_name))
+        assert french in labels, f.name
+        assert english == french or english not in labels, f.name  # "Description" is French too
+
+    labels = _labels(admin.get(f"/admin/webhooks/webhookendpoint/{endpoint.pk}/change/").content.decode())
+    assert {"Événements", "Description"} <= labels and "Events" not in labels
