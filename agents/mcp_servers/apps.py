@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MCPServersConfig(AppConfig):
     name = "agents.mcp_servers"
     label = "mcp_servers"
-    verbose_name = "MCP servers"
+    verbose_name = _("MCP servers")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
