@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy as _
 class MCPServersConfig(AppConfig):
     name = "agents.mcp_servers"
     label = "mcp_servers"
-    verbose_name = _("MCP servers")
+    verbose_name = _("Tools from MCP servers")  # the admin's heading
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):

@@ -69,7 +69,7 @@ def test_the_admins_own_words_are_in_the_admins_language(admin, demo):
     Profile.objects.update_or_create(user=demo["admin"], defaults={"language": "fr"})
     make_request("alice")
     index = admin.get("/admin/").content.decode()  # the apps' headings
-    assert all(h in index for h in ("Approbations", "Agents et conversations", "Catalogue de démonstration"))
+    assert all(h in index for h in ("Approbations", "Outils des serveurs MCP", ">Webhooks<"))
     body = admin.get("/admin/approvals/approvalrequest/").content.decode()
     assert "Ouvrir dans la boîte de réception" in body and "Open in the inbox" not in body
     policy = admin.get("/admin/approvals/toolpolicy/add/").content.decode()
