@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
 from approvals import services as approval_services
@@ -23,13 +24,6 @@ from .runtime import events, inputs
 from .transitions import continue_run, move_call, move_run
 
 log = logging.getLogger(__name__)
-
-
-def _both(names):
-    """"a", "a and b", "a, b and c": in the reader's language."""
-    if len(names) == 1:
-        return names[0]
-    return _("%(first)s and %(last)s") % {"first": ", ".join(names[:-1]), "last": names[-1]}
 
 
 class RunConflict(Exception):
@@ -94,7 +88,7 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
             if others and all(isinstance(r, ApprovalRequest) and not answered_by_requester(r) for r in pending):
                 message = _("This chat is waiting for %(groups)s to decide on “%(request)s”. You can write "
                             "again once they have decided.") % {
-                    "groups": _both(sorted(others)), "request": pending[0].description}
+                    "groups": get_text_list(sorted(others), _("and")), "request": pending[0].description}
             else:
                 message = _("This chat is waiting for your answer to the request above: answer it first.")
             raise RunConflict("interrupt_pending", message, pending)

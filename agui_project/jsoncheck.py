@@ -101,25 +101,29 @@ def _printable(text):
     return _BAD_CHAR.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-_BAD_TEXT = {  # (where the text is) -> (NUL, lone surrogate)
-    "text": (gettext_noop("The text contains a NUL character (\\u0000), which is not accepted"),
-             gettext_noop("The text is not valid Unicode: it contains an unpaired UTF-16 surrogate (\\ud800 to \\udfff "
-                "without its pair)")),
-    "text_at": (gettext_noop("The text at %(field)s contains a NUL character (\\u0000), which is not accepted"),
-                gettext_noop("The text at %(field)s is not valid Unicode: it contains an unpaired UTF-16 surrogate "
-                   "(\\ud800 to \\udfff without its pair)")),
-    "key": (gettext_noop("A key contains a NUL character (\\u0000), which is not accepted"),
-            gettext_noop("A key is not valid Unicode: it contains an unpaired UTF-16 surrogate (\\ud800 to \\udfff "
-               "without its pair)")),
-    "key_in": (gettext_noop("A key in %(field)s contains a NUL character (\\u0000), which is not accepted"),
-               gettext_noop("A key in %(field)s is not valid Unicode: it contains an unpaired UTF-16 surrogate "
-                  "(\\ud800 to \\udfff without its pair)")),
+_BAD_TEXT = {  # (a value or a key, found at a named field) -> (NUL, lone surrogate)
+    ("text", False): (
+        gettext_noop("The text contains a NUL character (\\u0000), which is not accepted"),
+        gettext_noop("The text is not valid Unicode: it contains an unpaired UTF-16 surrogate (\\ud800 to "
+                     "\\udfff without its pair)")),
+    ("text", True): (
+        gettext_noop("The text at %(field)s contains a NUL character (\\u0000), which is not accepted"),
+        gettext_noop("The text at %(field)s is not valid Unicode: it contains an unpaired UTF-16 surrogate "
+                     "(\\ud800 to \\udfff without its pair)")),
+    ("key", False): (
+        gettext_noop("A key contains a NUL character (\\u0000), which is not accepted"),
+        gettext_noop("A key is not valid Unicode: it contains an unpaired UTF-16 surrogate (\\ud800 to "
+                     "\\udfff without its pair)")),
+    ("key", True): (
+        gettext_noop("A key in %(field)s contains a NUL character (\\u0000), which is not accepted"),
+        gettext_noop("A key in %(field)s is not valid Unicode: it contains an unpaired UTF-16 surrogate "
+                     "(\\ud800 to \\udfff without its pair)")),
 }
 
 
 def _bad_text(text, where, field):
     """A Refusal of `text` (a value, or a key: `where`) found at `field`."""
-    nul, surrogate = _BAD_TEXT[{"text": "text_at", "key": "key_in"}[where] if field else where]
+    nul, surrogate = _BAD_TEXT[where, bool(field)]
     if "\x00" in text:
         return Refusal("nul_character", nul, field, {"field": field})
     return Refusal("invalid_text", surrogate, field, {"field": field})
