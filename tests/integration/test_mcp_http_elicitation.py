@@ -17,7 +17,7 @@ from celery.worker import state as worker_state
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from agents.mcp_servers import catalog, client, services
+from agents.mcp_servers import client, services
 from agents.models import InputRequest, Message, Run, ToolCall
 from approvals.models import AuditEvent
 from tests.agents.test_agui import run_input, user_msg
@@ -25,6 +25,7 @@ from tests.agents.test_workflows import sse
 from tests.conftest import wait_for_event
 from tests.integration.test_integration import continuation_finished, finished
 from tests.integration.test_mcp_servers import call, results, start, until
+from tests.mcp_servers import conftest as mcp_conftest
 from tests.mcp_servers.conftest import ROOT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -62,13 +63,12 @@ class Server:
         self.start()
 
 
+fresh_mcp = mcp_conftest.fresh_mcp  # the fixture: no MCP tool or session left from another test
+
+
 @pytest.fixture(autouse=True)
-def _fresh_mcp(settings):
+def _fresh_mcp(settings, fresh_mcp):
     settings.AGUI_UNDO_SECONDS = 0
-    catalog.reset()
-    yield
-    client.hub.close_all()
-    catalog.reset()
 
 
 @pytest.fixture

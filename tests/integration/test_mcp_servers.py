@@ -10,25 +10,25 @@ import time
 
 import pytest
 
-from agents.mcp_servers import catalog, client, services
+from agents.mcp_servers import catalog, services
 from agents.mcp_servers.models import MCPServer
 from agents.models import InputRequest, Message, ToolCall
 from approvals import registry
 from approvals.models import ApprovalRequest, AuditEvent
 from tests.conftest import stream_events, wait_for_event
 from tests.integration.test_integration import continuation_finished, finished
+from tests.mcp_servers import conftest as mcp_conftest
 from tests.mcp_servers.conftest import fs_values, hang_values, need_filesystem_server, notes_values
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
+fresh_mcp = mcp_conftest.fresh_mcp  # the fixture: no MCP tool or session left from another test
+
+
 @pytest.fixture(autouse=True)
-def _fresh_mcp(settings):
+def _fresh_mcp(settings, fresh_mcp):
     settings.AGUI_UNDO_SECONDS = 0  # the inbox sends a decision at once
-    catalog.reset()
-    yield
-    client.hub.close_all()
-    catalog.reset()
 
 
 @pytest.fixture

@@ -46,15 +46,21 @@ def _commands_by_token(settings):
     settings.AGUI_MCP_COMMANDS_BY_TOKEN = True
 
 
-@pytest.fixture(autouse=True)
-def _forget_mcp_tools():
-    """Each test starts and ends with no MCP tool in this process (rolled-back rows leave none behind)."""
+@pytest.fixture
+def fresh_mcp():
+    """The test starts and ends with no MCP tool and no open MCP session in this process (rolled-back
+    rows leave none behind). Autouse here; the live-stack tests in tests/integration import it."""
     from agents.mcp_servers import catalog, client
 
     catalog.reset()
     yield
     client.hub.close_all()
     catalog.reset()
+
+
+@pytest.fixture(autouse=True)
+def _forget_mcp_tools(fresh_mcp):
+    yield
 
 
 @pytest.fixture
