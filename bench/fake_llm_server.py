@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import threading
@@ -22,6 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import django  # noqa: E402
+
+# the offline demo script answers in the conversation's language (Django's translation), so this
+# process sets Django up as the tests' in-process fake model has it
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
+django.setup()
 
 from tests.fake_llm import FakeLLM, _Handler, default_responder, usage  # noqa: E402
 
