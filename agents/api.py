@@ -8,6 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from agui_project import jsoncheck
+from agui_project.serializers import ModelSerializer
 from state import services as state_services
 
 from . import services, thread_ids
@@ -16,7 +17,7 @@ from .models import Message, Run, Thread
 from .runtime import inputs, statesync
 
 
-class ThreadSerializer(serializers.ModelSerializer):
+class ThreadSerializer(ModelSerializer):
     class Meta:
         model = Thread
         fields = ["id", "agent", "title", "created_at", "updated_at"]
@@ -36,7 +37,7 @@ class ThreadSerializer(serializers.ModelSerializer):
         return value
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(ModelSerializer):
     class Meta:
         model = Message
         fields = ["id", "role", "content", "tool_calls", "tool_call_id", "run", "created_at"]
@@ -95,7 +96,7 @@ class StateSerializer(serializers.Serializer):
                                         "that show a prediction awaiting a decision (their edits wait)")
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "thread", "parent_run", "status", "error", "error_code", "created_at", "started_at", "finished_at"]

@@ -18,6 +18,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
+from agui_project.serializers import ModelSerializer
+
 from . import exports, outside, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
@@ -38,7 +40,7 @@ def _error_response(exc):
 # --- approvals ------------------------------------------------------------------------------------
 
 
-class DecisionSerializer(serializers.ModelSerializer):
+class DecisionSerializer(ModelSerializer):
     user = serializers.CharField(source="user.username", read_only=True)
     withdrawn = serializers.SerializerMethodField()
 
@@ -51,7 +53,7 @@ class DecisionSerializer(serializers.ModelSerializer):
         return obj.withdrawn_at is not None
 
 
-class OutsideInfoSerializer(serializers.ModelSerializer):
+class OutsideInfoSerializer(ModelSerializer):
     class Meta:
         model = OutsideCall
         fields = ["callback_url", "outcome", "outcome_detail", "outcome_at"]
@@ -91,7 +93,7 @@ class OutcomeSerializer(serializers.Serializer):
     detail = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
 
 
-class ApprovalSerializer(serializers.ModelSerializer):
+class ApprovalSerializer(ModelSerializer):
     thread = serializers.SerializerMethodField(help_text="The conversation: ours, or the outside agent's own ref")
     run = serializers.SerializerMethodField()
     tool_call = serializers.CharField(source="tool_call_ref", read_only=True)
@@ -298,7 +300,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 # --- policies --------------------------------------------------------------------------------------
 
 
-class PolicySerializer(serializers.ModelSerializer):
+class PolicySerializer(ModelSerializer):
     approver_group = serializers.SlugRelatedField(slug_field="name", queryset=Group.objects.all(), allow_null=True,
                                                   required=False)
     escalation_group = serializers.SlugRelatedField(slug_field="name", queryset=Group.objects.all(),
@@ -412,7 +414,7 @@ class PolicyViewSet(viewsets.GenericViewSet):
 # --- audit -----------------------------------------------------------------------------------------
 
 
-class AuditSerializer(serializers.ModelSerializer):
+class AuditSerializer(ModelSerializer):
     actor = serializers.CharField(source="actor.username", read_only=True, default=None)
     request = serializers.CharField(source="request_id", read_only=True, default=None)
 
@@ -458,7 +460,7 @@ class AuditViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 # --- "always allow in this thread" -----------------------------------------------------------------
 
 
-class GrantSerializer(serializers.ModelSerializer):
+class GrantSerializer(ModelSerializer):
     user = serializers.CharField(source="user.username", read_only=True)
     thread = serializers.CharField(source="thread_ref", read_only=True)
     revoked_by = serializers.CharField(source="revoked_by.username", read_only=True, default=None)

@@ -7,11 +7,13 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
+from agui_project.serializers import ModelSerializer
+
 from . import services
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 
-class EndpointSerializer(serializers.ModelSerializer):
+class EndpointSerializer(ModelSerializer):
     events = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_TYPES), required=False)
     url = serializers.CharField()  # checked by services.check_url (http(s) only, bounded length)
 
@@ -32,13 +34,13 @@ class CreatedEndpointSerializer(EndpointSerializer):
         fields = [*EndpointSerializer.Meta.fields, "secret"]
 
 
-class AttemptSerializer(serializers.ModelSerializer):
+class AttemptSerializer(ModelSerializer):
     class Meta:
         model = WebhookAttempt
         fields = ["id", "started_at", "latency_ms", "response_status", "response_body", "error", "succeeded"]
 
 
-class DeliverySerializer(serializers.ModelSerializer):
+class DeliverySerializer(ModelSerializer):
     attempt_log = AttemptSerializer(source="attempt_rows", many=True, read_only=True)
 
     class Meta:

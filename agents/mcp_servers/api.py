@@ -16,6 +16,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
 from agents.registry import AGENTS
+from agui_project.serializers import ModelSerializer
 
 from . import catalog, services
 from .models import NAME_PATTERN, MCPServer
@@ -31,7 +32,7 @@ COMMANDS_NEED_SIGN_IN = gettext_lazy(
     "admins' tokens do it.")
 
 
-class ServerSerializer(serializers.ModelSerializer):
+class ServerSerializer(ModelSerializer):
     name = serializers.RegexField(NAME_PATTERN, max_length=31)
     args = serializers.ListField(child=serializers.CharField(max_length=2000, allow_blank=True), required=False,
                                  max_length=100)
