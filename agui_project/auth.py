@@ -36,8 +36,9 @@ def token_user(key):
 
     # the user's saved language comes with it (people.Profile, by its relation's name: no import of
     # the app): the answer's language costs no query of its own (agui_project/language.py)
-    token = Token.objects.select_related("user", "user__profile").filter(key=key).first()
-    if token is None:
+    try:  # get, not first(): no ORDER BY to build for a primary key
+        token = Token.objects.select_related("user", "user__profile").get(key=key)
+    except Token.DoesNotExist:
         return None, None, INVALID
     expires = token_expires_at(token)
     if expires is not None and expires <= timezone.now():
