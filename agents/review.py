@@ -12,6 +12,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
+from agui_project.queries import one
 from approvals import inbox as approval_inbox
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -37,7 +38,7 @@ def request_conversation(request, approval_id):
         raise Http404("no such request")
     if not (is_admin(request.user) or approval_services.can_decide(request.user, approval)):
         raise PermissionDenied(_("only the reviewers who decide this request may read its conversation"))
-    thread = Thread.objects.filter(pk=approval.thread_ref).first()
+    thread = one(Thread.objects.filter(pk=approval.thread_ref))
     if thread is None:
         raise Http404("the conversation was deleted")
     items, names = [], {}

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
 
+from agui_project.queries import one
 from approvals.models import ApprovalRequest
 
 from .models import Run, Thread
@@ -22,5 +23,5 @@ def chat_list(user):
 def run_language(run_id):
     """The language the chat's owner chose (people.Profile), else LANGUAGE_CODE: a worker says
     what people read of a run (tool outcomes, errors) in it; the model's own words stay as written."""
-    chosen = Run.objects.filter(pk=run_id).values_list("thread__owner__profile__language", flat=True).first()
+    chosen = one(Run.objects.filter(pk=run_id).values_list("thread__owner__profile__language", flat=True))
     return chosen or settings.LANGUAGE_CODE

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
+from agui_project.queries import one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -158,8 +159,8 @@ def approval_resolved(request):
     if status is None:
         return
     with transaction.atomic():
-        call = ToolCall.objects.select_related("thread__owner").filter(
-            pk=request.tool_call_ref, approval_id=request.pk).first()
+        call = one(ToolCall.objects.select_related("thread__owner").filter(
+            pk=request.tool_call_ref, approval_id=request.pk))
         if call is None:
             return
         owner = call.thread.owner  # read with the call: the chat's notice is worded for its viewer
@@ -435,7 +436,7 @@ def stop_abandoned_run(run_id):
     again when their watch would lapse: a watcher that leaves schedules the next check itself, and
     one whose process died must not keep the run alive. A paused run is not touched. Returns
     whether it was stopped."""
-    run = Run.objects.select_related("thread__owner").filter(pk=run_id).first()
+    run = one(Run.objects.select_related("thread__owner").filter(pk=run_id))
     if run is None:
         return False
     try:

@@ -12,6 +12,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from agui_project.queries import one
+
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
     ApprovalRequest,
@@ -236,8 +238,8 @@ def can_decide(user, req, group_ids=None):
 
 
 def _lock(request_id):
-    req = (ApprovalRequest.objects.select_for_update(of=("self",))
-           .select_related("approver_group", "escalation_group", "requester").filter(pk=request_id).first())
+    req = one(ApprovalRequest.objects.select_for_update(of=("self",))
+              .select_related("approver_group", "escalation_group", "requester").filter(pk=request_id))
     if req is None:
         raise NotFound(_("no such request"))
     return req
@@ -485,8 +487,8 @@ def release(held_id, *, now=None):
     request expired) is dropped and logged: there is nothing left to decide."""
     now = now or timezone.now()
     with transaction.atomic():
-        held = (HeldDecision.objects.select_for_update().select_related("user")
-                .filter(pk=held_id, due_at__lte=now).first())
+        held = one(HeldDecision.objects.select_for_update().select_related("user")
+                   .filter(pk=held_id, due_at__lte=now))
         if held is None:
             return None
         held.delete()
@@ -526,7 +528,7 @@ def _expire_locked(req):
 def expire(request_id):
     """Expire one request if it is pending and past its deadline; returns True when it did."""
     with transaction.atomic():
-        req = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
+        req = one(ApprovalRequest.objects.select_for_update().filter(pk=request_id))
         if not req or req.status != Status.PENDING or not req.expires_at or req.expires_at > timezone.now():
             return False
         _expire_locked(req)
@@ -542,7 +544,7 @@ def _recipients(req):
 def remind(request_id):
     """Remind the approvers once, when remind_at has passed; returns True when it did."""
     with transaction.atomic():
-        req = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
+        req = one(ApprovalRequest.objects.select_for_update().filter(pk=request_id))
         now = timezone.now()
         if (not req or req.status != Status.PENDING or not req.remind_at or req.remind_at > now
                 or req.reminded_at or (req.expires_at and req.expires_at <= now)):
@@ -558,8 +560,8 @@ def remind(request_id):
 def escalate(request_id):
     """Tell the escalation group (who may then decide) once escalate_at has passed."""
     with transaction.atomic():
-        req = (ApprovalRequest.objects.select_for_update(of=("self",)).select_related("escalation_group")
-               .filter(pk=request_id).first())
+        req = one(ApprovalRequest.objects.select_for_update(of=("self",)).select_related("escalation_group")
+                  .filter(pk=request_id))
         now = timezone.now()
         if (not req or req.status != Status.PENDING or not req.escalate_at or req.escalate_at > now
                 or req.escalated_at or not req.escalation_group_id or (req.expires_at and req.expires_at <= now)):
@@ -626,7 +628,7 @@ def _grant_snapshot(grant):
 
 def revoke_grant(grant_id, user):
     with transaction.atomic():
-        grant = selectors.visible_grants(user=user).select_for_update(of=("self",)).filter(pk=grant_id).first()
+        grant = one(selectors.visible_grants(user=user).select_for_update(of=("self",)).filter(pk=grant_id))
         if grant is None:
             raise NotFound(_("no such grant"))
         if grant.revoked_at:

@@ -19,6 +19,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from agui_project import jsoncheck
+from agui_project.queries import one
 from state import services as state_services
 
 from . import inbox as inbox_query
@@ -242,7 +243,7 @@ def _detail_context(request, approval):
 
 @reviewer_required
 def detail(request, approval_id):
-    approval = selectors.visible_requests(user=request.user).filter(pk=approval_id).select_related("decided_by").first()
+    approval = one(selectors.visible_requests(user=request.user).filter(pk=approval_id).select_related("decided_by"))
     if approval is None:
         raise Http404("no such request")
     if request.GET.get("partial") == "live":  # the panels a notice about this request refreshes

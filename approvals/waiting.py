@@ -24,6 +24,7 @@ from django.http import JsonResponse
 from django.utils.translation import gettext as _
 
 from agui_project import auth, language
+from agui_project.queries import one
 
 from .models import ApprovalRequest
 
@@ -54,7 +55,7 @@ def _refused_wait(request):
 def _read_status(pk):
     close_old_connections()  # a pooled thread: the request lifecycle's connection rules, by hand
     try:
-        return ApprovalRequest.objects.filter(pk=pk).values_list("status", flat=True).first()
+        return one(ApprovalRequest.objects.filter(pk=pk).values_list("status", flat=True))
     finally:
         close_old_connections()
 

@@ -37,6 +37,7 @@ from agents.runtime import events, inputs, statesync
 from agents.views import agent_cards
 from agui_project import jsoncheck
 from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
+from agui_project.queries import one
 from approvals import argument_errors
 from approvals.models import ApprovalRequest
 from state.services import StateError
@@ -194,7 +195,7 @@ def prepare(request, agent_name):
     agent_input, invalid = parse_input(request.body)
     if invalid:
         return invalid
-    thread = Thread.objects.filter(pk=agent_input.thread_id).first()
+    thread = one(Thread.objects.filter(pk=agent_input.thread_id))
     if thread and thread.owner_id != user.pk:
         return refuse(agent_input, "forbidden", _("this thread belongs to someone else"))
     if thread and thread.agent != agent.name:

@@ -25,6 +25,7 @@ from agents.models import InputRequest, Message, Run, ToolCall
 from agents.runtime import inputs
 from agents.runtime.runner import interrupt_for  # the runner's own wording of an approval interrupt
 from agents.services import answered_by_requester
+from agui_project.queries import one
 from approvals.models import ApprovalRequest
 
 CATCH_UP_RUNS = 20  # runs a returning client is shown at most (its MESSAGES_SNAPSHOT holds all messages)
@@ -33,7 +34,7 @@ CATCH_UP_RUNS = 20  # runs a returning client is shown at most (its MESSAGES_SNA
 def ended_run(run_id):
     """(MESSAGES_SNAPSHOT, CUSTOM approval_status of each call someone else still decides, RUN_FINISHED or
     RUN_ERROR) of a run that has ended; None while it has not."""
-    run = Run.objects.select_related("thread").filter(pk=run_id).first()
+    run = one(Run.objects.select_related("thread").filter(pk=run_id))
     if run is None or run.status in Run.ACTIVE:
         return None
     messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in run.thread.messages.all()])
@@ -73,7 +74,7 @@ def run_end(run):
 
 def awaits_review(run_id):
     """Whether the run paused on calls someone else decides, with nothing left for its requester to answer."""
-    run = Run.objects.filter(pk=run_id).first()
+    run = one(Run.objects.filter(pk=run_id))
     if run is None or run.status != Run.Status.INTERRUPTED:
         return False
     if run.input_requests.filter(status=InputRequest.Status.PENDING).exists():

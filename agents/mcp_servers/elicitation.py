@@ -35,6 +35,7 @@ from agents.models import InputRequest, ToolCall
 from agents.runtime import inputs
 from agents.runtime.tools import Paused
 from agents.services import cancel_requested
+from agui_project.queries import one
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def asker(ctx, tool, again=None):
 def parked(ctx):
     """(resume state, the person's answer) of a call that stopped at its server's question, or None."""
     call_id = getattr(ctx, "tool_call_id", "") if ctx is not None else ""
-    resume = ToolCall.objects.filter(pk=call_id).values_list("resume", flat=True).first() if call_id else None
+    resume = one(ToolCall.objects.filter(pk=call_id).values_list("resume", flat=True)) if call_id else None
     if not resume or "mcp" not in resume:
         return None
     return resume["mcp"], _answered(call_id) or ("cancel", None)

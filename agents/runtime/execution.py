@@ -30,6 +30,7 @@ from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
 from agents.transitions import move_call, move_run, start_continuation
+from agui_project.queries import one
 from approvals import mail as approval_mail
 from approvals import notify as approval_notify
 from approvals import services as approval_services
@@ -77,7 +78,7 @@ def _outcome_recorded(call_id, status, row=None):
     def send():
         call = {"name": row.name, "thread_id": row.thread_id, "run_id": row.run_id, "approval_id": row.approval_id} \
             if row is not None else \
-            ToolCall.objects.filter(pk=call_id).values("name", "thread_id", "run_id", "approval_id").first()
+            one(ToolCall.objects.filter(pk=call_id).values("name", "thread_id", "run_id", "approval_id"))
         if call:
             tool_outcome.send_robust(sender=ToolCall, approval_ref=call["approval_id"] or "", data={
                 "tool_name": call["name"], "outcome": str(status), "tool_call": call_id, "thread": call["thread_id"],
@@ -159,7 +160,7 @@ def report_unknown(call_id, run, detail):
                          updated_at=timezone.now()):
             return None
         msg = add_message(run.thread, Message.Role.TOOL, text, run=run, tool_call_id=call.pk)
-        request = ApprovalRequest.objects.filter(pk=call.approval_id).first() if call.approval_id else None
+        request = one(ApprovalRequest.objects.filter(pk=call.approval_id)) if call.approval_id else None
         approval_services.record(AuditEvent.Action.OUTCOME_UNKNOWN, object_ref=f"toolcall:{call.pk}",
                                  tool_name=call.name, request=request,
                                  before={"status": "executing", "tool_call": call.pk, "run": run.pk,
@@ -202,7 +203,7 @@ def recover_stuck_calls():
 def recover_call(call_id):
     with transaction.atomic():
         # lock order as in services.approval_resolved: the run, then the call
-        run_id = ToolCall.objects.filter(pk=call_id).values_list("run_id", flat=True).first()
+        run_id = one(ToolCall.objects.filter(pk=call_id).values_list("run_id", flat=True))
         if run_id is None:
             return None
         run = Run.objects.select_for_update().select_related("thread").get(pk=run_id)
@@ -211,7 +212,7 @@ def recover_call(call_id):
             return None
         agent = get_agent(run.thread.agent)
         tool = agent.tool(call.name) if agent else None
-        request = ApprovalRequest.objects.filter(pk=call.approval_id).first() if call.approval_id else None
+        request = one(ApprovalRequest.objects.filter(pk=call.approval_id)) if call.approval_id else None
         facts = {"tool_call": call.pk, "thread": run.thread_id, "run": run.pk, "attempts": call.attempts}
         run_was_live = run.status == Run.Status.RUNNING  # else it was stopped or ended: no continuation
         if (run_was_live and tool is not None and tool.idempotent

@@ -21,6 +21,7 @@ from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
 from agents.runtime import events
 from agents.transitions import continue_run, move_call
+from agui_project.queries import one
 from approvals import argument_errors
 
 DEFAULT_SCHEMA = {"type": "string"}
@@ -107,7 +108,7 @@ def answer_text(request):
 
 
 def _locked(request_id, user):
-    request = InputRequest.objects.select_for_update().select_related("thread").filter(pk=request_id).first()
+    request = one(InputRequest.objects.select_for_update().select_related("thread").filter(pk=request_id))
     if request is None:
         raise InputError("unknown_interrupt", _("no input request %(id)s") % {"id": request_id})
     # lock the paused run first (as approval_resolved does): concurrent answers then see each other

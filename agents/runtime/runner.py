@@ -46,6 +46,7 @@ from agents.runtime.statesync import StateSync
 from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import move_call, move_run
+from agui_project.queries import one
 from approvals import policy
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -284,10 +285,10 @@ class Runner:
         # looked at first without the lock: most resumes carry no text, and on SQLite the locking
         # transaction is BEGIN IMMEDIATE (the database's write lock); the messages were committed
         # with the answers, before this continuation existed
-        if not Run.objects.filter(pk=self.run.parent_run_id).values_list("queued_messages", flat=True).first():
+        if not one(Run.objects.filter(pk=self.run.parent_run_id).values_list("queued_messages", flat=True)):
             return False
         with transaction.atomic():
-            parent = Run.objects.select_for_update().filter(pk=self.run.parent_run_id).first()
+            parent = one(Run.objects.select_for_update().filter(pk=self.run.parent_run_id))
             if parent is None or not parent.queued_messages:
                 return False
             rows = [tuple(m) for m in parent.queued_messages]

@@ -39,6 +39,7 @@ from agents.models import Message, Thread, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
 from agents.runtime.tools import ToolError
+from agui_project.queries import one
 from state import predict
 from state import services as state_services
 from state.models import StateChange
@@ -353,7 +354,7 @@ def socket_patch(thread_id, user, msg):
     ref = msg.get("ref")
     extra = {"ref": ref} if isinstance(ref, (str, int)) and not isinstance(ref, bool) else {}
     base = msg.get("baseVersion")
-    thread = Thread.objects.filter(pk=thread_id).first()
+    thread = one(Thread.objects.filter(pk=thread_id))
     if thread is None:
         return {"type": "error", "code": "not_found", "message": _("this thread no longer exists"), **extra}
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
