@@ -9,11 +9,12 @@ CPU of this thread only. A pytest module, so that it gets the test database and 
     REDIS_URL=redis://127.0.0.1:6379/<db> PROBE_N=60 .venv/bin/python -m pytest -p tests.conftest \
         bench/request_probe.py -q -s -p no:cacheprovider
 
-It prints `PROBE {"404": [wall ms, CPU ms], "post": [...], "decide": [...], "resume": [...],
+PROBE_ONLY=post,decide measures only those kinds (`continue` needs `resume`); PROBE_PROFILE=DIR records a profile of each kind into DIR/probe-<kind>.pstats (see `profiled`). It prints `PROBE {"404": [wall ms, CPU ms], "post": [...], "decide": [...], "resume": [...],
 "continue": [...]}` (medians). CPU is time.process_time() of the whole process (the request's
 worker threads included), for `continue` time.thread_time() (not the fake model's server thread).
 """
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -24,7 +25,31 @@ import uuid
 import pytest
 
 N = int(os.environ.get("PROBE_N", "60"))
+KINDS = set(os.environ.get("PROBE_ONLY", "404,post,decide,resume,continue").split(","))
 WARM = 5  # the first requests of each kind warm imports and connections: not counted
+
+
+@contextlib.contextmanager
+def profiled(name):
+    """With PROBE_PROFILE=DIR, a yappi profile (CPU time, every thread: a request's sync code runs
+    on threads of its own, which cProfile would miss) of the timed requests of `name` (of
+    `continue`: one run) into DIR/probe-<name>.pstats, for pstats (figures taken meanwhile are
+    the profiler's, not the product's)."""
+    where = os.environ.get("PROBE_PROFILE")
+    if not where:
+        yield
+        return
+    import yappi
+
+    os.makedirs(where, exist_ok=True)
+    yappi.clear_stats()
+    yappi.set_clock_type("cpu")
+    yappi.start()
+    try:
+        yield
+    finally:
+        yappi.stop()
+        yappi.get_func_stats().save(os.path.join(where, f"probe-{name}.pstats"), type="pstat")
 
 
 def run_input(thread_id, resume=None):
@@ -150,8 +175,10 @@ def test_request_probe(demo, fake_llm):
 
     async def main():
         figures = {}
-        for name in ("404", "post", "decide", "resume"):
-            timed = [await one(name, i) for i in range(N + WARM)][WARM:]
+        for name in [k for k in ("404", "post", "decide", "resume") if k in KINDS]:
+            timed = [await one(name, i) for i in range(WARM)]
+            with profiled(name):
+                timed = [await one(name, i) for i in range(WARM, N + WARM)]
             figures[name] = [round(statistics.median(r[1] for r in timed), 2),
                              round(statistics.median(r[2] for r in timed), 2)]
         return figures
@@ -162,11 +189,12 @@ def test_request_probe(demo, fake_llm):
         from agents.runtime import runner
 
         timed = []
-        for _thread_id, _request_id, run_id in resumable:
+        for k, (_thread_id, _request_id, run_id) in enumerate(resumable):
             fake_llm.push({"text": "Done: it is cancelled."})
             continuation = Run.objects.get(parent_run_id=run_id)
             t0, c0 = time.perf_counter(), time.thread_time()
-            assert runner.run_agent(continuation.pk)
+            with profiled("continue") if k == WARM else contextlib.nullcontext():
+                assert runner.run_agent(continuation.pk)
             timed.append(((time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000))
         timed = timed[WARM:]
         return [round(statistics.median(t[0] for t in timed), 2), round(statistics.median(t[1] for t in timed), 2)]
@@ -174,7 +202,8 @@ def test_request_probe(demo, fake_llm):
     logging.disable(logging.WARNING)  # the 404s' log lines
     try:
         figures = asyncio.run(main())
-        figures["continue"] = continued()
+        if "continue" in KINDS:
+            figures["continue"] = continued()
         print("\nPROBE", json.dumps(figures))
     finally:
         logging.disable(logging.NOTSET)
