@@ -72,13 +72,15 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
     AG-UI client (user messages and frontend-tool results), already filtered to new ones, optionally
     followed by (parts, error) (agents/agui/incoming.py). `context`: the client's context[] for the
     model; `ignored`: the client messages this run tells it did not take (incoming.ignored).
-    `new_thread`: the caller created the thread just now, so no run or question can be open on it.
+    `new_thread`: the caller created the thread in the transaction this runs in, so no run or
+    question can be open on it, and no one else can write to it before the commit.
     """
     if not new_thread:
         supersede_abandoned(thread, user)
-    with transaction.atomic():
-        # the row lock orders this thread's writers; its message_seq is then current (add_messages)
-        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+    with transaction.atomic(savepoint=not new_thread):  # no savepoint inside the creator's transaction
+        if not new_thread:
+            # the row lock orders this thread's writers; its message_seq is then current (add_messages)
+            thread = Thread.objects.select_for_update().get(pk=thread.pk)
         if not new_thread and thread.runs.filter(status__in=Run.ACTIVE).exists():
             raise RunConflict("run_active", _("the agent is still answering; wait for it or stop it"))
         pending = [] if new_thread else pending_approvals(thread) + inputs.pending(thread)  # questions too

@@ -6,6 +6,7 @@ this run's RUN_STARTED to its RUN_FINISHED / RUN_ERROR. A client that goes away 
 it is stopped after a grace when nobody else watches the thread, or at once by a new message (agents/watching.py).
 """
 
+import contextlib
 import logging
 
 import pydantic
@@ -208,19 +209,32 @@ def prepare(request, agent_name):
         run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input)
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
-    new_thread = thread is None
     try:
-        if new_thread or agent_input.state not in (None, {}):
-            with transaction.atomic():  # a refused state leaves no new thread behind
-                if new_thread:
-                    thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
-                refused, state_notice = accept_state(thread, user, agent_input)
-                if refused:
-                    transaction.set_rollback(True)
-        else:  # no state sent: nothing is written, so no transaction (on SQLite it takes the write lock)
-            refused, state_notice = accept_state(thread, user, agent_input)
+        # a new thread is made in its first run's transaction: one commit, and its row is not read
+        # again under a lock (no one else can see it before the commit)
+        with transaction.atomic() if thread is None else contextlib.nullcontext():
+            return begin(agent, user, agent_input, thread, new_messages, run_context, ignored)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
         return refuse(agent_input, exc.code, exc.message)
+
+
+def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
+    """prepare's writes: the new thread (`thread` None; in the caller's transaction), the state
+    sent, then the resume or the new run. Returns a Plan or an error response."""
+    new_thread = thread is None
+    if new_thread:
+        thread = services.create_thread(user, agent.name, thread_id=agent_input.thread_id)
+        refused, state_notice = accept_state(thread, user, agent_input)
+        if refused:  # a refused state leaves no new thread behind
+            transaction.set_rollback(True)
+            return refused
+    elif agent_input.state not in (None, {}):
+        with transaction.atomic():
+            refused, state_notice = accept_state(thread, user, agent_input)
+            if refused:
+                transaction.set_rollback(True)
+    else:  # no state sent: nothing is written, so no transaction (on SQLite it takes the write lock)
+        refused, state_notice = accept_state(thread, user, agent_input)
     if refused:
         return refused
     # a new thread's stream starts empty (the relay skips to this run's RUN_STARTED regardless)

@@ -28,14 +28,15 @@ def agui_request(user, thread_id, text="hello", resume=None):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_new_threads_first_post_costs_at_most_15_statements(demo, django_assert_max_num_queries):
+def test_a_new_threads_first_post_costs_at_most_12_statements(demo, django_assert_max_num_queries):
     """Was 24: the run id is refused by its primary key, the message counter is saved with the
     title, the thread-id claim needs no savepoint of its own, a new thread has nothing pending to
     look up and its MESSAGES_SNAPSHOT is the messages just stored. 17, then 15: nor does the
-    thread's creation inside the POST's transaction (SAVEPOINT / RELEASE)."""
+    thread's creation inside the POST's transaction (SAVEPOINT / RELEASE). 12: the thread is made
+    in its first run's transaction (one BEGIN and COMMIT fewer) and not read again under a lock."""
     thread_id = f"t-{uuid.uuid4()}"
     request = agui_request(demo["alice"], thread_id, "Hi there")
-    with django_assert_max_num_queries(15):
+    with django_assert_max_num_queries(12):
         plan = endpoint.prepare(request, "banking")
     assert plan.error is None and plan.run_id and Run.objects.get(pk=plan.run_id).stream_id
     snapshot = plan.after_start[0]
