@@ -81,8 +81,8 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
         if not new_thread:
             # the row lock orders this thread's writers; its message_seq is then current (add_messages)
             thread = Thread.objects.select_for_update().get(pk=thread.pk)
-        if not new_thread and thread.runs.filter(status__in=Run.ACTIVE).exists():
-            raise RunConflict("run_active", _("the agent is still answering; wait for it or stop it"))
+            if thread.runs.filter(status__in=Run.ACTIVE).exists():
+                raise RunConflict("run_active", _("the agent is still answering; wait for it or stop it"))
         pending = [] if new_thread else pending_approvals(thread) + inputs.pending(thread)  # questions too
         if pending:
             others = {r.approver_group.name for r in pending if isinstance(r, ApprovalRequest)

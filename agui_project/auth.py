@@ -17,6 +17,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
 from . import language
+from .queries import one
 
 INVALID = _("The token is not valid: it may have been revoked or mistyped.")
 EXPIRED = _("The token has expired. Ask for a new one.")
@@ -36,9 +37,8 @@ def token_user(key):
 
     # the user's saved language comes with it (people.Profile, by its relation's name: no import of
     # the app): the answer's language costs no query of its own (agui_project/language.py)
-    try:  # get, not first(): no ORDER BY to build for a primary key
-        token = Token.objects.select_related("user", "user__profile").get(key=key)
-    except Token.DoesNotExist:
+    token = one(Token.objects.select_related("user", "user__profile").filter(key=key))
+    if token is None:
         return None, None, INVALID
     expires = token_expires_at(token)
     if expires is not None and expires <= timezone.now():
