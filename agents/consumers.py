@@ -1,4 +1,10 @@
-"""The thread WebSocket: snapshots on connect, then the thread's Redis Stream, one event per frame."""
+"""The thread WebSocket: snapshots on connect, then the thread's Redis Stream.
+
+What is ready at once goes as one frame (DESIGN.md: each batch as one chunk): a single event is a
+JSON object, several are a JSON array of them in order (the pages read both). With 500 sockets
+on a thread, a frame's cost (Daphne's and each client's) is per frame, not per event: a burst of
+events read together costs one frame per socket instead of one per event.
+"""
 
 import asyncio
 import json
@@ -19,6 +25,27 @@ from .runtime import events, statesync
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
+# a frame's events are cut here (a single larger event still goes, alone): a slow client's backlog
+# of up to 500 entries is not one huge message
+FRAME_MAX_CHARS = 256 * 1024
+
+
+def frames(payloads):
+    """Encoded events (JSON texts, in order) -> frame texts: one event as itself, several as an
+    array, without decoding them again."""
+    group, size = [], 0
+    for payload in payloads:
+        if group and size + len(payload) > FRAME_MAX_CHARS:
+            yield _frame(group)
+            group, size = [], 0
+        group.append(payload)
+        size += len(payload) + 1
+    if group:
+        yield _frame(group)
+
+
+def _frame(group):
+    return group[0] if len(group) == 1 else "[" + ",".join(group) + "]"
 
 
 class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logout
@@ -78,9 +105,10 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             while True:
                 await self.watch.renew()
                 batch = await events.read(self.thread_id, after)
-                for entry_id, payload in batch:
-                    await self.send(payload)
-                    after = entry_id
+                for text in frames(payload for _entry_id, payload in batch):
+                    await self.send(text)
+                if batch:
+                    after = batch[-1][0]
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -95,7 +123,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         """
         position = await events.last_id(self.thread_id)
         snap = await database_sync_to_async(thread_snapshot)(self.thread_id)
-        for event in (
+        payloads = [events.encode(event) for event in (
             MessagesSnapshotEvent(messages=snap["messages"]),
             StateSnapshotEvent(snapshot=snap["state"]),
             snap["state_meta"],  # CUSTOM state_version, when there is a version or a prediction to tell
@@ -107,13 +135,13 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             custom_events.input_requests(snap["input_requests"]) if snap["input_requests"] else None,
             custom_events.workflow(snap["workflow"]) if snap["workflow"] else None,
             custom_events.run_error(snap["run_error"]) if snap["run_error"] else None,
-        ):
-            if event is not None:
-                await self.send(events.encode(event))
+        ) if event is not None]
         if snap["active_stream_id"]:
             for entry_id, payload in await events.range_from(self.thread_id, snap["active_stream_id"]):
-                await self.send(payload)
+                payloads.append(payload)
                 position = max(position, entry_id, key=_entry_key)
+        for text in frames(payloads):
+            await self.send(text)
         return position
 
 

@@ -1,4 +1,7 @@
-"""Builders shared by tests: a paused transfer without running a model; a run driven in-process."""
+"""Builders shared by tests: a paused transfer without running a model; a run driven in-process;
+the thread socket's events one at a time."""
+
+import json
 
 from agents import services
 from agents.models import Run
@@ -29,3 +32,26 @@ def run_continuation(paused):
     cont = Run.objects.get(parent_run=paused)
     assert runner.run_agent(cont.pk)
     return Run.objects.get(pk=cont.pk)
+
+
+def socket_events(text):
+    """The events of one thread-socket frame: an event object, or an array of the events that were
+    ready together (agents/consumers.py frames)."""
+    data = json.loads(text)
+    return data if isinstance(data, list) else [data]
+
+
+async def next_event(comm, timeout=10):
+    """The next event on a thread socket (Channels' WebsocketCommunicator), one at a time."""
+    pending = comm.__dict__.setdefault("pending_events", [])
+    if not pending:
+        pending.extend(socket_events(await comm.receive_from(timeout=timeout)))
+    return pending.pop(0)
+
+
+def next_event_sync(sock, timeout=30):
+    """The same for a `websockets` sync client."""
+    pending = sock.__dict__.setdefault("pending_events", [])
+    if not pending:
+        pending.extend(socket_events(sock.recv(timeout=timeout)))
+    return pending.pop(0)

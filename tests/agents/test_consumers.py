@@ -12,7 +12,7 @@ from agents import services
 from agents.routing import websocket_urlpatterns as thread_ws
 from agents.runtime import runner
 from approvals.routing import websocket_urlpatterns as inbox_ws
-from tests.helpers import transfer_request
+from tests.helpers import next_event, transfer_request
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 PROMPT = "Transfer $500 from account 1234567890 to account 0987654321"
@@ -27,7 +27,7 @@ def communicator(path, user):
 async def receive_until(comm, predicate, limit=200):
     seen = []
     for _ in range(limit):
-        event = json.loads(await comm.receive_from(timeout=10))
+        event = await next_event(comm)
         seen.append(event)
         if predicate(event):
             return seen
@@ -69,15 +69,15 @@ async def test_thread_socket_streams_a_run_in_agui_order(demo, no_enqueue):
     # a late subscriber gets the same conversation from the snapshot
     late = communicator(f"/ws/threads/{thread.pk}/", alice)
     assert (await late.connect())[0]
-    snap = json.loads(await late.receive_from(timeout=10))
+    snap = await next_event(late)
     assert snap["type"] == "MESSAGES_SNAPSHOT"
     assert [m["role"] for m in snap["messages"]] == ["user", "assistant"]
     assert snap["messages"][1]["toolCalls"][0]["function"]["name"] == "transfer_money"
-    state = json.loads(await late.receive_from(timeout=10))
+    state = await next_event(late)
     assert state["type"] == "STATE_SNAPSHOT"
-    info = json.loads(await late.receive_from(timeout=10))  # when each message was written
+    info = await next_event(late)  # when each message was written
     assert info["name"] == "message_info" and set(info["value"]["messages"]) == {m["id"] for m in snap["messages"]}
-    approvals = json.loads(await late.receive_from(timeout=10))
+    approvals = await next_event(late)
     assert approvals["value"]["approvals"][0]["status"] == "pending"
     assert approvals["value"]["approvals"][0]["canDecide"] is False  # finance decides, not alice
     await late.disconnect()
@@ -143,3 +143,47 @@ async def test_snapshot_tells_a_reconnecting_client_that_the_latest_run_failed(d
     seen = await receive_until(comm, lambda e: e.get("name") == "approvals")
     assert not any(e.get("name") == "run_error" for e in seen)
     await comm.disconnect()
+
+
+async def test_events_ready_together_go_as_one_frame(demo):
+    """A fresh socket's snapshots are one frame, and so is a burst read from the stream at once (an
+    array, in stream order); an event on its own is a plain object. With many sockets on a thread
+    the cost is per frame (README "Performance")."""
+    from ag_ui.core import CustomEvent
+
+    from agents.runtime import events as stream
+    from agui_project.redis_client import redis_client
+
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    comm = communicator(f"/ws/threads/{thread.pk}/", alice)
+    assert (await comm.connect())[0]
+    snapshot = json.loads(await comm.receive_from(timeout=10))
+    assert [e["type"] for e in snapshot] == ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "CUSTOM"]
+    assert snapshot[-1]["name"] == "approvals"
+
+    def write_burst():  # as the run's writer does (events.EventStream): one MULTI/EXEC, read back at once
+        pipe = redis_client().pipeline(transaction=True)
+        stream._xadd_all(pipe, stream.stream_key(thread.pk),
+                         [stream.encode(CustomEvent(name="burst", value=i)) for i in range(3)])
+        pipe.execute()
+
+    await sync_to_async(write_burst)()
+    frame = json.loads(await comm.receive_from(timeout=10))
+    assert [(e["name"], e["value"]) for e in frame] == [("burst", 0), ("burst", 1), ("burst", 2)]
+    await sync_to_async(stream.append)(thread.pk, CustomEvent(name="alone", value=3))
+    assert json.loads(await comm.receive_from(timeout=10))["name"] == "alone"
+    await comm.disconnect()
+
+
+def test_frames_keep_order_and_are_bounded(monkeypatch):
+    from agents import consumers
+
+    monkeypatch.setattr(consumers, "FRAME_MAX_CHARS", 40)
+    small = [json.dumps({"n": i}) for i in range(5)]  # 8 characters each
+    big = json.dumps({"n": "x" * 60})
+    out = list(consumers.frames([*small, big, small[0]]))
+    assert [json.loads(f) for f in out] == [
+        [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}], {"n": 4}, {"n": "x" * 60}, {"n": 0}]
+    assert all(len(f) <= 40 for f in out if f != big)  # only an event larger than a frame is, alone
+    assert list(consumers.frames([])) == []

@@ -15,6 +15,7 @@ from agents.routing import websocket_urlpatterns
 from agents.runtime import statesync
 from state import services as state_services
 from tests.agents.test_agui import refusal, sse_events
+from tests.helpers import next_event
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -44,7 +45,7 @@ class Tab:
                 del self.frames[i]
                 return frame
         for _ in range(200):
-            frame = json.loads(await self.comm.receive_from(timeout=10))
+            frame = await next_event(self.comm)
             if frame.get("type") == "STATE_SNAPSHOT":
                 self.state = frame["snapshot"]
             elif frame.get("type") == "STATE_DELTA":

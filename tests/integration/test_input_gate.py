@@ -30,7 +30,7 @@ from approvals.routing import websocket_urlpatterns as inbox_ws
 from state import services as state_services
 from state.models import StateChange
 from tests.agents.test_agui import refusal
-from tests.helpers import transfer_request
+from tests.helpers import next_event, transfer_request
 from tests.inbox_helpers import make_request
 
 SURROGATE = '"\\ud800"'  # JSON text of a lone surrogate: json.loads accepts it, UTF-8 cannot encode it
@@ -291,7 +291,7 @@ def communicator(path, user):
 async def next_reply(comm):
     """The next frame that answers the client (stream events may come first)."""
     for _ in range(50):
-        frame = json.loads(await comm.receive_from(timeout=10))
+        frame = await next_event(comm)
         if frame.get("type") in ("error", "state_ack"):
             return frame
     raise AssertionError("no reply")

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
+from tests.helpers import next_event_sync
 from tests.integration.agui_stack import ROOT, _seed, _tails, devstack
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -42,7 +43,7 @@ def second_web(live_stack):
 def read_until_end(sock, frames):
     """Frames (parsed) until RUN_FINISHED / RUN_ERROR."""
     while True:
-        event = json.loads(sock.recv(timeout=30))
+        event = next_event_sync(sock)
         frames.append(event)
         if event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
             return event
@@ -72,7 +73,7 @@ def test_a_socket_on_web_2_sees_every_event_of_a_run_started_on_web_1_and_decide
         headers = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}", "Origin": web2}
         with connect(ws_url, additional_headers=headers, open_timeout=30) as sock:
             while True:  # a fresh socket's snapshots; the approvals card comes last
-                event = json.loads(sock.recv(timeout=30))
+                event = next_event_sync(sock)
                 if event["type"] == "CUSTOM" and event["name"] == "approvals":
                     break
             r = http.post(f"{web1}/api/threads/{thread_id}/messages/", json={"content": TRANSFER}, headers=alice)

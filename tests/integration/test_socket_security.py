@@ -10,6 +10,7 @@ from django.test import Client
 
 from agents import services
 from state import services as state_services
+from tests.helpers import next_event
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 PATCH = {"type": "state_patch", "baseVersion": 0, "patch": [{"op": "add", "path": "/note", "value": "hi"}]}
@@ -32,7 +33,7 @@ def socket(path, client, origin="http://localhost:8000", host="localhost:8000"):
 
 async def until_snapshot_done(comm):
     for _ in range(20):
-        frame = json.loads(await comm.receive_from(timeout=10))
+        frame = await next_event(comm)
         if frame.get("type") == "CUSTOM" and frame.get("name") == "approvals":
             return
     raise AssertionError("no snapshot")
@@ -63,9 +64,9 @@ async def test_socket_origin_must_be_the_site_or_trusted(demo, settings, origin,
         if connected and "threads" in path:  # the socket works: a patch is applied
             await until_snapshot_done(comm)
             await comm.send_to(text_data=json.dumps(PATCH))
-            reply = json.loads(await comm.receive_from(timeout=10))
+            reply = await next_event(comm)
             while reply.get("type") != "state_ack":
-                reply = json.loads(await comm.receive_from(timeout=10))
+                reply = await next_event(comm)
         await comm.disconnect()
     data, _version = await sync_to_async(state_services.snapshot)(thread.state_key)
     assert (data == {"note": "hi"}) is accepted
@@ -110,9 +111,9 @@ async def test_logout_closes_that_browsers_sockets_and_they_take_no_more_patches
     # alice's other browser is still signed in: its socket stays open and works
     assert await other_chat.receive_nothing(timeout=0.2)
     await other_chat.send_to(text_data=json.dumps(PATCH))
-    reply = json.loads(await other_chat.receive_from(timeout=10))
+    reply = await next_event(other_chat)
     while reply.get("type") != "state_ack":
-        reply = json.loads(await other_chat.receive_from(timeout=10))
+        reply = await next_event(other_chat)
     assert (await sync_to_async(state_services.snapshot)(thread.state_key))[0] == {"note": "hi"}
 
     # the inbox socket closes with its reviewer's logout too

@@ -12,6 +12,9 @@ _TRANSFER = re.compile(
     r".*?to\s+(?:account\s+)?(?P<dst>\d{6,20})",
     re.I | re.S,
 )
+# seconds between the cancellation's argument chunks: they stream as a model's do, so the card fills
+# in (an instant stream reaches the page as one frame, agents/consumers.py)
+ARGS_PACE = 0.02
 _CURRENCY = {"usd": "USD", "dollar": "USD", "dollars": "USD", "eur": "EUR", "euro": "EUR", "euros": "EUR",
              "gbp": "GBP", "pound": "GBP", "pounds": "GBP"}
 
@@ -32,7 +35,7 @@ def banking_reply(text, names):
     if sub and re.search(r"cancel", text, re.I) and "cancel_subscription" in names:
         return {
             "text": _("I can cancel subscription %(sub)s for you; please confirm.") % {"sub": sub[1]},
-            "tool_calls": [call("cancel_subscription", {"subscription_id": sub[1]})],
+            "tool_calls": [call("cancel_subscription", {"subscription_id": sub[1]})], "args_pace": ARGS_PACE,
         }
     acct = re.search(r"\b(\d{6,20})\b", text)
     if acct and re.search(r"balance", text, re.I) and "check_balance" in names:
