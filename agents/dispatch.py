@@ -27,14 +27,17 @@ def enqueue_run(run_id):
 
 
 def announce(run_id, run=None):
-    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker."""
+    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker, then
+    note where its events begin (for snapshots and recovery; the worker does not read it)."""
     run = run or Run.objects.get(pk=run_id)
     stream_id = events.append(
         run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
                                        protocol_version=PROTOCOL_VERSION)
     )
-    Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
-    enqueue_run(run.pk)
+    try:
+        enqueue_run(run.pk)
+    finally:  # also when the broker refused: the beat then sends the task again, not a second RUN_STARTED
+        Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
 
 
 def announce_after_commit(run_id, run=None):

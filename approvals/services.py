@@ -148,8 +148,12 @@ def _resolved(req, kind):
     """After commit: tell the inbox and wake whoever waits on this request."""
 
     def fire():
-        notify.inbox_notice(kind, req)
-        approval_resolved.send(sender=ApprovalRequest, request=req)
+        # the paused run first: its continuation does not wait on the inbox's notices and the
+        # webhooks' reads; they follow, even when waking the run fails
+        try:
+            approval_resolved.send(sender=ApprovalRequest, request=req)
+        finally:
+            notify.inbox_notice(kind, req)
 
     transaction.on_commit(fire)
 

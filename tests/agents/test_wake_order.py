@@ -1,0 +1,57 @@
+"""What a decision does after its commit, in the order that keeps the paused run's wait short:
+the continuation is made and handed to a worker first; the inbox's notices and the webhooks'
+reads follow (README "Performance")."""
+
+import pytest
+
+from agents import dispatch, services
+from agents.models import Run, ToolCall
+from approvals import notify
+from approvals.models import ApprovalRequest
+from tests.helpers import transfer_request
+
+
+def paused_transfer(demo):
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+    req = transfer_request(demo["alice"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk, run_ref=run.pk, tool_call_ref="call-w")
+    msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
+        {"id": "call-w", "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
+    ToolCall.objects.create(id="call-w", run=run, thread=thread, message=msg, name="transfer_money", arguments={},
+                            status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
+    return run, req
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_paused_run_is_continued_before_the_inbox_hears_of_the_decision(demo, api, monkeypatch):
+    run, req = paused_transfer(demo)
+    handed, heard = [], []
+    monkeypatch.setattr(dispatch, "enqueue_run", lambda run_id: handed.append(run_id))
+    real_notice = notify.inbox_notice
+
+    def notice(kind, request):
+        heard.append((kind, list(handed)))
+        return real_notice(kind, request)
+
+    monkeypatch.setattr(notify, "inbox_notice", notice)
+    resp = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"}, format="json")
+    assert resp.status_code == 200
+    continuation = Run.objects.get(parent_run=run)
+    assert heard == [("decided", [continuation.pk])]  # the worker had the run when the inbox was told
+    assert continuation.stream_id  # where its events begin, written after the hand-over
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_task_the_broker_refused_keeps_its_stream_id(demo, monkeypatch):
+    """The beat then sends the task again (execution.requeue_lost_runs) instead of announcing the run
+    a second time."""
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.QUEUED)
+
+    def refused(run_id):
+        raise dispatch.kombu.exceptions.OperationalError("broker down")
+
+    monkeypatch.setattr(dispatch, "enqueue_run", refused)
+    dispatch.announce_after_commit(run.pk)
+    assert Run.objects.get(pk=run.pk).stream_id
