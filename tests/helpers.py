@@ -22,6 +22,22 @@ def transfer_request(requester, amount=500.0, **overrides):
     )
 
 
+def paused_transfer(requester, call_id):
+    """A run paused on a transfer finance decides: (the paused run, its pending request)."""
+    from agents.models import ToolCall
+    from approvals.models import ApprovalRequest
+
+    thread = services.create_thread(requester, "banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+    req = transfer_request(requester)
+    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk, run_ref=run.pk, tool_call_ref=call_id)
+    msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
+        {"id": call_id, "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
+    ToolCall.objects.create(id=call_id, run=run, thread=thread, message=msg, name="transfer_money", arguments={},
+                            status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
+    return run, req
+
+
 def run_prompt(thread, user, text):
     run = services.start_run(thread, user, text)
     assert runner.run_agent(run.pk)

@@ -14,7 +14,7 @@ from agents.agui import endpoint
 from agents.models import Message, Run, ToolCall
 from agents.runtime import runner
 from approvals.models import ApprovalRequest
-from tests.helpers import run_prompt, transfer_request
+from tests.helpers import paused_transfer, run_prompt
 
 
 def agui_request(user, thread_id, text="hello", resume=None):
@@ -66,14 +66,7 @@ def test_a_decision_over_the_api_costs_at_most_23_statements(demo, api, django_a
     with one approval required there is no earlier approval to look for nor a quorum to count,
     and the call is not read again under the run's lock (its update is conditional). 23: the
     response reads the decisions joined to their users (one query, not two)."""
-    thread = services.create_thread(demo["alice"], "banking")
-    run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
-    req = transfer_request(demo["alice"])
-    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk, run_ref=run.pk, tool_call_ref="call-q")
-    msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
-        {"id": "call-q", "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
-    ToolCall.objects.create(id="call-q", run=run, thread=thread, message=msg, name="transfer_money", arguments={},
-                            status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
+    run, req = paused_transfer(demo["alice"], "call-q")
     client = api("finn")
     with django_assert_max_num_queries(23):
         resp = client.post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"}, format="json")

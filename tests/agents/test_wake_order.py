@@ -5,27 +5,14 @@ reads follow (README "Performance")."""
 import pytest
 
 from agents import dispatch, services
-from agents.models import Run, ToolCall
+from agents.models import Run
 from approvals import notify
-from approvals.models import ApprovalRequest
-from tests.helpers import transfer_request
-
-
-def paused_transfer(demo):
-    thread = services.create_thread(demo["alice"], "banking")
-    run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
-    req = transfer_request(demo["alice"])
-    ApprovalRequest.objects.filter(pk=req.pk).update(thread_ref=thread.pk, run_ref=run.pk, tool_call_ref="call-w")
-    msg = services.add_message(thread, "assistant", "", run=run, tool_calls=[
-        {"id": "call-w", "type": "function", "function": {"name": "transfer_money", "arguments": "{}"}}])
-    ToolCall.objects.create(id="call-w", run=run, thread=thread, message=msg, name="transfer_money", arguments={},
-                            status=ToolCall.Status.AWAITING_APPROVAL, approval_id=req.pk)
-    return run, req
+from tests.helpers import paused_transfer
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_paused_run_is_continued_before_the_inbox_hears_of_the_decision(demo, api, monkeypatch):
-    run, req = paused_transfer(demo)
+    run, req = paused_transfer(demo["alice"], "call-w")
     handed, heard = [], []
     monkeypatch.setattr(dispatch, "enqueue_run", lambda run_id: handed.append(run_id))
     real_notice = notify.inbox_notice
