@@ -4,10 +4,11 @@ the thread socket's events one at a time."""
 import json
 
 from agents import services
-from agents.models import Run
+from agents.models import Run, ToolCall
 from agents.runtime import runner
 from approvals import policy
 from approvals import services as approval_services
+from approvals.models import ApprovalRequest
 
 
 def transfer_request(requester, amount=500.0, **overrides):
@@ -24,9 +25,6 @@ def transfer_request(requester, amount=500.0, **overrides):
 
 def paused_transfer(requester, call_id):
     """A run paused on a transfer finance decides: (the paused run, its pending request)."""
-    from agents.models import ToolCall
-    from approvals.models import ApprovalRequest
-
     thread = services.create_thread(requester, "banking")
     run = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
     req = transfer_request(requester)

@@ -2,6 +2,7 @@
 the continuation is made and handed to a worker first; the inbox's notices and the webhooks'
 reads follow (README "Performance")."""
 
+import kombu.exceptions
 import pytest
 
 from agents import dispatch, services
@@ -37,7 +38,7 @@ def test_a_run_whose_task_the_broker_refused_keeps_its_stream_id(demo, monkeypat
     run = Run.objects.create(thread=thread, status=Run.Status.QUEUED)
 
     def refused(run_id):
-        raise dispatch.kombu.exceptions.OperationalError("broker down")
+        raise kombu.exceptions.OperationalError("broker down")
 
     monkeypatch.setattr(dispatch, "enqueue_run", refused)
     dispatch.announce_after_commit(run.pk)

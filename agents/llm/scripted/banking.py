@@ -4,7 +4,7 @@ import re
 
 from django.utils.translation import gettext as _
 
-from .common import call
+from .common import ARGS_PACE, call
 
 _AMOUNT = r"\$?\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s*(?P<cur>usd|eur|gbp|dollars?|euros?|pounds?)?"
 _TRANSFER = re.compile(
@@ -12,9 +12,6 @@ _TRANSFER = re.compile(
     r".*?to\s+(?:account\s+)?(?P<dst>\d{6,20})",
     re.I | re.S,
 )
-# seconds between the cancellation's argument chunks: they stream as a model's do, so the card fills
-# in (an instant stream reaches the page as one frame, agents/consumers.py)
-ARGS_PACE = 0.02
 _CURRENCY = {"usd": "USD", "dollar": "USD", "dollars": "USD", "eur": "EUR", "euro": "EUR", "euros": "EUR",
              "gbp": "GBP", "pound": "GBP", "pounds": "GBP"}
 

@@ -6,6 +6,10 @@ import uuid
 
 from django.utils.translation import gettext as _
 
+# seconds per streamed argument chunk: the demo's calls stream as a model's do, so a person watches
+# the card (and a predicted state) fill in; an instant stream reaches the page as one frame
+ARGS_PACE = 0.015
+
 
 def call(name, arguments, **dumps):
     """A tool call as the model would stream it; `dumps` passes json.dumps options (ensure_ascii)."""

@@ -13,10 +13,9 @@ import re
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from .common import call
+from .common import ARGS_PACE, call
 
 STATE_PREFIX = "Current shared state (JSON):"
-ARGS_PACE = 0.015  # seconds per streamed argument chunk: slow enough to watch the card fill in
 
 CARBONARA = {
     "title": "Classic Pasta Carbonara",
