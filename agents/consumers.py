@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 # a frame's events are cut here (a single larger event still goes, alone): a slow client's backlog
 # of up to 500 entries is not one huge message
 FRAME_MAX_CHARS = 256 * 1024
+# the stream could not be read (Redis away): the page reconnects and gets a fresh snapshot. Not
+# RFC 6455's 1011: Daphne's autobahn lets an application close only with 1000 or 3000-4999, and
+# raises on anything else instead of closing
+STREAM_FAILED = 4011
 
 
 def frames(payloads):
@@ -113,7 +117,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             raise
         except Exception:
             log.exception("thread socket %s: stream read failed", self.thread_id)
-            await self.close(code=1011)
+            await self.close(code=STREAM_FAILED)
 
     async def _send_snapshot(self):
         """Snapshots from the database, then the active run replayed from its RUN_STARTED.

@@ -187,3 +187,27 @@ def test_frames_keep_order_and_are_bounded(monkeypatch):
         [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}], {"n": 4}, {"n": "x" * 60}, {"n": 0}]
     assert all(len(f) <= 40 for f in out if f != big)  # only an event larger than a frame is, alone
     assert list(consumers.frames([])) == []
+
+
+async def test_a_stream_that_cannot_be_read_closes_the_socket_with_a_code_daphne_sends(demo, monkeypatch):
+    """Redis away: the socket closes so that the page reconnects (and gets a fresh snapshot). Daphne's
+    autobahn refuses application close codes other than 1000 and 3000-4999 (it raised on 1011)."""
+    import redis
+
+    from agents.runtime import events as stream
+
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+
+    async def unreachable(*args, **kwargs):
+        raise redis.ConnectionError("Redis went away")
+
+    comm = communicator(f"/ws/threads/{thread.pk}/", alice)
+    assert (await comm.connect())[0]
+    await comm.receive_from(timeout=10)  # the snapshot
+    monkeypatch.setattr(stream, "read", unreachable)
+    await comm.send_to(text_data=json.dumps({"type": "resume", "after": "0-0"}))  # the pump reads again
+    closed = await comm.receive_output(timeout=10)
+    assert closed["type"] == "websocket.close"
+    assert closed["code"] == 1000 or 3000 <= closed["code"] <= 4999, closed
+    assert closed["code"] not in (4401, 4403)  # the page retries on any other code
