@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import devstack  # noqa: E402
 from cpu import CpuMeter, per_unit_us  # noqa: E402
+from rawhttp import Connection  # noqa: E402
 
 PY = sys.executable
 MAF_VENV = ROOT / ".venv-maf"
@@ -306,6 +307,8 @@ class Client:
         self.url = url or stack.url  # one of several web processes (bench/scale.py)
         self.http = httpx.AsyncClient(base_url=self.url, timeout=60,
                                       limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        self.raw = Connection.for_url(self.url)  # the timed requests (bench/rawhttp.py: httpx costs ms)
+        self.idle: list[Connection] = []  # kept-alive connections for sse()
         self.tokens: dict = {}
         self.sessions: dict = {}
         self.origin = self.url
@@ -317,6 +320,8 @@ class Client:
 
     async def close(self):
         await self.http.aclose()
+        for conn in [self.raw, *self.idle]:
+            await conn.close()
 
     async def login(self, username: str) -> str:
         """The real login form; returns the session id (cookies are Secure when DEBUG is off,
@@ -369,26 +374,27 @@ class Client:
                            max_size=None, open_timeout=60, ping_interval=None, compression=None) as sock:
             yield sock
 
-    def sse(self, agent: str, body: dict, user="alice"):
-        """Yields (perf_counter, wall µs, event dict) for each SSE frame of a POST /agui/<agent>/."""
-        return sse_frames(self.http, f"/agui/{agent}/", body, {"Authorization": "Bearer " + self.tokens[user]})
+    async def sse(self, agent: str, body: dict, user="alice"):
+        """Yields (perf_counter, wall µs, event dict) for each SSE frame of a POST /agui/<agent>/, on
+        an idle kept-alive connection (several clients may share this object: bench/scale.py)."""
+        conn = self.idle.pop() if self.idle else Connection.for_url(self.url)
+        try:
+            async for frame in conn.sse(f"/agui/{agent}/", body, {"Authorization": "Bearer " + self.tokens[user]}):
+                yield frame
+        finally:
+            if conn.busy:  # left before the response's end: its connection cannot carry another
+                await conn.close()
+            else:
+                self.idle.append(conn)
 
-
-async def sse_frames(http, path: str, body: dict, headers: dict):
-    """The bench's SSE client, the same for this project and the peer: (perf_counter, wall µs,
-    event dict) for each `data:` frame of a POST."""
-    headers = {**headers, "Content-Type": "application/json", "Accept": "text/event-stream"}
-    async with http.stream("POST", path, content=json.dumps(body), headers=headers) as r:
-        if r.status_code != 200:
-            raise RuntimeError(f"POST {path} -> {r.status_code}: {(await r.aread())[:300]!r}")
-        buf = b""
-        async for chunk in r.aiter_raw():
-            now, wall = time.perf_counter(), time.time_ns() // 1000
-            buf += chunk
-            while b"\n\n" in buf:
-                frame, buf = buf.split(b"\n\n", 1)
-                if frame.startswith(b"data: "):
-                    yield now, wall, json.loads(frame[6:])
+    async def decide(self, approval_id: str, user="finn") -> dict:
+        """POST /api/approvals/<id>/decide/ (approve) over the raw connection: the timed call."""
+        status, _head, body = await self.raw.request(
+            "POST", f"/api/approvals/{approval_id}/decide/", json.dumps({"decision": "approve"}).encode(),
+            {**self.auth(user), "Content-Type": "application/json"})
+        if status != 200:
+            raise RuntimeError(f"decide {approval_id} -> {status}: {body[:300]!r}")
+        return json.loads(body)
 
 
 def run_input(thread_id: str, text: str) -> dict:
@@ -439,8 +445,6 @@ async def bench_ttfe(c: Client, cfg) -> dict:
             if first is None:
                 first = now
                 assert event["type"] == "RUN_STARTED", event
-            if is_end(event):
-                break
         if i >= 3:  # the first runs warm connections and imports
             firsts.append((first - t0) * 1000)
             totals.append((time.perf_counter() - t0) * 1000)
@@ -448,9 +452,9 @@ async def bench_ttfe(c: Client, cfg) -> dict:
     floor = []
     for i in range(cfg["ttfe_reps"] + 3):
         t0 = time.perf_counter()
-        r = await c.http.get("/api/no-such-route/")
-        if r.status_code != 404:
-            raise RuntimeError(f"GET /api/no-such-route/ -> {r.status_code}")
+        status, _head, _body = await c.raw.request("GET", "/api/no-such-route/")
+        if status != 404:
+            raise RuntimeError(f"GET /api/no-such-route/ -> {status}")
         if i >= 3:
             floor.append((time.perf_counter() - t0) * 1000)
     return {"first_event_ms": summary(firsts), "whole_run_ms": summary(totals), "floor_404_ms": summary(floor)}
@@ -467,8 +471,6 @@ async def read_run(frames_iter, until=None):
         frames.append(frame)
         if until is not None and hit is None and until(frame[2]):
             hit = frame[0]
-        if is_end(frame[2]):
-            break
     return frames, hit
 
 
@@ -479,29 +481,33 @@ async def bench_peer(c: Client, stack: Stack, cfg) -> dict:
     the requester approves in the resume); a 2,000-word answer's wall time, POST -> RUN_FINISHED.
     CPU: this project's worker and Daphne trees, the peer's process, per streamed token and per
     resume (the model's process is shared and not counted)."""
-    import httpx
-
     if not stack.peer_url:
         return {"skipped": stack.peer_note}
-    peer_http = httpx.AsyncClient(base_url=stack.peer_url, timeout=60)
+    peer_http = Connection.for_url(stack.peer_url)
+    conns = {"ours": c.raw, "peer": peer_http}
     sides = {
-        "ours": lambda body: sse_frames(c.http, "/agui/banking/", body, {"Authorization": "Bearer " + c.tokens["alice"]}),
-        "peer": lambda body: sse_frames(peer_http, "/agui/banking", body, {}),
+        "ours": lambda body: c.raw.sse("/agui/banking/", body, {"Authorization": "Bearer " + c.tokens["alice"]}),
+        "peer": lambda body: peer_http.sse("/agui/banking", body, {}),
     }
     meters = {"ours": CpuMeter({"worker": stack.pid("worker"), "web": stack.pid("web")}),
               "peer": CpuMeter({"peer": stack.pid("peer")})}
     out = {side: {} for side in sides}
     try:
         # POST -> RUN_STARTED of a one-line answer
-        firsts = {side: [] for side in sides}
+        firsts, floors = {side: [] for side in sides}, {side: [] for side in sides}
         for i in range(cfg["peer_reps"] + 3):
             for side, post in sides.items():
                 t0 = time.perf_counter()
                 frames, _ = await read_run(post(run_input(f"bench-peer-{uuid.uuid4()}", "hello")))
                 if frames[0][2]["type"] != "RUN_STARTED" or frames[-1][2]["type"] != "RUN_FINISHED":
                     raise RuntimeError(f"{side}: {frames[0][2]} ... {frames[-1][2]}")
+                t1 = time.perf_counter()
+                status, _head, _body = await conns[side].request("GET", "/api/no-such-route/")
+                if status != 404:
+                    raise RuntimeError(f"{side}: GET /api/no-such-route/ -> {status}")
                 if i >= 3:  # the first runs warm connections and imports
                     firsts[side].append((frames[0][0] - t0) * 1000)
+                    floors[side].append((time.perf_counter() - t1) * 1000)
         # AG-UI resume sent -> TOOL_CALL_RESULT, as a client does it: the paused run's messages
         # (its last MESSAGES_SNAPSHOT) and an answer to each interrupt
         resumes, resume_cpu = {side: [] for side in sides}, {side: {} for side in sides}
@@ -542,9 +548,9 @@ async def bench_peer(c: Client, stack: Stack, cfg) -> dict:
                 for name, sec in used.items():
                     stream_cpu[side][name] = stream_cpu[side].get(name, 0.0) + sec
     finally:
-        await peer_http.aclose()
+        await peer_http.close()
     for side in sides:
-        out[side] = {"first_event_ms": summary(firsts[side]), "resume_to_result_ms": summary(resumes[side]),
+        out[side] = {"first_event_ms": summary(firsts[side]), "floor_404_ms": summary(floors[side]), "resume_to_result_ms": summary(resumes[side]),
                      "answer_2000_words_ms": summary(walls[side]),
                      "cpu_us_per_token": per_unit_us(stream_cpu[side], words * cfg["peer_stream_reps"]),
                      "cpu_us_per_resume": per_unit_us(resume_cpu[side], len(resumes[side]))}
@@ -658,7 +664,7 @@ async def _decide_each(c: Client, paused) -> dict:
             reader = asyncio.create_task(read_until(sock, lambda e: e.get("type") == "TOOL_CALL_RESULT", timeout=60))
             await asyncio.sleep(0)  # the reader is waiting on the socket before the call
             t0 = time.perf_counter()
-            await c.api("POST", f"/api/approvals/{approval_id}/decide/", "finn", json={"decision": "approve"})
+            await c.decide(approval_id)
             t1 = time.perf_counter()
             frames = await reader
             t2 = frames[-1][0]
@@ -897,8 +903,8 @@ def peer_table(p: dict) -> list[str]:
     if "skipped" in p:
         return ["", f"Side by side with the peer: skipped, {p['skipped']}."]
     ours, peer = p["ours"], p["peer"]
-    lines = ["", f"Side by side with the peer ({peer['server']}; same fake model, same SSE client, "
-             "alternating runs in this one bench run):", "",
+    lines = ["", f"Side by side with the peer ({peer['server']}; same fake model, same lean "
+             "HTTP client (bench/rawhttp.py), alternating runs in this one bench run):", "",
              "| figure | target (p50) | this project | the peer | ratio | verdict |", "|---|---|---|---|---|---|"]
     for key, title, target in PEER_TARGETS:
         for q in ("p50", "p95"):
@@ -906,6 +912,9 @@ def peer_table(p: dict) -> list[str]:
             ok = target[1](a, b) if q == "p50" and a is not None and b else None
             lines.append(f"| {title} ({q}, n={ours[key]['n']}) | {target[0] if q == 'p50' else ''} | {a} ms | "
                          f"{b} ms | {_ratio(a, b)} | {verdict(ok)} |")
+    a, b = ours["floor_404_ms"].get("p50"), peer["floor_404_ms"].get("p50")
+    lines.append(f"| a 404 (no database: the server and the framework alone) (p50, n={ours['floor_404_ms']['n']}) | "
+                 f"(for comparison) | {a} ms | {b} ms | {_ratio(a, b)} | — |")
     for key, title in (("cpu_us_per_token", "CPU per streamed token (the 2,000-word answers)"),
                        ("cpu_us_per_resume", "CPU per AG-UI resume (to the run's end)")):
         a, b = sum(ours[key].values()), sum(peer[key].values())

@@ -116,10 +116,8 @@ async def load_runs(clients: list[Client], cfg) -> dict:
             first = None
             async for now, _wall, event in c.sse("banking", run_input(f"bench-scale-{uuid.uuid4()}", "hello")):
                 first = first or now
-                if is_end(event):
-                    if event["type"] != "RUN_FINISHED":
-                        raise RuntimeError(f"run ended with {event}")
-                    break
+                if is_end(event) and event["type"] != "RUN_FINISHED":
+                    raise RuntimeError(f"run ended with {event}")
             firsts.append((first - t0) * 1000)
             wholes.append((time.perf_counter() - t0) * 1000)
 
