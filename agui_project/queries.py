@@ -1,4 +1,11 @@
-"""Reading one row by a unique key."""
+"""Reading rows by key: one(), and Prepared, a read whose SQL is compiled once."""
+
+import threading
+import uuid
+
+from django.apps import apps
+from django.db import connections, router
+from django.db.models.query import get_related_populators
 
 
 def one(queryset):
@@ -8,3 +15,93 @@ def one(queryset):
     which one row does not need: building that ORDER BY is ~0.2 ms of the ORM's CPU, a third of
     such a look-up here, on the paths every run, decision and tool call take."""
     return next(iter(queryset[:1]), None)
+
+
+class _Compiled:
+    """One database's SQL of a Prepared read, and how to turn its rows into model instances."""
+
+    def __init__(self, queryset, marks, alias):
+        compiler = queryset.query.get_compiler(using=alias)
+        self.sql, params = compiler.as_sql()
+        # each parameter: the index of the caller's value it stands for, or a constant of the query
+        self.slots = [("arg", marks.index(p)) if isinstance(p, str) and p in marks else ("const", p) for p in params]
+        missing = set(range(len(marks))) - {s[1] for s in self.slots if s[0] == "arg"}
+        if missing:  # a value the field transforms (a UUID, a date) is not passed through as sent
+            raise ValueError(f"Prepared: parameter(s) {sorted(missing)} do not reach the SQL unchanged")
+        self.for_update = bool(queryset.query.select_for_update)
+        fields = [s[0] for s in compiler.select[0:compiler.col_count]]
+        self.converters = list(compiler.get_converters(fields).items())
+        klass_info = compiler.klass_info
+        self.model = klass_info["model"]
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        self.span = (start, end)
+        self.init_list = [f[0].target.attname for f in compiler.select[start:end]]
+        self.populators = get_related_populators(klass_info, compiler.select, alias)
+        self.annotations = dict(compiler.annotation_col_map or {})
+
+
+class Prepared:
+    """A read of model instances (select_related included) by a few values, compiled to SQL once
+    per database and then run with new values.
+
+    Building and compiling a queryset costs the ORM 0.2-0.5 ms of CPU per statement here, ten
+    times what running its SQL costs (a token look-up joined to its user and profile: 572 µs
+    through the ORM, 37 µs as the same SQL through the cursor), and Django keeps no compiled
+    queries. `build(*values)` returns the queryset; it is called once per database with stand-in
+    string values, which must reach the SQL unchanged (text keys; a UUID or a date would be
+    transformed, and is refused when compiled). The rows come back as QuerySet iteration
+    (ModelIterable, Django 5.2) makes them: the backend's converters, from_db, select_related
+    populators, annotations. A read with select_for_update is compiled and run inside a transaction.
+    """
+
+    def __init__(self, model, build, arity=1):
+        self.model, self.build, self.arity = model, build, arity
+        self._compiled = {}
+        self._lock = threading.Lock()
+
+    def _for(self, alias):
+        compiled = self._compiled.get(alias)
+        if compiled is None:
+            with self._lock:
+                compiled = self._compiled.get(alias)
+                if compiled is None:
+                    marks = [f"\x1fprepared-{i}-{uuid.uuid4().hex}" for i in range(self.arity)]
+                    compiled = self._compiled[alias] = _Compiled(self.build(*marks), marks, alias)
+        return compiled
+
+    def all(self, *values, using=None):
+        if len(values) != self.arity:
+            raise TypeError(f"Prepared read takes {self.arity} value(s), got {len(values)}")
+        if isinstance(self.model, str):  # "app_label.Model": for modules imported before the app registry
+            self.model = apps.get_model(self.model)
+        alias = using or router.db_for_read(self.model)
+        compiled = self._for(alias)
+        connection = connections[alias]
+        if compiled.for_update and not connection.in_atomic_block:
+            raise RuntimeError("a Prepared read with select_for_update runs inside a transaction")
+        params = [values[v] if kind == "arg" else v for kind, v in compiled.slots]
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            rows = cursor.fetchall()
+        start, end = compiled.span
+        out = []
+        for row in rows:
+            if compiled.converters:
+                row = list(row)
+                for pos, (convs, expression) in compiled.converters:
+                    value = row[pos]
+                    for converter in convs:
+                        value = converter(value, expression, connection)
+                    row[pos] = value
+            obj = compiled.model.from_db(alias, compiled.init_list, row[start:end])
+            for populator in compiled.populators:
+                populator.populate(row, obj)
+            for name, pos in compiled.annotations.items():
+                setattr(obj, name, row[pos])
+            out.append(obj)
+        return out
+
+    def one(self, *values, using=None):
+        """The first row, or None (build a query of one row: a unique key, or a slice [:1])."""
+        rows = self.all(*values, using=using)
+        return rows[0] if rows else None

@@ -1,12 +1,13 @@
-"""agui_project.queries.one: a row by its key, without the ORDER BY that first() adds."""
+"""agui_project.queries: one(), a row by its key without the ORDER BY that first() adds; Prepared,
+a read compiled once."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import Thread
 from agents.services import create_thread
-from agui_project.queries import one
+from agui_project.queries import Prepared, one
 
 pytestmark = pytest.mark.django_db
 
@@ -20,3 +21,66 @@ def test_one_reads_the_row_or_none_without_ordering(demo):
     assert len(sql.captured_queries) == 3
     assert not any("ORDER BY" in q["sql"] for q in sql.captured_queries)
     assert all("LIMIT 1" in q["sql"] for q in sql.captured_queries)
+
+
+# --- Prepared: a read compiled once --------------------------------------------------------------
+
+def _fields(obj):
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+
+def test_prepared_rows_are_the_orms_with_their_related_rows(demo):
+    """The same instances QuerySet iteration makes: every field converted by the backend (aware
+    datetimes, JSON), the select_related rows cached, a missing reverse one-to-one cached as
+    missing (no query to find out), in one statement each time."""
+    from rest_framework.authtoken.models import Token
+
+    from people.models import Profile
+
+    Profile.objects.update_or_create(user=demo["finn"], defaults={"language": "fr"})
+    Profile.objects.filter(user=demo["alice"]).delete()
+    tokens = {name: Token.objects.get_or_create(user=demo[name])[0].key for name in ("alice", "finn")}
+    read = Prepared(Token, lambda key: Token.objects.select_related("user", "user__profile").filter(key=key))
+    for name, key in tokens.items():
+        orm = Token.objects.select_related("user", "user__profile").get(key=key)
+        with CaptureQueriesContext(connection) as sql:
+            got = read.one(key)
+            assert _fields(got) == _fields(orm) and _fields(got.user) == _fields(orm.user)
+            assert got.created.tzinfo is not None and got.user.date_joined.tzinfo is not None
+            if name == "finn":
+                assert got.user.profile.language == "fr"
+            else:
+                with pytest.raises(Profile.DoesNotExist):
+                    _ = got.user.profile
+        assert len(sql.captured_queries) == 1, sql.captured_queries
+    assert read.one("no-such-key") is None
+    # the same compiled SQL, another value: not a cached row
+    assert read.one(tokens["finn"]).user.username == "finn"
+
+
+def test_prepared_json_fields_and_several_values(demo):
+    thread = create_thread(demo["alice"], "banking")
+    Thread.objects.filter(pk=thread.pk).update(title="ünïcode 'quoted' %s")
+    read = Prepared("agents.Thread", lambda pk, agent: Thread.objects.filter(pk=pk, agent=agent), arity=2)
+    got = read.one(thread.pk, "banking")
+    assert _fields(got) == _fields(Thread.objects.get(pk=thread.pk)) and got.title == "ünïcode 'quoted' %s"
+    assert read.one(thread.pk, "ops") is None
+    assert read.all(thread.pk, "banking") == [got]
+    with pytest.raises(TypeError):
+        read.one(thread.pk)
+
+
+@pytest.mark.django_db(transaction=True)  # outside the test's own transaction
+def test_prepared_refuses_what_it_cannot_keep(demo):
+    """A value the field transforms does not reach the SQL as sent: refused when compiled, instead
+    of running the stand-in. A locking read outside a transaction: refused, as the ORM refuses it."""
+    from django.contrib.auth.models import User
+
+    with pytest.raises(ValueError):
+        Prepared(User, lambda pk: User.objects.filter(pk=pk)).one("1")  # an integer key: the text becomes int
+    locked = Prepared(Thread, lambda pk: Thread.objects.select_for_update().filter(pk=pk))
+    thread = create_thread(demo["alice"], "banking")
+    with transaction.atomic():
+        assert locked.one(thread.pk) == thread
+    with pytest.raises(RuntimeError):
+        locked.one(thread.pk)
