@@ -3,10 +3,29 @@
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
 
-from agui_project.queries import one
+from agui_project.queries import Prepared, one
 from approvals.models import ApprovalRequest
 
 from .models import Run, Thread
+
+# reads on every AG-UI POST, resume and decision, compiled once (agui_project/queries.Prepared)
+_THREAD = Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk))
+_RUN_ID = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).only("id"))
+_CONTINUATION = Prepared(Run, lambda parent: Run.objects.filter(parent_run=parent).only("id")[:1])
+
+
+def thread_by_id(thread_id):
+    """The thread with this id, or None."""
+    return _THREAD.one(thread_id)
+
+
+def run_exists(run_id):
+    return _RUN_ID.one(run_id) is not None
+
+
+def has_continuation(run_id):
+    """Whether the run has been continued (a continuation Run names it as its parent)."""
+    return _CONTINUATION.one(run_id) is not None
 
 
 def chat_list(user):

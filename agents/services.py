@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
-from agui_project.queries import one
+from agui_project.queries import Prepared, one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -154,6 +154,12 @@ _CALL_STATUS = {
 }
 
 
+# a decision's reads of its paused call and run, compiled once (agui_project/queries.Prepared)
+_PAUSED_CALL = Prepared(ToolCall, lambda pk, approval: ToolCall.objects.select_related("thread__owner").filter(
+    pk=pk, approval_id=approval), arity=2)
+_LOCKED_RUN = Prepared(Run, lambda pk: Run.objects.select_for_update().filter(pk=pk))
+
+
 def approval_resolved(request):
     """A decision landed: record the call's fate, tell the chat, and continue the run when nothing
     waits. Returns the continuation it started, if any."""
@@ -161,15 +167,14 @@ def approval_resolved(request):
     if status is None:
         return
     with transaction.atomic():
-        call = one(ToolCall.objects.select_related("thread__owner").filter(
-            pk=request.tool_call_ref, approval_id=request.pk))
+        call = _PAUSED_CALL.one(request.tool_call_ref, str(request.pk))
         if call is None:
             return
         owner = call.thread.owner  # read with the call: the chat's notice is worded for its viewer
         # lock the paused run first: concurrent decisions on one run then see each other's writes.
         # The call is not read again under it: move_call's update is conditional on its status
         # (what a second decision would have changed), and the fields read above never change.
-        run = Run.objects.select_for_update().get(pk=call.run_id)
+        run = _LOCKED_RUN.one(call.run_id)
         call.final_arguments = request.final_arguments if status == ToolCall.Status.APPROVED else None
         call.feedback = request.feedback
         if not move_call(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],

@@ -11,6 +11,7 @@ import logging
 
 from django.db import transaction
 
+from . import selectors
 from .dispatch import announce_after_commit
 from .models import Run, ToolCall
 
@@ -59,7 +60,7 @@ def start_continuation(parent):
     """The one continuation of `parent` (a paused run, or one that failed when its worker was
     lost): a queued Run under the client's chosen id (`resume_run_id`, AG-UI resume), announced
     on commit. None when it already has one. The caller holds `parent`'s row lock."""
-    if Run.objects.filter(parent_run=parent).exists():
+    if selectors.has_continuation(parent.pk):
         return None
     run = Run.objects.create(
         thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from agui_project.queries import one
+from agui_project.queries import Prepared, one
 
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
@@ -241,9 +241,13 @@ def can_decide(user, req, group_ids=None):
     return user.groups.filter(pk__in=decider_group_ids(req)).exists()
 
 
+# every decision's first read: compiled once (agui_project/queries.Prepared)
+_LOCKED = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.select_for_update(of=("self",)).select_related(
+    "approver_group", "escalation_group", "requester").filter(pk=pk))
+
+
 def _lock(request_id):
-    req = one(ApprovalRequest.objects.select_for_update(of=("self",))
-              .select_related("approver_group", "escalation_group", "requester").filter(pk=request_id))
+    req = _LOCKED.one(str(request_id))
     if req is None:
         raise NotFound(_("no such request"))
     return req

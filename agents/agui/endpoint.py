@@ -28,17 +28,16 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 
-from agents import presenters, services, thread_ids
+from agents import presenters, selectors, services, thread_ids
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
 from agents.agui.relay import Plan, watched_relay
 from agents.catalog import get_agent, load_agents
-from agents.models import InputRequest, Run, Thread
+from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
 from agents.views import agent_cards
 from agui_project import jsoncheck
 from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
-from agui_project.queries import one
 from approvals import argument_errors
 from approvals.models import ApprovalRequest
 from state.services import StateError
@@ -196,13 +195,13 @@ def prepare(request, agent_name):
     agent_input, invalid = parse_input(request.body)
     if invalid:
         return invalid
-    thread = one(Thread.objects.filter(pk=agent_input.thread_id))
+    thread = selectors.thread_by_id(agent_input.thread_id)
     if thread and thread.owner_id != user.pk:
         return refuse(agent_input, "forbidden", _("this thread belongs to someone else"))
     if thread and thread.agent != agent.name:
         return refuse(agent_input, "agent_mismatch", _("thread %(thread)s belongs to agent %(agent)s") % {
             "thread": thread.pk, "agent": repr(thread.agent)})
-    if Run.objects.filter(pk=agent_input.run_id).exists():
+    if selectors.run_exists(agent_input.run_id):
         return refuse(agent_input, "run_exists", _("run %(id)s already exists") % {"id": agent_input.run_id})
     try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
         new_messages = incoming.select(thread, agent_input)
@@ -252,11 +251,11 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
             approval_ids, question_ids = services.apply_resume(
                 thread, user, entries, agent_input.run_id, messages=new_messages)
-            if not Run.objects.filter(pk=agent_input.run_id).exists():
+            if not selectors.run_exists(agent_input.run_id):
                 acknowledgement = acknowledged(thread, user, agent_input, entries, position)
                 if acknowledgement:
                     return acknowledgement
-                if not Run.objects.filter(pk=agent_input.run_id).exists():
+                if not selectors.run_exists(agent_input.run_id):
                     recorded = _("Your answer is recorded; the request still needs other approvers.")
                     if new_messages:
                         recorded += " " + _("Your message will be answered once it is decided.")
@@ -320,7 +319,7 @@ def acknowledged(thread, user, agent_input, entries, position):
     follows that review into the continuation, which gets an id of its own. None when the run
     does not wait on a review (another approver of the same request: awaiting_other_approvers)."""
     paused = services.release_resume_id(thread, agent_input.run_id)
-    if not paused or Run.objects.filter(pk=agent_input.run_id).exists() or not replay.awaits_review(paused):
+    if not paused or selectors.run_exists(agent_input.run_id) or not replay.awaits_review(paused):
         return None  # (a continuation that took the client's id meanwhile is relayed as usual by the caller)
     ids = [e[0] for e in entries]
     head = RunStartedEvent(thread_id=thread.pk, run_id=agent_input.run_id, protocol_version=PROTOCOL_VERSION)
