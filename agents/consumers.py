@@ -16,7 +16,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import OperationalError
 
 from agui_project import busy, jsoncheck
-from agui_project.sockets import SignedInSocket
+from agui_project.sockets import CLOSE_RETRY, REDIS_AWAY, SignedInSocket
 
 from . import watching
 from .agui import custom_events
@@ -28,10 +28,6 @@ log = logging.getLogger(__name__)
 # a frame's events are cut here (a single larger event still goes, alone): a slow client's backlog
 # of up to 500 entries is not one huge message
 FRAME_MAX_CHARS = 256 * 1024
-# the stream could not be read (Redis away): the page reconnects and gets a fresh snapshot. Not
-# RFC 6455's 1011: Daphne's autobahn lets an application close only with 1000 or 3000-4999, and
-# raises on anything else instead of closing
-STREAM_FAILED = 4011
 
 
 def frames(payloads):
@@ -115,9 +111,11 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
                     after = batch[-1][0]
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except REDIS_AWAY as exc:  # the page reconnects (with backoff) and gets a fresh snapshot
+            await self.close_for_redis_away(exc)
+        except Exception:  # not an outage: a bug, with its traceback; the page still reconnects
             log.exception("thread socket %s: stream read failed", self.thread_id)
-            await self.close(code=STREAM_FAILED)
+            await self.close(code=CLOSE_RETRY)
 
     async def _send_snapshot(self):
         """Snapshots from the database, then the active run replayed from its RUN_STARTED.

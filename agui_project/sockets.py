@@ -9,13 +9,20 @@ of CSRF_TRUSTED_ORIGINS; the Host itself must be an allowed host.
 Logout: a socket authenticates once, when it opens. Each socket joins its user's group; Django's
 `user_logged_out` is sent to that group with the session that ended, and the sockets opened
 with that session close (the user's other browsers keep theirs).
+
+Redis away: a socket whose Redis calls fail (the channel layer's, the thread's stream) closes with
+4011 and one warning line; nothing raises into Daphne.
 """
 
+import asyncio
 import hashlib
 import logging
 from urllib.parse import urlsplit
 
+import redis
 from asgiref.sync import async_to_sync
+from channels.db import aclose_old_connections
+from channels.exceptions import StopConsumer
 from channels.layers import get_channel_layer
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
@@ -28,6 +35,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 CLOSE_LOGGED_OUT = 4401  # the code a socket gets when it opens without a signed-in user
+# Redis could not be reached: the pages reconnect with backoff (and get a fresh snapshot). Not
+# RFC 6455's 1011: Daphne's autobahn lets an application close only with 1000 or 3000-4999
+CLOSE_RETRY = 4011
+# redis-py's errors (channels-redis raises them too); OSError: a socket error it left unwrapped
+REDIS_AWAY = (redis.RedisError, OSError)
 
 
 # --- origin ------------------------------------------------------------------------------------
@@ -110,8 +122,104 @@ def session_tag(session_key):
     return hashlib.sha256(f"socket-session:{session_key}".encode()).hexdigest()[:32] if session_key else None
 
 
-class SignedInSocket:
-    """Mixin for AsyncWebsocketConsumer: the socket lives as long as the session it opened with."""
+class _LayerFailed:
+    """What the channel layer's receive hands to dispatch instead of raising."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+class ClosesWhenRedisIsAway:
+    """Mixin for AsyncWebsocketConsumer: a Redis outage closes the socket with 4011, once.
+
+    A socket meets Redis in its handlers (the channel layer's group_add in accept, the inbox's groups,
+    the thread's watcher and stream) and in channels' own loop, which waits on the channel layer
+    beside the client. An error escaping any of them is Daphne's "Exception inside application":
+    a 500 for a socket still opening, a 1011 (refused by autobahn) for an open one. Here it is one
+    warning and a 4011 close, accepted first if the handshake was still open so that the page sees
+    a code; the consumer then waits for the client's answer and ends as any closed socket does.
+    """
+
+    _accepted = _closed = False
+    _redis_away = None  # the error that closed the socket
+
+    async def accept(self, subprotocol=None, headers=None):
+        await super().accept(subprotocol, headers)
+        self._accepted = True
+
+    async def close(self, code=None, reason=None):
+        self._closed = True
+        await super().close(code, reason)
+
+    async def close_for_redis_away(self, error):
+        """Also for a consumer's own tasks (the thread socket's stream pump)."""
+        if self._redis_away is not None:
+            return
+        self._redis_away = error
+        if self._closed:  # refused or closing already: the outage changes nothing for the page
+            return
+        log.warning("socket %s: Redis unreachable (%s: %s), closed with %s", self.scope.get("path"),
+                    type(error).__name__, error, CLOSE_RETRY)
+        if not self._accepted:
+            await super().accept()  # the frame alone: a signed-in socket's group_add would fail again
+            self._accepted = True
+        await self.close(code=CLOSE_RETRY)
+
+    async def dispatch(self, message):
+        if isinstance(message, _LayerFailed):
+            await self.close_for_redis_away(message.error)
+            return
+        if self._redis_away is not None and message["type"] != "websocket.disconnect":
+            return  # closing: a connect still queued, frames and group messages in flight
+        try:
+            await super().dispatch(message)
+        except REDIS_AWAY as exc:
+            await self.close_for_redis_away(exc)
+
+    # channels' AsyncConsumer.__call__ sets `channel_receive` and waits on it beside the client,
+    # outside any handler: its error would end the consumer there, so it comes to dispatch instead
+    @property
+    def channel_receive(self):
+        return self._channel_receive_or_failure
+
+    @channel_receive.setter
+    def channel_receive(self, receive):
+        self._layer_receive = receive
+
+    async def _channel_receive_or_failure(self):
+        if self._redis_away is None:
+            try:
+                return await self._layer_receive()
+            except REDIS_AWAY as exc:
+                return _LayerFailed(exc)
+        await asyncio.Future()  # closed: nothing more from the layer (cancelled when the consumer ends)
+
+    async def websocket_disconnect(self, message):
+        # each group left on its own, and disconnect() (the consumer's cleanup, e.g. its stream
+        # pump) run even if Redis is away; memberships left behind expire in the layer
+        groups, self.groups = self.groups, []
+        failed = None
+        try:
+            for group in groups:
+                try:
+                    await self.channel_layer.group_discard(group, self.channel_name)
+                except REDIS_AWAY as exc:
+                    failed = failed or exc
+            try:
+                await super().websocket_disconnect(message)  # disconnect(), then StopConsumer
+            except REDIS_AWAY as exc:
+                failed = failed or exc
+                await aclose_old_connections()
+                raise StopConsumer() from None
+        finally:
+            if failed is not None:  # a warning only if no outage had closed the socket (it had its own)
+                log.log(logging.INFO if self._redis_away is not None else logging.WARNING,
+                        "socket %s: left without Redis (%s: %s)", self.scope.get("path"), type(failed).__name__, failed)
+
+
+class SignedInSocket(ClosesWhenRedisIsAway):
+    """Mixin for AsyncWebsocketConsumer: the socket lives as long as the session it opened with
+    (and, as every socket of the site, closes when Redis is away)."""
 
     _signed_out = False
 

@@ -1,6 +1,8 @@
 """The thread and inbox WebSockets through the real ASGI stack (origin check, session auth)."""
 
 import json
+import logging
+import socket
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -32,6 +34,38 @@ async def receive_until(comm, predicate, limit=200):
         if predicate(event):
             return seen
     raise AssertionError("event never came")
+
+
+@pytest.fixture
+def redis_away(settings, monkeypatch):
+    """Redis stopped, for the sockets: the channel layer and the stream reader point at a port that is
+    bound but not listening, so every connection is refused (the port stays ours while the test runs)."""
+    from agents.runtime import events as stream
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{closed.getsockname()[1]}/0"
+        layer = settings.CHANNEL_LAYERS["default"]
+        # a changed CHANNEL_LAYERS drops channels' cached layer, so the next consumer gets this one
+        settings.CHANNEL_LAYERS = {"default": {**layer, "CONFIG": {**layer["CONFIG"], "hosts": [
+            {"address": dead, "socket_timeout": None}]}}}
+        settings.REDIS_URL = dead
+        monkeypatch.setattr(stream, "_async_clients", {})  # the stream's next client is made for `dead`
+        yield
+
+
+async def closed_cleanly(comm, caplog):
+    """The close frame's code; the consumer then ends by itself, having logged one warning and no
+    traceback (an exception escaping into Daphne is its "Exception inside application", a 500 at the
+    handshake)."""
+    closed = await comm.receive_output(timeout=10)
+    assert closed["type"] == "websocket.close", closed
+    await comm.disconnect()  # the client's answer; re-raises whatever escaped the consumer
+    assert comm.future.done() and not comm.future.cancelled()  # it stopped, it was not stopped
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "Redis" in warnings[0], warnings
+    return closed["code"]
 
 
 @pytest.fixture
@@ -211,3 +245,56 @@ async def test_a_stream_that_cannot_be_read_closes_the_socket_with_a_code_daphne
     assert closed["type"] == "websocket.close"
     assert closed["code"] == 1000 or 3000 <= closed["code"] <= 4999, closed
     assert closed["code"] not in (4401, 4403)  # the page retries on any other code
+
+
+async def test_a_thread_socket_opening_while_redis_is_away_is_closed_with_4011(demo, redis_away, caplog):
+    """Not a failed handshake (a 500, the channel layer's ConnectionError escaping into Daphne): the
+    socket is accepted and closed with 4011 at once, so the page sees the code and retries with backoff."""
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    comm = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    with caplog.at_level(logging.INFO):
+        assert await comm.connect(timeout=10) == (True, None)
+        assert await closed_cleanly(comm, caplog) == 4011
+
+
+async def test_the_inbox_socket_opening_while_redis_is_away_is_closed_with_4011(demo, redis_away, caplog):
+    finn = communicator("/ws/inbox/", demo["finn"])
+    with caplog.at_level(logging.INFO):
+        assert await finn.connect(timeout=10) == (True, None)
+        assert await closed_cleanly(finn, caplog) == 4011
+
+
+async def test_a_snapshot_that_cannot_be_read_closes_with_4011_and_a_warning(demo, monkeypatch, caplog):
+    """Redis gone between the accept and the snapshot's stream position: a warning, not a traceback."""
+    import redis
+
+    from agents.runtime import events as stream
+
+    async def unreachable(*args, **kwargs):
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(stream, "last_id", unreachable)
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    comm = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    with caplog.at_level(logging.INFO):
+        assert await comm.connect(timeout=10) == (True, None)
+        assert await closed_cleanly(comm, caplog) == 4011
+
+
+async def test_an_open_inbox_socket_losing_redis_closes_with_4011(demo, monkeypatch, caplog):
+    """Past the handshake too: Redis gone under a presence frame is a 4011 close, not an exception
+    into Daphne (which closed with 1011)."""
+    import redis
+    from channels_redis.core import RedisChannelLayer
+
+    req = await sync_to_async(transfer_request)(demo["alice"])  # before finn listens: no notice first
+    finn = communicator("/ws/inbox/", demo["finn"])
+    assert (await finn.connect())[0]
+
+    async def unreachable(*args, **kwargs):
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(RedisChannelLayer, "group_add", unreachable)
+    with caplog.at_level(logging.INFO):
+        await finn.send_json_to({"type": "viewing", "id": req.pk})
+        assert await closed_cleanly(finn, caplog) == 4011
