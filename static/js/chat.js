@@ -1577,11 +1577,13 @@
     aguiChat.ws = ws;
     if (document.body.dataset.wsState !== "open") setWsState("connecting");
     ws.addEventListener("open", () => {
-      attempt = 0;
       aguiChat.connects += 1;
       setWsState("open");
     });
     ws.addEventListener("message", (msg) => {
+      // A frame (the snapshot comes first) shows the socket works. One closed with 4011 at once
+      // (Redis away) sent none, so the backoff keeps growing instead of retrying twice a second.
+      attempt = 0;
       let data;
       try {
         data = JSON.parse(msg.data);

@@ -1209,8 +1209,9 @@
     currentWs = ws;
     state.ws = ws;
     if (document.body.dataset.wsState !== "open") setWsState("connecting");
+    let opened = false;
     ws.addEventListener("open", () => {
-      attempt = 0;
+      opened = true;
       setWsState("open");
       viewers.clear();
       if (viewingId) ws.send(JSON.stringify({ type: "viewing", id: viewingId }));
@@ -1220,6 +1221,7 @@
       if (detail) refreshPanels();
     });
     ws.addEventListener("message", (msg) => {
+      attempt = 0; // the socket works
       let data;
       try {
         data = JSON.parse(msg.data);
@@ -1228,9 +1230,12 @@
       }
       for (const notice of Array.isArray(data) ? data : [data]) onNotice(notice);
     });
-    ws.addEventListener("close", () => {
+    ws.addEventListener("close", (event) => {
       if (currentWs !== ws) return;
       setWsState("closed");
+      // Closed with 4011 (Redis away), the socket had been accepted only to be told so: the
+      // backoff keeps growing. Any other close of an opened socket starts it over.
+      if (opened && event.code !== 4011) attempt = 0;
       const base = Math.min(8000, 500 * Math.pow(2, attempt));
       attempt += 1;
       timer = setTimeout(connect, base / 2 + Math.random() * (base / 2));
