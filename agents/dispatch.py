@@ -5,6 +5,8 @@ this module, low in the runtime, never imports agents/tasks.py, which imports th
 """
 
 import logging
+import threading
+from contextlib import contextmanager
 
 import kombu.exceptions
 import redis
@@ -20,6 +22,22 @@ RUN_AGENT = "agents.tasks.run_agent"
 REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
 
 
+_local = threading.local()
+
+
+@contextmanager
+def announced():
+    """{run id: (stream entry id, RUN_STARTED as written)} of the runs announced on this thread
+    inside the block: the AG-UI POST that made a run sends its RUN_STARTED from here instead of
+    reading it back from the stream (agents/agui/relay.py)."""
+    outer = getattr(_local, "heads", None)
+    heads = _local.heads = {}
+    try:
+        yield heads
+    finally:
+        _local.heads = outer
+
+
 def enqueue_run(run_id):
     """Hand the run to a worker. `.delay` of the registered task, not `send_task`: it keeps eager
     mode and a test's patch of `agents.tasks.run_agent.delay` working."""
@@ -30,10 +48,12 @@ def announce(run_id, run=None):
     """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker, then
     note where its events begin (for snapshots and recovery; the worker does not read it)."""
     run = run or Run.objects.get(pk=run_id)
-    stream_id = events.append(
-        run.thread_id, RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
-                                       protocol_version=PROTOCOL_VERSION)
-    )
+    started = events.encode(RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
+                                            protocol_version=PROTOCOL_VERSION))
+    stream_id = events.append_encoded(run.thread_id, started)
+    heads = getattr(_local, "heads", None)
+    if heads is not None and stream_id:
+        heads[run.pk] = (stream_id, started)
     try:
         enqueue_run(run.pk)
     finally:  # also when the broker refused: the beat then sends the task again, not a second RUN_STARTED

@@ -64,6 +64,24 @@ class Watch:
         except redis.RedisError as exc:  # the stream read meets the outage too and handles it
             log.info("watcher of thread %s not renewed (Redis unreachable: %s)", self.thread_id, exc)
 
+    @property
+    def joined(self):
+        return self._renewed is not None
+
+    def join_sync(self):
+        """renew() from sync code (the AG-UI POST's thread, with its run): the process's client,
+        one pipelined round trip, so the relay's first frame does not wait for the join."""
+        self._renewed = time.monotonic()
+        key = watchers_key(self.thread_id)
+        try:
+            pipe = redis_client().pipeline(transaction=False)
+            pipe.zadd(key, {self.member: time.time() + WATCH_SECONDS})
+            pipe.expire(key, WATCH_SECONDS)
+            pipe.execute()
+        except redis.RedisError as exc:
+            self._renewed = None  # the relay joins again
+            log.info("watcher of thread %s not joined (Redis unreachable: %s)", self.thread_id, exc)
+
     async def leave(self, abandoned=False):
         """Go. A relay whose run had not ended (`abandoned`) marks the run, in the same
         transaction, and any watcher leaving a thread with an abandoned run schedules its check."""

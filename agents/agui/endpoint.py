@@ -28,7 +28,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 
-from agents import presenters, selectors, services, thread_ids
+from agents import dispatch, presenters, selectors, services, thread_ids, watching
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
 from agents.agui.relay import Plan, watched_relay
@@ -209,12 +209,19 @@ def prepare(request, agent_name):
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
     try:
-        # a new thread is made in its first run's transaction: one commit, and its row is not read
-        # again under a lock (no one else can see it before the commit)
-        with transaction.atomic() if thread is None else contextlib.nullcontext():
-            return begin(agent, user, agent_input, thread, new_messages, run_context, ignored)
+        with dispatch.announced() as heads:
+            # a new thread is made in its first run's transaction: one commit, and its row is not
+            # read again under a lock (no one else can see it before the commit)
+            with transaction.atomic() if thread is None else contextlib.nullcontext():
+                plan = begin(agent, user, agent_input, thread, new_messages, run_context, ignored)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
         return refuse(agent_input, exc.code, exc.message)
+    if isinstance(plan, Plan) and not plan.error and plan.run_id in heads:
+        # the run this POST announced: its RUN_STARTED goes out as written, and the watcher joins
+        # here, in one round trip of the process's client (agents/agui/relay.py)
+        plan.head, plan.watch = heads[plan.run_id], watching.Watch(plan.thread_id, plan.run_id)
+        plan.watch.join_sync()
+    return plan
 
 
 def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):

@@ -40,6 +40,8 @@ class Plan:
     replayed: list = field(default_factory=list)  # runs that ended, rebuilt from the database, sent first
     parent_run_id: str = ""  # relay the continuation of this run (instead of run_id), if one comes in time
     review_wait: float = 0  # seconds to wait for the continuation of a run paused on another's review
+    head: tuple | None = None  # (stream entry id, RUN_STARTED) of run_id, as this process wrote it
+    watch: watching.Watch | None = None  # the relay's watcher, joined already
 
 
 def frame(payload):
@@ -54,11 +56,11 @@ async def watched_relay(plan):
         async for chunk in relay(plan):
             yield chunk
         return
-    watch, ended = watching.Watch(plan.thread_id, plan.run_id), False
+    watch, ended = plan.watch or watching.Watch(plan.thread_id, plan.run_id), False
     inner = relay(plan)
     # the watcher joins while the first read waits (one Redis round trip less before RUN_STARTED);
-    # it has joined before anything is sent
-    joining = asyncio.ensure_future(watch.renew())
+    # it has joined before anything is sent (a plan's own watch joined with its run)
+    joining = None if watch.joined else asyncio.ensure_future(watch.renew())
     try:
         async for chunk in inner:
             if joining is not None:
@@ -105,6 +107,12 @@ async def relay(plan):
 
     def ours(payload):
         return payload.startswith('{"type":"RUN_STARTED"') and run_marker in payload
+
+    if plan.head and not following:  # this process wrote the run's RUN_STARTED: no read back
+        after, payload = plan.head
+        started = True
+        yield "".join([frame(payload), *(frame(events.encode(e)) for e in plan.after_start)])
+        last_write = monotonic()
 
     while True:
         chunk = []

@@ -3,6 +3,7 @@ grace off, a client that goes away does not stop the run (tests/agents/test_aban
 happens with it on). The model's reply is held back on a gate, so "idle" is a fact of the test, not
 a timing guess."""
 
+import contextlib
 import json
 import threading
 import uuid
@@ -11,6 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from rest_framework.authtoken.models import Token
 
+from agents import dispatch
 from agents.agui import relay
 from agents.models import Message, Run
 from agents.runtime import events
@@ -122,7 +124,11 @@ def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_liv
     """Redis loses the thread's stream (a restart without persistence) after the run began but
     before its relay read anything: the relay can never see this run's RUN_STARTED. It keeps the
     client's connection open while the run goes on, then ends the client's stream from the
-    database: RUN_STARTED, the messages, and the run's real ending (here: paused on an approval)."""
+    database: RUN_STARTED, the messages, and the run's real ending (here: paused on an approval).
+    The POST that announced a run sends the RUN_STARTED it wrote without reading it back; this is
+    the relay of a run it did not announce (a plain POST following a live run, a continuation
+    after a review), which reads the start from the stream."""
+    monkeypatch.setattr(dispatch, "announced", lambda: contextlib.nullcontext({}))
     entered, release = threading.Event(), threading.Event()
 
     def reply(body):
@@ -167,3 +173,39 @@ def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_liv
     assert frames[2]["value"]["toolCallId"] == call["id"] and frames[2]["value"]["decidedBy"] == "finance"
     assert "outcome" not in frames[3]
     assert Run.objects.get(pk=run_id).status == Run.Status.INTERRUPTED
+
+
+def test_the_post_that_announced_its_run_sends_that_start_without_reading_it_back(
+        celery_worker_live, fake_llm, client, demo, monkeypatch):
+    """The RUN_STARTED a POST wrote to the thread's stream goes to its client as written (the same
+    entry, read by nobody), and the relay's reads start after it; its watcher has joined by then."""
+    from agents import watching
+
+    reads = []
+    real_read = relay.events.read
+
+    async def counted(thread_id, after, **kw):
+        reads.append(after)
+        return await real_read(thread_id, after, **kw)
+
+    monkeypatch.setattr(relay.events, "read", counted)
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    content = start(client, demo, thread_id, run_id, text="hello")
+
+    async def first_then_rest():
+        it = aiter(content)
+        first = (await anext(it)).decode()
+        before, joined = list(reads), [m for m, _ in watching.watchers(thread_id)]
+        rest = [chunk.decode() async for chunk in it]
+        return first, before, joined, rest
+
+    first, before, joined, rest = async_to_sync(first_then_rest)()
+    assert before == []  # nothing was read before the start went out
+    frames = [json.loads(line[6:]) for line in first.split("\n") if line.startswith("data: ")]
+    assert frames[0]["type"] == "RUN_STARTED" and frames[0]["runId"] == run_id
+    entry_id, payload = events.redis_client().xrange(events.stream_key(thread_id), count=1)[0]
+    assert first.startswith(f"data: {payload[b'e'].decode()}\n\n")  # the stream's own entry
+    assert reads[0] == entry_id.decode()  # and the reads go on after it
+    assert joined == [run_id]
+    later = [json.loads(line[6:]) for chunk in rest for line in chunk.split("\n") if line.startswith("data: ")]
+    assert later[-1]["type"] == "RUN_FINISHED" and "RUN_STARTED" not in [f["type"] for f in later]
