@@ -6,7 +6,7 @@ Views stay thin: every change goes through approvals.services.
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 from django.utils.translation import gettext as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -201,10 +201,13 @@ class ListFilters:
         return super().filter_queryset(queryset)
 
 
+# the requests' decisions with their deciders: one query joined to the users (a prefetch of
+# decisions__user is two)
+DECISIONS = Prefetch("decisions", queryset=Decision.objects.select_related("user"))
+
+
 def with_decisions(qs):
-    """The requests' decisions with their deciders: one query joined to the users (a prefetch of
-    decisions__user is two)."""
-    return qs.prefetch_related(Prefetch("decisions", queryset=Decision.objects.select_related("user")))
+    return qs.prefetch_related(DECISIONS)
 
 
 class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
@@ -271,18 +274,26 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)
     def decide(self, request, pk=None):
-        approval = self.get_object()
+        """The decision reads the request once, under its lock, and answers with that row: the
+        request is not looked up through the visible list first nor read back whole after (two
+        reads of five joined tables and the visibility filter, about a quarter of a decision's
+        time). Who may not decide it gets 403, and 404 when they may not even see it."""
         body = DecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
             approval = services.decide(
-                approval.pk, request.user, body.validated_data["decision"],
+                pk, request.user, body.validated_data["decision"],
                 arguments=body.validated_data.get("arguments"), feedback=body.validated_data.get("feedback", ""),
                 always_allow_in_thread=body.validated_data.get("always_allow_in_thread", False),
             )
+        except services.NotFound:
+            raise NotFound(_("no such request")) from None
         except services.DecisionError as exc:
+            if isinstance(exc, services.Forbidden) and not self.get_queryset().filter(pk=pk).exists():
+                raise NotFound(_("no such request")) from None
             return _error_response(exc)
-        approval = with_decisions(self.get_queryset()).get(pk=approval.pk)
+        # what the answer shows beyond the locked row (its requester and groups came with it)
+        prefetch_related_objects([approval], "outside", DECISIONS)
         return Response(ApprovalSerializer(approval, context={"request": request}).data)
 
     @extend_schema(request=BulkDecideSerializer, responses={200: BulkResultSerializer})
