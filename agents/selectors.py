@@ -6,12 +6,20 @@ from django.db.models import OuterRef, Subquery
 from agui_project.queries import Prepared, one
 from approvals.models import ApprovalRequest
 
-from .models import Run, Thread
+from .models import Message, Run, Thread
 
 # reads on every AG-UI POST, resume and decision, compiled once (agui_project/queries.Prepared)
 _THREAD = Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk))
 _RUN_ID = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).only("id"))
 _CONTINUATION = Prepared(Run, lambda parent: Run.objects.filter(parent_run=parent).only("id")[:1])
+
+
+_MESSAGES = Prepared(Message, lambda thread: Message.objects.filter(thread=thread))  # in seq order (Meta)
+
+
+def thread_messages(thread_id):
+    """The thread's messages in order (its MESSAGES_SNAPSHOT)."""
+    return _MESSAGES.all(thread_id)
 
 
 def thread_by_id(thread_id):

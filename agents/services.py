@@ -16,7 +16,7 @@ from agui_project.queries import Prepared, one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
-from . import thread_ids, watching
+from . import selectors, thread_ids, watching
 from .agui import custom_events
 from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
@@ -306,7 +306,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     if missing:
         raise ResumeError("missing_resume", _("every open interrupt needs an answer; missing: %(ids)s") % {
             "ids": ", ".join(missing)})
-    if Run.objects.filter(pk=run_id).exists():
+    if selectors.run_exists(run_id):
         raise ResumeError("run_exists", _("run %(id)s already exists") % {"id": run_id})
     try:
         with transaction.atomic():

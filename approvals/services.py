@@ -282,6 +282,9 @@ class _PastDeadline(Exception):
     pass
 
 
+DECIDED_FIELDS = ("status", "feedback", "final_arguments", "decided_by", "decided_at", "context")
+
+
 def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via):
     with transaction.atomic():
         req = _lock(request_id)
@@ -361,7 +364,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                 req.final_arguments = proposed
         if req.status != Status.PENDING:
             req.decided_by, req.decided_at = user, timezone.now()
-        req.save()
+        req.save(update_fields=DECIDED_FIELDS)  # what a decision changes (the row is locked): not all 30 columns
         _audit(Action.DECIDED, req, actor=user, before=before, after={
             **_snapshot(req), "decision": decision, "approvals": approvals, "required": req.required_approvals,
             **({"via": via} if via else {}),

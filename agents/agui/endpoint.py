@@ -294,7 +294,7 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
         plan.error = RunErrorEvent(code=exc.code, message=exc.message + ids)
         return plan
     # a new thread holds just the messages this run stored (start_run returns them)
-    stored = run.new_messages if new_thread and run is not None else thread.messages.all()
+    stored = run.new_messages if new_thread and run is not None else selectors.thread_messages(thread.pk)
     messages = [presenters.agui_message(m) for m in stored]
     if messages:
         plan.after_start.insert(0, MessagesSnapshotEvent(messages=messages))
