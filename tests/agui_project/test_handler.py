@@ -47,9 +47,9 @@ C = _recording("c")
 MIDDLEWARE = [f"{__name__}.{name}" for name in ("A", "B", "C")]
 
 
-async def call(app, path):
+async def call(app, path, headers=()):
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": path,
-             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"testserver")],
+             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"testserver"), *headers],
              "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
     sent, got = [], False
 
@@ -79,11 +79,13 @@ def run_both(path):
     return out
 
 
-@pytest.mark.parametrize("inline", [False, True])
+@pytest.mark.parametrize("inline", [False, True, "sessionless"])
 @pytest.mark.parametrize("path", ["/no-such-page/", "/b-answers/", "/b-raises/", "/b-response-raises/"])
 @override_settings(MIDDLEWARE=MIDDLEWARE, ROOT_URLCONF="agui_project.urls")
 def test_grouped_hooks_behave_as_djangos_chain(path, inline, monkeypatch):
-    if inline:  # B's hooks called in the loop, A and C each a group of one
+    if inline == "sessionless":  # the group's hooks in the loop (the request has no session cookie)
+        monkeypatch.setattr(handler, "SESSIONLESS_INLINE", tuple(MIDDLEWARE))
+    elif inline:  # B's hooks called in the loop, A and C each a group of one
         monkeypatch.setattr(handler, "INLINE", (f"{__name__}.B",))
     django_result, ours = run_both(path)
     assert ours == django_result
@@ -103,10 +105,13 @@ def test_runs_of_classic_middleware_are_one_layer_each(settings):
         "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + XFrameOptionsMiddleware"]
 
 
+@pytest.mark.parametrize("cookie, most", [(None, 4), ("sessionid=nothing-valid", 6)])
 @pytest.mark.django_db(transaction=True)
-def test_a_request_through_the_project_chain_makes_few_thread_hops():
-    """The project's MIDDLEWARE: request_started, the request hooks, the response hooks, and the
-    response's close (request_finished); Django's own chain made 16 for this 404."""
+def test_a_request_through_the_project_chain_makes_few_thread_hops(cookie, most):
+    """The project's MIDDLEWARE: request_started, the 404 and its log line, and the response's close
+    (request_finished); Django's own chain made 16 for this 404. The classic middleware's hooks
+    run in the loop for a request without a session cookie (a token client's), and on one hop per
+    phase for one with a session, which they may read."""
     hops = []
     original = asgiref.sync.SyncToAsync.__call__
 
@@ -116,9 +121,49 @@ def test_a_request_through_the_project_chain_makes_few_thread_hops():
 
     asgiref.sync.SyncToAsync.__call__ = counting
     try:
-        status, headers = asyncio.run(call(ASGIHandler(), "/api/no-such-route/"))
+        status, headers = asyncio.run(call(ASGIHandler(), "/api/no-such-route/",
+                                           [(b"cookie", cookie.encode())] if cookie else []))
     finally:
         asgiref.sync.SyncToAsync.__call__ = original
     assert status == 404
     assert headers["x-frame-options"] == "DENY" and headers["x-content-type-options"] == "nosniff"
-    assert len(hops) <= 6, hops
+    assert len(hops) <= most, hops
+    assert ("HookGroup.enter" in hops) == bool(cookie)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sign_in_without_a_session_cookie_saves_its_session_through_the_async_chain(demo, settings):
+    """A request without a session cookie runs the hooks in the loop, but one that ends up writing
+    the session (signing in) has its response hooks on a thread, where the session is saved: the
+    cookie it gets names a stored session of that user."""
+    from django.contrib.sessions.models import Session
+
+    async def post(path, body, cookies):
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "path": path,
+                 "raw_path": path.encode(), "query_string": b"", "client": ("127.0.0.1", 1),
+                 "server": ("testserver", 80), "scheme": "http", "root_path": "",
+                 "headers": [(b"host", b"testserver"), (b"content-type", b"application/x-www-form-urlencoded"),
+                             (b"content-length", str(len(body)).encode()), (b"cookie", cookies.encode())]}
+        sent, got = [], False
+
+        async def receive():
+            nonlocal got
+            if not got:
+                got = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.sleep(3600)
+
+        async def send(message):
+            sent.append(message)
+
+        await ASGIHandler()(scope, receive, send)
+        start = next(m for m in sent if m["type"] == "http.response.start")
+        return start["status"], [v.decode() for k, v in start["headers"] if k.lower() == b"set-cookie"]
+
+    csrf = "a" * 32
+    body = f"username=finn&password={settings.DEMO_PASSWORD}&csrfmiddlewaretoken={csrf}".encode()
+    status, cookies = asyncio.run(post("/accounts/login/", body, f"csrftoken={csrf}"))
+    assert status == 302, cookies
+    session_key = next(c.split(";")[0].split("=", 1)[1] for c in cookies if c.startswith(settings.SESSION_COOKIE_NAME))
+    stored = Session.objects.get(session_key=session_key).get_decoded()
+    assert stored["_auth_user_id"] == str(demo["finn"].pk)
