@@ -241,9 +241,10 @@ def can_decide(user, req, group_ids=None):
     return user.groups.filter(pk__in=decider_group_ids(req)).exists()
 
 
-# every decision's first read: compiled once (agui_project/queries.Prepared)
+# every decision's first read, compiled once (agui_project/queries.Prepared); with the outside agent's
+# call, which the webhooks' notice of the decision reads (its callback_url)
 _LOCKED = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.select_for_update(of=("self",)).select_related(
-    "approver_group", "escalation_group", "requester").filter(pk=pk))
+    "approver_group", "escalation_group", "requester", "outside").filter(pk=pk))
 
 
 def _lock(request_id):

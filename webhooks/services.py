@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 from standardwebhooks.webhooks import Webhook
 
 from agui_project import destinations
+from agui_project.queries import Prepared
 
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -113,12 +114,16 @@ def enqueue(delivery_id, countdown=0):
         log.exception("webhook delivery %s not queued; the sweep will send it", delivery_id)
 
 
+# read after every decision and tool outcome: compiled once (agui_project/queries.Prepared)
+_ACTIVE = Prepared(WebhookEndpoint, lambda: WebhookEndpoint.objects.filter(is_active=True), arity=0)
+
+
 def emit(event_type, data, *, approval_ref="", callback_url=""):
     """Record one delivery per endpoint that wants `event_type` (and one to callback_url), then
     queue their first attempt once the rows are committed. Returns the deliveries."""
     now = timezone.now()
     payload = {"type": event_type, "timestamp": now.isoformat(), "data": data}
-    targets = [(e, e.url) for e in WebhookEndpoint.objects.filter(is_active=True) if e.wants(event_type)]
+    targets = [(e, e.url) for e in _ACTIVE.all() if e.wants(event_type)]
     if callback_url and not check_url(callback_url):
         targets.append((None, callback_url))
     if not targets:
