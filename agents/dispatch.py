@@ -12,6 +12,7 @@ import kombu.exceptions
 import redis
 from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
 from celery import current_app
+from django.db import connections
 
 from .models import Run
 from .runtime import events
@@ -25,13 +26,24 @@ REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
 _local = threading.local()
 
 
+class Announced(dict):
+    """{run id: (stream entry id, RUN_STARTED as written)}; with `defer`, `deferred` holds the
+    (run id, stream entry id) whose hand_over() the caller owes."""
+
+    def __init__(self, defer=False):
+        super().__init__()
+        self.defer, self.deferred = defer, []
+
+
 @contextmanager
-def announced():
-    """{run id: (stream entry id, RUN_STARTED as written)} of the runs announced on this thread
-    inside the block: the AG-UI POST that made a run sends its RUN_STARTED from here instead of
-    reading it back from the stream (agents/agui/relay.py)."""
+def announced(defer=False):
+    """The runs announced on this thread inside the block: the AG-UI POST that made a run sends
+    its RUN_STARTED from here instead of reading it back from the stream (agents/agui/relay.py).
+    `defer`: their tasks are not published here; the caller hands them over (hand_over_all) once
+    the RUN_STARTED is on its way, so the worker it wakes does not compete with that first frame
+    for the CPU. Should the caller never do so, the beat's requeue_lost_runs announces them again."""
     outer = getattr(_local, "heads", None)
-    heads = _local.heads = {}
+    heads = _local.heads = Announced(defer)
     try:
         yield heads
     finally:
@@ -54,10 +66,36 @@ def announce(run_id, run=None):
     heads = getattr(_local, "heads", None)
     if heads is not None and stream_id:
         heads[run.pk] = (stream_id, started)
+        if heads.defer:
+            heads.deferred.append((run.pk, stream_id))
+            return
+    hand_over(run.pk, stream_id)
+
+
+def hand_over(run_id, stream_id):
+    """The run's task to a worker, then where its events begin (for snapshots and recovery)."""
     try:
-        enqueue_run(run.pk)
+        enqueue_run(run_id)
     finally:  # also when the broker refused: the beat then sends the task again, not a second RUN_STARTED
-        Run.objects.filter(pk=run.pk).update(stream_id=stream_id or "")
+        Run.objects.filter(pk=run_id).update(stream_id=stream_id or "")
+
+
+def hand_over_all(pending):
+    """hand_over() of announced(defer=True)'s runs, on a thread of no request: its connections
+    are closed (returned to the pool) after. A broker that refuses is left to the beat's requeue."""
+    try:
+        hand_over_each(pending)
+    finally:
+        connections.close_all()
+
+
+def hand_over_each(pending):
+    for run_id, stream_id in pending:
+        try:
+            hand_over(run_id, stream_id)
+        except REDIS_DOWN as exc:
+            log.warning("run %s is announced but its task was not sent (broker unreachable: %s); "
+                        "the beat sends it again", run_id, exc)
 
 
 def announce_after_commit(run_id, run=None):

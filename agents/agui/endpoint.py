@@ -21,6 +21,7 @@ from ag_ui.core import (
 )
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
@@ -31,7 +32,7 @@ from rest_framework.authentication import SessionAuthentication
 from agents import dispatch, presenters, selectors, services, thread_ids, watching
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
-from agents.agui.relay import Plan, watched_relay
+from agents.agui.relay import Plan, hand_over_later, watched_relay
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
@@ -184,8 +185,9 @@ def agent_and_user(request, agent_name):
     return agent, user, denied
 
 
-def prepare(request, agent_name):
-    """Everything before the stream (sync: ORM). Returns a Plan or an error response."""
+def prepare(request, agent_name, defer=False):
+    """Everything before the stream (sync: ORM). Returns a Plan or an error response. `defer`: a
+    new message's run is handed to a worker by the relay, after its RUN_STARTED (Plan.deferred)."""
     agent, user, denied = agent_and_user(request, agent_name)
     if denied:
         return denied
@@ -209,7 +211,7 @@ def prepare(request, agent_name):
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
     try:
-        with dispatch.announced() as heads:
+        with dispatch.announced(defer=defer and agent_input.resume is None) as heads:
             # a new thread is made in its first run's transaction: one commit, and its row is not
             # read again under a lock (no one else can see it before the commit)
             with transaction.atomic() if thread is None else contextlib.nullcontext():
@@ -221,6 +223,8 @@ def prepare(request, agent_name):
         # here, in one round trip of the process's client (agents/agui/relay.py)
         plan.head, plan.watch = heads[plan.run_id], watching.Watch(plan.thread_id, plan.run_id)
         plan.watch.join_sync()
+        plan.deferred, heads.deferred = heads.deferred, []
+    dispatch.hand_over_each(heads.deferred)  # none the relay carries: now
     return plan
 
 
@@ -366,9 +370,13 @@ async def run_endpoint(request, agent_name):
         return await sync_to_async(describe)(request, agent_name)
     if request.method != "POST":
         return error(405, _("POST a RunAgentInput, or GET what the agent accepts"))
-    plan = await sync_to_async(prepare)(request, agent_name)
+    # under an ASGI server the relay hands a new run to the worker after its first frame; a sync
+    # caller (the test client) may never read the stream, so its run is handed over at once
+    plan = await sync_to_async(prepare)(request, agent_name, defer=isinstance(request, ASGIRequest))
     if isinstance(plan, JsonResponse):
         return plan
+    if plan.deferred:  # a response that never starts (the client already gone) still hands it over
+        hand_over_later(plan)
     response = StreamingHttpResponse(watched_relay(plan), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

@@ -20,7 +20,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from agents import watching
+from agents import dispatch, watching
 from agents.agui import replay
 from agents.runtime import events
 
@@ -41,11 +41,37 @@ class Plan:
     parent_run_id: str = ""  # relay the continuation of this run (instead of run_id), if one comes in time
     review_wait: float = 0  # seconds to wait for the continuation of a run paused on another's review
     head: tuple | None = None  # (stream entry id, RUN_STARTED) of run_id, as this process wrote it
+    deferred: list = field(default_factory=list)  # its (run id, entry id) to hand to a worker (dispatch)
     watch: watching.Watch | None = None  # the relay's watcher, joined already
 
 
 def frame(payload):
     return f"data: {payload}\n\n"
+
+
+HAND_OVER_LATEST = 1.0  # seconds: a plan's deferred run goes to a worker by then even if nothing was sent
+_handing_over = set()  # strong references to the fallback tasks (the loop keeps only weak ones)
+
+
+async def hand_over(plan):
+    """The plan's deferred runs to a worker (dispatch.announced(defer=True)), once: its Celery
+    publish (~1 ms of CPU) and the worker it wakes come after the first frame, not before it."""
+    pending, plan.deferred = plan.deferred, []
+    if pending:
+        await sync_to_async(dispatch.hand_over_all, thread_sensitive=False)(pending)
+
+
+def hand_over_later(plan):
+    """hand_over(plan) after HAND_OVER_LATEST unless the relay did it: for a response that never
+    starts (a client gone before it), whose generator never runs."""
+
+    def due():
+        if plan.deferred:
+            task = asyncio.ensure_future(hand_over(plan))
+            _handing_over.add(task)
+            task.add_done_callback(_handing_over.discard)
+
+    asyncio.get_running_loop().call_later(HAND_OVER_LATEST, due)
 
 
 async def watched_relay(plan):
@@ -69,8 +95,12 @@ async def watched_relay(plan):
             await watch.renew()
             ended = _ends(chunk)  # a client gone right after the end did not abandon the run
             yield chunk
+            if plan.deferred:  # the first frame is sent: now wake the worker
+                await hand_over(plan)
         ended = True
     finally:
+        if plan.deferred:  # the client went before the first frame: the run goes on regardless
+            await asyncio.shield(asyncio.ensure_future(hand_over(plan)))
         if joining is not None:
             await asyncio.shield(joining)  # its ZADD before the leave's ZREM
         await inner.aclose()

@@ -128,7 +128,7 @@ def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_liv
     The POST that announced a run sends the RUN_STARTED it wrote without reading it back; this is
     the relay of a run it did not announce (a plain POST following a live run, a continuation
     after a review), which reads the start from the stream."""
-    monkeypatch.setattr(dispatch, "announced", lambda: contextlib.nullcontext({}))
+    monkeypatch.setattr(dispatch, "announced", lambda defer=False: contextlib.nullcontext(dispatch.Announced()))
     entered, release = threading.Event(), threading.Event()
 
     def reply(body):
@@ -209,3 +209,64 @@ def test_the_post_that_announced_its_run_sends_that_start_without_reading_it_bac
     assert joined == [run_id]
     later = [json.loads(line[6:]) for chunk in rest for line in chunk.split("\n") if line.startswith("data: ")]
     assert later[-1]["type"] == "RUN_FINISHED" and "RUN_STARTED" not in [f["type"] for f in later]
+
+
+def _asgi_post(token, thread_id, run_id, text="hello"):
+    """POST /agui/banking/ through the ASGI handler (as Daphne serves it: an ASGIRequest)."""
+    from django.test import AsyncClient
+
+    body = {"threadId": thread_id, "runId": run_id, "state": {}, "tools": [], "context": [], "forwardedProps": {},
+            "messages": [{"id": f"msg-{uuid.uuid4()}", "role": "user", "content": text}]}
+    return AsyncClient().post("/agui/banking/", json.dumps(body), content_type="application/json",
+                              headers={"accept": "text/event-stream", "authorization": f"Bearer {token}"})
+
+
+def test_under_asgi_a_new_run_goes_to_the_worker_after_its_first_frame(celery_worker_live, fake_llm, demo):
+    """The RUN_STARTED frame goes out before the run's task is published (its ~1 ms of Celery, and
+    the worker it wakes, no longer in front of the first frame); then the run goes on to its end."""
+    from asgiref.sync import sync_to_async
+
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+
+    async def client():
+        resp = await _asgi_post(token, thread_id, run_id)
+        assert resp.status_code == 200
+        it = aiter(resp.streaming_content)
+        first = (await anext(it)).decode()
+        unsent = await sync_to_async(lambda: Run.objects.get(pk=run_id).stream_id)()
+        rest = [chunk.decode() async for chunk in it]
+        return first, unsent, rest
+
+    first, unsent, rest = async_to_sync(client)()
+    assert json.loads(first.split("\n")[0][6:])["type"] == "RUN_STARTED"
+    assert unsent == ""  # not handed over yet when the first frame arrived (announce wrote it before)
+    frames = [json.loads(line[6:]) for chunk in rest for line in chunk.split("\n") if line.startswith("data: ")]
+    assert frames[-1]["type"] == "RUN_FINISHED"
+    run = Run.objects.get(pk=run_id)
+    assert run.status == Run.Status.SUCCEEDED and run.stream_id
+
+
+def test_under_asgi_a_response_nobody_reads_still_hands_its_run_over(celery_worker_live, fake_llm, demo,
+                                                                      monkeypatch):
+    """The client is gone before the response starts (its generator never runs): the run is handed
+    to a worker all the same, HAND_OVER_LATEST after the POST, and runs to its end."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
+    monkeypatch.setattr(relay, "HAND_OVER_LATEST", 0.05)
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+
+    async def client():
+        resp = await _asgi_post(token, thread_id, run_id)
+        assert resp.status_code == 200  # and never read
+        for _ in range(400):  # the loop must stay alive for the fallback: poll here, up to 20 s
+            status = await sync_to_async(lambda: Run.objects.get(pk=run_id).status)()
+            if status == Run.Status.SUCCEEDED:
+                return status
+            await asyncio.sleep(0.05)
+        return status
+
+    assert async_to_sync(client)() == Run.Status.SUCCEEDED

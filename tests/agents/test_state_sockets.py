@@ -203,7 +203,7 @@ def test_a_stock_client_that_echoes_or_changes_state_without_a_version_is_never_
 
     plans = []
     real_prepare = endpoint.prepare
-    monkeypatch.setattr(endpoint, "prepare", lambda *a: plans.append(real_prepare(*a)) or plans[-1])
+    monkeypatch.setattr(endpoint, "prepare", lambda *a, **kw: plans.append(real_prepare(*a, **kw)) or plans[-1])
 
     def send(state):
         resp = post(client, alice_token, thread_id, state)
