@@ -28,6 +28,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agui_project import jsoncheck
+from agui_project.queries import Prepared
 
 from .models import SharedState, StateChange
 
@@ -120,13 +121,18 @@ def _document(state):
     return Document(copy.deepcopy(state.data), state.version, _predictions(state))
 
 
+# a thread's state is read several times a run (the model's system message, each turn's view):
+# compiled once (agui_project/queries.Prepared); the key is unique
+_STATE = Prepared(SharedState, lambda key: SharedState.objects.filter(key=key))
+
+
 def document(key):
-    return _document(SharedState.objects.filter(key=key).first())
+    return _document(_STATE.one(key))
 
 
 def snapshot(key):
     """(committed data, version)."""
-    state = SharedState.objects.filter(key=key).first()
+    state = _STATE.one(key)
     return (state.data, state.version) if state else ({}, 0)
 
 
@@ -443,7 +449,7 @@ def closest_version(key, data):
     For clients that send a whole document without saying which version it came from (AG-UI's
     RunAgentInput.state): the nearest version is taken as what they changed.
     """
-    state = SharedState.objects.filter(key=key).first()
+    state = _STATE.one(key)
     if state is None:
         return (0, {}) if data == {} else None
     if state.version > HISTORY_LIMIT:
@@ -477,7 +483,7 @@ def keys_changed_since(key, base_version):
 def people_changed_since(key, base_version, keys):
     """{key: committed value now} of those top-level `keys` a person changed after `base_version`
     (an author who read that version would overwrite their edit without knowing it)."""
-    state = SharedState.objects.filter(key=key).first()
+    state = _STATE.one(key)
     if state is None or state.version <= base_version:
         return {}
     touched = set()

@@ -46,7 +46,7 @@ from agents.runtime.statesync import StateSync
 from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import move_call, move_run
-from agui_project.queries import one
+from agui_project.queries import Prepared, one
 from approvals import policy
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -68,12 +68,19 @@ class RunLost(Exception):
     """This worker no longer holds the run (recovery declared it lost): stop, write nothing more."""
 
 
+# the run a worker claimed, with its thread and owner: compiled once (agui_project/queries.Prepared)
+_CLAIMED = Prepared(Run, lambda pk: Run.objects.select_related("thread", "thread__owner").filter(pk=pk))
+
+
 def run_agent(run_id):
     """Claim a queued run (a second delivery of the task finds nothing) and execute it."""
     claimed = move_run(run_id, Run.Status.RUNNING, started_at=timezone.now())
     if claimed:
         with execution.run_lease(run_id):  # lapses if this worker dies: recovery then takes the run over
-            runner_for(Run.objects.select_related("thread", "thread__owner").get(pk=run_id)).execute()
+            run = _CLAIMED.one(run_id)
+            if run is None:  # deleted with its thread since the claim
+                raise Run.DoesNotExist(run_id)
+            runner_for(run).execute()
     return bool(claimed)
 
 
