@@ -12,8 +12,6 @@ from .models import Message, Run, Thread
 _THREAD = Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk))
 _RUN_ID = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).only("id"))
 _CONTINUATION = Prepared(Run, lambda parent: Run.objects.filter(parent_run=parent).only("id")[:1])
-
-
 _MESSAGES = Prepared(Message, lambda thread: Message.objects.filter(thread=thread))  # in seq order (Meta)
 
 
@@ -28,6 +26,7 @@ def thread_by_id(thread_id):
 
 
 def run_exists(run_id):
+    """Whether a run has this id."""
     return _RUN_ID.one(run_id) is not None
 
 

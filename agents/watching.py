@@ -55,14 +55,17 @@ class Watch:
         if self._renewed is not None and now - self._renewed < WATCH_SECONDS / 4:
             return
         self._renewed = now
-        key = watchers_key(self.thread_id)
         try:
-            pipe = async_redis_client().pipeline(transaction=False)
-            pipe.zadd(key, {self.member: time.time() + WATCH_SECONDS})
-            pipe.expire(key, WATCH_SECONDS)  # the latest renewal outlives every earlier one
-            await pipe.execute()
+            await self._queue_join(async_redis_client().pipeline(transaction=False)).execute()
         except redis.RedisError as exc:  # the stream read meets the outage too and handles it
             log.info("watcher of thread %s not renewed (Redis unreachable: %s)", self.thread_id, exc)
+
+    def _queue_join(self, pipe):
+        """This watcher's entry, lapsing WATCH_SECONDS from now, on a pipeline (sync or async)."""
+        key = watchers_key(self.thread_id)
+        pipe.zadd(key, {self.member: time.time() + WATCH_SECONDS})
+        pipe.expire(key, WATCH_SECONDS)  # the latest renewal outlives every earlier one
+        return pipe
 
     @property
     def joined(self):
@@ -72,12 +75,8 @@ class Watch:
         """renew() from sync code (the AG-UI POST's thread, with its run): the process's client,
         one pipelined round trip, so the relay's first frame does not wait for the join."""
         self._renewed = time.monotonic()
-        key = watchers_key(self.thread_id)
         try:
-            pipe = redis_client().pipeline(transaction=False)
-            pipe.zadd(key, {self.member: time.time() + WATCH_SECONDS})
-            pipe.expire(key, WATCH_SECONDS)
-            pipe.execute()
+            self._queue_join(redis_client().pipeline(transaction=False)).execute()
         except redis.RedisError as exc:
             self._renewed = None  # the relay joins again
             log.info("watcher of thread %s not joined (Redis unreachable: %s)", self.thread_id, exc)
