@@ -14,8 +14,12 @@ from agui_project.sqlite3.base import discard_all
 @pytest.fixture
 def handler(tmp_path, settings, django_db_blocker):
     settings.AGUI_DB_POOL_SIZE = 2
+    path = tmp_path / "pool.sqlite3"
+    # the file is in WAL mode before any test opens it, as `migrate` leaves the product's: several
+    # threads switching a new file to WAL at once can meet "database is locked" (seen once in CI)
+    sqlite3.connect(path).execute("PRAGMA journal_mode=WAL").connection.close()
     h = ConnectionHandler({"default": {  # a handler of its own: not the suite's database
-        "ENGINE": "agui_project.sqlite3", "NAME": str(tmp_path / "pool.sqlite3"),
+        "ENGINE": "agui_project.sqlite3", "NAME": str(path),
         "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;",
                     "transaction_mode": "IMMEDIATE"}}})
     with django_db_blocker.unblock():  # the suite's own database stays out of reach
