@@ -28,12 +28,12 @@ def _schedstat_seconds(pid: int) -> float | None:
     return total / 1e9
 
 
-def tree_cpu_seconds(pid: int) -> float:
+def tree_cpu_seconds(pid: int, children: bool = True) -> float:
     import psutil
 
     try:
         root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        procs = [root, *root.children(recursive=True)] if children else [root]
     except psutil.NoSuchProcess:
         return 0.0
     total = 0.0
@@ -49,11 +49,13 @@ def tree_cpu_seconds(pid: int) -> float:
 
 
 class CpuMeter:
-    def __init__(self, pids: dict[str, int]):
-        self.pids = pids
+    def __init__(self, pids: dict[str, int], alone: tuple[str, ...] = ()):
+        """`alone`: names whose process is counted without its children (the bench's own process,
+        whose children are the stack it measures)."""
+        self.pids, self.alone = pids, alone
 
     def read(self) -> dict[str, float]:
-        return {name: tree_cpu_seconds(pid) for name, pid in self.pids.items()}
+        return {name: tree_cpu_seconds(pid, children=name not in self.alone) for name, pid in self.pids.items()}
 
     @contextmanager
     def phase(self):

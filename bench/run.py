@@ -50,6 +50,7 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import devstack  # noqa: E402
+import rawws  # noqa: E402
 from cpu import CpuMeter, per_unit_us  # noqa: E402
 from rawhttp import Connection  # noqa: E402
 
@@ -64,10 +65,10 @@ TRANSFER = "Transfer $1 from account 1234567890 to account 0987654321"
 
 FULL = dict(decisions=200, stream_reps=5, stream_words=2000, ttfe_reps=60, paused_total=10_000,
             paused_real=100, inbox_total=100_000, inbox_pending=1_000, inbox_reps=60, fanout_clients=500,
-            fanout_words=100, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5, mcp_calls=500)
+            fanout_words=100, fanout_runs=5, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5, mcp_calls=500)
 QUICK = dict(decisions=40, stream_reps=2, stream_words=2000, ttfe_reps=15, paused_total=1_000,
              paused_real=40, inbox_total=10_000, inbox_pending=1_000, inbox_reps=30, fanout_clients=100,
-             fanout_words=50, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3, mcp_calls=100)
+             fanout_words=50, fanout_runs=2, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3, mcp_calls=100)
 SCENARIOS = ["ttfe", "peer", "streaming", "decisions", "paused", "fanout", "inbox", "mcp"]
 
 
@@ -298,7 +299,8 @@ class Stack:
 # ---------------------------------------------------------------- clients
 
 class Client:
-    """HTTP (httpx) and WebSocket (websockets) access to the stack as the demo users."""
+    """HTTP (httpx; bench/rawhttp.py for the timed calls) and WebSocket (bench/rawws.py) access to
+    the stack as the demo users."""
 
     def __init__(self, stack: Stack, url: str | None = None):
         import httpx
@@ -367,12 +369,17 @@ class Client:
 
     @asynccontextmanager
     async def ws(self, thread_id: str, user="alice"):
-        from websockets.asyncio.client import connect
-
         url = self.url.replace("http://", "ws://") + f"/ws/threads/{thread_id}/"
-        async with connect(url, additional_headers={**self.session_headers(user), "Origin": self.origin},
-                           max_size=None, open_timeout=60, ping_interval=None, compression=None) as sock:
-            yield sock
+        headers = {**self.session_headers(user), "Origin": self.origin}
+        if WS_CLIENT["library"] == "websockets":  # --ws-client websockets: the earlier rounds' client
+            from websockets.asyncio.client import connect
+
+            async with connect(url, additional_headers=headers, max_size=None, open_timeout=60,
+                               ping_interval=None, compression=None) as sock:
+                yield sock
+        else:
+            async with rawws.connect(url, headers) as sock:
+                yield sock
 
     async def sse(self, agent: str, body: dict, user="alice"):
         """Yields (perf_counter, wall µs, event dict) for each SSE frame of a POST /agui/<agent>/, on
@@ -402,6 +409,9 @@ def run_input(thread_id: str, text: str) -> dict:
             "forwardedProps": {}, "messages": [{"id": f"msg-{uuid.uuid4()}", "role": "user", "content": text}]}
 
 
+WS_CLIENT = {"library": "lean"}  # set from --ws-client
+
+
 def socket_events(raw):
     """A thread-socket frame's events: one event object, or an array of those ready together."""
     data = json.loads(raw)
@@ -416,12 +426,19 @@ async def read_until(sock, predicate, timeout=60.0):
     deadline = time.monotonic() + timeout
     while True:
         if not pending:
-            raw = await asyncio.wait_for(sock.recv(), timeout=max(0.1, deadline - time.monotonic()))
-            now, wall = time.perf_counter(), time.time_ns() // 1000
+            now, wall, raw = await asyncio.wait_for(recv_timed(sock), timeout=max(0.1, deadline - time.monotonic()))
             pending.extend((now, wall, event) for event in socket_events(raw))
         out.append(pending.pop(0))
         if predicate(out[-1][2]):
             return out
+
+
+async def recv_timed(sock):
+    """(perf_counter, wall µs, message): stamped on arrival by the lean client, on return otherwise."""
+    if isinstance(sock, rawws.WebSocket):
+        return await sock.recv_timed()
+    raw = await sock.recv()
+    return time.perf_counter(), time.time_ns() // 1000, raw
 
 
 def is_end(event) -> bool:
@@ -720,8 +737,11 @@ async def bench_paused(c: Client, stack: Stack, cfg) -> dict:
 async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
     import redis
 
-    n = cfg["fanout_clients"]
+    n, runs = cfg["fanout_clients"], cfg["fanout_runs"]
     thread_id = await c.new_thread()
+    # several runs, one after another (each once every socket has its end): one run's figure
+    # moved by half between bench runs
+    ended, run_ended = [0] * runs, [asyncio.Event() for _ in range(runs)]
     sem = asyncio.Semaphore(10)  # a connect storm past Daphne's 5 s handshake limit drops sockets
     go = asyncio.Event()
     results: list = [None] * n
@@ -759,11 +779,16 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
             # task and a timer per frame (asyncio.wait_for): the clients share the machine's cores
             # with the stack (their CPU per frame is reported beside Daphne's)
             async with asyncio.timeout(120):
-                async for raw in sock:
-                    frames.append((time.time_ns() // 1000, raw))
-                    # a frame holds one event or several (an array): the run's end is in its last
-                    if '"type":"RUN_FINISHED"' in raw or '"type":"RUN_ERROR"' in raw:
-                        break
+                for run in range(runs):
+                    while True:
+                        _now, wall, raw = await recv_timed(sock)
+                        frames.append((wall, raw))
+                        # a frame holds one event or several (an array): the run's end is in its last
+                        if '"type":"RUN_FINISHED"' in raw or '"type":"RUN_ERROR"' in raw:
+                            break
+                    ended[run] += 1
+                    if ended[run] == len(connect_ms):
+                        run_ended[run].set()
             results[i] = frames
         finally:
             await cm.__aexit__(None, None, None)
@@ -773,10 +798,18 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
     await all_in.wait()
     connect_all_s = time.perf_counter() - t0
     # where the delivery's CPU goes: Daphne's tree, the worker's, and this process (the 500 clients)
-    meter = CpuMeter({"web": stack.pid("web"), "worker": stack.pid("worker"), "clients": os.getpid()})
+    meter = CpuMeter({"web": stack.pid("web"), "worker": stack.pid("worker"), "clients": os.getpid()},
+                     alone=("clients",))
     with meter.phase() as cpu:
         go.set()
-        await c.post_message(thread_id, f"BENCH-STREAM {cfg['fanout_words']}")
+        for run in range(runs):
+            await c.post_message(thread_id, f"BENCH-STREAM {cfg['fanout_words']}")
+            waiting = asyncio.create_task(run_ended[run].wait())
+            done, _ = await asyncio.wait([waiting, *(t for t in tasks if not t.done())],
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if waiting not in done:  # a client stopped early: this run would never end for all
+                waiting.cancel()
+                break
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     errors = [repr(o) for o in outcomes if isinstance(o, BaseException)]
     ref = [json.loads(f[b"e"]) for _id, f in
@@ -794,7 +827,7 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
     delivered = sum(len(got) for got in received if got)
     return {"cpu_us_per_frame": per_unit_us(cpu, frames), "cpu_us_per_event": per_unit_us(cpu, delivered),
             "frames": frames, "events_delivered": delivered,
-            "clients": n, "connected": len(connect_ms), "connect_failures": len(failures),
+            "clients": n, "runs": runs, "connected": len(connect_ms), "connect_failures": len(failures),
             "failure_samples": failures[:5], "receive_errors": errors[:5], "events_per_client": len(ref),
             "clients_with_every_event_in_order": complete, "delivery_ms": summary(lat, 1),
             "connect_ms": summary(connect_ms, 1), "connect_all_s": round(connect_all_s, 1)}
@@ -939,7 +972,7 @@ def table(results: dict) -> str:
         f"Machine: {m['nproc']} × {m['cpu']}, {m['ram_gib']} GiB RAM; {m['db']}; Redis {m['redis']}"
         f"{' (embedded)' if m['embedded_redis'] else ''}; {m['worker']}; Python {m['python']}; "
         f"load average {results['load_before']} before, {results['load_after']} after"
-        f"{' (--quick)' if results['quick'] else ''}.",
+        f"{' (--quick)' if results['quick'] else ''}; WebSocket client: {results.get('ws_client', 'lean')}.",
         "",
         "| figure | target | p50 | p95 | n / detail | verdict |",
         "|---|---|---|---|---|---|",
@@ -1009,7 +1042,7 @@ def table(results: dict) -> str:
         lines.append(f"| 6. fan-out: {f['clients']} WebSocket clients on one thread, emit → receipt | "
                      f"{TARGETS['fanout']} | {f['delivery_ms']['p50']} ms | {f['delivery_ms']['p95']} ms | "
                      f"{f['clients_with_every_event_in_order']}/{f['clients']} clients got all {f['events_per_client']} "
-                     f"events in order ({f['connect_failures']} failed connects, all connected in "
+                     f"events of {f.get('runs', 1)} runs in order ({f['connect_failures']} failed connects, all connected in "
                      f"{f['connect_all_s']} s), in {f['frames']} frames; CPU per event delivered: Daphne "
                      f"{f['cpu_us_per_event']['web']} µs, the clients {f['cpu_us_per_event']['clients']} µs | {verdict(ok)} |")
     if "mcp" in s:
@@ -1073,9 +1106,12 @@ def main(argv=None) -> int:
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2, help="Celery worker slots (default nproc)")
     parser.add_argument("--no-peer", dest="peer", action="store_false",
                         help="do not start the peer (Microsoft Agent Framework's AG-UI server from .venv-maf)")
+    parser.add_argument("--ws-client", choices=["lean", "websockets"], default="lean",
+                        help="the WebSocket client: bench/rawws.py (default) or the websockets library")
     parser.add_argument("--scale", action="store_true",
                         help="scale-out instead: 1 web + 1 worker, then 2 + 2, on PostgreSQL (bench/scale.py)")
     args = parser.parse_args(argv)
+    WS_CLIENT["library"] = args.ws_client
     if args.scale:
         import scale
 
@@ -1101,7 +1137,7 @@ def main(argv=None) -> int:
     finally:
         stack.stop()
     results = {
-        "quick": args.quick, "config": cfg, "machine": stack.machine,
+        "quick": args.quick, "ws_client": args.ws_client, "config": cfg, "machine": stack.machine,
         "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
         "seconds": round(time.perf_counter() - started, 1), "scenarios": scenarios,
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
