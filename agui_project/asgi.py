@@ -10,17 +10,16 @@ from agui_project.handler import get_asgi_application  # noqa: E402  (Django's, 
 
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents.routing import websocket_urlpatterns as agent_ws  # noqa: E402
-from agui_project.sockets import SameOriginValidator  # noqa: E402
+from agui_project.sockets import SameOriginValidator, socket_stack  # noqa: E402
 from approvals.routing import websocket_urlpatterns as approval_ws  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # the Origin must be this site (scheme, host and port) or a CSRF-trusted origin (agui_project/sockets.py)
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(agent_ws + approval_ws))),
+        "websocket": SameOriginValidator(socket_stack(URLRouter(agent_ws + approval_ws))),
     }
 )

@@ -121,3 +121,23 @@ async def test_logout_closes_that_browsers_sockets_and_they_take_no_more_patches
     assert await inbox.receive_output(timeout=10) == {"type": "websocket.close", "code": 4401}
     for comm in (chat, other_chat, inbox):
         await comm.disconnect()
+
+
+async def test_the_socket_stack_resolves_session_and_user_and_leaves_send_unwrapped(demo):
+    """What reaches a consumer: the signed-in user and the session from the cookie, and the
+    server's own send (channels' session wrapper would look at the session on every frame)."""
+    from agui_project.sockets import socket_stack
+
+    client = await signed_in(demo["alice"])
+    seen = {}
+
+    async def inner(scope, receive, send):
+        seen["send"], seen["session"] = send, scope["session"].session_key
+        seen["user"] = await sync_to_async(lambda: scope["user"].username)()
+
+    async def server_send(message):
+        pass
+
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    await socket_stack(inner)({"type": "websocket", "headers": [(b"cookie", cookie)]}, None, server_send)
+    assert seen == {"send": server_send, "session": client.cookies["sessionid"].value, "user": "alice"}
