@@ -44,8 +44,9 @@ def install() -> bool:
             self._no_delay = False
 
     def write(self, data):
-        if (self._no_delay and type(data) is bytes and data and self.connected and not self.disconnecting and not self._writeDisconnected
-                and not self.TLS and not self._tempDataBuffer and self.offset == len(self.dataBuffer)
+        if (self._no_delay and type(data) is bytes and data and not self.TLS
+                and self.connected and not self.disconnecting and not self._writeDisconnected
+                and not self._tempDataBuffer and self.offset == len(self.dataBuffer)
                 # a pull producer is asked for more by doWrite, which a write sent here skips; a
                 # streaming one (the HTTPChannel Daphne upgraded from) is paused and resumed only
                 # around buffered bytes, which Twisted's own write still handles
