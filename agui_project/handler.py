@@ -13,9 +13,17 @@ without a session cookie, unless it ends up writing the session: 6 -> 4 hops for
 settings.MIDDLEWARE is unchanged (the admin's and the deploy checks read it).
 """
 
+from concurrent.futures import Executor, ThreadPoolExecutor
 from functools import partial
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import (
+    AsyncToSync,
+    SyncToAsync,
+    ThreadSensitiveContext,
+    iscoroutinefunction,
+    markcoroutinefunction,
+    sync_to_async,
+)
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, MiddlewareNotUsed
 from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
@@ -202,7 +210,69 @@ def middleware_layers(paths):
     return layers
 
 
+# idle request threads kept for the next requests; more than this many idle at once are let go
+IDLE_REQUEST_THREADS = 8
+
+
+class RequestThread(Executor):
+    """The one thread a request's sync code runs on (asgiref runs a request's thread-sensitive calls
+    on the executor its ThreadSensitiveContext owns): taken from the idle ones at the request's first
+    sync call, given back at its end, or earlier by release() (a request about to wait long)."""
+
+    def __init__(self, idle):
+        self._idle, self._executor = idle, None
+
+    def submit(self, fn, /, *args, **kwargs):
+        if self._executor is None:
+            self._executor = self._idle.pop() if self._idle else ThreadPoolExecutor(1, "request")
+        return self._executor.submit(fn, *args, **kwargs)
+
+    def release(self):
+        """Give the thread back (nothing may run on it for this request now); a later sync call of
+        the request takes one again."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        if len(self._idle) < IDLE_REQUEST_THREADS:
+            self._idle.append(executor)
+        else:
+            executor.shutdown(wait=False)
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        self.release()
+
+
+def request_thread():
+    """The running request's RequestThread, or None (not a request of this handler)."""
+    context = SyncToAsync.thread_sensitive_context.get(None)
+    executor = SyncToAsync.context_to_thread_executor.get(context) if context is not None else None
+    return executor if isinstance(executor, RequestThread) else None
+
+
 class ASGIHandler(DjangoASGIHandler):
+    """Django's ASGIHandler: the classic middleware grouped (middleware_layers), and each request's
+    sync code on a thread kept from an earlier request. Django enters a new ThreadSensitiveContext
+    per request, which starts a thread for the request's first sync call and ends it after: about
+    0.5 ms a request here. asgiref lets the caller own that executor, so a request still has one
+    thread to itself for its life (RequestThread), taken from the idle ones. What a request leaves on
+    its thread: its database connections are closed by request_finished (close_old_connections),
+    which Django sends on that thread, cancelled or not."""
+
+    def __init__(self):
+        super().__init__()
+        self._idle_threads = []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or getattr(AsyncToSync.executors, "current", None) is not None:
+            # Django's refusal; or called through async_to_sync (a test), whose thread runs the sync code
+            return await super().__call__(scope, receive, send)
+        thread = RequestThread(self._idle_threads)
+        try:
+            async with ThreadSensitiveContext(executor=thread):
+                await self.handle(scope, receive, send)
+        finally:
+            thread.release()
+
     def load_middleware(self, is_async=False):
         """BaseHandler.load_middleware (Django 5.2), over middleware_layers() instead of each path."""
         self._view_middleware = []

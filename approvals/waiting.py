@@ -8,10 +8,9 @@ row on the loop's shared thread pool (a few milliseconds, like any pooled call).
 DRF view again for the answer. A poll of the row rather than a pub/sub message: the row is the
 truth whichever process decided, and a lost message cannot leave a client hanging.
 
-Django's ASGI handler gives every request a thread of its own for its sync parts, kept (idle)
-until the response ends: 20 waiting agents were 18 more threads in Daphne. Before waiting, this
-closes that thread's database connection and lets the thread go; the answer's sync parts get a
-fresh one (asgiref makes it on the next call). Under WSGI (the test client) there is no such
+The ASGI handler gives every request a thread of its own for its sync parts, kept (idle) until the
+response ends: 20 waiting agents were 18 more threads in Daphne. Before waiting, this closes that
+thread's database connection and lets the thread go; the answer's sync parts get one again. Under WSGI (the test client) there is no such
 thread: the view runs on the caller's, which is left alone.
 """
 
@@ -23,7 +22,7 @@ from django.db import close_old_connections, connections
 from django.http import JsonResponse
 from django.utils.translation import gettext as _
 
-from agui_project import auth, language
+from agui_project import auth, handler, language
 from agui_project.queries import one
 
 from .models import ApprovalRequest
@@ -64,7 +63,13 @@ _status = sync_to_async(_read_status, thread_sensitive=False)
 
 
 async def _let_the_request_thread_go():
-    """Close the request's own sync thread's connections and shut that thread down (see above)."""
+    """Close the request's own sync thread's connections and let that thread go (see above): back
+    to the handler's idle threads (agui_project/handler.py), or shut down (Django's own handler)."""
+    kept = handler.request_thread()
+    if kept is not None:
+        await sync_to_async(connections.close_all)()
+        kept.release()
+        return
     context = SyncToAsync.thread_sensitive_context.get(None)
     if context is None or getattr(context, "_executor", None) is not None \
             or context not in SyncToAsync.context_to_thread_executor:

@@ -2,6 +2,7 @@
 per phase, with the order, short-circuits and exception handling of Django's own chain."""
 
 import asyncio
+import threading
 
 import asgiref.sync
 import pytest
@@ -9,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
 from django.http import HttpResponse
 from django.test import override_settings
+from django.urls import path as url
 from django.utils.deprecation import MiddlewareMixin
 
 from agui_project import handler
@@ -167,3 +169,48 @@ def test_a_sign_in_without_a_session_cookie_saves_its_session_through_the_async_
     session_key = next(c.split(";")[0].split("=", 1)[1] for c in cookies if c.startswith(settings.SESSION_COOKIE_NAME))
     stored = Session.objects.get(session_key=session_key).get_decoded()
     assert stored["_auth_user_id"] == str(demo["finn"].pk)
+
+
+THREADS, SECOND_RAN = [], threading.Event()
+
+
+def _record_thread(request):
+    THREADS.append(threading.get_ident())
+    return HttpResponse("ok")
+
+
+def _wait_for_the_second(request):
+    """Holds its thread until the second request's view has run: on a shared thread it never would."""
+    THREADS.append(threading.get_ident())
+    return HttpResponse("ok" if SECOND_RAN.wait(10) else "the second request never ran", status=200)
+
+
+def _second(request):
+    THREADS.append(threading.get_ident())
+    SECOND_RAN.set()
+    return HttpResponse("ok")
+
+
+urlpatterns = [url("record/", _record_thread), url("wait/", _wait_for_the_second), url("second/", _second)]
+
+
+@override_settings(MIDDLEWARE=[], ROOT_URLCONF=__name__)
+def test_a_request_runs_its_sync_code_on_a_thread_kept_from_an_earlier_request():
+    """Django starts a thread for every request (about 0.5 ms here); ours takes an idle one. One
+    request still has its thread to itself while it runs: two at once get two threads."""
+    THREADS.clear()
+    SECOND_RAN.clear()
+    app = ASGIHandler()
+
+    async def main():
+        for _ in range(3):
+            assert (await call(app, "/record/"))[0] == 200
+        first = asyncio.ensure_future(call(app, "/wait/"))
+        await asyncio.sleep(0)  # the first request takes its thread before the second arrives
+        assert (await call(app, "/second/"))[0] == 200
+        assert (await first)[0] == 200
+
+    asyncio.run(main())
+    one, two, three, waiting, second = THREADS
+    assert one == two == three != threading.get_ident()  # kept, and not the loop's
+    assert waiting != second and SECOND_RAN.is_set()
