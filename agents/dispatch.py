@@ -28,22 +28,23 @@ _local = threading.local()
 
 class Announced(dict):
     """{run id: (stream entry id, RUN_STARTED as written)}; with `defer`, `deferred` holds the
-    (run id, stream entry id) whose hand_over() the caller owes."""
+    (run id, stream entry id) whose hand_over() the caller owes; `sent` the RUN_STARTED (encoded)
+    a client already has of a run id, written as it is."""
 
-    def __init__(self, defer=False):
+    def __init__(self, defer=False, sent=None):
         super().__init__()
-        self.defer, self.deferred = defer, []
+        self.defer, self.deferred, self.sent = defer, [], sent or {}
 
 
 @contextmanager
-def announced(defer=False):
+def announced(defer=False, sent=None):
     """The runs announced on this thread inside the block: the AG-UI POST that made a run sends
     its RUN_STARTED from here instead of reading it back from the stream (agents/agui/relay.py).
     `defer`: their tasks are not published here; the caller hands them over (hand_over_all) once
     the RUN_STARTED is on its way, so the worker it wakes does not compete with that first frame
     for the CPU. Should the caller never do so, the beat's requeue_lost_runs announces them again."""
     outer = getattr(_local, "heads", None)
-    heads = _local.heads = Announced(defer)
+    heads = _local.heads = Announced(defer, sent)
     try:
         yield heads
     finally:
@@ -60,10 +61,11 @@ def announce(run_id, run=None):
     """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker, then
     note where its events begin (for snapshots and recovery; the worker does not read it)."""
     run = run or Run.objects.get(pk=run_id)
-    started = events.encode(RunStartedEvent(thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id,
-                                            protocol_version=PROTOCOL_VERSION))
-    stream_id = events.append_encoded(run.thread_id, started)
     heads = getattr(_local, "heads", None)
+    started = heads.sent.get(run.pk) if heads is not None else None
+    started = started or events.encode(RunStartedEvent(
+        thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id, protocol_version=PROTOCOL_VERSION))
+    stream_id = events.append_encoded(run.thread_id, started)
     if heads is not None and stream_id:
         heads[run.pk] = (stream_id, started)
         if heads.defer:

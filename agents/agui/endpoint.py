@@ -6,8 +6,10 @@ this run's RUN_STARTED to its RUN_FINISHED / RUN_ERROR. A client that goes away 
 it is stopped after a grace when nobody else watches the thread, or at once by a new message (agents/watching.py).
 """
 
+import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
 import pydantic
 from ag_ui.core import (
@@ -22,7 +24,7 @@ from ag_ui.core import (
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
-from django.db import transaction
+from django.db import connections, transaction
 from django.http import JsonResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -32,7 +34,7 @@ from rest_framework.authentication import SessionAuthentication
 from agents import dispatch, presenters, selectors, services, thread_ids, watching
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
-from agents.agui.relay import Plan, hand_over_later, watched_relay
+from agents.agui.relay import Plan, frame, hand_over_later, watched_relay
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
@@ -185,9 +187,27 @@ def agent_and_user(request, agent_name):
     return agent, user, denied
 
 
-def prepare(request, agent_name, defer=False):
-    """Everything before the stream (sync: ORM). Returns a Plan or an error response. `defer`: a
-    new message's run is handed to a worker by the relay, after its RUN_STARTED (Plan.deferred)."""
+@dataclass
+class Accepted:
+    """A POST that passed check(): authenticated, well-formed, what of its history is new; nothing
+    written yet (record() does that)."""
+    agent: object
+    user: object
+    agent_input: RunAgentInput
+    thread: object  # None: a new thread
+    new_messages: list
+    run_context: list
+    ignored: list
+
+    @property
+    def starts_run(self):
+        """Whether record() starts a run of the client's runId (new messages, or a new thread),
+        rather than answering interrupts or catching up on a thread's runs."""
+        return self.agent_input.resume is None and (self.thread is None or bool(self.new_messages))
+
+
+def check(request, agent_name):
+    """prepare's reads: an error response, a refusal (Plan), or the Accepted POST."""
     agent, user, denied = agent_and_user(request, agent_name)
     if denied:
         return denied
@@ -210,22 +230,41 @@ def prepare(request, agent_name, defer=False):
         run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input)
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
+    return Accepted(agent, user, agent_input, thread, new_messages, run_context, ignored)
+
+
+def record(accepted, defer=False, join=True, sent=None):
+    """prepare's writes: a Plan. `defer`: a new message's run is handed to a worker by the relay,
+    after its RUN_STARTED (Plan.deferred). `join`: the watcher joins here, with the run (else the
+    relay joins it as it starts). `sent`: the RUN_STARTED (encoded) the client already has."""
+    agent_input = accepted.agent_input
+    sent = {agent_input.run_id: sent} if sent else None
     try:
-        with dispatch.announced(defer=defer and agent_input.resume is None) as heads:
+        with dispatch.announced(defer=defer and agent_input.resume is None, sent=sent) as heads:
             # a new thread is made in its first run's transaction: one commit, and its row is not
             # read again under a lock (no one else can see it before the commit)
-            with transaction.atomic() if thread is None else contextlib.nullcontext():
-                plan = begin(agent, user, agent_input, thread, new_messages, run_context, ignored)
+            with transaction.atomic() if accepted.thread is None else contextlib.nullcontext():
+                plan = begin(accepted.agent, accepted.user, agent_input, accepted.thread, accepted.new_messages,
+                             accepted.run_context, accepted.ignored)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
         return refuse(agent_input, exc.code, exc.message)
     if isinstance(plan, Plan) and not plan.error and plan.run_id in heads:
         # the run this POST announced: its RUN_STARTED goes out as written, and the watcher joins
         # here, in one round trip of the process's client (agents/agui/relay.py)
-        plan.head, plan.watch = heads[plan.run_id], watching.Watch(plan.thread_id, plan.run_id)
-        plan.watch.join_sync()
+        plan.head = heads[plan.run_id]
+        if join:
+            plan.watch = watching.Watch(plan.thread_id, plan.run_id)
+            plan.watch.join_sync()
         plan.deferred, heads.deferred = heads.deferred, []
     dispatch.hand_over_each(heads.deferred)  # none the relay carries: now
     return plan
+
+
+def prepare(request, agent_name, defer=False):
+    """Everything before the stream (sync: ORM): check(), then record(). Returns a Plan or an
+    error response."""
+    checked = check(request, agent_name)
+    return record(checked, defer) if isinstance(checked, Accepted) else checked
 
 
 def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
@@ -370,17 +409,88 @@ async def run_endpoint(request, agent_name):
         return await sync_to_async(describe)(request, agent_name)
     if request.method != "POST":
         return error(405, _("POST a RunAgentInput, or GET what the agent accepts"))
-    # under an ASGI server the relay hands a new run to the worker after its first frame; a sync
-    # caller (the test client) may never read the stream, so its run is handed over at once
-    plan = await sync_to_async(prepare)(request, agent_name, defer=isinstance(request, ASGIRequest))
-    if isinstance(plan, JsonResponse):
-        return plan
-    if plan.deferred:  # a response that never starts (the client already gone) still hands it over
-        hand_over_later(plan)
-    response = StreamingHttpResponse(watched_relay(plan), content_type="text/event-stream")
+    checked = await sync_to_async(check)(request, agent_name)
+    if isinstance(checked, JsonResponse):
+        return checked
+    # under an ASGI server a new run's RUN_STARTED goes out before its writes (early_start); a sync
+    # caller (the test client) may never read the stream, so it gets the stream once all is written
+    # and its run is handed to a worker at once
+    asgi = isinstance(request, ASGIRequest)
+    if isinstance(checked, Accepted) and checked.starts_run and asgi:
+        # the writes start now, whatever becomes of the response
+        started = events.encode(RunStartedEvent(thread_id=checked.agent_input.thread_id,
+                                                run_id=checked.agent_input.run_id, protocol_version=PROTOCOL_VERSION))
+        recording = asyncio.ensure_future(sync_to_async(record_alone, thread_sensitive=False)(checked, started))
+        recording.add_done_callback(_recorded)
+        body = early_start(checked, started, recording)
+    else:
+        plan = checked if isinstance(checked, Plan) else await sync_to_async(record)(checked, defer=asgi)
+        if plan.deferred:  # a response that never starts (the client already gone) still hands it over
+            hand_over_later(plan)
+        body = watched_relay(plan)
+    response = StreamingHttpResponse(body, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+async def early_start(accepted, started, recording):
+    """The run's RUN_STARTED (`started`, encoded), then, once its writes (`recording`: record_alone())
+    are done, the relay.
+
+    RUN_STARTED says a run of the client's runId has begun and names nothing that the writes
+    decide (a new message's run has no parent run): it is what the client would get first either
+    way, so it is not kept waiting for them (about two thirds of a POST's time). What the writes
+    refuse comes after it as RUN_ERROR, as every refusal does. The stream gets the same event."""
+    agent_input = accepted.agent_input
+    relayed = False
+    try:
+        yield frame(started)
+        try:
+            plan = await asyncio.shield(recording)
+        except Exception:  # logged by _recorded; the client hears it in-stream, after its RUN_STARTED
+            plan = Plan(thread_id=agent_input.thread_id, run_id=agent_input.run_id, error=RunErrorEvent(
+                code="internal_error", message=_("The server could not start this run. Look at the chat before "
+                                                 "sending the message again: it may have been stored.")))
+        plan.start_sent = relayed = True
+    finally:
+        if not relayed:  # the client went before the relay began: its run, once made, is abandoned
+            recording.add_done_callback(_abandon)
+    async for chunk in watched_relay(plan):
+        yield chunk
+
+
+_abandoning = set()  # strong references to the leaving tasks (the loop keeps only weak ones)
+
+
+def _abandon(recording):
+    """What a relay does when its client goes mid-run (watching.Watch.leave), for a run whose client
+    went between its RUN_STARTED and the end of its writes."""
+    if recording.cancelled() or recording.exception() is not None:
+        return
+    plan = recording.result()
+    if plan.error or not plan.run_id:
+        return
+    task = asyncio.ensure_future(watching.Watch(plan.thread_id, plan.run_id).leave(abandoned=True))
+    _abandoning.add(task)
+    task.add_done_callback(_abandoning.discard)
+
+
+def record_alone(accepted, sent):
+    """record() for early_start, on a thread of no request, so that it ends as it began even when
+    the response does not (the client gone: the message is stored and its run goes on, as when a
+    client goes after the POST); its connections are closed (returned to the pool) after. The run
+    is handed to a worker at once: its first frame is already out. The relay joins the watcher
+    as it starts."""
+    try:
+        return record(accepted, join=False, sent=sent)
+    finally:
+        connections.close_all()
+
+
+def _recorded(task):
+    if not task.cancelled() and task.exception() is not None:
+        log.error("AG-UI POST: the run's writes failed after its RUN_STARTED", exc_info=task.exception())
 
 
 def index(request):

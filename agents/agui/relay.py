@@ -43,6 +43,7 @@ class Plan:
     head: tuple | None = None  # (stream entry id, RUN_STARTED) of run_id, as this process wrote it
     deferred: list = field(default_factory=list)  # its (run id, entry id) to hand to a worker (dispatch)
     watch: watching.Watch | None = None  # the relay's watcher, joined already
+    start_sent: bool = False  # the client has run_id's RUN_STARTED already (endpoint.early_start)
 
 
 def frame(payload):
@@ -120,7 +121,8 @@ async def relay(plan):
         # a run's events begin with RUN_STARTED, even when it is refused before anything
         # happens (ag-ui-validate AGUI001); no Run row exists, so the id stays free for a retry
         started = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
-        yield "".join(frame(events.encode(e)) for e in (started, *plan.after_start, plan.error))
+        head = () if plan.start_sent else (started,)
+        yield "".join(frame(events.encode(e)) for e in (*head, *plan.after_start, plan.error))
         return
     if plan.replayed:
         yield "".join(frame(events.encode(e)) for e in plan.replayed)
@@ -141,8 +143,10 @@ async def relay(plan):
     if plan.head and not following:  # this process wrote the run's RUN_STARTED: no read back
         after, payload = plan.head
         started = True
-        yield "".join([frame(payload), *(frame(events.encode(e)) for e in plan.after_start)])
-        last_write = monotonic()
+        first = "".join([frame(payload)] * (not plan.start_sent) + [frame(events.encode(e)) for e in plan.after_start])
+        if first:
+            yield first
+            last_write = monotonic()
 
     while True:
         chunk = []
@@ -166,7 +170,7 @@ async def relay(plan):
                 log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, grace, exc)
                 lost = RunErrorEvent(code="stream_unavailable", message=_(
                     "The live connection (Redis) was lost; the run may still finish. Reconnect to follow the thread."))
-                head = "" if started else frame(events.encode(RunStartedEvent(
+                head = "" if started or plan.start_sent else frame(events.encode(RunStartedEvent(
                     thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)))
                 yield head + frame(events.encode(lost))
                 return
@@ -183,7 +187,8 @@ async def relay(plan):
                 # the stream may hold the tail of earlier runs and decision notices: skip to ours
                 if ours(payload):
                     started = True
-                    chunk.append(frame(payload))
+                    if not plan.start_sent:
+                        chunk.append(frame(payload))
                     if following:  # what the resume's POST would have sent: decisions, the conversation
                         head = await sync_to_async(replay.continuation_head)(json.loads(payload)["runId"])
                         chunk.extend(frame(events.encode(e)) for e in head)
@@ -210,9 +215,10 @@ async def relay(plan):
             if ended and not any(ours(p) for _, p in unread):
                 log.warning("SSE relay of run %s: its start was lost from the stream; ending from the database",
                             plan.run_id)
-                head = RunStartedEvent(thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION)
+                head = () if plan.start_sent else (RunStartedEvent(
+                    thread_id=plan.thread_id, run_id=plan.run_id, protocol_version=PROTOCOL_VERSION),)
                 responses = [e for e in plan.after_start if not isinstance(e, MessagesSnapshotEvent)]
-                yield "".join(frame(events.encode(e)) for e in (head, ended[0], *responses, *ended[1:]))
+                yield "".join(frame(events.encode(e)) for e in (*head, ended[0], *responses, *ended[1:]))
                 return
         if chunk:
             yield "".join(chunk)

@@ -88,9 +88,11 @@ def test_keepalive_while_idle_and_with_the_grace_off_disconnect_does_not_stop_th
     assert Message.objects.get(thread_id=thread_id, role="assistant").content == "Finally, the answer you waited for."
 
 
-def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch, settings):
+@pytest.mark.parametrize("start_sent", [False, True])
+def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch, settings, start_sent):
     """Past AGUI_STREAM_GRACE_SECONDS of refused reads, an SSE client gets RUN_STARTED + RUN_ERROR
-    (stream_unavailable) instead of a dropped connection; a shorter outage is waited out."""
+    (stream_unavailable) instead of a dropped connection; a shorter outage is waited out. A client
+    that has its RUN_STARTED already (the endpoint's early start) gets the RUN_ERROR alone."""
     import redis
 
     outage = {"reads": 0}
@@ -107,15 +109,16 @@ def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch, settings):
     monkeypatch.setattr(relay.events, "read", read)
     monkeypatch.setattr(relay, "sleep", no_wait)
     monkeypatch.setattr(relay, "monotonic", lambda: clock["now"])
-    plan = relay.Plan(thread_id="t-1", run_id="r-1", position="0-0")
+    plan = relay.Plan(thread_id="t-1", run_id="r-1", position="0-0", start_sent=start_sent)
 
     async def collect():
         return [chunk async for chunk in relay.relay(plan)]
 
     chunks = async_to_sync(collect)()
     frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
-    assert [(f["type"], f.get("code")) for f in frames] == [("RUN_STARTED", None), ("RUN_ERROR", "stream_unavailable")]
-    assert frames[0]["runId"] == "r-1"
+    assert [(f["type"], f.get("code")) for f in frames] == \
+        [("RUN_STARTED", None)] * (not start_sent) + [("RUN_ERROR", "stream_unavailable")]
+    assert start_sent or frames[0]["runId"] == "r-1"
     assert 20 < outage["reads"] <= 22  # one try a second, through the whole (configured) grace period
     assert KEEPALIVE in chunks  # the client's connection was kept alive meanwhile
 
@@ -128,7 +131,7 @@ def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_liv
     The POST that announced a run sends the RUN_STARTED it wrote without reading it back; this is
     the relay of a run it did not announce (a plain POST following a live run, a continuation
     after a review), which reads the start from the stream."""
-    monkeypatch.setattr(dispatch, "announced", lambda defer=False: contextlib.nullcontext(dispatch.Announced()))
+    monkeypatch.setattr(dispatch, "announced", lambda defer=False, sent=None: contextlib.nullcontext(dispatch.Announced()))
     entered, release = threading.Event(), threading.Event()
 
     def reply(body):
@@ -221,11 +224,28 @@ def _asgi_post(token, thread_id, run_id, text="hello"):
                               headers={"accept": "text/event-stream", "authorization": f"Bearer {token}"})
 
 
-def test_under_asgi_a_new_run_goes_to_the_worker_after_its_first_frame(celery_worker_live, fake_llm, demo):
-    """The RUN_STARTED frame goes out before the run's task is published (its ~1 ms of Celery, and
-    the worker it wakes, no longer in front of the first frame); then the run goes on to its end."""
+def _frames(chunks):
+    return [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
+
+
+def test_under_asgi_a_new_runs_start_goes_out_before_its_writes(celery_worker_live, fake_llm, demo, monkeypatch):
+    """RUN_STARTED reaches the client while the message, the thread and the run are still being
+    written (held here on a gate, so "before" is a fact of the test); the rest follows once they
+    are: the conversation, the run to its end, and no second RUN_STARTED. The start is the very
+    entry the stream holds for every other watcher."""
     from asgiref.sync import sync_to_async
 
+    from agents.agui import endpoint
+    from agents.models import Thread
+
+    gate, real_record = threading.Event(), endpoint.record
+
+    def held(*args, **kwargs):
+        if not gate.wait(30):
+            raise AssertionError("the test never opened the gate")
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(endpoint, "record", held)
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
 
@@ -234,28 +254,100 @@ def test_under_asgi_a_new_run_goes_to_the_worker_after_its_first_frame(celery_wo
         assert resp.status_code == 200
         it = aiter(resp.streaming_content)
         first = (await anext(it)).decode()
-        unsent = await sync_to_async(lambda: Run.objects.get(pk=run_id).stream_id)()
+        written = await sync_to_async(lambda: (Thread.objects.filter(pk=thread_id).exists(),
+                                               Run.objects.filter(pk=run_id).exists()))()
+        gate.set()
         rest = [chunk.decode() async for chunk in it]
-        return first, unsent, rest
+        return first, written, rest
 
-    first, unsent, rest = async_to_sync(client)()
-    assert json.loads(first.split("\n")[0][6:])["type"] == "RUN_STARTED"
-    assert unsent == ""  # not handed over yet when the first frame arrived (announce wrote it before)
-    frames = [json.loads(line[6:]) for chunk in rest for line in chunk.split("\n") if line.startswith("data: ")]
-    assert frames[-1]["type"] == "RUN_FINISHED"
+    try:
+        first, written, rest = async_to_sync(client)()
+    finally:
+        gate.set()
+    assert [(f["type"], f["runId"]) for f in _frames([first])] == [("RUN_STARTED", run_id)]
+    assert written == (False, False)
+    later = _frames(rest)
+    assert later[0]["type"] == "MESSAGES_SNAPSHOT" and later[0]["messages"][0]["content"] == "hello"
+    assert later[-1]["type"] == "RUN_FINISHED" and "RUN_STARTED" not in [f["type"] for f in later]
+    entry = events.redis_client().xrange(events.stream_key(thread_id), count=1)[0][1][b"e"].decode()
+    assert first == f"data: {entry}\n\n"
     run = Run.objects.get(pk=run_id)
     assert run.status == Run.Status.SUCCEEDED and run.stream_id
 
 
-def test_under_asgi_a_response_nobody_reads_still_hands_its_run_over(celery_worker_live, fake_llm, demo,
-                                                                      monkeypatch):
-    """The client is gone before the response starts (its generator never runs): the run is handed
-    to a worker all the same, HAND_OVER_LATEST after the POST, and runs to its end."""
+def test_under_asgi_a_client_gone_before_the_writes_end_abandons_its_run(demo, monkeypatch):
+    """The client hangs up on its RUN_STARTED while the run is still being written (held on a gate):
+    the message is stored and the run made all the same, then marked abandoned, as a relay's client
+    going mid-run marks it (so the grace check stops it when nobody watches)."""
     import asyncio
 
     from asgiref.sync import sync_to_async
 
-    monkeypatch.setattr(relay, "HAND_OVER_LATEST", 0.05)
+    from agents import watching
+    from agents.agui import endpoint
+    from agents.models import Message
+
+    gate, real_record = threading.Event(), endpoint.record
+
+    def held(*args, **kwargs):
+        gate.wait(30)
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(endpoint, "record", held)
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)  # no worker: the run stays queued
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+
+    async def client():
+        resp = await _asgi_post(token, thread_id, run_id, text="going already")
+        content = resp.streaming_content
+        first = (await anext(aiter(content))).decode()
+        await content.aclose()  # gone before the writes end
+        gate.set()
+        for _ in range(200):  # the loop must stay alive for the leave: poll here, up to 10 s
+            if await sync_to_async(watching.abandoned_run)(thread_id) == run_id:
+                break
+            await asyncio.sleep(0.05)
+        return first
+
+    try:
+        first = async_to_sync(client)()
+    finally:
+        gate.set()
+    assert _frames([first])[0]["type"] == "RUN_STARTED"
+    assert watching.abandoned_run(thread_id) == run_id
+    assert Run.objects.filter(pk=run_id).exists()
+    assert Message.objects.filter(thread_id=thread_id, content="going already").exists()
+
+
+def test_under_asgi_what_the_writes_refuse_follows_the_one_run_started(demo):
+    """A refusal that only the writes find (here the thread id of a deleted chat, claimed for good)
+    comes after the early RUN_STARTED as its RUN_ERROR: one RUN_STARTED, as every refusal has."""
+    from agents.models import Thread, ThreadIdClaim
+
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    ThreadIdClaim.objects.create(id=thread_id, owner=demo["bob"])
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+
+    async def client():
+        resp = await _asgi_post(token, thread_id, run_id)
+        assert resp.status_code == 200
+        return [chunk.decode() async for chunk in resp.streaming_content]
+
+    frames = _frames(async_to_sync(client)())
+    assert [(f["type"], f.get("code")) for f in frames] == [("RUN_STARTED", None), ("RUN_ERROR", "thread_id_used")]
+    assert frames[0]["runId"] == run_id
+    assert not Thread.objects.filter(pk=thread_id).exists() and not Run.objects.filter(pk=run_id).exists()
+
+
+def test_under_asgi_a_response_nobody_reads_still_hands_its_run_over(celery_worker_live, fake_llm, demo):
+    """The client is gone before the response starts (its generator never runs): the writes,
+    started by the view, store the message and hand the run to a worker all the same, and it
+    runs to its end."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
 

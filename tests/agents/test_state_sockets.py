@@ -202,8 +202,8 @@ def test_a_stock_client_that_echoes_or_changes_state_without_a_version_is_never_
     from agents.models import Run, Thread
 
     plans = []
-    real_prepare = endpoint.prepare
-    monkeypatch.setattr(endpoint, "prepare", lambda *a, **kw: plans.append(real_prepare(*a, **kw)) or plans[-1])
+    real_record = endpoint.record
+    monkeypatch.setattr(endpoint, "record", lambda *a, **kw: plans.append(real_record(*a, **kw)) or plans[-1])
 
     def send(state):
         resp = post(client, alice_token, thread_id, state)
