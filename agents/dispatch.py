@@ -42,7 +42,9 @@ def announced(defer=False, sent=None):
     its RUN_STARTED from here instead of reading it back from the stream (agents/agui/relay.py).
     `defer`: their tasks are not published here; the caller hands them over (hand_over_all) once
     the RUN_STARTED is on its way, so the worker it wakes does not compete with that first frame
-    for the CPU. Should the caller never do so, the beat's requeue_lost_runs announces them again."""
+    for the CPU. Should the caller never do so, the beat's requeue_lost_runs announces them again.
+    `sent`: {run id: RUN_STARTED encoded} that the caller sent its client before the run was made
+    (the AG-UI endpoint's early start): the stream gets that very event."""
     outer = getattr(_local, "heads", None)
     heads = _local.heads = Announced(defer, sent)
     try:

@@ -2,8 +2,9 @@
 
 The run itself happens in a Celery worker; this view only records the input (new messages,
 or resume answers) into a Plan, then streams relay.py's relay of the thread's Redis Stream from
-this run's RUN_STARTED to its RUN_FINISHED / RUN_ERROR. A client that goes away mid-run abandons the run:
-it is stopped after a grace when nobody else watches the thread, or at once by a new message (agents/watching.py).
+this run's RUN_STARTED to its RUN_FINISHED / RUN_ERROR. A new message's RUN_STARTED goes out before
+its writes (early_start). A client that goes away mid-run abandons the run: it is stopped after a
+grace when nobody else watches the thread, or at once by a new message (agents/watching.py).
 """
 
 import asyncio
