@@ -300,9 +300,11 @@ def test_under_asgi_a_client_gone_before_the_writes_end_abandons_its_run(demo, m
 
     async def client():
         resp = await _asgi_post(token, thread_id, run_id, text="going already")
-        content = resp.streaming_content
-        first = (await anext(aiter(content))).decode()
-        await content.aclose()  # gone before the writes end
+        it = aiter(resp.streaming_content)
+        first = (await anext(it)).decode()
+        waiting = asyncio.ensure_future(anext(it))
+        await asyncio.sleep(0)  # one turn: the response now waits for the writes, held on the gate
+        waiting.cancel()  # the client is gone: the server cancels its response, as Django does then
         gate.set()
         for _ in range(200):  # the loop must stay alive for the leave: poll here, up to 10 s
             if await sync_to_async(watching.abandoned_run)(thread_id) == run_id:
@@ -354,8 +356,8 @@ def test_under_asgi_a_response_nobody_reads_still_hands_its_run_over(celery_work
     async def client():
         resp = await _asgi_post(token, thread_id, run_id)
         assert resp.status_code == 200  # and never read
-        for _ in range(400):  # the loop must stay alive for the fallback: poll here, up to 20 s
-            status = await sync_to_async(lambda: Run.objects.get(pk=run_id).status)()
+        for _ in range(400):  # the loop must stay alive for the writes' end: poll here, up to 20 s
+            status = await sync_to_async(lambda: Run.objects.filter(pk=run_id).values_list("status", flat=True).first())()
             if status == Run.Status.SUCCEEDED:
                 return status
             await asyncio.sleep(0.05)
