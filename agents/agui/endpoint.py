@@ -35,7 +35,7 @@ from rest_framework.authentication import SessionAuthentication
 from agents import dispatch, presenters, selectors, services, thread_ids, watching
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
-from agents.agui.relay import Plan, frame, hand_over_later, watched_relay
+from agents.agui.relay import Plan, frame, hand_over, hand_over_later, watched_relay
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
@@ -455,43 +455,57 @@ async def early_start(accepted, started, recording):
                                                  "sending the message again: it may have been stored.")))
         plan.start_sent = relayed = True
     finally:
-        if not relayed:  # the client went before the relay began: its run, once made, is abandoned
-            recording.add_done_callback(_abandon)
+        if not relayed:  # the client went before the relay began: once made, its run is handed over, abandoned
+            recording.add_done_callback(_orphaned)
+    if plan.deferred and not plan.after_start:  # nothing of the writes to send first (no messages)
+        await hand_over(plan)
     async for chunk in watched_relay(plan):
         yield chunk
 
 
-_abandoning = set()  # strong references to the leaving tasks (the loop keeps only weak ones)
+_orphans = set()  # strong references to the tasks below (the loop keeps only weak ones)
 
 
-def _abandon(recording):
-    """What a relay does when its client goes mid-run (watching.Watch.leave), for a run whose client
-    went between its RUN_STARTED and the end of its writes."""
+def _orphaned(recording):
+    """For a run whose client went between its RUN_STARTED and the end of its writes, what the
+    relay would have done: hand the run to a worker, and leave as a relay's client going mid-run
+    leaves (the run abandoned: watching.Watch.leave)."""
     if recording.cancelled() or recording.exception() is not None:
         return
     plan = recording.result()
     if plan.error or not plan.run_id:
         return
-    task = asyncio.ensure_future(watching.Watch(plan.thread_id, plan.run_id).leave(abandoned=True))
-    _abandoning.add(task)
-    task.add_done_callback(_abandoning.discard)
+
+    async def orphaned():
+        try:
+            await hand_over(plan)
+        finally:
+            await watching.Watch(plan.thread_id, plan.run_id).leave(abandoned=True)
+
+    task = asyncio.ensure_future(orphaned())
+    _orphans.add(task)
+    task.add_done_callback(_orphans.discard)
 
 
 def record_alone(accepted, sent):
     """record() for early_start, on a thread of no request, so that it ends as it began even when
     the response does not (the client gone: the message is stored and its run goes on, as when a
-    client goes after the POST); its connections are closed (returned to the pool) after. The run
-    is handed to a worker at once: its first frame is already out. The relay joins the watcher
-    as it starts."""
+    client goes after the POST); its connections are closed (returned to the pool) after. The
+    relay joins the watcher as it starts, and hands the run to a worker once it has sent what
+    the writes add (the conversation): the worker it wakes does not compete with that frame."""
     try:
-        return record(accepted, join=False, sent=sent)
+        return record(accepted, defer=True, join=False, sent=sent)
     finally:
         connections.close_all()
 
 
 def _recorded(task):
-    if not task.cancelled() and task.exception() is not None:
+    if task.cancelled():
+        return
+    if task.exception() is not None:
         log.error("AG-UI POST: the run's writes failed after its RUN_STARTED", exc_info=task.exception())
+    elif task.result().deferred:  # a response that never starts (the client already gone) still hands it over
+        hand_over_later(task.result())
 
 
 def index(request):

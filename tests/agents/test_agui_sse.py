@@ -322,6 +322,35 @@ def test_under_asgi_a_client_gone_before_the_writes_end_abandons_its_run(demo, m
     assert Message.objects.filter(thread_id=thread_id, content="going already").exists()
 
 
+def test_under_asgi_a_new_thread_without_messages_is_handed_over_at_once(celery_worker_live, fake_llm, demo,
+                                                                         monkeypatch):
+    """The relay hands an early-started run to a worker after what the writes add (the
+    conversation); a new thread with no message adds nothing to send, so it goes at once rather
+    than after the next keep-alive or the fallback for a response that never starts (an hour each here)."""
+    import asyncio
+
+    monkeypatch.setattr(relay, "KEEPALIVE_SECONDS", 3600)
+    monkeypatch.setattr(relay, "HAND_OVER_LATEST", 3600)
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+
+    async def read():
+        from django.test import AsyncClient
+
+        body = {"threadId": thread_id, "runId": run_id, "state": {}, "tools": [], "context": [],
+                "forwardedProps": {}, "messages": []}
+        resp = await AsyncClient().post("/agui/banking/", json.dumps(body), content_type="application/json",
+                                        headers={"authorization": f"Bearer {token}"})
+        return [chunk.decode() async for chunk in resp.streaming_content]
+
+    async def client():
+        return await asyncio.wait_for(read(), 30)
+
+    frames = _frames(async_to_sync(client)())
+    assert frames[0]["type"] == "RUN_STARTED" and frames[-1]["type"] == "RUN_FINISHED"
+    assert [f["type"] for f in frames].count("RUN_STARTED") == 1
+
+
 def test_under_asgi_what_the_writes_refuse_follows_the_one_run_started(demo):
     """A refusal that only the writes find (here the thread id of a deleted chat, claimed for good)
     comes after the early RUN_STARTED as its RUN_ERROR: one RUN_STARTED, as every refusal has."""
