@@ -14,11 +14,11 @@ settings.MIDDLEWARE is unchanged (the admin's and the deploy checks read it).
 """
 
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextvars import ContextVar
 from functools import partial
 
 from asgiref.sync import (
     AsyncToSync,
-    SyncToAsync,
     ThreadSensitiveContext,
     iscoroutinefunction,
     markcoroutinefunction,
@@ -242,11 +242,12 @@ class RequestThread(Executor):
         self.release()
 
 
+_request_thread = ContextVar("request_thread", default=None)
+
+
 def request_thread():
     """The running request's RequestThread, or None (not a request of this handler)."""
-    context = SyncToAsync.thread_sensitive_context.get(None)
-    executor = SyncToAsync.context_to_thread_executor.get(context) if context is not None else None
-    return executor if isinstance(executor, RequestThread) else None
+    return _request_thread.get()
 
 
 class ASGIHandler(DjangoASGIHandler):
@@ -267,10 +268,12 @@ class ASGIHandler(DjangoASGIHandler):
             # Django's refusal; or called through async_to_sync (a test), whose thread runs the sync code
             return await super().__call__(scope, receive, send)
         thread = RequestThread(self._idle_threads)
+        token = _request_thread.set(thread)
         try:
             async with ThreadSensitiveContext(executor=thread):
                 await self.handle(scope, receive, send)
         finally:
+            _request_thread.reset(token)
             thread.release()
 
     def load_middleware(self, is_async=False):

@@ -10,14 +10,15 @@ truth whichever process decided, and a lost message cannot leave a client hangin
 
 The ASGI handler gives every request a thread of its own for its sync parts, kept (idle) until the
 response ends: 20 waiting agents were 18 more threads in Daphne. Before waiting, this closes that
-thread's database connection and lets the thread go; the answer's sync parts get one again. Under WSGI (the test client) there is no such
-thread: the view runs on the caller's, which is left alone.
+thread's database connection and gives the thread back (agui_project/handler.py); the answer's
+sync parts take one again. Under the test clients there is no such thread: the view runs on the
+caller's, which is left alone.
 """
 
 import asyncio
 import functools
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
 from django.http import JsonResponse
 from django.utils.translation import gettext as _
@@ -63,21 +64,11 @@ _status = sync_to_async(_read_status, thread_sensitive=False)
 
 
 async def _let_the_request_thread_go():
-    """Close the request's own sync thread's connections and let that thread go (see above): back
-    to the handler's idle threads (agui_project/handler.py), or shut down (Django's own handler)."""
-    kept = handler.request_thread()
-    if kept is not None:
+    """Close the request's own sync thread's connections and give that thread back (see above)."""
+    thread = handler.request_thread()
+    if thread is not None:
         await sync_to_async(connections.close_all)()
-        kept.release()
-        return
-    context = SyncToAsync.thread_sensitive_context.get(None)
-    if context is None or getattr(context, "_executor", None) is not None \
-            or context not in SyncToAsync.context_to_thread_executor:
-        return  # no request thread, or an executor its owner gave (not ours to shut down)
-    await sync_to_async(connections.close_all)()
-    executor = SyncToAsync.context_to_thread_executor.pop(context, None)
-    if executor is not None:
-        executor.shutdown(wait=False)
+        thread.release()
 
 
 def long_poll(view):

@@ -143,9 +143,10 @@ async def relay(plan):
     if plan.head and not following:  # this process wrote the run's RUN_STARTED: no read back
         after, payload = plan.head
         started = True
-        first = "".join([frame(payload)] * (not plan.start_sent) + [frame(events.encode(e)) for e in plan.after_start])
+        first = [] if plan.start_sent else [frame(payload)]
+        first += [frame(events.encode(e)) for e in plan.after_start]
         if first:
-            yield first
+            yield "".join(first)
             last_write = monotonic()
 
     while True:
