@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import OperationalError
 
-from agui_project import busy, jsoncheck
+from agui_project import busy, daphne_frames, jsoncheck
 from agui_project.sockets import CLOSE_RETRY, REDIS_AWAY, SignedInSocket
 
 from . import watching
@@ -48,6 +48,24 @@ def _frame(group):
     return group[0] if len(group) == 1 else "[" + ",".join(group) + "]"
 
 
+def batch_frames(batch):
+    """frames() of a Batch, made once for all the sockets that read it (a shared read hands each
+    the same Batch)."""
+    made = batch.memo.get("frames")
+    if made is None:
+        made = batch.memo["frames"] = list(frames(payload for _entry_id, payload in batch))
+    return made
+
+
+def prepared_frames(batch):
+    """batch_frames() as autobahn's prepared messages, framed once for every Daphne socket
+    (agui_project/daphne_frames.py)."""
+    made = batch.memo.get("prepared")
+    if made is None:
+        made = batch.memo["prepared"] = [daphne_frames.prepare(text) for text in batch_frames(batch)]
+    return made
+
+
 class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logout
     async def connect(self):
         user = self.scope.get("user")
@@ -59,6 +77,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             await self.close(code=4403)
             return
         self.pump = None
+        # Daphne's socket, written directly with frames prepared once for all its readers
+        self.direct = daphne_frames.direct(self.base_send)
         await self.accept()
         self.watch = watching.Watch(self.thread_id)  # an abandoned run is not stopped while the chat is open
         await self.watch.renew()
@@ -105,9 +125,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             while True:
                 await self.watch.renew()
                 batch = await events.read(self.thread_id, after)
-                for text in frames(payload for _entry_id, payload in batch):
-                    await self.send(text)
                 if batch:
+                    await self._send_batch(batch)
                     after = batch[-1][0]
         except asyncio.CancelledError:
             raise
@@ -116,6 +135,16 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         except Exception:  # not an outage: a bug, with its traceback; the page still reconnects
             log.exception("thread socket %s: stream read failed", self.thread_id)
             await self.close(code=CLOSE_RETRY)
+
+    async def _send_batch(self, batch):
+        sent = 0
+        if self.direct is not None:
+            for prepared in prepared_frames(batch):
+                if not self.direct(prepared):
+                    break
+                sent += 1
+        for text in batch_frames(batch)[sent:]:  # not Daphne, or Daphne would not send it now
+            await self.send(text)
 
     async def _send_snapshot(self):
         """Snapshots from the database, then the active run replayed from its RUN_STARTED.

@@ -195,11 +195,20 @@ async def last_id(thread_id):
 _inflight_reads = {}
 
 
+class Batch(list):
+    """[(entry_id, json_text), ...] read together. Every reader of a shared read gets this same
+    object, so what each would make of it alike (a socket's frames) is made once, in `memo`."""
+
+    def __init__(self, entries=()):
+        super().__init__(entries)
+        self.memo = {}
+
+
 async def _xread(thread_id, after, block_ms, count):
     result = await async_redis_client().xread({stream_key(thread_id): after}, block=block_ms, count=count)
     if not result:
-        return []
-    return [(entry_id.decode(), fields[b"e"].decode()) for entry_id, fields in result[0][1]]
+        return Batch()
+    return Batch((entry_id.decode(), fields[b"e"].decode()) for entry_id, fields in result[0][1])
 
 
 class _SharedRead:
@@ -224,7 +233,7 @@ class _SharedRead:
 
 
 async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
-    """[(entry_id, json_text), ...] after `after`; [] when nothing arrived within block_ms.
+    """A Batch [(entry_id, json_text), ...] after `after`; empty when nothing arrived within block_ms.
 
     Readers of one thread at one position share a single XREAD (the clients of a watched chat
     are all at the same entry after each batch): one connection and one decode for all of
