@@ -42,10 +42,11 @@ class Direct:
         self.server, self.protocol = server, protocol
 
     def __call__(self, prepared):
-        """True once sent; False when Daphne would not send it itself (the socket is not open, or
-        no longer Daphne's connection): the caller's ASGI send then does what Daphne does."""
+        """True once sent; False when Daphne would not send it as it is (the socket is not open, no
+        longer Daphne's connection, or the frame is over its message size limit): the caller's ASGI
+        send then does what Daphne does."""
         protocol = self.protocol
-        if protocol.state != protocol.STATE_OPEN:
+        if protocol.state != protocol.STATE_OPEN or 0 < protocol.maxMessagePayloadSize < len(prepared.payload):
             return False
         connection = self.server.connections.get(protocol)
         if connection is None or connection.get("disconnected"):

@@ -63,6 +63,16 @@ def test_a_socket_daphne_would_not_send_on_is_left_to_the_asgi_send():
     assert written.value() == b""
 
 
+def test_a_frame_over_daphnes_message_size_limit_is_left_to_the_asgi_send():
+    server = daphne_server()
+    send, written = daphne_socket(server)
+    socket = send.args[0]
+    socket.maxMessagePayloadSize = 10  # Daphne's --websocket_max_message_size
+    assert daphne_frames.direct(send)(daphne_frames.prepare("x" * 11)) is False
+    assert daphne_frames.direct(send)(daphne_frames.prepare("x" * 10)) is True
+    assert written.value() == b"\x81\x0a" + b"x" * 10
+
+
 def test_only_daphnes_reply_path_is_written_directly():
     server = daphne_server()
     send, _ = daphne_socket(server)
