@@ -245,8 +245,8 @@ def record(accepted, defer=False, join=True, sent=None):
             # a new thread is made in its first run's transaction: one commit, and its row is not
             # read again under a lock (no one else can see it before the commit)
             with transaction.atomic() if accepted.thread is None else contextlib.nullcontext():
-                plan = begin(accepted.agent, accepted.user, agent_input, accepted.thread, accepted.new_messages,
-                             accepted.run_context, accepted.ignored)
+                plan = begin(accepted.agent, accepted.user, agent_input, accepted.thread,
+                             incoming.own_ids(accepted.new_messages), accepted.run_context, accepted.ignored)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
         return refuse(agent_input, exc.code, exc.message)
     if isinstance(plan, Plan) and not plan.error and plan.run_id in heads:

@@ -76,7 +76,8 @@ def context(agent_input):
 
 
 def select(thread, agent_input):
-    """[(id, role, content, tool_call_id, parts, error)] to store, in order; raises Refused.
+    """[(id, role, content, tool_call_id, parts, error)] to store, in order (own_ids() then says
+    under which ids); raises Refused.
 
     `thread` is None for a thread this request creates (it holds nothing yet).
     """
@@ -107,12 +108,18 @@ def select(thread, agent_input):
         raise Refused("too_many_messages",
                       _("This request adds %(count)s messages the chat does not have yet; at most %(limit)s may be "
                         "added at once. Send the conversation in smaller parts.") % {"count": len(new), "limit": limit})
-    # Message ids are global, but clients number their messages per thread ("1", "2", ...): a new
-    # message whose id another thread holds is stored under an id of the server's own, not dropped
-    elsewhere = set(Message.objects.filter(pk__in=[s[0] for s in new]).values_list("pk", flat=True))
-    new = [(None, *s[1:]) if s[0] in elsewhere else s for s in new]
     _check_parts(new)
     return _tool_results(thread, new)
+
+
+def own_ids(new):
+    """select()'s rows, each whose id another thread holds under an id of the server's own (None):
+    message ids are global, but clients number their messages per thread ("1", "2", ...), so such a
+    message is new here, not dropped. Read with the writes (endpoint.record), not before an early
+    RUN_STARTED: it changes which id is stored, not whether a run starts."""
+    ids = [s[0] for s in new if s[0]]
+    elsewhere = set(Message.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    return [(None, *s[1:]) if s[0] in elsewhere else s for s in new]
 
 
 def _window(sent_turns, held_turns, has_history, ends_in_turn):
