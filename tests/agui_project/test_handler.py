@@ -214,3 +214,11 @@ def test_a_request_runs_its_sync_code_on_a_thread_kept_from_an_earlier_request()
     one, two, three, waiting, second = THREADS
     assert one == two == three != threading.get_ident()  # kept, and not the loop's
     assert waiting != second and SECOND_RAN.is_set()
+
+
+def test_what_the_asgi_module_made_at_start_is_left_out_of_the_collectors_passes():
+    import gc
+
+    import agui_project.asgi  # noqa: F401  (Daphne's application module)
+
+    assert gc.get_freeze_count() > 10_000
