@@ -30,7 +30,7 @@ from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
 from agents.transitions import move_call, move_run, start_continuation
-from agui_project.queries import one
+from agui_project.queries import Prepared, one
 from approvals import mail as approval_mail
 from approvals import notify as approval_notify
 from approvals import services as approval_services
@@ -45,6 +45,9 @@ def lease_key(call_id):
 
 
 RUN_LOST = "run_lost"
+# the executing run's row, locked while it still runs (claim): compiled once (agui_project/queries.Prepared)
+_RUNNING_LOCKED = Prepared(Run, lambda pk: Run.objects.select_for_update().filter(
+    pk=pk, status=Run.Status.RUNNING).only("pk"))
 
 
 def claim(call_id, run_id):
@@ -53,7 +56,7 @@ def claim(call_id, run_id):
     run is no longer this worker's (recovery declared it lost while it was stuck). The run's row
     is locked for the claim, as recovery locks it to declare it lost, so the two never cross."""
     with transaction.atomic():
-        if not Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).exists():
+        if _RUNNING_LOCKED.one(run_id) is None:
             return RUN_LOST
         return move_call(call_id, ToolCall.Status.EXECUTING, leaving=ToolCall.CLAIMABLE,
                          claimed_at=timezone.now(), attempts=F("attempts") + 1)

@@ -70,6 +70,11 @@ class RunLost(Exception):
 
 # the run a worker claimed, with its thread and owner: compiled once (agui_project/queries.Prepared)
 _CLAIMED = Prepared(Run, lambda pk: Run.objects.select_related("thread", "thread__owner").filter(pk=pk))
+# a continuation's decided calls that have no result yet, oldest first (Runner.settle): compiled once
+_SETTLEABLE = Prepared(ToolCall, lambda thread_id: ToolCall.objects.filter(
+    thread_id=thread_id, status__in=ToolCall.SETTLEABLE).exclude(pk__in=Message.objects.filter(
+        thread_id=thread_id, role=Message.Role.TOOL).values("tool_call_id")).select_related("message").order_by(
+            "created_at"))
 
 
 def run_agent(run_id):
@@ -652,11 +657,7 @@ class Runner:
     def settle(self):
         """A continuation first settles every decided call: execute it, or tell the model why not."""
         settled = []
-        answered = Message.objects.filter(thread=self.thread, role=Message.Role.TOOL).values("tool_call_id")
-        for tc in (
-            ToolCall.objects.filter(thread=self.thread, status__in=ToolCall.SETTLEABLE)
-            .exclude(pk__in=answered).select_related("message").order_by("created_at")
-        ):
+        for tc in _SETTLEABLE.all(self.thread.pk):
             tool = self.agent.tool(tc.name)
             settled.append(tc.status)
             if tc.status == ToolCall.Status.APPROVED and tool:
