@@ -8,8 +8,8 @@ and autobahn (sendMessage, sendFrame: the text encoded and framed again for each
 connection), which an ASGI application cannot name. Daphne's `send` for a WebSocket is
 functools.partial(Server.handle_reply, protocol), so the protocol is at hand: `direct(send)` finds
 it, and a prepared frame goes that way only while Daphne would send it itself (its connection,
-open). Any other case, and every other server (channels' in-memory communicator in the tests),
-takes the ASGI send, which writes the same bytes.
+open, the frame within its message size limit). Any other case, and every other server (channels'
+in-memory communicator in the tests), takes the ASGI send, which writes the same bytes.
 
 `install()` (asgi.py, Daphne's process) also stops autobahn building its per-frame debug line's
 arguments (click colours of a function name, the peer and a length, 3.5 µs a frame) when the line
