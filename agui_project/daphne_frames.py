@@ -67,11 +67,10 @@ def direct(send):
     Server = _daphne_server()
     if Server is None or type(send) is not functools.partial or len(send.args) != 1 or send.keywords:
         return None
-    server, protocol = getattr(send.func, "__self__", None), send.args[0]
-    if getattr(send.func, "__func__", None) is not Server.handle_reply or not isinstance(server, Server) \
-            or not isinstance(protocol, WebSocketProtocol):
+    # a method bound to a Server (Daphne's handle_reply, not overridden): its __self__ is that Server
+    if getattr(send.func, "__func__", None) is not Server.handle_reply or not isinstance(send.args[0], WebSocketProtocol):
         return None
-    return Direct(server, protocol)
+    return Direct(send.func.__self__, send.args[0])
 
 
 class _Formatted:
