@@ -107,11 +107,11 @@ def test_runs_of_classic_middleware_are_one_layer_each(settings):
         "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + XFrameOptionsMiddleware"]
 
 
-@pytest.mark.parametrize("cookie, most", [(None, 4), ("sessionid=nothing-valid", 6)])
+@pytest.mark.parametrize("cookie, most", [(None, 3), ("sessionid=nothing-valid", 5)])
 @pytest.mark.django_db(transaction=True)
 def test_a_request_through_the_project_chain_makes_few_thread_hops(cookie, most):
-    """The project's MIDDLEWARE: request_started, the 404 and its log line, and the response's close
-    (request_finished); Django's own chain made 16 for this 404. The classic middleware's hooks
+    """The project's MIDDLEWARE: the 404 and its log line, and the response's close (request_finished;
+    request_started rides on the first); Django's own chain made 16 for this 404. The classic middleware's hooks
     run in the loop for a request without a session cookie (a token client's), and on one hop per
     phase for one with a session, which they may read."""
     hops = []
@@ -214,6 +214,54 @@ def test_a_request_runs_its_sync_code_on_a_thread_kept_from_an_earlier_request()
     one, two, three, waiting, second = THREADS
     assert one == two == three != threading.get_ident()  # kept, and not the loop's
     assert waiting != second and SECOND_RAN.is_set()
+
+
+EVENTS = []
+
+
+def _on_signal(signal, sender, scope=None, **kwargs):
+    from django.core.signals import request_started
+
+    name = "started" if signal is request_started else "finished"
+    EVENTS.append((name, threading.get_ident(), scope and scope["path"]))
+
+
+def _sync_view(request):
+    EVENTS.append(("view", threading.get_ident(), None))
+    return HttpResponse("ok")
+
+
+async def _async_view(request):
+    EVENTS.append(("async view", None, None))
+    return HttpResponse("ok")
+
+
+urlpatterns += [url("sync/", _sync_view), url("async/", _async_view)]
+
+
+@override_settings(MIDDLEWARE=[], ROOT_URLCONF=__name__)
+def test_request_started_is_sent_once_on_the_requests_thread_before_its_sync_code():
+    """Sent as Django sends it (once per request, with its scope), on the thread that runs the
+    request's sync code (where close_old_connections acts) and before any of that code, but not on
+    a thread hop of its own. A request none of whose own code is sync gets it too, before
+    request_finished (the response's close is its first sync call)."""
+    from django.core.signals import request_finished, request_started
+
+    EVENTS.clear()
+    app = ASGIHandler()
+    request_started.connect(_on_signal)
+    request_finished.connect(_on_signal)
+    try:
+        for path in ("/sync/", "/sync/", "/async/"):
+            assert asyncio.run(call(app, path))[0] == 200
+    finally:
+        request_started.disconnect(_on_signal)
+        request_finished.disconnect(_on_signal)
+    names = [name for name, _thread, _path in EVENTS]
+    assert names == ["started", "view", "finished"] * 2 + ["async view", "started", "finished"]
+    assert [path for name, _t, path in EVENTS if name == "started"] == ["/sync/", "/sync/", "/async/"]
+    threads = [thread for _name, thread, _path in EVENTS if thread is not None]
+    assert len(set(threads)) == 1 and threads[0] != threading.get_ident()  # the kept request thread
 
 
 def test_what_the_asgi_module_made_at_start_is_left_out_of_the_collectors_passes():
