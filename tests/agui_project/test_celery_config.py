@@ -1,0 +1,35 @@
+"""Celery reads the CELERY_* settings from a copy of them (agui_project/celery.py DjangoCelerySettings)."""
+
+from django.conf import LazySettings, settings
+
+from agui_project.celery import app
+from tests.agui_project.test_settings_env import run_django
+
+
+def test_the_celery_settings_reach_celery_and_the_rest_are_its_defaults(tmp_path):
+    out = run_django(
+        "from agui_project.celery import app; c = app.conf; print(c.task_default_queue, "
+        "c.broker_transport_options['visibility_timeout'], c.task_acks_late, c.task_time_limit, "
+        "sorted(c.beat_schedule) == sorted(__import__('django.conf').conf.settings.CELERY_BEAT_SCHEDULE))",
+        CELERY_TASK_DEFAULT_QUEUE="queue-x", CELERY_VISIBILITY_TIMEOUT="600", AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["queue-x", "600", "True", "None", "True"]
+
+
+def test_a_key_left_at_celerys_default_does_not_ask_djangos_lazy_settings(monkeypatch):
+    """Each failed getattr() on Django's lazy settings raises and catches AttributeError: Celery's
+    configuration view asked two or three of them for every such key, ~25 reads per task published."""
+    assert app.conf.task_time_limit is None  # loaded
+    serializer = settings.CELERY_TASK_SERIALIZER
+    asked = []
+    original = LazySettings.__getattr__
+
+    def counting(self, name):
+        asked.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(LazySettings, "__getattr__", counting)
+    for _ in range(3):
+        assert app.conf.task_time_limit is None and app.conf.task_compression is None
+    assert app.conf.task_serializer == serializer
+    assert asked == []
