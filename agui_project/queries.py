@@ -1,4 +1,4 @@
-"""Reading rows by key: one(), and Prepared, a read whose SQL is compiled once."""
+"""Reading rows by key: one(), Prepared, a read whose SQL is compiled once, and prefetched()."""
 
 import threading
 import uuid
@@ -105,3 +105,16 @@ class Prepared:
         """The first row, or None (build a query of one row: a unique key, or a slice [:1])."""
         rows = self.all(*values, using=using)
         return rows[0] if rows else None
+
+
+def prefetched(instance, name, rows):
+    """Hand `instance` the rows of its reverse foreign key `name` (read by a Prepared read, say) as
+    prefetch_related() would, so that `instance.<name>.all()` costs no query: the relation's own
+    queryset with its result cache filled, kept under the relation's cache name (Django 5.2's
+    prefetch_one_level does the same; prefetch_related() itself builds and compiles the read)."""
+    manager = getattr(instance, name)
+    queryset = manager.get_queryset()  # the relation's filter: a further .filter() on it stays correct
+    queryset._result_cache, queryset._prefetch_done = list(rows), True
+    cache = instance.__dict__.setdefault("_prefetched_objects_cache", {})
+    cache[manager.field.remote_field.cache_name] = queryset
+    return instance

@@ -6,7 +6,7 @@ Views stay thin: every change goes through approvals.services.
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Prefetch, prefetch_related_objects
+from django.db.models import Prefetch
 from django.utils.translation import gettext as _
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -292,8 +292,8 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
             if isinstance(exc, services.Forbidden) and not self.get_queryset().filter(pk=pk).exists():
                 raise NotFound(_("no such request")) from None
             return _error_response(exc)
-        # what the answer shows beyond the locked row (its requester and groups came with it)
-        prefetch_related_objects([approval], "outside", DECISIONS)
+        # what the answer shows beyond the locked row (its requester, groups and outside call came with it)
+        selectors.with_decisions(approval=approval)
         return Response(ApprovalSerializer(approval, context={"request": request}).data)
 
     @extend_schema(request=BulkDecideSerializer, responses={200: BulkResultSerializer})

@@ -84,3 +84,28 @@ def test_prepared_refuses_what_it_cannot_keep(demo):
         assert locked.one(thread.pk) == thread
     with pytest.raises(RuntimeError):
         locked.one(thread.pk)
+
+
+# --- prefetched: rows handed to a relation as prefetch_related() would ----------------------------
+
+def test_prefetched_rows_are_what_the_relation_gives_without_a_query(demo):
+    """The rows of a Prepared read, handed to a request's decisions, are what `.all()` yields (no
+    query, the users with them), as after prefetch_related; a further filter on the relation
+    still reads only that request's rows."""
+    from approvals import selectors
+    from approvals.models import ApprovalRequest, Decision
+    from tests.helpers import transfer_request
+
+    first, other = transfer_request(demo["alice"]), transfer_request(demo["alice"])
+    for user in ("finn", "bob"):
+        Decision.objects.create(request=first, user=demo[user], decision="approve", arguments={}, arguments_hash="x")
+    Decision.objects.create(request=other, user=demo["finn"], decision="reject", feedback="no")
+    approval = ApprovalRequest.objects.get(pk=first.pk)
+    assert selectors.with_decisions(approval=approval) is approval
+    orm = list(ApprovalRequest.objects.prefetch_related("decisions__user").get(pk=first.pk).decisions.all())
+    with CaptureQueriesContext(connection) as sql:
+        got = list(approval.decisions.all())
+        assert [(d.pk, d.user.username) for d in got] == [(d.pk, d.user.username) for d in orm]
+        assert [d.user.username for d in got] == ["finn", "bob"]  # in the order they were made
+    assert sql.captured_queries == []
+    assert [d.decision for d in approval.decisions.filter(decision="reject")] == []  # not the other request's
