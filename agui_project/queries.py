@@ -1,5 +1,6 @@
 """Reading rows by key: one(), Prepared, a read whose SQL is compiled once, and prefetched()."""
 
+import secrets
 import threading
 import uuid
 
@@ -17,6 +18,11 @@ def one(queryset):
     return next(iter(queryset[:1]), None)
 
 
+def _mark_index(marks, param):
+    """Which stand-in `param` is, or None for a constant of the query (1 is not True, nor "1" 1)."""
+    return next((i for i, mark in enumerate(marks) if type(param) is type(mark) and param == mark), None)
+
+
 class _Compiled:
     """One database's SQL of a Prepared read, and how to turn its rows into model instances."""
 
@@ -24,7 +30,8 @@ class _Compiled:
         compiler = queryset.query.get_compiler(using=alias)
         self.sql, params = compiler.as_sql()
         # each parameter: the index of the caller's value it stands for, or a constant of the query
-        self.slots = [("arg", marks.index(p)) if isinstance(p, str) and p in marks else ("const", p) for p in params]
+        self.slots = [("arg", _mark_index(marks, p)) if _mark_index(marks, p) is not None else ("const", p)
+                      for p in params]
         missing = set(range(len(marks))) - {s[1] for s in self.slots if s[0] == "arg"}
         if missing:  # a value the field transforms (a UUID, a date) is not passed through as sent
             raise ValueError(f"Prepared: parameter(s) {sorted(missing)} do not reach the SQL unchanged")
@@ -48,14 +55,17 @@ class Prepared:
     times what running its SQL costs (a token look-up joined to its user and profile: 572 µs
     through the ORM, 37 µs as the same SQL through the cursor), and Django keeps no compiled
     queries. `build(*values)` returns the queryset; it is called once per database with stand-in
-    string values, which must reach the SQL unchanged (text keys; a UUID or a date would be
-    transformed, and is refused when compiled). The rows come back as QuerySet iteration
+    values, text unless `types` says int for a value, which must reach the SQL unchanged (text and
+    integer keys; a UUID or a date would be transformed, and is refused when compiled). The rows come back as QuerySet iteration
     (ModelIterable, Django 5.2) makes them: the backend's converters, from_db, select_related
     populators, annotations. A read with select_for_update is compiled and run inside a transaction.
     """
 
-    def __init__(self, model, build, arity=1):
+    def __init__(self, model, build, arity=1, types=None):
         self.model, self.build, self.arity = model, build, arity
+        self.types = tuple(types or (str,) * arity)
+        if len(self.types) != arity or not set(self.types) <= {str, int}:
+            raise ValueError("Prepared: types holds str or int for each value")
         self._compiled = {}
         self._lock = threading.Lock()
 
@@ -65,13 +75,17 @@ class Prepared:
             with self._lock:
                 compiled = self._compiled.get(alias)
                 if compiled is None:
-                    marks = [f"\x1fprepared-{i}-{uuid.uuid4().hex}" for i in range(self.arity)]
+                    # integers: random 62-bit ones, which no query here holds as a constant
+                    marks = [f"\x1fprepared-{i}-{uuid.uuid4().hex}" if kind is str else secrets.randbits(62) | 1 << 61
+                             for i, kind in enumerate(self.types)]
                     compiled = self._compiled[alias] = _Compiled(self.build(*marks), marks, alias)
         return compiled
 
     def all(self, *values, using=None):
         if len(values) != self.arity:
             raise TypeError(f"Prepared read takes {self.arity} value(s), got {len(values)}")
+        if int in self.types:  # as the ORM would take "5" for an integer key
+            values = tuple(int(v) if kind is int else v for v, kind in zip(values, self.types, strict=True))
         if isinstance(self.model, str):  # "app_label.Model": for modules imported before the app registry
             self.model = apps.get_model(self.model)
         alias = using or router.db_for_read(self.model)

@@ -238,7 +238,12 @@ def can_decide(user, req, group_ids=None):
         return False
     if group_ids is not None:
         return bool(set(decider_group_ids(req)) & set(group_ids))
-    return user.groups.filter(pk__in=decider_group_ids(req)).exists()
+    return any(_MEMBER.one(user.pk, group_id) is not None for group_id in decider_group_ids(req))
+
+
+# whether a user is in a group, asked by every group decision: compiled once (agui_project/queries.Prepared)
+_MEMBER = Prepared("auth.User_groups", lambda user, group: _MEMBER.model.objects.filter(
+    user_id=user, group_id=group).only("id")[:1], arity=2, types=(int, int))
 
 
 # every decision's first read, compiled once (agui_project/queries.Prepared); with the outside agent's

@@ -109,3 +109,21 @@ def test_prefetched_rows_are_what_the_relation_gives_without_a_query(demo):
         assert [d.user.username for d in got] == ["finn", "bob"]  # in the order they were made
     assert sql.captured_queries == []
     assert [d.decision for d in approval.decisions.filter(decision="reject")] == []  # not the other request's
+
+
+def test_prepared_integer_keys(demo):
+    """Integer stand-ins for integer keys (a user's membership of a group): the same rows as the
+    ORM's, a key sent as text taken as the ORM takes it, a constant of the query left alone."""
+    from django.contrib.auth.models import Group, User
+
+    finance = Group.objects.get(name="finance")
+    member = Prepared("auth.User_groups", lambda user, group: User.groups.through.objects.filter(
+        user_id=user, group_id=group, group__name__startswith="fin"), arity=2, types=(int, int))
+    rows = User.groups.through.objects.filter(group=finance)
+    assert rows.exists()
+    for row in rows:
+        assert member.one(row.user_id, finance.pk) == row and member.one(str(row.user_id), finance.pk) == row
+    assert member.one(demo["alice"].pk, finance.pk) is None  # not in finance
+    assert member.one(demo["finn"].pk, finance.pk + 10_000) is None
+    with pytest.raises(ValueError):
+        Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk), types=(bytes,))
