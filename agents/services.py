@@ -267,8 +267,8 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
     takes the client's run id. `messages`: the person's new text sent with the answers,
     (id, role, content, tool_call_id); the continuation stores and answers it after the resumed
-    calls' results. Raises ResumeError with an AG-UI error code. Returns the ids answered:
-    (approval request ids, question ids).
+    calls' results. Raises ResumeError with an AG-UI error code. Returns what was answered: (the
+    approval requests as the answers left them, the question ids).
     """
     # what the answers name and what still waits: not the thread's whole history of requests
     ids = [e[0] for e in entries]
@@ -308,6 +308,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
             "ids": ", ".join(missing)})
     if selectors.run_exists(run_id):
         raise ResumeError("run_exists", _("run %(id)s already exists") % {"id": run_id})
+    answered_rows = []  # the rows the decisions locked and changed: the caller's answer needs no read back
     try:
         with transaction.atomic():
             paused = sorted({known[i].run_ref for i in answered} | {questions[i].run_id for i in replies})
@@ -327,7 +328,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                 if status == "cancelled":
                     if known[interrupt_id].requester_id != user.pk:
                         raise approval_services.Forbidden(_("only the requester may cancel"))
-                    approval_services.cancel(interrupt_id, user, reason="cancelled by the client")
+                    answered_rows.append(approval_services.cancel(interrupt_id, user, reason="cancelled by the client"))
                     continue
                 decision = _resume_decision(interrupt_id, payload)
                 arguments = payload.get("arguments", payload.get("editedArgs"))
@@ -338,10 +339,10 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                 if not isinstance(allow, bool):
                     raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.alwaysAllowInThread must be a "
                                                           "boolean") % {"id": interrupt_id})
-                approval_services.decide(
+                answered_rows.append(approval_services.decide(
                     interrupt_id, user, decision,
                     arguments=arguments, feedback=str(payload.get("feedback") or ""), always_allow_in_thread=allow,
-                )
+                ))
     except approval_services.DecisionError as exc:
         code = next((c for cls, c in _RESUME_CODES.items() if isinstance(exc, cls)), "invalid_resume")
         if isinstance(exc, approval_services.RequestExpired):
@@ -354,7 +355,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
         raise ResumeError(code, exc.message + detail) from exc
     except inputs.InputError as exc:
         raise ResumeError(exc.code, exc.message) from exc
-    return list(answered), list(replies)
+    return answered_rows, list(replies)
 
 
 def cancel_key(run_id):

@@ -300,7 +300,7 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
         run = None
         if resume or (resume is not None and not new_thread and awaits_answer(thread)):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
-            approval_ids, question_ids = services.apply_resume(
+            answered, question_ids = services.apply_resume(
                 thread, user, entries, agent_input.run_id, messages=new_messages)
             if not selectors.run_exists(agent_input.run_id):
                 acknowledgement = acknowledged(thread, user, agent_input, entries, position)
@@ -312,9 +312,7 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
                         recorded += " " + _("Your message will be answered once it is decided.")
                     plan.error = RunErrorEvent(code="awaiting_other_approvers", message=recorded)
                     return plan
-            # what was answered, read back once for its outcome (only the kinds that were answered)
-            answered = ApprovalRequest.objects.filter(pk__in=approval_ids).select_related(
-                "approver_group", "decided_by") if approval_ids else ()
+            # what was answered, as the answers left it (only the kinds that were answered)
             plan.after_start += [custom_events.approval_response(r, viewer=user) for r in answered] + [
                 custom_events.request_info_response(inputs.payload(q))
                 for q in (InputRequest.objects.filter(pk__in=question_ids, thread=thread) if question_ids else ())
