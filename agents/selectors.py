@@ -3,16 +3,23 @@
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
 
-from agui_project.queries import Prepared, one
+from agui_project.queries import Prepared
 from approvals.models import ApprovalRequest
 
-from .models import Message, Run, Thread
+from .models import Message, Run, Thread, ToolCall
 
 # reads on every AG-UI POST, resume and decision, compiled once (agui_project/queries.Prepared)
 _THREAD = Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk))
 _RUN_ID = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).only("id"))
 _CONTINUATION = Prepared(Run, lambda parent: Run.objects.filter(parent_run=parent).only("id")[:1])
 _MESSAGES = Prepared(Message, lambda thread: Message.objects.filter(thread=thread))  # in seq order (Meta)
+# a run task's first read (the worker speaks the owner's language); by its relation names: people is
+# not an app agents imports
+_OWNER_PROFILE = Prepared("people.Profile", lambda run: _OWNER_PROFILE.model.objects.filter(
+    user__threads__runs=run).only("language")[:1])
+_WAITING_CALL = Prepared(ToolCall, lambda run: ToolCall.objects.filter(run=run, status__in=ToolCall.WAITING).only(
+    "id")[:1])
+_QUEUED = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).only("id", "queued_messages"))
 
 
 def thread_messages(thread_id):
@@ -28,6 +35,11 @@ def thread_by_id(thread_id):
 def run_exists(run_id):
     """Whether a run has this id."""
     return _RUN_ID.one(run_id) is not None
+
+
+def has_waiting_calls(run_id):
+    """Whether a call of the run still waits for a decision or for the person's answer."""
+    return _WAITING_CALL.one(run_id) is not None
 
 
 def has_continuation(run_id):
@@ -49,5 +61,11 @@ def chat_list(user):
 def run_language(run_id):
     """The language the chat's owner chose (people.Profile), else LANGUAGE_CODE: a worker says
     what people read of a run (tool outcomes, errors) in it; the model's own words stay as written."""
-    chosen = one(Run.objects.filter(pk=run_id).values_list("thread__owner__profile__language", flat=True))
-    return chosen or settings.LANGUAGE_CODE
+    profile = _OWNER_PROFILE.one(run_id)
+    return (profile.language if profile is not None else "") or settings.LANGUAGE_CODE
+
+
+def queued_messages(run_id):
+    """What the client sent with its answers to this paused run (Run.queued_messages); [] for none."""
+    run = _QUEUED.one(run_id)
+    return run.queued_messages if run is not None else []

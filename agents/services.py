@@ -182,7 +182,7 @@ def approval_resolved(request):
             return
         event = custom_events.approval_response(request, viewer=owner)
         transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
-        if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():  # nor a question to answer
+        if not selectors.has_waiting_calls(run.pk):  # nor a question to answer
             return continue_run(run)
     return None
 

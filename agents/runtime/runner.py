@@ -35,7 +35,7 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from agents import llm, presenters
+from agents import llm, presenters, selectors
 from agents.agui import custom_events
 from agents.llm import ModelError, ModelUnavailable, ReasoningDelta, TextDelta, get_model
 from agents.models import Message, Run, ToolCall
@@ -297,7 +297,7 @@ class Runner:
         # looked at first without the lock: most resumes carry no text, and on SQLite the locking
         # transaction is BEGIN IMMEDIATE (the database's write lock); the messages were committed
         # with the answers, before this continuation existed
-        if not one(Run.objects.filter(pk=self.run.parent_run_id).values_list("queued_messages", flat=True)):
+        if not selectors.queued_messages(self.run.parent_run_id):
             return False
         with transaction.atomic():
             parent = one(Run.objects.select_for_update().filter(pk=self.run.parent_run_id))

@@ -136,3 +136,44 @@ def test_an_agui_resume_costs_at_most_28_statements_and_its_continuation_28(
     assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED
     assert list(Message.objects.filter(run=continuation).order_by("seq").values_list("role", "content")) == [
         ("tool", "Subscription sub_123 (Premium) is cancelled."), ("assistant", "Done: it is cancelled.")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_task_reads_its_owners_language_and_the_queued_text_in_one_statement_each(
+        demo, settings, django_assert_num_queries):
+    """The worker's first read of every run task: the language of the chat's owner (people.Profile),
+    LANGUAGE_CODE when there is no profile, an empty choice, or no such run."""
+    from agents import selectors
+    from people.models import Profile
+
+    settings.LANGUAGE_CODE = "en"
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread, queued_messages=[["m-1", "user", "and then?", ""]])
+    Profile.objects.filter(user=demo["alice"]).delete()
+    with django_assert_num_queries(1):
+        assert selectors.run_language(run.pk) == "en"
+    Profile.objects.create(user=demo["alice"], language="")
+    assert selectors.run_language(run.pk) == "en"
+    Profile.objects.filter(user=demo["alice"]).update(language="fr")
+    Profile.objects.update_or_create(user=demo["bob"], defaults={"language": "de"})
+    other = Run.objects.create(thread=services.create_thread(demo["bob"], "banking"))
+    with django_assert_num_queries(2):
+        assert selectors.run_language(run.pk) == "fr" and selectors.run_language(other.pk) == "de"
+    assert selectors.run_language("no-such-run") == "en"
+    with django_assert_num_queries(1):
+        assert selectors.queued_messages(run.pk) == [["m-1", "user", "and then?", ""]]
+    assert selectors.queued_messages(other.pk) == [] and selectors.queued_messages("no-such-run") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_asks_in_one_statement_whether_a_call_of_its_run_still_waits(demo, django_assert_num_queries):
+    from agents import selectors
+
+    run, _req = paused_transfer(demo["alice"], "call-w")
+    other, _other_req = paused_transfer(demo["alice"], "call-o")
+    with django_assert_num_queries(1):
+        assert selectors.has_waiting_calls(run.pk)
+    ToolCall.objects.filter(pk="call-w").update(status=ToolCall.Status.APPROVED)
+    assert not selectors.has_waiting_calls(run.pk) and selectors.has_waiting_calls(other.pk)
+    ToolCall.objects.filter(pk="call-w").update(status=ToolCall.Status.AWAITING_INPUT)  # a question to the person
+    assert selectors.has_waiting_calls(run.pk)
