@@ -11,6 +11,8 @@ import logging
 
 from django.db import transaction
 
+from agui_project.queries import PreparedUpdate
+
 from . import selectors
 from .dispatch import announce_after_commit
 from .models import Run, ToolCall
@@ -35,18 +37,34 @@ def sources(model, to, leaving=None):
     return allowed
 
 
+_moves = {}  # (model, statuses left, by thread) -> PreparedUpdate: a few dozen at most, one per call site's move
+
+
+def _move(model, left, by_thread):
+    key = (model, left, by_thread)
+    move = _moves.get(key)
+    if move is None:
+        statuses = sorted(left)
+        if by_thread:
+            move = PreparedUpdate(model, lambda pk, thread: model.objects.filter(
+                pk=pk, thread_id=thread, status__in=statuses), arity=2)
+        else:
+            move = PreparedUpdate(model, lambda pk: model.objects.filter(pk=pk, status__in=statuses))
+        move = _moves.setdefault(key, move)
+    return move
+
+
 def move_run(run_id, to, leaving=None, **fields):
     """Run `run_id` -> `to`; False when it is no longer in a status that may become `to`."""
-    return Run.objects.filter(pk=run_id, status__in=sources(Run, to, leaving)).update(status=to, **fields) == 1
+    return _move(Run, frozenset(sources(Run, to, leaving)), False).update(run_id, status=to, **fields) == 1
 
 
 def move_call(call_id, to, leaving=None, thread=None, **fields):
     """ToolCall `call_id` (of `thread`, when given) -> `to`; False when it is no longer in a status
     that may become `to`."""
-    calls = ToolCall.objects.filter(pk=call_id, status__in=sources(ToolCall, to, leaving))
-    if thread is not None:
-        calls = calls.filter(thread=thread)
-    return calls.update(status=to, **fields) == 1
+    move = _move(ToolCall, frozenset(sources(ToolCall, to, leaving)), thread is not None)
+    keys = (call_id,) if thread is None else (call_id, getattr(thread, "pk", thread))
+    return move.update(*keys, status=to, **fields) == 1
 
 
 def continue_run(paused_run):

@@ -127,3 +127,40 @@ def test_prepared_integer_keys(demo):
     assert member.one(demo["finn"].pk, finance.pk + 10_000) is None
     with pytest.raises(ValueError):
         Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk), types=(bytes,))
+
+
+# --- PreparedUpdate: an UPDATE compiled once ------------------------------------------------------
+
+@pytest.mark.django_db(transaction=True)
+def test_prepared_update_writes_what_the_orms_update_writes(demo):
+    """Each value prepared for its column as QuerySet.update prepares it (JSON, an aware datetime,
+    None, text with quotes), an expression compiled in, the filter's constants kept; the number of
+    rows changed, 0 when the filter finds none; one statement each time."""
+    from django.db.models import F
+    from django.utils import timezone
+
+    from agents.models import ToolCall
+    from agui_project.queries import PreparedUpdate
+    from tests.helpers import paused_transfer
+
+    _run, _req = paused_transfer(demo["alice"], "call-a")
+    paused_transfer(demo["alice"], "call-b")
+    move = PreparedUpdate(ToolCall, lambda pk, thread: ToolCall.objects.filter(
+        pk=pk, thread_id=thread, status__in=["awaiting_approval", "approved"]), arity=2)
+    call = ToolCall.objects.get(pk="call-a")
+    when = timezone.now()
+    with CaptureQueriesContext(connection) as sql:
+        changed = move.update("call-a", call.thread_id, status="approved", final_arguments={"amount": 5, "ü": [1, None]},
+                              feedback="it's 'fine' %s", claimed_at=when, resume=None, attempts=F("attempts") + 2)
+    assert changed == 1 and len(sql.captured_queries) == 1
+    after = ToolCall.objects.get(pk="call-a")
+    assert (after.status, after.final_arguments, after.feedback, after.claimed_at, after.resume, after.attempts) == (
+        "approved", {"amount": 5, "ü": [1, None]}, "it's 'fine' %s", when, None, call.attempts + 2)
+    assert ToolCall.objects.get(pk="call-b").status == "awaiting_approval"  # only the row it names
+    assert move.update("call-a", "another-thread", status="executing") == 0
+    assert move.update("call-b", ToolCall.objects.get(pk="call-b").thread_id, status="executing",
+                       final_arguments=[1], feedback="", claimed_at=None, resume={"k": "v"},
+                       attempts=F("attempts") + 2) == 1  # the same statement, other values
+    assert ToolCall.objects.get(pk="call-b").resume == {"k": "v"} and len(move._compiled) == 2  # two shapes
+    ToolCall.objects.filter(pk="call-a").update(status="succeeded")
+    assert move.update("call-a", call.thread_id, status="executing") == 0  # not in a status it leaves
