@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
-from agui_project.queries import Prepared, one
+from agui_project.queries import Prepared, PreparedUpdate, one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -261,6 +261,25 @@ def _resume_decision(interrupt_id, payload):
     return "approve" if decision == "edit" else decision
 
 
+# a resume's reads and its paused runs' update, compiled once (agui_project/queries.Prepared); the
+# reads for up to four answers (a compiled statement per count: a client's count is not trusted further)
+_NAMED_OR_PENDING = {}
+_RESUME_ID = PreparedUpdate(Run, lambda pk: Run.objects.filter(pk=pk, status=Run.Status.INTERRUPTED))
+
+
+def _named_or_pending(model, thread_field, thread_id, ids):
+    """The thread's requests (model: ApprovalRequest, InputRequest) that `ids` name or that are pending."""
+    def build(thread, *pks):
+        return model.objects.filter(**{thread_field: thread}).filter(Q(pk__in=pks) | Q(status=model.Status.PENDING))
+
+    if not 0 < len(ids) <= 4:
+        return build(thread_id, *ids)
+    read = _NAMED_OR_PENDING.get((model, len(ids)))
+    if read is None:
+        read = _NAMED_OR_PENDING.setdefault((model, len(ids)), Prepared(model, build, arity=1 + len(ids)))
+    return read.all(thread_id, *ids)
+
+
 def apply_resume(thread, user, entries, run_id, messages=()):
     """Answer every open interrupt of the thread at once (AG-UI `resume[]`), or change nothing.
 
@@ -272,10 +291,8 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     """
     # what the answers name and what still waits: not the thread's whole history of requests
     ids = [e[0] for e in entries]
-    known = {r.pk: r for r in ApprovalRequest.objects.filter(thread_ref=thread.pk).filter(
-        Q(pk__in=ids) | Q(status=ApprovalRequest.Status.PENDING))}
-    questions = {q.pk: q for q in InputRequest.objects.filter(thread=thread).filter(
-        Q(pk__in=ids) | Q(status=InputRequest.Status.PENDING))}
+    known = {r.pk: r for r in _named_or_pending(ApprovalRequest, "thread_ref", thread.pk, ids)}
+    questions = {q.pk: q for q in _named_or_pending(InputRequest, "thread", thread.pk, ids)}
     answered, replies = {}, {}
     for interrupt_id, status, payload in entries:
         question = questions.get(interrupt_id)
@@ -313,7 +330,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
         with transaction.atomic():
             paused = sorted({known[i].run_ref for i in answered} | {questions[i].run_id for i in replies})
             for run_ref in paused:
-                Run.objects.filter(pk=run_ref, status=Run.Status.INTERRUPTED).update(resume_run_id=run_id)
+                _RESUME_ID.update(run_ref, resume_run_id=run_id)
             if messages:  # on the latest paused run: the one whose continuation answers last
                 latest = Run.objects.filter(pk__in=paused).order_by("-created_at").first()
                 if latest is not None:

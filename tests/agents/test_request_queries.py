@@ -177,3 +177,24 @@ def test_a_decision_asks_in_one_statement_whether_a_call_of_its_run_still_waits(
     assert not selectors.has_waiting_calls(run.pk) and selectors.has_waiting_calls(other.pk)
     ToolCall.objects.filter(pk="call-w").update(status=ToolCall.Status.AWAITING_INPUT)  # a question to the person
     assert selectors.has_waiting_calls(run.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_resume_reads_what_its_answers_name_and_what_is_pending(demo):
+    """Compiled for up to four answers, the ORM's read beyond: the same rows either way."""
+    from django.db.models import Q
+
+    from tests.helpers import transfer_request
+
+    thread = services.create_thread(demo["alice"], "banking")
+    made = [transfer_request(demo["alice"]) for _ in range(7)]
+    ApprovalRequest.objects.filter(pk__in=[r.pk for r in made]).update(thread_ref=thread.pk)
+    ApprovalRequest.objects.filter(pk__in=[r.pk for r in made[:5]]).update(status=ApprovalRequest.Status.REJECTED)
+    for ids in ([made[0].pk], [made[0].pk, "no-such-id"], [r.pk for r in made[:4]], [r.pk for r in made[:5]], []):
+        orm = ApprovalRequest.objects.filter(thread_ref=thread.pk).filter(
+            Q(pk__in=ids) | Q(status=ApprovalRequest.Status.PENDING))
+        got = services._named_or_pending(ApprovalRequest, "thread_ref", thread.pk, ids)
+        assert sorted(r.pk for r in got) == sorted(r.pk for r in orm)
+    named = services._named_or_pending(ApprovalRequest, "thread_ref", thread.pk, [made[0].pk])
+    assert sorted(r.pk for r in named) == sorted([made[0].pk, made[5].pk, made[6].pk])  # the two pending
+    assert not services._named_or_pending(ApprovalRequest, "thread_ref", "another-thread", [made[0].pk])
