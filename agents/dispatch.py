@@ -14,6 +14,8 @@ from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
 from celery import current_app
 from django.db import connections
 
+from agui_project.queries import PreparedUpdate
+
 from .models import Run
 from .runtime import events
 
@@ -24,6 +26,8 @@ REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
 
 
 _local = threading.local()
+# where a handed-over run's events begin, written on every announce: compiled once (agui_project/queries)
+_STREAM_ID = PreparedUpdate(Run, lambda pk: Run.objects.filter(pk=pk))
 
 
 class Announced(dict):
@@ -81,7 +85,7 @@ def hand_over(run_id, stream_id):
     try:
         enqueue_run(run_id)
     finally:  # also when the broker refused: the beat then sends the task again, not a second RUN_STARTED
-        Run.objects.filter(pk=run_id).update(stream_id=stream_id or "")
+        _STREAM_ID.update(run_id, stream_id=stream_id or "")
 
 
 def hand_over_all(pending):
