@@ -29,6 +29,24 @@ def test_approve_then_second_decision_conflicts(demo):
     assert Decision.objects.filter(request=req).count() == 1
 
 
+def test_what_a_decision_changes_is_stored_as_it_returns_it(demo):
+    """The decided columns as stored (one UPDATE of them): the status, the edited arguments, the
+    feedback, who and when, and the context an edit's objects land in."""
+    req = transfer_request(demo["alice"], amount=500.0)
+    decided = services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 400.0},
+                              feedback="less is 'enough' %s")
+    stored = ApprovalRequest.objects.select_related("decided_by").get(pk=req.pk)
+    assert (stored.status, stored.final_arguments["amount"], stored.feedback, stored.decided_by) == (
+        "modified", 400.0, "less is 'enough' %s", demo["finn"])
+    assert stored.decided_at == decided.decided_at and stored.context == decided.context
+    assert stored.final_arguments == decided.final_arguments and stored.arguments == req.arguments
+    rejected = transfer_request(demo["alice"])
+    services.decide(rejected.pk, demo["finn"], "reject", feedback="no")
+    stored = ApprovalRequest.objects.get(pk=rejected.pk)
+    assert (stored.status, stored.feedback, stored.final_arguments, stored.decided_by_id) == (
+        "rejected", "no", None, demo["finn"].pk)
+
+
 def test_edited_arguments_are_validated_and_recorded(demo):
     req = transfer_request(demo["alice"])
     with pytest.raises(services.InvalidArguments) as exc:
