@@ -164,6 +164,15 @@ class _SetValue(Expression):
         return "%s", [self.mark]
 
 
+def _prepared(field, value, connection):
+    """A SET value as SQLUpdateCompiler prepares it: a model instance for a relation by its key."""
+    if hasattr(value, "prepare_database_save"):
+        if not field.remote_field:
+            raise TypeError(f"Tried to update field {field} with a model instance, {value!r}.")
+        value = value.prepare_database_save(field)
+    return field.get_db_prep_save(value, connection=connection)
+
+
 class PreparedUpdate(_ByKeys):
     """An UPDATE of the rows a queryset finds by a few values, compiled to SQL once per database
     and set of columns, then run with new values: Prepared's reason (the ORM builds and compiles
@@ -210,7 +219,7 @@ class PreparedUpdate(_ByKeys):
                 compiled = self._compiled.setdefault(key, self._compile(alias, shape))
         sql, slots = compiled
         connection = connections[alias]
-        params = [values[v] if kind == "arg" else v[1].get_db_prep_save(fields[v[0]], connection=connection)
+        params = [values[v] if kind == "arg" else _prepared(v[1], fields[v[0]], connection)
                   if kind == "set" else v for kind, v in slots]
         with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
             cursor.execute(sql, params)

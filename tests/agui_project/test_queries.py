@@ -164,3 +164,9 @@ def test_prepared_update_writes_what_the_orms_update_writes(demo):
     assert ToolCall.objects.get(pk="call-b").resume == {"k": "v"} and len(move._compiled) == 2  # two shapes
     ToolCall.objects.filter(pk="call-a").update(status="succeeded")
     assert move.update("call-a", call.thread_id, status="executing") == 0  # not in a status it leaves
+    # a relation set to a model instance is written by its key, as the ORM writes it; a plain column refuses one
+    by_pk = PreparedUpdate(ToolCall, lambda pk: ToolCall.objects.filter(pk=pk))
+    other_run = ToolCall.objects.get(pk="call-b").run
+    assert by_pk.update("call-a", run=other_run) == 1 and ToolCall.objects.get(pk="call-a").run_id == other_run.pk
+    with pytest.raises(TypeError):
+        by_pk.update("call-a", feedback=other_run)
