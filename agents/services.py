@@ -206,7 +206,7 @@ def resume_stalled():
     for run_id in list(stalled.values_list("pk", flat=True)[:100]):
         with transaction.atomic():
             run = Run.objects.select_for_update().get(pk=run_id)
-            if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists() and continue_run(run):
+            if not selectors.has_waiting_calls(run.pk) and continue_run(run):
                 started.append(run_id)
     return started
 

@@ -17,6 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from agents import selectors
 from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
 from agents.runtime import events
@@ -159,7 +160,7 @@ def _after(request):
     value = payload(request)
     transaction.on_commit(lambda: events.append(request.thread_id, custom_events.request_info_response(value)))
     run = Run.objects.get(pk=request.run_id)
-    if not run.tool_calls.filter(status__in=ToolCall.WAITING).exists():
+    if not selectors.has_waiting_calls(run.pk):
         continue_run(run)
 
 
