@@ -14,6 +14,7 @@ settings.MIDDLEWARE is unchanged (the admin's and the deploy checks read it).
 """
 
 import asyncio
+import logging
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextvars import ContextVar, copy_context
 from functools import partial
@@ -34,6 +35,8 @@ from django.core.handlers.exception import convert_exception_to_response, respon
 from django.urls import set_script_prefix
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.module_loading import import_string
+
+log = logging.getLogger(__name__)
 
 # hooks without I/O (settings, request headers, response headers, a redirect): no thread needed
 INLINE = ("django.middleware.security.SecurityMiddleware",)
@@ -226,6 +229,10 @@ class RequestThread(Executor):
 
     def __init__(self, idle):
         self._idle, self._executor, self.first = idle, None, None
+        # work for after the response (agui_project/answer_first.py), whether later() defers to it
+        # now, whether it ever did in this request, and whether the response is done (later() runs
+        # the work at once then: nothing would run it)
+        self.after, self.answer_first, self.defers, self.closing = [], False, False, False
 
     def submit(self, fn, /, *args, **kwargs):
         if self._executor is None:
@@ -234,6 +241,17 @@ class RequestThread(Executor):
             first, self.first = self.first, None
             return self._executor.submit(_after, first, fn, *args, **kwargs)
         return self._executor.submit(fn, *args, **kwargs)
+
+    def run_after(self):
+        """What later() kept (agui_project/answer_first.py), in turn, once the response is sent or the
+        client has gone. One that fails is logged and does not stop the rest: the answer is out, and
+        nobody else would hear of it."""
+        work, self.after = self.after, []
+        for fn in work:
+            try:
+                fn()
+            except Exception:
+                log.exception("work after the response failed: %r", fn)
 
     def release(self):
         """Give the thread back (nothing may run on it for this request now); a later sync call of
@@ -345,6 +363,11 @@ class ASGIHandler(DjangoASGIHandler):
                     await task
                 except asyncio.CancelledError:
                     pass
+        thread.closing = True
+        if thread.defers:
+            # sent, or the client went: on the request's thread, before its connections close. A view
+            # cancelled with the client still runs there to its end, and this waits behind it.
+            await sync_to_async(thread.run_after, thread_sensitive=True)()
         try:
             response = tasks[1].result()
         except asyncio.CancelledError:

@@ -18,6 +18,7 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
+from agui_project.answer_first import answer_first
 from agui_project.serializers import ModelSerializer
 
 from . import exports, outside, registry, selectors, services
@@ -281,11 +282,12 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
         body = DecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            approval = services.decide(
-                pk, request.user, body.validated_data["decision"],
-                arguments=body.validated_data.get("arguments"), feedback=body.validated_data.get("feedback", ""),
-                always_allow_in_thread=body.validated_data.get("always_allow_in_thread", False),
-            )
+            with answer_first():  # the run it wakes and the notices follow the answer
+                approval = services.decide(
+                    pk, request.user, body.validated_data["decision"],
+                    arguments=body.validated_data.get("arguments"), feedback=body.validated_data.get("feedback", ""),
+                    always_allow_in_thread=body.validated_data.get("always_allow_in_thread", False),
+                )
         except services.NotFound:
             raise NotFound(_("no such request")) from None
         except services.DecisionError as exc:
@@ -302,8 +304,9 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
         """Decide many requests with one reason; each is validated on its own and reported per item."""
         body = BulkDecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        results = services.bulk_decide(body.validated_data["ids"], request.user, body.validated_data["decision"],
-                                       feedback=body.validated_data.get("feedback", ""))
+        with answer_first():
+            results = services.bulk_decide(body.validated_data["ids"], request.user, body.validated_data["decision"],
+                                           feedback=body.validated_data.get("feedback", ""))
         ok = sum(1 for r in results if r["ok"])
         return Response({"results": results, "succeeded": ok, "failed": len(results) - ok})
 

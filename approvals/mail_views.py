@@ -24,6 +24,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from agui_project.answer_first import answer_first
+
 from . import mail_links, selectors, services
 from .access import is_reviewer
 from .models import MailLink, NotificationSetting
@@ -38,8 +40,9 @@ def _refused(request, error):
 
 def _decide(token, user, feedback, decision):
     """Decide as the link's recipient and stamp the link used in the same transaction (a refused
-    decision leaves it usable: e.g. a reject without the feedback the policy asks for)."""
-    with transaction.atomic():
+    decision leaves it usable: e.g. a reject without the feedback the policy asks for). The run it
+    wakes follows the page (agui_project/answer_first.py)."""
+    with answer_first(), transaction.atomic():
         checked = mail_links.check(token, user, lock=True)
         try:
             req = services.decide(checked.request.pk, checked.link.user, decision, feedback=feedback,

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from agui_project.answer_first import later
 from agui_project.queries import Prepared, PreparedUpdate, one
 
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
@@ -145,7 +146,8 @@ def record(action, *, actor=None, object_ref="", tool_name="", request=None, bef
 
 
 def _resolved(req, kind):
-    """After commit: tell the inbox and wake whoever waits on this request."""
+    """After commit: tell the inbox and wake whoever waits on this request; after the answer, when
+    the request answers first (agui_project/answer_first.py)."""
 
     def fire():
         # the paused run first: its continuation does not wait on the inbox's notices and the
@@ -155,7 +157,7 @@ def _resolved(req, kind):
         finally:
             notify.inbox_notice(kind, req)
 
-    transaction.on_commit(fire)
+    transaction.on_commit(lambda: later(fire))
 
 
 def _at(now, seconds, fraction):
@@ -382,7 +384,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         if req.status != Status.PENDING:
             _resolved(req, "decided")
         else:
-            transaction.on_commit(lambda: notify.inbox_notice("decided", req))
+            transaction.on_commit(lambda: later(lambda: notify.inbox_notice("decided", req)))
     return req
 
 

@@ -1,0 +1,39 @@
+"""Work a request does after its answer is sent.
+
+A decision's answer is the committed decision; what it wakes (the paused run's continuation, the
+inbox's notices, webhooks) is about half of the request's time and tells the decider nothing. In a
+request of agui_project.handler, inside answer_first(), later() keeps such work until the response
+has gone out, then runs it on the request's own thread, before request_finished closes its
+database connections. A process that dies in between loses nothing: the decision stands, and the
+beat's resume_stalled continues its run. Elsewhere (the test client, a task, a socket) later()
+runs the work at once. Starlette's BackgroundTasks do this for its responses; Django has no such hook.
+"""
+
+import contextlib
+
+from .handler import request_thread
+
+
+@contextlib.contextmanager
+def answer_first():
+    """Within, later() defers its work until the running request's response is sent. Only for a
+    response that does not wait on that work (not a stream relaying the run it wakes)."""
+    thread = request_thread()
+    if thread is None:
+        yield
+        return
+    before, thread.answer_first, thread.defers = thread.answer_first, True, True
+    try:
+        yield
+    finally:
+        thread.answer_first = before
+
+
+def later(fn):
+    """Run fn after the response (inside answer_first()), else now."""
+    thread = request_thread()
+    if thread is not None and thread.answer_first and not thread.closing:
+        thread.after.append(fn)
+    else:
+        fn()
+
