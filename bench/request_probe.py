@@ -60,22 +60,24 @@ def run_input(thread_id, resume=None):
     return json.dumps(body).encode()
 
 
-async def asgi_call(app, method, path, headers, body=b"", until_first=False):
+async def asgi_call(app, method, path, headers, body=b"", until_first=False, leave_after=None):
     """(response start and first body bytes, wall ms, CPU ms); `until_first`: timed to the first
     body bytes, after which the client goes (http.disconnect, as Daphne says it). Else the wall time
     is to the response's last bytes (what the client waits for), the CPU time to the end of the
-    request's work (agui_project/answer_first.py: some follows the answer)."""
+    request's work (agui_project/answer_first.py: some follows the answer). `leave_after`: the client
+    goes only once a body chunk holds these bytes (the next request then meets no writes of this one
+    still going, as a client reading the run meets none)."""
     headers = [*headers, ("content-length", str(len(body)))]
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "path": path,
              "raw_path": path.encode(), "query_string": b"", "headers": [(k.encode(), v.encode()) for k, v in headers],
              "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
-    got, out, sent = asyncio.Event(), {}, []
+    got, out, sent, leave = asyncio.Event(), {}, [], asyncio.Event()
 
     async def receive():
         if not sent:
             sent.append(True)
             return {"type": "http.request", "body": body, "more_body": False}
-        await got.wait()
+        await (leave if leave_after else got).wait()
         return {"type": "http.disconnect"}
 
     async def send(message):
@@ -86,6 +88,8 @@ async def asgi_call(app, method, path, headers, body=b"", until_first=False):
             got.set()
         if message["type"] == "http.response.body" and not message.get("more_body"):
             out["answered"] = time.perf_counter()
+        if leave_after and (leave_after in message.get("body", b"") or not message.get("more_body", True)):
+            leave.set()
 
     t0, c0 = time.perf_counter(), time.process_time()
     task = asyncio.ensure_future(app(scope, receive, send))
@@ -164,7 +168,8 @@ def test_request_probe(demo, fake_llm):
         if name == "404":
             return await asgi_call(app, "GET", "/api/no-such-route/", as_alice)
         if name == "post":
-            r = await asgi_call(app, "POST", "/agui/banking/", as_alice, run_input(f"p-{uuid.uuid4()}"), until_first=True)
+            r = await asgi_call(app, "POST", "/agui/banking/", as_alice, run_input(f"p-{uuid.uuid4()}"), until_first=True,
+                                leave_after=b"MESSAGES_SNAPSHOT")
             assert b"RUN_STARTED" in r[0]["first"], r
             return r
         if name == "resume":
