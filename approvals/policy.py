@@ -13,11 +13,22 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.models import Group
 
+from agui_project.queries import Prepared
+
 from . import registry, rules
 from .choices import DEFAULT_DECISIONS
 from .models import ApproverKind, Mode, ThreadGrant, ToolPolicy
 
 log = logging.getLogger(__name__)
+
+# every tool call's policy is looked up (the runner's authorize, an MCP tool, an outside agent's
+# request): the reads below are compiled once (agui_project/queries.Prepared)
+_ROW = Prepared(ToolPolicy, lambda name: ToolPolicy.objects.select_related(
+    "approver_group", "escalation_group").filter(tool_name=name))
+_GROUP = Prepared(Group, lambda name: Group.objects.filter(name=name))
+_GRANT = Prepared(ThreadGrant, lambda tool, thread, user: ThreadGrant.objects.filter(
+    tool_name=tool, thread_ref=thread, user_id=user, revoked_at__isnull=True)[:1],  # one active (Meta.constraints)
+    arity=3, types=(str, str, int))
 
 
 @dataclass
@@ -38,9 +49,14 @@ class Verdict:
     allowed_decisions: tuple = DEFAULT_DECISIONS
 
 
+def _named_group(name):
+    """The group of this name, made when a policy names it first."""
+    return _GROUP.one(name) or Group.objects.get_or_create(name=name)[0]
+
+
 def _group(spec):
     if spec and spec.startswith("group:"):
-        return Group.objects.get_or_create(name=spec.split(":", 1)[1])[0]
+        return _named_group(spec.split(":", 1)[1])
     return None
 
 
@@ -53,8 +69,7 @@ def effective(tool_name, rows=None):
     """The policy in force: the admin's row when there is one, else the tool's code defaults.
     `rows`: policy_rows(), when many tools are looked up at once."""
     if rows is None:
-        row = (ToolPolicy.objects.select_related("approver_group", "escalation_group")
-               .filter(tool_name=tool_name).first())
+        row = _ROW.one(tool_name)
     else:
         row = rows.get(tool_name)
     source = "policy"
@@ -98,7 +113,7 @@ def _routed(route):
     risk and deadline. A routed group takes the call away from the requester (four eyes)."""
     out = {}
     if route.get("group"):
-        out.update(approver_kind=ApproverKind.GROUP, group=Group.objects.get_or_create(name=route["group"])[0])
+        out.update(approver_kind=ApproverKind.GROUP, group=_named_group(route["group"]))
     if route.get("approvals"):
         out["required_approvals"] = route["approvals"]
     if route.get("risk"):
@@ -112,9 +127,7 @@ def active_grant(tool_name, context):
     user, thread = (context or {}).get("user"), (context or {}).get("thread")
     if user is None or not thread or not getattr(user, "pk", None):
         return None
-    return ThreadGrant.objects.filter(
-        tool_name=tool_name, thread_ref=thread, user_id=user.pk, revoked_at__isnull=True
-    ).first()
+    return _GRANT.one(tool_name, str(thread), user.pk)
 
 
 def _ask_model(tool_name, arguments, context):

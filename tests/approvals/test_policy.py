@@ -287,3 +287,38 @@ def test_code_defaults_with_a_bad_rule_fail_at_registration():
     with pytest.raises(registry.InvalidDefaults, match="no argument 'x'"):
         registry.register(bad)
     assert registry.get("oops") is None
+
+
+def test_the_compiled_policy_reads_give_what_the_orm_gives(demo, django_assert_num_queries):
+    """policy.py reads the policy row, a named group and an active grant through compiled reads
+    (agui_project/queries.Prepared): the same rows as the ORM's, the row with its groups in one query."""
+    from django.utils import timezone
+
+    from approvals.models import ThreadGrant
+
+    finance, audit = Group.objects.get(name="finance"), Group.objects.create(name="audit-leads")
+    services.save_policy("transfer_money", {"mode": "always", "approver_group": finance,
+                                            "escalation_group": audit, "escalation_fraction": 0.5}, demo["admin"])
+    with django_assert_num_queries(1):
+        p = policy.effective("transfer_money")
+    assert (p["source"], p["mode"], p["group"], p["escalation_group"]) == ("policy", "always", finance, audit)
+    assert p["group"].name == "finance" and p["escalation_group"].name == "audit-leads"
+    assert policy.effective("no_such_tool") is None
+
+    assert policy._group("group:finance") == finance
+    made = policy._group("group:named-first-here")  # a group a policy names first is made
+    assert made.pk and Group.objects.filter(name="named-first-here").count() == 1
+    assert policy._group("group:named-first-here") == made and policy._group("") is None
+
+    alice, bob = demo["alice"], demo["bob"]
+    ctx = {"user": alice, "thread": "t-grants"}
+    ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-grants", user=alice,
+                               revoked_at=timezone.now())
+    ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-grants", user=bob)
+    ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-other", user=alice)
+    ThreadGrant.objects.create(tool_name="delete_file", thread_ref="t-grants", user=alice)
+    assert policy.active_grant("cancel_subscription", ctx) is None  # revoked, someone else's, elsewhere, another tool
+    active = ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-grants", user=alice)
+    assert policy.active_grant("cancel_subscription", ctx) == active
+    assert policy.evaluate("cancel_subscription", {"subscription_id": "sub_1"}, ctx).grant_id == active.pk
+    assert policy.active_grant("cancel_subscription", {"user": alice}) is None
