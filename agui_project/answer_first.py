@@ -1,12 +1,12 @@
 """Work a request does after its answer is sent.
 
-A decision's answer is the committed decision; what it wakes (the paused run's continuation, the
-inbox's notices, webhooks) is about half of the request's time and tells the decider nothing. In a
-request of agui_project.handler, inside answer_first(), later() keeps such work until the response
-has gone out, then runs it on the request's own thread, before request_finished closes its
-database connections. A process that dies in between loses nothing: the decision stands, and the
-beat's resume_stalled continues its run. Elsewhere (the test client, a task, a socket) later()
-runs the work at once. Starlette's BackgroundTasks do this for its responses; Django has no such hook.
+What a decision tells others once it is committed (the inbox's live notices, webhooks) tells the
+decider nothing. In a request of agui_project.handler, inside answer_first(), later() keeps such
+work until the response has gone out, then runs it on the request's own thread, before
+request_finished closes its database connections. Elsewhere (the test client, a task, a socket)
+later() runs the work at once. Starlette's BackgroundTasks do this for its responses; Django has no
+such hook. The paused run a decision wakes is not put here (approvals/services._resolved): the
+person waiting on it would wait for the decider's answer too.
 """
 
 import contextlib

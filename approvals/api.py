@@ -282,7 +282,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
         body = DecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            with answer_first():  # the run it wakes and the notices follow the answer
+            with answer_first():  # the inbox's notices follow the answer
                 approval = services.decide(
                     pk, request.user, body.validated_data["decision"],
                     arguments=body.validated_data.get("arguments"), feedback=body.validated_data.get("feedback", ""),

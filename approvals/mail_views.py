@@ -40,8 +40,8 @@ def _refused(request, error):
 
 def _decide(token, user, feedback, decision):
     """Decide as the link's recipient and stamp the link used in the same transaction (a refused
-    decision leaves it usable: e.g. a reject without the feedback the policy asks for). The run it
-    wakes follows the page (agui_project/answer_first.py)."""
+    decision leaves it usable: e.g. a reject without the feedback the policy asks for). The inbox's
+    notices follow the page (agui_project/answer_first.py)."""
     with answer_first(), transaction.atomic():
         checked = mail_links.check(token, user, lock=True)
         try:

@@ -146,18 +146,12 @@ def record(action, *, actor=None, object_ref="", tool_name="", request=None, bef
 
 
 def _resolved(req, kind):
-    """After commit: tell the inbox and wake whoever waits on this request; after the answer, when
-    the request answers first (agui_project/answer_first.py)."""
-
-    def fire():
-        # the paused run first: its continuation does not wait on the inbox's notices and the
-        # webhooks' reads; they follow, even when waking the run fails
-        try:
-            approval_resolved.send(sender=ApprovalRequest, request=req)
-        finally:
-            notify.inbox_notice(kind, req)
-
-    transaction.on_commit(lambda: later(fire))
+    """After commit: wake whoever waits on this request (the paused run first: its continuation
+    does not wait on the inbox's notices and the webhooks' reads), then tell the inbox; that after
+    the answer, when the request answers first (agui_project/answer_first.py). The run is woken
+    before the answer: what the person waiting on it sees is not put behind the decider's answer."""
+    transaction.on_commit(lambda: approval_resolved.send(sender=ApprovalRequest, request=req), robust=True)
+    transaction.on_commit(lambda: later(lambda: notify.inbox_notice(kind, req)))
 
 
 def _at(now, seconds, fraction):

@@ -120,22 +120,31 @@ def _state(paused_run):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_decide_api_answers_before_it_wakes_the_paused_run(demo):
-    """The answer is the committed decision; the run's continuation follows it, before the request ends."""
+def test_the_decide_api_wakes_the_run_before_it_answers_and_tells_the_inbox_after(demo):
+    """The paused run is woken before the answer (its person is not kept waiting on the decider's
+    answer); the inbox's notices and webhooks (approval_event) follow the answer, before the request ends."""
     from agents.models import ToolCall
     from agui_project.asgi import django_asgi_app as app
+    from approvals.signals import approval_event
 
     paused_run, req = _paused(demo)
-    seen = {}
+    seen, told = {}, []
+
+    def receiver(sender, kind, request, **kwargs):
+        told.append(kind)
 
     async def answered():
-        seen["at the answer"] = await sync_to_async(_state, thread_sensitive=False)(paused_run)
+        seen["at the answer"] = await sync_to_async(_state, thread_sensitive=False)(paused_run), list(told)
 
-    messages = asyncio.run(_call(app, _decide_scope(demo, req), b'{"decision": "approve"}', on_answer=answered))
+    approval_event.connect(receiver)
+    try:
+        messages = asyncio.run(_call(app, _decide_scope(demo, req), b'{"decision": "approve"}', on_answer=answered))
+    finally:
+        approval_event.disconnect(receiver)
     assert messages[0]["status"] == 200
     assert json.loads(b"".join(m.get("body", b"") for m in messages[1:]))["status"] == "approved"
-    assert seen["at the answer"] == (False, ToolCall.Status.AWAITING_APPROVAL)
-    assert _state(paused_run) == (True, ToolCall.Status.APPROVED)
+    assert seen["at the answer"] == ((True, ToolCall.Status.APPROVED), [])
+    assert told == ["decided"]
 
 
 @pytest.mark.django_db(transaction=True)
