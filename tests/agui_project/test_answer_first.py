@@ -150,15 +150,25 @@ def test_the_decide_api_wakes_the_run_before_it_answers_and_tells_the_inbox_afte
 @pytest.mark.django_db(transaction=True)
 def test_a_decision_whose_client_went_still_wakes_its_run(demo):
     """The client goes as soon as its body is sent: whether or not the view got to decide, a
-    committed decision never stays without its continuation once the request is over."""
+    committed decision never stays without its continuation nor its notices once the request is over."""
     from agents.models import ToolCall
     from agui_project.asgi import django_asgi_app as app
     from approvals.models import ApprovalRequest
+    from approvals.signals import approval_event
 
     paused_run, req = _paused(demo)
-    asyncio.run(_call(app, _decide_scope(demo, req), b'{"decision": "approve"}', client_goes=True))
+    told = []
+
+    def receiver(sender, kind, request, **kwargs):
+        told.append(kind)
+
+    approval_event.connect(receiver)
+    try:
+        asyncio.run(_call(app, _decide_scope(demo, req), b'{"decision": "approve"}', client_goes=True))
+    finally:
+        approval_event.disconnect(receiver)
     req.refresh_from_db()
     if req.status == ApprovalRequest.Status.PENDING:  # cancelled before the view ran
-        assert _state(paused_run) == (False, ToolCall.Status.AWAITING_APPROVAL)
+        assert _state(paused_run) == (False, ToolCall.Status.AWAITING_APPROVAL) and told == []
     else:
-        assert _state(paused_run) == (True, ToolCall.Status.APPROVED)
+        assert _state(paused_run) == (True, ToolCall.Status.APPROVED) and told == ["decided"]
