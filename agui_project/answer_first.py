@@ -16,8 +16,8 @@ from .handler import request_thread
 
 @contextlib.contextmanager
 def answer_first():
-    """Within, later() defers its work until the running request's response is sent. Only for a
-    response that does not wait on that work (not a stream relaying the run it wakes)."""
+    """Within, later() defers its work until the running request's response is sent. Not for a
+    stream: the work would wait for its end."""
     thread = request_thread()
     if thread is None:
         yield

@@ -151,6 +151,11 @@ def _resolved(req, kind):
     the answer, when the request answers first (agui_project/answer_first.py). The run is woken
     before the answer: what the person waiting on it sees is not put behind the decider's answer."""
     transaction.on_commit(lambda: approval_resolved.send(sender=ApprovalRequest, request=req), robust=True)
+    _tell_inbox(kind, req)
+
+
+def _tell_inbox(kind, req):
+    """After commit, and after the answer when the request answers first: the inbox's notice."""
     transaction.on_commit(lambda: later(lambda: notify.inbox_notice(kind, req)))
 
 
@@ -378,7 +383,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         if req.status != Status.PENDING:
             _resolved(req, "decided")
         else:
-            transaction.on_commit(lambda: later(lambda: notify.inbox_notice("decided", req)))
+            _tell_inbox("decided", req)
     return req
 
 

@@ -261,17 +261,11 @@ def record(accepted, defer=False, join=True, sent=None):
     return plan
 
 
-def prepare(request, agent_name, defer=False):
-    """Everything before the stream (sync: ORM): check(), then record(). Returns a Plan or an
-    error response."""
-    checked = check(request, agent_name)
-    return record(checked, defer) if isinstance(checked, Accepted) else checked
-
-
-def prepare_unless_starting(request, agent_name):
-    """prepare() on one thread hop (under an ASGI server each costs ~0.3 ms), but for a new run
-    under an ASGI server: that returns the Accepted POST unwritten, its RUN_STARTED to go out
-    before its writes (run_endpoint)."""
+def prepare(request, agent_name):
+    """Everything before the stream (sync: ORM), on one thread hop (under an ASGI server each costs
+    ~0.3 ms): check(), then record(). Returns a Plan or an error response; for a new run under an
+    ASGI server, the Accepted POST unwritten, its RUN_STARTED to go out before its writes
+    (run_endpoint)."""
     checked = check(request, agent_name)
     if not isinstance(checked, Accepted):
         return checked
@@ -419,7 +413,7 @@ async def run_endpoint(request, agent_name):
         return await sync_to_async(describe)(request, agent_name)
     if request.method != "POST":
         return error(405, _("POST a RunAgentInput, or GET what the agent accepts"))
-    checked = await sync_to_async(prepare_unless_starting)(request, agent_name)
+    checked = await sync_to_async(prepare)(request, agent_name)
     if isinstance(checked, JsonResponse):
         return checked
     # under an ASGI server a new run's RUN_STARTED goes out before its writes (early_start); a sync
