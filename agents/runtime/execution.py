@@ -12,8 +12,6 @@
 """
 
 import logging
-import threading
-from contextlib import contextmanager
 from datetime import timedelta
 
 import redis
@@ -29,6 +27,7 @@ from agents.messages import add_message
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
+from agents.runtime.leases import hold
 from agents.transitions import move_call, move_run, start_continuation
 from agui_project.queries import Prepared, one
 from approvals import mail as approval_mail
@@ -91,36 +90,6 @@ def _outcome_recorded(call_id, status, row=None):
 
 def run_lease_key(run_id):
     return f"agui:run:{run_id}:lease"
-
-
-@contextmanager
-def hold(key, label):
-    """Hold a Redis lease while the block runs; a daemon thread renews it. Never fails the work."""
-    ttl = max(1.0, float(settings.AGUI_TOOL_LEASE_SECONDS))
-    client, stop = events.redis_client(), threading.Event()
-
-    def renew():
-        try:
-            client.set(key, "1", px=int(ttl * 1000))
-        except redis.RedisError as exc:
-            log.warning("lease of %s not renewed: %s", label, exc)
-
-    def keep():
-        while not stop.wait(ttl / 3):
-            renew()
-
-    renew()
-    keeper = threading.Thread(target=keep, name=f"lease-{label}", daemon=True)
-    keeper.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        keeper.join(timeout=2)
-        try:
-            client.delete(key)
-        except redis.RedisError:
-            pass
 
 
 def lease(call_id):
