@@ -63,15 +63,17 @@ def enqueue_run(run_id):
     current_app.tasks[RUN_AGENT].delay(run_id)
 
 
-def announce(run_id, run=None):
+def announce(run_id, run=None, notices=()):
     """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker, then
-    note where its events begin (for snapshots and recovery; the worker does not read it)."""
+    note where its events begin (for snapshots and recovery; the worker does not read it).
+    `notices`: events for the thread that precede the RUN_STARTED (a decision's notice before the
+    continuation it starts), written in the same round trip to Redis."""
     run = run or Run.objects.get(pk=run_id)
     heads = getattr(_local, "heads", None)
     started = heads.sent.get(run.pk) if heads is not None else None
     started = started or events.encode(RunStartedEvent(
         thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id, protocol_version=PROTOCOL_VERSION))
-    stream_id = events.append_encoded(run.thread_id, started)
+    stream_id = events.append_encoded(run.thread_id, *map(events.encode, notices), started)
     if heads is not None and stream_id:
         heads[run.pk] = (stream_id, started)
         if heads.defer:
@@ -106,13 +108,13 @@ def hand_over_each(pending):
                         "the beat sends it again", run_id, exc)
 
 
-def announce_after_commit(run_id, run=None):
+def announce_after_commit(run_id, run=None, notices=()):
     """A run's on-commit announce. The message or the decision that made it is committed: Redis
     being unreachable now must not turn it into an error (a 500 saying nothing was done while the
     run stands). The run stays queued without a stream id, and the beat announces it once Redis
     answers again (services.announce_unannounced)."""
     try:
-        announce(run_id, run)
+        announce(run_id, run, notices)
     except REDIS_DOWN as exc:
         log.warning("run %s is queued but could not be announced (Redis unreachable: %s); "
                     "it is announced once Redis is back", run_id, exc)

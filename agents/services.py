@@ -181,10 +181,12 @@ def approval_resolved(request):
                          final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now()):
             return
         event = custom_events.approval_response(request, viewer=owner)
-        transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
-        if not selectors.has_waiting_calls(run.pk):  # nor a question to answer
-            return continue_run(run)
-    return None
+        # nothing else waits (nor a question to answer): the notice goes with the continuation's
+        # RUN_STARTED, in one write, so the worker is woken a round trip sooner
+        continuation = None if selectors.has_waiting_calls(run.pk) else continue_run(run, notices=(event,))
+        if continuation is None:
+            transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
+    return continuation
 
 
 def resume_stalled():

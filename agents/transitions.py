@@ -67,17 +67,18 @@ def move_call(call_id, to, leaving=None, thread=None, **fields):
     return move.update(*keys, status=to, **fields) == 1
 
 
-def continue_run(paused_run):
+def continue_run(paused_run, notices=()):
     """Start the one continuation of a paused run (caller holds the run's row lock)."""
     if paused_run.status != Run.Status.INTERRUPTED:
         return None
-    return start_continuation(paused_run)
+    return start_continuation(paused_run, notices)
 
 
-def start_continuation(parent):
+def start_continuation(parent, notices=()):
     """The one continuation of `parent` (a paused run, or one that failed when its worker was
     lost): a queued Run under the client's chosen id (`resume_run_id`, AG-UI resume), announced
-    on commit. None when it already has one. The caller holds `parent`'s row lock."""
+    on commit, after `notices` (dispatch.announce). None when it already has one. The caller
+    holds `parent`'s row lock."""
     if selectors.has_continuation(parent.pk):
         return None
     run = Run.objects.create(
@@ -85,5 +86,5 @@ def start_continuation(parent):
         client_tools=parent.client_tools, context=parent.context,
         **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
     )
-    transaction.on_commit(lambda: announce_after_commit(run.pk, run))  # the row as made: no read back
+    transaction.on_commit(lambda: announce_after_commit(run.pk, run, notices))  # the row as made: no read back
     return run

@@ -631,16 +631,21 @@ class Runner:
         except Exception:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
-        if execution.finish(tc.pk, status, output, call=tc):  # else recovery already told the model
-            # the call as finish() just wrote it: result() need not read the row back
-            settled = SimpleNamespace(pk=tc.pk, name=tc.name, arguments=tc.arguments,
-                                      final_arguments=tc.final_arguments, status=status, result=output)
-            self.result(tc, prefix + output, settled=settled)
+        # the call's outcome and its message for the model commit together: one commit fewer before
+        # the result is sent, and no finished call is left without its result by a worker that died
+        with transaction.atomic():
+            if not execution.finish(tc.pk, status, output, call=tc):
+                return  # recovery already told the model
+            msg = add_message(self.thread, Message.Role.TOOL, prefix + output, run=self.run, tool_call_id=tc.pk)
+        # the call as finish() just wrote it: result() need not read the row back
+        settled = SimpleNamespace(pk=tc.pk, name=tc.name, arguments=tc.arguments,
+                                  final_arguments=tc.final_arguments, status=status, result=output)
+        self.result(tc, prefix + output, settled=settled, msg=msg)
 
-    def result(self, tc, content, settled=None):
+    def result(self, tc, content, settled=None, msg=None):
         """`settled`: the call's fields as they now stand (pk, name, arguments, final_arguments,
-        status, result), when the caller has just written them."""
-        msg = add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
+        status, result), when the caller has just written them; `msg`: the tool message it stored."""
+        msg = msg or add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
         settled = settled or ToolCall.objects.only(
             "pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)

@@ -484,6 +484,25 @@ def test_an_approved_call_executes_once_even_when_settled_twice(demo):
     assert Message.objects.filter(thread=thread, role="tool").count() == 1
 
 
+def test_a_finished_call_and_its_result_for_the_model_are_written_together(demo, monkeypatch):
+    """A worker that fails between the two leaves the call `executing` (recovery reports it), never
+    `succeeded` without the result the model reads next."""
+    from django.db import DatabaseError
+
+    thread, run, call = _thread_with_call(demo, "approved")
+    r = agent_runner.Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run.pk))
+
+    def disk_full(*args, **kwargs):
+        raise DatabaseError("database or disk is full")
+
+    monkeypatch.setattr(agent_runner, "add_message", disk_full)
+    with pytest.raises(DatabaseError):
+        r.execute_call(call, r.agent.tool("send_email"), call.arguments)
+    assert len(mail.outbox) == 1  # the tool ran
+    assert ToolCall.objects.get(pk=call.pk).status == "executing"
+    assert not Message.objects.filter(thread=thread, role="tool").exists()
+
+
 def test_run_agent_delivered_twice_runs_once(demo, monkeypatch):
     from agents.models import Thread
 
