@@ -8,7 +8,7 @@ import uuid
 from django.apps import apps
 from django.db import connections, router, transaction
 from django.db.models import Expression
-from django.db.models.query import get_related_populators
+from django.db.models.query import ModelIterable, ValuesListIterable, get_related_populators
 from django.db.models.sql import UpdateQuery
 
 
@@ -34,7 +34,8 @@ def _mark_index(marks, param):
 
 
 class _Compiled:
-    """One database's SQL of a Prepared read, and how to turn its rows into model instances."""
+    """One database's SQL of a Prepared read, and how to turn its rows into model instances (or,
+    for a values_list() queryset, into the tuples it would give)."""
 
     def __init__(self, queryset, marks, alias):
         compiler = queryset.query.get_compiler(using=alias)
@@ -48,6 +49,11 @@ class _Compiled:
         self.for_update = bool(queryset.query.select_for_update)
         fields = [s[0] for s in compiler.select[0:compiler.col_count]]
         self.converters = list(compiler.get_converters(fields).items())
+        if queryset._iterable_class not in (ModelIterable, ValuesListIterable):
+            raise ValueError("Prepared: a read of values is a values_list() queryset, not values(), flat or named")
+        self.tuples = queryset._iterable_class is ValuesListIterable  # no instances to make
+        if self.tuples:
+            return
         klass_info = compiler.klass_info
         self.model = klass_info["model"]
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
@@ -88,8 +94,9 @@ class Prepared(_ByKeys):
     values, text unless `types` says int for a value, which must reach the SQL unchanged (text and
     integer keys; a UUID or a date would be transformed, and is refused when compiled). The rows
     come back as QuerySet iteration (ModelIterable, Django 5.2) makes them: the backend's
-    converters, from_db, select_related populators, annotations. A read with select_for_update is
-    compiled and run inside a transaction.
+    converters, from_db, select_related populators, annotations; from a values_list() queryset
+    (not flat, not named), the tuples it would give. A read with select_for_update is compiled and
+    run inside a transaction.
     """
 
     def _for(self, alias):
@@ -115,7 +122,6 @@ class Prepared(_ByKeys):
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
-        start, end = compiled.span
         out = []
         for row in rows:
             if compiled.converters:
@@ -125,6 +131,10 @@ class Prepared(_ByKeys):
                     for converter in convs:
                         value = converter(value, expression, connection)
                     row[pos] = value
+            if compiled.tuples:
+                out.append(tuple(row))
+                continue
+            start, end = compiled.span
             obj = compiled.model.from_db(alias, compiled.init_list, row[start:end])
             for populator in compiled.populators:
                 populator.populate(row, obj)

@@ -176,7 +176,7 @@ def test_request_probe(demo, fake_llm):
             thread_id, request_id, _run = resumable[i]
             body = run_input(thread_id, [{"interruptId": request_id, "status": "resolved", "payload": {"approved": True}}])
             r = await asgi_call(app, "POST", "/agui/banking/", as_alice, body, until_first=True)
-            assert b"RUN_STARTED" in r[0]["first"], r
+            assert b"RUN_STARTED" in r[0]["first"] and b"RUN_ERROR" not in r[0]["first"], r
             return r
         r = await asgi_call(app, "POST", f"/api/approvals/{ids[i]}/decide/", as_finn, b'{"decision": "approve"}')
         assert r[0]["status"] == 200, r

@@ -20,8 +20,12 @@ from django.utils.translation import gettext as _
 
 from agents.llm import takes_images
 from agents.models import Message, Run, ToolCall
+from agui_project.queries import Prepared
 
 ROLES = (Message.Role.USER, Message.Role.TOOL)
+# the thread's person and tool messages, in order: read on every POST to a thread, compiled once
+_HELD = Prepared(Message, lambda thread_id: Message.objects.filter(thread_id=thread_id, role__in=ROLES).values_list(
+    "id", "role", "content", "tool_call_id"))
 NOT_TAKEN = ("system", "developer", "assistant")  # told in-stream when not part of the thread
 # "reasoning" and "activity" messages are the client's record of what a stream showed, never
 # conversation the model reads: ignored without a word (the client resends them every turn)
@@ -82,8 +86,7 @@ def select(thread, agent_input):
     `thread` is None for a thread this request creates (it holds nothing yet).
     """
     sent = [_row(m) for m in agent_input.messages if m.role in ROLES]
-    held = list(thread.messages.filter(role__in=ROLES).values_list("id", "role", "content", "tool_call_id")) \
-        if thread is not None else []
+    held = _HELD.all(thread.pk) if thread is not None else []
     held_ids = {h[0] for h in held}
     # The person's turns decide what is new: a client that resends the whole conversation (whatever
     # its ids, with or without the tool results it saw) starts with the turns the thread holds;

@@ -70,6 +70,37 @@ def test_prepared_json_fields_and_several_values(demo):
         read.one(thread.pk)
 
 
+def test_prepared_values_are_the_tuples_values_list_gives(demo):
+    """A values_list() read: the same tuples, in the same order, with the backend's converters
+    (JSON, aware datetimes); constants of the query (an IN list) stay in the SQL."""
+    from agents.models import Message
+    from agents.services import add_message
+
+    thread, other = create_thread(demo["alice"], "banking"), create_thread(demo["alice"], "banking")
+    add_message(thread, "user", "first")
+    add_message(thread, "assistant", "", tool_calls=[{"id": "c1", "type": "function",
+                                                      "function": {"name": "f", "arguments": "{}"}}])
+    add_message(thread, "tool", "ünïcode %s result", tool_call_id="c1")
+    add_message(other, "user", "someone else's thread")
+
+    def orm(pk):
+        return Message.objects.filter(thread_id=pk, role__in=("user", "tool")).values_list(
+            "id", "role", "content", "tool_call_id", "tool_calls", "created_at")
+
+    read = Prepared(Message, orm)
+    got = read.all(thread.pk)
+    assert got == list(orm(thread.pk)) and [g[1] for g in got] == ["user", "tool"]
+    assert got[0][5].tzinfo is not None and isinstance(got[0], tuple)
+    assert read.all(other.pk) == list(orm(other.pk)) and len(read.all(other.pk)) == 1
+    assert read.all("no-such-thread") == []
+    assert read.one(thread.pk) == got[0]
+    for refused in (lambda pk: Message.objects.filter(thread_id=pk).values_list("id", flat=True),
+                    lambda pk: Message.objects.filter(thread_id=pk).values_list("id", named=True),
+                    lambda pk: Message.objects.filter(thread_id=pk).values("id")):
+        with pytest.raises(ValueError):
+            Prepared(Message, refused).all(thread.pk)
+
+
 @pytest.mark.django_db(transaction=True)  # outside the test's own transaction
 def test_prepared_refuses_what_it_cannot_keep(demo):
     """A value the field transforms does not reach the SQL as sent: refused when compiled, instead
