@@ -347,11 +347,14 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             _refuse_unless_allowed(req, "edit" if proposed != current else "approve")
             digest = arguments_hash(proposed)
             now = timezone.now()
-            active = req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
+
+            def active():  # built only when asked: most decisions (one approver, no edit) never are
+                return req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
+
             if proposed != current:
-                withdrawn = list(active.exclude(arguments_hash=digest).values_list("user__username", flat=True))
+                withdrawn = list(active().exclude(arguments_hash=digest).values_list("user__username", flat=True))
                 if withdrawn:
-                    active.exclude(arguments_hash=digest).update(withdrawn_at=now)
+                    active().exclude(arguments_hash=digest).update(withdrawn_at=now)
                     _audit(Action.WITHDRAWN, req, actor=user, before={"approved_by": withdrawn},
                            after={"reason": "the arguments were edited", "arguments": proposed})
                 _audit(Action.EDITED, req, actor=user, before={"arguments": current}, after={"arguments": proposed})
@@ -359,7 +362,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             # one approval required: a pending request has none yet (the first one decides, and
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
             single = req.required_approvals <= 1
-            if not single and active.filter(user=user, arguments_hash=digest).exists():
+            if not single and active().filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
             Decision.objects.create(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
