@@ -1,6 +1,7 @@
 """Reads of threads more than one page needs (DESIGN.md conventions: selectors for reads)."""
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import OuterRef, Subquery
 
 from agui_project.queries import Prepared
@@ -62,6 +63,15 @@ def run_language(run_id):
     """The language the chat's owner chose (people.Profile), else LANGUAGE_CODE: a worker says
     what people read of a run (tool outcomes, errors) in it; the model's own words stay as written."""
     profile = _OWNER_PROFILE.one(run_id)
+    return (profile.language if profile is not None else "") or settings.LANGUAGE_CODE
+
+
+def user_language(user):
+    """run_language of a user read with its profile (select_related "profile"): no query."""
+    try:
+        profile = user.profile
+    except ObjectDoesNotExist:  # no Profile row
+        profile = None
     return (profile.language if profile is not None else "") or settings.LANGUAGE_CODE
 
 

@@ -1,16 +1,14 @@
 """Thin Celery tasks: ids in, runner/services do the work; safe to run twice."""
 
 from celery import shared_task
-from django.utils import translation
 
-from . import selectors, services
+from . import services
 from .runtime import execution, runner
 
 
 @shared_task(ignore_result=True, acks_late=True)
 def run_agent(run_id):
-    with translation.override(selectors.run_language(run_id)):  # the chat owner's language
-        runner.run_agent(run_id)
+    runner.run_agent(run_id)  # in the chat owner's language
 
 
 @shared_task(ignore_result=True)

@@ -14,6 +14,7 @@ from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
 from agents.runtime.tools import Owned, ToolError, tool
+from agui_project.queries import one
 
 from .agent import Agent
 from .models import Account, Subscription, Transfer
@@ -44,8 +45,9 @@ def _accounts(**fields):
 
 
 def _subscription(a):
-    row = Subscription.objects.filter(ref=a["subscription_id"]).values_list(
-        "owner_id", "owner__username", "plan", "status").first()
+    # ref is unique: one() (no ORDER BY to build, as first() would)
+    row = one(Subscription.objects.filter(ref=a["subscription_id"]).values_list(
+        "owner_id", "owner__username", "plan", "status"))
     state = gettext("%(plan)s plan, %(status)s") % {"plan": row[2], "status": row[3]} if row else ""
     return [Owned.lookup("subscription_id", gettext_noop("subscription"), a["subscription_id"], row and row[:2], state=state)]
 
@@ -115,7 +117,7 @@ def transfer_money(
 def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
     """Cancel one of the user's subscriptions."""
     with transaction.atomic():
-        sub = Subscription.objects.select_for_update().filter(ref=subscription_id, owner=ctx.user).first()
+        sub = one(Subscription.objects.select_for_update().filter(ref=subscription_id, owner=ctx.user))
         if sub is None:
             raise ToolError(f"no subscription {subscription_id} belongs to you")
         if sub.status == Subscription.Status.CANCELLED:
@@ -129,7 +131,7 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
       objects=_accounts(account=True))
 def check_balance(ctx, account: AccountNumber):
     """Look up the balance of one of the user's accounts."""
-    acct = Account.objects.filter(number=account, owner=ctx.user).first()
+    acct = one(Account.objects.filter(number=account, owner=ctx.user))
     if acct is None:
         raise ToolError(f"account {account} is not yours")
     return f"Account {acct.number} holds {acct.balance} {acct.currency}."

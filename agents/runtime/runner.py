@@ -68,8 +68,10 @@ class RunLost(Exception):
     """This worker no longer holds the run (recovery declared it lost): stop, write nothing more."""
 
 
-# the run a worker claimed, with its thread and owner: compiled once (agui_project/queries.Prepared)
-_CLAIMED = Prepared(Run, lambda pk: Run.objects.select_related("thread", "thread__owner").filter(pk=pk))
+# the run a worker claimed, with its thread, owner and the owner's language (people.Profile, by its
+# relation's name): compiled once (agui_project/queries.Prepared)
+_CLAIMED = Prepared(Run, lambda pk: Run.objects.select_related("thread", "thread__owner", "thread__owner__profile")
+                    .filter(pk=pk))
 # a continuation's decided calls that have no result yet, oldest first (Runner.settle): compiled once
 _SETTLEABLE = Prepared(ToolCall, lambda thread_id: ToolCall.objects.filter(
     thread_id=thread_id, status__in=ToolCall.SETTLEABLE).exclude(pk__in=Message.objects.filter(
@@ -85,7 +87,10 @@ def run_agent(run_id):
             run = _CLAIMED.one(run_id)
             if run is None:  # deleted with its thread since the claim
                 raise Run.DoesNotExist(run_id)
-            runner_for(run).execute()
+            # what people read of the run (tool outcomes, errors) in the chat owner's language, read
+            # with the run (the model's own words stay as written)
+            with translation.override(selectors.user_language(run.thread.owner)):
+                runner_for(run).execute()
     return bool(claimed)
 
 

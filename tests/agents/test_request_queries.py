@@ -166,6 +166,36 @@ def test_a_run_task_reads_its_owners_language_and_the_queued_text_in_one_stateme
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_run_task_reads_its_owners_language_with_the_run_it_claims(demo, fake_llm, settings):
+    """The task speaks the chat owner's language (what people read: here the model's error) and
+    reads it with the claimed run: no statement of its own (it was the task's first read)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents import tasks
+    from people.models import Profile
+
+    settings.LANGUAGE_CODE = "en"
+    Profile.objects.update_or_create(user=demo["alice"], defaults={"language": "fr"})
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread)
+    fake_llm.push({"error": 400, "error_message": "no such model"})
+    with CaptureQueriesContext(connection) as queries:
+        tasks.run_agent(run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED and run.error.startswith("Le modèle a renvoyé une erreur")
+    reads = [q["sql"] for q in queries.captured_queries if "people_profile" in q["sql"]]
+    assert len(reads) == 1 and '"agents_run"."forwarded_props"' in reads[0]  # the run's own read
+    # no profile: LANGUAGE_CODE
+    Profile.objects.filter(user=demo["alice"]).delete()
+    other = Run.objects.create(thread=thread)
+    fake_llm.push({"error": 400, "error_message": "no such model"})
+    tasks.run_agent(other.pk)
+    other.refresh_from_db()
+    assert other.error.startswith("The model returned an error")
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_decision_asks_in_one_statement_whether_a_call_of_its_run_still_waits(demo, django_assert_num_queries):
     from agents import selectors
 
