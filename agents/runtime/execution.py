@@ -61,12 +61,14 @@ def claim(call_id, run_id):
                          claimed_at=timezone.now(), attempts=F("attempts") + 1)
 
 
-def finish(call_id, status, output, call=None):
+def finish(call_id, status, output, call=None, tell=True):
     """executing -> succeeded|failed. False when recovery already declared the outcome unknown:
     then the late result is kept on the row for operators, and the model is not told twice.
-    `call`: the ToolCall as the caller holds it (its name, thread, run and approval are not read again)."""
+    `call`: the ToolCall as the caller holds it (its name, thread, run and approval are not read again).
+    `tell`: tool_outcome on commit; else the caller calls outcome_recorded() once it has committed."""
     if move_call(call_id, status, leaving=[ToolCall.Status.EXECUTING], result=output):
-        _outcome_recorded(call_id, status, call)
+        if tell:
+            outcome_recorded(call_id, status, call)
         return True
     ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.OUTCOME_UNKNOWN).update(
         result=f"[finished after recovery reported it: {status}] {output}"[:20000]
@@ -75,7 +77,7 @@ def finish(call_id, status, output, call=None):
     return False
 
 
-def _outcome_recorded(call_id, status, row=None):
+def outcome_recorded(call_id, status, row=None):
     """tool_outcome after commit (webhooks send `tool.outcome`); never fails the call."""
     def send():
         call = {"name": row.name, "thread_id": row.thread_id, "run_id": row.run_id, "approval_id": row.approval_id} \
@@ -139,7 +141,7 @@ def report_unknown(call_id, run, detail):
                                          "thread": run.thread_id},
                                  after={"status": "outcome_unknown", "repeated": False, "detail": detail[:500]})
         transaction.on_commit(lambda: _tell_operators(call, run, msg))
-        _outcome_recorded(call.pk, "unknown")
+        outcome_recorded(call.pk, "unknown")
     log.warning("tool call %s (%s): outcome unknown: %s", call_id, call.name, detail)
     return msg
 
@@ -206,7 +208,7 @@ def recover_call(call_id):
                                      tool_name=call.name, request=request, before={"status": "executing", **facts},
                                      after={"status": "outcome_unknown", "repeated": False})
             transaction.on_commit(lambda: _tell_operators(call, run, msg))
-            _outcome_recorded(call.pk, "unknown")
+            outcome_recorded(call.pk, "unknown")
         if run_was_live:
             # for the chat's owner (RUN_ERROR, the run's error), in their language: recovery runs in
             # the beat, which has no request to take a language from

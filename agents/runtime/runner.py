@@ -639,13 +639,16 @@ class Runner:
         # the call's outcome and its message for the model commit together: one commit fewer before
         # the result is sent, and no finished call is left without its result by a worker that died
         with transaction.atomic():
-            if not execution.finish(tc.pk, status, output, call=tc):
+            if not execution.finish(tc.pk, status, output, call=tc, tell=False):
                 return  # recovery already told the model
             msg = add_message(self.thread, Message.Role.TOOL, prefix + output, run=self.run, tool_call_id=tc.pk)
         # the call as finish() just wrote it: result() need not read the row back
         settled = SimpleNamespace(pk=tc.pk, name=tc.name, arguments=tc.arguments,
                                   final_arguments=tc.final_arguments, status=status, result=output)
-        self.result(tc, prefix + output, settled=settled, msg=msg)
+        try:
+            self.result(tc, prefix + output, settled=settled, msg=msg)
+        finally:  # the webhooks' outcome (their endpoints read) after the result is on its way, not before
+            execution.outcome_recorded(tc.pk, status, tc)
 
     def result(self, tc, content, settled=None, msg=None):
         """`settled`: the call's fields as they now stand (pk, name, arguments, final_arguments,

@@ -503,6 +503,32 @@ def test_a_finished_call_and_its_result_for_the_model_are_written_together(demo,
     assert not Message.objects.filter(thread=thread, role="tool").exists()
 
 
+@pytest.mark.django_db(transaction=True)  # a real commit: the outcome is sent on it
+def test_a_calls_webhook_outcome_follows_its_result_and_goes_once(demo, monkeypatch):
+    """tool_outcome (the webhooks' `tool.outcome`, which reads their endpoints) waits for nothing the
+    model and the chat need: it is sent after the committed result is on its way, once."""
+    from approvals.signals import tool_outcome
+
+    thread, run, call = _thread_with_call(demo, "approved")
+    r = agent_runner.Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run.pk))
+    seen = []
+    emit = r.emit
+    monkeypatch.setattr(r, "emit", lambda event: (seen.append(str(event.type)), emit(event))[-1])
+
+    def told(sender, data, **kwargs):
+        assert Message.objects.filter(thread=thread, role="tool", tool_call_id=call.pk).exists()  # committed
+        seen.append(f"outcome {data['outcome']}")
+
+    tool_outcome.connect(told, weak=False)
+    try:
+        r.execute_call(call, r.agent.tool("send_email"), call.arguments)
+    finally:
+        tool_outcome.disconnect(told)
+        r.stream.close()
+    assert [s for s in seen if s.endswith("TOOL_CALL_RESULT") or s.startswith("outcome")] == [
+        "EventType.TOOL_CALL_RESULT", "outcome succeeded"]
+
+
 def test_run_agent_delivered_twice_runs_once(demo, monkeypatch):
     from agents.models import Thread
 
