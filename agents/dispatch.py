@@ -14,6 +14,7 @@ from ag_ui.core import PROTOCOL_VERSION, RunStartedEvent
 from celery import current_app
 from django.db import connections
 
+from agui_project import broker
 from agui_project.queries import PreparedUpdate
 
 from .models import Run
@@ -64,22 +65,45 @@ def enqueue_run(run_id):
 
 
 def announce(run_id, run=None, notices=()):
-    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker, then
-    note where its events begin (for snapshots and recovery; the worker does not read it).
-    `notices`: events for the thread that precede the RUN_STARTED (a decision's notice before the
-    continuation it starts), written in the same round trip to Redis."""
+    """RUN_STARTED on the stream as soon as the run is durable, then hand it to a worker (in the
+    same round trip when the broker is the streams' Redis), then note where its events begin (for
+    snapshots and recovery; the worker does not read it). `notices`: events for the thread that
+    precede the RUN_STARTED (a decision's notice before the continuation it starts), written with it."""
     run = run or Run.objects.get(pk=run_id)
     heads = getattr(_local, "heads", None)
     started = heads.sent.get(run.pk) if heads is not None else None
     started = started or events.encode(RunStartedEvent(
         thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id, protocol_version=PROTOCOL_VERSION))
-    stream_id = events.append_encoded(run.thread_id, *map(events.encode, notices), started)
+    payloads = [*map(events.encode, notices), started]
+    if (heads is None or not heads.defer) and broker.shares_redis() and not current_app.conf.task_always_eager:
+        stream_id = _announce_with_task(run, payloads)
+        if heads is not None and stream_id:
+            heads[run.pk] = (stream_id, started)
+        return
+    stream_id = events.append_encoded(run.thread_id, *payloads)
     if heads is not None and stream_id:
         heads[run.pk] = (stream_id, started)
         if heads.defer:
             heads.deferred.append((run.pk, stream_id))
             return
     hand_over(run.pk, stream_id)
+
+
+def _announce_with_task(run, payloads):
+    """The run's RUN_STARTED (after its notices) and its task in one round trip to Redis, in that
+    order (agui_project/broker.ahead_of_publish): a run woken by a decision or a resume is not
+    kept waiting for a round trip in between. A refused publish wrote neither: the run is then
+    announced whole by the beat (services.announce_unannounced). Returns the stream entry id."""
+    stream_id = None
+    try:
+        with broker.ahead_of_publish(lambda pipe: events.queue_append(pipe, run.thread_id, payloads)) as ahead:
+            enqueue_run(run.pk)
+        # nothing reached Redis with it (a test's stand-in for the publish): the events on their own
+        stream_id = events.last_entry_id(ahead.replies) if ahead.replies is not None else \
+            events.append_encoded(run.thread_id, *payloads)
+    finally:
+        _STREAM_ID.update(run.pk, stream_id=stream_id or "")
+    return stream_id
 
 
 def hand_over(run_id, stream_id):

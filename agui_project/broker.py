@@ -18,8 +18,43 @@ it in the unacked set and restores it after the visibility timeout (and a run's 
 receive twice: the worker's conditional claim runs it once).
 """
 
+import threading
+from contextlib import contextmanager
+
+from django.conf import settings
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+
+_ahead = threading.local()
+
+
+class Ahead:
+    """Redis commands that go ahead of the next task this thread publishes, in its round trip."""
+
+    def __init__(self, fill):
+        self.fill = fill  # fill(pipe): queues the commands
+        self.replies = None  # their replies, once sent
+
+
+@contextmanager
+def ahead_of_publish(fill):
+    """The next task published on this thread inside the block goes to Redis in one MULTI/EXEC with
+    `fill(pipe)`'s commands, after them: both or neither, and a round trip fewer (announcing a run
+    wrote its RUN_STARTED, waited for Redis, then published its task). kombu's own publish batch
+    (Producer.batch) pipelines messages only, with no command of the caller's ahead of them.
+    Yields an Ahead whose `replies` stay None when nothing was published through this transport
+    (a task run eagerly, or a test's stand-in for the publish)."""
+    ahead = _ahead.current = Ahead(fill)
+    try:
+        yield ahead
+    finally:
+        _ahead.current = None
+
+
+def shares_redis():
+    """Whether tasks go through this transport on the Redis of the event streams (REDIS_URL)."""
+    return (getattr(settings, "CELERY_BROKER_TRANSPORT", "") == f"{__name__}:Transport"
+            and settings.CELERY_BROKER_URL == settings.REDIS_URL)
 
 
 class Channel(kombu_redis.Channel):
@@ -40,6 +75,20 @@ class Channel(kombu_redis.Channel):
         if client is None or client.connection_pool is not pool:
             client = self._agui_client = super()._create_client()
         return client
+
+
+    def _put(self, queue, message, **kwargs):
+        ahead = getattr(_ahead, "current", None)
+        if ahead is None or ahead.replies is not None or kwargs.get("_publish_batch") is not None \
+                or (self._expires and queue in self._expires):
+            return super()._put(queue, message, **kwargs)
+        # kombu's _put (kombu 5.7), with the commands ahead of its LPUSH; a publish that kombu
+        # retries after a connection error sends them again with it
+        key = self._q_for_pri(queue, self._get_message_priority(message, reverse=False))
+        with self.conn_or_acquire() as client, client.pipeline(transaction=True) as pipe:
+            ahead.fill(pipe)
+            pipe.lpush(key, kombu_redis.dumps(message))
+            ahead.replies = pipe.execute()[:-1]
 
 
 class Transport(kombu_redis.Transport):

@@ -60,9 +60,21 @@ def append(thread_id, *events):
 def append_encoded(thread_id, *payloads):
     """Append events already serialised (a run's end kept while Redis was down)."""
     pipe = redis_client().pipeline(transaction=False)
+    queue_append(pipe, thread_id, payloads)
+    return last_entry_id(pipe.execute())
+
+
+def queue_append(pipe, thread_id, payloads):
+    """append_encoded's commands, on the caller's pipeline; last_entry_id() reads its replies."""
     _xadd_all(pipe, stream_key(thread_id), payloads)
-    ids = pipe.execute()[:-1]
-    return ids[-1].decode() if ids else None
+
+
+def last_entry_id(replies):
+    """The last entry id among queue_append's replies (its XADDs, then an EXPIRE), or None."""
+    ids = replies[:-1]
+    if not ids:
+        return None
+    return ids[-1].decode() if isinstance(ids[-1], bytes) else ids[-1]
 
 
 def _merge_text(events):
