@@ -29,6 +29,7 @@ IDLE_WRITERS = 8  # writer threads kept for the next runs of this process
 
 log = logging.getLogger(__name__)
 
+
 class StreamUnavailable(Exception):
     """Redis stayed unreachable past the client's retries: this run's events cannot be written."""
 
