@@ -75,7 +75,7 @@ def announce(run_id, run=None, notices=()):
     started = started or events.encode(RunStartedEvent(
         thread_id=run.thread_id, run_id=run.id, parent_run_id=run.parent_run_id, protocol_version=PROTOCOL_VERSION))
     payloads = [*map(events.encode, notices), started]
-    if (heads is None or not heads.defer) and broker.shares_redis() and not current_app.conf.task_always_eager:
+    if (heads is None or not heads.defer) and broker.shares_redis(current_app.conf) and not current_app.conf.task_always_eager:
         stream_id = _announce_with_task(run, payloads)
         if heads is not None and stream_id:
             heads[run.pk] = (stream_id, started)

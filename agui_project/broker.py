@@ -51,10 +51,10 @@ def ahead_of_publish(fill):
         _ahead.current = None
 
 
-def shares_redis():
-    """Whether tasks go through this transport on the Redis of the event streams (REDIS_URL)."""
-    return (getattr(settings, "CELERY_BROKER_TRANSPORT", "") == f"{__name__}:Transport"
-            and settings.CELERY_BROKER_URL == settings.REDIS_URL)
+def shares_redis(conf):
+    """Whether the tasks of the Celery app whose `conf` this is go through this transport on the
+    Redis of the event streams (REDIS_URL)."""
+    return conf.broker_transport == f"{__name__}:Transport" and conf.broker_url == settings.REDIS_URL
 
 
 class Channel(kombu_redis.Channel):

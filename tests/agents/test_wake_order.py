@@ -13,6 +13,7 @@ from agents.models import Run
 from agents.runtime import events
 from agents.runtime.events import redis_client
 from agui_project import broker
+from agui_project.celery import app as celery_app
 from approvals import notify
 from tests.conftest import TEST_QUEUE, stream_events
 from tests.helpers import paused_transfer
@@ -47,7 +48,7 @@ def test_a_run_whose_task_a_broker_elsewhere_refused_keeps_its_stream_id(demo, m
     sends the task again (execution.requeue_lost_runs) instead of announcing the run a second time."""
     thread = services.create_thread(demo["alice"], "banking")
     run = Run.objects.create(thread=thread, status=Run.Status.QUEUED)
-    monkeypatch.setattr(broker, "shares_redis", lambda: False)
+    monkeypatch.setattr(broker, "shares_redis", lambda conf: False)
     monkeypatch.setattr(dispatch, "enqueue_run", refused)
     dispatch.announce_after_commit(run.pk)
     assert Run.objects.get(pk=run.pk).stream_id
@@ -57,7 +58,7 @@ def test_a_run_whose_task_a_broker_elsewhere_refused_keeps_its_stream_id(demo, m
 def test_a_run_whose_task_the_streams_redis_refused_is_announced_whole_by_the_beat(demo, settings, monkeypatch):
     """RUN_STARTED and the task go together (one MULTI): refused, neither was written, and the beat
     announces the run once (services.announce_unannounced), with one RUN_STARTED."""
-    assert broker.shares_redis()  # the tests' broker is REDIS_URL, through agui_project.broker
+    assert broker.shares_redis(celery_app.conf)  # the tests' broker is REDIS_URL, through agui_project.broker
     thread = services.create_thread(demo["alice"], "banking")
     run = Run.objects.create(thread=thread, status=Run.Status.QUEUED)
     monkeypatch.setattr(dispatch, "enqueue_run", refused)
