@@ -62,16 +62,18 @@ def chat_list(user):
 def run_language(run_id):
     """The language the chat's owner chose (people.Profile), else LANGUAGE_CODE: a worker says
     what people read of a run (tool outcomes, errors) in it; the model's own words stay as written."""
-    profile = _OWNER_PROFILE.one(run_id)
-    return (profile.language if profile is not None else "") or settings.LANGUAGE_CODE
+    return _language(_OWNER_PROFILE.one(run_id))
 
 
 def user_language(user):
     """run_language of a user read with its profile (select_related "profile"): no query."""
     try:
-        profile = user.profile
+        return _language(user.profile)
     except ObjectDoesNotExist:  # no Profile row
-        profile = None
+        return _language(None)
+
+
+def _language(profile):
     return (profile.language if profile is not None else "") or settings.LANGUAGE_CODE
 
 

@@ -76,7 +76,6 @@ class Channel(kombu_redis.Channel):
             client = self._agui_client = super()._create_client()
         return client
 
-
     def _put(self, queue, message, **kwargs):
         ahead = getattr(_ahead, "current", None)
         if ahead is None or ahead.replies is not None or kwargs.get("_publish_batch") is not None \
