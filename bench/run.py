@@ -14,6 +14,8 @@ child process (scripts/devstack.py). Then, as clients over real sockets:
 5. inbox at scale: the first page with filters among 100,000 requests (1,000 pending), EXPLAIN
 6. fan-out: 500 WebSocket clients on one thread, every event to every client, delivery latency
 7. MCP: what a listed MCP tool call adds over the tool's own time (bench/mcp_call.py)
+8. a model call's start: call -> first streamed delta for 4 to 100 messages, our model client
+   and the OpenAI SDK's own create() on the same request (bench/model_call.py)
 
 and, side by side with the peer (bench/peer_app.py: Microsoft Agent Framework's AG-UI server on
 the same fake model, started from .venv-maf in the same run, each figure measured alternately on
@@ -65,11 +67,13 @@ TRANSFER = "Transfer $1 from account 1234567890 to account 0987654321"
 
 FULL = dict(decisions=200, stream_reps=5, stream_words=2000, ttfe_reps=60, paused_total=10_000,
             paused_real=100, inbox_total=100_000, inbox_pending=1_000, inbox_reps=60, fanout_clients=500,
-            fanout_words=100, fanout_runs=5, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5, mcp_calls=500)
+            fanout_words=100, fanout_runs=5, peer_reps=60, peer_resume_reps=40, peer_stream_reps=5, mcp_calls=500,
+            model_reps=40)
 QUICK = dict(decisions=40, stream_reps=2, stream_words=2000, ttfe_reps=15, paused_total=1_000,
              paused_real=40, inbox_total=10_000, inbox_pending=1_000, inbox_reps=30, fanout_clients=100,
-             fanout_words=50, fanout_runs=2, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3, mcp_calls=100)
-SCENARIOS = ["ttfe", "peer", "streaming", "decisions", "paused", "fanout", "inbox", "mcp"]
+             fanout_words=50, fanout_runs=2, peer_reps=20, peer_resume_reps=12, peer_stream_reps=3, mcp_calls=100,
+             model_reps=12)
+SCENARIOS = ["ttfe", "peer", "streaming", "decisions", "paused", "fanout", "inbox", "mcp", "model"]
 
 
 def log(msg: str) -> None:
@@ -837,6 +841,16 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
             "connect_ms": summary(connect_ms, 1), "connect_all_s": round(connect_all_s, 1)}
 
 
+async def bench_model(c: Client, stack: Stack, cfg) -> dict:
+    """8. A model call's start, ours and the SDK's create() (bench/model_call.py, a process like a worker's)."""
+    out = await asyncio.to_thread(subprocess.run, [PY, str(ROOT / "bench" / "model_call.py"), "--reps",
+                                                   str(cfg["model_reps"])], cwd=ROOT, env=stack.env,
+                                  capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise RuntimeError(f"bench/model_call.py failed:\n{out.stderr[-3000:]}")
+    return {"sizes": json.loads(out.stdout.strip().splitlines()[-1])}
+
+
 INBOX_PAGES = ["/inbox/?status=pending", "/inbox/?status=pending&risk=high,critical", "/inbox/?status=decided"]
 
 
@@ -1060,6 +1074,12 @@ def table(results: dict) -> str:
                          f"policy, client, JSON-RPC) | {TARGETS['mcp']} | {a['p50']} ms | {a['p95']} ms | {a['n']} "
                          f"calls; own p50 {m['own_ms']['p50']} ms; validation + policy p50 "
                          f"{m['validate_and_policy_ms']['p50']} ms | {verdict(a['p50'] <= 5)} |")
+    if "model" in s:
+        for size, m in s["model"]["sizes"].items():
+            a, b = m["ours"]["wall_ms"], m["sdk"]["wall_ms"]
+            lines.append(f"| 8. a model call to its first delta, {size} messages: ours / the SDK's create() | "
+                         f"reported | {a['p50']} / {b['p50']} ms | {a['p95']} / {b['p95']} ms | {m['ours']['n']} calls "
+                         f"each; CPU p50 {m['ours']['cpu_ms']['p50']} / {m['sdk']['cpu_ms']['p50']} ms | — |")
     if "peer" in s:
         lines += peer_table(s["peer"])
     return "\n".join(lines)
@@ -1085,6 +1105,7 @@ async def run_all(stack: Stack, cfg, only, profile) -> dict:
         "fanout": lambda: bench_fanout(c, stack, cfg),
         "inbox": lambda: bench_inbox(c, stack, cfg),
         "mcp": lambda: bench_mcp(c, stack, cfg),
+        "model": lambda: bench_model(c, stack, cfg),
     }
     try:
         for name in SCENARIOS:
