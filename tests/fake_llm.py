@@ -18,6 +18,7 @@ Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}
                 non-stream: close without an answer (APIConnectionError too)
     no_done     stream: end the body properly but send no `data: [DONE]`
     delay       seconds to sleep before each chunk (non-stream: once)
+    end_after   stream: a threading.Event the body's end (its last chunk) waits for, after [DONE]
 Queued replies are used in order; with the queue empty, `responder(request_json)` decides
 (default: agents.llm.scripted_reply, the offline demo model).
 
@@ -139,6 +140,7 @@ class FakeLLM:
         self._lock = threading.Lock()
         self.requests: list[dict] = []
         self.rejected: list[tuple[dict, str]] = []  # (request, error message) answered 400
+        self.streams_ended = 0  # streamed bodies written to their end
         self._queue: deque = deque()
         self.reset()
 
@@ -258,6 +260,9 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive like the real API; streams use chunked encoding
+    # each chunk goes when written, as a streaming API sends it: with Nagle's algorithm a chunk
+    # waited for the client's (delayed, up to 40 ms) ACK of the one before on a kept-alive connection
+    disable_nagle_algorithm = True
     llm: FakeLLM
 
     def log_message(self, *args) -> None:  # keep test output clean
@@ -332,5 +337,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.get("cut"):  # no terminating chunk: the body is visibly incomplete
             self.close_connection = True
             return
+        if reply.get("end_after") is not None:
+            reply["end_after"].wait(30)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        with self.llm._lock:
+            self.llm.streams_ended += 1

@@ -1,6 +1,10 @@
 """The chat model behind an API key: the official OpenAI SDK (any OpenAI-compatible server)."""
 
+import contextlib
 import json
+import logging
+import os
+import queue
 import threading
 
 import openai
@@ -9,6 +13,8 @@ from django.conf import settings
 from agui_project import jsoncheck
 
 from .deltas import ModelError, ModelUnavailable, ReasoningDelta, TextDelta, ToolCallDelta
+
+log = logging.getLogger(__name__)
 
 try:  # the HTTP library the SDK streams with (openai 3 moved to httpx2): its errors escape a raw stream
     import httpx2 as sdk_http
@@ -51,10 +57,15 @@ class OpenAIChatModel:
             # The SDK's own stream builds a pydantic model per chunk (300-600 us each, the worker's
             # main cost at thousands of chunks/s); the raw response keeps its request, retries and
             # status-error mapping, and a chunk is then one json.loads.
-            with self._client().chat.completions.with_streaming_response.create(**kwargs) as response:
-                for data in sse_data(response.iter_lines()):
+            with contextlib.ExitStack() as open_response:
+                response = open_response.enter_context(
+                    self._client().chat.completions.with_streaming_response.create(**kwargs))
+                lines = response.iter_lines()
+                for data in sse_data(lines):
                     if data == "[DONE]":
                         finished = True
+                        if response.http_response.http_version == "HTTP/1.1":
+                            drain_later(lines, open_response.pop_all())
                         break
                     try:
                         chunk = json.loads(data)
@@ -96,6 +107,42 @@ class OpenAIChatModel:
             raise ModelError("the model's stream ended without an answer")
         if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way
             raise ModelUnavailable("the model's stream was cut off before it finished")
+
+
+_drainer = None
+_drainer_lock = threading.Lock()
+
+
+def drain_later(lines, close):
+    """Read the rest of a streamed answer after its [DONE] (to the body's end), then close it
+    (`close`, an ExitStack), off the run's path. httpx puts a connection back in its pool only once
+    its response was read to the end: closed part-read, the connection was closed and every model
+    call opened another (a TCP and, with the real API, a TLS handshake). The SDK's async stream
+    drains within 0.1 s for this; its sync stream does not drain. Here the run does not wait at
+    all, and a server that never ends its body after [DONE] holds only the drainer (and the
+    answers queued behind it, whose calls meanwhile open connections), until the read timeout."""
+    global _drainer
+    with _drainer_lock:
+        if _drainer is None or _drainer.pid != os.getpid():  # a forked worker child has no thread
+            _drainer = _Drainer()
+    _drainer.queue.put((lines, close))
+
+
+class _Drainer:
+    def __init__(self):
+        self.pid = os.getpid()
+        self.queue = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="model-stream-drainer", daemon=True).start()
+
+    def _run(self):
+        while True:
+            lines, close = self.queue.get()
+            try:
+                with close:
+                    for _ in lines:
+                        pass
+            except Exception as exc:  # noqa: BLE001 - the answer was whole: only its connection is not kept
+                log.debug("a model stream's end was not read: %r", exc)
 
 
 def sse_data(lines):

@@ -1,11 +1,14 @@
 """agents.llm.OpenAIChatModel reads the SDK's raw stream itself: what it yields, and how a broken
 stream becomes ModelError / ModelUnavailable. Through the real openai client and tests/fake_llm.py."""
 
+import contextlib
 import json
+import threading
 
 import pytest
 
 from agents.llm import ModelError, ModelUnavailable, OpenAIChatModel, TextDelta, ToolCallDelta, sse_data
+from agents.llm.openai_chat import drain_later
 
 
 def drain():
@@ -104,6 +107,45 @@ def test_the_sdks_request_transform_does_not_walk_the_conversation(fake_llm, mon
     list(OpenAIChatModel().stream(CONVERSATION * 20, TOOLS))
     assert len(walked) == 1 and walked[0][0] == 0 and not isinstance(walked[0][1], list)
     assert len(fake_llm.requests[0]["messages"]) == 100
+
+def connections(fake_llm):
+    """The TCP connections the fake model has accepted, counted from now."""
+    accepted, real = [], fake_llm._server.process_request
+    fake_llm._server.process_request = lambda request, address: (accepted.append(address), real(request, address))
+    return accepted
+
+
+def drained():
+    """Once this returns, the streams handed to the drainer before it are read and closed (it takes
+    them in order)."""
+    done, close = threading.Event(), contextlib.ExitStack()
+    close.callback(done.set)
+    drain_later(iter(()), close)
+    assert done.wait(10)
+
+
+def test_model_calls_reuse_their_connection(fake_llm):
+    """A stream closed at its [DONE], before its body's end, closed its connection: every model call
+    opened a new one (against the real API, a TCP and a TLS handshake each)."""
+    accepted = connections(fake_llm)
+    for word in ("one", "two", "three"):
+        fake_llm.push(word)
+        assert [d.text for d in drain() if isinstance(d, TextDelta)] == [word]
+        drained()
+    assert len(accepted) == 1 and fake_llm.streams_ended == 3
+
+
+def test_the_run_does_not_wait_for_a_body_that_goes_on_after_done(fake_llm):
+    accepted, gate = connections(fake_llm), threading.Event()
+    fake_llm.push({"text": "all of it", "end_after": gate})
+    assert "".join(d.text for d in drain() if isinstance(d, TextDelta)) == "all of it"
+    assert fake_llm.streams_ended == 0  # the answer is whole and back to the run; its body has not ended
+    gate.set()
+    drained()
+    assert fake_llm.streams_ended == 1
+    fake_llm.push("next")
+    drain()
+    assert len(accepted) == 1  # read to its end off the run's path, the connection served the next call
 
 def test_sse_data_framing():
     lines = ["", ": keep-alive", "event: message", 'data: {"a":', 'data: 1}', "", "id: 7", "data:[DONE]", ""]
