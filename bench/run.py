@@ -841,27 +841,26 @@ async def bench_fanout(c: Client, stack: Stack, cfg) -> dict:
             "connect_ms": summary(connect_ms, 1), "connect_all_s": round(connect_all_s, 1)}
 
 
-async def bench_model(c: Client, stack: Stack, cfg) -> dict:
-    """8. A model call's start, ours and the SDK's create() (bench/model_call.py, a process like a worker's)."""
-    out = await asyncio.to_thread(subprocess.run, [PY, str(ROOT / "bench" / "model_call.py"), "--reps",
-                                                   str(cfg["model_reps"])], cwd=ROOT, env=stack.env,
-                                  capture_output=True, text=True, timeout=600)
-    if out.returncode:
-        raise RuntimeError(f"bench/model_call.py failed:\n{out.stderr[-3000:]}")
-    return {"sizes": json.loads(out.stdout.strip().splitlines()[-1])}
-
-
 INBOX_PAGES = ["/inbox/?status=pending", "/inbox/?status=pending&risk=high,critical", "/inbox/?status=decided"]
 
 
-async def bench_mcp(c: Client, stack: Stack, cfg) -> dict:
-    """7. What a listed MCP tool call adds over the tool's own time (bench/mcp_call.py, a process like a worker's)."""
-    out = await asyncio.to_thread(subprocess.run, [PY, str(ROOT / "bench" / "mcp_call.py"), "--calls",
-                                                   str(cfg["mcp_calls"])], cwd=ROOT, env=stack.env,
+async def in_process(stack: Stack, script: str, *args) -> dict:
+    """bench/<script> run with the stack's environment, in a process like a worker's: its last line's JSON."""
+    out = await asyncio.to_thread(subprocess.run, [PY, str(ROOT / "bench" / script), *args], cwd=ROOT, env=stack.env,
                                   capture_output=True, text=True, timeout=600)
     if out.returncode:
-        raise RuntimeError(f"bench/mcp_call.py failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"bench/{script} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+async def bench_mcp(c: Client, stack: Stack, cfg) -> dict:
+    """7. What a listed MCP tool call adds over the tool's own time (bench/mcp_call.py)."""
+    return await in_process(stack, "mcp_call.py", "--calls", str(cfg["mcp_calls"]))
+
+
+async def bench_model(c: Client, stack: Stack, cfg) -> dict:
+    """8. A model call's start, ours and the SDK's create() (bench/model_call.py)."""
+    return {"sizes": await in_process(stack, "model_call.py", "--reps", str(cfg["model_reps"]))}
 
 
 async def bench_inbox(c: Client, stack: Stack, cfg) -> dict:
