@@ -140,7 +140,7 @@ class FakeLLM:
         self._lock = threading.Lock()
         self.requests: list[dict] = []
         self.rejected: list[tuple[dict, str]] = []  # (request, error message) answered 400
-        self.streams_ended = 0  # streamed bodies written to their end
+        self.streams_ended = 0  # streamed bodies whose end (last chunk) was sent
         self._queue: deque = deque()
         self.reset()
 
@@ -152,6 +152,7 @@ class FakeLLM:
             self._queue.clear()
             self.requests.clear()
             self.rejected.clear()
+            self.streams_ended = 0
         self.responder = default_responder
         self.text_chunk_words = 3
         self.args_chunk_chars = 8
@@ -339,7 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.get("end_after") is not None:
             reply["end_after"].wait(30)
+        with self.llm._lock:  # counted before it is sent: a client that has read it finds it counted
+            self.llm.streams_ended += 1
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-        with self.llm._lock:
-            self.llm.streams_ended += 1
