@@ -9,7 +9,7 @@ import openai
 from django.conf import settings
 
 from .deltas import ModelError, ModelUnavailable
-from .openai_chat import OpenAIChatModel
+from .openai_chat import OpenAIChatModel, as_given
 from .scripted.self_check import self_check_reply
 
 SELF_CHECK_SYSTEM = (
@@ -58,7 +58,7 @@ def self_check(tool_name, arguments, *, description="", risk="", reversible=Fals
     model = OpenAIChatModel()
     try:
         completion = model._client().chat.completions.create(
-            model=model.name, messages=messages, response_format={"type": "json_object"}, temperature=0,
+            model=model.name, response_format={"type": "json_object"}, temperature=0, **as_given(messages),
         )
     except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
             openai.InternalServerError) as exc:

@@ -1,6 +1,8 @@
 """Policies as data: the rule language (table-driven), validation when saved (model, admin, REST),
 evaluation over validated arguments and context, the model self-check, and audited changes."""
 
+import json
+
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
@@ -250,6 +252,11 @@ def test_self_check_is_a_json_mode_call_through_the_openai_client(fake_llm):
     fake_llm.push({"text": "sure, go ahead"})  # not JSON: the policy will let a person decide
     with pytest.raises(llm.ModelError):
         llm.self_check("execute_command", {"command": "ls"})
+    # the messages go as given (agents/llm/openai_chat.as_given): the JSON the SDK's own create() sends
+    fake_llm.push({"text": '{"needs_human": false}'})
+    llm.OpenAIChatModel()._client().chat.completions.create(
+        model="fake-model", messages=sent["messages"], response_format={"type": "json_object"}, temperature=0)
+    assert json.dumps(fake_llm.requests[-1]) == json.dumps(sent)
 
 
 # --- saving: one validator, audited before/after -----------------------------------------------------
