@@ -53,17 +53,18 @@ def conversation(size):
 
 
 def ours(messages, tools):
+    """Starts the call, returns what finishes it (reads the rest of the answer)."""
     stream = OpenAIChatModel().stream(messages, tools)
     next(stream)
-    return stream
+    return lambda: list(stream)
 
 
 def sdks(messages, tools):
-    response = OpenAIChatModel()._client().chat.completions.with_streaming_response.create(
+    manager = OpenAIChatModel()._client().chat.completions.with_streaming_response.create(
         model=settings.AGUI_MODEL, messages=messages, tools=tools, stream=True)
-    lines = response.__enter__().iter_lines()
+    lines = manager.__enter__().iter_lines()
     next(line for line in lines if line.startswith("data:"))
-    return response
+    return lambda: manager.__exit__(None, None, None)
 
 
 def timed(fake, start, messages, tools, reps):
@@ -71,9 +72,9 @@ def timed(fake, start, messages, tools, reps):
     for i in range(reps + WARM):
         fake.push("ok")
         t, c = time.perf_counter(), time.thread_time()
-        handle = start(messages, tools)
+        finish = start(messages, tools)
         wall, cpu = time.perf_counter() - t, time.thread_time() - c
-        list(handle) if start is ours else handle.__exit__(None, None, None)
+        finish()
         if i >= WARM:
             walls.append(wall * 1000)
             cpus.append(cpu * 1000)
