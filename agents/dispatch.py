@@ -22,6 +22,7 @@ from .runtime import events
 
 log = logging.getLogger(__name__)
 RUN_AGENT = "agents.tasks.run_agent"
+CONTINUE_DECIDED = "agents.tasks.continue_decided"
 # what an unreachable Redis raises: the event writer's client after its retries, Celery's publish
 REDIS_DOWN = (redis.RedisError, kombu.exceptions.OperationalError)
 
@@ -56,6 +57,19 @@ def announced(defer=False, sent=None):
         yield heads
     finally:
         _local.heads = outer
+
+
+def streams_here():
+    """Inside announced(): the caller streams the runs it starts to its own client (the AG-UI
+    endpoint), so what it wakes is announced on its thread."""
+    return getattr(_local, "heads", None) is not None
+
+
+def continue_elsewhere(request_id):
+    """A decision's wake-up (agents/services.continue_decided) to a worker, which then runs the
+    continuation itself: the decider's request does not wait for it, and it runs on another core
+    than the decider's process, not beside its answer under one GIL."""
+    current_app.tasks[CONTINUE_DECIDED].delay(str(request_id))
 
 
 def enqueue_run(run_id):
@@ -111,7 +125,12 @@ def hand_over(run_id, stream_id):
     try:
         enqueue_run(run_id)
     finally:  # also when the broker refused: the beat then sends the task again, not a second RUN_STARTED
-        _STREAM_ID.update(run_id, stream_id=stream_id or "")
+        note_stream(run_id, stream_id)
+
+
+def note_stream(run_id, stream_id):
+    """Where the run's events begin (snapshots and recovery read it; the worker does not)."""
+    _STREAM_ID.update(run_id, stream_id=stream_id or "")
 
 
 def hand_over_all(pending):

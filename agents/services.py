@@ -18,7 +18,7 @@ from approvals.models import ApprovalRequest, ApproverKind
 
 from . import selectors, thread_ids, watching
 from .agui import custom_events
-from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
+from .dispatch import REDIS_DOWN, announce, announce_after_commit, announced, note_stream  # noqa: F401
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
 from .runtime import events, inputs
@@ -187,6 +187,25 @@ def approval_resolved(request):
         if continuation is None:
             transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
     return continuation
+
+
+# a committed decision as its wake-up reads it (the card's approver, decider and requester with it)
+_DECIDED_REQUEST = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.select_related(
+    "approver_group", "escalation_group", "requester", "decided_by").filter(pk=pk))
+
+
+def continue_decided(request_id):
+    """In a worker: approval_resolved() of a committed decision, its continuation announced
+    (RUN_STARTED on the stream) but not handed to another worker. Returns the ids of the runs the
+    caller runs itself. Should it never run them, the beat's requeue_lost_runs sends them again."""
+    request = _DECIDED_REQUEST.one(str(request_id))
+    if request is None:
+        return []
+    with announced(defer=True) as heads:
+        approval_resolved(request)
+    for run_id, stream_id in heads.deferred:
+        note_stream(run_id, stream_id)
+    return [run_id for run_id, _ in heads.deferred]
 
 
 def resume_stalled():

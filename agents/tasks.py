@@ -11,6 +11,14 @@ def run_agent(run_id):
     runner.run_agent(run_id)  # in the chat owner's language
 
 
+@shared_task(ignore_result=True, acks_late=True)
+def continue_decided(request_id):
+    """A decision's wake-up, off the decider's request; its continuation runs here, in this task,
+    not after one more trip through the broker. Run twice, the second finds the call settled."""
+    for run_id in services.continue_decided(request_id):
+        runner.run_agent(run_id)
+
+
 @shared_task(ignore_result=True)
 def stop_abandoned_run(run_id):
     """Counted down from the moment a run's client went away (agents/watching.py)."""

@@ -51,6 +51,25 @@ def _no_sign_in_history():
 
 
 @pytest.fixture(autouse=True)
+def _decisions_woken_here(request, monkeypatch):
+    """A decision's wake-up is a worker's task (agents.tasks.continue_decided), which runs the
+    continuation itself. A test without a worker has it done at once on the deciding thread, and
+    the continuation handed to `run_agent.delay`, which such tests patch or leave in their queue;
+    with `celery_worker_live` the worker does it all."""
+    if "celery_worker_live" in request.fixturenames:
+        return
+
+    def wake_here(request_id):
+        from agents import services
+        from agents.dispatch import enqueue_run
+
+        for run_id in services.continue_decided(request_id):
+            enqueue_run(run_id)
+
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", wake_here)
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -59,7 +59,8 @@ def test_a_taken_run_id_is_still_refused_by_start_run(demo):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_decision_over_the_api_costs_at_most_19_statements(demo, api, django_assert_max_num_queries):
+def test_a_decision_over_the_api_costs_at_most_10_statements_and_its_wake_up_in_a_worker_10(
+        demo, api, monkeypatch, django_assert_max_num_queries):
     """Was 29: the API looks up the row without its decisions, the continuation is announced from
     the row it made, the chat's notice reads the thread's owner with the call. Then 25; webhooks add
     two reads after the commit (the endpoints in force, the request's callback_url): 27. Then 24:
@@ -67,14 +68,23 @@ def test_a_decision_over_the_api_costs_at_most_19_statements(demo, api, django_a
     and the call is not read again under the run's lock (its update is conditional). 23: the
     response reads the decisions joined to their users (one query, not two). 20: the request is
     read once, under its lock, not also through the visible list before and whole again after.
-    19: the outside agent's call (the webhooks' callback_url) comes with that locked row."""
+    19: the outside agent's call (the webhooks' callback_url) comes with that locked row. Then the
+    wake-up (the call's status, the continuation) became a worker's task: 10 for the request, and
+    10 for the task (the decided request read again, then the nine the request used to make)."""
     run, req = paused_transfer(demo["alice"], "call-q")
     client = api("finn")
-    with django_assert_max_num_queries(19):
+    woken = []
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", woken.append)
+    with django_assert_max_num_queries(10):
         resp = client.post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"}, format="json")
     assert resp.status_code == 200 and resp.json()["status"] == "approved"
     assert [d["user"] for d in resp.json()["decisions"]] == ["finn"]
+    assert woken == [req.pk]
+    assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.AWAITING_APPROVAL  # the worker's to move
+    with django_assert_max_num_queries(10):
+        ran = services.continue_decided(req.pk)
     continuation = Run.objects.get(parent_run=run)
+    assert ran == [continuation.pk]
     assert continuation.status == Run.Status.QUEUED and continuation.stream_id
     assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.APPROVED
 

@@ -144,7 +144,10 @@ def test_refund_handoff_question_and_approval_end_to_end(celery_worker_live, fak
     # 3. rita (support) approves in the inbox: the workflow resumes in refund_agent and completes
     decided = api("rita").post(f"/api/approvals/{approval['id']}/decide/", {"decision": "approve"}, format="json")
     assert decided.status_code == 200, decided.content
+    # the worker continues the run (agents.tasks.continue_decided): its RUN_STARTED names the paused run
+    started, _ = wait_for_event(thread_id, lambda e: e["type"] == "RUN_STARTED" and e.get("parentRunId") == second_id)
     third_run = Run.objects.get(parent_run_id=second_id)
+    assert started["runId"] == third_run.pk
     wait_for_event(thread_id, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR") and e.get("runId") == third_run.pk)
     third = of_run(stream_events(thread_id), third_run.pk)
     assert third[-1]["type"] == "RUN_FINISHED" and "outcome" not in third[-1]
