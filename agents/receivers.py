@@ -14,7 +14,10 @@ log = logging.getLogger(__name__)
 @receiver(approval_resolved)
 def on_approval_resolved(sender, request, **kwargs):
     """Sent after the decision committed: nothing here may make it look undone (a 500 while the
-    decision stands). What this could not do, the beat's resume_stalled settles."""
+    decision stands). What this could not do, the beat's resume_stalled settles. Elsewhere than in
+    an AG-UI resume, a worker makes and runs the continuation (tasks.continue_decided)."""
+    if not request.tool_call_ref:  # an outside agent's request: no run of ours waits on it
+        return
     try:
         if dispatch.streams_here():  # an AG-UI resume streams the continuation it starts
             services.approval_resolved(request)

@@ -91,3 +91,17 @@ def services_decide(demo, req):
     from approvals import services as approvals
 
     approvals.decide(req.pk, demo["finn"], "approve")
+
+
+def test_an_outside_agents_decision_sends_no_wake_up(demo, api, monkeypatch):
+    """No run of ours waits on a request an outside agent made (POST /api/approvals/)."""
+    handed = []
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", handed.append)
+    made = api("alice").post("/api/approvals/", {
+        "tool_name": "crm.delete_contact", "arguments": {"email": "a@example.com"},
+        "schema": {"type": "object", "properties": {"email": {"type": "string"}}},
+        "description": "Delete the contact a@example.com"}, format="json")
+    assert made.status_code == 201, made.content
+    resp = api("rita").post(f"/api/approvals/{made.json()['id']}/decide/", {"decision": "approve"}, format="json")
+    assert resp.status_code == 200 and resp.json()["status"] == "approved"
+    assert handed == []
