@@ -39,6 +39,6 @@ class DjangoCelerySettings(Mapping):
         return len(self._settings)
 
 
-app = Celery("agui_project")
+app = Celery("agui_project", fixups=["agui_project.celery_fixup:fixup"])  # the pool kept between tasks
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()
