@@ -18,7 +18,7 @@ from approvals.models import ApprovalRequest, ApproverKind
 
 from . import selectors, thread_ids, watching
 from .agui import custom_events
-from .dispatch import REDIS_DOWN, announce, announce_after_commit, announced, note_stream  # noqa: F401
+from .dispatch import REDIS_DOWN, announce, announce_after_commit, announced, note_stream  # noqa: F401  (re-exported)
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
 from .runtime import events, inputs
