@@ -5,7 +5,7 @@ from django.dispatch import receiver
 
 from approvals.signals import approval_resolved
 
-from . import dispatch, services, thread_ids
+from . import services, thread_ids
 from .models import Thread
 
 log = logging.getLogger(__name__)
@@ -14,15 +14,9 @@ log = logging.getLogger(__name__)
 @receiver(approval_resolved)
 def on_approval_resolved(sender, request, **kwargs):
     """Sent after the decision committed: nothing here may make it look undone (a 500 while the
-    decision stands). What this could not do, the beat's resume_stalled settles. Elsewhere than in
-    an AG-UI resume, a worker makes and runs the continuation (tasks.continue_decided)."""
-    if not request.tool_call_ref:  # an outside agent's request: no run of ours waits on it
-        return
+    decision stands). What this could not do, the beat's resume_stalled settles."""
     try:
-        if dispatch.streams_here():  # an AG-UI resume streams the continuation it starts
-            services.approval_resolved(request)
-        else:
-            dispatch.continue_elsewhere(request.pk)
+        services.wake_decided(request)
     except Exception:
         log.exception("the decision on %s is committed, but its run could not be continued now; "
                       "the beat continues it", request.pk)

@@ -16,9 +16,9 @@ from agui_project.queries import Prepared, PreparedUpdate, one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
-from . import selectors, thread_ids, watching
+from . import dispatch, selectors, thread_ids, watching
 from .agui import custom_events
-from .dispatch import REDIS_DOWN, announce, announce_after_commit, announced, note_stream  # noqa: F401  (re-exported)
+from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
 from .runtime import events, inputs
@@ -189,6 +189,18 @@ def approval_resolved(request):
     return continuation
 
 
+def wake_decided(request):
+    """After a decision's commit: a worker makes and runs the continuation (continue_decided), off
+    the decider's request. An AG-UI resume, whose response streams the continuation under the
+    client's run id, wakes it here. An outside agent's request has no run of ours waiting."""
+    if not request.tool_call_ref:
+        return
+    if dispatch.streams_here():
+        approval_resolved(request)
+    else:
+        dispatch.continue_elsewhere(request.pk)
+
+
 # a committed decision as its wake-up reads it (the card's approver, decider and requester with it)
 _DECIDED_REQUEST = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.select_related(
     "approver_group", "escalation_group", "requester", "decided_by").filter(pk=pk))
@@ -201,10 +213,10 @@ def continue_decided(request_id):
     request = _DECIDED_REQUEST.one(str(request_id))
     if request is None:
         return []
-    with announced(defer=True) as heads:
+    with dispatch.announced(defer=True) as heads:
         approval_resolved(request)
     for run_id, stream_id in heads.deferred:
-        note_stream(run_id, stream_id)
+        dispatch.note_stream(run_id, stream_id)
     return [run_id for run_id, _ in heads.deferred]
 
 

@@ -15,17 +15,20 @@ from celery.fixups import django as celery_django
 
 
 class WorkerFixup(celery_django.DjangoWorkerFixup):
-    def close_database(self, **kwargs):
-        if self.db_reuse_max:  # CELERY_DB_REUSE_MAX: Celery's own way of keeping connections
-            return super().close_database(**kwargs)
-        for conn in self._db.connections.all(initialized_only=True):
-            try:
-                conn.close()  # with a pool: back to it (a broken one is discarded by the pool)
-            except self.interface_errors:
-                pass
-            except self.DatabaseError as exc:
-                if "closed" not in str(exc) and "not connected" not in str(exc):
-                    raise
+    """Celery's closing of a task's connections as it is; its pool closing only after the fork.
+    `_is_prefork()` is what Celery's `_close_database` asks before it closes the pools."""
+
+    _forked = False
+
+    def on_worker_process_init(self, **kwargs):
+        self._forked = True
+        try:
+            super().on_worker_process_init(**kwargs)
+        finally:
+            self._forked = False
+
+    def _is_prefork(self):
+        return self._forked and super()._is_prefork()
 
 
 class Fixup(celery_django.DjangoFixup):

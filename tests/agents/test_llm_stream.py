@@ -108,6 +108,7 @@ def test_the_sdks_request_transform_does_not_walk_the_conversation(fake_llm, mon
     assert len(walked) == 1 and walked[0][0] == 0 and not isinstance(walked[0][1], list)
     assert len(fake_llm.requests[0]["messages"]) == 100
 
+
 def connections(fake_llm):
     """The TCP connections the fake model has accepted, counted from now."""
     accepted, real = [], fake_llm._server.process_request
@@ -146,6 +147,7 @@ def test_the_run_does_not_wait_for_a_body_that_goes_on_after_done(fake_llm):
     fake_llm.push("next")
     drain()
     assert len(accepted) == 1  # read to its end off the run's path, the connection served the next call
+
 
 def test_sse_data_framing():
     lines = ["", ": keep-alive", "event: message", 'data: {"a":', 'data: 1}', "", "id: 7", "data:[DONE]", ""]
