@@ -35,7 +35,7 @@ from rest_framework.authentication import SessionAuthentication
 from agents import dispatch, presenters, selectors, services, thread_ids, watching
 from agents.agui import custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
-from agents.agui.relay import Plan, frame, hand_over, hand_over_later, watched_relay
+from agents.agui.relay import HAND_OVER_LATEST, Plan, frame, hand_over, hand_over_later, watched_relay
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
@@ -420,12 +420,13 @@ async def run_endpoint(request, agent_name):
     # caller (the test client) may never read the stream, so it gets the stream once all is written
     # and its run is handed to a worker at once
     if isinstance(checked, Accepted):
-        # the writes start now, whatever becomes of the response
+        # the writes are made whatever becomes of the response, once its RUN_STARTED is on its way
         started = events.encode(RunStartedEvent(thread_id=checked.agent_input.thread_id,
                                                 run_id=checked.agent_input.run_id, protocol_version=PROTOCOL_VERSION))
-        recording = asyncio.ensure_future(sync_to_async(record_alone, thread_sensitive=False)(checked, started))
+        first_sent = asyncio.Event()
+        recording = asyncio.ensure_future(record_after(first_sent, checked, started))
         recording.add_done_callback(_recorded)
-        body = early_start(checked, started, recording)
+        body = early_start(checked, started, recording, first_sent)
     else:
         plan = checked
         if plan.deferred:  # a response that never starts (the client already gone) still hands it over
@@ -437,9 +438,9 @@ async def run_endpoint(request, agent_name):
     return response
 
 
-async def early_start(accepted, started, recording):
-    """The run's RUN_STARTED (`started`, encoded), then, once its writes (`recording`: record_alone())
-    are done, the relay.
+async def early_start(accepted, started, recording, first_sent):
+    """The run's RUN_STARTED (`started`, encoded), then, once its writes (`recording`: record_after())
+    are done, the relay. `first_sent` is set once the server has the RUN_STARTED: the writes begin.
 
     RUN_STARTED says a run of the client's runId has begun and names nothing that the writes
     decide (a new message's run has no parent run): it is what the client would get first either
@@ -449,6 +450,8 @@ async def early_start(accepted, started, recording):
     relayed = False
     try:
         yield frame(started)
+        # on the loop's next turn, after the server's own write of the frame to the socket
+        asyncio.get_running_loop().call_soon(first_sent.set)
         try:
             plan = await asyncio.shield(recording)
         except Exception:  # logged by _recorded; the client hears it in-stream, after its RUN_STARTED
@@ -457,6 +460,7 @@ async def early_start(accepted, started, recording):
                                                  "sending the message again: it may have been stored.")))
         plan.start_sent = relayed = True
     finally:
+        first_sent.set()  # closed at its first frame: the writes go on all the same
         if not relayed:  # the client went before the relay began: once made, its run is handed over, abandoned
             recording.add_done_callback(_orphaned)
     if plan.deferred and not plan.after_start:  # nothing of the writes to send first (no messages)
@@ -487,6 +491,17 @@ def _orphaned(recording):
     task = asyncio.ensure_future(orphaned())
     _orphans.add(task)
     task.add_done_callback(_orphans.discard)
+
+
+async def record_after(first_sent, accepted, started):
+    """record_alone() once `first_sent` is set, or after HAND_OVER_LATEST for a response that never
+    starts (its client gone before it: its generator never runs). Not beside the RUN_STARTED: the
+    writes' thread would hold the GIL while the loop sends that frame."""
+    try:
+        await asyncio.wait_for(first_sent.wait(), HAND_OVER_LATEST)
+    except asyncio.TimeoutError:
+        pass
+    return await sync_to_async(record_alone, thread_sensitive=False)(accepted, started)
 
 
 def record_alone(accepted, sent):

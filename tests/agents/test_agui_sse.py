@@ -275,6 +275,41 @@ def test_under_asgi_a_new_runs_start_goes_out_before_its_writes(celery_worker_li
     assert run.status == Run.Status.SUCCEEDED and run.stream_id
 
 
+def test_under_asgi_a_new_runs_writes_begin_once_its_start_is_sent(celery_worker_live, fake_llm, demo, monkeypatch):
+    """The writes begin once the server has the RUN_STARTED (the response asks for what follows),
+    not beside it: their thread would hold the GIL that the loop needs to send that frame. Then
+    the run goes on as ever."""
+    from asgiref.sync import sync_to_async
+
+    from agents.agui import endpoint
+
+    began, real_record = threading.Event(), endpoint.record
+
+    def noted(*args, **kwargs):
+        began.set()
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(endpoint, "record", noted)
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+
+    async def client():
+        resp = await _asgi_post(token, thread_id, run_id)
+        # half a second for writes that would begin beside the start (they began at once before)
+        early = await sync_to_async(began.wait, thread_sensitive=False)(0.5)
+        it = aiter(resp.streaming_content)
+        first = (await anext(it)).decode()
+        rest = [chunk.decode() async for chunk in it]
+        return early, first, rest
+
+    early, first, rest = async_to_sync(client)()
+    assert early is False
+    assert [(f["type"], f["runId"]) for f in _frames([first])] == [("RUN_STARTED", run_id)]
+    later = _frames(rest)
+    assert later[0]["type"] == "MESSAGES_SNAPSHOT" and later[-1]["type"] == "RUN_FINISHED"
+    assert began.is_set() and Run.objects.get(pk=run_id).status == Run.Status.SUCCEEDED
+
+
 def test_under_asgi_a_client_gone_before_the_writes_end_abandons_its_run(demo, monkeypatch):
     """The client hangs up on its RUN_STARTED while the run is still being written (held on a gate):
     the message is stored and the run made all the same, then marked abandoned, as a relay's client
