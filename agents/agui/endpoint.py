@@ -499,7 +499,7 @@ async def record_after(first_sent, accepted, started):
     writes' thread would hold the GIL while the loop sends that frame."""
     try:
         await asyncio.wait_for(first_sent.wait(), HAND_OVER_LATEST)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     return await sync_to_async(record_alone, thread_sensitive=False)(accepted, started)
 
