@@ -7,6 +7,7 @@ events read together costs one frame per socket instead of one per event.
 """
 
 import asyncio
+import functools
 import json
 import logging
 
@@ -67,6 +68,9 @@ def prepared_frames(batch):
 
 
 class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logout
+    pump = None  # the task reading the thread's stream for this socket
+    delivered = None  # [batch, how many of its frames went] by _deliver
+
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -76,7 +80,6 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         if not await self._owns_thread(user):
             await self.close(code=4403)
             return
-        self.pump = None
         # Daphne's socket, written directly with frames prepared once for all its readers
         self.direct = daphne_frames.direct(self.base_send)
         await self.accept()
@@ -119,12 +122,13 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             await self.send(json.dumps(reply))
 
     async def _pump(self, after):
+        deliver = functools.partial(self._deliver, asyncio.current_task()) if self.direct else None
         try:
             if after is None:
                 after = await self._send_snapshot()
             while True:
                 await self.watch.renew()
-                batch = await events.read(self.thread_id, after)
+                batch = await events.read(self.thread_id, after, deliver=deliver)
                 if batch:
                     await self._send_batch(batch)
                     after = batch[-1][0]
@@ -136,13 +140,24 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             log.exception("thread socket %s: stream read failed", self.thread_id)
             await self.close(code=CLOSE_RETRY)
 
+    def _deliver(self, pump, batch):
+        """The batch's prepared frames straight to Daphne's socket, as the shared read gets it
+        (events.read's `deliver`); how many went is kept for _send_batch. Not for a pump that a
+        resume replaced (cancelled, it may not have left its read yet)."""
+        if pump is not self.pump:
+            return
+        self.delivered = [batch, 0]
+        for prepared in prepared_frames(batch):
+            if not self.direct(prepared):
+                break
+            self.delivered[1] += 1
+
     async def _send_batch(self, batch):
         sent = 0
         if self.direct is not None:
-            for prepared in prepared_frames(batch):
-                if not self.direct(prepared):
-                    break
-                sent += 1
+            if self.delivered is None or self.delivered[0] is not batch:
+                self._deliver(self.pump, batch)
+            sent, self.delivered = self.delivered[1], None
         for text in batch_frames(batch)[sent:]:  # not Daphne, or Daphne would not send it now
             await self.send(text)
 

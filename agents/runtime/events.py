@@ -276,14 +276,24 @@ async def _xread(thread_id, after, block_ms, count):
 class _SharedRead:
     def __init__(self, key, coro):
         self.key, self.waiters = key, 0
+        self.deliveries = {}  # a reader's token -> its deliver(batch), see read()
         self.task = asyncio.ensure_future(coro)
         self.task.add_done_callback(self._done)
 
     def _done(self, task):
         if _inflight_reads.get(self.key) is self:
             del _inflight_reads[self.key]
-        if not task.cancelled():
-            task.exception()  # retrieved: nobody may be left to await it
+        if task.cancelled() or task.exception() is not None:  # retrieved: nobody may be left to await it
+            return
+        batch = task.result()
+        if batch:
+            # before any reader's task is woken (this callback was added first): the sockets' frames
+            # go out in one pass instead of one wake-up of a task each in between
+            for deliver in list(self.deliveries.values()):
+                try:
+                    deliver(batch)
+                except Exception:  # one socket's failure is not the others'; its reader sends it again
+                    log.exception("delivering a batch of %s failed", self.key[1])
 
     def leave(self):
         self.waiters -= 1
@@ -294,13 +304,18 @@ class _SharedRead:
             self.task.cancel()
 
 
-async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
+async def read(thread_id, after, block_ms=BLOCK_MS, count=500, deliver=None):
     """A Batch [(entry_id, json_text), ...] after `after`; empty when nothing arrived within block_ms.
 
     Readers of one thread at one position share a single XREAD (the clients of a watched chat
     are all at the same entry after each batch): one connection and one decode for all of
     them instead of one each. The read runs in its own task, so one reader going away does
     not cancel it for the others; it is cancelled when the last one goes.
+
+    `deliver(batch)`: called, synchronously and without awaiting anything, as soon as a non-empty
+    batch arrives, before the readers' tasks are woken (a socket sending its frames: 500 readers'
+    frames then go out in one pass, the last no longer behind 499 wake-ups). Not called for a
+    reader that left before the batch came.
     """
     key = (id(asyncio.get_running_loop()), thread_id, after, block_ms, count)
     shared = _inflight_reads.get(key)
@@ -309,9 +324,13 @@ async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
         # reader that got [] (the block timed out) would spin on it before its cleanup could run
         shared = _inflight_reads[key] = _SharedRead(key, _xread(thread_id, after, block_ms, count))
     shared.waiters += 1
+    token = object()
+    if deliver is not None:
+        shared.deliveries[token] = deliver
     try:
         return await asyncio.shield(shared.task)
     finally:
+        shared.deliveries.pop(token, None)
         shared.leave()
 
 

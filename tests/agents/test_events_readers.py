@@ -61,6 +61,40 @@ async def test_last_reader_leaving_stops_the_shared_read_and_newcomers_start_fre
     assert '"fresh"' in (await asyncio.wait_for(late, timeout=10))[0][1]
 
 
+async def _joined(thread_id, waiters):
+    """Until `waiters` readers wait on the thread's shared read."""
+    for _ in range(1000):
+        shared = next((v for k, v in events._inflight_reads.items() if k[1] == thread_id), None)
+        if shared is not None and shared.waiters == waiters:
+            return shared
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{waiters} readers never joined the read")
+
+
+async def test_a_batch_is_delivered_to_every_reader_before_any_reader_wakes():
+    """What a shared read brings goes to each reader's `deliver` in one pass (a socket's frames),
+    before any reader's task runs again; a reader gone before the batch gets no delivery."""
+    thread_id = _thread()
+    after = events.last_id_sync(thread_id)
+    order = []
+
+    async def reader(i):
+        batch = await events.read(thread_id, after, block_ms=3000,
+                                  deliver=lambda b, i=i: order.append(("delivered", i, len(b))))
+        order.append(("woke", i))
+        return batch
+
+    readers = [asyncio.create_task(reader(i)) for i in range(5)]
+    gone = asyncio.create_task(reader("gone"))
+    await _joined(thread_id, 6)
+    gone.cancel()
+    await _joined(thread_id, 5)
+    await asyncio.to_thread(events.append, thread_id, CustomEvent(name="ping", value=1))
+    await asyncio.wait_for(asyncio.gather(*readers), timeout=10)
+    assert order[:5] == [("delivered", i, 1) for i in range(5)]
+    assert sorted(order[5:]) == [("woke", i) for i in range(5)]
+
+
 async def test_watchers_of_many_threads_are_not_capped_at_the_pool_default():
     threads = [_thread() for _ in range(150)]  # past redis-py 8's default of 100 connections
     readers = [asyncio.create_task(events.read(t, "0-0", block_ms=5000)) for t in threads]

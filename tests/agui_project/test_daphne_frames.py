@@ -136,6 +136,26 @@ def test_a_socket_closed_mid_batch_gets_the_rest_through_the_asgi_send(monkeypat
     assert through_asgi == [{"type": "websocket.send", "text": '"second one"'}]
 
 
+def test_a_batch_goes_once_to_the_pump_now_reading_and_never_from_one_a_resume_replaced():
+    """A shared read delivers its batch as it arrives (consumers.ThreadConsumer._deliver); a pump
+    that a resume cancelled may not have left its read yet: it sends nothing. The pump's own send
+    then does not send the delivered frames again."""
+    server = daphne_server()
+    send, written = daphne_socket(server)
+    consumer = consumers.ThreadConsumer()
+    consumer.base_send, consumer.direct = send, daphne_frames.direct(send)
+    batch = events.Batch([("1-0", '"late"')])
+    replaced, consumer.pump = object(), object()
+    before = written.value()
+    consumer._deliver(replaced, batch)
+    assert written.value() == before and consumer.delivered is None
+    consumer._deliver(consumer.pump, batch)
+    once = written.value()
+    assert once.endswith(b'"late"') and consumer.delivered == [batch, 1]
+    asyncio.run(consumer._send_batch(batch))
+    assert written.value() == once and consumer.delivered is None
+
+
 def test_autobahns_debug_arguments_are_formatted_only_when_written(monkeypatch):
     assert daphne_frames.install()
     send, written = daphne_socket(daphne_server())
