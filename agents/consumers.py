@@ -7,7 +7,6 @@ events read together costs one frame per socket instead of one per event.
 """
 
 import asyncio
-import functools
 import json
 import logging
 
@@ -122,13 +121,15 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             await self.send(json.dumps(reply))
 
     async def _pump(self, after):
-        deliver = functools.partial(self._deliver, asyncio.current_task()) if self.direct else None
         try:
             if after is None:
                 after = await self._send_snapshot()
             while True:
                 await self.watch.renew()
-                batch = await events.read(self.thread_id, after, deliver=deliver)
+                if self.direct is not None:
+                    after = await self._follow(after)
+                    continue
+                batch = await events.read(self.thread_id, after)
                 if batch:
                     await self._send_batch(batch)
                     after = batch[-1][0]
@@ -139,6 +140,33 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         except Exception:  # not an outage: a bug, with its traceback; the page still reconnects
             log.exception("thread socket %s: stream read failed", self.thread_id)
             await self.close(code=CLOSE_RETRY)
+
+    async def _follow(self, after):
+        """Daphne's socket: the thread's batches written to it by the shared reads as they arrive
+        (events.follow), this task waking only to renew its watch, or once a frame could not go
+        straight to the socket (it then sends the rest of that batch through the ASGI send).
+        Returns the position reached; raises what a read raised."""
+        pump, position = asyncio.current_task(), [after]
+
+        def deliver(batch):
+            if pump is not self.pump:  # a resume replaced this pump (cancelled, not yet out of here)
+                return False
+            self._deliver(pump, batch)
+            position[0] = batch[-1][0]
+            return self.delivered[1] == len(prepared_frames(batch))
+
+        follower = events.follow(self.thread_id, after, deliver)
+        try:
+            while not follower.ended.done():
+                await asyncio.wait([follower.ended], timeout=events.BLOCK_MS / 1000)
+                await self.watch.renew()
+        finally:
+            follower.stop()
+        if follower.ended.result() is not None:
+            raise follower.ended.result()
+        if self.delivered is not None:
+            await self._send_batch(self.delivered[0])  # the frames that did not go straight
+        return position[0]
 
     def _deliver(self, pump, batch):
         """The batch's prepared frames straight to Daphne's socket, as the shared read gets it

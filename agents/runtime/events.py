@@ -276,62 +276,115 @@ async def _xread(thread_id, after, block_ms, count):
 class _SharedRead:
     def __init__(self, key, coro):
         self.key, self.waiters = key, 0
-        self.deliveries = {}  # a reader's token -> its deliver(batch), see read()
+        self.followers = set()  # follow()'s Followers waiting on this read
         self.task = asyncio.ensure_future(coro)
         self.task.add_done_callback(self._done)
 
     def _done(self, task):
         if _inflight_reads.get(self.key) is self:
             del _inflight_reads[self.key]
+        followers, self.followers = list(self.followers), set()
         if task.cancelled() or task.exception() is not None:  # retrieved: nobody may be left to await it
+            for follower in followers:
+                follower.end(task.exception() if not task.cancelled() else asyncio.CancelledError())
             return
         batch = task.result()
-        if batch:
-            # before any reader's task is woken (this callback was added first): the sockets' frames
-            # go out in one pass instead of one wake-up of a task each in between
-            for deliver in list(self.deliveries.values()):
-                try:
-                    deliver(batch)
-                except Exception:  # one socket's failure is not the others'; its reader sends it again
-                    log.exception("delivering a batch of %s failed", self.key[1])
+        # before any reader's task is woken (this callback was added first): the followers' frames
+        # go out in one pass
+        for follower in followers:
+            follower.take(batch)
 
     def leave(self):
         self.waiters -= 1
-        if self.waiters == 0 and not self.task.done():
+        self.cancel_if_unwanted()
+
+    def cancel_if_unwanted(self):
+        if self.waiters == 0 and not self.followers and not self.task.done():
             # the last reader went away: stop waiting on Redis; a newcomer starts a fresh read
             if _inflight_reads.get(self.key) is self:
                 del _inflight_reads[self.key]
             self.task.cancel()
 
 
-async def read(thread_id, after, block_ms=BLOCK_MS, count=500, deliver=None):
-    """A Batch [(entry_id, json_text), ...] after `after`; empty when nothing arrived within block_ms.
-
-    Readers of one thread at one position share a single XREAD (the clients of a watched chat
-    are all at the same entry after each batch): one connection and one decode for all of
-    them instead of one each. The read runs in its own task, so one reader going away does
-    not cancel it for the others; it is cancelled when the last one goes.
-
-    `deliver(batch)`: called, synchronously and without awaiting anything, as soon as a non-empty
-    batch arrives, before the readers' tasks are woken (a socket sending its frames: 500 readers'
-    frames then go out in one pass, the last no longer behind 499 wake-ups). Not called for a
-    reader that left before the batch came.
-    """
+def _shared_read(thread_id, after, block_ms, count):
     key = (id(asyncio.get_running_loop()), thread_id, after, block_ms, count)
     shared = _inflight_reads.get(key)
     if shared is None or shared.task.done():
         # a finished read is never reused: awaiting a done task does not yield to the loop, so a
         # reader that got [] (the block timed out) would spin on it before its cleanup could run
         shared = _inflight_reads[key] = _SharedRead(key, _xread(thread_id, after, block_ms, count))
+    return shared
+
+
+async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
+    """A Batch [(entry_id, json_text), ...] after `after`; empty when nothing arrived within block_ms.
+
+    Readers of one thread at one position share a single XREAD (the clients of a watched chat
+    are all at the same entry after each batch): one connection and one decode for all of
+    them instead of one each. The read runs in its own task, so one reader going away does
+    not cancel it for the others; it is cancelled when the last one goes (and no follower waits).
+    """
+    shared = _shared_read(thread_id, after, block_ms, count)
     shared.waiters += 1
-    token = object()
-    if deliver is not None:
-        shared.deliveries[token] = deliver
     try:
         return await asyncio.shield(shared.task)
     finally:
-        shared.deliveries.pop(token, None)
         shared.leave()
+
+
+class Follower:
+    """follow()'s handle: `ended` (a future) is set to None when `deliver` asked to stop, or to the
+    exception a read raised; stop() leaves the reads."""
+
+    def __init__(self, thread_id, deliver, block_ms, count):
+        self.thread_id, self.deliver, self.block_ms, self.count = thread_id, deliver, block_ms, count
+        self.ended = asyncio.get_running_loop().create_future()
+        self._shared = None
+
+    def attach(self, after):
+        self.after = after
+        self._shared = _shared_read(self.thread_id, after, self.block_ms, self.count)
+        self._shared.followers.add(self)
+
+    def take(self, batch):
+        """The shared read's batch (empty: its block timed out), in its done callback."""
+        self._shared = None
+        if self.ended.done():
+            return
+        if batch:
+            try:
+                more = self.deliver(batch)
+            except Exception as exc:
+                self.end(exc)
+                return
+            if not more:
+                self.end(None)
+                return
+        self.attach(batch[-1][0] if batch else self.after)
+
+    def end(self, exc):
+        self._shared = None
+        if not self.ended.done():
+            self.ended.set_result(exc)
+
+    def stop(self):
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.followers.discard(self)
+            shared.cancel_if_unwanted()
+        self.end(None)
+
+
+def follow(thread_id, after, deliver, block_ms=BLOCK_MS, count=500):
+    """Every non-empty batch after `after` to deliver(batch), called synchronously (it must not
+    await) by the shared read's own callback as the batch arrives, before any reader's task
+    wakes; the follower is then put on the next shared read by that callback too. No task of the
+    caller's wakes per batch: 500 sockets on a thread cost one pass over them per batch, not 500
+    wake-ups, each joining the next read again. `deliver` returns whether to go on. Returns the
+    Follower: await its `ended`, stop() it when done."""
+    follower = Follower(thread_id, deliver, block_ms, count)
+    follower.attach(after)
+    return follower
 
 
 async def range_from(thread_id, start):

@@ -2,6 +2,7 @@
 watchers of many threads in one process are not capped by redis-py's pool default (100)."""
 
 import asyncio
+import json
 import uuid
 
 from ag_ui.core import CustomEvent
@@ -71,28 +72,54 @@ async def _joined(thread_id, waiters):
     raise AssertionError(f"{waiters} readers never joined the read")
 
 
-async def test_a_batch_is_delivered_to_every_reader_before_any_reader_wakes():
-    """What a shared read brings goes to each reader's `deliver` in one pass (a socket's frames),
-    before any reader's task runs again; a reader gone before the batch gets no delivery."""
+async def test_followers_get_each_batch_in_one_pass_then_the_next_on_one_read_between_them(monkeypatch):
+    """follow(): each batch goes to every follower's deliver as the shared read gets it, before any
+    reader's task wakes; the followers are then on the next read, one XREAD between them, with no
+    task of theirs woken. One whose deliver says stop gets nothing more, a stopped one nothing, and
+    once all are stopped the read they waited on is cancelled."""
+    calls = []
+    real = events._xread
+
+    async def counting(*args):
+        calls.append(args[1])
+        return await real(*args)
+
+    monkeypatch.setattr(events, "_xread", counting)
     thread_id = _thread()
     after = events.last_id_sync(thread_id)
-    order = []
+    got = []
 
-    async def reader(i):
-        batch = await events.read(thread_id, after, block_ms=3000,
-                                  deliver=lambda b, i=i: order.append(("delivered", i, len(b))))
-        order.append(("woke", i))
-        return batch
+    def deliver(name, more=True):
+        return lambda batch: got.append((name, [json.loads(p)["name"] for _, p in batch])) or more
 
-    readers = [asyncio.create_task(reader(i)) for i in range(5)]
-    gone = asyncio.create_task(reader("gone"))
-    await _joined(thread_id, 6)
-    gone.cancel()
-    await _joined(thread_id, 5)
+    block = 10_000  # no empty read meanwhile: a read at each position, no more
+    followers = [events.follow(thread_id, after, deliver(i), block_ms=block) for i in range(3)]
+    quitter = events.follow(thread_id, after, deliver("quits", more=False), block_ms=block)
+    stopped = events.follow(thread_id, after, deliver("stopped"), block_ms=block)
+    stopped.stop()
+
+    async def reader():
+        await events.read(thread_id, after, block_ms=block)
+        got.append(("woke", []))
+
+    waking = asyncio.create_task(reader())
+    await _joined(thread_id, 1)
     await asyncio.to_thread(events.append, thread_id, CustomEvent(name="ping", value=1))
-    await asyncio.wait_for(asyncio.gather(*readers), timeout=10)
-    assert order[:5] == [("delivered", i, 1) for i in range(5)]
-    assert sorted(order[5:]) == [("woke", i) for i in range(5)]
+    await asyncio.wait_for(waking, timeout=10)
+    assert sorted(map(str, got[:4])) == sorted(map(str, [(0, ["ping"]), (1, ["ping"]), (2, ["ping"]), ("quits", ["ping"])]))
+    assert got[4:] == [("woke", [])]
+    assert quitter.ended.done() and quitter.ended.result() is None and not followers[0].ended.done()
+    await asyncio.to_thread(events.append, thread_id, CustomEvent(name="pong", value=2))
+    for _ in range(1000):
+        if len(got) == 8:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(map(str, got[5:])) == sorted(map(str, [(0, ["pong"]), (1, ["pong"]), (2, ["pong"])]))
+    # one read at each position (the first the reader's too): before ping, after it, after pong
+    assert len(calls) == 3 and calls[0] == after and len(set(calls)) == 3
+    for follower in followers:
+        follower.stop()
+    assert not any(k[1] == thread_id for k in events._inflight_reads)
 
 
 async def test_watchers_of_many_threads_are_not_capped_at_the_pool_default():
