@@ -224,6 +224,19 @@ def _asgi_post(token, thread_id, run_id, text="hello"):
                               headers={"accept": "text/event-stream", "authorization": f"Bearer {token}"})
 
 
+def _before_the_writes(monkeypatch, before):
+    """endpoint.record (the POST's writes, on their thread) with before() run first."""
+    from agents.agui import endpoint
+
+    real_record = endpoint.record
+
+    def record(*args, **kwargs):
+        before()
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(endpoint, "record", record)
+
+
 def _frames(chunks):
     return [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
 
@@ -235,17 +248,15 @@ def test_under_asgi_a_new_runs_start_goes_out_before_its_writes(celery_worker_li
     entry the stream holds for every other watcher."""
     from asgiref.sync import sync_to_async
 
-    from agents.agui import endpoint
     from agents.models import Thread
 
-    gate, real_record = threading.Event(), endpoint.record
+    gate = threading.Event()
 
-    def held(*args, **kwargs):
+    def held():
         if not gate.wait(30):
             raise AssertionError("the test never opened the gate")
-        return real_record(*args, **kwargs)
 
-    monkeypatch.setattr(endpoint, "record", held)
+    _before_the_writes(monkeypatch, held)
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
 
@@ -281,15 +292,8 @@ def test_under_asgi_a_new_runs_writes_begin_once_its_start_is_sent(celery_worker
     the run goes on as ever."""
     from asgiref.sync import sync_to_async
 
-    from agents.agui import endpoint
-
-    began, real_record = threading.Event(), endpoint.record
-
-    def noted(*args, **kwargs):
-        began.set()
-        return real_record(*args, **kwargs)
-
-    monkeypatch.setattr(endpoint, "record", noted)
+    began = threading.Event()
+    _before_the_writes(monkeypatch, began.set)
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
 
@@ -319,16 +323,10 @@ def test_under_asgi_a_client_gone_before_the_writes_end_abandons_its_run(demo, m
     from asgiref.sync import sync_to_async
 
     from agents import watching
-    from agents.agui import endpoint
     from agents.models import Message
 
-    gate, real_record = threading.Event(), endpoint.record
-
-    def held(*args, **kwargs):
-        gate.wait(30)
-        return real_record(*args, **kwargs)
-
-    monkeypatch.setattr(endpoint, "record", held)
+    gate = threading.Event()
+    _before_the_writes(monkeypatch, lambda: gate.wait(30))
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)  # no worker: the run stays queued
     thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
