@@ -169,9 +169,9 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         return position[0]
 
     def _deliver(self, pump, batch):
-        """The batch's prepared frames straight to Daphne's socket, as the shared read gets it
-        (events.read's `deliver`); how many went is kept for _send_batch. Not for a pump that a
-        resume replaced (cancelled, it may not have left its read yet)."""
+        """The batch's prepared frames straight to Daphne's socket; how many went is kept for
+        _send_batch. Not for a pump that a resume replaced (cancelled, it may not have left its
+        read yet)."""
         if pump is not self.pump:
             return
         self.delivered = [batch, 0]
