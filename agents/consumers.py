@@ -7,6 +7,7 @@ events read together costs one frame per socket instead of one per event.
 """
 
 import asyncio
+import functools
 import json
 import logging
 
@@ -68,7 +69,7 @@ def prepared_frames(batch):
 
 class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logout
     pump = None  # the task reading the thread's stream for this socket
-    delivered = None  # [batch, how many of its frames went] by _deliver
+    rest = None  # (batch, how many of its frames went) when one could not go straight to the socket
 
     async def connect(self):
         user = self.scope.get("user")
@@ -146,16 +147,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         (events.follow), this task waking only to renew its watch, or once a frame could not go
         straight to the socket (it then sends the rest of that batch through the ASGI send).
         Returns the position reached; raises what a read raised."""
-        pump, position = asyncio.current_task(), [after]
-
-        def deliver(batch):
-            if pump is not self.pump:  # a resume replaced this pump (cancelled, not yet out of here)
-                return False
-            self._deliver(pump, batch)
-            position[0] = batch[-1][0]
-            return self.delivered[1] == len(prepared_frames(batch))
-
-        follower = events.follow(self.thread_id, after, deliver)
+        follower = events.follow(self.thread_id, after, functools.partial(self._deliver, asyncio.current_task()))
         try:
             while not follower.ended.done():
                 await asyncio.wait([follower.ended], timeout=events.BLOCK_MS / 1000)
@@ -164,29 +156,28 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             follower.stop()
         if follower.ended.result() is not None:
             raise follower.ended.result()
-        if self.delivered is not None:
-            await self._send_batch(self.delivered[0])  # the frames that did not go straight
-        return position[0]
+        if self.rest is not None:
+            (batch, sent), self.rest = self.rest, None
+            await self._send_batch(batch, sent)
+        return follower.after
 
     def _deliver(self, pump, batch):
-        """The batch's prepared frames straight to Daphne's socket; how many went is kept for
-        _send_batch. Not for a pump that a resume replaced (cancelled, it may not have left its
-        read yet)."""
+        """events.follow's deliver for `pump`: the batch's frames, prepared once for every socket of
+        the read, straight to Daphne's socket. False (follow no more) when a resume replaced the
+        pump (cancelled, it may not have left its read yet), or when a frame could not go straight
+        (the socket closing, a frame over Daphne's limit): `rest` keeps what the pump sends then."""
         if pump is not self.pump:
-            return
-        self.delivered = [batch, 0]
-        for prepared in prepared_frames(batch):
+            return False
+        for sent, prepared in enumerate(prepared_frames(batch)):
             if not self.direct(prepared):
-                break
-            self.delivered[1] += 1
+                self.rest = (batch, sent)
+                return False
+        return True
 
-    async def _send_batch(self, batch):
-        sent = 0
-        if self.direct is not None:
-            if self.delivered is None or self.delivered[0] is not batch:
-                self._deliver(self.pump, batch)
-            sent, self.delivered = self.delivered[1], None
-        for text in batch_frames(batch)[sent:]:  # not Daphne, or Daphne would not send it now
+    async def _send_batch(self, batch, sent=0):
+        """The batch's frames from the `sent`-th on, through the ASGI send (not Daphne, or Daphne
+        would not send them straight)."""
+        for text in batch_frames(batch)[sent:]:
             await self.send(text)
 
     async def _send_snapshot(self):

@@ -333,8 +333,8 @@ async def read(thread_id, after, block_ms=BLOCK_MS, count=500):
 
 
 class Follower:
-    """follow()'s handle: `ended` (a future) is set to None when `deliver` asked to stop, or to the
-    exception a read raised; stop() leaves the reads."""
+    """follow()'s handle: `after`, the last entry handed to `deliver`; `ended` (a future), set to
+    None when `deliver` asked to stop, or to the exception a read raised; stop() leaves the reads."""
 
     def __init__(self, thread_id, deliver, block_ms, count):
         self.thread_id, self.deliver, self.block_ms, self.count = thread_id, deliver, block_ms, count
@@ -352,6 +352,7 @@ class Follower:
         if self.ended.done():
             return
         if batch:
+            self.after = batch[-1][0]  # handed over, whatever deliver makes of it
             try:
                 more = self.deliver(batch)
             except Exception as exc:
@@ -360,7 +361,7 @@ class Follower:
             if not more:
                 self.end(None)
                 return
-        self.attach(batch[-1][0] if batch else self.after)
+        self.attach(self.after)
 
     def end(self, exc):
         self._shared = None

@@ -104,11 +104,8 @@ def test_every_socket_of_a_shared_read_gets_the_batch_framed_once(monkeypatch):
         consumer.base_send, consumer.direct = send, daphne_frames.direct(send)
         sockets.append((consumer, written))
 
-    async def deliver():
-        for consumer, _written in sockets:
-            await consumer._send_batch(batch)
-
-    asyncio.run(deliver())
+    for consumer, _written in sockets:
+        assert consumer._deliver(consumer.pump, batch)
     assert [written.value() for _c, written in sockets] == [own.value()] * 3
     assert prepared == list(consumers.frames(payloads))
 
@@ -131,15 +128,16 @@ def test_a_socket_closed_mid_batch_gets_the_rest_through_the_asgi_send(monkeypat
 
     consumer = consumers.ThreadConsumer()
     consumer.base_send, consumer.direct = asgi_send, closes_after_one
-    asyncio.run(consumer._send_batch(batch))
+    assert consumer._deliver(consumer.pump, batch) is False and consumer.rest == (batch, 1)
+    asyncio.run(consumer._send_batch(*consumer.rest))
     assert written.value().endswith(b'"first one"')
     assert through_asgi == [{"type": "websocket.send", "text": '"second one"'}]
 
 
-def test_a_batch_goes_once_to_the_pump_now_reading_and_never_from_one_a_resume_replaced():
-    """A shared read delivers its batch as it arrives (consumers.ThreadConsumer._deliver); a pump
-    that a resume cancelled may not have left its read yet: it sends nothing. The pump's own send
-    then does not send the delivered frames again."""
+def test_a_batch_goes_to_the_pump_now_reading_and_never_from_one_a_resume_replaced():
+    """A shared read hands its batch to each follower as it arrives (ThreadConsumer._deliver); a
+    pump that a resume cancelled may not have left its read yet: it sends nothing and stops
+    following. The current pump's frames go once, with nothing left over for its ASGI send."""
     server = daphne_server()
     send, written = daphne_socket(server)
     consumer = consumers.ThreadConsumer()
@@ -147,13 +145,11 @@ def test_a_batch_goes_once_to_the_pump_now_reading_and_never_from_one_a_resume_r
     batch = events.Batch([("1-0", '"late"')])
     replaced, consumer.pump = object(), object()
     before = written.value()
-    consumer._deliver(replaced, batch)
-    assert written.value() == before and consumer.delivered is None
-    consumer._deliver(consumer.pump, batch)
-    once = written.value()
-    assert once.endswith(b'"late"') and consumer.delivered == [batch, 1]
-    asyncio.run(consumer._send_batch(batch))
-    assert written.value() == once and consumer.delivered is None
+    assert consumer._deliver(replaced, batch) is False
+    assert written.value() == before and consumer.rest is None
+    assert consumer._deliver(consumer.pump, batch) is True
+    assert written.value().endswith(b'"late"') and written.value().count(b'"late"') == 1
+    assert consumer.rest is None
 
 
 def test_autobahns_debug_arguments_are_formatted_only_when_written(monkeypatch):
