@@ -494,13 +494,16 @@ def _orphaned(recording):
 
 
 async def record_after(first_sent, accepted, started):
-    """record_alone() once `first_sent` is set, or after HAND_OVER_LATEST for a response that never
-    starts (its client gone before it: its generator never runs). Not beside the RUN_STARTED: the
-    writes' thread would hold the GIL while the loop sends that frame."""
+    """record_alone() once `first_sent` is set. Not beside the RUN_STARTED: the writes' thread
+    would hold the GIL while the loop sends that frame. For a response that never starts (its
+    client gone before it: its generator never runs), after HAND_OVER_LATEST, and its run is
+    handed over at once then: nothing will send the conversation first."""
     try:
         await asyncio.wait_for(first_sent.wait(), HAND_OVER_LATEST)
     except TimeoutError:
-        pass
+        plan = await sync_to_async(record_alone, thread_sensitive=False)(accepted, started)
+        await hand_over(plan)
+        return plan
     return await sync_to_async(record_alone, thread_sensitive=False)(accepted, started)
 
 
