@@ -1,0 +1,131 @@
+"""Two checkouts side by side: paired request timings on a machine whose speed drifts.
+
+    python bench/ab.py BASE_DIR [NEW_DIR]    # NEW_DIR defaults to this checkout
+
+Starts each checkout's bench stack (bench/run.py's Stack: Daphne, a Celery worker, an embedded
+Redis, SQLite or DATABASE_URL, the fake model; no peer), then times the same requests against
+both, alternating one by one (which side goes first alternates too), with the bench's lean
+client: POST /agui/banking/ -> RUN_STARTED, a 404, and an AG-UI resume -> TOOL_CALL_RESULT. Both
+sides meet the same machine at the same minute, so a change of a few hundred µs shows that
+separate `bench/run.py` runs (whose figures move by 10-30 % from one run to the next here) hide.
+AB_POSTS / AB_RESUMES set the counts (100 / 40). Prints p50 and p95 of each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MARK = "AB-STACK "
+
+
+def serve_stack():
+    """In a checkout's root (cwd): start its stack, print what the client needs, stop at stdin's end."""
+    sys.path.insert(0, str(Path.cwd() / "bench"))
+    import run
+
+    stack = run.Stack(argparse.Namespace(peer=False, pool="prefork", concurrency=2))
+    try:
+        stack.start()
+        print(MARK + json.dumps({"url": stack.url, "tokens": stack.djtask("tokens")}), flush=True)
+        sys.stdin.read()
+    finally:
+        stack.stop()
+
+
+def start(checkout):
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # each stack its own Redis
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve"], cwd=checkout, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if line.startswith(MARK):
+            return proc, json.loads(line[len(MARK):])
+    raise SystemExit(f"the stack of {checkout} did not start")
+
+
+def q(values):
+    values = sorted(values)
+    return f"p50 {statistics.median(values):6.2f} p95 {values[max(0, int(len(values) * 0.95) - 1)]:6.2f} ms"
+
+
+async def measure(info, posts, resumes):
+    sys.path.insert(0, str(HERE))
+    import run
+    from rawhttp import Connection
+
+    conns = {side: Connection.for_url(i["url"]) for side, i in info.items()}
+
+    def post(side, body):
+        return conns[side].sse("/agui/banking/", body, {"Authorization": "Bearer " + info[side]["tokens"]["alice"]})
+
+    out = {side: {"POST -> RUN_STARTED": [], "a 404": [], "resume -> TOOL_CALL_RESULT": []} for side in info}
+    order = list(info)
+    for i in range(posts + 5):  # the first five warm connections and imports
+        for side in (order if i % 2 else order[::-1]):
+            t0 = time.perf_counter()
+            frames, _ = await run.read_run(post(side, run.run_input(f"ab-{uuid.uuid4()}", "hello")))
+            if frames[0][2]["type"] != "RUN_STARTED":
+                raise RuntimeError(f"{side}: {frames[0][2]}")
+            t1 = time.perf_counter()
+            status, _h, _b = await conns[side].request("GET", "/api/no-such-route/")
+            if status != 404:
+                raise RuntimeError(f"{side}: a 404 gave {status}")
+            if i >= 5:
+                out[side]["POST -> RUN_STARTED"].append((frames[0][0] - t0) * 1000)
+                out[side]["a 404"].append((time.perf_counter() - t1) * 1000)
+    for i in range(resumes + 2):
+        for side in (order if i % 2 else order[::-1]):
+            thread_id = f"ab-resume-{uuid.uuid4()}"
+            frames, _ = await run.read_run(post(side, run.run_input(thread_id, run.CANCEL)))
+            interrupts = (frames[-1][2].get("outcome") or {}).get("interrupts") or []
+            if not interrupts:
+                raise RuntimeError(f"{side}: the cancel did not pause")
+            snapshot = [f[2]["messages"] for f in frames if f[2]["type"] == "MESSAGES_SNAPSHOT"][-1]
+            body = {**run.run_input(thread_id, ""), "messages": snapshot,
+                    "resume": [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True}}
+                               for it in interrupts]}
+            t0 = time.perf_counter()
+            frames, hit = await run.read_run(post(side, body), until=lambda e: e.get("type") == "TOOL_CALL_RESULT")
+            if hit is None:
+                raise RuntimeError(f"{side}: the resume gave no tool result")
+            if i >= 2:
+                out[side]["resume -> TOOL_CALL_RESULT"].append((hit - t0) * 1000)
+    for conn in conns.values():
+        await conn.close()
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base")
+    parser.add_argument("new", nargs="?", default=str(HERE.parent))
+    if "--serve" in (argv or sys.argv[1:]):  # one side's stack, in its checkout (start())
+        return serve_stack()
+    args = parser.parse_args(argv)
+    procs, info = [], {}
+    try:
+        for side, checkout in (("base", args.base), ("new", args.new)):
+            proc, info[side] = start(checkout)
+            procs.append(proc)
+        out = asyncio.run(measure(info, int(os.environ.get("AB_POSTS", 100)), int(os.environ.get("AB_RESUMES", 40))))
+    finally:
+        for proc in procs:
+            proc.stdin.close()
+        for proc in procs:
+            proc.wait(60)
+    for figure in out["base"]:
+        print(f"{figure:28s} base {q(out['base'][figure])} | new {q(out['new'][figure])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
