@@ -5,10 +5,11 @@
 Starts each checkout's bench stack (bench/run.py's Stack: Daphne, a Celery worker, an embedded
 Redis, SQLite or DATABASE_URL, the fake model; no peer), then times the same requests against
 both, alternating one by one (which side goes first alternates too), with the bench's lean
-client: POST /agui/banking/ -> RUN_STARTED, a 404, and an AG-UI resume -> TOOL_CALL_RESULT. Both
+client: POST /agui/banking/ -> RUN_STARTED, a 404, an AG-UI resume -> TOOL_CALL_RESULT, and the
+decide API (finn approves a paused transfer) with its TOOL_CALL_RESULT on the thread WebSocket. Both
 sides meet the same machine at the same minute, so a change of a few hundred µs shows that
 separate `bench/run.py` runs (whose figures move by 10-30 % from one run to the next here) hide.
-AB_POSTS / AB_RESUMES set the counts (100 / 40). Prints p50 and p95 of each side.
+AB_POSTS / AB_RESUMES / AB_DECISIONS set the counts (100 / 40 / 40). Prints p50 and p95 of each side.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def serve_stack():
     stack = run.Stack(argparse.Namespace(peer=False, pool="prefork", concurrency=2))
     try:
         stack.start()
-        print(MARK + json.dumps({"url": stack.url, "tokens": stack.djtask("tokens")}), flush=True)
+        print(MARK + json.dumps({"url": stack.url, "tokens": stack.djtask("tokens"), "password": run.PASSWORD}), flush=True)
         sys.stdin.read()
     finally:
         stack.stop()
@@ -57,12 +58,18 @@ def q(values):
     return f"p50 {statistics.median(values):6.2f} p95 {values[max(0, int(len(values) * 0.95) - 1)]:6.2f} ms"
 
 
-async def measure(info, posts, resumes):
+async def measure(info, posts, resumes, decisions):
     sys.path.insert(0, str(HERE))
     import run
     from rawhttp import Connection
 
     conns = {side: Connection.for_url(i["url"]) for side, i in info.items()}
+    clients = {}
+    for side, i in info.items():  # the bench's client, signed in as the demo users of that side's stack
+        clients[side] = client = run.Client(None, i["url"])
+        client.tokens, run.PASSWORD = i["tokens"], i["password"]
+        for user in ("alice", "finn"):
+            client.sessions[user] = await client.login(user)
 
     def post(side, body):
         return conns[side].sse("/agui/banking/", body, {"Authorization": "Bearer " + info[side]["tokens"]["alice"]})
@@ -99,8 +106,29 @@ async def measure(info, posts, resumes):
                 raise RuntimeError(f"{side}: the resume gave no tool result")
             if i >= 2:
                 out[side]["resume -> TOOL_CALL_RESULT"].append((hit - t0) * 1000)
-    for conn in conns.values():
+    paused = {side: await run.paused_runs(clients[side], decisions + 2) for side in info}
+    for side in info:
+        out[side].update({"decide API": [], "decide sent -> TOOL_CALL_RESULT": []})
+    for i in range(decisions + 2):
+        for side in (order if i % 2 else order[::-1]):
+            c, (thread_id, _run_id) = clients[side], paused[side][i]
+            pending = await c.api("GET", f"/api/approvals/?thread={thread_id}&status=pending", "finn")
+            async with c.ws(thread_id) as sock:
+                await run.snapshots(sock)
+                reader = asyncio.create_task(run.read_until(sock, lambda e: e.get("type") == "TOOL_CALL_RESULT", timeout=60))
+                await asyncio.sleep(0)  # the reader waits on the socket before the call
+                t0 = time.perf_counter()
+                await c.decide(pending["results"][0]["id"])
+                t1 = time.perf_counter()
+                frames = await reader
+                await run.read_until(sock, run.is_end, timeout=60)  # the continuation ends before the next
+            if i >= 2:
+                out[side]["decide API"].append((t1 - t0) * 1000)
+                out[side]["decide sent -> TOOL_CALL_RESULT"].append((frames[-1][0] - t0) * 1000)
+    for conn in [*conns.values(), *(c for client in clients.values() for c in (client.raw, *client.idle))]:
         await conn.close()
+    for client in clients.values():
+        await client.http.aclose()
     return out
 
 
@@ -116,14 +144,15 @@ def main(argv=None):
         for side, checkout in (("base", args.base), ("new", args.new)):
             proc, info[side] = start(checkout)
             procs.append(proc)
-        out = asyncio.run(measure(info, int(os.environ.get("AB_POSTS", 100)), int(os.environ.get("AB_RESUMES", 40))))
+        out = asyncio.run(measure(info, int(os.environ.get("AB_POSTS", 100)), int(os.environ.get("AB_RESUMES", 40)),
+                                  int(os.environ.get("AB_DECISIONS", 40))))
     finally:
         for proc in procs:
             proc.stdin.close()
         for proc in procs:
             proc.wait(60)
     for figure in out["base"]:
-        print(f"{figure:28s} base {q(out['base'][figure])} | new {q(out['new'][figure])}")
+        print(f"{figure:32s} base {q(out['base'][figure])} | new {q(out['new'][figure])}")
     return 0
 
 

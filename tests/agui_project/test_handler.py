@@ -9,6 +9,7 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIHandler as DjangoASGIHandler
 from django.http import HttpResponse
+from django.template.response import SimpleTemplateResponse
 from django.test import override_settings
 from django.urls import path as url
 from django.utils.deprecation import MiddlewareMixin
@@ -270,3 +271,110 @@ def test_what_the_asgi_module_made_at_start_is_left_out_of_the_collectors_passes
     import agui_project.asgi  # noqa: F401  (Daphne's application module)
 
     assert gc.get_freeze_count() > 10_000
+
+
+RENDERS = []
+
+
+class _Rendered(SimpleTemplateResponse):
+    """A deferred-render response (as DRF's Response and TemplateResponse are) that records where it renders."""
+
+    def __init__(self, fail=False):
+        super().__init__(template="unused")
+        self.fail = fail
+
+    @property
+    def rendered_content(self):
+        RENDERS.append(("render", threading.get_ident()))
+        if self.fail:
+            raise ValueError("the template broke")
+        return "rendered"
+
+
+def _deferred_view(request):
+    RENDERS.append(("view", threading.get_ident()))
+    return _Rendered(fail=request.path.endswith("/broken/"))
+
+
+class SeesTemplateResponses:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_template_response(self, request, response):
+        RENDERS.append(("middleware", response.is_rendered))
+        return response
+
+
+urlpatterns += [url("deferred/", _deferred_view), url("deferred/broken/", _deferred_view)]
+
+
+def handler500(request):  # this module as ROOT_URLCONF: an error page that needs none of the project's URLs
+    return HttpResponse("server error", status=500)
+
+
+async def _call_with_body(app, path):
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": path,
+             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"testserver")],
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
+    sent, got = [], []
+
+    async def receive():
+        if not got:
+            got.append(True)
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    status = next(m for m in sent if m["type"] == "http.response.start")["status"]
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def _hops_of(app, path):
+    hops, original = [], asgiref.sync.SyncToAsync.__call__
+
+    async def counting(self, *args, **kwargs):
+        hops.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await original(self, *args, **kwargs)
+
+    asgiref.sync.SyncToAsync.__call__ = counting
+    try:
+        return asyncio.run(_call_with_body(app, path)), hops
+    finally:
+        asgiref.sync.SyncToAsync.__call__ = original
+
+
+@override_settings(MIDDLEWARE=[], ROOT_URLCONF=__name__)
+def test_a_sync_views_deferred_response_renders_on_the_views_own_hop():
+    """Django renders it on a hop of its own after the view's; here the view's call renders it."""
+    RENDERS.clear()
+    (status, body), hops = _hops_of(DjangoASGIHandler(), "/deferred/")
+    assert (status, body) == (200, b"rendered")
+    assert "SimpleTemplateResponse.render" in hops  # what Django's own chain does
+    (view, view_thread), (_render, django_render_thread) = RENDERS
+
+    RENDERS.clear()
+    (status, body), hops = _hops_of(ASGIHandler(), "/deferred/")
+    assert (status, body) == (200, b"rendered")
+    assert len(hops) == 2 and hops[1] == "HttpResponseBase.close", hops  # the view (and its render), the close
+    assert RENDERS == [("view", RENDERS[0][1]), ("render", RENDERS[0][1])]
+
+
+@override_settings(MIDDLEWARE=[], ROOT_URLCONF=__name__, DEBUG=False)
+def test_a_render_that_fails_is_answered_as_djangos_chain_answers_it():
+    statuses = [asyncio.run(_call_with_body(cls(), "/deferred/broken/"))[0] for cls in (DjangoASGIHandler, ASGIHandler)]
+    assert statuses == [500, 500]
+
+
+@override_settings(MIDDLEWARE=[f"{__name__}.SeesTemplateResponses"], ROOT_URLCONF=__name__)
+def test_template_response_middleware_still_sees_the_response_before_its_render():
+    RENDERS.clear()
+    status, body = asyncio.run(_call_with_body(ASGIHandler(), "/deferred/"))
+    assert (status, body) == (200, b"rendered")
+    assert [name for name, _ in RENDERS] == ["view", "middleware", "render"]
+    assert RENDERS[1] == ("middleware", False)
