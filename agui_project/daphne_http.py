@@ -3,10 +3,10 @@
 Twisted's http.Request parses a POST body whose Content-Type is a form (urlencoded or multipart)
 into `request.args` as it arrives, and to find out whether it is one it parses every POST's
 Content-Type with the stdlib's email package, which builds a new header class on each call: about
-0.1 ms of every POST here before Daphne sees the request (0.3-0.4 ms over a socket, traced). Daphne
+0.1 ms of every POST here before Daphne sees the request (0.2-0.3 ms over a socket, traced). Daphne
 never reads `args`: it hands the raw body to the ASGI application, where Django parses it (only
-when asked). Twisted has a switch for exactly this, `parsePOSTFormSubmission` (twisted.web.server
-turns it off per Site); Daphne builds its requests without it. Off, a multipart upload is also no
+when asked). Twisted has a switch for exactly this, `parsePOSTFormSubmission` (twisted.web.server's
+Site can turn it off); Daphne builds its requests without using it. Off, a multipart upload is also no
 longer parsed into memory twice, nor refused by Twisted before Django sees it.
 
 Each reply's bytes go to the kernel as the reply is made (twisted_writes.send_buffered), in one

@@ -162,6 +162,14 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1, "max_size": AGUI_DB_POOL_SIZE, "timeout": 10,
     }
+# PostgreSQL plans every statement it is sent; a prepared one is planned once per connection, and
+# the pool keeps connections (and their prepared statements) from one request to the next: a
+# statement run twice on a connection is prepared there (psycopg's prepare_threshold; Django turns it
+# off unless asked, for transaction-mode poolers such as PgBouncer's: AGUI_DB_PREPARE=0 there).
+# Prepared statements need the server to bind the parameters (server_side_binding).
+AGUI_DB_PREPARE = env_bool("AGUI_DB_PREPARE", True)
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_PREPARE:
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=2)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" and AGUI_DB_POOL:
     DATABASES["default"]["ENGINE"] = "agui_project.sqlite3"
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):

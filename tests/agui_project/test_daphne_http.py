@@ -13,6 +13,7 @@ from twisted.internet import tcp
 from twisted.internet.testing import MemoryReactor
 
 from agui_project import daphne_http, twisted_writes
+from tests.agui_project.test_twisted_writes import waiting
 
 
 class Server:
@@ -59,17 +60,6 @@ def http():
     yield server, protocol, connection, client, reactor
     client.close()
     accepted.close()
-
-
-def waiting(peer):
-    """What has reached the peer already, without blocking."""
-    peer.setblocking(False)
-    try:
-        return peer.recv(1 << 20)
-    except BlockingIOError:
-        return b""
-    finally:
-        peer.settimeout(5)
 
 
 def post(protocol, body, content_type):
