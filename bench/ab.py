@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -71,60 +71,36 @@ async def measure(info, posts, resumes, decisions):
         for user in ("alice", "finn"):
             client.sessions[user] = await client.login(user)
 
-    def post(side, body):
-        return conns[side].sse("/agui/banking/", body, {"Authorization": "Bearer " + info[side]["tokens"]["alice"]})
+    post = {side: partial(conns[side].sse, "/agui/banking/", headers={"Authorization": "Bearer " + i["tokens"]["alice"]})
+            for side, i in info.items()}  # body -> alice's AG-UI POST to that side, its frames
 
-    out = {side: {"POST -> RUN_STARTED": [], "a 404": [], "resume -> TOOL_CALL_RESULT": []} for side in info}
+    out = {side: {"POST -> RUN_STARTED": [], "a 404": [], "resume -> TOOL_CALL_RESULT": [], "decide API": [],
+                  "decide sent -> TOOL_CALL_RESULT": []} for side in info}
     order = list(info)
-    for i in range(posts + 5):  # the first five warm connections and imports
-        for side in (order if i % 2 else order[::-1]):
-            t0 = time.perf_counter()
-            frames, _ = await run.read_run(post(side, run.run_input(f"ab-{uuid.uuid4()}", "hello")))
-            if frames[0][2]["type"] != "RUN_STARTED":
-                raise RuntimeError(f"{side}: {frames[0][2]}")
-            t1 = time.perf_counter()
-            status, _h, _b = await conns[side].request("GET", "/api/no-such-route/")
-            if status != 404:
-                raise RuntimeError(f"{side}: a 404 gave {status}")
-            if i >= 5:
-                out[side]["POST -> RUN_STARTED"].append((frames[0][0] - t0) * 1000)
-                out[side]["a 404"].append((time.perf_counter() - t1) * 1000)
-    for i in range(resumes + 2):
-        for side in (order if i % 2 else order[::-1]):
-            thread_id = f"ab-resume-{uuid.uuid4()}"
-            frames, _ = await run.read_run(post(side, run.run_input(thread_id, run.CANCEL)))
-            interrupts = (frames[-1][2].get("outcome") or {}).get("interrupts") or []
-            if not interrupts:
-                raise RuntimeError(f"{side}: the cancel did not pause")
-            snapshot = [f[2]["messages"] for f in frames if f[2]["type"] == "MESSAGES_SNAPSHOT"][-1]
-            body = {**run.run_input(thread_id, ""), "messages": snapshot,
-                    "resume": [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True}}
-                               for it in interrupts]}
-            t0 = time.perf_counter()
-            frames, hit = await run.read_run(post(side, body), until=lambda e: e.get("type") == "TOOL_CALL_RESULT")
-            if hit is None:
-                raise RuntimeError(f"{side}: the resume gave no tool result")
-            if i >= 2:
-                out[side]["resume -> TOOL_CALL_RESULT"].append((hit - t0) * 1000)
-    paused = {side: await run.paused_runs(clients[side], decisions + 2) for side in info}
-    for side in info:
-        out[side].update({"decide API": [], "decide sent -> TOOL_CALL_RESULT": []})
-    for i in range(decisions + 2):
-        for side in (order if i % 2 else order[::-1]):
-            c, (thread_id, _run_id) = clients[side], paused[side][i]
-            pending = await c.api("GET", f"/api/approvals/?thread={thread_id}&status=pending", "finn")
-            async with c.ws(thread_id) as sock:
-                await run.snapshots(sock)
-                reader = asyncio.create_task(run.read_until(sock, lambda e: e.get("type") == "TOOL_CALL_RESULT", timeout=60))
-                await asyncio.sleep(0)  # the reader waits on the socket before the call
-                t0 = time.perf_counter()
-                await c.decide(pending["results"][0]["id"])
-                t1 = time.perf_counter()
-                frames = await reader
-                await run.read_until(sock, run.is_end, timeout=60)  # the continuation ends before the next
-            if i >= 2:
-                out[side]["decide API"].append((t1 - t0) * 1000)
-                out[side]["decide sent -> TOOL_CALL_RESULT"].append((frames[-1][0] - t0) * 1000)
+
+    def turns(n, warm):  # each side in turn, the first side alternating; the first `warm` rounds not kept
+        for i in range(n + warm):
+            for side in (order if i % 2 else order[::-1]):
+                yield i >= warm, side
+
+    for kept, side in turns(posts, 5):
+        t0, frames = await run.started_run(post[side], side)
+        floor = await run.floor_404(conns[side], side)
+        if kept:
+            out[side]["POST -> RUN_STARTED"].append((frames[0][0] - t0) * 1000)
+            out[side]["a 404"].append(floor)
+    for kept, side in turns(resumes, 2):
+        body = await run.resume_body(post[side], side)
+        t0 = time.perf_counter()
+        hit = await run.resume_result(post[side], body, side)
+        if kept:
+            out[side]["resume -> TOOL_CALL_RESULT"].append((hit - t0) * 1000)
+    paused = {side: iter(await run.paused_runs(clients[side], decisions + 2)) for side in info}
+    for kept, side in turns(decisions, 2):
+        t0, t1, t2 = await run.timed_decision(clients[side], next(paused[side])[0])
+        if kept:
+            out[side]["decide API"].append((t1 - t0) * 1000)
+            out[side]["decide sent -> TOOL_CALL_RESULT"].append((t2 - t0) * 1000)
     for conn in [*conns.values(), *(c for client in clients.values() for c in (client.raw, *client.idle))]:
         await conn.close()
     for client in clients.values():

@@ -495,6 +495,48 @@ async def read_run(frames_iter, until=None):
     return frames, hit
 
 
+async def started_run(post, label):
+    """POST /agui/<agent>/ of a one-line message through `post` (body -> SSE frames), read to its
+    end: (perf_counter at the send, the frames), checked to start and finish."""
+    t0 = time.perf_counter()
+    frames, _ = await read_run(post(run_input(f"bench-{uuid.uuid4()}", "hello")))
+    if frames[0][2]["type"] != "RUN_STARTED" or frames[-1][2]["type"] != "RUN_FINISHED":
+        raise RuntimeError(f"{label}: {frames[0][2]} ... {frames[-1][2]}")
+    return t0, frames
+
+
+async def floor_404(conn, label) -> float:
+    """ms of a GET that no route answers: the server and the framework, no database."""
+    t0 = time.perf_counter()
+    status, _head, _body = await conn.request("GET", "/api/no-such-route/")
+    if status != 404:
+        raise RuntimeError(f"{label}: GET /api/no-such-route/ -> {status}")
+    return (time.perf_counter() - t0) * 1000
+
+
+async def resume_body(post, label):
+    """A run paused on the requester's own cancel_subscription, and the AG-UI resume a client sends
+    for it: the paused run's messages (its last MESSAGES_SNAPSHOT) and an approval of each interrupt."""
+    thread_id = f"bench-resume-{uuid.uuid4()}"
+    frames, _ = await read_run(post(run_input(thread_id, CANCEL)))
+    end = frames[-1][2]
+    interrupts = (end.get("outcome") or {}).get("interrupts") or []
+    if not interrupts:
+        raise RuntimeError(f"{label}: the cancel did not pause: {end}")
+    snapshot = [f[2]["messages"] for f in frames if f[2]["type"] == "MESSAGES_SNAPSHOT"][-1]
+    return {**run_input(thread_id, ""), "messages": snapshot,
+            "resume": [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True}}
+                       for it in interrupts]}
+
+
+async def resume_result(post, body, label) -> float:
+    """perf_counter of the resume's TOOL_CALL_RESULT (its run read to its end)."""
+    frames, hit = await read_run(post(body), until=lambda e: e.get("type") == "TOOL_CALL_RESULT")
+    if hit is None or frames[-1][2]["type"] != "RUN_FINISHED":
+        raise RuntimeError(f"{label}: the resume gave no tool result: {[f[2]['type'] for f in frames]}")
+    return hit
+
+
 async def bench_peer(c: Client, stack: Stack, cfg) -> dict:
     """The figures a single-process AG-UI server has too, measured on this project and on the
     peer alternately (one run of each in turn, so that both see the same machine), with the same
@@ -519,39 +561,21 @@ async def bench_peer(c: Client, stack: Stack, cfg) -> dict:
         stored = []  # ours: POST -> MESSAGES_SNAPSHOT, the first event sent after the run's writes
         for i in range(cfg["peer_reps"] + 3):
             for side, post in sides.items():
-                t0 = time.perf_counter()
-                frames, _ = await read_run(post(run_input(f"bench-peer-{uuid.uuid4()}", "hello")))
-                if frames[0][2]["type"] != "RUN_STARTED" or frames[-1][2]["type"] != "RUN_FINISHED":
-                    raise RuntimeError(f"{side}: {frames[0][2]} ... {frames[-1][2]}")
-                t1 = time.perf_counter()
-                status, _head, _body = await conns[side].request("GET", "/api/no-such-route/")
-                if status != 404:
-                    raise RuntimeError(f"{side}: GET /api/no-such-route/ -> {status}")
+                t0, frames = await started_run(post, side)
+                floor = await floor_404(conns[side], side)
                 if i >= 3:  # the first runs warm connections and imports
                     firsts[side].append((frames[0][0] - t0) * 1000)
-                    floors[side].append((time.perf_counter() - t1) * 1000)
+                    floors[side].append(floor)
                     if side == "ours":
                         stored.append(next((f[0] - t0) * 1000 for f in frames if f[2]["type"] == "MESSAGES_SNAPSHOT"))
-        # AG-UI resume sent -> TOOL_CALL_RESULT, as a client does it: the paused run's messages
-        # (its last MESSAGES_SNAPSHOT) and an answer to each interrupt
+        # AG-UI resume sent -> TOOL_CALL_RESULT, as a client does it (resume_body)
         resumes, resume_cpu = {side: [] for side in sides}, {side: {} for side in sides}
         for i in range(cfg["peer_resume_reps"] + 2):
             for side, post in sides.items():
-                thread_id = f"bench-resume-{uuid.uuid4()}"
-                frames, _ = await read_run(post(run_input(thread_id, CANCEL)))
-                end = frames[-1][2]
-                interrupts = (end.get("outcome") or {}).get("interrupts") or []
-                if not interrupts:
-                    raise RuntimeError(f"{side}: the cancel did not pause: {end}")
-                snapshot = [f[2]["messages"] for f in frames if f[2]["type"] == "MESSAGES_SNAPSHOT"][-1]
-                body = {**run_input(thread_id, ""), "messages": snapshot,
-                        "resume": [{"interruptId": it["id"], "status": "resolved", "payload": {"approved": True}}
-                                   for it in interrupts]}
+                body = await resume_body(post, side)
                 with meters[side].phase() as used:
                     t0 = time.perf_counter()
-                    frames, hit = await read_run(post(body), until=lambda e: e.get("type") == "TOOL_CALL_RESULT")
-                if hit is None or frames[-1][2]["type"] != "RUN_FINISHED":
-                    raise RuntimeError(f"{side}: the resume gave no tool result: {[f[2]['type'] for f in frames]}")
+                    hit = await resume_result(post, body, side)
                 if i >= 2:
                     resumes[side].append((hit - t0) * 1000)
                     for name, sec in used.items():
@@ -679,23 +703,30 @@ async def bench_decisions(c: Client, stack: Stack, cfg) -> dict:
     return {**figures, "cpu_us_per_decision": per_unit_us(used, len(paused))}
 
 
+async def timed_decision(c: Client, thread_id: str) -> tuple[float, float, float]:
+    """finn approves the paused transfer of `thread_id` through the decide API while a thread
+    WebSocket waits: (perf_counter at the call, at its return, at the TOOL_CALL_RESULT's receipt);
+    returns once the continuation has ended."""
+    pending = await c.api("GET", f"/api/approvals/?thread={thread_id}&status=pending", "finn")
+    approval_id = pending["results"][0]["id"]
+    async with c.ws(thread_id) as sock:
+        await snapshots(sock)
+        reader = asyncio.create_task(read_until(sock, lambda e: e.get("type") == "TOOL_CALL_RESULT", timeout=60))
+        await asyncio.sleep(0)  # the reader is waiting on the socket before the call
+        t0 = time.perf_counter()
+        await c.decide(approval_id)
+        t1 = time.perf_counter()
+        frames = await reader
+        if "Transferred" not in frames[-1][2]["content"]:
+            raise RuntimeError(f"unexpected tool result: {frames[-1][2]['content']}")
+        await read_until(sock, is_end, timeout=60)  # let the continuation finish before the next
+    return t0, t1, frames[-1][0]
+
+
 async def _decide_each(c: Client, paused) -> dict:
     after_return, from_call, api_ms = [], [], []
     for i, (thread_id, _run_id) in enumerate(paused):
-        pending = await c.api("GET", f"/api/approvals/?thread={thread_id}&status=pending", "finn")
-        approval_id = pending["results"][0]["id"]
-        async with c.ws(thread_id) as sock:
-            await snapshots(sock)
-            reader = asyncio.create_task(read_until(sock, lambda e: e.get("type") == "TOOL_CALL_RESULT", timeout=60))
-            await asyncio.sleep(0)  # the reader is waiting on the socket before the call
-            t0 = time.perf_counter()
-            await c.decide(approval_id)
-            t1 = time.perf_counter()
-            frames = await reader
-            t2 = frames[-1][0]
-            if "Transferred" not in frames[-1][2]["content"]:
-                raise RuntimeError(f"unexpected tool result: {frames[-1][2]['content']}")
-            await read_until(sock, is_end, timeout=60)  # let the continuation finish before the next
+        t0, t1, t2 = await timed_decision(c, thread_id)
         if i >= 3:
             after_return.append((t2 - t1) * 1000)
             from_call.append((t2 - t0) * 1000)

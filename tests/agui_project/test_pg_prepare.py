@@ -28,7 +28,7 @@ def test_on_postgresql_a_statement_run_twice_on_a_connection_is_prepared_there()
     ("0", {"server_side_binding": None, "prepare_threshold": None}),
 ])
 def test_agui_db_prepare_sets_psycopgs_options_for_postgresql_only(prepare, options):
-    code = ("import django.conf, json; from agui_project import settings as s; o = s.DATABASES['default'].get('OPTIONS', {}); "
+    code = ("import json; from agui_project import settings as s; o = s.DATABASES['default'].get('OPTIONS', {}); "
             "print(json.dumps({k: o.get(k) for k in ('server_side_binding', 'prepare_threshold')}))")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agui_project.settings", "AGUI_DB_PREPARE": prepare}
     for url, expected in (("postgres://u@127.0.0.1:5432/x", options),
