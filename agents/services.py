@@ -155,8 +155,8 @@ _CALL_STATUS = {
 
 
 # a decision's reads of its paused call and run, compiled once (agui_project/queries.Prepared)
-_PAUSED_CALL = Prepared(ToolCall, lambda pk, approval: ToolCall.objects.select_related("thread__owner").filter(
-    pk=pk, approval_id=approval), arity=2)
+_PAUSED_CALL = Prepared(ToolCall, lambda pk, approval: ToolCall.objects.select_related(
+    "thread__owner__profile").filter(pk=pk, approval_id=approval), arity=2)
 _LOCKED_RUN = Prepared(Run, lambda pk: Run.objects.select_for_update().filter(pk=pk))
 
 
@@ -186,6 +186,8 @@ def approval_resolved(request):
         continuation = None if selectors.has_waiting_calls(run.pk) else continue_run(run, notices=(event,))
         if continuation is None:
             transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
+        else:  # its thread, owner and profile as read with the call: a worker running it need not read them again
+            continuation.thread = call.thread
     return continuation
 
 
@@ -208,16 +210,17 @@ _DECIDED_REQUEST = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.
 
 def continue_decided(request_id):
     """In a worker: approval_resolved() of a committed decision, its continuation announced
-    (RUN_STARTED on the stream) but not handed to another worker. Returns the ids of the runs the
-    caller runs itself. Should it never run them, the beat's requeue_lost_runs sends them again."""
+    (RUN_STARTED on the stream) but not handed to another worker. Returns the continuation (the Run
+    as made, with its thread, owner and profile) when the caller is to run it itself: [] or [run].
+    Should it never run it, the beat's requeue_lost_runs sends it again."""
     request = _DECIDED_REQUEST.one(str(request_id))
     if request is None:
         return []
     with dispatch.announced(defer=True) as heads:
-        approval_resolved(request)
-    for run_id, stream_id in heads.deferred:
+        continuation = approval_resolved(request)
+    for run_id, stream_id in heads.deferred:  # the continuation, once announced (Redis took its RUN_STARTED)
         dispatch.note_stream(run_id, stream_id)
-    return [run_id for run_id, _ in heads.deferred]
+    return [continuation] if continuation is not None and continuation.pk in dict(heads.deferred) else []
 
 
 def resume_stalled():

@@ -15,8 +15,8 @@ def run_agent(run_id):
 def continue_decided(request_id):
     """A decision's wake-up, off the decider's request; its continuation runs here, in this task,
     not after one more trip through the broker. Run twice, the second finds the call settled."""
-    for run_id in services.continue_decided(request_id):
-        runner.run_agent(run_id)
+    for run in services.continue_decided(request_id):
+        runner.run_agent(run.pk, made=run)
 
 
 @shared_task(ignore_result=True)

@@ -63,8 +63,8 @@ def _decisions_woken_here(request, monkeypatch):
         from agents import services
         from agents.dispatch import enqueue_run
 
-        for run_id in services.continue_decided(request_id):
-            enqueue_run(run_id)
+        for run in services.continue_decided(request_id):
+            enqueue_run(run.pk)
 
     monkeypatch.setattr("agents.tasks.continue_decided.delay", wake_here)
 

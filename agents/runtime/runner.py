@@ -79,12 +79,19 @@ _SETTLEABLE = Prepared(ToolCall, lambda thread_id: ToolCall.objects.filter(
             "created_at"))
 
 
-def run_agent(run_id):
-    """Claim a queued run (a second delivery of the task finds nothing) and execute it."""
-    claimed = move_run(run_id, Run.Status.RUNNING, started_at=timezone.now())
+def run_agent(run_id, made=None):
+    """Claim a queued run (a second delivery of the task finds nothing) and execute it. `made`: the
+    Run as this process made it, with its thread, owner and profile (a decision's continuation,
+    agents/tasks.py): once claimed it is not read back."""
+    started = timezone.now()
+    claimed = move_run(run_id, Run.Status.RUNNING, started_at=started)
     if claimed:
         with execution.run_lease(run_id):  # lapses if this worker dies: recovery then takes the run over
-            run = _CLAIMED.one(run_id)
+            if made is not None:
+                run = made
+                run.status, run.started_at = Run.Status.RUNNING, started
+            else:
+                run = _CLAIMED.one(run_id)
             if run is None:  # deleted with its thread since the claim
                 raise Run.DoesNotExist(run_id)
             # what people read of the run (tool outcomes, errors) in the chat owner's language, read

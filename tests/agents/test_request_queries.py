@@ -84,7 +84,7 @@ def test_a_decision_over_the_api_costs_at_most_10_statements_and_its_wake_up_in_
     with django_assert_max_num_queries(10):
         ran = services.continue_decided(req.pk)
     continuation = Run.objects.get(parent_run=run)
-    assert ran == [continuation.pk]
+    assert [r.pk for r in ran] == [continuation.pk]
     assert continuation.status == Run.Status.QUEUED and continuation.stream_id
     assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.APPROVED
 

@@ -49,10 +49,31 @@ def test_a_wake_up_delivered_twice_continues_the_run_once(demo, monkeypatch):
     monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)  # delivered below
     services_decide(demo, req)
     assert not Run.objects.filter(parent_run=run).exists()
-    first = services.continue_decided(req.pk)
+    first = [r.pk for r in services.continue_decided(req.pk)]
     assert services.continue_decided(req.pk) == []
     assert [r.pk for r in Run.objects.filter(parent_run=run)] == first and len(first) == 1
     assert services.continue_decided("no-such-request") == []
+
+
+def test_the_worker_runs_the_continuation_it_made_without_reading_it_back(demo, fake_llm, monkeypatch):
+    """The task that makes the continuation runs it as made (its thread, owner and profile came with
+    the paused call): claimed, then not read again."""
+    from agents import tasks
+    from agents.runtime import runner
+
+    run, req = paused_transfer(demo["alice"], "call-made")
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)  # delivered below
+    services_decide(demo, req)
+
+    class NotReadBack:
+        def one(self, run_id):
+            raise AssertionError(f"run {run_id} was read back after its claim")
+
+    monkeypatch.setattr(runner, "_CLAIMED", NotReadBack())
+    tasks.continue_decided(req.pk)
+    continuation = Run.objects.get(parent_run=run)
+    assert continuation.status == Run.Status.SUCCEEDED and continuation.started_at and continuation.stream_id
+    assert ToolCall.objects.get(pk="call-made").status not in ToolCall.WAITING  # settled by the continuation
 
 
 def test_a_decision_whose_wake_up_the_broker_refused_stands_and_the_beat_continues_it(demo, api, monkeypatch,
