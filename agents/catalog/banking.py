@@ -14,7 +14,7 @@ from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
 from agents.runtime.tools import Owned, ToolError, tool
-from agui_project.queries import one
+from agui_project.queries import Prepared
 
 from .agent import Agent
 from .models import Account, Subscription, Transfer
@@ -27,12 +27,28 @@ def _money(amount):
     return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
 
 
+# Every call of these tools reads its accounts or subscription twice (who owns them, when it is
+# asked for and again as it runs; then under a lock to act): compiled once (agui_project/queries)
+_ACCOUNTS = Prepared(Account, lambda first, second: Account.objects.filter(number__in=[first, second]).values_list(
+    "number", "owner_id", "owner__username", "balance", "currency"), arity=2)
+_LOCKED_ACCOUNTS = Prepared(Account, lambda first, second: Account.objects.select_for_update().filter(
+    number__in=[first, second]), arity=2)
+_SUBSCRIPTION = Prepared(Subscription, lambda ref: Subscription.objects.filter(ref=ref).values_list(
+    "owner_id", "owner__username", "plan", "status"))
+_OWN_SUBSCRIPTION = Prepared(Subscription, lambda ref, owner: Subscription.objects.select_for_update().filter(
+    ref=ref, owner_id=owner), arity=2, types=(str, int))
+_OWN_ACCOUNT = Prepared(Account, lambda number, owner: Account.objects.filter(number=number, owner_id=owner),
+                        arity=2, types=(str, int))
+
+
 def _accounts(**fields):
-    """objects= for account arguments: {argument: must it be the requester's}."""
+    """objects= for account arguments: {argument: must it be the requester's} (one or two of them)."""
+    if not 1 <= len(fields) <= 2:
+        raise ValueError("_accounts reads one or two account arguments")
 
     def objects(a):
-        rows = Account.objects.filter(number__in={a[f] for f in fields}).values_list(
-            "number", "owner_id", "owner__username", "balance", "currency")
+        numbers = [a[f] for f in fields]
+        rows = _ACCOUNTS.all(numbers[0], numbers[-1])
         owners = {number: (owner_id, name) for number, owner_id, name, _b, _c in rows}
         # the balance of the requester's own accounts only (what the call spends from); not a payee's
         balances = {number: gettext("balance %(amount)s %(currency)s") % {
@@ -45,9 +61,7 @@ def _accounts(**fields):
 
 
 def _subscription(a):
-    # ref is unique: one() (no ORDER BY to build, as first() would)
-    row = one(Subscription.objects.filter(ref=a["subscription_id"]).values_list(
-        "owner_id", "owner__username", "plan", "status"))
+    row = _SUBSCRIPTION.one(a["subscription_id"])
     state = gettext("%(plan)s plan, %(status)s") % {"plan": row[2], "status": row[3]} if row else ""
     return [Owned.lookup("subscription_id", gettext_noop("subscription"), a["subscription_id"], row and row[:2], state=state)]
 
@@ -78,7 +92,7 @@ def transfer_money(
         raise ToolError("source and destination accounts are the same")
     try:
         with transaction.atomic():
-            accounts = {a.number: a for a in Account.objects.select_for_update().filter(number__in=[from_account, to_account])}
+            accounts = {a.number: a for a in _LOCKED_ACCOUNTS.all(from_account, to_account)}
             if from_account not in accounts or to_account not in accounts:
                 missing = [n for n in (from_account, to_account) if n not in accounts]
                 raise ToolError(f"unknown account {', '.join(missing)}")
@@ -117,7 +131,7 @@ def transfer_money(
 def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
     """Cancel one of the user's subscriptions."""
     with transaction.atomic():
-        sub = one(Subscription.objects.select_for_update().filter(ref=subscription_id, owner=ctx.user))
+        sub = _OWN_SUBSCRIPTION.one(subscription_id, ctx.user.pk)
         if sub is None:
             raise ToolError(f"no subscription {subscription_id} belongs to you")
         if sub.status == Subscription.Status.CANCELLED:
@@ -131,7 +145,7 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
       objects=_accounts(account=True))
 def check_balance(ctx, account: AccountNumber):
     """Look up the balance of one of the user's accounts."""
-    acct = one(Account.objects.filter(number=account, owner=ctx.user))
+    acct = _OWN_ACCOUNT.one(account, ctx.user.pk)
     if acct is None:
         raise ToolError(f"account {account} is not yours")
     return f"Account {acct.number} holds {acct.balance} {acct.currency}."
