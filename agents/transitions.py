@@ -59,6 +59,16 @@ def move_run(run_id, to, leaving=None, **fields):
     return _move(Run, frozenset(sources(Run, to, leaving)), False).update(run_id, status=to, **fields) == 1
 
 
+def claim_run(run_id, started, made=None):
+    """A worker's claim: queued -> running (a second delivery of the run's task finds nothing to
+    claim). `made`: the Run as its maker holds it, brought to what the claim wrote."""
+    if not move_run(run_id, Run.Status.RUNNING, started_at=started):
+        return False
+    if made is not None:
+        made.status, made.started_at = Run.Status.RUNNING, started
+    return True
+
+
 def move_call(call_id, to, leaving=None, thread=None, **fields):
     """ToolCall `call_id` (of `thread`, when given) -> `to`; False when it is no longer in a status
     that may become `to`."""

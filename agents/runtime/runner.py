@@ -45,7 +45,7 @@ from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
 from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
-from agents.transitions import move_call, move_run
+from agents.transitions import claim_run, move_call, move_run
 from agui_project.queries import Prepared, one
 from approvals import policy
 from approvals import selectors as approval_selectors
@@ -83,15 +83,10 @@ def run_agent(run_id, made=None):
     """Claim a queued run (a second delivery of the task finds nothing) and execute it. `made`: the
     Run as this process made it, with its thread, owner and profile (a decision's continuation,
     agents/tasks.py): once claimed it is not read back."""
-    started = timezone.now()
-    claimed = move_run(run_id, Run.Status.RUNNING, started_at=started)
+    claimed = claim_run(run_id, timezone.now(), made)
     if claimed:
         with execution.run_lease(run_id):  # lapses if this worker dies: recovery then takes the run over
-            if made is not None:
-                run = made
-                run.status, run.started_at = Run.Status.RUNNING, started
-            else:
-                run = _CLAIMED.one(run_id)
+            run = made if made is not None else _CLAIMED.one(run_id)
             if run is None:  # deleted with its thread since the claim
                 raise Run.DoesNotExist(run_id)
             # what people read of the run (tool outcomes, errors) in the chat owner's language, read
