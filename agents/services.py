@@ -218,9 +218,10 @@ def continue_decided(request_id):
         return []
     with dispatch.announced(defer=True) as heads:
         continuation = approval_resolved(request)
-    for run_id, stream_id in heads.deferred:  # the continuation, once announced (Redis took its RUN_STARTED)
+    # what approval_resolved announced is its continuation, if any, and only once Redis took its RUN_STARTED
+    for run_id, stream_id in heads.deferred:
         dispatch.note_stream(run_id, stream_id)
-    return [continuation] if continuation is not None and continuation.pk in dict(heads.deferred) else []
+    return [continuation] if heads.deferred else []
 
 
 def resume_stalled():

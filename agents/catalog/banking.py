@@ -27,8 +27,8 @@ def _money(amount):
     return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
 
 
-# Every call of these tools reads its accounts or subscription twice (who owns them, when it is
-# asked for and again as it runs; then under a lock to act): compiled once (agui_project/queries)
+# Who owns the objects a call names (read when the call is judged and again as it runs) and the rows
+# it locks to act: on every call of these tools, so compiled once (agui_project/queries)
 _ACCOUNTS = Prepared(Account, lambda first, second: Account.objects.filter(number__in=[first, second]).values_list(
     "number", "owner_id", "owner__username", "balance", "currency"), arity=2)
 _LOCKED_ACCOUNTS = Prepared(Account, lambda first, second: Account.objects.select_for_update().filter(

@@ -7,8 +7,9 @@ import kombu.exceptions
 import pytest
 from celery.signals import task_prerun
 
-from agents import dispatch, services
+from agents import dispatch, services, tasks
 from agents.models import Run, ToolCall
+from agents.runtime import runner
 from tests.conftest import stream_events, wait_for_event
 from tests.helpers import paused_transfer
 from tests.integration.test_integration import continuation_finished, start_transfer
@@ -58,9 +59,6 @@ def test_a_wake_up_delivered_twice_continues_the_run_once(demo, monkeypatch):
 def test_the_worker_runs_the_continuation_it_made_without_reading_it_back(demo, fake_llm, monkeypatch):
     """The task that makes the continuation runs it as made (its thread, owner and profile came with
     the paused call): claimed, then not read again."""
-    from agents import tasks
-    from agents.runtime import runner
-
     run, req = paused_transfer(demo["alice"], "call-made")
     monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)  # delivered below
     services_decide(demo, req)
