@@ -154,14 +154,16 @@ DATABASES = {
     )
 }
 # Under ASGI every request runs its sync code on a thread of its own, so a persistent connection
-# is never reused: without a pool each request paid a new connection. PostgreSQL: Django's pool;
-# SQLite: agui_project/sqlite3 (Django's backend keeping the connections it closes).
+# is never reused: without a pool each request paid a new connection. PostgreSQL: Django's pool
+# (agui_project/postgresql); SQLite: agui_project/sqlite3 (Django's backend keeping the connections it closes).
 AGUI_DB_POOL = env_bool("AGUI_DB_POOL", True)
 AGUI_DB_POOL_SIZE = env_int("AGUI_DB_POOL_SIZE", 10) if AGUI_DB_POOL else 0
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1, "max_size": AGUI_DB_POOL_SIZE, "timeout": 10,
     }
+    # Django's backend, its pool handing out the connection returned last (the warm one)
+    DATABASES["default"]["ENGINE"] = "agui_project.postgresql"
 # PostgreSQL plans every statement it is sent; a prepared one is planned once per connection, and
 # the pool keeps connections (and their prepared statements) from one request to the next: a
 # statement run twice on a connection is prepared there (psycopg's prepare_threshold; Django turns it
