@@ -65,6 +65,13 @@ def streams_here():
     return getattr(_local, "heads", None) is not None
 
 
+def announced_here(run_id):
+    """Inside announced(): whether this thread has announced the run `run_id` (its RUN_STARTED is
+    on the stream). False does not mean it does not exist: a run Redis refused is announced later."""
+    heads = getattr(_local, "heads", None)
+    return heads is not None and run_id in heads
+
+
 def continue_elsewhere(request_id):
     """A decision's wake-up (agents/services.continue_decided) to a worker, which then runs the
     continuation itself: the decider's request does not wait for it, and it runs on another core

@@ -321,7 +321,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     """Answer every open interrupt of the thread at once (AG-UI `resume[]`), or change nothing.
 
     entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
-    takes the client's run id. `messages`: the person's new text sent with the answers,
+    takes the client's run id, which the caller has refused when taken (agents/agui/endpoint.check). `messages`: the person's new text sent with the answers,
     (id, role, content, tool_call_id); the continuation stores and answers it after the resumed
     calls' results. Raises ResumeError with an AG-UI error code. Returns what was answered: (the
     approval requests as the answers left them, the question ids).
@@ -360,8 +360,6 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     if missing:
         raise ResumeError("missing_resume", _("every open interrupt needs an answer; missing: %(ids)s") % {
             "ids": ", ".join(missing)})
-    if selectors.run_exists(run_id):
-        raise ResumeError("run_exists", _("run %(id)s already exists") % {"id": run_id})
     answered_rows = []  # the rows the decisions locked and changed: the caller's answer needs no read back
     try:
         with transaction.atomic():

@@ -307,7 +307,8 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
             entries = [(r.interrupt_id, r.status, r.payload) for r in resume]
             answered, question_ids = services.apply_resume(
                 thread, user, entries, agent_input.run_id, messages=new_messages)
-            if not selectors.run_exists(agent_input.run_id):
+            # the answers' continuation, made and announced on this thread, is not looked up again
+            if not dispatch.announced_here(agent_input.run_id) and not selectors.run_exists(agent_input.run_id):
                 acknowledgement = acknowledged(thread, user, agent_input, entries, position)
                 if acknowledgement:
                     return acknowledgement

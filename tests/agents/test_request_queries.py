@@ -116,7 +116,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_costs_at_most_28_statements_and_its_continuation_28(
+def test_an_agui_resume_costs_at_most_26_statements_and_its_continuation_28(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -127,11 +127,13 @@ def test_an_agui_resume_costs_at_most_28_statements_and_its_continuation_28(
     is taken (an empty BEGIN IMMEDIATE), and the settled call is not read back twice after it ran:
     30. Then 28: each stored message advances the thread's counter with UPDATE ... RETURNING
     instead of an update and a read back. The POST, 29, then 28: what was answered is not read
-    back for the response (the decisions return the rows they locked and changed)."""
+    back for the response (the decisions return the rows they locked and changed). 26: the run id
+    is not looked up again after check() refused a taken one, nor the continuation after the answers
+    (this thread announced it)."""
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
-    with django_assert_max_num_queries(28):
+    with django_assert_max_num_queries(26):
         plan = endpoint.prepare(request, "banking")
     assert plan.error is None
     continuation = Run.objects.get(parent_run=paused)
