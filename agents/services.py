@@ -211,17 +211,20 @@ _DECIDED_REQUEST = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.
 def continue_decided(request_id):
     """In a worker: approval_resolved() of a committed decision, its continuation announced
     (RUN_STARTED on the stream) but not handed to another worker. Returns the continuation (the Run
-    as made, with its thread, owner and profile) when the caller is to run it itself: [] or [run].
-    Should it never run it, the beat's requeue_lost_runs sends it again."""
+    as made, with its thread, owner and profile, and the stream id it was announced with, which its
+    claim stores) when the caller is to run it itself: [] or [run]. Should it never run it, the
+    beat's requeue_lost_runs sends it again."""
     request = _DECIDED_REQUEST.one(str(request_id))
     if request is None:
         return []
     with dispatch.announced(defer=True) as heads:
         continuation = approval_resolved(request)
-    # what approval_resolved announced is its continuation, if any, and only once Redis took its RUN_STARTED
-    for run_id, stream_id in heads.deferred:
-        dispatch.note_stream(run_id, stream_id)
-    return [continuation] if heads.deferred else []
+    if not heads.deferred:
+        return []
+    # what approval_resolved announces is its continuation, once Redis took its RUN_STARTED; where
+    # its events begin is stored with the run's claim (transitions.claim_run)
+    [(_run_id, continuation.stream_id)] = heads.deferred
+    return [continuation]
 
 
 def resume_stalled():

@@ -14,7 +14,7 @@ from django.db import transaction
 from agui_project.queries import PreparedUpdate
 
 from . import selectors
-from .dispatch import announce_after_commit
+from .dispatch import announce_after_commit, note_stream
 from .models import Run, ToolCall
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,13 @@ def move_run(run_id, to, leaving=None, **fields):
 
 def claim_run(run_id, started, made=None):
     """A worker's claim: queued -> running (a second delivery of the run's task finds nothing to
-    claim). `made`: the Run as its maker holds it, brought to what the claim wrote."""
-    if not move_run(run_id, Run.Status.RUNNING, started_at=started):
+    claim). `made`: the Run as its maker holds it, brought to what the claim wrote; the stream id
+    it was announced with (dispatch.announced(defer=True)), not yet stored, is stored by the claim,
+    one write fewer before the run starts, or on its own when there is nothing to claim."""
+    noted = {"stream_id": made.stream_id} if made is not None and made.stream_id else {}
+    if not move_run(run_id, Run.Status.RUNNING, started_at=started, **noted):
+        if noted:
+            note_stream(run_id, made.stream_id)
         return False
     if made is not None:
         made.status, made.started_at = Run.Status.RUNNING, started

@@ -61,10 +61,10 @@ def _decisions_woken_here(request, monkeypatch):
 
     def wake_here(request_id):
         from agents import services
-        from agents.dispatch import enqueue_run
+        from agents.dispatch import hand_over
 
         for run in services.continue_decided(request_id):
-            enqueue_run(run.pk)
+            hand_over(run.pk, run.stream_id)  # its task, and where its events begin (the claim's to store)
 
     monkeypatch.setattr("agents.tasks.continue_decided.delay", wake_here)
 

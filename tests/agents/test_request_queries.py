@@ -7,9 +7,10 @@ import uuid
 
 import pytest
 from django.test import RequestFactory
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from agents import services
+from agents import services, transitions
 from agents.agui import endpoint
 from agents.models import Message, Run, ToolCall
 from agents.runtime import runner
@@ -59,8 +60,8 @@ def test_a_taken_run_id_is_still_refused_by_start_run(demo):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_decision_over_the_api_costs_at_most_10_statements_and_its_wake_up_in_a_worker_10(
-        demo, api, monkeypatch, django_assert_max_num_queries):
+def test_a_decision_over_the_api_costs_at_most_10_statements_and_its_wake_up_in_a_worker_9(
+        demo, api, monkeypatch, django_assert_max_num_queries, django_assert_num_queries):
     """Was 29: the API looks up the row without its decisions, the continuation is announced from
     the row it made, the chat's notice reads the thread's owner with the call. Then 25; webhooks add
     two reads after the commit (the endpoints in force, the request's callback_url): 27. Then 24:
@@ -70,7 +71,8 @@ def test_a_decision_over_the_api_costs_at_most_10_statements_and_its_wake_up_in_
     read once, under its lock, not also through the visible list before and whole again after.
     19: the outside agent's call (the webhooks' callback_url) comes with that locked row. Then the
     wake-up (the call's status, the continuation) became a worker's task: 10 for the request, and
-    10 for the task (the decided request read again, then the nine the request used to make)."""
+    10 for the task (the decided request read again, then the nine the request used to make). 9:
+    where the continuation's events begin is stored by its claim, not by an UPDATE of its own."""
     run, req = paused_transfer(demo["alice"], "call-q")
     client = api("finn")
     woken = []
@@ -81,12 +83,16 @@ def test_a_decision_over_the_api_costs_at_most_10_statements_and_its_wake_up_in_
     assert [d["user"] for d in resp.json()["decisions"]] == ["finn"]
     assert woken == [req.pk]
     assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.AWAITING_APPROVAL  # the worker's to move
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(9):
         ran = services.continue_decided(req.pk)
     continuation = Run.objects.get(parent_run=run)
     assert [r.pk for r in ran] == [continuation.pk]
-    assert continuation.status == Run.Status.QUEUED and continuation.stream_id
+    assert continuation.status == Run.Status.QUEUED and not continuation.stream_id and ran[0].stream_id
     assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.APPROVED
+    with django_assert_num_queries(1):  # the claim stores it
+        assert transitions.claim_run(continuation.pk, timezone.now(), ran[0])
+    continuation.refresh_from_db()
+    assert continuation.status == Run.Status.RUNNING and continuation.stream_id == ran[0].stream_id
 
 
 @pytest.mark.django_db(transaction=True)

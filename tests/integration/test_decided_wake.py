@@ -7,7 +7,7 @@ import kombu.exceptions
 import pytest
 from celery.signals import task_prerun
 
-from agents import dispatch, services, tasks
+from agents import dispatch, services, tasks, transitions
 from agents.models import Run, ToolCall
 from agents.runtime import runner
 from tests.conftest import stream_events, wait_for_event
@@ -72,6 +72,19 @@ def test_the_worker_runs_the_continuation_it_made_without_reading_it_back(demo, 
     continuation = Run.objects.get(parent_run=run)
     assert continuation.status == Run.Status.SUCCEEDED and continuation.started_at and continuation.stream_id
     assert ToolCall.objects.get(pk="call-made").status not in ToolCall.WAITING  # settled by the continuation
+
+
+def test_a_continuation_stopped_before_its_claim_still_has_where_its_events_begin(demo, monkeypatch):
+    """The stream id the continuation was announced with is stored by its claim, or on its own when
+    there is nothing to claim (stopped in between): snapshots and recovery read it."""
+    run, req = paused_transfer(demo["alice"], "call-stopped")
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)
+    services_decide(demo, req)
+    [made] = services.continue_decided(req.pk)
+    assert made.stream_id and not Run.objects.get(pk=made.pk).stream_id
+    assert transitions.move_run(made.pk, Run.Status.CANCELLED, leaving=[Run.Status.QUEUED])
+    assert runner.run_agent(made.pk, made=made) is False
+    assert Run.objects.get(pk=made.pk).stream_id == made.stream_id
 
 
 def test_a_decision_whose_wake_up_the_broker_refused_stands_and_the_beat_continues_it(demo, api, monkeypatch,
