@@ -324,9 +324,9 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     """Answer every open interrupt of the thread at once (AG-UI `resume[]`), or change nothing.
 
     entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
-    takes the client's run id, which the caller has refused when taken (agents/agui/endpoint.check). `messages`: the person's new text sent with the answers,
-    (id, role, content, tool_call_id); the continuation stores and answers it after the resumed
-    calls' results. Raises ResumeError with an AG-UI error code. Returns what was answered: (the
+    takes the client's run id, which the caller has refused if taken (agents/agui/endpoint.check).
+    `messages`: the person's new text sent with the answers, (id, role, content, tool_call_id); the
+    continuation stores and answers it after the resumed calls' results. Raises ResumeError with an AG-UI error code. Returns what was answered: (the
     approval requests as the answers left them, the question ids).
     """
     # what the answers name and what still waits: not the thread's whole history of requests
