@@ -5,9 +5,11 @@ import logging
 from datetime import timedelta
 
 from celery import current_app, signature
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -228,8 +230,8 @@ def decider_group_ids(req):
 
 
 def can_decide(user, req, group_ids=None):
-    """`group_ids`: the user's groups as already read (a list of rows shows a button per row); the
-    decision itself asks the database, so a membership removed a moment ago counts."""
+    """`group_ids`: the user's groups as already read (a list of rows shows a button per row; a
+    decision reads them with its locked request, so a membership removed a moment ago counts)."""
     if not user.is_authenticated:
         return False
     if req.approver_kind == ApproverKind.REQUESTER:
@@ -247,17 +249,28 @@ _MEMBER = Prepared("auth.User_groups", lambda user, group: _MEMBER.model.objects
     user_id=user, group_id=group).only("id")[:1], arity=2, types=(int, int))
 
 
+def _member(user, group_field):
+    """Whether `user` is in the group the request's `group_field` names (a subquery)."""
+    return Exists(apps.get_model("auth", "User_groups").objects.filter(user_id=user, group_id=OuterRef(group_field)))
+
+
 # every decision's first read, compiled once (agui_project/queries.Prepared); with the outside agent's
-# call, which the webhooks' notice of the decision reads (its callback_url)
-_LOCKED = Prepared(ApprovalRequest, lambda pk: ApprovalRequest.objects.select_for_update(of=("self",)).select_related(
-    "approver_group", "escalation_group", "requester", "outside").filter(pk=pk))
+# call, which the webhooks' notice of the decision reads (its callback_url), and whether the decider
+# is in the request's approver and escalation groups (one statement, not one more per group)
+_LOCKED = Prepared(ApprovalRequest, lambda pk, user: ApprovalRequest.objects.select_for_update(of=("self",))
+                   .select_related("approver_group", "escalation_group", "requester", "outside")
+                   .annotate(in_approver_group=_member(user, "approver_group_id"),
+                             in_escalation_group=_member(user, "escalation_group_id")).filter(pk=pk),
+                   arity=2, types=(str, int))
 
 
-def _lock(request_id):
-    req = _LOCKED.one(str(request_id))
+def _lock(request_id, user):
+    """The request under its lock, and the groups of it that `user` is in (group ids)."""
+    req = _LOCKED.one(str(request_id), user.pk or 0)
     if req is None:
         raise NotFound(_("no such request"))
-    return req
+    return req, [group for group, member in ((req.approver_group_id, req.in_approver_group),
+                                             (req.escalation_group_id, req.in_escalation_group)) if member]
 
 
 def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False, via=""):
@@ -296,8 +309,8 @@ _DECIDED = PreparedUpdate(ApprovalRequest, lambda pk: ApprovalRequest.objects.fi
 
 def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via):
     with transaction.atomic():
-        req = _lock(request_id)
-        if not can_decide(user, req):
+        req, group_ids = _lock(request_id, user)
+        if not can_decide(user, req, group_ids):
             raise Forbidden(_("you may not decide this request"))
         if req.status != Status.PENDING:
             late = RequestExpired if req.status == Status.EXPIRED else NotPending

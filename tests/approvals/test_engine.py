@@ -343,12 +343,30 @@ def test_escalation_lets_the_second_group_decide(demo):
     oncall_member.groups.add(Group.objects.get(name="oncall"))
     req = transfer_request(demo["alice"])
     assert not services.can_decide(oncall_member, req)
+    with pytest.raises(services.Forbidden):  # in the escalation group, but not escalated yet
+        services.decide(req.pk, oncall_member, "approve")
     assert not selectors.visible_requests(user=oncall_member).filter(pk=req.pk).exists()
     ApprovalRequest.objects.filter(pk=req.pk).update(escalate_at=timezone.now() - timedelta(seconds=1))
     assert services.escalate(req.pk) is True and services.escalate(req.pk) is False  # once
     req.refresh_from_db()
     assert selectors.visible_requests(user=oncall_member).filter(pk=req.pk).exists()
     assert services.decide(req.pk, oncall_member, "approve").status == "approved"
+
+
+def test_a_decision_asks_for_the_deciders_groups_as_it_decides(demo):
+    """Whether the decider is in the request's group is read with the locked request: a membership
+    given or taken a moment ago counts."""
+    finance = Group.objects.get(name="finance")
+    ruth = User.objects.create(username="ruth", email="ruth@example.com")
+    req = transfer_request(demo["alice"])  # finance decides
+    with pytest.raises(services.Forbidden):
+        services.decide(req.pk, ruth, "approve")
+    ruth.groups.add(finance)
+    demo["finn"].groups.remove(finance)
+    with pytest.raises(services.Forbidden):
+        services.decide(req.pk, demo["finn"], "approve")
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    assert services.decide(req.pk, ruth, "approve").status == "approved"
 
 
 @pytest.mark.slow
