@@ -219,11 +219,9 @@ def continue_decided(request_id):
         return []
     with dispatch.announced(defer=True) as heads:
         continuation = approval_resolved(request)
-    if not heads.deferred:
+    if continuation is None or continuation.pk not in heads:  # announced once Redis took its RUN_STARTED
         return []
-    # what approval_resolved announces is its continuation, once Redis took its RUN_STARTED; where
-    # its events begin is stored with the run's claim (transitions.claim_run)
-    [(_run_id, continuation.stream_id)] = heads.deferred
+    continuation.stream_id = heads[continuation.pk][0]  # stored with the run's claim (transitions.claim_run)
     return [continuation]
 
 
@@ -326,8 +324,9 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     entries: [(interrupt_id, status "resolved" | "cancelled", payload dict)]. The continuation
     takes the client's run id, which the caller has refused if taken (agents/agui/endpoint.check).
     `messages`: the person's new text sent with the answers, (id, role, content, tool_call_id); the
-    continuation stores and answers it after the resumed calls' results. Raises ResumeError with an AG-UI error code. Returns what was answered: (the
-    approval requests as the answers left them, the question ids).
+    continuation stores and answers it after the resumed calls' results. Raises ResumeError with an
+    AG-UI error code. Returns what was answered: (the approval requests as the answers left them,
+    the question ids).
     """
     # what the answers name and what still waits: not the thread's whole history of requests
     ids = [e[0] for e in entries]
