@@ -166,7 +166,8 @@ def approval_resolved(request):
     status = _CALL_STATUS.get(request.status)
     if status is None:
         return
-    with transaction.atomic():
+    # inside an AG-UI resume's transaction (apply_resume), which any error rolls back whole: no savepoint
+    with transaction.atomic(savepoint=False):
         call = _PAUSED_CALL.one(request.tool_call_ref, str(request.pk))
         if call is None:
             return
@@ -364,6 +365,10 @@ def apply_resume(thread, user, entries, run_id, messages=()):
             "ids": ", ".join(missing)})
     answered_rows = []  # the rows the decisions locked and changed: the caller's answer needs no read back
     try:
+        # one transaction: the answers, their calls' fates and the continuation (approval_resolved
+        # as each decision lands, not after a commit of the decisions alone); any refusal rolls
+        # back all of it. The paused runs are locked first (resume_run_id), as approval_resolved,
+        # inputs and cancel_run lock a run before its requests.
         with transaction.atomic():
             paused = sorted({known[i].run_ref for i in answered} | {questions[i].run_id for i in replies})
             for run_ref in paused:
@@ -382,7 +387,8 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                 if status == "cancelled":
                     if known[interrupt_id].requester_id != user.pk:
                         raise approval_services.Forbidden(_("only the requester may cancel"))
-                    answered_rows.append(approval_services.cancel(interrupt_id, user, reason="cancelled by the client"))
+                    answered_rows.append(approval_services.cancel(interrupt_id, user, reason="cancelled by the client",
+                                                                  resolve_here=approval_resolved))
                     continue
                 decision = _resume_decision(interrupt_id, payload)
                 arguments = payload.get("arguments", payload.get("editedArgs"))
@@ -396,6 +402,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                 answered_rows.append(approval_services.decide(
                     interrupt_id, user, decision,
                     arguments=arguments, feedback=str(payload.get("feedback") or ""), always_allow_in_thread=allow,
+                    resolve_here=approval_resolved,
                 ))
     except approval_services.DecisionError as exc:
         code = next((c for cls, c in _RESUME_CODES.items() if isinstance(exc, cls)), "invalid_resume")

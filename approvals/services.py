@@ -147,12 +147,17 @@ def record(action, *, actor=None, object_ref="", tool_name="", request=None, bef
                                      request=request, before=before, after=after)
 
 
-def _resolved(req, kind):
+def _resolved(req, kind, resolve_here=None):
     """After commit: wake whoever waits on this request (the paused run first: its continuation
     does not wait on the inbox's notices and the webhooks' reads), then tell the inbox; that after
     the answer, when the request answers first (agui_project/answer_first.py). The run is woken
-    before the answer: what the person waiting on it sees is not put behind the decider's answer."""
-    transaction.on_commit(lambda: approval_resolved.send(sender=ApprovalRequest, request=req), robust=True)
+    before the answer: what the person waiting on it sees is not put behind the decider's answer.
+    `resolve_here`: the caller's own wake-up, now, in its transaction (decide()); what it leaves
+    for after commit still goes before the inbox's notice."""
+    if resolve_here is None:
+        transaction.on_commit(lambda: approval_resolved.send(sender=ApprovalRequest, request=req), robust=True)
+    else:
+        resolve_here(req)
     _tell_inbox(kind, req)
 
 
@@ -273,11 +278,16 @@ def _lock(request_id, user):
                                              (req.escalation_group_id, req.in_escalation_group)) if member]
 
 
-def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False, via=""):
+def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False, via="",
+           resolve_here=None):
     """Approve (optionally with edited arguments), reject, or respond (guidance for the model instead
     of a decision: the call does not run). Raises DecisionError subclasses; DecisionNotAllowed for an
     answer the request's policy does not offer (an edit is an approval with changed arguments).
     `via`: how it was given when not signed in as usual (e.g. a mailed link), kept in the audit trail.
+    `resolve_here(req)`: the caller records the decision's effect on its run itself, in its own
+    transaction, which holds the decision and is rolled back whole on any error (the AG-UI resume):
+    called instead of approval_resolved after commit; no savepoint of the decision's own (two round
+    trips); a late decision's expiry is left to the caller (this refusal spoils its transaction).
 
     Quorum: `required_approvals` distinct approvers of the same arguments (by hash); an edit
     withdraws approvals of other arguments; any rejection rejects; any response answers.
@@ -290,11 +300,13 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
         raise InvalidArguments(message, {"__root__": [message]})
     feedback = (feedback or "").strip()
     try:
-        return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via)
+        return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via,
+                       resolve_here)
     except _PastDeadline:
         # A late decision is refused and the deadline's outcome recorded now, in a transaction of
         # its own: raised inside the decision's, the expiry would have been rolled back with it.
-        expire(request_id)
+        if resolve_here is None:
+            expire(request_id)
         raise RequestExpired(_("request expired")) from None
 
 
@@ -307,8 +319,8 @@ DECIDED_FIELDS = ("status", "feedback", "final_arguments", "decided_by_id", "dec
 _DECIDED = PreparedUpdate(ApprovalRequest, lambda pk: ApprovalRequest.objects.filter(pk=pk))
 
 
-def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via):
-    with transaction.atomic():
+def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via, resolve_here):
+    with transaction.atomic(savepoint=resolve_here is None):
         req, group_ids = _lock(request_id, user)
         if not can_decide(user, req, group_ids):
             raise Forbidden(_("you may not decide this request"))
@@ -397,7 +409,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         if always_allow_in_thread:
             _grant(req, user)
         if req.status != Status.PENDING:
-            _resolved(req, "decided")
+            _resolved(req, "decided", resolve_here)
         else:
             _tell_inbox("decided", req)
     return req
@@ -625,8 +637,9 @@ def process_deadlines(request_id):
     return done
 
 
-def cancel(request_id, user=None, reason="cancelled"):
-    with transaction.atomic():
+def cancel(request_id, user=None, reason="cancelled", resolve_here=None):
+    """`resolve_here`: as for decide()."""
+    with transaction.atomic(savepoint=resolve_here is None):
         req = ApprovalRequest.objects.select_for_update().get(pk=request_id)
         if req.status != Status.PENDING:
             raise NotPending(_("request already %(status)s") % {"status": req.get_status_display().lower()})
@@ -635,7 +648,7 @@ def cancel(request_id, user=None, reason="cancelled"):
         req.feedback, req.decided_by, req.decided_at = reason, user, timezone.now()
         req.save()
         _audit(Action.CANCELLED, req, actor=user, before=before, after=_snapshot(req))
-        _resolved(req, "cancelled")
+        _resolved(req, "cancelled", resolve_here)
     return req
 
 

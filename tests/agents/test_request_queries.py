@@ -123,7 +123,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_costs_at_most_26_statements_and_its_continuation_28(
+def test_an_agui_resume_costs_at_most_22_statements_and_its_continuation_28(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -136,12 +136,15 @@ def test_an_agui_resume_costs_at_most_26_statements_and_its_continuation_28(
     instead of an update and a read back. The POST, 29, then 28: what was answered is not read
     back for the response (the decisions return the rows they locked and changed). 26: the run id
     is not looked up again after check() refused a taken one, nor the continuation after the answers
-    (this thread announced it)."""
+    (this thread announced it). 22: the answers, their calls' fates and the continuation in one
+    transaction, without savepoints (a BEGIN, a COMMIT and two savepoints' round trips fewer)."""
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
-    with django_assert_max_num_queries(26):
+    with django_assert_max_num_queries(22) as captured:
         plan = endpoint.prepare(request, "banking")
+    statements = [q["sql"].split()[0] for q in captured.captured_queries]
+    assert statements.count("BEGIN") == statements.count("COMMIT") == 1 and "SAVEPOINT" not in statements
     assert plan.error is None
     continuation = Run.objects.get(parent_run=paused)
     assert continuation.pk == plan.run_id and continuation.status == Run.Status.QUEUED and continuation.stream_id
