@@ -2,7 +2,7 @@
 
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 
 from agui_project.queries import Prepared
 from approvals.models import ApprovalRequest
@@ -20,6 +20,10 @@ _OWNER_PROFILE = Prepared("people.Profile", lambda run: _OWNER_PROFILE.model.obj
     user__threads__runs=run).only("language")[:1])
 _WAITING_CALL = Prepared(ToolCall, lambda run: ToolCall.objects.filter(run=run, status__in=ToolCall.WAITING).only(
     "id")[:1])
+# a paused run's standing under its lock: whether a call still waits, whether it was continued
+_STANDING = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).annotate(
+    waiting=Exists(ToolCall.objects.filter(run=OuterRef("pk"), status__in=ToolCall.WAITING)),
+    continued=Exists(Run.objects.filter(parent_run=OuterRef("pk")))).values_list("waiting", "continued"))
 _QUEUED = Prepared(Run, lambda pk: Run.objects.filter(pk=pk).only("id", "queued_messages"))
 
 
@@ -46,6 +50,14 @@ def has_waiting_calls(run_id):
 def has_continuation(run_id):
     """Whether the run has been continued (a continuation Run names it as its parent)."""
     return _CONTINUATION.one(run_id) is not None
+
+
+def waiting_or_continued(run_id):
+    """has_waiting_calls() and has_continuation() in one statement: (waiting, continued). Read
+    after the run's lock is taken (a statement of its own, so it sees what was committed while the
+    lock was awaited), never as columns of the locking read."""
+    row = _STANDING.one(run_id)
+    return (bool(row[0]), bool(row[1])) if row is not None else (False, False)
 
 
 def chat_list(user):

@@ -184,7 +184,8 @@ def approval_resolved(request):
         event = custom_events.approval_response(request, viewer=owner)
         # nothing else waits (nor a question to answer): the notice goes with the continuation's
         # RUN_STARTED, in one write, so the worker is woken a round trip sooner
-        continuation = None if selectors.has_waiting_calls(run.pk) else continue_run(run, notices=(event,))
+        waiting, continued = selectors.waiting_or_continued(run.pk)
+        continuation = None if waiting else continue_run(run, notices=(event,), continued=continued)
         if continuation is None:
             transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
         else:  # its thread, owner and profile as read with the call: a worker running it need not read them again

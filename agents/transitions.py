@@ -82,19 +82,22 @@ def move_call(call_id, to, leaving=None, thread=None, **fields):
     return move.update(*keys, status=to, **fields) == 1
 
 
-def continue_run(paused_run, notices=()):
-    """Start the one continuation of a paused run (caller holds the run's row lock)."""
+def continue_run(paused_run, notices=(), continued=None):
+    """Start the one continuation of a paused run (caller holds the run's row lock). `continued`:
+    whether it has one, when the caller has read it under that lock (selectors.waiting_or_continued)."""
     if paused_run.status != Run.Status.INTERRUPTED:
         return None
-    return start_continuation(paused_run, notices)
+    return start_continuation(paused_run, notices, continued)
 
 
-def start_continuation(parent, notices=()):
+def start_continuation(parent, notices=(), continued=None):
     """The one continuation of `parent` (a paused run, or one that failed when its worker was
     lost): a queued Run under the client's chosen id (`resume_run_id`, AG-UI resume), announced
     on commit, after `notices` (dispatch.announce). None when it already has one. The caller
     holds `parent`'s row lock."""
-    if selectors.has_continuation(parent.pk):
+    if continued is None:
+        continued = selectors.has_continuation(parent.pk)
+    if continued:
         return None
     run = Run.objects.create(
         thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,

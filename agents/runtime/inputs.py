@@ -160,8 +160,9 @@ def _after(request):
     value = payload(request)
     transaction.on_commit(lambda: events.append(request.thread_id, custom_events.request_info_response(value)))
     run = Run.objects.get(pk=request.run_id)
-    if not selectors.has_waiting_calls(run.pk):
-        continue_run(run)
+    waiting, continued = selectors.waiting_or_continued(run.pk)
+    if not waiting:
+        continue_run(run, continued=continued)
 
 
 # --- questions a running tool asks (an MCP server's elicitation/create: agents/mcp_servers/elicitation.py) ---

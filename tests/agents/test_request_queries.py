@@ -60,7 +60,7 @@ def test_a_taken_run_id_is_still_refused_by_start_run(demo):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_decision_over_the_api_costs_at_most_9_statements_and_its_wake_up_in_a_worker_9(
+def test_a_decision_over_the_api_costs_at_most_9_statements_and_its_wake_up_in_a_worker_8(
         demo, api, monkeypatch, django_assert_max_num_queries, django_assert_num_queries):
     """Was 29: the API looks up the row without its decisions, the continuation is announced from
     the row it made, the chat's notice reads the thread's owner with the call. Then 25; webhooks add
@@ -73,7 +73,8 @@ def test_a_decision_over_the_api_costs_at_most_9_statements_and_its_wake_up_in_a
     wake-up (the call's status, the continuation) became a worker's task: 10 for the request, and
     10 for the task (the decided request read again, then the nine the request used to make). 9:
     where the continuation's events begin is stored by its claim, not by an UPDATE of its own. And
-    9 for the request: whether the decider is in the request's groups comes with its locked read."""
+    9 for the request: whether the decider is in the request's groups comes with its locked read.
+    8 for the task: whether a call still waits and whether the run was continued, in one statement."""
     run, req = paused_transfer(demo["alice"], "call-q")
     client = api("finn")
     woken = []
@@ -84,7 +85,7 @@ def test_a_decision_over_the_api_costs_at_most_9_statements_and_its_wake_up_in_a
     assert [d["user"] for d in resp.json()["decisions"]] == ["finn"]
     assert woken == [req.pk]
     assert ToolCall.objects.get(pk="call-q").status == ToolCall.Status.AWAITING_APPROVAL  # the worker's to move
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(8):
         ran = services.continue_decided(req.pk)
     continuation = Run.objects.get(parent_run=run)
     assert [r.pk for r in ran] == [continuation.pk]
@@ -123,7 +124,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_costs_at_most_22_statements_and_its_continuation_28(
+def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_28(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -137,11 +138,12 @@ def test_an_agui_resume_costs_at_most_22_statements_and_its_continuation_28(
     back for the response (the decisions return the rows they locked and changed). 26: the run id
     is not looked up again after check() refused a taken one, nor the continuation after the answers
     (this thread announced it). 22: the answers, their calls' fates and the continuation in one
-    transaction, without savepoints (a BEGIN, a COMMIT and two savepoints' round trips fewer)."""
+    transaction, without savepoints (a BEGIN, a COMMIT and two savepoints' round trips fewer). 21:
+    whether a call of the run still waits and whether it was continued, asked in one statement."""
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
-    with django_assert_max_num_queries(22) as captured:
+    with django_assert_max_num_queries(21) as captured:
         plan = endpoint.prepare(request, "banking")
     statements = [q["sql"].split()[0] for q in captured.captured_queries]
     assert statements.count("BEGIN") == statements.count("COMMIT") == 1 and "SAVEPOINT" not in statements

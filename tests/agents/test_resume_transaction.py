@@ -43,7 +43,7 @@ def test_a_resume_decides_and_continues_its_run_in_the_answers_transaction(demo,
 def test_a_resume_whose_continuation_fails_records_no_answer(demo, fake_llm, monkeypatch):
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
 
-    def broken(parent, notices=()):
+    def broken(*args, **kwargs):
         raise RuntimeError("the continuation could not be made")
 
     monkeypatch.setattr(transitions, "start_continuation", broken)
