@@ -9,7 +9,7 @@ a move the map does not allow is a programming error: it is logged and raises Va
 
 import logging
 
-from django.db import transaction
+from django.db import connections, router, transaction
 
 from agui_project.queries import PreparedUpdate
 
@@ -72,6 +72,37 @@ def claim_run(run_id, started, made=None):
     if made is not None:
         made.status, made.started_at = Run.Status.RUNNING, started
     return True
+
+
+_CLAIMS = {}  # database alias -> the claim's SQL and the statuses it leaves (made once; psycopg prepares it)
+
+
+def claim_call(call_id, run_id, now):
+    """proposed|approved -> executing (attempts + 1) while run `run_id` is running, in one
+    statement: True when claimed. On PostgreSQL the statement locks the run's row first (FOR
+    UPDATE in its subquery), as recovery locks it to declare the run lost, so the two never cross;
+    waiting for that lock, it sees the run as recovery left it. SQLite runs a statement as a write
+    transaction of its own. Written as SQL because Django compiles no FOR UPDATE outside a
+    transaction, and a transaction around one UPDATE costs a BEGIN and a COMMIT."""
+    alias = router.db_for_write(ToolCall)
+    connection = connections[alias]
+    made = _CLAIMS.get(alias)
+    if made is None:
+        call, run, q = ToolCall._meta, Run._meta, connection.ops.quote_name
+        status, attempts = q(call.get_field("status").column), q(call.get_field("attempts").column)
+        left = sorted(sources(ToolCall, ToolCall.Status.EXECUTING, ToolCall.CLAIMABLE))
+        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+        made = _CLAIMS[alias] = (
+            f"UPDATE {q(call.db_table)} SET {status} = %s, {q(call.get_field('claimed_at').column)} = %s, "
+            f"{attempts} = {attempts} + 1 WHERE {q(call.pk.column)} = %s AND {status} IN "
+            f"({', '.join(['%s'] * len(left))}) AND EXISTS (SELECT 1 FROM {q(run.db_table)} WHERE "
+            f"{q(run.pk.column)} = %s AND {q(run.get_field('status').column)} = %s{lock})"
+        ), left
+    sql, left = made
+    claimed_at = ToolCall._meta.get_field("claimed_at").get_db_prep_save(now, connection)
+    with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+        cursor.execute(sql, [ToolCall.Status.EXECUTING, claimed_at, call_id, *left, run_id, Run.Status.RUNNING])
+        return cursor.rowcount == 1
 
 
 def move_call(call_id, to, leaving=None, thread=None, **fields):

@@ -18,7 +18,6 @@ import redis
 from ag_ui.core import RunErrorEvent
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -28,7 +27,7 @@ from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
 from agents.runtime.leases import hold
-from agents.transitions import move_call, move_run, start_continuation
+from agents.transitions import claim_call, move_call, move_run, start_continuation
 from agui_project.queries import Prepared, one
 from approvals import mail as approval_mail
 from approvals import notify as approval_notify
@@ -44,21 +43,19 @@ def lease_key(call_id):
 
 
 RUN_LOST = "run_lost"
-# the executing run's row, locked while it still runs (claim): compiled once (agui_project/queries.Prepared)
-_RUNNING_LOCKED = Prepared(Run, lambda pk: Run.objects.select_for_update().filter(
-    pk=pk, status=Run.Status.RUNNING).only("pk"))
+# whether the run still runs, after a claim found nothing: compiled once (agui_project/queries.Prepared)
+_RUNNING = Prepared(Run, lambda pk: Run.objects.filter(pk=pk, status=Run.Status.RUNNING).only("pk"))
 
 
 def claim(call_id, run_id):
     """proposed|approved -> executing, at the moment of acting, while `run_id` (the run executing
     it) is still running: True; False when someone else got the call first; RUN_LOST when the
     run is no longer this worker's (recovery declared it lost while it was stuck). The run's row
-    is locked for the claim, as recovery locks it to declare it lost, so the two never cross."""
-    with transaction.atomic():
-        if _RUNNING_LOCKED.one(run_id) is None:
-            return RUN_LOST
-        return move_call(call_id, ToolCall.Status.EXECUTING, leaving=ToolCall.CLAIMABLE,
-                         claimed_at=timezone.now(), attempts=F("attempts") + 1)
+    is locked for the claim, as recovery locks it to declare it lost, so the two never cross
+    (transitions.claim_call: one statement); which of the two refused is read only when one did."""
+    if claim_call(call_id, run_id, timezone.now()):
+        return True
+    return False if _RUNNING.one(run_id) is not None else RUN_LOST
 
 
 def finish(call_id, status, output, call=None, tell=True):

@@ -124,7 +124,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_28(
+def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_25(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -139,7 +139,9 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_28(
     is not looked up again after check() refused a taken one, nor the continuation after the answers
     (this thread announced it). 22: the answers, their calls' fates and the continuation in one
     transaction, without savepoints (a BEGIN, a COMMIT and two savepoints' round trips fewer). 21:
-    whether a call of the run still waits and whether it was continued, asked in one statement."""
+    whether a call of the run still waits and whether it was continued, asked in one statement.
+    The continuation, 25: its call claimed in one statement that locks the run (was a transaction
+    of four: BEGIN, the run's lock, the claim, COMMIT)."""
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
@@ -154,7 +156,7 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_28(
     assert [(e.value["approvalId"], e.value["approved"]) for e in responses] == [(req.pk, True)]
 
     fake_llm.push({"text": "Done: it is cancelled."})
-    with django_assert_max_num_queries(28):
+    with django_assert_max_num_queries(25):
         assert runner.run_agent(continuation.pk)
     assert Run.objects.get(pk=continuation.pk).status == Run.Status.SUCCEEDED
     assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED

@@ -490,6 +490,68 @@ def test_a_call_that_is_not_claimable_never_executes(demo, status):
     assert not Message.objects.filter(thread=thread, role="tool").exists()
 
 
+def test_a_call_of_a_run_no_longer_running_is_not_claimed(demo):
+    from agents import transitions
+    from agents.runtime import execution
+
+    thread, run, call = _thread_with_call(demo, "approved")
+    transitions.move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING])
+    assert execution.claim(call.pk, run.pk) is execution.RUN_LOST
+    call.refresh_from_db()
+    assert call.status == "approved" and call.attempts == 0 and call.claimed_at is None
+
+
+@pytest.mark.skipif(not on_postgres, reason="needs PostgreSQL: the claim's row lock on its run is what this race "
+                    "exercises; SQLite runs the claim's statement and recovery's transaction one after the other")
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_waits_for_recovery_holding_its_run_and_finds_the_run_lost(demo):
+    """Recovery locks the run, sees no call executing and declares the run lost; a claim of one of
+    its calls in the meantime waits for that lock (FOR UPDATE in the claim's one statement) and
+    then finds the run lost: the call is not claimed under a run recovery has continued."""
+    from django.db import connection, connections, transaction
+
+    from agents import transitions
+    from agents.runtime import execution
+
+    thread, run, call = _thread_with_call(demo, "approved")
+    holding, release, outcome = threading.Event(), threading.Event(), {}
+
+    def recovery():
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=run.pk)
+                transitions.move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], error_code="worker_lost")
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    def claimer():
+        try:
+            outcome["claim"] = execution.claim(call.pk, run.pk)
+        finally:
+            connections.close_all()
+
+    held = threading.Thread(target=recovery)
+    held.start()
+    assert holding.wait(30)
+    claiming = threading.Thread(target=claimer)
+    claiming.start()
+    # PostgreSQL says when the claim waits for the run's lock (not a sleep standing in for it)
+    deadline, waiting = time.monotonic() + 30, False
+    while not waiting and time.monotonic() < deadline and claiming.is_alive():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                           "AND query LIKE 'UPDATE \"agents_toolcall\"%%'")
+            waiting = cursor.fetchone()[0] == 1
+    release.set()
+    held.join(30)
+    claiming.join(30)
+    assert waiting and outcome == {"claim": execution.RUN_LOST}
+    call.refresh_from_db()
+    assert call.status == "approved" and call.attempts == 0
+
+
 def test_an_approved_call_executes_once_even_when_settled_twice(demo):
     thread, run, call = _thread_with_call(demo, "approved")
     r = agent_runner.Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run.pk))
