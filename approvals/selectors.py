@@ -87,7 +87,10 @@ def visible_requests(*, user):
 
 def with_decisions(*, approval):
     """`approval` with its decisions and their users read in (in order), as
-    prefetch_related("decisions") would: one compiled read instead of the ORM's."""
+    prefetch_related("decisions") would: one compiled read instead of the ORM's; no read when the
+    decision that just decided it handed it its only one (services._decide)."""
+    if "decisions" in getattr(approval, "_prefetched_objects_cache", {}):
+        return approval
     return prefetched(approval, "decisions", _DECISIONS.all(approval.pk))
 
 

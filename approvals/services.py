@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from agui_project.answer_first import later
-from agui_project.queries import Prepared, PreparedUpdate, one
+from agui_project.queries import Prepared, PreparedUpdate, one, prefetched
 
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
@@ -342,14 +342,14 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if not feedback:
                 raise FeedbackRequired(_("write the guidance the agent should follow"),
                                        {"feedback": [_("required to answer with guidance")]})
-            Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
+            made = Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.RESPONDED)
             req.feedback = feedback
             approvals = None
         elif decision == Decision.Kind.REJECT:
             if req.approver_kind == ApproverKind.GROUP and not feedback:
                 raise FeedbackRequired(_("feedback is required to reject"), {"feedback": [_("required to reject")]})
-            Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
+            made = Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.REJECTED)
             req.feedback = feedback
             approvals = None
@@ -389,7 +389,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             single = req.required_approvals <= 1
             if not single and active().filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
-            Decision.objects.create(
+            made = Decision.objects.create(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
             # quorum: distinct approvers of exactly these arguments (the current ones, after any edit)
@@ -399,6 +399,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if approvals >= req.required_approvals:
                 _move(req, Status.MODIFIED if proposed != req.arguments else Status.APPROVED)
                 req.final_arguments = proposed
+        if req.required_approvals <= 1:  # it had none (any decision of it decides it): this is its only one
+            prefetched(req, "decisions", [made])
         if req.status != Status.PENDING:
             req.decided_by, req.decided_at = user, timezone.now()
         _DECIDED.update(req.pk, **{name: getattr(req, name) for name in DECIDED_FIELDS})

@@ -244,3 +244,23 @@ def test_the_list_says_who_may_decide_each_row_without_a_query_per_row(demo, api
     flags, many = listed()
     assert len(flags) == 16 and sum(flags.values()) == 15
     assert many == few  # one read of finn's groups, whatever the number of rows
+
+
+@pytest.mark.parametrize("decision, feedback, required", [
+    ("approve", "", 1), ("reject", "Not this month", 1), ("respond", "Ask for the invoice first", 1),
+    ("approve", "", 2),
+])
+def test_the_decide_answer_shows_the_decisions_as_stored(demo, api, decision, feedback, required):
+    """A one-approval request's only decision is the one just made (not read back); a quorum's are
+    read: either way the answer lists them as a read of the request does."""
+    from tests.approvals.test_engine import set_transfer_policy
+
+    set_transfer_policy(demo, required_approvals=required, allowed_decisions=["approve", "reject", "respond"])
+    req = transfer_request(demo["alice"])
+    client = api("finn")
+    resp = client.post(f"/api/approvals/{req.pk}/decide/", {"decision": decision, "feedback": feedback},
+                       format="json")
+    assert resp.status_code == 200, resp.json()
+    decisions = resp.json()["decisions"]
+    assert [(d["user"], d["decision"], d["feedback"]) for d in decisions] == [("finn", decision, feedback)]
+    assert decisions == client.get(f"/api/approvals/{req.pk}/").json()["decisions"]
