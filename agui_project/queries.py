@@ -162,6 +162,12 @@ def prefetched(instance, name, rows):
     return instance
 
 
+def is_prefetched(instance, name):
+    """Whether `instance.<name>` has its rows already (prefetched() or prefetch_related())."""
+    cache_name = getattr(instance, name).field.remote_field.cache_name
+    return cache_name in instance.__dict__.get("_prefetched_objects_cache", {})
+
+
 class _SetValue(Expression):
     """A value of a compiled UPDATE's SET clause: a placeholder whose parameter is a stand-in,
     replaced on each run by the caller's value as the ORM would prepare it for that column."""

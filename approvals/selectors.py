@@ -8,7 +8,7 @@ arguments only (HackSoftware's Django-Styleguide).
 from django.db.models import Q
 from django.utils import timezone
 
-from agui_project.queries import Prepared, prefetched
+from agui_project.queries import Prepared, is_prefetched, prefetched
 
 from . import registry
 from .access import is_admin, memberships
@@ -89,7 +89,7 @@ def with_decisions(*, approval):
     """`approval` with its decisions and their users read in (in order), as
     prefetch_related("decisions") would: one compiled read instead of the ORM's; no read when the
     decision that just decided it handed it its only one (services._decide)."""
-    if "decisions" in getattr(approval, "_prefetched_objects_cache", {}):
+    if is_prefetched(approval, "decisions"):
         return approval
     return prefetched(approval, "decisions", _DECISIONS.all(approval.pk))
 
