@@ -9,6 +9,8 @@ import threading
 
 from channels.layers import get_channel_layer
 
+from agui_project.channel_groups import group_send_many
+
 from .signals import approval_event
 
 log = logging.getLogger(__name__)
@@ -51,9 +53,7 @@ class _Sender:
         while True:
             targets, notice, future = await self.queue.get()
             try:
-                layer = get_channel_layer()
-                for target in targets:
-                    await layer.group_send(target, {"type": "inbox.notice", "notice": notice})
+                await group_send_many(get_channel_layer(), targets, {"type": "inbox.notice", "notice": notice})
             except Exception as exc:  # the inbox refetches on reconnect: a lost notice loses no data
                 log.error("inbox notice %s not sent", notice.get("type"), exc_info=exc)
                 future.set_exception(exc)
