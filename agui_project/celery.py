@@ -39,6 +39,7 @@ class DjangoCelerySettings(Mapping):
         return len(self._settings)
 
 
-app = Celery("agui_project", fixups=["agui_project.celery_fixup:fixup"])  # the pool kept between tasks
+# the pool kept between tasks (celery_fixup); tasks published straight to the broker's channel (broker.Task)
+app = Celery("agui_project", fixups=["agui_project.celery_fixup:fixup"], task_cls="agui_project.broker:Task")
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()
