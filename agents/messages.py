@@ -3,7 +3,11 @@
 from django.db import connection, transaction
 from django.db.models import F
 
+from agui_project.queries import PreparedInsert
+
 from .models import Message, Thread
+
+_MESSAGE = PreparedInsert(Message)  # its INSERT compiled once: a tool's result is on the way of whoever waits
 
 
 def _returning():
@@ -33,7 +37,7 @@ def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_cal
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
         seq = _advance(thread.pk, 1)
         kwargs = {"id": message_id} if message_id else {}
-        return Message.objects.create(
+        return _MESSAGE.create(
             thread=thread, run=run, seq=seq, role=role, content=content or "",
             tool_calls=tool_calls or None, tool_call_id=tool_call_id or "", **kwargs,
         )

@@ -11,7 +11,7 @@ import logging
 
 from django.db import connections, router, transaction
 
-from agui_project.queries import PreparedUpdate
+from agui_project.queries import PreparedInsert, PreparedUpdate
 
 from . import selectors
 from .dispatch import announce_after_commit, note_stream
@@ -121,6 +121,9 @@ def continue_run(paused_run, notices=(), continued=None):
     return start_continuation(paused_run, notices, continued)
 
 
+_CONTINUATION = PreparedInsert(Run)  # its INSERT compiled once: a continuation is on the way of whoever decided
+
+
 def start_continuation(parent, notices=(), continued=None):
     """The one continuation of `parent` (a paused run, or one that failed when its worker was
     lost): a queued Run under the client's chosen id (`resume_run_id`, AG-UI resume), announced
@@ -130,7 +133,7 @@ def start_continuation(parent, notices=(), continued=None):
         continued = selectors.has_continuation(parent.pk)
     if continued:
         return None
-    run = Run.objects.create(
+    run = _CONTINUATION.create(
         thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,
         client_tools=parent.client_tools, context=parent.context,
         **({"id": parent.resume_run_id} if parent.resume_run_id else {}),

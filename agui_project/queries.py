@@ -1,5 +1,5 @@
 """Rows by key: one(), Prepared (a read whose SQL is compiled once), PreparedUpdate (the same for
-an UPDATE of rows found by key), and prefetched()."""
+an UPDATE of rows found by key), PreparedInsert (for create()), and prefetched()."""
 
 import secrets
 import threading
@@ -7,9 +7,9 @@ import uuid
 
 from django.apps import apps
 from django.db import connections, router, transaction
-from django.db.models import Expression
+from django.db.models import Expression, signals
 from django.db.models.query import ModelIterable, ValuesListIterable, get_related_populators
-from django.db.models.sql import UpdateQuery
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 
 def one(queryset):
@@ -240,3 +240,77 @@ class PreparedUpdate(_ByKeys):
         with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
+
+
+class PreparedInsert:
+    """`Model.objects.create(**fields)` with its INSERT compiled once per database, not built and
+    compiled by the ORM for every row: Prepared's reason, for the rows a decision, its audit
+    entry, a continuation and a tool's result add on the way of the person waiting (~190 -> ~120
+    µs of CPU per row here). The row is made as create() makes it: the instance built from the
+    fields (defaults included), each column's value as the compiler prepares it (pre_save: the
+    auto_now_add time; get_db_prep_save), the key written back from RETURNING (or given), the
+    instance then saved in its database. Only for a model without parents, whose values are plain
+    (no expression, no database default); create() itself when pre_save or post_save has a receiver
+    for the model, or the backend cannot return the key of an insert."""
+
+    def __init__(self, model):
+        self.model = model
+        self._compiled = {}
+        self._lock = threading.Lock()
+
+    def create(self, using=None, **fields):
+        model, meta = self.model, self.model._meta
+        if meta.parents or signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
+            return model._default_manager.db_manager(using).create(**fields)
+        obj = model(**fields)
+        obj._prepare_related_fields_for_save(operation_name="save")
+        alias = using or router.db_for_write(model, instance=obj)
+        if obj.pk is None:  # a key with a default (as save() takes it)
+            obj.pk = meta.pk.get_pk_value_on_save(obj)
+        given = obj.pk is not None
+        connection = connections[alias]
+        columns = self._columns(given)
+        params = []
+        for field in columns:  # as SQLInsertCompiler's pre_save_val() and prepare_value()
+            value = field.pre_save(obj, add=True)
+            if hasattr(value, "resolve_expression"):
+                raise TypeError(f"PreparedInsert: {meta.label}.{field.name} is given an expression")
+            params.append(field.get_db_prep_save(value, connection=connection))
+        compiled = self._compiled.get((alias, given))
+        if compiled is None:
+            with self._lock:
+                compiled = self._compiled.setdefault((alias, given), self._compile(alias, given))
+        sql, returning = compiled
+        if sql is None:  # this backend returns no key from an INSERT
+            return model._default_manager.db_manager(alias).create(**fields)
+        with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if returning:
+                row = connection.ops.fetch_returned_insert_columns(cursor, [])
+                for field, value in zip(returning, row, strict=True):
+                    setattr(obj, field.attname, value)
+        obj._state.adding, obj._state.db = False, alias
+        return obj
+
+    def _columns(self, given):
+        """The columns of the INSERT: every local one, the auto key unless given (as save())."""
+        meta = self.model._meta
+        return [f for f in meta.local_concrete_fields if given or f is not meta.auto_field]
+
+    def _compile(self, alias, given):
+        """(SQL, the fields RETURNING gives), or (None, None) when the backend returns nothing."""
+        meta = self.model._meta
+        columns = self._columns(given)
+        returning = list(meta.db_returning_fields) if not given else []
+        if returning and not connections[alias].features.can_return_columns_from_insert:
+            return None, None
+        if any(f is not meta.auto_field for f in returning):
+            raise ValueError(f"PreparedInsert: {meta.label} returns more than its key")
+        query = InsertQuery(self.model)
+        query.insert_values(columns, [self.model()])  # a stand-in: the compiler runs pre_save() on it
+        compiler = query.get_compiler(using=alias)
+        compiler.returning_fields = returning
+        ((sql, params),) = compiler.as_sql()
+        if len(params) != len(columns) or sql.count("%s") != len(columns):
+            raise ValueError(f"PreparedInsert: {meta.label}'s INSERT does not take one placeholder per column")
+        return sql, returning

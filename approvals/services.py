@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from agui_project.answer_first import later
-from agui_project.queries import Prepared, PreparedUpdate, one, prefetched
+from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched
 
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
@@ -136,15 +136,20 @@ def _snapshot(req):
     return {"status": req.status, "arguments": req.current_arguments, "feedback": req.feedback}
 
 
+# the rows every decision adds, their INSERTs compiled once
+_AUDIT_ROW = PreparedInsert(AuditEvent)
+_DECISION_ROW = PreparedInsert(Decision)
+
+
 def _audit(action, req, actor=None, before=None, after=None):
-    AuditEvent.objects.create(action=action, request=req, actor=actor, object_ref=req.id, tool_name=req.tool_name,
-                              before=before, after=after)
+    _AUDIT_ROW.create(action=action, request=req, actor=actor, object_ref=req.id, tool_name=req.tool_name,
+                      before=before, after=after)
 
 
 def record(action, *, actor=None, object_ref="", tool_name="", request=None, before=None, after=None):
     """An audit row for events other apps observe (e.g. a tool call whose outcome is unknown)."""
-    return AuditEvent.objects.create(action=action, actor=actor, object_ref=object_ref, tool_name=tool_name,
-                                     request=request, before=before, after=after)
+    return _AUDIT_ROW.create(action=action, actor=actor, object_ref=object_ref, tool_name=tool_name,
+                             request=request, before=before, after=after)
 
 
 def _resolved(req, kind, resolve_here=None):
@@ -342,14 +347,14 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if not feedback:
                 raise FeedbackRequired(_("write the guidance the agent should follow"),
                                        {"feedback": [_("required to answer with guidance")]})
-            made = Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
+            made = _DECISION_ROW.create(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.RESPONDED)
             req.feedback = feedback
             approvals = None
         elif decision == Decision.Kind.REJECT:
             if req.approver_kind == ApproverKind.GROUP and not feedback:
                 raise FeedbackRequired(_("feedback is required to reject"), {"feedback": [_("required to reject")]})
-            made = Decision.objects.create(request=req, user=user, decision=decision, feedback=feedback)
+            made = _DECISION_ROW.create(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.REJECTED)
             req.feedback = feedback
             approvals = None
@@ -389,7 +394,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             single = req.required_approvals <= 1
             if not single and active().filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
-            made = Decision.objects.create(
+            made = _DECISION_ROW.create(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
             # quorum: distinct approvers of exactly these arguments (the current ones, after any edit)

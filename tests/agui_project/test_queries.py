@@ -201,3 +201,83 @@ def test_prepared_update_writes_what_the_orms_update_writes(demo):
     assert by_pk.update("call-a", run=other_run) == 1 and ToolCall.objects.get(pk="call-a").run_id == other_run.pk
     with pytest.raises(TypeError):
         by_pk.update("call-a", feedback=other_run)
+
+
+# --- PreparedInsert: create() compiled once ------------------------------------------------------
+
+def _stored(obj):
+    """The row as the database holds it, read back through the ORM."""
+    return _fields(type(obj).objects.get(pk=obj.pk))
+
+
+def test_prepared_insert_writes_the_row_create_writes(demo):
+    """Each model the hot paths add to: an auto key given back (Decision, AuditEvent) or a key of
+    its own default (Run, Message); relations, JSON, choices and the auto_now_add time as create()
+    stores them; the instance saved (not adding, its database), equal to its row."""
+    from agents.models import Message, Run
+    from agui_project.queries import PreparedInsert
+    from approvals.models import AuditEvent, Decision
+    from tests.helpers import transfer_request
+
+    req = transfer_request(demo["alice"])
+    thread = create_thread(demo["alice"], "banking")
+
+    def paused():  # a continuation's parent: each has one continuation at most
+        return Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED, forwarded_props={"k": [1, "ü"]})
+
+    seqs = iter(range(7, 100))
+    cases = [
+        (AuditEvent, lambda: dict(action="decided", request=req, actor=demo["finn"], object_ref=str(req.pk),
+                                  tool_name="t", before={"status": "pending"}, after=None)),
+        (Decision, lambda: dict(request=req, user=demo["finn"], decision="approve", arguments={"amount": 5},
+                                arguments_hash="abc", feedback="fine")),
+        (Run, lambda: dict(thread_id=thread.pk, parent_run=paused(), forwarded_props={"k": [1, "ü"]},
+                           client_tools=[{"name": "x"}], context=[])),
+        (Message, lambda: dict(thread=thread, seq=next(seqs), role="tool", content="done", tool_calls=None,
+                               tool_call_id="call-1")),
+    ]
+    for model, fields in cases:
+        made, orm = PreparedInsert(model).create(**fields()), model.objects.create(**fields())
+        assert not made._state.adding and made._state.db == "default" and made.pk is not None
+        assert _fields(made) == _stored(made)
+        skip = {model._meta.pk.attname, "created_at", "updated_at", "parent_run_id", "seq"}
+        assert {k: v for k, v in _stored(made).items() if k not in skip} == \
+            {k: v for k, v in _stored(orm).items() if k not in skip}
+        assert made.created_at is not None
+
+
+def test_prepared_insert_compiles_once_and_runs_one_statement(demo):
+    from agui_project.queries import PreparedInsert
+    from approvals.models import AuditEvent
+
+    rows = PreparedInsert(AuditEvent)
+    rows.create(action="decided", object_ref="1", tool_name="t")
+    with CaptureQueriesContext(connection) as sql:
+        made = rows.create(action="expired", object_ref="2", tool_name="t")
+    assert [q["sql"].split(" ", 1)[0] for q in sql.captured_queries] == ["INSERT"]
+    assert AuditEvent.objects.get(pk=made.pk).action == "expired"
+
+
+def test_prepared_insert_leaves_to_create_what_it_does_not_keep(demo):
+    """A model with a post_save receiver gets create() (its receiver is called); an expression as
+    a value is refused, not written."""
+    from django.db.models import F
+    from django.db.models.signals import post_save
+
+    from agui_project.queries import PreparedInsert
+    from approvals.models import AuditEvent
+
+    heard = []
+
+    def receiver(sender, instance, created, **kwargs):
+        heard.append((instance.object_ref, created))
+
+    post_save.connect(receiver, sender=AuditEvent)
+    try:
+        PreparedInsert(AuditEvent).create(action="decided", object_ref="heard", tool_name="t")
+    finally:
+        post_save.disconnect(receiver, sender=AuditEvent)
+    assert heard == [("heard", True)]
+    with pytest.raises(TypeError), transaction.atomic():
+        PreparedInsert(AuditEvent).create(action="decided", object_ref=F("tool_name"), tool_name="t")
+    assert not AuditEvent.objects.filter(tool_name="t", action="decided").exclude(object_ref="heard").exists()
