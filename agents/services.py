@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
-from agui_project.queries import Prepared, PreparedUpdate, one
+from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -22,7 +22,7 @@ from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401 
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
 from .runtime import events, inputs
-from .transitions import continue_run, move_call, move_run
+from .transitions import RUN_ROWS, continue_run, move_call, move_run
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,9 @@ class RunConflict(Exception):
         self.code, self.message, self.pending = code, message, list(pending)
 
 
+_THREAD = PreparedInsert(Thread)  # every new chat: its INSERT compiled once
+
+
 def create_thread(user, agent, title="", thread_id=None):
     """A new thread; a client-chosen id that was ever used raises thread_ids.ThreadIdTaken."""
     thread_id = thread_id or new_id()
@@ -43,7 +46,7 @@ def create_thread(user, agent, title="", thread_id=None):
         # and every caller lets it roll the whole transaction back
         with transaction.atomic(savepoint=False):
             thread_ids.claim(thread_id, user)
-            return Thread.objects.create(id=thread_id, owner=user, agent=agent, title=title[:200])
+            return _THREAD.create(id=thread_id, owner=user, agent=agent, title=title[:200])
     except IntegrityError:  # a row that predates its claim
         raise thread_ids.ThreadIdTaken(thread_id) from None
 
@@ -96,7 +99,7 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
                 message = _("This chat is waiting for your answer to the request above: answer it first.")
             raise RunConflict("interrupt_pending", message, pending)
         try:  # a taken run id is refused by the primary key (no separate look-up first)
-            run = Run.objects.create(
+            run = RUN_ROWS.create(
                 thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
                 context=context or [], ignored_messages=ignored or [], **({"id": run_id} if run_id else {}),
             )

@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from agui_project.queries import PreparedInsert
 from state.models import SharedState
 
 from .models import ThreadIdClaim
@@ -31,11 +32,14 @@ class ThreadIdTaken(Exception):
         return _("this thread id is already taken or belonged to a deleted chat; start a new thread with a new id")
 
 
+_CLAIM = PreparedInsert(ThreadIdClaim)  # compiled once: every new chat makes one
+
+
 def claim(thread_id, owner):
     """Record the id as used (the primary key: two creators of one id cannot both win). Called
     inside the creator's transaction (services.create_thread), which rolls back on the IntegrityError."""
     try:
-        ThreadIdClaim.objects.create(id=thread_id, owner=owner)
+        _CLAIM.create(id=thread_id, owner=owner)
     except IntegrityError:
         raise ThreadIdTaken(thread_id) from None
 

@@ -121,7 +121,8 @@ def continue_run(paused_run, notices=(), continued=None):
     return start_continuation(paused_run, notices, continued)
 
 
-_CONTINUATION = PreparedInsert(Run)  # its INSERT compiled once: a continuation is on the way of whoever decided
+# a new Run's INSERT compiled once (a message's run; a continuation, on the way of whoever decided)
+RUN_ROWS = PreparedInsert(Run)
 
 
 def start_continuation(parent, notices=(), continued=None):
@@ -133,7 +134,7 @@ def start_continuation(parent, notices=(), continued=None):
         continued = selectors.has_continuation(parent.pk)
     if continued:
         return None
-    run = _CONTINUATION.create(
+    run = RUN_ROWS.create(
         thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,
         client_tools=parent.client_tools, context=parent.context,
         **({"id": parent.resume_run_id} if parent.resume_run_id else {}),

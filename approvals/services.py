@@ -136,8 +136,9 @@ def _snapshot(req):
     return {"status": req.status, "arguments": req.current_arguments, "feedback": req.feedback}
 
 
-# the rows every decision adds, their INSERTs compiled once
+# the rows every request and decision add, their INSERTs compiled once
 _AUDIT_ROW = PreparedInsert(AuditEvent)
+_REQUEST_ROW = PreparedInsert(ApprovalRequest)
 _DECISION_ROW = PreparedInsert(Decision)
 
 
@@ -187,7 +188,7 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
     escalate_at = (_at(now, timeout, verdict.escalation_fraction or DEFAULT_ESCALATION_FRACTION)
                    if timeout and escalation else None)
     with transaction.atomic():
-        req = ApprovalRequest.objects.create(
+        req = _REQUEST_ROW.create(
             tool_name=tool_name,
             arguments=arguments,
             schema=schema if schema is not None else (defaults.schema if defaults else {}),

@@ -46,7 +46,7 @@ from agents.runtime.statesync import StateSync
 from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import claim_run, move_call, move_run
-from agui_project.queries import Prepared, one
+from agui_project.queries import Prepared, PreparedInsert, one
 from approvals import policy
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -77,6 +77,8 @@ _SETTLEABLE = Prepared(ToolCall, lambda thread_id: ToolCall.objects.filter(
     thread_id=thread_id, status__in=ToolCall.SETTLEABLE).exclude(pk__in=Message.objects.filter(
         thread_id=thread_id, role=Message.Role.TOOL).values("tool_call_id")).select_related("message").order_by(
             "created_at"))
+
+_TOOL_CALL = PreparedInsert(ToolCall)  # every call the model makes: its INSERT compiled once
 
 
 def run_agent(run_id, made=None):
@@ -510,7 +512,7 @@ class Runner:
 
         Returns an Interrupt when paused, the call's id when a frontend tool must run it.
         """
-        tc = ToolCall.objects.create(
+        tc = _TOOL_CALL.create(
             id=call["id"], thread=self.thread, run=self.run, message=assistant,
             name=call["name"], raw_arguments=call["arguments"],
         )

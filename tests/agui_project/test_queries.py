@@ -214,9 +214,9 @@ def test_prepared_insert_writes_the_row_create_writes(demo):
     """Each model the hot paths add to: an auto key given back (Decision, AuditEvent) or a key of
     its own default (Run, Message); relations, JSON, choices and the auto_now_add time as create()
     stores them; the instance saved (not adding, its database), equal to its row."""
-    from agents.models import Message, Run
+    from agents.models import Message, Run, Thread, ThreadIdClaim, ToolCall
     from agui_project.queries import PreparedInsert
-    from approvals.models import AuditEvent, Decision
+    from approvals.models import ApprovalRequest, AuditEvent, Decision
     from tests.helpers import transfer_request
 
     req = transfer_request(demo["alice"])
@@ -226,6 +226,8 @@ def test_prepared_insert_writes_the_row_create_writes(demo):
         return Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED, forwarded_props={"k": [1, "ü"]})
 
     seqs = iter(range(7, 100))
+    parent = paused()
+    assistant = Message.objects.create(thread=thread, run=parent, seq=1, role="assistant", content="")
     cases = [
         (AuditEvent, lambda: dict(action="decided", request=req, actor=demo["finn"], object_ref=str(req.pk),
                                   tool_name="t", before={"status": "pending"}, after=None)),
@@ -235,15 +237,22 @@ def test_prepared_insert_writes_the_row_create_writes(demo):
                            client_tools=[{"name": "x"}], context=[])),
         (Message, lambda: dict(thread=thread, seq=next(seqs), role="tool", content="done", tool_calls=None,
                                tool_call_id="call-1")),
+        (Thread, lambda: dict(id=f"t-{next(seqs)}", owner=demo["alice"], agent="banking", title="Hi")),
+        (ThreadIdClaim, lambda: dict(id=f"c-{next(seqs)}", owner=demo["alice"])),
+        (ToolCall, lambda: dict(id=f"call-{next(seqs)}", thread=thread, run=parent, name="transfer_money",
+                                message=assistant, raw_arguments='{"amount": 5}')),
+        (ApprovalRequest, lambda: dict(tool_name="transfer_money", arguments={"amount": 5, "to": "ü"},
+                                       requester=demo["alice"], description="Send 5", risk="high",
+                                       thread_ref=thread.pk, tool_call_ref="call-x")),
     ]
     for model, fields in cases:
         made, orm = PreparedInsert(model).create(**fields()), model.objects.create(**fields())
         assert not made._state.adding and made._state.db == "default" and made.pk is not None
         assert _fields(made) == _stored(made)
-        skip = {model._meta.pk.attname, "created_at", "updated_at", "parent_run_id", "seq"}
+        skip = {model._meta.pk.attname, "created_at", "updated_at", "claimed_at", "parent_run_id", "seq", "run_id"}
         assert {k: v for k, v in _stored(made).items() if k not in skip} == \
             {k: v for k, v in _stored(orm).items() if k not in skip}
-        assert made.created_at is not None
+        assert getattr(made, "created_at", None) or made.claimed_at
 
 
 def test_prepared_insert_compiles_once_and_runs_one_statement(demo):
