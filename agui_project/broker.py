@@ -153,7 +153,8 @@ class Task(celery.Task):
         if self._direct is None:
             conf = self.app.conf
             plain = (conf.broker_transport == f"{__name__}:Transport" and not conf.task_routes
-                     and not conf.task_send_sent_event and conf.task_serializer == "json"
+                     and not conf.task_send_sent_event and not conf.task_inherit_parent_priority
+                     and conf.task_serializer == "json"
                      and not self._dump_pydantic_arguments and type(self).shadow_name is celery.Task.shadow_name
                      and all(v is None for k, v in self._get_exec_options().items() if k != "serializer")
                      and self._get_exec_options().get("serializer") in (None, "json"))
