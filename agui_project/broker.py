@@ -20,6 +20,7 @@ receive twice: the worker's conditional claim runs it once).
 
 import threading
 from contextlib import contextmanager
+from functools import cached_property
 
 import celery
 from celery import signals
@@ -116,11 +117,9 @@ class Task(celery.Task):
     a task with execution options of its own; and a publish the broker refuses (Redis away), which
     Celery retries by its policy."""
 
-    _direct = None  # the default queue, once this process has seen that nothing asks for Celery's path
-
     def apply_async(self, args=None, kwargs=None, task_id=None, producer=None, link=None, link_error=None,
                     shadow=None, **options):
-        queue = self._direct_queue()
+        queue = self._direct_queue
         if queue is None or task_id or producer or link or link_error or shadow or options \
                 or self.app.conf.task_always_eager or signals.before_task_publish.receivers \
                 or signals.after_task_publish.receivers:
@@ -150,14 +149,14 @@ class Task(celery.Task):
                                   "", queue)
         return self.AsyncResult(task_id)
 
+    @cached_property
     def _direct_queue(self):
-        if self._direct is None:
-            conf = self.app.conf
-            plain = (conf.broker_transport == f"{__name__}:Transport" and not conf.task_routes
-                     and not conf.task_send_sent_event and not conf.task_inherit_parent_priority
-                     and conf.task_serializer == "json"
-                     and not self._dump_pydantic_arguments and type(self).shadow_name is celery.Task.shadow_name
-                     and all(v is None for k, v in self._get_exec_options().items() if k != "serializer")
-                     and self._get_exec_options().get("serializer") in (None, "json"))
-            self._direct = conf.task_default_queue if plain else ""
-        return self._direct or None
+        """The default queue when nothing of the app or the task asks for Celery's path, else None
+        (decided once per process)."""
+        conf, options = self.app.conf, dict(self._get_exec_options())
+        plain = (conf.broker_transport == f"{__name__}:Transport" and not conf.task_routes
+                 and not conf.task_send_sent_event and not conf.task_inherit_parent_priority
+                 and conf.task_serializer == "json" and options.pop("serializer", None) in (None, "json")
+                 and all(v is None for v in options.values())
+                 and not self._dump_pydantic_arguments and type(self).shadow_name is celery.Task.shadow_name)
+        return conf.task_default_queue if plain else None

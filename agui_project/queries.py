@@ -268,21 +268,20 @@ class PreparedInsert:
         if obj.pk is None:  # a key with a default (as save() takes it)
             obj.pk = meta.pk.get_pk_value_on_save(obj)
         given = obj.pk is not None
+        compiled = self._compiled.get((alias, given))
+        if compiled is None:
+            with self._lock:
+                compiled = self._compiled.setdefault((alias, given), self._compile(alias, given))
+        sql, columns, returning = compiled
+        if sql is None:  # this backend returns no key from an INSERT
+            return model._default_manager.db_manager(alias).create(**fields)
         connection = connections[alias]
-        columns = self._columns(given)
         params = []
         for field in columns:  # as SQLInsertCompiler's pre_save_val() and prepare_value()
             value = field.pre_save(obj, add=True)
             if hasattr(value, "resolve_expression"):
                 raise TypeError(f"PreparedInsert: {meta.label}.{field.name} is given an expression")
             params.append(field.get_db_prep_save(value, connection=connection))
-        compiled = self._compiled.get((alias, given))
-        if compiled is None:
-            with self._lock:
-                compiled = self._compiled.setdefault((alias, given), self._compile(alias, given))
-        sql, returning = compiled
-        if sql is None:  # this backend returns no key from an INSERT
-            return model._default_manager.db_manager(alias).create(**fields)
         with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
             cursor.execute(sql, params)
             if returning:
@@ -292,18 +291,14 @@ class PreparedInsert:
         obj._state.adding, obj._state.db = False, alias
         return obj
 
-    def _columns(self, given):
-        """The columns of the INSERT: every local one, the auto key unless given (as save())."""
-        meta = self.model._meta
-        return [f for f in meta.local_concrete_fields if given or f is not meta.auto_field]
-
     def _compile(self, alias, given):
-        """(SQL, the fields RETURNING gives), or (None, None) when the backend returns nothing."""
+        """(SQL, its columns, the fields RETURNING gives), SQL None when the backend returns nothing.
+        The columns as save() has them: every local one, the auto key only when given."""
         meta = self.model._meta
-        columns = self._columns(given)
+        columns = [f for f in meta.local_concrete_fields if given or f is not meta.auto_field]
         returning = list(meta.db_returning_fields) if not given else []
         if returning and not connections[alias].features.can_return_columns_from_insert:
-            return None, None
+            return None, columns, None
         if any(f is not meta.auto_field for f in returning):
             raise ValueError(f"PreparedInsert: {meta.label} returns more than its key")
         query = InsertQuery(self.model)
@@ -313,4 +308,4 @@ class PreparedInsert:
         ((sql, params),) = compiler.as_sql()
         if len(params) != len(columns) or sql.count("%s") != len(columns):
             raise ValueError(f"PreparedInsert: {meta.label}'s INSERT does not take one placeholder per column")
-        return sql, returning
+        return sql, columns, returning

@@ -78,13 +78,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
             super()._close()
 
 
-def discard_all():
-    """Close every kept connection of this process (a test that replaces the database file)."""
-    discard(None)
-
-
-def discard(name):
-    """Close the kept connections of this process to the file `name` (None: to every file)."""
+def discard(name=None):
+    """Close the kept connections of this process to the file `name`, or to every file (a test that
+    replaces the database file)."""
     with _lock:
         stacks = [s for (pid, kept), s in _stacks.items() if pid == os.getpid() and name in (None, kept)]
     for stack in stacks:

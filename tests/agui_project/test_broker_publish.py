@@ -23,9 +23,9 @@ def queue(monkeypatch):
     """The tasks' direct publishes go to a queue of this test's own (as Celery's do with queue=)."""
     name = f"test-publish-{uuid.uuid4().hex}"
     for task in (current_app.tasks["agents.tasks.run_agent"], current_app.tasks["agents.tasks.continue_decided"]):
-        task._direct_queue()  # decided once per process, as in a worker or Daphne
-        assert task._direct == current_app.conf.task_default_queue
-        monkeypatch.setattr(task, "_direct", name)
+        # decided once per process, as in a worker or Daphne
+        assert task._direct_queue == current_app.conf.task_default_queue
+        monkeypatch.setattr(task, "_direct_queue", name)
     yield name
     redis_client().delete(name)
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db.utils import ConnectionHandler
 
-from agui_project.sqlite3.base import discard_all
+from agui_project.sqlite3.base import discard
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def handler(tmp_path, settings, django_db_blocker):
                     "transaction_mode": "IMMEDIATE"}}})
     with django_db_blocker.unblock():  # the suite's own database stays out of reach
         yield h
-    discard_all()
+    discard()
 
 
 def in_thread(fn):
