@@ -1,7 +1,8 @@
+import gc
 import os
 from collections.abc import Mapping
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
 
@@ -43,3 +44,17 @@ class DjangoCelerySettings(Mapping):
 app = Celery("agui_project", fixups=["agui_project.celery_fixup:fixup"], task_cls="agui_project.broker:Task")
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_before_create_process.connect
+@signals.worker_ready.connect
+def freeze_what_was_made_at_start(**kwargs):
+    """What the worker made while starting (Django, the apps, Celery, the model clients: ~265,000
+    tracked objects) is kept for its life: the cyclic collector leaves it from then on, as Daphne's
+    does (asgi.py). A full pass over it took 100-180 ms, stalling the consumer or a run; and in a
+    prefork child it would write to every inherited object's header, copying the pages it shares
+    with the parent. Frozen before each child is forked (prefork) and once the worker is ready
+    (any pool); what was already garbage is collected first, once, before the first freeze."""
+    if not gc.get_freeze_count():
+        gc.collect()
+    gc.freeze()
