@@ -53,8 +53,8 @@ def freeze_what_was_made_at_start(**kwargs):
     tracked objects) is kept for its life: the cyclic collector leaves it from then on, as Daphne's
     does (asgi.py). A full pass over it took 100-180 ms, stalling the consumer or a run; and in a
     prefork child it would write to every inherited object's header, copying the pages it shares
-    with the parent. Frozen before each child is forked (prefork) and once the worker is ready
-    (any pool); what was already garbage is collected first, once, before the first freeze."""
-    if not gc.get_freeze_count():
-        gc.collect()
+    with the parent. Frozen before each child is forked (prefork: a replaced child too) and once
+    the worker is ready (any pool). What is already garbage is collected first, or it would stay
+    forever: a pass over all of it the first time, then over what was made since."""
+    gc.collect()
     gc.freeze()
