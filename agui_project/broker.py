@@ -154,9 +154,10 @@ class Task(celery.Task):
         """The default queue when nothing of the app or the task asks for Celery's path, else None
         (decided once per process)."""
         conf, options = self.app.conf, dict(self._get_exec_options())
+        serializer = options.pop("serializer", None)
         plain = (conf.broker_transport == f"{__name__}:Transport" and not conf.task_routes
                  and not conf.task_send_sent_event and not conf.task_inherit_parent_priority
-                 and conf.task_serializer == "json" and options.pop("serializer", None) in (None, "json")
+                 and conf.task_serializer == "json" and serializer in (None, "json")
                  and all(v is None for v in options.values())
                  and not self._dump_pydantic_arguments and type(self).shadow_name is celery.Task.shadow_name)
         return conf.task_default_queue if plain else None

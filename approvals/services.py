@@ -143,8 +143,7 @@ _DECISION_ROW = PreparedInsert(Decision)
 
 
 def _audit(action, req, actor=None, before=None, after=None):
-    _AUDIT_ROW.create(action=action, request=req, actor=actor, object_ref=req.id, tool_name=req.tool_name,
-                      before=before, after=after)
+    record(action, actor=actor, object_ref=req.id, tool_name=req.tool_name, request=req, before=before, after=after)
 
 
 def record(action, *, actor=None, object_ref="", tool_name="", request=None, before=None, after=None):
