@@ -5,10 +5,15 @@ queues what it wants. A thread of its own per lease, and the holder's own round 
 drop the key, cost about 1 ms on the way from a decision to its tool's result. Celery's and
 redis-py's locks renew on a timer thread of their own each, so neither is used here.
 
-Setting the key a moment after the block began is safe: recovery looks only at calls claimed and
-runs started more than a lease's length ago (execution.stuck_call_ids, recover_stuck_runs). A
-key dropped a moment late belongs to a call or run that is no longer executing or running, which
-recovery does not ask about.
+A lease is first written a sixth of its length after the block began, then every third of it:
+recovery looks only at calls claimed and runs started more than a lease's length ago
+(execution.stuck_call_ids, recover_stuck_runs), and by then a live holder has written its key
+three times (at 1/6, 1/2 and 5/6 of a lease), so two writes may fail before recovery could take it
+for dead, as when the key was written at once. A block shorter than that (most tool calls, most
+runs) never touches Redis: no SET, no DEL, and no wake-up of this thread in the middle of the
+work (the run's own thread and its event writer had to share the interpreter with it just as a
+tool's result was on its way). A key dropped a moment late belongs to a call or run that is no
+longer executing or running, which recovery does not ask about.
 """
 
 import logging
@@ -23,22 +28,26 @@ from agui_project.redis_client import redis_client
 
 log = logging.getLogger(__name__)
 
+FIRST_WRITE = 1 / 6  # of a lease's length, after the block began
+RENEW_EVERY = 1 / 3  # of a lease's length, after the last write
+EARLY = 1 / 12  # a key due this soon goes with a batch being sent (one round trip, not two)
+
 
 class _Keeper:
     def __init__(self):
         self._cond = threading.Condition()
-        self._held = {}  # key -> [label, ttl ms, holders]
-        self._queued = []  # (key, ttl ms to set it | None to drop it, label), in the order asked
+        self._held = {}  # key -> [label, ttl ms, holders, monotonic time its next write is due, written]
+        self._queued = []  # (key, None, label): drops of written keys, in the order asked
         self._busy = False  # a batch is on its way to Redis
-        self._renewed = time.monotonic()
         self._thread = None
 
     def add(self, key, label, ttl_ms):
         with self._cond:
-            if not self._held:
-                self._renewed = time.monotonic()  # the next renewal is due a third of a lease from now
-            self._held.setdefault(key, [label, ttl_ms, 0])[2] += 1
-            self._queued.append((key, ttl_ms, label))
+            entry = self._held.get(key)
+            if entry is None:
+                self._held[key] = [label, ttl_ms, 1, time.monotonic() + ttl_ms * FIRST_WRITE / 1000, False]
+            else:
+                entry[2] += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="leases", daemon=True)
                 self._thread.start()
@@ -50,14 +59,21 @@ class _Keeper:
             entry[2] -= 1
             if not entry[2]:
                 del self._held[key]
-                self._queued.append((key, None, entry[0]))
-                self._cond.notify_all()
+                if entry[4]:  # never written: nothing in Redis to drop
+                    self._queued.append((key, None, entry[0]))
+                    self._cond.notify_all()
 
-    def drain(self, timeout=10.0):
-        """Wait until everything asked so far is in Redis; False on timeout."""
+    def drain(self, timeout=10.0, due=False):
+        """Wait until every drop asked so far is in Redis, and with `due` every held lease
+        written once (as if its first write were due now); False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._queued or self._busy:
+            if due:
+                for entry in self._held.values():
+                    if not entry[4]:
+                        entry[3] = 0.0
+                self._cond.notify_all()
+            while self._queued or self._busy or (due and not all(e[4] for e in self._held.values())):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -65,7 +81,7 @@ class _Keeper:
         return True
 
     def _next_batch(self):
-        """Under the lock: what is queued, else every held lease once its renewal is due."""
+        """Under the lock: the queued drops, else every held lease whose write is due (or nearly)."""
         while True:
             if self._queued:
                 batch, self._queued = self._queued, []
@@ -73,20 +89,25 @@ class _Keeper:
             if not self._held:
                 self._cond.wait()
                 continue
-            # every third of the shortest lease: two renewals may fail before one lapses
-            due = self._renewed + min(ttl for _, ttl, _ in self._held.values()) / 3000
-            if time.monotonic() < due:
-                self._cond.wait(due - time.monotonic())
+            now = time.monotonic()
+            first_due = min(entry[3] for entry in self._held.values())
+            if now < first_due:
+                self._cond.wait(first_due - now)
                 continue
-            self._renewed = time.monotonic()
-            return [(key, ttl, label) for key, (label, ttl, _) in self._held.items()]
+            batch = []
+            for key, entry in self._held.items():
+                label, ttl_ms, _, due_at, _ = entry
+                if due_at <= now + ttl_ms * EARLY / 1000:
+                    entry[3], entry[4] = now + ttl_ms * RENEW_EVERY / 1000, True
+                    batch.append((key, ttl_ms, label))
+            return batch
 
     def _loop(self):
         while True:
             with self._cond:
                 batch = self._next_batch()
                 self._busy = True
-            try:  # batches go one after another: a key dropped after a renewal stays dropped
+            try:  # batches go one after another: a key dropped after a write stays dropped
                 pipe = redis_client().pipeline(transaction=False)
                 for key, ttl_ms, _ in batch:
                     if ttl_ms is None:

@@ -131,7 +131,8 @@ def kill_mid_tool(demo, fake_llm, workers, tool_name):
     wait_until(lambda: r.blpop([k["started"]], timeout=1), timeout=60, what="the tool to start", worker=first)
     call = ToolCall.objects.get(thread=thread)
     assert call.status == "executing" and call.attempts == 1
-    assert r.exists(execution.lease_key(call.pk))  # the live worker holds the lease
+    # the live worker holds the lease (written a sixth of a lease after the tool began)
+    wait_until(lambda: r.exists(execution.lease_key(call.pk)), timeout=10, what="the lease", worker=first)
 
     first.kill(signal.SIGKILL)  # mid-tool: no result, no ack, no cleanup
     assert first.proc.returncode == -signal.SIGKILL
@@ -210,7 +211,8 @@ def test_worker_killed_mid_stream_the_run_is_answered_again(demo, fake_llm, bloc
     run = start_run(thread, demo["alice"], "tell me a long story")
     wait_for_event(thread.pk, lambda e: e["type"] == "TEXT_MESSAGE_CONTENT", timeout=60)
     r = redis.Redis.from_url(settings.REDIS_URL)
-    assert r.exists(execution.run_lease_key(run.pk))  # the live worker holds the run's lease
+    # the live worker holds the run's lease (written a sixth of a lease after the run began)
+    wait_until(lambda: r.exists(execution.run_lease_key(run.pk)), timeout=10, what="the run's lease", worker=first)
     assert execution.recover_stuck_runs() == []  # a live run is left alone
 
     first.kill(signal.SIGKILL)
