@@ -42,6 +42,11 @@ def run_exists(run_id):
     return _RUN_ID.one(run_id) is not None
 
 
+def thread_reads(thread_id, run_id):
+    """thread_by_id() and run_exists() as (read, values), for queries.read_ahead."""
+    return [(_THREAD, (thread_id,)), (_RUN_ID, (run_id,))]
+
+
 def has_waiting_calls(run_id):
     """Whether a call of the run still waits for a decision or for the person's answer."""
     return _WAITING_CALL.one(run_id) is not None

@@ -310,17 +310,34 @@ _NAMED_OR_PENDING = {}
 _RESUME_ID = PreparedUpdate(Run, lambda pk: Run.objects.filter(pk=pk, status=Run.Status.INTERRUPTED))
 
 
-def _named_or_pending(model, thread_field, thread_id, ids):
-    """The thread's requests (model: ApprovalRequest, InputRequest) that `ids` name or that are pending."""
+def _named_or_pending_read(model, thread_field, count):
+    """The compiled read of a thread's requests (model: ApprovalRequest, InputRequest) that `count`
+    ids name or that are pending; None past four ids."""
     def build(thread, *pks):
         return model.objects.filter(**{thread_field: thread}).filter(Q(pk__in=pks) | Q(status=model.Status.PENDING))
 
-    if not 0 < len(ids) <= 4:
-        return build(thread_id, *ids)
-    read = _NAMED_OR_PENDING.get((model, len(ids)))
+    if not 0 < count <= 4:
+        return None
+    read = _NAMED_OR_PENDING.get((model, count))
     if read is None:
-        read = _NAMED_OR_PENDING.setdefault((model, len(ids)), Prepared(model, build, arity=1 + len(ids)))
+        read = _NAMED_OR_PENDING.setdefault((model, count), Prepared(model, build, arity=1 + count))
+    return read
+
+
+def _named_or_pending(model, thread_field, thread_id, ids):
+    """The thread's requests (model: ApprovalRequest, InputRequest) that `ids` name or that are pending."""
+    read = _named_or_pending_read(model, thread_field, len(ids))
+    if read is None:
+        return model.objects.filter(**{thread_field: thread_id}).filter(Q(pk__in=ids) | Q(status=model.Status.PENDING))
     return read.all(thread_id, *ids)
+
+
+def resume_reads(thread_id, ids):
+    """apply_resume()'s reads of what the answers name, as (read, values), for queries.read_ahead."""
+    ids = [str(i) for i in ids]
+    return [(read, (thread_id, *ids)) for read in (_named_or_pending_read(ApprovalRequest, "thread_ref", len(ids)),
+                                                   _named_or_pending_read(InputRequest, "thread", len(ids)))
+            if read is not None]
 
 
 def apply_resume(thread, user, entries, run_id, messages=()):

@@ -51,13 +51,26 @@ def token_user(key):
     return token.user, token, None
 
 
-def header_user(request):
-    """The user of the valid token in the request's Authorization header, or None. For answers made
-    before or without DRF's authentication (the JSON error handlers): the API's views use the classes."""
+def _header_key(request):
+    """The key of a `Token <key>` or `Bearer <key>` Authorization header, or None."""
     scheme, _sp, key = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
     if scheme.lower() not in SCHEMES or not key.strip() or " " in key.strip():
         return None
-    return token_user(key.strip())[0]
+    return key.strip()
+
+
+def header_user(request):
+    """The user of the valid token in the request's Authorization header, or None. For answers made
+    before or without DRF's authentication (the JSON error handlers): the API's views use the classes."""
+    key = _header_key(request)
+    return token_user(key)[0] if key else None
+
+
+def header_reads(request):
+    """The read of the header's token as (read, values), for a caller that reads it together with
+    others (queries.read_ahead); the authentication classes then take its row."""
+    key = _header_key(request)
+    return [(_TOKEN, (key,))] if key else []
 
 
 class ExpiringTokenAuthentication(TokenAuthentication):

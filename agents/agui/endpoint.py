@@ -41,7 +41,8 @@ from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
 from agents.views import agent_cards
 from agui_project import jsoncheck
-from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication
+from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication, header_reads
+from agui_project.queries import read_ahead
 from approvals import argument_errors
 from approvals.models import ApprovalRequest
 from state.services import StateError
@@ -209,13 +210,39 @@ class Accepted:
 
 def check(request, agent_name):
     """prepare's reads: an error response, a refusal (Plan), or the Accepted POST."""
+    parsed = parse_body(request)
+    with read_ahead(first_reads(request, parsed[1])):
+        return _check(request, agent_name, *parsed)
+
+
+def parse_body(request):
+    """(whether the body is JSON, the RunAgentInput or None, the error response or None). Parsed
+    before the caller is known (its errors still come after the agent's and the caller's), so that
+    the POST's reads by key can go together (first_reads)."""
+    json_body = request.content_type == "application/json"  # what the body checks (middleware, jsoncheck) read
+    return (json_body, *parse_input(request.body)) if json_body else (False, None, None)
+
+
+def first_reads(request, agent_input):
+    """The POST's reads by key, as (read, values), read together (queries.read_ahead): the bearer's
+    token, and for a well-formed input its thread, its run id, the messages that thread holds and
+    what its resume answers."""
+    reads = header_reads(request)
+    if agent_input is not None:
+        reads += selectors.thread_reads(agent_input.thread_id, agent_input.run_id) + incoming.held_reads(
+            agent_input.thread_id)
+        if agent_input.resume:
+            reads += services.resume_reads(agent_input.thread_id, [r.interrupt_id for r in agent_input.resume])
+    return reads
+
+
+def _check(request, agent_name, json_body, agent_input, invalid):
     agent, user, denied = agent_and_user(request, agent_name)
     if denied:
         return denied
-    if request.content_type != "application/json":  # what the body checks (middleware, jsoncheck) read
+    if not json_body:
         return error(415, _("send the RunAgentInput as JSON (Content-Type: application/json)"),
                      code="unsupported_media_type")
-    agent_input, invalid = parse_input(request.body)
     if invalid:
         return invalid
     thread = selectors.thread_by_id(agent_input.thread_id)
@@ -266,11 +293,13 @@ def prepare(request, agent_name):
     ~0.3 ms): check(), then record(). Returns a Plan or an error response; for a new run under an
     ASGI server, the Accepted POST unwritten, its RUN_STARTED to go out before its writes
     (run_endpoint)."""
-    checked = check(request, agent_name)
-    if not isinstance(checked, Accepted):
-        return checked
-    asgi = isinstance(request, ASGIRequest)
-    return checked if checked.starts_run and asgi else record(checked, defer=asgi)
+    parsed = parse_body(request)
+    with read_ahead(first_reads(request, parsed[1])):  # what record() reads of a resume too
+        checked = _check(request, agent_name, *parsed)
+        if not isinstance(checked, Accepted):
+            return checked
+        asgi = isinstance(request, ASGIRequest)
+        return checked if checked.starts_run and asgi else record(checked, defer=asgi)
 
 
 def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):

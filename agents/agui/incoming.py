@@ -79,6 +79,11 @@ def context(agent_input):
     return items
 
 
+def held_reads(thread_id):
+    """select()'s read of what the thread holds, as (read, values), for queries.read_ahead."""
+    return [(_HELD, (thread_id,))]
+
+
 def select(thread, agent_input):
     """[(id, role, content, tool_call_id, parts, error)] to store, in order (own_ids() then says
     under which ids); raises Refused.
