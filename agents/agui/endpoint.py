@@ -217,20 +217,22 @@ def check(request, agent_name):
 
 def parse_body(request):
     """(whether the body is JSON, the RunAgentInput or None, the error response or None). Parsed
-    before the caller is known (its errors still come after the agent's and the caller's), so that
-    the POST's reads by key can go together (first_reads)."""
+    before the caller is known, so that the POST's reads by key can go together (first_reads); its
+    errors still come after the agent's and the caller's, in the caller's language (_check)."""
     json_body = request.content_type == "application/json"  # what the body checks (middleware, jsoncheck) read
     return (json_body, *parse_input(request.body)) if json_body else (False, None, None)
 
 
 def first_reads(request, agent_input):
     """The POST's reads by key, as (read, values), read together (queries.read_ahead): the bearer's
-    token, and for a well-formed input its thread, its run id, the messages that thread holds and
-    what its resume answers."""
+    token, and for a well-formed input its thread and its run id; what the thread holds when the
+    input goes on a thread (a resume, or a history resent: a lone message most often starts one,
+    which holds nothing to read); what a resume answers."""
     reads = header_reads(request)
     if agent_input is not None:
-        reads += selectors.thread_reads(agent_input.thread_id, agent_input.run_id) + incoming.held_reads(
-            agent_input.thread_id)
+        reads += selectors.thread_reads(agent_input.thread_id, agent_input.run_id)
+        if agent_input.resume is not None or len(agent_input.messages) > 1:
+            reads += incoming.held_reads(agent_input.thread_id)
         if agent_input.resume:
             reads += services.resume_reads(agent_input.thread_id, [r.interrupt_id for r in agent_input.resume])
     return reads
@@ -243,8 +245,8 @@ def _check(request, agent_name, json_body, agent_input, invalid):
     if not json_body:
         return error(415, _("send the RunAgentInput as JSON (Content-Type: application/json)"),
                      code="unsupported_media_type")
-    if invalid:
-        return invalid
+    if invalid:  # said again now that the caller's language is known (their token chose it)
+        return parse_input(request.body)[1]
     thread = selectors.thread_by_id(agent_input.thread_id)
     if thread and thread.owner_id != user.pk:
         return refuse(agent_input, "forbidden", _("this thread belongs to someone else"))

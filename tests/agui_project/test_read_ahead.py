@@ -135,3 +135,18 @@ def test_the_agui_posts_checks_read_token_thread_run_and_history_in_one_round_tr
     for table in ('"authtoken_token"', '"agents_thread"', '"agents_run"', '"agents_message"'):
         assert sum(f"FROM {table}" in sql for sql in piped) == 1, (table, piped)
     assert len(piped) == 4 and len(seen) == 4, seen  # and nothing read again on its own
+
+
+def test_a_new_threads_lone_message_reads_no_history_ahead(demo):
+    """A lone message most often starts a thread, which holds nothing: its history is not read."""
+    postgresql_only()
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+    body = {"threadId": f"t-{uuid.uuid4()}", "runId": f"run-{uuid.uuid4()}", "state": {}, "tools": [],
+            "context": [], "forwardedProps": {}, "messages": [{"id": "m1", "role": "user", "content": "Hi"}]}
+    request = RequestFactory().post("/agui/banking/", json.dumps(body), content_type="application/json",
+                                    HTTP_AUTHORIZATION=f"Bearer {token}")
+    with statements() as seen:
+        accepted = endpoint.check(request, "banking")
+    assert isinstance(accepted, endpoint.Accepted) and accepted.thread is None
+    assert len(seen) == 3 and all(piped for _sql, piped in seen), seen
+    assert not any('FROM "agents_message"' in sql for sql, _piped in seen)
