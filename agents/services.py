@@ -3,6 +3,7 @@
 import logging
 import time
 from datetime import timedelta
+from functools import partial
 
 import redis
 from django.conf import settings
@@ -310,26 +311,25 @@ _NAMED_OR_PENDING = {}
 _RESUME_ID = PreparedUpdate(Run, lambda pk: Run.objects.filter(pk=pk, status=Run.Status.INTERRUPTED))
 
 
-def _named_or_pending_read(model, thread_field, count):
-    """The compiled read of a thread's requests (model: ApprovalRequest, InputRequest) that `count`
-    ids name or that are pending; None past four ids."""
-    def build(thread, *pks):
-        return model.objects.filter(**{thread_field: thread}).filter(Q(pk__in=pks) | Q(status=model.Status.PENDING))
+def _named_or_pending_query(model, thread_field, thread, *pks):
+    """A thread's requests (model: ApprovalRequest, InputRequest) that `pks` name or that are pending."""
+    return model.objects.filter(**{thread_field: thread}).filter(Q(pk__in=pks) | Q(status=model.Status.PENDING))
 
+
+def _named_or_pending_read(model, thread_field, count):
+    """_named_or_pending_query() for `count` ids, compiled once; None past four ids."""
     if not 0 < count <= 4:
         return None
     read = _NAMED_OR_PENDING.get((model, count))
     if read is None:
-        read = _NAMED_OR_PENDING.setdefault((model, count), Prepared(model, build, arity=1 + count))
+        read = _NAMED_OR_PENDING.setdefault((model, count), Prepared(
+            model, partial(_named_or_pending_query, model, thread_field), arity=1 + count))
     return read
 
 
 def _named_or_pending(model, thread_field, thread_id, ids):
-    """The thread's requests (model: ApprovalRequest, InputRequest) that `ids` name or that are pending."""
     read = _named_or_pending_read(model, thread_field, len(ids))
-    if read is None:
-        return model.objects.filter(**{thread_field: thread_id}).filter(Q(pk__in=ids) | Q(status=model.Status.PENDING))
-    return read.all(thread_id, *ids)
+    return read.all(thread_id, *ids) if read else _named_or_pending_query(model, thread_field, thread_id, *ids)
 
 
 def resume_reads(thread_id, ids):

@@ -114,18 +114,23 @@ class Prepared(_ByKeys):
                     compiled = self._compiled[alias] = _Compiled(self.build(*marks), marks, alias)
         return compiled
 
-    def all(self, *values, using=None):
-        values = self._values(values)
+    def _statement(self, values, using):
+        """(its key among reads ahead, the compiled read, its parameters) for these values."""
+        values = self._values(tuple(values))
         if isinstance(self.model, str):  # "app_label.Model": for modules imported before the app registry
             self.model = apps.get_model(self.model)
         alias = using or router.db_for_read(self.model)
         compiled = self._for(alias)
+        return (self, alias, values), compiled, [values[v] if kind == "arg" else v for kind, v in compiled.slots]
+
+    def all(self, *values, using=None):
+        key, compiled, params = self._statement(values, using)
+        alias = key[1]
         connection = connections[alias]
         if compiled.for_update and not connection.in_atomic_block:
             raise RuntimeError("a Prepared read with select_for_update runs inside a transaction")
-        rows = _ahead.take((self, alias, values))
+        rows = _ahead.take(key)
         if rows is None:
-            params = [values[v] if kind == "arg" else v for kind, v in compiled.slots]
             with connection.cursor() as cursor:
                 cursor.execute(compiled.sql, params)
                 rows = cursor.fetchall()
@@ -193,25 +198,18 @@ def read_ahead(reads, using="default"):
 
 
 def _pipelined(reads, alias):
-    statements = []
-    for read, values in reads:
-        values = read._values(tuple(values))
-        if isinstance(read.model, str):
-            read.model = apps.get_model(read.model)
-        compiled = read._for(alias)
-        if compiled.for_update:
-            raise ValueError("a read under a lock is not read ahead")
-        statements.append(((read, alias, values), compiled.sql,
-                           [values[v] if kind == "arg" else v for kind, v in compiled.slots]))
+    statements = [read._statement(values, alias) for read, values in reads]
+    if any(compiled.for_update for _key, compiled, _params in statements):
+        raise ValueError("a read under a lock is not read ahead")
     connection = connections[alias]
     connection.ensure_connection()
     cursors = []
     try:
         with connection.wrap_database_errors, connection.connection.pipeline():
-            for key, sql, params in statements:
+            for key, compiled, params in statements:
                 cursor = connection.cursor()
                 cursors.append((key, cursor))
-                cursor.execute(sql, params)
+                cursor.execute(compiled.sql, params)
         return {key: cursor.fetchall() for key, cursor in cursors}
     finally:
         for _key, cursor in cursors:

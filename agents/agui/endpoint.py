@@ -210,9 +210,17 @@ class Accepted:
 
 def check(request, agent_name):
     """prepare's reads: an error response, a refusal (Plan), or the Accepted POST."""
+    with checking(request, agent_name) as checked:
+        return checked
+
+
+@contextlib.contextmanager
+def checking(request, agent_name):
+    """check()'s answer, the POST's reads by key read together (first_reads) for the block: what
+    record() then reads of a resume is among them."""
     parsed = parse_body(request)
     with read_ahead(first_reads(request, parsed[1])):
-        return _check(request, agent_name, *parsed)
+        yield _check(request, agent_name, *parsed)
 
 
 def parse_body(request):
@@ -295,9 +303,7 @@ def prepare(request, agent_name):
     ~0.3 ms): check(), then record(). Returns a Plan or an error response; for a new run under an
     ASGI server, the Accepted POST unwritten, its RUN_STARTED to go out before its writes
     (run_endpoint)."""
-    parsed = parse_body(request)
-    with read_ahead(first_reads(request, parsed[1])):  # what record() reads of a resume too
-        checked = _check(request, agent_name, *parsed)
+    with checking(request, agent_name) as checked:
         if not isinstance(checked, Accepted):
             return checked
         asgi = isinstance(request, ASGIRequest)
