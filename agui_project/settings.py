@@ -162,7 +162,9 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1, "max_size": AGUI_DB_POOL_SIZE, "timeout": 10,
     }
-    # Django's backend, its pool handing out the connection returned last (the warm one)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, its pool handing out the connection returned last (the warm one), the
+    # models' choices adapted as the str or int they are
     DATABASES["default"]["ENGINE"] = "agui_project.postgresql"
 # PostgreSQL plans every statement it is sent; a prepared one is planned once per connection, and
 # the pool keeps connections (and their prepared statements) from one request to the next: a
