@@ -59,14 +59,26 @@ def move_run(run_id, to, leaving=None, **fields):
     return _move(Run, frozenset(sources(Run, to, leaving)), False).update(run_id, status=to, **fields) == 1
 
 
+def _claim_fields(started, made):
+    # the stream id a maker announced the run with (dispatch.announced(defer=True)) goes with the claim
+    noted = {"stream_id": made.stream_id} if made is not None and made.stream_id else {}
+    return {"status": Run.Status.RUNNING, "started_at": started, **noted}
+
+
+def claim_ahead(run_id, started, made=None):
+    """claim_run()'s statement as (update, values, fields), for queries.read_ahead: sent in one round
+    trip with the reads of what the worker claimed."""
+    return _move(Run, frozenset(sources(Run, Run.Status.RUNNING)), False), (run_id,), _claim_fields(started, made)
+
+
 def claim_run(run_id, started, made=None):
     """A worker's claim: queued -> running (a second delivery of the run's task finds nothing to
     claim). `made`: the Run as its maker holds it, brought to what the claim wrote; the stream id
     it was announced with (dispatch.announced(defer=True)), not yet stored, is stored by the claim,
     one write fewer before the run starts, or on its own when there is nothing to claim."""
-    noted = {"stream_id": made.stream_id} if made is not None and made.stream_id else {}
-    if not move_run(run_id, Run.Status.RUNNING, started_at=started, **noted):
-        if noted:
+    update, values, fields = claim_ahead(run_id, started, made)
+    if update.update(*values, **fields) != 1:
+        if made is not None and made.stream_id:
             note_stream(run_id, made.stream_id)
         return False
     if made is not None:

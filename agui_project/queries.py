@@ -162,12 +162,18 @@ class Prepared(_ByKeys):
 
 
 class _Ahead(threading.local):
-    """This thread's rows read ahead (read_ahead), each handed out once, by (read, alias, values)."""
+    """This thread's rows read ahead (read_ahead), each handed out once, by (read, alias, values);
+    an update's count by (update, alias, SQL, parameters)."""
 
     rows = None
 
     def take(self, key):
-        return self.rows.pop(key, None) if self.rows else None
+        if not self.rows:
+            return None
+        try:
+            return self.rows.pop(key, None)
+        except TypeError:  # an update with a parameter that is no key (a list): never sent ahead
+            return None
 
 
 _ahead = _Ahead()
@@ -177,7 +183,11 @@ _ahead = _Ahead()
 def read_ahead(reads, using="default"):
     """Inside the block, the first Prepared.all()/one() of each (read, values) in `reads` takes the
     rows read as the block began, when on PostgreSQL they were sent together in one round trip
-    (psycopg's pipeline mode); a later call reads again. Each of these reads by key went to the
+    (psycopg's pipeline mode); a later call reads again. An entry (PreparedUpdate, values, fields)
+    is sent in its place in the same round trip, the first update() with the same values and
+    fields then taking its count: a worker's claim of a run and the read of what it claimed. The
+    statements then run as one transaction, committed at the round trip's end (outside atomic(),
+    as each would have alone), a read after the update seeing what it wrote. Each of these reads by key went to the
     server and waited for its answer before the next was sent: the AG-UI POST's checks (its token,
     its thread, its run id, what the thread holds) were four round trips of ~0.15-0.3 ms each where
     the server's own work is a few µs (auto_explain); Django sends one statement at a time.
@@ -198,21 +208,29 @@ def read_ahead(reads, using="default"):
 
 
 def _pipelined(reads, alias):
-    statements = [read._statement(values, alias) for read, values in reads]
-    if any(compiled.for_update for _key, compiled, _params in statements):
-        raise ValueError("a read under a lock is not read ahead")
+    statements = []  # (key, SQL, parameters, whether a count is kept rather than rows)
+    for entry in reads:
+        if isinstance(entry[0], PreparedUpdate):
+            update, values, fields = entry
+            statements.append((*update._statement(values, fields, alias), True))
+            continue
+        read, values = entry
+        key, compiled, params = read._statement(values, alias)
+        if compiled.for_update:
+            raise ValueError("a read under a lock is not read ahead")
+        statements.append((key, compiled.sql, params, False))
     connection = connections[alias]
     connection.ensure_connection()
     cursors = []
     try:
         with connection.wrap_database_errors, connection.connection.pipeline():
-            for key, compiled, params in statements:
+            for key, sql, params, counted in statements:
                 cursor = connection.cursor()
-                cursors.append((key, cursor))
-                cursor.execute(compiled.sql, params)
-        return {key: cursor.fetchall() for key, cursor in cursors}
+                cursors.append((key, cursor, counted))
+                cursor.execute(sql, params)
+        return {key: cursor.rowcount if counted else cursor.fetchall() for key, cursor, counted in cursors}
     finally:
-        for _key, cursor in cursors:
+        for _key, cursor, _counted in cursors:
             cursor.close()
 
 
@@ -290,21 +308,29 @@ class PreparedUpdate(_ByKeys):
             raise ValueError("PreparedUpdate: a value does not reach the SQL unchanged")
         return sql, slots
 
-    def update(self, *values, using=None, **fields):
-        values = self._values(values)
+    def _statement(self, values, fields, using):
+        """(its key among statements sent ahead, its SQL, its parameters) for these values and fields."""
+        values = self._values(tuple(values))
         alias = using or router.db_for_write(self.model)
         # the statement's shape: which columns, and which of them an expression sets
         shape = tuple((name, v if hasattr(v, "resolve_expression") else None) for name, v in fields.items())
-        key = (alias, shape)
-        compiled = self._compiled.get(key)
+        compiled = self._compiled.get((alias, shape))
         if compiled is None:
             with self._lock:
-                compiled = self._compiled.setdefault(key, self._compile(alias, shape))
+                compiled = self._compiled.setdefault((alias, shape), self._compile(alias, shape))
         sql, slots = compiled
         connection = connections[alias]
         params = [values[v] if kind == "arg" else _prepared(v[1], fields[v[0]], connection)
                   if kind == "set" else v for kind, v in slots]
-        with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+        return (self, alias, sql, tuple(params)), sql, params
+
+    def update(self, *values, using=None, **fields):
+        key, sql, params = self._statement(values, fields, using)
+        alias = key[1]
+        count = _ahead.take(key)
+        if count is not None:
+            return count
+        with transaction.mark_for_rollback_on_error(using=alias), connections[alias].cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
 

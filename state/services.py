@@ -130,6 +130,11 @@ def document(key):
     return _document(_STATE.one(key))
 
 
+def document_reads(key):
+    """document()'s read as (read, values), for queries.read_ahead."""
+    return [(_STATE, (key,))]
+
+
 def snapshot(key):
     """(committed data, version)."""
     state = _STATE.one(key)

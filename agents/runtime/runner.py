@@ -45,8 +45,8 @@ from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
 from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
-from agents.transitions import claim_run, move_call, move_run
-from agui_project.queries import Prepared, PreparedInsert, one
+from agents.transitions import claim_ahead, claim_run, move_call, move_run
+from agui_project.queries import Prepared, PreparedInsert, one, read_ahead
 from approvals import policy
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -85,10 +85,14 @@ def run_agent(run_id, made=None):
     """Claim a queued run (a second delivery of the task finds nothing) and execute it. `made`: the
     Run as this process made it, with its thread, owner and profile (a decision's continuation,
     agents/tasks.py): once claimed it is not read back."""
-    claimed = claim_run(run_id, timezone.now(), made)
+    started = timezone.now()
+    # the claim and the read of the run it claimed in one round trip (PostgreSQL; the read is
+    # wasted on a second delivery, which claims nothing)
+    with read_ahead([] if made is not None else [claim_ahead(run_id, started), (_CLAIMED, (run_id,))]):
+        claimed = claim_run(run_id, started, made)
+        run = (made if made is not None else _CLAIMED.one(run_id)) if claimed else None
     if claimed:
         with execution.run_lease(run_id):  # lapses if this worker dies: recovery then takes the run over
-            run = made if made is not None else _CLAIMED.one(run_id)
             if run is None:  # deleted with its thread since the claim
                 raise Run.DoesNotExist(run_id)
             # what people read of the run (tool outcomes, errors) in the chat owner's language, read
@@ -251,9 +255,13 @@ class Runner:
         try:
             if self.agent is None:
                 raise ToolError(f"unknown agent {self.thread.agent}")
-            self.state.emit_snapshot()
-            if self.run.parent_run_id:
-                settled = self.settle()
+            continuation = bool(self.run.parent_run_id)
+            # the state's read and the decided calls' in one round trip (PostgreSQL)
+            reads = state_services.document_reads(self.state.key) + (self.settle_reads() if continuation else [])
+            with read_ahead(reads):
+                self.state.emit_snapshot()
+                settled = self.settle() if continuation else None
+            if continuation:
                 if self._paused:  # a call it ran stopped at a question: the run pauses again
                     self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=self._paused))
                     return
@@ -670,6 +678,10 @@ class Runner:
     def decided_by_requester(self, tc):
         """The person who asked decided on their own call (not a reviewer)."""
         return ApprovalRequest.objects.filter(tool_call_ref=tc.pk, decided_by=self.user).exists()
+
+    def settle_reads(self):
+        """settle()'s first read as (read, values), for queries.read_ahead."""
+        return [(_SETTLEABLE, (self.thread.pk,))]
 
     def settle(self):
         """A continuation first settles every decided call: execute it, or tell the model why not."""

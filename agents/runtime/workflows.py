@@ -311,6 +311,9 @@ class WorkflowRunner(Runner):
 
     # --- continuing -----------------------------------------------------------------------
 
+    def settle_reads(self):
+        return []  # the answers' results come first: the decided calls are read after them
+
     def settle(self):
         """Answers first (they are results, not executions), then the base settle of decided calls."""
         self.open_step()

@@ -168,6 +168,37 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_25(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_continuation_claims_and_reads_in_two_round_trips_where_it_took_four(demo, fake_llm):
+    """The worker's claim of the continuation and the read of the run it claimed go together, then
+    the thread's state and the decided calls (queries.read_ahead): four statements, two round trips."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("statements go together on PostgreSQL only")
+    thread, paused, req = paused_on_the_requester(demo, fake_llm)
+    plan = endpoint.prepare(agui_request(demo["alice"], thread.pk, resume=[
+        {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}]), "banking")
+    seen = []
+
+    def record(execute, sql, params, many, context):
+        seen.append((sql.split()[0], sql.split(" FROM ")[1].split()[0] if " FROM " in sql else sql.split()[1],
+                     getattr(connection.connection, "_pipeline", None) is not None))
+        return execute(sql, params, many, context)
+
+    fake_llm.push({"text": "Done: it is cancelled."})
+    with connection.execute_wrapper(record):
+        assert runner.run_agent(plan.run_id)
+    assert seen[:4] == [("UPDATE", '"agents_run"', True), ("SELECT", '"agents_run"', True),
+                        ("SELECT", '"state_sharedstate"', True), ("SELECT", '"agents_toolcall"', True)], seen[:6]
+    assert not seen[4][2]  # the call's claim after them, on its own
+    assert Run.objects.get(pk=plan.run_id).status == Run.Status.SUCCEEDED
+    assert list(Message.objects.filter(run_id=plan.run_id).order_by("seq").values_list("role", "content")) == [
+        ("tool", "Subscription sub_123 (Premium) is cancelled."), ("assistant", "Done: it is cancelled.")]
+    # a second delivery of the task claims nothing, and runs nothing
+    assert not runner.run_agent(plan.run_id)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_task_reads_its_owners_language_and_the_queued_text_in_one_statement_each(
         demo, settings, django_assert_num_queries):
     """The worker's first read of every run task: the language of the chat's owner (people.Profile),

@@ -9,11 +9,12 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection, transaction
 from django.test import RequestFactory
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from agents import selectors, services
+from agents import selectors, services, transitions
 from agents.agui import endpoint, incoming
-from agents.models import InputRequest, Thread
+from agents.models import InputRequest, Run, Thread
 from agui_project.auth import header_reads
 from agui_project.queries import Prepared, read_ahead
 from approvals.models import ApprovalRequest
@@ -21,6 +22,7 @@ from approvals.models import ApprovalRequest
 pytestmark = pytest.mark.django_db
 
 _LOCKED = Prepared(Thread, lambda pk: Thread.objects.select_for_update().filter(pk=pk))
+_RUN = Prepared(Run, lambda pk: Run.objects.filter(pk=pk))
 
 
 @contextmanager
@@ -105,6 +107,35 @@ def test_a_resumes_reads_of_what_it_answers_go_ahead_too(demo):
             req.pk]
         assert list(services._named_or_pending(InputRequest, "thread", thread.pk, [req.pk])) == []
         assert len(seen) == 2
+
+
+def test_an_update_sent_ahead_gives_its_count_once_and_a_read_after_it_sees_its_write(demo):
+    postgresql_only()
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread)
+    started = timezone.now()
+    with statements() as seen, read_ahead([transitions.claim_ahead(run.pk, started), (_RUN, (run.pk,))]):
+        assert len(seen) == 2 and all(piped for _sql, piped in seen), seen
+        assert transitions.claim_run(run.pk, started)  # the count sent ahead: 1
+        assert _RUN.one(run.pk).status == Run.Status.RUNNING  # read after the claim, in its round trip
+        assert len(seen) == 2
+        assert not transitions.claim_run(run.pk, started)  # asked again: already running
+        assert len(seen) == 3
+    run.refresh_from_db()
+    assert (run.status, run.started_at) == (Run.Status.RUNNING, started)  # committed with the round trip
+    # a second delivery's claim sent ahead finds nothing to claim
+    with read_ahead([transitions.claim_ahead(run.pk, timezone.now()), (_RUN, (run.pk,))]):
+        assert not transitions.claim_run(run.pk, timezone.now())
+
+
+def test_an_update_whose_parameters_differ_is_not_taken_from_ahead(demo):
+    postgresql_only()
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread)
+    with statements() as seen, read_ahead([transitions.claim_ahead(run.pk, timezone.now()), (_RUN, (run.pk,))]):
+        assert not transitions.claim_run(run.pk, timezone.now())  # another time: asked on its own
+        assert len(seen) == 3
+    assert Run.objects.get(pk=run.pk).status == Run.Status.RUNNING  # the one sent ahead claimed it
 
 
 def test_elsewhere_nothing_is_read_ahead(demo):
