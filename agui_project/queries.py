@@ -187,8 +187,8 @@ def read_ahead(reads, using="default"):
     is sent in its place in the same round trip, the first update() with the same values and
     fields then taking its count: a worker's claim of a run and the read of what it claimed. The
     statements then run as one transaction, committed at the round trip's end (outside atomic(),
-    as each would have alone), a read after the update seeing what it wrote. Each of these reads by key went to the
-    server and waited for its answer before the next was sent: the AG-UI POST's checks (its token,
+    as each would have alone), a read after the update seeing what it wrote. Each of these reads
+    by key went to the server and waited for its answer before the next was sent: the AG-UI POST's checks (its token,
     its thread, its run id, what the thread holds) were four round trips of ~0.15-0.3 ms each where
     the server's own work is a few µs (auto_explain); Django sends one statement at a time.
     Elsewhere (SQLite reads in-process), or when the pipeline fails, nothing is read ahead and each

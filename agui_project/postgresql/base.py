@@ -1,5 +1,5 @@
 """Django's PostgreSQL backend, its pool handing out the connection returned last, and the
-model's choices adapted as the str or int they are.
+models' choices adapted as the str or int they are.
 
 psycopg_pool hands out the connection that has waited longest (a FIFO queue, to spread use over
 all of them). Under ASGI and in Celery every request and task takes a connection and gives it
@@ -14,7 +14,7 @@ A status such as `Run.Status.RUNNING` is a str (Django's TextChoices), but psyco
 by the value's exact class: for a class it has none for, it walks the class's ancestors and tries
 each one's dotted name too, on every parameter (a cursor's cache lasts one statement, and Django
 makes a cursor per statement), and never remembers what it found: 13.6 µs a status here, against
-0.7 for a str, some 25 times a resume. Each choices class gets the dumpers of the str or int it is,
+0.7 for a str, some 25 times a resume. Each choices class gets the dumper of the str or int it is,
 once, on the adapters every connection starts from.
 """
 
