@@ -275,16 +275,15 @@ if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
     CELERY_BROKER_TRANSPORT = "agui_project.broker:Transport"
 # A stack of processes sharing one Redis with others (a test's live stack) takes its own queue.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
-CELERY_RESULT_BACKEND = None
+# No result backend, JSON only: Celery's defaults, so not set here (named CELERY_RESULT_BACKEND,
+# CELERY_TASK_SERIALIZER, CELERY_RESULT_SERIALIZER and CELERY_ACCEPT_CONTENT, they are also
+# Celery 3's own names, and a worker warned at start that each was deprecated).
 # No results are kept, so the (disabled) backend holds nothing per thread: one per process. Celery
 # otherwise builds a backend on every new thread, and under ASGI each request's publish runs on one.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SERIALIZER = "json"
-CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # An unacked task (worker killed) comes back after this many seconds, not the default hour.

@@ -16,11 +16,26 @@ def test_the_celery_settings_reach_celery_and_the_rest_are_its_defaults(tmp_path
     assert out.stdout.split() == ["queue-x", "600", "True", "None", "True"]
 
 
+def test_a_worker_starts_without_deprecation_warnings_and_speaks_json_only(tmp_path):
+    """CELERY_RESULT_BACKEND, CELERY_ACCEPT_CONTENT and the serializers are also Celery 3's own
+    setting names: set, each made the worker warn at start that it was deprecated. Left out, they
+    are Celery's defaults: no result backend, JSON only."""
+    out = run_django(
+        "import warnings\nfrom agui_project.celery import app\nc = app.conf\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    c.maybe_warn_deprecated_settings()\n"
+        "print(len(seen), c.result_backend, c.task_serializer, c.result_serializer, list(c.accept_content))",
+        AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "None", "json", "json", "['json']"]
+
+
 def test_a_key_left_at_celerys_default_does_not_ask_djangos_lazy_settings(monkeypatch):
     """Each failed getattr() on Django's lazy settings raises and catches AttributeError: Celery's
     configuration view asked two or three of them for every such key, ~25 reads per task published."""
     assert app.conf.task_time_limit is None  # loaded
-    serializer = settings.CELERY_TASK_SERIALIZER
+    acks_late = settings.CELERY_TASK_ACKS_LATE
     asked = []
     original = LazySettings.__getattr__
 
@@ -31,7 +46,7 @@ def test_a_key_left_at_celerys_default_does_not_ask_djangos_lazy_settings(monkey
     monkeypatch.setattr(LazySettings, "__getattr__", counting)
     for _ in range(3):
         assert app.conf.task_time_limit is None and app.conf.task_compression is None
-    assert app.conf.task_serializer == serializer
+    assert app.conf.task_acks_late is acks_late
     assert asked == []
 
 
