@@ -59,16 +59,13 @@ def move_run(run_id, to, leaving=None, **fields):
     return _move(Run, frozenset(sources(Run, to, leaving)), False).update(run_id, status=to, **fields) == 1
 
 
-def _claim_fields(started, made):
-    # the stream id a maker announced the run with (dispatch.announced(defer=True)) goes with the claim
-    noted = {"stream_id": made.stream_id} if made is not None and made.stream_id else {}
-    return {"status": Run.Status.RUNNING, "started_at": started, **noted}
-
-
 def claim_ahead(run_id, started, made=None):
     """claim_run()'s statement as (update, values, fields), for queries.read_ahead: sent in one round
     trip with the reads of what the worker claimed."""
-    return _move(Run, frozenset(sources(Run, Run.Status.RUNNING)), False), (run_id,), _claim_fields(started, made)
+    # the stream id a maker announced the run with (dispatch.announced(defer=True)) goes with the claim
+    noted = {"stream_id": made.stream_id} if made is not None and made.stream_id else {}
+    return (_move(Run, frozenset(sources(Run, Run.Status.RUNNING)), False), (run_id,),
+            {"status": Run.Status.RUNNING, "started_at": started, **noted})
 
 
 def claim_run(run_id, started, made=None):

@@ -123,6 +123,13 @@ class Prepared(_ByKeys):
         compiled = self._for(alias)
         return (self, alias, values), compiled, [values[v] if kind == "arg" else v for kind, v in compiled.slots]
 
+    def _ahead_statement(self, alias, values):
+        """For read_ahead: (key, SQL, parameters, False: rows are kept)."""
+        key, compiled, params = self._statement(values, alias)
+        if compiled.for_update:
+            raise ValueError("a read under a lock is not read ahead")
+        return key, compiled.sql, params, False
+
     def all(self, *values, using=None):
         key, compiled, params = self._statement(values, using)
         alias = key[1]
@@ -208,17 +215,9 @@ def read_ahead(reads, using="default"):
 
 
 def _pipelined(reads, alias):
-    statements = []  # (key, SQL, parameters, whether a count is kept rather than rows)
-    for entry in reads:
-        if isinstance(entry[0], PreparedUpdate):
-            update, values, fields = entry
-            statements.append((*update._statement(values, fields, alias), True))
-            continue
-        read, values = entry
-        key, compiled, params = read._statement(values, alias)
-        if compiled.for_update:
-            raise ValueError("a read under a lock is not read ahead")
-        statements.append((key, compiled.sql, params, False))
+    # (key, SQL, parameters, whether a count is kept rather than rows) of each (read, values) or
+    # (update, values, fields)
+    statements = [entry[0]._ahead_statement(alias, *entry[1:]) for entry in reads]
     connection = connections[alias]
     connection.ensure_connection()
     cursors = []
@@ -323,6 +322,10 @@ class PreparedUpdate(_ByKeys):
         params = [values[v] if kind == "arg" else _prepared(v[1], fields[v[0]], connection)
                   if kind == "set" else v for kind, v in slots]
         return (self, alias, sql, tuple(params)), sql, params
+
+    def _ahead_statement(self, alias, values, fields):
+        """For read_ahead: (key, SQL, parameters, True: the count is kept)."""
+        return *self._statement(values, fields, alias), True
 
     def update(self, *values, using=None, **fields):
         key, sql, params = self._statement(values, fields, using)
