@@ -186,8 +186,27 @@ class _Ahead(threading.local):
 _ahead = _Ahead()
 
 
+# the statements of a round trip in autocommit commit without waiting for the WAL's flush
+_LAZY_ROUND_TRIP = "SELECT set_config('synchronous_commit', 'off', true)"
+
+
+def commit_lazily(using="default"):
+    """Inside atomic(): on PostgreSQL the transaction's COMMIT does not wait for its WAL to reach
+    the disk (`synchronous_commit = off` for this transaction alone: the flush, ~0.1 ms idle and
+    0.3-0.5 ms on a busy machine here, is most of a small write's commit). Only for writes that a
+    later commit waiting for the flush makes durable before anything outside the database acts on
+    them (PostgreSQL's WAL is written in order, so that commit's flush covers them): a crash of the
+    server in between may lose them, as it would had the crash come before they were made. A
+    worker's claim of a run and its making of a decision's continuation (recovery finds such a run
+    again) are such writes, the claim of a tool call (synchronous: it precedes the side effect) is
+    not. Elsewhere nothing changes (SQLite runs with synchronous=NORMAL)."""
+    connection = connections[using]
+    if connection.vendor == "postgresql" and connection.in_atomic_block:
+        connection.commit_lazily()  # agui_project/postgresql: said with the transaction's BEGIN
+
+
 @contextmanager
-def read_ahead(reads, using="default"):
+def read_ahead(reads, using="default", lazy_commit=False):
     """Inside the block, the first Prepared.all()/one() of each (read, values) in `reads` takes the
     rows read as the block began, when on PostgreSQL they were sent together in one round trip
     (psycopg's pipeline mode); a later call reads again. An entry (PreparedUpdate, values, fields)
@@ -199,12 +218,15 @@ def read_ahead(reads, using="default"):
     its thread, its run id, what the thread holds) were four round trips of ~0.15-0.3 ms each where
     the server's own work is a few µs (auto_explain); Django sends one statement at a time.
     Elsewhere (SQLite reads in-process), or when the pipeline fails, nothing is read ahead and each
-    read asks as before. A read with select_for_update is never read ahead (it waits for a lock)."""
+    read asks as before. A read with select_for_update is never read ahead (it waits for a lock).
+    `lazy_commit`: outside atomic(), the round trip's writes commit as commit_lazily() says (on
+    their own, they then wait for the flush as before)."""
     rows = None
     connection = connections[using]
-    if connection.vendor == "postgresql" and len(reads) > 1:
+    lazy_commit = lazy_commit and not connection.in_atomic_block
+    if connection.vendor == "postgresql" and (len(reads) > 1 or lazy_commit and reads):
         try:
-            rows = _pipelined(reads, using)
+            rows = _pipelined(reads, using, lazy_commit)
         except Exception as exc:  # the reads themselves then ask, and say what is wrong
             log.debug("reads not sent ahead: %r", exc)
     previous, _ahead.rows = _ahead.rows, rows
@@ -214,7 +236,7 @@ def read_ahead(reads, using="default"):
         _ahead.rows = previous
 
 
-def _pipelined(reads, alias):
+def _pipelined(reads, alias, lazy_commit=False):
     # (key, SQL, parameters, whether a count is kept rather than rows) of each (read, values) or
     # (update, values, fields)
     statements = [entry[0]._ahead_statement(alias, *entry[1:]) for entry in reads]
@@ -223,6 +245,8 @@ def _pipelined(reads, alias):
     cursors = []
     try:
         with connection.wrap_database_errors, connection.connection.pipeline():
+            if lazy_commit:  # local to the round trip's own transaction (they are one until its sync)
+                connection.connection.execute(_LAZY_ROUND_TRIP, prepare=False)  # too small to be worth preparing
             for key, sql, params, counted in statements:
                 cursor = connection.cursor()
                 cursors.append((key, cursor, counted))

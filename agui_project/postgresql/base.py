@@ -1,5 +1,6 @@
 """Django's PostgreSQL backend, its pool handing out the connection returned last, and the
-models' choices adapted as the str or int they are.
+models' choices adapted as the str or int they are, and a transaction's BEGIN sent with its
+first statement (cursors.py).
 
 psycopg_pool hands out the connection that has waited longest (a FIFO queue, to spread use over
 all of them). Under ASGI and in Celery every request and task takes a connection and gives it
@@ -22,6 +23,8 @@ from django.db import models
 from django.db.backends.postgresql import base
 from psycopg.adapt import PyFormat
 from psycopg_pool import ConnectionPool
+
+from . import cursors
 
 
 class LifoPool(ConnectionPool):
@@ -56,7 +59,61 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if adapters is not None and not getattr(adapters, "_agui_choices", False):
             adapt_choices(adapters)
             adapters._agui_choices = True
+        factory = params.get("cursor_factory")
+        params["cursor_factory"] = cursors.FACTORIES.get(factory, factory)
         return params
+
+    def get_new_connection(self, conn_params):
+        connection = super().get_new_connection(conn_params)
+        cursors.note_begin(connection, False)  # a pooled connection may come back with one noted
+        return connection
+
+    def _begins_with_first(self):
+        """Whether this connection's transactions open with their first statement (cursors.py):
+        not when psycopg is to open them with an isolation level or access mode of their own."""
+        conn = self.connection
+        return (conn.cursor_factory in cursors.FACTORIES.values() and conn.isolation_level is None and conn.read_only is None and conn.deferrable is None)
+
+    def _set_autocommit(self, autocommit):
+        if not self._begins_with_first():
+            cursors.note_begin(self.connection, False)
+            return super()._set_autocommit(autocommit)
+        with self.wrap_database_errors:
+            if not self.connection.autocommit:
+                self.connection.autocommit = True
+            cursors.note_begin(self.connection, not autocommit)
+
+    def _commit(self):
+        try:
+            return super()._commit()
+        finally:  # outside autocommit (set_autocommit(False) on its own) the next statement opens another
+            self._next_begins()
+
+    def _rollback(self):
+        try:
+            return super()._rollback()
+        finally:
+            self._next_begins()
+
+    def _next_begins(self):
+        if self.connection is not None and self._begins_with_first():
+            cursors.note_begin(self.connection, not self.autocommit)
+
+    def commit_lazily(self):
+        """This transaction's COMMIT does not wait for the WAL's flush (queries.commit_lazily)."""
+        self.ensure_connection()
+        if self._begins_with_first():
+            cursors.commit_lazily(self.connection)
+        else:
+            with self.cursor() as cursor:
+                cursor.execute(cursors.LAZY.decode())
+
+    def create_cursor(self, name=None):
+        if name and self.connection is not None:
+            # a named cursor's DECLARE is not sent through ours; psycopg's autocommit being on, Django
+            # declares it WITH HOLD inside a transaction too (still closed with it; its rest kept at commit)
+            cursors.send_begin(self.connection)
+        return super().create_cursor(name)
 
     @property
     def pool(self):

@@ -16,6 +16,7 @@ from agents.models import Message, Run, ToolCall
 from agents.runtime import runner
 from approvals.models import ApprovalRequest
 from tests.helpers import paused_transfer, run_prompt
+from tests.pg_trace import sent, traced
 
 
 def agui_request(user, thread_id, text="hello", resume=None):
@@ -186,11 +187,14 @@ def test_on_postgresql_a_continuation_claims_and_reads_in_two_round_trips_where_
         return execute(sql, params, many, context)
 
     fake_llm.push({"text": "Done: it is cancelled."})
-    with connection.execute_wrapper(record):
+    with traced() as trips, connection.execute_wrapper(record):
         assert runner.run_agent(plan.run_id)
     assert seen[:4] == [("UPDATE", '"agents_run"', True), ("SELECT", '"agents_run"', True),
                         ("SELECT", '"state_sharedstate"', True), ("SELECT", '"agents_toolcall"', True)], seen[:6]
     assert not seen[4][2]  # the call's claim after them, on its own
+    # the run's claim commits without waiting for the WAL's flush (the call's claim waits for it)
+    assert "set_config('synchronous_commit', 'off', true)" in sent(trips[0])[0] and len(sent(trips[0])) == 3
+    assert not any("synchronous_commit" in statement for trip in trips[1:] for statement in sent(trip))
     assert Run.objects.get(pk=plan.run_id).status == Run.Status.SUCCEEDED
     assert list(Message.objects.filter(run_id=plan.run_id).order_by("seq").values_list("role", "content")) == [
         ("tool", "Subscription sub_123 (Premium) is cancelled."), ("assistant", "Done: it is cancelled.")]
@@ -288,3 +292,26 @@ def test_a_resume_reads_what_its_answers_name_and_what_is_pending(demo):
     named = services._named_or_pending(ApprovalRequest, "thread_ref", thread.pk, [made[0].pk])
     assert sorted(r.pk for r in named) == sorted([made[0].pk, made[5].pk, made[6].pk])  # the two pending
     assert not services._named_or_pending(ApprovalRequest, "thread_ref", "another-thread", [made[0].pk])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_decisions_continuation_made_in_a_worker_commits_without_waiting_for_the_flush(
+        demo, api, monkeypatch):
+    """The call's fate and its continuation (made again from the committed decision should the
+    server lose them) say so with their transaction's BEGIN, in its first round trip."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's synchronous_commit")
+    run, req = paused_transfer(demo["alice"], "call-lazy")
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)
+    client = api("finn")
+    with traced() as trips:
+        assert client.post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"}, format="json").status_code == 200
+    assert not any("synchronous_commit" in statement for trip in trips for statement in sent(trip))  # the decision waits
+    with traced() as trips:
+        ran = services.continue_decided(req.pk)
+    assert [r.parent_run_id for r in ran] == [run.pk]
+    lazy = [sent(trip) for trip in trips if "SET LOCAL synchronous_commit TO OFF" in sent(trip)]
+    assert len(lazy) == 1 and lazy[0][:2] == ["BEGIN", "SET LOCAL synchronous_commit TO OFF"] and len(lazy[0]) == 3
+    assert ToolCall.objects.get(pk="call-lazy").status == ToolCall.Status.APPROVED
