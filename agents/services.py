@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
-from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one
+from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, commit_lazily, one
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -223,7 +223,10 @@ def continue_decided(request_id):
     request = _DECIDED_REQUEST.one(str(request_id))
     if request is None:
         return []
-    with dispatch.announced(defer=True) as heads:
+    with dispatch.announced(defer=True) as heads, transaction.atomic():
+        # the call's fate and its continuation: lost with the server, the beat's resume_stalled
+        # makes them again from the decision (committed, and waited for, by the decider's request)
+        commit_lazily()
         continuation = approval_resolved(request)
     if continuation is None or continuation.pk not in heads:  # announced once Redis took its RUN_STARTED
         return []

@@ -87,8 +87,10 @@ def run_agent(run_id, made=None):
     agents/tasks.py): once claimed it is not read back."""
     started = timezone.now()
     # the claim and the read of the run it claimed in one round trip (PostgreSQL; the read is
-    # wasted on a second delivery, which claims nothing)
-    with read_ahead([] if made is not None else [claim_ahead(run_id, started), (_CLAIMED, (run_id,))]):
+    # wasted on a second delivery, which claims nothing). The claim's commit does not wait for the
+    # WAL's flush: a tool call's claim waits for it (and so for the run's) before any side effect.
+    ahead = [claim_ahead(run_id, started, made)] + ([] if made is not None else [(_CLAIMED, (run_id,))])
+    with read_ahead(ahead, lazy_commit=True):
         claimed = claim_run(run_id, started, made)
         run = (made if made is not None else _CLAIMED.one(run_id)) if claimed else None
     if claimed:
