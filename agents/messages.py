@@ -36,11 +36,12 @@ def add_message(thread, role, content="", *, run=None, tool_calls=None, tool_cal
     """Append a message with the thread's next sequence number (the row lock orders writers)."""
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: no savepoint round trips
         seq = _advance(thread.pk, 1)
-        kwargs = {"id": message_id} if message_id else {}
-        return _MESSAGE.create(
-            thread=thread, run=run, seq=seq, role=role, content=content or "",
-            tool_calls=tool_calls or None, tool_call_id=tool_call_id or "", **kwargs,
-        )
+        fields = {"thread": thread, "run": run, "seq": seq, "role": role, "content": content or "",
+                  "tool_calls": tool_calls or None, "tool_call_id": tool_call_id or ""}
+        if message_id:  # a client's id may be taken: the INSERT is answered where it is made
+            return _MESSAGE.create(id=message_id, **fields)
+        # under the id it drew it refuses nothing: it goes with the next statement (the COMMIT, most often)
+        return _MESSAGE.add(**fields)
 
 
 def add_messages(thread, messages, *, run=None, locked=False):

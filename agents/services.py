@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
-from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, commit_lazily, one
+from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, commit_lazily, one, unanswered
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -395,8 +395,9 @@ def apply_resume(thread, user, entries, run_id, messages=()):
         # inputs and cancel_run lock a run before its requests.
         with transaction.atomic():
             paused = sorted({known[i].run_ref for i in answered} | {questions[i].run_id for i in replies})
-            for run_ref in paused:
-                _RESUME_ID.update(run_ref, resume_run_id=run_id)
+            for run_ref in paused:  # each goes with the next statement, the first answer's lock
+                with unanswered():
+                    _RESUME_ID.update(run_ref, resume_run_id=run_id)
             if messages:  # on the latest paused run: the one whose continuation answers last
                 latest = Run.objects.filter(pk__in=paused).order_by("-created_at").first()
                 if latest is not None:

@@ -6,7 +6,7 @@ import logging
 import secrets
 import threading
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from django.apps import apps
 from django.db import connections, router, transaction
@@ -205,6 +205,20 @@ def commit_lazily(using="default"):
         connection.commit_lazily()  # agui_project/postgresql: said with the transaction's BEGIN
 
 
+def unanswered(using="default"):
+    """Inside atomic() on PostgreSQL, the statements run in the block go to the server with the next
+    statement that needs an answer, or with the COMMIT, in that one's round trip, without waiting
+    for their own (agui_project/postgresql/cursors.py): for writes whose answer nobody reads — a
+    count already known (a row the transaction holds locked), a key its maker drew, an audit row —
+    and that refuse nothing the caller would catch (a client's key may be taken: not here). An
+    error one meets fails the transaction at that later statement, as it would have failed it
+    here. Elsewhere they run at once. Nothing in the block may read: what it reads is not there."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return nullcontext()
+    return connection.unanswered()
+
+
 @contextmanager
 def read_ahead(reads, using="default", lazy_commit=False):
     """Inside the block, the first Prepared.all()/one() of each (read, values) in `reads` takes the
@@ -379,6 +393,16 @@ class PreparedInsert:
         self._lock = threading.Lock()
 
     def create(self, using=None, **fields):
+        return self._insert(using, fields, answered=True)
+
+    def add(self, using=None, **fields):
+        """create() of a row that refuses nothing and whose database-made key nobody reads back (an
+        audit row; a message under the key it drew): its INSERT returns nothing, and inside a
+        transaction on PostgreSQL it goes with the next statement (unanswered()). Returns the
+        instance; a key the database makes is not on it."""
+        return self._insert(using, fields, answered=False)
+
+    def _insert(self, using, fields, answered):
         model, meta = self.model, self.model._meta
         if meta.parents or signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model):
             return model._default_manager.db_manager(using).create(**fields)
@@ -388,10 +412,11 @@ class PreparedInsert:
         if obj.pk is None:  # a key with a default (as save() takes it)
             obj.pk = meta.pk.get_pk_value_on_save(obj)
         given = obj.pk is not None
-        compiled = self._compiled.get((alias, given))
+        shape = (alias, given, answered)
+        compiled = self._compiled.get(shape)
         if compiled is None:
             with self._lock:
-                compiled = self._compiled.setdefault((alias, given), self._compile(alias, given))
+                compiled = self._compiled.setdefault(shape, self._compile(*shape))
         sql, columns, returning = compiled
         if sql is None:  # this backend returns no key from an INSERT
             return model._default_manager.db_manager(alias).create(**fields)
@@ -402,7 +427,8 @@ class PreparedInsert:
             if hasattr(value, "resolve_expression"):
                 raise TypeError(f"PreparedInsert: {meta.label}.{field.name} is given an expression")
             params.append(field.get_db_prep_save(value, connection=connection))
-        with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+        with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor, \
+                (nullcontext() if answered else unanswered(alias)):
             cursor.execute(sql, params)
             if returning:
                 row = connection.ops.fetch_returned_insert_columns(cursor, [])
@@ -411,12 +437,13 @@ class PreparedInsert:
         obj._state.adding, obj._state.db = False, alias
         return obj
 
-    def _compile(self, alias, given):
+    def _compile(self, alias, given, answered=True):
         """(SQL, its columns, the fields RETURNING gives), SQL None when the backend returns nothing.
-        The columns as save() has them: every local one, the auto key only when given."""
+        The columns as save() has them: every local one, the auto key only when given; nothing
+        returned for a row whose key nobody reads (add())."""
         meta = self.model._meta
         columns = [f for f in meta.local_concrete_fields if given or f is not meta.auto_field]
-        returning = list(meta.db_returning_fields) if not given else []
+        returning = list(meta.db_returning_fields) if not given and answered else []
         if returning and not connections[alias].features.can_return_columns_from_insert:
             return None, columns, None
         if any(f is not meta.auto_field for f in returning):

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from agui_project.answer_first import later
-from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched
+from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
 
 from . import mail, mail_links, notify, policy, registry, schemas, selectors
 from .models import (
@@ -147,9 +147,10 @@ def _audit(action, req, actor=None, before=None, after=None):
 
 
 def record(action, *, actor=None, object_ref="", tool_name="", request=None, before=None, after=None):
-    """An audit row for events other apps observe (e.g. a tool call whose outcome is unknown)."""
-    return _AUDIT_ROW.create(action=action, actor=actor, object_ref=object_ref, tool_name=tool_name,
-                             request=request, before=before, after=after)
+    """An audit row for events other apps observe (e.g. a tool call whose outcome is unknown); inside
+    a transaction on PostgreSQL it goes with the transaction's next statement (queries.unanswered)."""
+    _AUDIT_ROW.add(action=action, actor=actor, object_ref=object_ref, tool_name=tool_name,
+                   request=request, before=before, after=after)
 
 
 def _resolved(req, kind, resolve_here=None):
@@ -408,7 +409,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             prefetched(req, "decisions", [made])
         if req.status != Status.PENDING:
             req.decided_by, req.decided_at = user, timezone.now()
-        _DECIDED.update(req.pk, **{name: getattr(req, name) for name in DECIDED_FIELDS})
+        with unanswered():  # the row is locked: its count is known, and it goes with the next statement
+            _DECIDED.update(req.pk, **{name: getattr(req, name) for name in DECIDED_FIELDS})
         _audit(Action.DECIDED, req, actor=user, before=before, after={
             **_snapshot(req), "decision": decision, "approvals": approvals, "required": req.required_approvals,
             **({"via": via} if via else {}),

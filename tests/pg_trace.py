@@ -2,6 +2,7 @@
 of the protocol messages (tests of what goes together in one round trip)."""
 
 import contextlib
+import re
 import tempfile
 
 from django.db import connection
@@ -33,19 +34,23 @@ def traced():
                 previous = side
 
 
+_PARSE = re.compile(r'^"(?P<name>[^"]*)" "(?P<sql>.*)" \d+(?: \S+)*$')
+
+
 def sent(trip):
     """The statements a round trip carried, in order: each one's SQL, or "(prepared)" for a statement
     prepared on the connection before the trace began (Bind then names it, with no Parse)."""
     texts, bound, out = {}, None, []
     for message in trip:
         kind, _, rest = message.partition("\t")
-        quoted = rest.split('"')
+        rest = rest.strip()
         if kind == "Parse":
-            texts[quoted[1]] = quoted[3]
+            parsed = _PARSE.match(rest)
+            texts[parsed["name"]] = parsed["sql"]
         elif kind == "Bind":
-            bound = texts.get(quoted[3], "(prepared)")
+            bound = texts.get(rest.split('"')[3], "(prepared)")
         elif kind == "Execute":
             out.append(bound)
         elif kind == "Query":
-            out.append(quoted[1])
+            out.append(rest[1:-1])
     return out

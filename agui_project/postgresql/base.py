@@ -19,8 +19,11 @@ makes a cursor per statement), and never remembers what it found: 13.6 µs a sta
 once, on the adapters every connection starts from.
 """
 
+import contextlib
+
 from django.db import models
 from django.db.backends.postgresql import base
+from django.db.backends.utils import debug_transaction
 from psycopg.adapt import PyFormat
 from psycopg_pool import ConnectionPool
 
@@ -84,18 +87,35 @@ class DatabaseWrapper(base.DatabaseWrapper):
             cursors.note_begin(self.connection, not autocommit)
 
     def _commit(self):
-        try:
-            return super()._commit()
-        finally:  # outside autocommit (set_autocommit(False) on its own) the next statement opens another
-            self._next_begins()
+        conn = self.connection
+        if conn is not None and cursors.writes_pending(conn):  # they and COMMIT in one round trip
+            with debug_transaction(self, "COMMIT"), self.wrap_database_errors:
+                cursors.send_queued(conn, commit=True)
+        elif conn is not None and cursors.begin_pending(conn):
+            with debug_transaction(self, "COMMIT"):
+                pass  # nothing was sent: nothing to commit
+        else:
+            super()._commit()
+        # (a commit that failed leaves the transaction to the rollback that follows)
+        self._next_begins()
 
     def _rollback(self):
-        try:
-            return super()._rollback()
-        finally:
-            self._next_begins()
+        if self.connection is not None and cursors.discard_queued(self.connection):
+            with debug_transaction(self, "ROLLBACK"):
+                pass  # nothing was sent: nothing to roll back
+        else:
+            super()._rollback()
+        self._next_begins()
+
+    def unanswered(self):
+        """queries.unanswered(): inside a transaction opened here, statements queued for the next."""
+        self.ensure_connection()
+        if self.in_atomic_block and self._begins_with_first():
+            return cursors.defer(self.connection)
+        return contextlib.nullcontext()
 
     def _next_begins(self):
+        """Outside autocommit (set_autocommit(False) on its own) the next statement opens another."""
         if self.connection is not None and self._begins_with_first():
             cursors.note_begin(self.connection, not self.autocommit)
 
@@ -112,7 +132,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if name and self.connection is not None:
             # a named cursor's DECLARE is not sent through ours; psycopg's autocommit being on, Django
             # declares it WITH HOLD inside a transaction too (still closed with it; its rest kept at commit)
-            cursors.send_begin(self.connection)
+            cursors.send_queued(self.connection)
         return super().create_cursor(name)
 
     @property

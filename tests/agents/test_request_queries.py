@@ -315,3 +315,38 @@ def test_on_postgresql_a_decisions_continuation_made_in_a_worker_commits_without
     lazy = [sent(trip) for trip in trips if "SET LOCAL synchronous_commit TO OFF" in sent(trip)]
     assert len(lazy) == 1 and lazy[0][:2] == ["BEGIN", "SET LOCAL synchronous_commit TO OFF"] and len(lazy[0]) == 3
     assert ToolCall.objects.get(pk="call-lazy").status == ToolCall.Status.APPROVED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, fake_llm):
+    """Round trips, read from libpq's trace (not counting psycopg's preparing of a statement): the
+    resume's request until its COMMIT (its reads ahead, then one transaction: the answers' locks,
+    the decision, its audit row, the call's fate and the continuation), and the worker's
+    continuation until the call's result is committed (the claims, the run, its state and calls,
+    the tool's own transaction, the result). Were 13 and 13: a transaction's BEGIN goes with its
+    first statement, and what nobody reads the answer of (the paused run's resume id, the request's
+    decided fields, the audit row, the continuation, the tool's message under the id it drew) goes
+    with the next statement or the COMMIT."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    thread, paused, req = paused_on_the_requester(demo, fake_llm)
+    request = agui_request(demo["alice"], thread.pk, resume=[
+        {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
+    with traced() as web:
+        plan = endpoint.prepare(request, "banking")
+    assert plan.error is None
+    fake_llm.push({"text": "Done: it is cancelled."})
+    with traced() as worker:
+        assert runner.run_agent(plan.run_id)
+    web, worker = ([sent(t) for t in trips if sent(t)] for trips in (web, worker))
+    committed = next((i for i, trip in enumerate(web) if "COMMIT" in trip), None)
+    assert committed is not None and committed + 1 == 8, web
+    assert web[1][0] == "BEGIN" and len(web[0]) == 6  # the reads ahead: token, thread, run id, history, answers
+    # the tool's own transaction commits first, then the result: the call's outcome, the counter and
+    # the message (its INSERT with the COMMIT; a statement prepared earlier shows as "(prepared)")
+    commits = [i for i, trip in enumerate(worker) if trip[-1] == "COMMIT"]
+    stored = commits[1]
+    assert stored + 1 == 10 and len(worker[stored]) == 2, worker
+    assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED

@@ -1,15 +1,26 @@
-"""agui_project/postgresql/cursors.py: a transaction's BEGIN goes to PostgreSQL in the round trip of
-its first statement, and transactions keep Django's meaning (one unit, rolled back whole, nothing
-sent for an empty one, a new one after commit() outside autocommit); and commit_lazily(), a
-transaction's commit that does not wait for the WAL's flush, said in the same round trip. The round
-trips are read from libpq's own trace of the protocol messages."""
+"""agui_project/postgresql/cursors.py: statements that go to PostgreSQL in the round trip of the
+next one. A transaction's BEGIN goes with its first statement, and transactions keep Django's
+meaning (one unit, rolled back whole, nothing sent for an empty one, a new one after commit()
+outside autocommit); commit_lazily(), a commit that does not wait for the WAL's flush, is said in
+the same round trip; a write whose answer nobody reads (queries.unanswered, PreparedInsert.add)
+goes with the next statement or the COMMIT, is seen by a read after it, fails the transaction
+there when it fails, and is dropped with a rollback. The round trips are read from libpq's own
+trace of the protocol messages."""
 
 import pytest
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from agents.models import Thread
-from agui_project.queries import Prepared, PreparedUpdate, commit_lazily, read_ahead
+from agui_project.queries import (
+    Prepared,
+    PreparedInsert,
+    PreparedUpdate,
+    commit_lazily,
+    read_ahead,
+    unanswered,
+)
+from approvals.models import AuditEvent
 from tests.pg_trace import sent, traced
 
 pytestmark = [
@@ -20,6 +31,8 @@ pytestmark = [
 
 _THREAD = Prepared(Thread, lambda pk: Thread.objects.filter(pk=pk))
 _TITLE = PreparedUpdate(Thread, lambda pk: Thread.objects.filter(pk=pk))
+_THREAD_ROW = PreparedInsert(Thread)
+_AUDIT_ROW = PreparedInsert(AuditEvent)
 
 
 def synchronous_commit():
@@ -136,3 +149,68 @@ def test_statements_sent_ahead_outside_a_transaction_can_commit_lazily_in_their_
         assert _TITLE.update("t-begin-12", title="again") == 1
     assert [len(sent(t)) for t in trips] == [2]
     assert Thread.objects.get(pk="t-begin-12").title == "again" and synchronous_commit() == "on"
+
+
+def test_an_unanswered_write_goes_with_the_next_statement_which_sees_it(django_user_model):
+    alice = django_user_model.objects.create_user("alice-ahead")
+    with traced() as trips, transaction.atomic():
+        Thread.objects.create(id="t-ahead-1", owner=alice, agent="banking")
+        with unanswered():
+            _TITLE.update("t-ahead-1", title="queued")
+        seen = _THREAD.one("t-ahead-1").title
+    assert seen == "queued"
+    assert [len(sent(t)) for t in trips] == [2, 2, 1]  # BEGIN and the INSERT; the UPDATE and the read; COMMIT
+
+
+def test_writes_queued_last_go_with_the_commit_and_are_committed(django_user_model):
+    alice = django_user_model.objects.create_user("alice-ahead")
+    with traced() as trips, transaction.atomic():
+        assert _THREAD.one("t-ahead-2") is None
+        made = _THREAD_ROW.add(id="t-ahead-2", owner=alice, agent="banking")
+        audit = _AUDIT_ROW.add(action=AuditEvent.Action.POLICY_CHANGED, object_ref="t-ahead-2")
+    assert [len(sent(t)) for t in trips] == [2, 3]  # BEGIN and the read; both INSERTs and COMMIT
+    assert sent(trips[1])[-1] == "COMMIT"
+    assert made.pk == "t-ahead-2" and audit.pk is None  # the key it was given; none read back
+    assert Thread.objects.filter(pk="t-ahead-2").exists()
+    assert AuditEvent.objects.filter(object_ref="t-ahead-2").count() == 1
+
+
+def test_a_queued_write_that_fails_fails_its_transaction_at_the_next_statement(django_user_model):
+    alice = django_user_model.objects.create_user("alice-ahead")
+    Thread.objects.create(id="t-ahead-3", owner=alice, agent="banking")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Thread.objects.create(id="t-ahead-4", owner=alice, agent="banking")
+        _THREAD_ROW.add(id="t-ahead-3", owner=alice, agent="banking")  # taken: refused, later
+        Thread.objects.count()
+    assert not Thread.objects.filter(pk="t-ahead-4").exists()  # the whole transaction rolled back
+    with pytest.raises(IntegrityError), transaction.atomic():  # queued last: the COMMIT fails
+        Thread.objects.create(id="t-ahead-5", owner=alice, agent="banking")
+        _THREAD_ROW.add(id="t-ahead-3", owner=alice, agent="banking")
+    assert not Thread.objects.filter(pk="t-ahead-5").exists()
+    assert connection.connection.info.transaction_status == 0
+
+
+def test_a_rollback_drops_what_was_queued_and_a_savepoints_undoes_its_own(django_user_model):
+    alice = django_user_model.objects.create_user("alice-ahead")
+    with traced() as trips, pytest.raises(RuntimeError), transaction.atomic():
+        _THREAD_ROW.add(id="t-ahead-6", owner=alice, agent="banking")
+        raise RuntimeError("before anything was sent")
+    assert trips == [] and not Thread.objects.filter(pk="t-ahead-6").exists()
+    with transaction.atomic():
+        Thread.objects.create(id="t-ahead-7", owner=alice, agent="banking")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            _THREAD_ROW.add(id="t-ahead-8", owner=alice, agent="banking")
+            raise RuntimeError("inside the savepoint")
+        _THREAD_ROW.add(id="t-ahead-9", owner=alice, agent="banking")
+    assert set(Thread.objects.filter(pk__startswith="t-ahead-").values_list("pk", flat=True)) == {
+        "t-ahead-7", "t-ahead-9"}
+
+
+def test_outside_a_transaction_an_unanswered_write_runs_at_once(django_user_model):
+    alice = django_user_model.objects.create_user("alice-ahead")
+    with traced() as trips:
+        _THREAD_ROW.add(id="t-ahead-10", owner=alice, agent="banking")
+        with unanswered():
+            _TITLE.update("t-ahead-10", title="at once")
+    assert [len(sent(t)) for t in trips] == [1, 1]
+    assert Thread.objects.get(pk="t-ahead-10").title == "at once"
