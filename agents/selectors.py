@@ -57,6 +57,11 @@ def has_continuation(run_id):
     return _CONTINUATION.one(run_id) is not None
 
 
+def standing_read(run_id):
+    """waiting_or_continued()'s read as (read, values), for queries.read_ahead."""
+    return _STANDING, (run_id,)
+
+
 def waiting_or_continued(run_id):
     """has_waiting_calls() and has_continuation() in one statement: (waiting, continued). Read
     after the run's lock is taken (a statement of its own, so it sees what was committed while the

@@ -13,7 +13,15 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
-from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, commit_lazily, one, unanswered
+from agui_project.queries import (
+    Prepared,
+    PreparedInsert,
+    PreparedUpdate,
+    commit_lazily,
+    one,
+    read_ahead,
+    unanswered,
+)
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest, ApproverKind
 
@@ -23,7 +31,7 @@ from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401 
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
 from .runtime import events, inputs
-from .transitions import RUN_ROWS, continue_run, move_call, move_run
+from .transitions import RUN_ROWS, continue_run, move_call, move_call_ahead, move_run
 
 log = logging.getLogger(__name__)
 
@@ -179,16 +187,20 @@ def approval_resolved(request):
         # lock the paused run first: concurrent decisions on one run then see each other's writes.
         # The call is not read again under it: move_call's update is conditional on its status
         # (what a second decision would have changed), and the fields read above never change.
-        run = _LOCKED_RUN.one(call.run_id)
         call.final_arguments = request.final_arguments if status == ToolCall.Status.APPROVED else None
         call.feedback = request.feedback
-        if not move_call(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],
-                         final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now()):
-            return
+        fate = move_call_ahead(call.pk, status, leaving=[ToolCall.Status.AWAITING_APPROVAL],
+                               final_arguments=call.final_arguments, feedback=call.feedback, updated_at=timezone.now())
+        # the lock, the call's fate and what then stands, in one round trip (PostgreSQL), in this order
+        with read_ahead([(_LOCKED_RUN, (call.run_id,)), fate, selectors.standing_read(call.run_id)], locks=True):
+            run = _LOCKED_RUN.one(call.run_id)
+            update, keys, fields = fate
+            if update.update(*keys, **fields) != 1:
+                return
+            # nothing else waits (nor a question to answer): the notice goes with the continuation's
+            # RUN_STARTED, in one write, so the worker is woken a round trip sooner
+            waiting, continued = selectors.waiting_or_continued(run.pk)
         event = custom_events.approval_response(request, viewer=owner)
-        # nothing else waits (nor a question to answer): the notice goes with the continuation's
-        # RUN_STARTED, in one write, so the worker is woken a round trip sooner
-        waiting, continued = selectors.waiting_or_continued(run.pk)
         continuation = None if waiting else continue_run(run, notices=(event,), continued=continued)
         if continuation is None:
             transaction.on_commit(lambda: _tell_chat(call.thread_id, event))

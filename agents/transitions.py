@@ -117,9 +117,15 @@ def claim_call(call_id, run_id, now):
 def move_call(call_id, to, leaving=None, thread=None, **fields):
     """ToolCall `call_id` (of `thread`, when given) -> `to`; False when it is no longer in a status
     that may become `to`."""
+    move, keys, fields = move_call_ahead(call_id, to, leaving, thread, **fields)
+    return move.update(*keys, **fields) == 1
+
+
+def move_call_ahead(call_id, to, leaving=None, thread=None, **fields):
+    """move_call()'s statement as (update, values, fields), for queries.read_ahead."""
     move = _move(ToolCall, frozenset(sources(ToolCall, to, leaving)), thread is not None)
     keys = (call_id,) if thread is None else (call_id, getattr(thread, "pk", thread))
-    return move.update(*keys, status=to, **fields) == 1
+    return move, keys, {"status": to, **fields}
 
 
 def continue_run(paused_run, notices=(), continued=None):

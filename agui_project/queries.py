@@ -2,6 +2,7 @@
 reads in one round trip to PostgreSQL), PreparedUpdate (the same for an UPDATE of rows found by
 key), PreparedInsert (for create()), and prefetched()."""
 
+import json
 import logging
 import secrets
 import threading
@@ -13,6 +14,7 @@ from django.db import connections, router, transaction
 from django.db.models import Expression, signals
 from django.db.models.query import ModelIterable, ValuesListIterable, get_related_populators
 from django.db.models.sql import InsertQuery, UpdateQuery
+from psycopg.types.json import Json, Jsonb
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +125,10 @@ class Prepared(_ByKeys):
         compiled = self._for(alias)
         return (self, alias, values), compiled, [values[v] if kind == "arg" else v for kind, v in compiled.slots]
 
-    def _ahead_statement(self, alias, values):
+    def _ahead_statement(self, alias, values, locks=False):
         """For read_ahead: (key, SQL, parameters, False: rows are kept)."""
         key, compiled, params = self._statement(values, alias)
-        if compiled.for_update:
+        if compiled.for_update and not locks:
             raise ValueError("a read under a lock is not read ahead")
         return key, compiled.sql, params, False
 
@@ -220,7 +222,7 @@ def unanswered(using="default"):
 
 
 @contextmanager
-def read_ahead(reads, using="default", lazy_commit=False):
+def read_ahead(reads, using="default", lazy_commit=False, locks=False):
     """Inside the block, the first Prepared.all()/one() of each (read, values) in `reads` takes the
     rows read as the block began, when on PostgreSQL they were sent together in one round trip
     (psycopg's pipeline mode); a later call reads again. An entry (PreparedUpdate, values, fields)
@@ -234,14 +236,20 @@ def read_ahead(reads, using="default", lazy_commit=False):
     Elsewhere (SQLite reads in-process), or when the pipeline fails, nothing is read ahead and each
     read asks as before. A read with select_for_update is never read ahead (it waits for a lock).
     `lazy_commit`: outside atomic(), the round trip's writes commit as commit_lazily() says (on
-    their own, they then wait for the flush as before)."""
+    their own, they then wait for the flush as before). `locks`: a read under a lock may be among
+    them, the statements after it then waiting with it, each seeing what was committed while it
+    waited (the server runs them one after the other, each with a snapshot of its own): for a block
+    that runs them in that order anyway, choosing nothing between them from what the locked read
+    returns but to leave early."""
     rows = None
     connection = connections[using]
     lazy_commit = lazy_commit and not connection.in_atomic_block
     if connection.vendor == "postgresql" and (len(reads) > 1 or lazy_commit and reads):
         try:
-            rows = _pipelined(reads, using, lazy_commit)
+            rows = _pipelined(reads, using, lazy_commit, locks)
         except Exception as exc:  # the reads themselves then ask, and say what is wrong
+            if connection.in_atomic_block and not isinstance(exc, ValueError):
+                raise  # the server's error spoiled the caller's transaction (a ValueError: nothing was sent)
             log.debug("reads not sent ahead: %r", exc)
     previous, _ahead.rows = _ahead.rows, rows
     try:
@@ -250,10 +258,10 @@ def read_ahead(reads, using="default", lazy_commit=False):
         _ahead.rows = previous
 
 
-def _pipelined(reads, alias, lazy_commit=False):
+def _pipelined(reads, alias, lazy_commit=False, locks=False):
     # (key, SQL, parameters, whether a count is kept rather than rows) of each (read, values) or
     # (update, values, fields)
-    statements = [entry[0]._ahead_statement(alias, *entry[1:]) for entry in reads]
+    statements = [entry[0]._ahead_statement(alias, *entry[1:], locks=locks) for entry in reads]
     connection = connections[alias]
     connection.ensure_connection()
     cursors = []
@@ -311,6 +319,14 @@ def _prepared(field, value, connection):
     return field.get_db_prep_save(value, connection=connection)
 
 
+def _keyed(param):
+    """A parameter as part of a statement's key among those sent ahead: psycopg's JSON wrapper (a
+    JSONField's value as prepared for the database) compares by identity, so by the JSON it holds."""
+    if isinstance(param, (Json, Jsonb)):
+        return type(param), json.dumps(param.obj, sort_keys=True, default=str)
+    return param
+
+
 class PreparedUpdate(_ByKeys):
     """An UPDATE of the rows a queryset finds by a few values, compiled to SQL once per database
     and set of columns, then run with new values: Prepared's reason (the ORM builds and compiles
@@ -359,9 +375,9 @@ class PreparedUpdate(_ByKeys):
         connection = connections[alias]
         params = [values[v] if kind == "arg" else _prepared(v[1], fields[v[0]], connection)
                   if kind == "set" else v for kind, v in slots]
-        return (self, alias, sql, tuple(params)), sql, params
+        return (self, alias, sql, tuple(map(_keyed, params))), sql, params
 
-    def _ahead_statement(self, alias, values, fields):
+    def _ahead_statement(self, alias, values, fields, locks=False):
         """For read_ahead: (key, SQL, parameters, True: the count is kept)."""
         return *self._statement(values, fields, alias), True
 

@@ -136,7 +136,8 @@ def _snapshot(req):
     return {"status": req.status, "arguments": req.current_arguments, "feedback": req.feedback}
 
 
-# the rows every request and decision add, their INSERTs compiled once
+# the rows every request and decision add, their INSERTs compiled once; an audit row's key and a
+# decision's are read by nobody (the answer shows a decision's fields, not its id): add()
 _AUDIT_ROW = PreparedInsert(AuditEvent)
 _REQUEST_ROW = PreparedInsert(ApprovalRequest)
 _DECISION_ROW = PreparedInsert(Decision)
@@ -348,14 +349,14 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if not feedback:
                 raise FeedbackRequired(_("write the guidance the agent should follow"),
                                        {"feedback": [_("required to answer with guidance")]})
-            made = _DECISION_ROW.create(request=req, user=user, decision=decision, feedback=feedback)
+            made = _DECISION_ROW.add(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.RESPONDED)
             req.feedback = feedback
             approvals = None
         elif decision == Decision.Kind.REJECT:
             if req.approver_kind == ApproverKind.GROUP and not feedback:
                 raise FeedbackRequired(_("feedback is required to reject"), {"feedback": [_("required to reject")]})
-            made = _DECISION_ROW.create(request=req, user=user, decision=decision, feedback=feedback)
+            made = _DECISION_ROW.add(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.REJECTED)
             req.feedback = feedback
             approvals = None
@@ -395,7 +396,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             single = req.required_approvals <= 1
             if not single and active().filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
-            made = _DECISION_ROW.create(
+            made = _DECISION_ROW.add(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
             # quorum: distinct approvers of exactly these arguments (the current ones, after any edit)

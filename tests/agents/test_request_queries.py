@@ -324,9 +324,10 @@ def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, 
     the decision, its audit row, the call's fate and the continuation), and the worker's
     continuation until the call's result is committed (the claims, the run, its state and calls,
     the tool's own transaction, the result). Were 13 and 13: a transaction's BEGIN goes with its
-    first statement, and what nobody reads the answer of (the paused run's resume id, the request's
-    decided fields, the audit row, the continuation, the tool's message under the id it drew) goes
-    with the next statement or the COMMIT."""
+    first statement; what nobody reads the answer of (the paused run's resume id, the decision, the
+    request's decided fields, the audit row, the continuation, the tool's message under the id it
+    drew) goes with the next statement or the COMMIT; the paused run's lock, the call's fate and
+    what then stands of the run go together, in that order."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
@@ -342,8 +343,10 @@ def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, 
         assert runner.run_agent(plan.run_id)
     web, worker = ([sent(t) for t in trips if sent(t)] for trips in (web, worker))
     committed = next((i for i, trip in enumerate(web) if "COMMIT" in trip), None)
-    assert committed is not None and committed + 1 == 8, web
+    assert committed is not None and committed + 1 == 5, web
     assert web[1][0] == "BEGIN" and len(web[0]) == 6  # the reads ahead: token, thread, run id, history, answers
+    # the answers' locks; the decision, its audit row, the call; the run's lock, the call's fate, what stands; COMMIT
+    assert [len(trip) for trip in web[1:5]] == [3, 4, 3, 2], web
     # the tool's own transaction commits first, then the result: the call's outcome, the counter and
     # the message (its INSERT with the COMMIT; a statement prepared earlier shows as "(prepared)")
     commits = [i for i, trip in enumerate(worker) if trip[-1] == "COMMIT"]
