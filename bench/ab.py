@@ -10,6 +10,8 @@ decide API (finn approves a paused transfer) with its TOOL_CALL_RESULT on the th
 sides meet the same machine at the same minute, so a change of a few hundred µs shows that
 separate `bench/run.py` runs (whose figures move by 10-30 % from one run to the next here) hide.
 AB_POSTS / AB_RESUMES / AB_DECISIONS set the counts (100 / 40 / 40). Prints p50 and p95 of each side.
+AB_DB_RTT_MS (with a PostgreSQL DATABASE_URL): both stacks reach the database through
+bench/latency_proxy.py, which adds that much to every round trip (a database on another host).
 """
 
 from __future__ import annotations
@@ -51,6 +53,21 @@ def start(checkout):
         if line.startswith(MARK):
             return proc, json.loads(line[len(MARK):])
     raise SystemExit(f"the stack of {checkout} did not start")
+
+
+def latency_proxy(url, rtt):
+    """Start bench/latency_proxy.py before the database of `url` and point DATABASE_URL at it."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    proc = subprocess.Popen([sys.executable, str(HERE / "latency_proxy.py"), "--to",
+                             f"{parts.hostname or '127.0.0.1'}:{parts.port or 5432}", "--rtt-ms", rtt],
+                            stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline().split()[1])
+    os.environ["DATABASE_URL"] = parts._replace(netloc=f"{parts.netloc.rsplit('@', 1)[0]}@127.0.0.1:{port}"
+                                                if "@" in parts.netloc else f"127.0.0.1:{port}").geturl()
+    print(f"database round trips +{rtt} ms (bench/latency_proxy.py on port {port})", flush=True)
+    return proc
 
 
 def q(values):
@@ -116,6 +133,11 @@ def main(argv=None):
         return serve_stack()
     args = parser.parse_args(argv)
     procs, info = [], {}
+    rtt = os.environ.get("AB_DB_RTT_MS")
+    if rtt and os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        proxy = latency_proxy(os.environ["DATABASE_URL"], rtt)
+    else:
+        proxy = None
     try:
         for side, checkout in (("base", args.base), ("new", args.new)):
             proc, info[side] = start(checkout)
@@ -127,6 +149,8 @@ def main(argv=None):
             proc.stdin.close()
         for proc in procs:
             proc.wait(60)
+        if proxy is not None:
+            proxy.kill()
     for figure in out["base"]:
         print(f"{figure:32s} base {q(out['base'][figure])} | new {q(out['new'][figure])}")
     return 0

@@ -1,6 +1,6 @@
-"""Django's PostgreSQL backend, its pool handing out the connection returned last, and the
-models' choices adapted as the str or int they are, and a transaction's BEGIN sent with its
-first statement (cursors.py).
+"""Django's PostgreSQL backend: its pool handing out the connection returned last, the models'
+choices adapted as the str or int they are, and statements queued for the round trip of the next
+one (a transaction's BEGIN, writes whose answer nobody reads: cursors.py).
 
 psycopg_pool hands out the connection that has waited longest (a FIFO queue, to spread use over
 all of them). Under ASGI and in Celery every request and task takes a connection and gives it
@@ -75,7 +75,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         """Whether this connection's transactions open with their first statement (cursors.py):
         not when psycopg is to open them with an isolation level or access mode of their own."""
         conn = self.connection
-        return (conn.cursor_factory in cursors.FACTORIES.values() and conn.isolation_level is None and conn.read_only is None and conn.deferrable is None)
+        return (conn.cursor_factory in cursors.FACTORIES.values()
+                and conn.isolation_level is None and conn.read_only is None and conn.deferrable is None)
 
     def _set_autocommit(self, autocommit):
         if not self._begins_with_first():

@@ -20,6 +20,8 @@ transaction the server has open whatever its autocommit says; one whose BEGIN wa
 nothing to end, and its queued writes are dropped).
 """
 
+from contextlib import contextmanager, nullcontext
+
 from django.db.backends.postgresql import base
 
 BEGIN = b"BEGIN"
@@ -56,20 +58,14 @@ def commit_lazily(connection):
         connection.execute(LAZY, prepare=False)
 
 
+@contextmanager
 def defer(connection):
     """The statements run on `connection` inside the block are queued (see the module)."""
-    return _Deferring(connection)
-
-
-class _Deferring:
-    def __init__(self, connection):
-        self.connection = connection
-
-    def __enter__(self):
-        self.connection._agui_defer = True
-
-    def __exit__(self, *exc):
-        self.connection._agui_defer = False
+    connection._agui_defer = True
+    try:
+        yield
+    finally:
+        connection._agui_defer = False
 
 
 def _send_queued(connection):
@@ -81,23 +77,20 @@ def _send_queued(connection):
         plain(connection).execute(sql, params, **({"prepare": False} if params is None else {}))
 
 
-def _send_commit(connection):
-    _PLAIN[connection.cursor_factory](connection).execute(COMMIT, prepare=False)
+
+def _pipeline(connection):
+    """The pipeline already open (what is sent goes ahead of what follows in it), else a new one."""
+    return nullcontext() if connection._pipeline is not None else connection.pipeline()
 
 
 def send_queued(connection, commit=False):
     """What is queued (and COMMIT, when asked) in one round trip of its own."""
     if not _queued(connection) and not commit:
         return
-    if connection._pipeline is not None:
+    with _pipeline(connection):
         _send_queued(connection)
         if commit:
-            _send_commit(connection)
-        return
-    with connection.pipeline():
-        _send_queued(connection)
-        if commit:
-            _send_commit(connection)
+            _PLAIN[connection.cursor_factory](connection).execute(COMMIT, prepare=False)
 
 
 def discard_queued(connection):
@@ -119,10 +112,7 @@ class _AheadOfNext:
         if params is None:
             send_queued(conn)
             return super().execute(query, params, **kwargs)
-        if conn._pipeline is not None:  # in a pipeline already: what is queued goes ahead of the statement
-            _send_queued(conn)
-            return super().execute(query, params, **kwargs)
-        with conn.pipeline():  # one round trip: what is queued, the statement, the sync
+        with _pipeline(conn):  # one round trip: what is queued, the statement, the sync
             _send_queued(conn)
             super().execute(query, params, **kwargs)
         return self
