@@ -1,6 +1,7 @@
 """Rows by key: one(), Prepared (a read whose SQL is compiled once), read_ahead() (several such
 reads in one round trip to PostgreSQL), PreparedUpdate (the same for an UPDATE of rows found by
-key), PreparedInsert (for create()), and prefetched()."""
+key), PreparedInsert (for create() and add()), prefetched(); and on PostgreSQL unanswered() (writes
+sent with the next statement) and commit_lazily() (a commit that does not wait for the WAL)."""
 
 import json
 import logging
@@ -234,7 +235,8 @@ def read_ahead(reads, using="default", lazy_commit=False, locks=False):
     its thread, its run id, what the thread holds) were four round trips of ~0.15-0.3 ms each where
     the server's own work is a few µs (auto_explain); Django sends one statement at a time.
     Elsewhere (SQLite reads in-process), or when the pipeline fails, nothing is read ahead and each
-    read asks as before. A read with select_for_update is never read ahead (it waits for a lock).
+    read asks as before (inside a transaction the server's error is raised instead: it spoiled the
+    transaction). A read with select_for_update is never read ahead (it waits for a lock).
     `lazy_commit`: outside atomic(), the round trip's writes commit as commit_lazily() says (on
     their own, they then wait for the flush as before). `locks`: a read under a lock may be among
     them, the statements after it then waiting with it, each seeing what was committed while it

@@ -77,7 +77,6 @@ def _send_queued(connection):
         plain(connection).execute(sql, params, **({"prepare": False} if params is None else {}))
 
 
-
 def _pipeline(connection):
     """The pipeline already open (what is sent goes ahead of what follows in it), else a new one."""
     return nullcontext() if connection._pipeline is not None else connection.pipeline()
