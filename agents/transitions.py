@@ -11,7 +11,7 @@ import logging
 
 from django.db import connections, router, transaction
 
-from agui_project.queries import PreparedInsert, PreparedUpdate, unanswered
+from agui_project.queries import PreparedInsert, PreparedUpdate
 
 from . import selectors
 from .dispatch import announce_after_commit, note_stream
@@ -151,11 +151,10 @@ def start_continuation(parent, notices=(), continued=None):
         return None
     # it goes with the COMMIT: a client's run id another request took meanwhile fails the caller's
     # transaction there as it would have here (nobody catches it: endpoint.check refused it if taken)
-    with unanswered():
-        run = RUN_ROWS.create(
-            thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,
-            client_tools=parent.client_tools, context=parent.context,
-            **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
-        )
+    run = RUN_ROWS.add(
+        thread_id=parent.thread_id, parent_run=parent, forwarded_props=parent.forwarded_props,
+        client_tools=parent.client_tools, context=parent.context,
+        **({"id": parent.resume_run_id} if parent.resume_run_id else {}),
+    )
     transaction.on_commit(lambda: announce_after_commit(run.pk, run, notices))  # the row as made: no read back
     return run

@@ -189,10 +189,6 @@ class _Ahead(threading.local):
 _ahead = _Ahead()
 
 
-# the statements of a round trip in autocommit commit without waiting for the WAL's flush
-_LAZY_ROUND_TRIP = "SELECT set_config('synchronous_commit', 'off', true)"
-
-
 def commit_lazily(using="default"):
     """Inside atomic(): on PostgreSQL the transaction's COMMIT does not wait for its WAL to reach
     the disk (`synchronous_commit = off` for this transaction alone: the flush, ~0.1 ms idle and
@@ -270,7 +266,7 @@ def _pipelined(reads, alias, lazy_commit=False, locks=False):
     try:
         with connection.wrap_database_errors, connection.connection.pipeline():
             if lazy_commit:  # local to the round trip's own transaction (they are one until its sync)
-                connection.connection.execute(_LAZY_ROUND_TRIP, prepare=False)  # too small to be worth preparing
+                connection.commit_lazily()
             for key, sql, params, counted in statements:
                 cursor = connection.cursor()
                 cursors.append((key, cursor, counted))
@@ -364,7 +360,7 @@ class PreparedUpdate(_ByKeys):
         return sql, slots
 
     def _statement(self, values, fields, using):
-        """(its key among statements sent ahead, its SQL, its parameters) for these values and fields."""
+        """(its database, its SQL, its parameters) for these values and fields."""
         values = self._values(tuple(values))
         alias = using or router.db_for_write(self.model)
         # the statement's shape: which columns, and which of them an expression sets
@@ -377,16 +373,20 @@ class PreparedUpdate(_ByKeys):
         connection = connections[alias]
         params = [values[v] if kind == "arg" else _prepared(v[1], fields[v[0]], connection)
                   if kind == "set" else v for kind, v in slots]
-        return (self, alias, sql, tuple(map(_keyed, params))), sql, params
+        return alias, sql, params
+
+    def _key(self, alias, sql, params):
+        """Its key among statements sent ahead: built only where some were (a JSON value is dumped)."""
+        return self, alias, sql, tuple(map(_keyed, params))
 
     def _ahead_statement(self, alias, values, fields, locks=False):
         """For read_ahead: (key, SQL, parameters, True: the count is kept)."""
-        return *self._statement(values, fields, alias), True
+        alias, sql, params = self._statement(values, fields, alias)
+        return self._key(alias, sql, params), sql, params, True
 
     def update(self, *values, using=None, **fields):
-        key, sql, params = self._statement(values, fields, using)
-        alias = key[1]
-        count = _ahead.take(key)
+        alias, sql, params = self._statement(values, fields, using)
+        count = _ahead.take(self._key(alias, sql, params)) if _ahead.rows else None
         if count is not None:
             return count
         with transaction.mark_for_rollback_on_error(using=alias), connections[alias].cursor() as cursor:
@@ -414,10 +414,10 @@ class PreparedInsert:
         return self._insert(using, fields, answered=True)
 
     def add(self, using=None, **fields):
-        """create() of a row that refuses nothing and whose database-made key nobody reads back (an
-        audit row; a message under the key it drew): its INSERT returns nothing, and inside a
-        transaction on PostgreSQL it goes with the next statement (unanswered()). Returns the
-        instance; a key the database makes is not on it."""
+        """create() of a row whose database-made key nobody reads back and whose refusal nobody
+        catches (an audit row; a message under the key it drew; a continuation): its INSERT returns
+        nothing, and inside a transaction on PostgreSQL it goes with the next statement
+        (unanswered()). Returns the instance; a key the database makes is not on it."""
         return self._insert(using, fields, answered=False)
 
     def _insert(self, using, fields, answered):

@@ -121,9 +121,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
             cursors.note_begin(self.connection, not self.autocommit)
 
     def commit_lazily(self):
-        """This transaction's COMMIT does not wait for the WAL's flush (queries.commit_lazily)."""
+        """This transaction's COMMIT does not wait for the WAL's flush (queries.commit_lazily); outside
+        atomic(), in a pipeline (queries.read_ahead), the pipeline's implicit one (a statement too
+        small to be worth preparing)."""
         self.ensure_connection()
-        if self._begins_with_first():
+        if not self.in_atomic_block:
+            self.connection.execute(cursors.LAZY_ROUND_TRIP, prepare=False)
+        elif self._begins_with_first():
             cursors.commit_lazily(self.connection)
         else:
             with self.cursor() as cursor:

@@ -27,6 +27,8 @@ from django.db.backends.postgresql import base
 BEGIN = b"BEGIN"
 # this transaction's COMMIT does not wait for its WAL to reach the disk (queries.commit_lazily)
 LAZY = b"SET LOCAL synchronous_commit TO OFF"
+# the same for the statements of a pipeline in autocommit (one implicit transaction until its sync)
+LAZY_ROUND_TRIP = b"SELECT set_config('synchronous_commit', 'off', true)"
 COMMIT = b"COMMIT"
 _OPENING = (BEGIN, LAZY)  # what a transaction's first round trip opens it with: not a write
 
