@@ -19,6 +19,9 @@ Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}
     no_done     stream: end the body properly but send no `data: [DONE]`
     delay       seconds to sleep before each chunk (non-stream: once)
     end_after   stream: a threading.Event the body's end (its last chunk) waits for, after [DONE]
+    raw_unicode stream: JSON with non-ASCII characters as UTF-8, not \\u escapes (JSON allows both):
+                U+2028, U+2029 and U+0085 then appear as they are inside a data line
+    line_end    stream: what ends each line of the event stream, "\\n" (default), "\\r\\n" or "\\r"
 Queued replies are used in order; with the queue empty, `responder(request_json)` decides
 (default: agents.llm.scripted_reply, the offline demo model).
 
@@ -326,7 +329,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        frames = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ([] if reply.get("no_done") else ["data: [DONE]\n\n"])
+        ascii_only, end = not reply.get("raw_unicode"), reply.get("line_end") or "\n"
+        frames = [f"data: {json.dumps(c, ensure_ascii=ascii_only)}{end}{end}" for c in chunks] + \
+            ([] if reply.get("no_done") else [f"data: [DONE]{end}{end}"])
         if reply.get("cut"):
             frames = frames[:max(1, len(chunks) // 2)]
         for frame in frames:

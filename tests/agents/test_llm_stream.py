@@ -149,10 +149,48 @@ def test_the_run_does_not_wait_for_a_body_that_goes_on_after_done(fake_llm):
     assert len(accepted) == 1  # read to its end off the run's path, the connection served the next call
 
 
+def reads_of(body, size):
+    return [body[i:i + size] for i in range(0, len(body), size)]
+
+
 def test_sse_data_framing():
-    lines = ["", ": keep-alive", "event: message", 'data: {"a":', 'data: 1}', "", "id: 7", "data:[DONE]", ""]
-    assert list(sse_data(lines)) == ['{"a":\n1}', "[DONE]"]
-    assert list(sse_data(["data: tail"])) == ["tail"]  # a last event without its blank line
+    body = b'\n: keep-alive\nevent: message\ndata: {"a":\ndata: 1}\n\nid: 7\ndata:[DONE]\n\n'
+    for end in (b"\n", b"\r\n", b"\r"):  # the event stream's three line ends
+        for size in range(1, len(body) + 1):  # every way the body can be cut into reads (a CRLF too)
+            assert list(sse_data(reads_of(body.replace(b"\n", end), size))) == ['{"a":\n1}', "[DONE]"], (end, size)
+    assert list(sse_data([b"data: tail"])) == ["tail"]  # a last event without its blank line
+    assert list(sse_data([b"data: tail\r"])) == ["tail"]
+
+
+def test_sse_data_lines_end_at_cr_and_lf_only():
+    """str.splitlines() (the SDK's iter_lines) also ends a line at U+2028, U+2029, U+0085 and a few
+    control characters; JSON may hold the first three unescaped in a string."""
+    text = "one\u2028two\u2029three\x85four é 😀"
+    body = b"data: " + json.dumps({"t": text}, ensure_ascii=False).encode() + b"\n\n"
+    for size in range(1, len(body) + 1):  # a character's UTF-8 bytes cut between reads too
+        assert [json.loads(d)["t"] for d in sse_data(reads_of(body, size))] == [text]
+
+
+def test_sse_data_reads_a_long_line_in_small_reads_in_linear_time():
+    """A line's pieces are joined once, when it ends: 400,000 one-byte reads of one line (a model
+    server sending one byte per chunk) take well under a second, not the ~10^11 bytes copied by
+    joining at every read."""
+    line = b'data: "' + b"x" * 400_000 + b'"\n\n'
+    assert [len(d) for d in sse_data(iter(reads_of(line, 1)))] == [400_002]
+
+
+def test_unicode_line_separators_in_the_models_text_reach_the_answer(fake_llm):
+    """Through the SDK: a server that sends JSON's non-ASCII as UTF-8 put U+2028 inside a data line,
+    which the SDK's line iteration cut in two: "not JSON", and the run failed."""
+    text = "first\u2028second\u2029third\x85fourth"
+    fake_llm.push({"text": text, "raw_unicode": True})
+    assert "".join(d.text for d in drain() if isinstance(d, TextDelta)) == text
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_event_streams_with_crlf_or_cr_line_ends(fake_llm, end):
+    fake_llm.push({"text": "one two three four", "line_end": end})
+    assert "".join(d.text for d in drain() if isinstance(d, TextDelta)) == "one two three four"
 
 
 @pytest.mark.django_db(transaction=True)
