@@ -46,7 +46,15 @@ class Plan:
     start_sent: bool = False  # the client has run_id's RUN_STARTED already (endpoint.early_start)
 
 
+# Characters JSON may leave unescaped in a string but Python's str.splitlines() ends a line at: SSE
+# clients that read lines with it (httpx's iter_lines(), as Microsoft Agent Framework's AGUIChatClient
+# does) cut such a data line in two and drop the event. Their JSON escapes mean the same to any parser.
+_SPLITLINES_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
 def frame(payload):
+    if "\u2028" in payload or "\u2029" in payload or "\x85" in payload:
+        payload = payload.translate(_SPLITLINES_BREAKS)
     return f"data: {payload}\n\n"
 
 

@@ -426,3 +426,16 @@ def test_under_asgi_a_response_nobody_reads_still_hands_its_run_over(celery_work
         return status
 
     assert async_to_sync(client)() == Run.Status.SUCCEEDED
+
+
+def test_a_frames_json_holds_no_character_splitlines_ends_a_line_at():
+    """U+2028, U+2029 and U+0085 may stand unescaped in a JSON string (our events' JSON leaves them
+    so); a client reading the stream with str.splitlines() (httpx's iter_lines: Microsoft Agent
+    Framework's AGUIChatClient) cut the data line there and dropped the event."""
+    delta = "a\u2028b\u2029c\x85d é 😀"
+    payload = events.encode(events.TextMessageContentEvent(message_id="m", delta=delta))
+    assert "\u2028" in payload  # what the event's own JSON holds
+    sent = relay.frame(payload)
+    assert sent.splitlines() == [sent[:-2], ""] and sent.endswith("\n\n")
+    assert json.loads(sent.removeprefix("data: "))["delta"] == delta
+    assert relay.frame('{"a":"plain é"}') == 'data: {"a":"plain é"}\n\n'

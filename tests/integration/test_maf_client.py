@@ -40,7 +40,8 @@ def echo(body):
     """The fake model's answer to a "[maf] ..." turn: "echo: <the turn>"."""
     last = body["messages"][-1]
     text = _text(last.get("content")) if last["role"] == "user" else ""
-    return {"text": f"echo: {text}"} if text.startswith("[maf]") else None
+    # its JSON with non-ASCII as UTF-8, as servers may send it: U+2028 and the like raw in a data line
+    return {"text": f"echo: {text}", "raw_unicode": True} if text.startswith("[maf]") else None
 
 
 def run_client(stack, argv, cwd, env=None):
@@ -83,7 +84,7 @@ def test_agent_framework_client_drives_the_live_stack(maf_python, live_stack, fa
     assert summary and code == 0 and summary["ok"], (
         f"{summary and summary['failures']}\n{err[-6000:]}\n{_tails(live_stack['children'])}")
     scenario = summary["scenarios"]
-    assert set(scenario) == {"three_turns", "server_tool", "approval", "errors"}
+    assert set(scenario) == {"three_turns", "server_tool", "approval", "errors", "line_breaks"}
 
     def stored(thread_id, role="user"):
         return list(Message.objects.filter(thread_id=thread_id, role=role).order_by("seq")
@@ -118,6 +119,11 @@ def test_agent_framework_client_drives_the_live_stack(maf_python, live_stack, fa
     # what an HTTP error looks like in MAF (the 401 before authentication): the body is lost
     assert scenario["errors"]["http401"].startswith("ResponseNotRead")
     assert not Message.objects.filter(thread_id=foreign.pk).exists()
+
+    # (e) line separators inside the text: read from the model's stream, stored and relayed whole
+    separated = "[maf] one\u2028two\u2029three\x85four"
+    assert stored(scenario["line_breaks"]["threadId"]) == [separated]
+    assert stored(scenario["line_breaks"]["threadId"], "assistant") == [f"echo: {separated}"]
 
     # every request the model got was a valid conversation (the fake_llm fixture also fails on any)
     assert fake_llm.rejected == []

@@ -157,7 +157,22 @@ async def errors():
         await mine.close()
 
 
-SCENARIOS = {f.__name__: f for f in (three_turns, server_tool, approval, errors)}
+async def line_breaks():
+    """An answer holding U+2028, U+2029 and U+0085, which JSON may carry unescaped in a string: MAF
+    reads the stream with httpx's aiter_lines(), and str.splitlines() ends a line at each of them
+    (the event's data line cut in two, MAF logs "Failed to parse SSE data" and drops the event)."""
+    chat = Chat()
+    try:
+        prompt = "[maf] one\u2028two\u2029three\x85four"
+        out = await chat.turn(prompt)
+        expect(not out["errors"], "no error", out)
+        expect(out["text"] == f"echo: {prompt}", "the whole answer, its separators included", out)
+        return {"threadId": chat.thread_id}
+    finally:
+        await chat.close()
+
+
+SCENARIOS = {f.__name__: f for f in (three_turns, server_tool, approval, errors, line_breaks)}
 
 
 async def main(names):
