@@ -156,8 +156,8 @@ def sse_data(reads):
     which also ends a line at U+2028, U+2029 and U+0085 (NEL). JSON may carry those unescaped in a
     string (Python's json.dumps(ensure_ascii=False) does), so a model's answer holding one was cut
     into two lines, neither of them JSON. An event stream's lines end at CRLF, LF or CR only (the
-    HTML standard's event-stream grammar); split there, the bytes are decoded a data line at a time.
-    It is also the worker's cost per streamed token: ~1.5 µs less a chunk than the text layers."""
+    HTML standard's event-stream grammar); split there, the bytes are decoded a data line at a time
+    (~0.5 µs of CPU a chunk less than through the text layers, of the worker's ~20 a streamed token)."""
     data, partial, after_cr = [], [], False
     for chunk in reads:
         if after_cr and chunk.startswith(b"\n"):
