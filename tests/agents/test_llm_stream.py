@@ -160,6 +160,11 @@ def test_sse_data_framing():
             assert list(sse_data(reads_of(body.replace(b"\n", end), size))) == ['{"a":\n1}', "[DONE]"], (end, size)
     assert list(sse_data([b"data: tail"])) == ["tail"]  # a last event without its blank line
     assert list(sse_data([b"data: tail\r"])) == ["tail"]
+    bom = "\ufeff".encode()  # a byte order mark may begin the stream (once: not a later line's)
+    for size in range(1, len(body) + 4):
+        assert list(sse_data(reads_of(bom + body, size))) == ['{"a":\n1}', "[DONE]"], size
+    assert list(sse_data([bom + b"data: x"])) == ["x"]
+    assert list(sse_data([b"data: x\n\n" + bom + b"data: y\n\n"])) == ["x"]
 
 
 def test_sse_data_lines_end_at_cr_and_lf_only():
