@@ -1,6 +1,7 @@
 """The chat model behind an API key: the official OpenAI SDK (any OpenAI-compatible server)."""
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -159,7 +160,8 @@ def sse_data(reads):
     HTML standard's event-stream grammar); split there, the bytes are decoded a data line at a time
     (~0.5 µs of CPU a chunk less than through the text layers, of the worker's ~20 a streamed token)."""
     data, partial, after_cr, first = [], [], False, True
-    for chunk in reads:
+    # the body's end ends its last line and event as a blank line would (an event without one is kept)
+    for chunk in itertools.chain(reads, (b"\n\n",)):
         if after_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the LF of a CRLF whose CR ended the last read
         after_cr = chunk.endswith(b"\r")
@@ -181,20 +183,8 @@ def sse_data(reads):
                     yield "\n".join(data)
                     data = []
             elif line.startswith(b"data:"):
-                data.append(_field_value(line))
+                data.append(line[6 if line.startswith(b"data: ") else 5:].decode("utf-8", "replace"))
             # event:, id:, retry: and ":" comments carry nothing a chat completion needs
-    if partial:
-        line = b"".join(partial)
-        if first:
-            line = line.removeprefix(_BOM)
-        if line.startswith(b"data:"):
-            data.append(_field_value(line))
-    if data:  # a last event without its blank line
-        yield "\n".join(data)
 
 
 _BOM = "\ufeff".encode()
-
-
-def _field_value(line):
-    return line[6 if line.startswith(b"data: ") else 5:].decode("utf-8", "replace")
