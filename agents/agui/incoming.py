@@ -111,6 +111,13 @@ def select(thread, agent_input):
             skip -= 1
         elif s[0] not in held_ids:
             new.append(s)
+    seen = set()
+    for s in new:  # one id, two messages: which one the id names is a guess, and the second store would fail
+        if s[0] and s[0] in seen:
+            raise Refused("duplicate_message_id",
+                          _("Two messages of this request have the same id (%(id)s); each message needs an id of "
+                            "its own. Nothing was stored.") % {"id": s[0]})
+        seen.add(s[0])
     limit = max_new_messages()
     if len(new) > limit:
         raise Refused("too_many_messages",

@@ -157,6 +157,36 @@ def test_text_sent_with_a_resume_is_stored_after_the_results_and_answered_in_the
     assert Run.objects.get(pk=first[0]["runId"]).queued_messages == []
 
 
+def test_a_resume_whose_new_messages_share_an_id_is_refused_before_the_answer_is_applied(
+        celery_worker_live, fake_llm, client, token_headers):
+    """Two new messages under one id, sent with the answer: refused whole, the call still waiting
+    (the tool used to run, then the run failed storing the second message and lost both)."""
+    from agents.models import Message
+    from approvals.models import ApprovalRequest
+
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    ask = user_msg("Cancel my subscription sub_123")
+    first = sse_events(post(client, "banking", run_input(thread_id, [ask]), **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    answer = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+    twin = f"msg-{uuid.uuid4()}"
+    refused = sse_events(post(client, "banking", run_input(thread_id, [
+        ask, {"id": twin, "role": "user", "content": "one"}, {"id": twin, "role": "user", "content": "two"}],
+        resume=answer), **alice))
+    assert [e["type"] for e in refused] == ["RUN_STARTED", "RUN_ERROR"]
+    assert refused[-1]["code"] == "duplicate_message_id" and twin in refused[-1]["message"]
+    assert ApprovalRequest.objects.get(pk=interrupt["id"]).status == ApprovalRequest.Status.PENDING
+    assert not Message.objects.filter(thread_id=thread_id, role="tool").exists()
+    assert not Message.objects.filter(pk=twin).exists()
+    # the same answer with the messages apart goes through
+    done = sse_events(post(client, "banking", run_input(thread_id, [ask, user_msg("one"), user_msg("two")],
+                                                        resume=answer), **alice))
+    assert done[-1]["type"] == "RUN_FINISHED"
+    assert [m for m in Message.objects.filter(thread_id=thread_id, role="user").values_list("content", flat=True)][1:] == [
+        "one", "two"]
+
+
 def test_resume_may_always_allow_a_requester_tool_in_the_thread(celery_worker_live, fake_llm, client, token_headers):
     """The chat's "always allow in this thread" over AG-UI: approving with alwaysAllowInThread
     records a grant, and the tool then runs in that thread without asking."""

@@ -132,6 +132,22 @@ def test_a_message_id_another_thread_holds_is_stored_not_dropped(client, bearer)
     assert Message.objects.get(pk="1").thread_id == first  # the other thread's message is untouched
 
 
+def test_two_new_messages_with_one_id_are_refused_before_anything_is_written(client, bearer):
+    thread_id, twin = fresh("t"), fresh("msg")
+    error = refusal(post(client, bearer, thread_id, [user("one", twin), user("two", twin)]))
+    assert error["code"] == "duplicate_message_id" and twin in error["message"]
+    assert not Thread.objects.filter(pk=thread_id).exists() and not Message.objects.exists()
+    # on a thread that exists too, and one id resent from the history is not a duplicate
+    first = user("hello")
+    assert post(client, bearer, thread_id, [first]).status_code == 200
+    finish_runs(thread_id)
+    error = refusal(post(client, bearer, thread_id, [first, user("one", twin), user("two", twin)]))
+    assert error["code"] == "duplicate_message_id"
+    assert list(Message.objects.filter(thread_id=thread_id).values_list("content", flat=True)) == ["hello"]
+    assert post(client, bearer, thread_id, [first, user("one", twin)]).status_code == 200
+    assert list(Message.objects.filter(thread_id=thread_id).values_list("content", flat=True)) == ["hello", "one"]
+
+
 def test_messages_are_stored_in_one_insert(client, bearer, django_assert_max_num_queries):
     with django_assert_max_num_queries(40):  # was three queries a message
         assert post(client, bearer, fresh("t"), [user(f"line {i}") for i in range(150)]).status_code == 200
