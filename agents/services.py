@@ -60,6 +60,13 @@ def create_thread(user, agent, title="", thread_id=None):
         raise thread_ids.ThreadIdTaken(thread_id) from None
 
 
+def _duplicate_key(exc):
+    """The IntegrityError is a taken key (not a CHECK or a foreign key): the driver's own error says
+    which, PostgreSQL's by its SQLSTATE, SQLite's only in its message."""
+    cause = exc.__cause__
+    return getattr(cause, "sqlstate", None) == "23505" or "UNIQUE constraint failed" in str(cause or exc)
+
+
 def pending_approvals(thread):
     return list(
         ApprovalRequest.objects.filter(thread_ref=thread.id, status=ApprovalRequest.Status.PENDING).order_by("created_at")
@@ -112,8 +119,8 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
                 thread=thread, forwarded_props=forwarded_props or {}, client_tools=client_tools or [],
                 context=context or [], ignored_messages=ignored or [], **({"id": run_id} if run_id else {}),
             )
-        except IntegrityError:
-            if run_id:
+        except IntegrityError as exc:
+            if run_id and _duplicate_key(exc):
                 raise RunConflict("run_exists", _("run %(id)s already exists") % {"id": run_id}) from None
             raise
         if content:

@@ -3,7 +3,9 @@
 Python's json module accepts what later breaks the product: a "\\ud800" escape (and, from bytes,
 UTF-8-encoded surrogates, decoded with surrogatepass) gives a str that cannot be encoded as
 UTF-8, so once stored every page, stream and API answer that shows it fails; PostgreSQL cannot
-store \\u0000 in text; nesting deep enough overflows the parser's recursion. Every entry point
+store \\u0000 in text; nesting deep enough overflows the parser's recursion; NaN, Infinity and a number too large for
+a double (1e999 parses as infinity) are not JSON, and neither PostgreSQL's jsonb nor SQLite's
+json_valid takes them once stored (DRF's parser refuses NaN but not 1e999). Every entry point
 parses with `loads` or checks with `problem`: HTTP JSON bodies (RequestLimitsMiddleware), the
 AG-UI view, WebSocket frames, JSON typed into forms and DRF JSONFields (`Decoder`).
 
@@ -12,6 +14,7 @@ would be a second JSON parser with other differences), so it is written here.
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -24,8 +27,11 @@ TOO_DEEP = gettext_noop("The JSON nests deeper than %(depth)s levels")
 # What can become a NUL or a surrogate once parsed: its \u escape, or (in bytes) a UTF-8-encoded
 # surrogate. A body without any is clean without walking it; a hit is confirmed by the walk
 # (an escaped backslash, or a valid surrogate pair such as an emoji, is not a problem).
-_SUSPECT_TEXT = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)|[\ud800-\udfff]")
-_SUSPECT_BYTES = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)|\xed[\xa0-\xbf]")
+# Also what may parse as a number that is not finite: NaN, Infinity, an exponent of three digits or
+# a literal of hundreds of digits (only a walk tells whether it overflowed).
+_NOT_FINITE = r"|NaN|Infinity|[0-9][eE]\+?[0-9]{3}|[0-9]{300}"
+_SUSPECT_TEXT = re.compile(r"\\u(?:[dD][89a-fA-F]|0000)|[\ud800-\udfff]" + _NOT_FINITE)
+_SUSPECT_BYTES = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)|\xed[\xa0-\xbf]" + _NOT_FINITE.encode())
 _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -35,7 +41,7 @@ class Refusal:
     English (where the model may read it: state/services.py), `payload()` in the language of the
     answer (HTTP bodies, AG-UI, sockets, forms; agui_project/language.py)."""
 
-    code: str  # too_deep | nul_character | invalid_text
+    code: str  # too_deep | nul_character | invalid_text | invalid_number
     text: str
     field: str = ""  # dotted path of the offending value ("" = the whole body)
     params: dict = dataclass_field(default_factory=dict)
@@ -121,6 +127,14 @@ _BAD_TEXT = {  # (a value or a key, found at a named field) -> (NUL, lone surrog
 }
 
 
+NOT_FINITE = (  # (at the top, at a named field)
+    gettext_noop("The JSON holds a number that is not finite (NaN, Infinity, or too large for a double), which "
+                 "JSON does not allow"),
+    gettext_noop("The number at %(field)s is not finite (NaN, Infinity, or too large for a double), which JSON "
+                 "does not allow"),
+)
+
+
 def _bad_text(text, where, field):
     """A Refusal of `text` (a value, or a key: `where`) found at `field`."""
     nul, surrogate = _BAD_TEXT[where, bool(field)]
@@ -130,7 +144,8 @@ def _bad_text(text, where, field):
 
 
 def problem(value, max_depth=MAX_DEPTH, prefix=""):
-    """The first thing wrong with a parsed JSON value, as a Refusal, or None.
+    """The first thing wrong with a parsed JSON value (a bad text, a number that is not finite, too
+    deep), as a Refusal, or None.
 
     Walks iteratively (no recursion limit to hit); a node's path is a (key, parent) link, so the
     walk costs O(1) per node and the dotted path is only built for the one that is refused.
@@ -143,6 +158,9 @@ def problem(value, max_depth=MAX_DEPTH, prefix=""):
             if _BAD_CHAR.search(node):
                 return _bad_text(node, "text", _path(link))
             continue
+        if isinstance(node, float) and not math.isfinite(node):
+            field = _path(link)
+            return Refusal("invalid_number", NOT_FINITE[bool(field)], field, {"field": field})
         if not isinstance(node, dict | list):
             continue
         if depth > max_depth:

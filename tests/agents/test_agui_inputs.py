@@ -250,3 +250,21 @@ def test_a_tool_result_for_a_call_waiting_on_approval_is_refused(client, bearer,
     error = refusal(post(client, bearer, thread.pk, [tool(client_call, "Done.")]))
     assert error["code"] == "unknown_tool_call" and f"({client_call})" in error["message"]
     assert not Message.objects.filter(thread=thread, tool_call_id=client_call).exists()
+
+
+def test_only_a_taken_key_is_told_as_a_run_that_exists(demo):
+    """start_run answers run_exists for a taken run id; another IntegrityError (it used to be every
+    one, e.g. a JSON value the database refused) is not that, and stays an error."""
+    from django.db import IntegrityError, transaction
+
+    thread = services.create_thread(demo["alice"], "banking")
+    run = Run.objects.create(thread=thread)
+    with pytest.raises(IntegrityError) as taken, transaction.atomic():
+        Run.objects.create(pk=run.pk, thread=thread)
+    with pytest.raises(IntegrityError) as missing, transaction.atomic():
+        Run.objects.create(thread_id=None)
+    assert services._duplicate_key(taken.value) and not services._duplicate_key(missing.value)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    with pytest.raises(services.RunConflict) as conflict:
+        services.start_run(thread, demo["alice"], "hi", run_id=run.pk)
+    assert conflict.value.code == "run_exists"

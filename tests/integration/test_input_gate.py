@@ -339,3 +339,82 @@ async def test_inbox_socket_answers_bad_frames_and_stays_open(demo):
     notice = await finn.receive_json_from(timeout=10)
     assert notice["type"] == "approval.requested" and notice["approval"]["id"] == req.pk
     await finn.disconnect()
+
+
+# --- numbers JSON has no room for ------------------------------------------------------------
+# Python's json takes NaN and Infinity, and reads 1e999 as infinity; neither PostgreSQL's jsonb nor
+# SQLite's json_valid stores them, so they reached the database and failed there (an AG-UI run's
+# "internal_error", or "run_exists" for a run that never was); DRF refused NaN but not 1e999.
+
+NOT_FINITE = ["NaN", "-Infinity", "1e999", "-1E+400", "1" * 400 + ".5"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("number", NOT_FINITE)
+@pytest.mark.parametrize("where,field", [("state", "state.x"), ("forwardedProps", "forwardedProps.x")])
+def test_agui_refuses_a_number_that_is_not_finite_and_creates_no_thread(http, number, where, field):
+    thread_id = f"t-{uuid.uuid4()}"
+    body = json.dumps({"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "tools": [], "context": [],
+                       "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": "hi"}],
+                       "state": {}, "forwardedProps": {}, where: {"x": "N"}}).replace('"N"', number)
+    resp = http("post", "/agui/banking/", body, HTTP_ACCEPT="text/event-stream")
+    assert resp.status_code == 400, resp.content[:300]
+    assert resp.json()["code"] == "invalid_number" and resp.json()["field"] == field
+    assert "not finite" in resp.json()["message"]
+    assert not Thread.objects.filter(pk=thread_id).exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_finite_numbers_and_words_that_look_like_them_pass(http, thread):
+    value = {"a": 1e300, "b": -2.5e-300, "c": int("9" * 400), "d": "NaN Infinity 1e999"}
+    resp = http("put", state_url(thread), {"base_version": 0, "state": value})
+    assert resp.status_code == 200, resp.content[:300]
+    assert http("get", state_url(thread), "").json()["state"] == value
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("number", NOT_FINITE)
+def test_rest_bodies_refuse_a_number_that_is_not_finite(http, thread, number):
+    body = '{"base_version": 0, "patch": [{"op": "add", "path": "/n", "value": N}]}'.replace("N", number)
+    resp = http("patch", state_url(thread), body)
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_number", resp.content[:300]
+    assert resp.json()["field"] == "patch.0.value" and not StateChange.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_edit_to_an_amount_of_1e999_is_refused_and_the_request_still_waits(demo):
+    from rest_framework.authtoken.models import Token
+
+    req = make_request("alice")
+    client = Client(raise_request_exception=False)
+    finn = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=demo['finn'])[0].key}"}
+    body = json.dumps({"decision": "approve", "arguments": {**req.arguments, "amount": "N"}}).replace('"N"', "1e999")
+    resp = client.post(f"/api/approvals/{req.pk}/decide/", body, content_type="application/json", **finn)
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_number", resp.content[:300]
+    client.force_login(demo["finn"])
+    edited = json.dumps({**req.arguments, "amount": "N"}).replace('"N"', "Infinity")
+    resp = client.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": edited})
+    assert resp.status_code == 400 and b"not finite" in resp.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
+@pytest.mark.django_db
+def test_a_tool_writing_nan_into_the_state_is_refused(thread):
+    with pytest.raises(state_services.StateInvalid) as caught:
+        state_services.check_value({"total": float("nan")})
+    assert caught.value.args[0].startswith("The number at state.total is not finite")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_socket_frame_with_nan_is_answered_and_the_socket_stays_open(demo):
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    comm = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    assert (await comm.connect())[0]
+    await comm.send_to(text_data='{"type": "state_patch", "baseVersion": 0, "ref": "n", '
+                                 '"patch": [{"op": "add", "path": "/n", "value": NaN}]}')
+    reply = await next_reply(comm)
+    assert reply["code"] == "invalid_number" and reply["field"] == "patch.0.value", reply
+    await comm.send_to(text_data=json.dumps({"type": "state_patch", "baseVersion": 0, "ref": "ok",
+                                             "patch": [{"op": "add", "path": "/n", "value": 1}]}))
+    assert await next_reply(comm) == {"type": "state_ack", "version": 1, "applied": 1, "ref": "ok"}
+    await comm.disconnect()
