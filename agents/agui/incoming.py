@@ -104,7 +104,8 @@ def select(thread, agent_input):
     resent = (len(held_turns) > 0 and sent_turns[:len(held_turns)] == held_turns
               and (len(sent_turns) > len(held_turns) or not ends_in_turn))
     has_history = any(m.role == "assistant" for m in agent_input.messages)
-    skip = len(held_turns) if resent else _window(sent_turns, held_turns, has_history, ends_in_turn)
+    skip = len(held_turns) if resent else max(_window(sent_turns, held_turns, has_history, ends_in_turn),
+                                               _common_start(sent_turns, held_turns, has_history, ends_in_turn))
     new = []
     for s in sent:
         if s[1] == Message.Role.USER and skip:
@@ -147,6 +148,20 @@ def _window(sent_turns, held_turns, has_history, ends_in_turn):
         if sent_turns[:k] == held_turns[-k:] and (k < len(sent_turns) or not ends_in_turn):
             return k
     return 0
+
+
+def _common_start(sent_turns, held_turns, has_history, ends_in_turn):
+    """How many held turns a history begins with when it then departs from the thread (the client
+    edited a turn, or went back to one and went on): those are history, what follows is new. Only
+    for a request that carries replies; its own last turn is always new."""
+    if not has_history:
+        return 0
+    k = 0
+    for sent, held in zip(sent_turns, held_turns, strict=False):  # the shorter ends the common start
+        if sent != held:
+            break
+        k += 1
+    return k - 1 if k and k == len(sent_turns) and ends_in_turn else k
 
 
 def _check_parts(new):

@@ -121,6 +121,26 @@ def test_a_window_of_the_latest_turns_with_new_ids_is_recognised(client, bearer,
     assert Message.objects.filter(thread=thread, role="user").count() == 8
 
 
+def test_a_resent_history_with_an_edited_turn_adds_only_what_follows_the_common_start(client, bearer, demo):
+    """A client that resends everything with new ids, one earlier turn edited: the turns both begin
+    with are history; before, the whole history was stored again ("hello" twice)."""
+    thread = services.create_thread(demo["alice"], "banking", thread_id=fresh("t"))
+    services.add_messages(thread, [(fresh("h"), "user", "hello", ""), (fresh("a"), "assistant", "hi", ""),
+                                   (fresh("h"), "user", "second", ""), (fresh("a"), "assistant", "ok", "")])
+
+    def reply(text):
+        return {"id": fresh("x"), "role": "assistant", "content": text}
+
+    sent = [user("hello"), reply("hi"), user("second, edited"), reply("ok"), user("third")]
+    assert post(client, bearer, thread.pk, sent).status_code == 200
+    turns = list(Message.objects.filter(thread=thread, role="user").order_by("seq").values_list("content", flat=True))
+    assert turns == ["hello", "second", "second, edited", "third"]
+    # going back to the first turn and asking it again: that turn is the request's own, new
+    finish_runs(thread.pk)
+    assert post(client, bearer, thread.pk, [user("hello"), reply("hi"), user("hello")]).status_code == 200
+    assert Message.objects.filter(thread=thread, role="user").count() == 5
+
+
 def test_a_message_id_another_thread_holds_is_stored_not_dropped(client, bearer):
     """Clients number messages per thread; ids are global here. Before, the second thread's "1"
     was silently skipped and the model answered a conversation without the person's words."""
