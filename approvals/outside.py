@@ -63,26 +63,37 @@ def body_hash(body):
 
 
 def _checked_arguments(tool_name, arguments, schema, requester):
-    """(arguments as they will be judged, the schema stored with the request)."""
+    """(arguments as they will be judged, the schema stored with the request, the objects they act
+    on with their owners: [] when the tool names none)."""
     defaults = registry.get(tool_name)
     if defaults is not None:  # a tool of this project: its own validator, its own schema
         try:
-            return defaults.validate(arguments, requester=requester), defaults.schema
+            arguments = defaults.validate(arguments, requester=requester)
         except registry.ArgumentsInvalid as exc:
             raise services.InvalidArguments(_("the arguments do not fit the tool"), exc.errors) from exc
+        # and its own owner check, as for our agents' calls and every edit: a caller asks only for
+        # what acts on its own objects (another user's account was asked for, and approved as it stood)
+        objects = []
+        if defaults.authorize is not None:
+            try:
+                objects = defaults.authorize(arguments, requester)
+            except registry.ArgumentsInvalid as exc:
+                raise services.InvalidArguments(_("the arguments act on something that is not the requester's"),
+                                                exc.errors) from exc
+        return arguments, defaults.schema, objects
     if schema is None:
         if policy.effective(tool_name) is None:
             raise UnknownTool(_("this project does not know the tool %(tool)s: send its arguments' JSON Schema "
                                 "in `schema`") % {"tool": tool_name},
                               {"schema": [_("required for a tool this project does not know")]})
-        return arguments, {}
+        return arguments, {}, []
     try:
         errors = schemas.errors(schema, arguments)
     except schemas.SchemaInvalid as exc:
         raise InvalidSchema(exc.message, {"schema": [exc.message]}) from exc
     if errors:
         raise services.InvalidArguments(_("the arguments do not fit the schema"), errors)
-    return arguments, schema
+    return arguments, schema, []
 
 
 def create(*, requester, body, idempotency_key=None):
@@ -93,7 +104,7 @@ def create(*, requester, body, idempotency_key=None):
         if found is not None:
             return found, False
     tool_name = body["tool_name"]
-    arguments, schema = _checked_arguments(tool_name, body["arguments"], body.get("schema"), requester)
+    arguments, schema, objects = _checked_arguments(tool_name, body["arguments"], body.get("schema"), requester)
     # The caller's thread and run are its own names, kept apart from this project's conversations
     # (thread_ref is where our chats, runs and the reviewer's conversation page look): a ref that
     # happened to name someone's thread here must not attach the request to it.
@@ -115,7 +126,7 @@ def create(*, requester, body, idempotency_key=None):
         tool_name=tool_name, arguments=arguments, requester=requester, schema=schema,
         description=body.get("description") or f"Call {tool_name}", reason=body.get("reason", ""),
         reversible=body.get("reversible", False), impact=body.get("impact", ""),
-        agent_name=body.get("agent_name", ""), context={"outside": own},
+        agent_name=body.get("agent_name", ""), context={"outside": own, **({"objects": objects} if objects else {})},
     )
     try:
         with transaction.atomic():

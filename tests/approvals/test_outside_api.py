@@ -257,3 +257,22 @@ def test_two_retries_racing_with_one_key_make_one_request(api, demo, monkeypatch
     assert len(lookups) == 2  # missed, inserted, refused by the unique key, found
     assert ApprovalRequest.objects.count() == 1 and OutsideCall.objects.count() == 1
     assert AuditEvent.objects.filter(action="requested").count() == 1  # the refused insert left no trace
+
+
+def test_a_project_tool_is_asked_only_for_the_callers_own_objects(api, client, demo):
+    """Tools act only on the requester's objects: bob asked for a transfer out of alice's account
+    and finn could approve it as it stood (an edit of it was refused, the request was not)."""
+    transfer = {"tool_name": "transfer_money", "description": "routine", "arguments": {
+        "from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}}
+    resp = api("bob").post("/api/approvals/", transfer, format="json")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["code"] == "invalid_arguments" and "not bob" in str(resp.json()), resp.json()
+    assert not ApprovalRequest.objects.exists() and not OutsideCall.objects.exists()
+    # the owner asks: it waits for finance, and the inbox shows whose account it is
+    resp = api("alice").post("/api/approvals/", transfer, format="json")
+    assert resp.status_code == 201 and resp.json()["approver_group"] == "finance", resp.content
+    req = ApprovalRequest.objects.get(pk=resp.json()["id"])
+    assert req.context["objects"] and req.context["outside"] == {"thread": "", "run": ""}
+    client.force_login(demo["finn"])
+    page = client.get(f"/inbox/{req.pk}/")
+    assert page.status_code == 200 and b"alice" in page.content
