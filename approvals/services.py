@@ -372,18 +372,22 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                     proposed = defaults.validate(arguments, requester=req.requester)
                 except registry.ArgumentsInvalid as exc:
                     raise InvalidArguments(_("invalid arguments"), exc.errors) from exc
-                if proposed != req.arguments:
+                if arguments_hash(proposed) != arguments_hash(req.arguments):
                     _check_edit(req, defaults, proposed)
             else:
                 proposed = current
-            _refuse_unless_allowed(req, "edit" if proposed != current else "approve")
+            # the same arguments are the same JSON (what an approval's digest records), not Python's
+            # equality: True == 1 and 1 == 1.0 made an edit pass as no edit where none was allowed,
+            # and an approval of 1.0 for 1 counted for neither
             digest = arguments_hash(proposed)
+            edited = digest != arguments_hash(current)
+            _refuse_unless_allowed(req, "edit" if edited else "approve")
             now = timezone.now()
 
             def active():  # built only when asked: most decisions (one approver, no edit) never are
                 return req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
 
-            if proposed != current:
+            if edited:
                 withdrawn = list(active().exclude(arguments_hash=digest).values_list("user__username", flat=True))
                 if withdrawn:
                     active().exclude(arguments_hash=digest).update(withdrawn_at=now)
@@ -404,7 +408,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             if feedback:
                 req.feedback = feedback
             if approvals >= req.required_approvals:
-                _move(req, Status.MODIFIED if proposed != req.arguments else Status.APPROVED)
+                _move(req, Status.MODIFIED if digest != arguments_hash(req.arguments) else Status.APPROVED)
                 req.final_arguments = proposed
         if req.required_approvals <= 1:  # it had none (any decision of it decides it): this is its only one
             prefetched(req, "decisions", [made])

@@ -276,3 +276,32 @@ def test_a_project_tool_is_asked_only_for_the_callers_own_objects(api, client, d
     client.force_login(demo["finn"])
     page = client.get(f"/inbox/{req.pk}/")
     assert page.status_code == 200 and b"alice" in page.content
+
+
+def test_the_same_arguments_are_the_same_json_not_equal_in_python(api, demo):
+    """An outside tool's arguments are checked by its JSON Schema, which keeps them as sent: `true`
+    for `1` passed as no edit where edits are not allowed (Python's True == 1), and an approval of
+    `1.0` for `1` counted for nobody (its digest named other arguments)."""
+    reviewers = {"mode": "always", "approver_kind": "group", "approver_group": "reviewers", "risk": "high"}
+    assert api("admin").put("/api/policies/crm.flag/", {**reviewers, "allowed_decisions": ["approve", "reject"]},
+                             format="json").status_code in (200, 201)
+    flag = api("bob").post("/api/approvals/", {"tool_name": "crm.flag", "schema": {"type": "object"},
+                                               "arguments": {"dry_run": 1, "limit": 0}}, format="json").json()
+    resp = api("rita").post(f"/api/approvals/{flag['id']}/decide/",
+                            {"decision": "approve", "arguments": {"dry_run": True, "limit": False}}, format="json")
+    assert resp.status_code == 400 and resp.json()["code"] == "decision_not_allowed", resp.content
+    resp = api("rita").post(f"/api/approvals/{flag['id']}/decide/",
+                            {"decision": "approve", "arguments": {"dry_run": 1, "limit": 0}}, format="json")
+    assert resp.status_code == 200 and resp.json()["status"] == "approved", resp.content
+
+    assert api("admin").put("/api/policies/crm.q/", {**reviewers, "required_approvals": 2},
+                            format="json").status_code in (200, 201)
+    demo["finn"].groups.add(*demo["rita"].groups.filter(name="reviewers"))
+    quorum = api("bob").post("/api/approvals/", {
+        "tool_name": "crm.q", "schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "arguments": {"n": 1}}, format="json").json()
+    first = api("rita").post(f"/api/approvals/{quorum['id']}/decide/",
+                             {"decision": "approve", "arguments": {"n": 1.0}}, format="json").json()
+    assert first["status"] == "pending" and first["approvals"] == 1  # an edit to 1.0, and rita approves it
+    done = api("finn").post(f"/api/approvals/{quorum['id']}/decide/", {"decision": "approve"}, format="json").json()
+    assert done["status"] == "modified" and done["approvals"] == 2 and done["final_arguments"] == {"n": 1.0}
