@@ -19,7 +19,7 @@ from agui_project.queries import Prepared
 from .agent import Agent
 from .models import Account, Subscription, Transfer
 
-AccountNumber = Annotated[str, Field(pattern=r"^\d{6,20}$", description="Account number, digits only")]
+AccountNumber = Annotated[str, Field(pattern=r"^[0-9]{6,20}$", description="Account number, digits only")]
 CENTS = Decimal("0.01")
 
 

@@ -20,7 +20,7 @@ from .agent import Agent
 from .models import Order, OrderAction
 from .workflow import Handoff, Workflow
 
-OrderNumber = Annotated[str, Field(pattern=r"^\d{4,12}$", description="The order number, digits only")]
+OrderNumber = Annotated[str, Field(pattern=r"^[0-9]{4,12}$", description="The order number, digits only")]
 CENTS = Decimal("0.01")
 
 

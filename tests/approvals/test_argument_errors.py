@@ -24,6 +24,11 @@ def test_our_tools_say_what_is_wrong_in_words_without_the_pattern():
     assert errors_of({**GOOD, "amount": "a lot"}) == {"amount": ["Must be a number."]}
     assert errors_of({**GOOD, "to_account": "12ab"}) == {
         "to_account": ["Not in the expected form (Account number, digits only)."]}
+    # digits are 0-9: a regex's \d also matches Arabic-Indic or full-width ones, which no account has
+    for other in ("\u0660\u0669\u0668\u0667\u0666\u0665\u0664\u0663", "\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18"):
+        assert "to_account" in errors_of({**GOOD, "to_account": other})
+    with pytest.raises(ArgumentsInvalid):
+        get_agent("support").tool("lookup_order_details").validate({"order_id": "\u0661\u0662\u0663\u0664"})
     assert errors_of({**GOOD, "currency": "JPY"}) == {"currency": ["Must be one of: 'USD', 'EUR' or 'GBP'."]}
     missing = {k: v for k, v in GOOD.items() if k != "amount"}
     assert errors_of(missing) == {"amount": ["This field is required."]}
