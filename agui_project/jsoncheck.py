@@ -16,6 +16,7 @@ would be a second JSON parser with other differences), so it is written here.
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
@@ -135,6 +136,21 @@ NOT_FINITE = (  # (at the top, at a named field)
 )
 
 
+# Python converts at most this many digits to an int (sys.get_int_max_str_digits(): a guard against
+# quadratic work) and json.loads fails past it with a ValueError that names sys internals
+MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+_LONG_NUMBER = re.compile(f"[0-9]{{{MAX_DIGITS + 1}}}")
+TOO_MANY_DIGITS = gettext_noop("The JSON holds a number of more than %(digits)s digits, which is not accepted")
+
+
+def _long_number(raw, exc):
+    """The Refused to raise for json.loads's ValueError `exc` when a number was too long, else `exc`."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else raw
+    if _LONG_NUMBER.search(text):
+        return Refused(Refusal("invalid_number", TOO_MANY_DIGITS, params={"digits": MAX_DIGITS}))
+    return exc
+
+
 def _bad_text(text, where, field):
     """A Refusal of `text` (a value, or a key: `where`) found at `field`."""
     nul, surrogate = _BAD_TEXT[where, bool(field)]
@@ -187,7 +203,10 @@ def loads(raw, max_depth=MAX_DEPTH):
     usual ValueError (json.JSONDecodeError, UnicodeDecodeError) for text that is not JSON."""
     if not depth_ok(raw, max_depth):
         raise Refused(Refusal("too_deep", TOO_DEEP, params={"depth": max_depth}))
-    value = json.loads(raw)
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise _long_number(raw, exc) from None
     if _suspect(raw):
         refusal = problem(value, max_depth)
         if refusal:
@@ -215,8 +234,9 @@ def check_body(body):
         return None
     try:
         value = json.loads(body)
-    except ValueError:
-        return None
+    except ValueError as exc:
+        found = _long_number(body, exc)
+        return found.refusal if isinstance(found, Refused) else None
     return problem(value)
 
 
@@ -227,7 +247,10 @@ class Decoder(json.JSONDecoder):
     def decode(self, s, *args, **kwargs):
         if not depth_ok(s):
             raise Refused(Refusal("too_deep", TOO_DEEP, params={"depth": MAX_DEPTH}))
-        value = super().decode(s, *args, **kwargs)
+        try:
+            value = super().decode(s, *args, **kwargs)
+        except ValueError as exc:
+            raise _long_number(s, exc) from None
         refusal = problem(value)
         if refusal:
             raise Refused(refusal)

@@ -418,3 +418,26 @@ async def test_a_socket_frame_with_nan_is_answered_and_the_socket_stays_open(dem
                                              "patch": [{"op": "add", "path": "/n", "value": 1}]}))
     assert await next_reply(comm) == {"type": "state_ack", "version": 1, "applied": 1, "ref": "ok"}
     await comm.disconnect()
+
+
+@pytest.mark.django_db
+def test_a_number_of_more_digits_than_python_converts_is_refused_in_words(http, thread, demo):
+    """json.loads fails past sys.get_int_max_str_digits() with a ValueError naming sys internals
+    (REST answered it as the parse error; the inbox editor and the policy console gave 500)."""
+    long = "9" * 5000
+    thread_id = f"t-{uuid.uuid4()}"
+    body = json.dumps({"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "tools": [], "context": [],
+                       "messages": [], "forwardedProps": {}, "state": {"x": "N"}}).replace('"N"', long)
+    for method, path, text in (("post", "/agui/banking/", body),
+                               ("put", state_url(thread), '{"base_version": 0, "state": {"x": N}}'.replace("N", long))):
+        resp = http(method, path, text, HTTP_ACCEPT="text/event-stream")
+        assert resp.status_code == 400 and resp.json()["code"] == "invalid_number", resp.content[:300]
+        assert "more than 4300 digits" in resp.json()["message"] and "sys" not in resp.json()["message"]
+    assert not Thread.objects.filter(pk=thread_id).exists() and not StateChange.objects.exists()
+    req = make_request("alice")
+    client = Client(raise_request_exception=False)
+    client.force_login(demo["finn"])
+    edited = json.dumps({**req.arguments, "amount": "N"}).replace('"N"', long)
+    resp = client.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": edited})
+    assert resp.status_code == 400 and b"more than 4300 digits" in resp.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
