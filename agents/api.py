@@ -32,6 +32,8 @@ class ThreadSerializer(ModelSerializer):
         return value
 
     def validate_id(self, value):
+        if thread_ids.unaddressable(value):
+            raise serializers.ValidationError(thread_ids.unaddressable(value))
         if Thread.objects.filter(pk=value).exists() or thread_ids.is_taken(value):
             raise serializers.ValidationError(_("this thread id is already taken or belonged to a deleted chat"))
         return value
@@ -106,6 +108,9 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
                     mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = ThreadSerializer
     queryset = Thread.objects.none()  # names the model for the schema; get_queryset scopes to the owner
+    # a client chooses the id (AG-UI's threadId): "chat.v2" too, which DRF's default ([^/.]+) left
+    # unreachable; the router's format-suffix routes come after these, so ".json" is part of an id
+    lookup_value_regex = r"[^/\x00]+"
 
     def get_queryset(self):
         return Thread.objects.filter(owner=self.request.user).order_by("-updated_at")
@@ -208,6 +213,7 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = RunSerializer
     queryset = Run.objects.none()  # names the model for the schema; get_queryset scopes to the owner
+    lookup_value_regex = ThreadViewSet.lookup_value_regex  # AG-UI's runId is the client's too
 
     def get_queryset(self):
         return Run.objects.filter(thread__owner=self.request.user).order_by("-created_at")

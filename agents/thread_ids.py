@@ -44,6 +44,15 @@ def claim(thread_id, owner):
         raise ThreadIdTaken(thread_id) from None
 
 
+def unaddressable(value):
+    """Why a client-chosen id (a thread's, a run's) cannot be one, or None: pages, the REST API and
+    sockets name it as one segment of their path, which no "/" (nor "\\", a browser's "/") crosses
+    and "." or ".." is not (clients resolve them away)."""
+    if "/" in value or "\\" in value or value in (".", ".."):
+        return _("must not contain / or \\, nor be . or ..: it is part of the chat's web address")
+    return None
+
+
 def is_taken(thread_id):
     return ThreadIdClaim.objects.filter(pk=thread_id).exists()
 

@@ -1,5 +1,7 @@
 """Pages: the home redirect and the chat."""
 
+from urllib.parse import quote
+
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
@@ -56,7 +58,8 @@ def chat(request, thread_id=None):
         "agents": agents,
         "offlineModel": model.offline,
         "modelName": model.name,
-        "wsPath": f"/ws/threads/{thread.pk}/" if thread else None,
+        # the id is the client's (AG-UI threadId): "?" or "#" in it would end the socket's path
+        "wsPath": f"/ws/threads/{quote(thread.pk, safe='')}/" if thread else None,
     }
     config["hasState"] = bool(thread and next((a["hasState"] for a in agents if a["name"] == thread.agent), False))
     threads = list(selectors.chat_list(request.user))

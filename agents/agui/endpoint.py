@@ -105,10 +105,11 @@ def parse_input(body):
         return None, error(422, _("invalid RunAgentInput"), errors=errors)
     bad = {}
     length = _("must be 1 to %(max)s characters") % {"max": MAX_THREAD_ID}
-    if not agent_input.thread_id or len(agent_input.thread_id) > MAX_THREAD_ID:
-        bad["threadId"] = [length]
-    if not agent_input.run_id or len(agent_input.run_id) > MAX_THREAD_ID:
-        bad["runId"] = [length]
+    for field, value in (("threadId", agent_input.thread_id), ("runId", agent_input.run_id)):
+        if not value or len(value) > MAX_THREAD_ID:
+            bad[field] = [length]
+        elif thread_ids.unaddressable(value):
+            bad[field] = [thread_ids.unaddressable(value)]
     if bad:
         return None, error(422, _("invalid RunAgentInput"), errors=bad)
     return agent_input, None

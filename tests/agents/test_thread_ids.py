@@ -99,3 +99,46 @@ def test_two_creators_of_one_new_id_cannot_both_have_it(demo):
     with pytest.raises(ThreadIdTaken, match="fresh"):
         services.create_thread(demo["bob"], "banking", thread_id="fresh")
     assert Thread.objects.get(pk="fresh").owner == demo["alice"]
+
+
+# --- what a client-chosen id may hold ---------------------------------------------------------
+# Every page and endpoint names a thread by its id in the path: an id the routes cannot match made
+# a chat its owner could neither read nor delete ("a/b" was taken by AG-UI; REST's router took no ".").
+
+ADDRESSABLE = ["chat.v2.{}", "user@example.com:{}", "a b+c%d~{}", "café-{}", "x?y#z-{}", "{}..", "[{}]"]
+
+
+@pytest.mark.parametrize("shape", ADDRESSABLE)
+def test_every_id_agui_takes_is_reachable_on_every_route(api, client, demo, shape):
+    from urllib.parse import quote
+
+    thread_id, alice = shape.format(uuid.uuid4().hex[:8]), demo["alice"]
+    assert agui_post(client, thread_id, token(alice), fresh("run")).status_code == 200
+    Thread.objects.get(pk=thread_id)
+    path = quote(thread_id, safe="")
+    assert api("alice").get(f"/api/threads/{path}/").json()["id"] == thread_id
+    assert [m["content"] for m in api("alice").get(f"/api/threads/{path}/messages/").json()] == ["hi"]
+    assert api("alice").get(f"/api/threads/{path}/state/").status_code == 200
+    client.force_login(alice)
+    page = client.get(f"/chat/{path}/")
+    assert page.status_code == 200
+    # the chat's socket and the thread list name it encoded, as one path segment
+    assert f'"/ws/threads/{path}/"'.encode() in page.content
+    assert f'href="/chat/{quote(thread_id, safe="+:@~")}/"'.encode() in page.content
+    run = Thread.objects.get(pk=thread_id).runs.get()
+    assert api("alice").get(f"/api/runs/{quote(run.pk, safe='')}/").json()["id"] == run.pk
+    run.status = run.Status.SUCCEEDED  # no worker here: the run would keep the thread from deletion
+    run.save(update_fields=["status"])
+    assert api("alice").delete(f"/api/threads/{path}/").status_code == 204
+    assert not Thread.objects.filter(pk=thread_id).exists()
+
+
+@pytest.mark.parametrize("bad", ["a/b", "a\\b", ".", ".."])
+def test_an_id_no_route_can_name_is_refused_where_it_enters(api, client, demo, bad):
+    resp = agui_post(client, bad, token(demo["alice"]), fresh("run"))
+    assert resp.status_code == 422 and "web address" in resp.json()["errors"]["threadId"][0]
+    resp = agui_post(client, fresh("t"), token(demo["alice"]), bad)
+    assert resp.status_code == 422 and "web address" in resp.json()["errors"]["runId"][0]
+    resp = api("alice").post("/api/threads/", {"id": bad, "agent": "banking"}, format="json")
+    assert resp.status_code == 400 and "id" in resp.json().get("errors", resp.json()), resp.content
+    assert not Thread.objects.exists()
