@@ -365,7 +365,8 @@ def _plain(data):
                                             description="The tool's name")])
 class PolicyViewSet(viewsets.GenericViewSet):
     """Tool policies, admins only. Every registered tool is listed (source "default" until an admin
-    saves a row); PUT/PATCH create or change the row, DELETE returns the tool to its code defaults.
+    saves a row); PUT/PATCH create or change the row (PUT replaces it whole: a field left out takes
+    the model's default; PATCH changes only what it sends), DELETE returns the tool to its code defaults.
     Every change is audited with before/after."""
 
     serializer_class = PolicySerializer
@@ -409,14 +410,20 @@ class PolicyViewSet(viewsets.GenericViewSet):
         data = _plain(request.data)
         if isinstance(data, dict):
             data["tool_name"] = tool_name  # the URL names the tool
-        body = PolicySerializer(current if partial else None, data=data, partial=partial)
+        # PUT replaces the whole policy: validated, and saved, from the model defaults (not the stored row)
+        base = current if partial else ToolPolicy(tool_name=tool_name)
+        body = PolicySerializer(base if partial else None, data=data, partial=partial)
         body.is_valid(raise_exception=True)
         created = current is None or current.pk is None
         return self._save(tool_name, body.validated_data, status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-                          base=current if partial else None)
+                          base=base)
 
     def _save(self, tool_name, validated, code, base=None):
-        values = {f: getattr(base, f) for f in services.POLICY_FIELDS} if base is not None else {}
+        """Saves every policy field: those `validated` names, the others as `base` has them (the
+        values they were validated with: the model defaults for POST and PUT, the current policy
+        for PATCH), never whatever the stored row holds."""
+        base = base if base is not None else ToolPolicy(tool_name=tool_name)
+        values = {f: getattr(base, f) for f in services.POLICY_FIELDS}
         values.update({k: v for k, v in validated.items() if k in services.POLICY_FIELDS})
         try:
             row = services.save_policy(tool_name, values, self.request.user)

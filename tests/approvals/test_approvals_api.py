@@ -53,6 +53,43 @@ def test_approval_filters_and_search(demo, api):
     assert detail["approver_group"] == "finance" and detail["decisions"] == []
 
 
+def test_policy_put_replaces_the_whole_policy_and_patch_only_what_it_sends(demo, api):
+    admin = api("admin")
+    P = "/api/policies/check_balance/"
+    full = {"mode": "always", "approver_kind": "group", "approver_group": "reviewers", "required_approvals": 3,
+            "risk": "high", "timeout_seconds": 600, "escalation_group": "finance", "escalation_fraction": 0.5}
+    assert admin.put(P, full, format="json").status_code == 201
+    defaults = ToolPolicy()
+
+    # fields the PUT leaves out take the model defaults, as they were validated: nothing stale is kept
+    resp = admin.put(P, {"mode": "always", "approver_kind": "group", "approver_group": "finance"}, format="json")
+    assert resp.status_code == 200, resp.content
+    body = resp.json()
+    assert body["approver_group"] == "finance" and body["required_approvals"] == defaults.required_approvals == 1
+    assert body["timeout_seconds"] is None and body["escalation_group"] is None and body["risk"] == defaults.risk
+    assert body["escalation_fraction"] == defaults.escalation_fraction
+    row = ToolPolicy.objects.get(tool_name="check_balance")
+    assert (row.required_approvals, row.timeout_seconds, row.escalation_group) == (1, None, None)
+    assert admin.get(P).json() == body
+
+    # the stored row's escalation group is not held against a body that never sent it
+    assert admin.put(P, full, format="json").status_code == 200
+    resp = admin.put(P, {"mode": "always", "approver_kind": "group", "approver_group": "reviewers"}, format="json")
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["escalation_group"] is None and resp.json()["required_approvals"] == 1
+    assert admin.put(P, full, format="json").status_code == 200
+    resp = admin.put(P, {"mode": "never", "approver_kind": "requester"}, format="json")
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["approver_group"] is None and resp.json()["timeout_seconds"] is None
+
+    # PATCH changes only what it sends
+    assert admin.put(P, full, format="json").status_code == 200
+    resp = admin.patch(P, {"approver_group": "finance", "escalation_group": "reviewers"}, format="json")
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["required_approvals"] == 3 and resp.json()["timeout_seconds"] == 600
+    assert resp.json()["escalation_group"] == "reviewers" and resp.json()["risk"] == "high"
+
+
 def test_policies_are_for_admins_only(api):
     for user in ("alice", "finn"):
         assert api(user).get("/api/policies/").status_code == 403
