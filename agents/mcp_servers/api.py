@@ -24,6 +24,8 @@ from .models import NAME_PATTERN, MCPServer
 _TEXT = serializers.CharField(max_length=2000, allow_blank=False)
 # what a stdio server runs: set only by a signed-in admin unless AGUI_MCP_COMMANDS_BY_TOKEN
 _COMMAND_FIELDS = {"transport", "command", "args", "env", "cwd"}
+# write-only (answers never show them): a PUT that leaves them out keeps them
+_SECRETS = {"env", "headers"}
 
 
 COMMANDS_NEED_SIGN_IN = gettext_lazy(
@@ -141,16 +143,24 @@ class MCPServerViewSet(viewsets.GenericViewSet):
         data = dict(request.data) if hasattr(request.data, "keys") else request.data
         if isinstance(data, dict):
             data["name"] = name
-        body = ServerSerializer(row, data=data, partial=partial)
+        # PUT replaces the server: validated, and saved, from the model defaults (not the stored row),
+        # except the write-only secrets (env, headers), which no answer shows: left out, they are kept
+        body = ServerSerializer(row if partial else None, data=data, partial=partial)
         body.is_valid(raise_exception=True)
-        return self._save(name, body.validated_data, status.HTTP_200_OK, row)
+        values = dict(body.validated_data)
+        if not partial:
+            blank = MCPServer()
+            values = {**{f: getattr(blank, f) for f in services.FIELDS if f not in _SECRETS}, **values}
+        return self._save(name, values, status.HTTP_200_OK, row)
 
     def _save(self, name, validated, code, row=None):
         """`row`: the server as it stands (None for a new one)."""
         values = {k: v for k, v in validated.items() if k in services.FIELDS}
         transport = values.get("transport") or (row.transport if row else MCPServer.Transport.STDIO)
         by_token = self.request.auth is not None  # TokenAuthentication sets it; a session leaves it None
-        if (transport == MCPServer.Transport.STDIO and by_token and _COMMAND_FIELDS & set(values)
+        # what the server would run changes (a PUT restates the rest; the same values change nothing)
+        changes = {f for f in _COMMAND_FIELDS & set(values) if row is None or getattr(row, f) != values[f]}
+        if (transport == MCPServer.Transport.STDIO and by_token and changes
                 and not settings.AGUI_MCP_COMMANDS_BY_TOKEN):
             return Response({"message": str(COMMANDS_NEED_SIGN_IN), "code": "commands_need_sign_in"},
                             status=status.HTTP_403_FORBIDDEN)

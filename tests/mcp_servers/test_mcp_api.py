@@ -224,3 +224,35 @@ def test_a_stdio_command_is_set_by_a_signed_in_admin_not_by_a_token(api, demo, n
     session.force_login(demo["admin"])
     made = session.post("/api/mcp-servers/", {"name": "notes2", **notes_values(notes_file)}, format="json")
     assert made.status_code == 201 and made.json()["healthy"] is True, made.content
+
+
+def test_put_replaces_a_server_but_keeps_its_write_only_secrets(api, settings):
+    """PUT restates the whole server: a field left out takes the model default (not the stored value),
+    except env and headers, which no answer shows and so no client can send back: they are kept."""
+    settings.AGUI_MCP_COMMANDS_BY_TOKEN = False
+    token = api("admin")
+    made = token.post("/api/mcp-servers/", {"name": "web", "transport": "http", "url": "http://127.0.0.1:9/mcp",
+                                            "headers": {"Authorization": f"Bearer {SECRET}"}, "agents": ["notes"],
+                                            "enabled": False}, format="json")
+    assert made.status_code == 201, made.content
+    resp = token.put("/api/mcp-servers/web/", {"name": "web", "transport": "http", "url": "http://127.0.0.1:9/other"},
+                     format="json")
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["agents"] == [] and resp.json()["enabled"] is True and resp.json()["header_names"] == ["Authorization"]
+    row = MCPServer.objects.get(name="web")
+    assert (row.url, row.agents, row.enabled) == ("http://127.0.0.1:9/other", [], True)
+    assert row.headers == {"Authorization": f"Bearer {SECRET}"}
+    # PATCH changes only what it sends
+    resp = token.patch("/api/mcp-servers/web/", {"agents": ["notes"]}, format="json")
+    assert resp.status_code == 200 and resp.json()["url"] == "http://127.0.0.1:9/other" and resp.json()["agents"] == ["notes"]
+
+    # a token's PUT of a stdio server that restates its command may switch it off; changing the command may not
+    notes = token.get("/api/mcp-servers/notes/").json()
+    same = {k: notes[k] for k in ("name", "transport", "command", "args", "cwd", "url", "agents")}
+    resp = token.put("/api/mcp-servers/notes/", {**same, "enabled": False}, format="json")
+    assert resp.status_code == 200, resp.content
+    row = MCPServer.objects.get(name="notes")
+    assert row.enabled is False and row.env  # its environment kept
+    refused = token.put("/api/mcp-servers/notes/", {**same, "args": ["-c", "id"], "enabled": False}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "commands_need_sign_in"
+    assert MCPServer.objects.get(name="notes").args == notes["args"]
