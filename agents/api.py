@@ -2,13 +2,13 @@
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from agui_project import jsoncheck
-from agui_project.serializers import ModelSerializer
+from agui_project.serializers import ErrorSerializer, ModelSerializer
 from state import services as state_services
 
 from . import services, thread_ids
@@ -104,6 +104,33 @@ class RunSerializer(ModelSerializer):
         fields = ["id", "thread", "parent_run", "status", "error", "error_code", "created_at", "started_at", "finished_at"]
 
 
+RunStartedSerializer = inline_serializer("RunStarted", {
+    "run_id": serializers.CharField(),
+    "message_id": serializers.CharField(allow_null=True, help_text="The user message the run answers"),
+    "status": serializers.ChoiceField(choices=Run.Status.choices),
+})
+
+RunConflictSerializer = inline_serializer("RunConflict", {
+    "message": serializers.CharField(),
+    "code": serializers.CharField(),
+    "pending": serializers.ListField(child=serializers.CharField(), required=False,
+                                     help_text="The requests waiting for a decision (interrupt_pending)"),
+})
+
+QuestionAnsweredSerializer = inline_serializer("QuestionAnswered", {
+    "requestId": serializers.CharField(),
+    "toolCallId": serializers.CharField(),
+    "runId": serializers.CharField(),
+    "agent": serializers.CharField(),
+    "message": serializers.CharField(),
+    "responseSchema": serializers.JSONField(),
+    "status": serializers.CharField(),
+    "answer": serializers.JSONField(required=False),
+    "continuation_run_id": serializers.CharField(allow_null=True, help_text="The run that continues the workflow"),
+})
+
+
+@extend_schema_view(destroy=extend_schema(responses={204: None, 409: ErrorSerializer}))
 class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                     mixins.UpdateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = ThreadSerializer
@@ -133,7 +160,12 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
             raise serializers.ValidationError({"id": [_("this thread id is already taken or belonged to a deleted "
                                                         "chat")]}) from None
 
-    @action(detail=True, methods=["get", "post"], serializer_class=NewMessageSerializer)
+    @extend_schema(methods=["GET"], request=None, responses={200: MessageSerializer(many=True)})
+    @extend_schema(methods=["POST"], request=NewMessageSerializer, responses={
+        202: RunStartedSerializer, 400: ErrorSerializer,
+        409: OpenApiResponse(RunConflictSerializer, description="a run is active (run_active) or waits on a "
+                             "decision (interrupt_pending), or message_exists")})
+    @action(detail=True, methods=["get", "post"], serializer_class=NewMessageSerializer, pagination_class=None)
     def messages(self, request, pk=None):
         thread = self.get_object()
         if request.method == "GET":
@@ -157,6 +189,9 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         )
 
 
+    @extend_schema(request=AnswerSerializer, responses={
+        202: QuestionAnsweredSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
+        409: OpenApiResponse(ErrorSerializer, description="already answered")})
     @action(detail=True, methods=["post"], serializer_class=AnswerSerializer)
     def answer(self, request, pk=None):
         """Answer (or cancel) the question an agent asked; the paused run continues (202)."""
@@ -190,7 +225,12 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
 
 
     @extend_schema(methods=["GET"], responses=StateSerializer)
-    @extend_schema(methods=["PATCH", "PUT"], request=StateChangeSerializer, responses=StateSerializer)
+    @extend_schema(methods=["PATCH", "PUT"], request=StateChangeSerializer, responses={
+        200: StateSerializer, 400: ErrorSerializer,
+        409: OpenApiResponse(ErrorSerializer, description="state_conflict (with the current `snapshot` and "
+                             "`version`) or state_provisional"),
+        413: OpenApiResponse(ErrorSerializer, description="state_too_large"),
+        422: OpenApiResponse(ErrorSerializer, description="state_invalid")})
     @action(detail=True, methods=["get", "patch", "put"], serializer_class=StateChangeSerializer)
     def state(self, request, pk=None):
         """The chat's shared state; people change it from a version (every open chat sees the change)."""
@@ -218,6 +258,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return Run.objects.filter(thread__owner=self.request.user).order_by("-created_at")
 
+    @extend_schema(request=None, responses={202: RunSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         """Stop the run: 202 when a stop was requested, 409 when it has already ended."""
@@ -228,6 +269,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(request=None, responses={202: RunSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
         """Run the thread's latest failed run again on the same history (no new user message)."""

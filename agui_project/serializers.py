@@ -40,3 +40,12 @@ class ModelSerializer(serializers.ModelSerializer):
             cls._built_fields = built
         memo = {}
         return {name: fresh(field, memo) for name, field in built.items()}
+
+
+class ErrorSerializer(serializers.Serializer):
+    """What every refused API call answers (agui_project/api_errors.py), for the OpenAPI schema:
+    a `message`, most with a `code`; field errors (`{"field": ["..."]}`) and the call's own details
+    (`pending`, `snapshot`, ...) come alongside."""
+
+    message = serializers.CharField()
+    code = serializers.CharField(required=False)

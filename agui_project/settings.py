@@ -328,7 +328,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "agui-inbox API", "VERSION": "0.1.0", "SERVE_INCLUDE_SCHEMA": False,
     # approve/reject is one choice set under several field names: one schema name for it
-    "ENUM_NAME_OVERRIDES": {"DecisionEnum": "approvals.models.Decision.Kind"},
+    "ENUM_NAME_OVERRIDES": {"DecisionEnum": "approvals.models.Decision.Kind", "RunStatusEnum": "agents.models.Run.Status"},
 }
 
 # --- The product ---------------------------------------------------------------------------

@@ -9,7 +9,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -19,7 +25,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from agui_project.answer_first import answer_first
-from agui_project.serializers import ModelSerializer
+from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import exports, outside, registry, selectors, services
 from .access import memberships
@@ -233,7 +239,11 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         request=OutsideRequestSerializer,
-        responses={201: ApprovalSerializer, 200: ApprovalSerializer},
+        responses={201: ApprovalSerializer, 200: OpenApiResponse(ApprovalSerializer, description="a retry with the "
+                                                                 "same Idempotency-Key: the same request"),
+                   400: OpenApiResponse(ErrorSerializer, description="field errors, unknown_tool, invalid_schema, "
+                                        "invalid_arguments"),
+                   422: OpenApiResponse(ErrorSerializer, description="idempotency_key_reused")},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description=(
             "A retry with the same key returns the same request (200); the same key with another body is 422"))],
         description="Ask for approval of a call by an agent running elsewhere (a user's or a service "
@@ -255,11 +265,13 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(parameters=[OpenApiParameter("wait", float, description=(
         f"Wait up to this many seconds (at most {MAX_WAIT}) for a pending request to be answered; "
-        "above the limit: 400"))])
+        "above the limit: 400"))], responses={200: ApprovalSerializer, 400: ErrorSerializer, 404: ErrorSerializer})
     def retrieve(self, request, *args, **kwargs):
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(request=OutcomeSerializer, responses={200: ApprovalSerializer})
+    @extend_schema(request=OutcomeSerializer, responses={
+        200: ApprovalSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
+        409: OpenApiResponse(ErrorSerializer, description="outcome_already_reported, not_approved, not_outside")})
     @action(detail=True, methods=["post"], serializer_class=OutcomeSerializer)
     def outcome(self, request, pk=None):
         """How the approved call went, reported once by the agent that asked (a second report: 409)."""
@@ -272,7 +284,13 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
             return _error_response(exc)
         return self._answer(approval.pk)
 
-    @extend_schema(request=DecideSerializer, responses={200: ApprovalSerializer})
+    @extend_schema(request=DecideSerializer, responses={
+        200: ApprovalSerializer,
+        400: OpenApiResponse(ErrorSerializer, description="field errors, feedback_required, decision_not_allowed, "
+                             "invalid_arguments, edit_denied, edit_needs_other_approver"),
+        403: OpenApiResponse(ErrorSerializer, description="the caller may see the request but not decide it"),
+        404: OpenApiResponse(ErrorSerializer, description="no such request, or not one the caller may see"),
+        409: OpenApiResponse(ErrorSerializer, description="already decided, or already approved by the caller")})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)
     def decide(self, request, pk=None):
         """The decision reads the request once, under its lock, and answers with that row: the
@@ -361,8 +379,20 @@ def _plain(data):
     return {k: data[k] for k in data.keys()} if hasattr(data, "keys") else data
 
 
-@extend_schema(parameters=[OpenApiParameter("tool_name", str, OpenApiParameter.PATH,
-                                            description="The tool's name")])
+_TOOL_NAME = OpenApiParameter("tool_name", str, OpenApiParameter.PATH, description="The tool's name")
+_POLICY_SAVED = {200: PolicySerializer, 201: OpenApiResponse(PolicySerializer, description="the tool had no policy "
+                                                               "row: created"), 400: ErrorSerializer}
+
+
+# the tool's name is a path parameter of the detail routes only (the list's path has none)
+@extend_schema_view(
+    create=extend_schema(responses={201: PolicySerializer, 400: ErrorSerializer,
+                                    409: OpenApiResponse(ErrorSerializer, description="exists: use PUT or PATCH")}),
+    retrieve=extend_schema(parameters=[_TOOL_NAME], responses={200: PolicySerializer, 404: ErrorSerializer}),
+    update=extend_schema(parameters=[_TOOL_NAME], responses=_POLICY_SAVED),
+    partial_update=extend_schema(parameters=[_TOOL_NAME], responses=_POLICY_SAVED),
+    destroy=extend_schema(parameters=[_TOOL_NAME], responses={204: None, 404: ErrorSerializer}),
+)
 class PolicyViewSet(viewsets.GenericViewSet):
     """Tool policies, admins only. Every registered tool is listed (source "default" until an admin
     saves a row); PUT/PATCH create or change the row (PUT replaces it whole: a field left out takes
@@ -506,7 +536,8 @@ class GrantViewSet(ListFilters, mixins.ListModelMixin, mixins.RetrieveModelMixin
     def get_queryset(self):
         return selectors.visible_grants(user=self.request.user).order_by("-created_at", "-id")  # stable pages
 
-    @extend_schema(request=None, responses={200: GrantSerializer})
+    @extend_schema(request=None, responses={200: GrantSerializer, 404: ErrorSerializer,
+                                            409: OpenApiResponse(ErrorSerializer, description="already revoked")})
     @action(detail=True, methods=["post"])
     def revoke(self, request, pk=None):
         try:

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -16,7 +16,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
 from agents.registry import AGENTS
-from agui_project.serializers import ModelSerializer
+from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import catalog, services
 from .models import NAME_PATTERN, MCPServer
@@ -88,7 +88,22 @@ class ServerSerializer(ModelSerializer):
         return attrs
 
 
-@extend_schema(parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, description="The server's name")])
+_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The server's name")
+_REFUSED = OpenApiResponse(ErrorSerializer, description="commands_need_sign_in: a stdio command set with a token")
+
+
+# the server's name is a path parameter of the detail routes only (the list's path has none)
+@extend_schema_view(
+    create=extend_schema(responses={201: ServerSerializer, 400: ErrorSerializer, 403: _REFUSED,
+                                    409: OpenApiResponse(ErrorSerializer, description="exists: use PUT or PATCH")}),
+    retrieve=extend_schema(parameters=[_NAME], responses={200: ServerSerializer, 404: ErrorSerializer}),
+    update=extend_schema(parameters=[_NAME], responses={200: ServerSerializer, 400: ErrorSerializer, 403: _REFUSED,
+                                                        404: ErrorSerializer}),
+    partial_update=extend_schema(parameters=[_NAME], responses={200: ServerSerializer, 400: ErrorSerializer,
+                                                                403: _REFUSED, 404: ErrorSerializer}),
+    destroy=extend_schema(parameters=[_NAME], responses={204: None, 404: ErrorSerializer}),
+    refresh=extend_schema(parameters=[_NAME]),
+)
 class MCPServerViewSet(viewsets.GenericViewSet):
     """MCP servers, admins only. A save asks the server for its tools at once (healthy, or the error);
     POST .../refresh/ asks again."""

@@ -1,0 +1,116 @@
+"""The OpenAPI schema (/api/schema/) says what the endpoints do: a valid OpenAPI 3 document, each
+path parameter in its path, and each documented answer the status and top-level keys a real
+request gets."""
+
+import re
+
+import pytest
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.validation import validate_schema
+
+from tests.helpers import transfer_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def schema():
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    validate_schema(document)  # raises on an invalid OpenAPI 3 document
+    return document
+
+
+def _resolve(schema, node):
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def check(schema, path, method, resp):
+    """The documented answer for resp's status: the same shape (an object's keys, a list's items' keys)."""
+    documented = schema["paths"][path][method.lower()]["responses"]
+    status = str(resp.status_code)
+    assert status in documented, f"{method} {path}: {status} not documented ({sorted(documented)}): {resp.content[:200]}"
+    content = documented[status].get("content")
+    if resp.status_code == 204:
+        assert not content
+        return
+    body = _resolve(schema, content["application/json"]["schema"])
+    data = resp.json()
+    if body.get("type") == "array":
+        assert isinstance(data, list), f"{method} {path}: documented a list, got {type(data).__name__}"
+        body, rows = _resolve(schema, body["items"]), data
+    else:
+        assert isinstance(data, dict), f"{method} {path}: documented an object, got {type(data).__name__}"
+        rows = [data]
+    props, required = set(body.get("properties", {})), set(body.get("required", []))
+    for row in rows:
+        assert required <= set(row), f"{method} {path} {status}: missing {required - set(row)}"
+        if resp.status_code < 400:  # errors may carry field errors and details beside message and code
+            assert set(row) <= props, f"{method} {path} {status}: undocumented {set(row) - props}"
+
+
+def test_every_path_parameter_is_in_its_path(schema):
+    wrong = []
+    for path, operations in schema["paths"].items():
+        names = set(re.findall(r"{(\w+)}", path))
+        for method, operation in operations.items():
+            declared = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
+            if declared != names:
+                wrong.append((method.upper(), path, sorted(declared)))
+    assert not wrong
+
+
+def test_policies_and_mcp_servers_answer_as_documented(schema, api):
+    admin = api("admin")
+    check(schema, "/api/policies/", "GET", admin.get("/api/policies/"))
+    body = {"tool_name": "future_tool", "mode": "deny", "approver_kind": "requester"}
+    check(schema, "/api/policies/", "POST", admin.post("/api/policies/", body, format="json"))
+    check(schema, "/api/policies/", "POST", admin.post("/api/policies/", body, format="json"))  # 409
+    detail = "/api/policies/{tool_name}/"
+    check(schema, detail, "PUT", admin.put("/api/policies/check_balance/", {"mode": "never"}, format="json"))  # 201
+    check(schema, detail, "PUT", admin.put("/api/policies/check_balance/", {"mode": "always"}, format="json"))
+    check(schema, detail, "PATCH", admin.patch("/api/policies/check_balance/", {"risk": "bogus"}, format="json"))
+    check(schema, detail, "GET", admin.get("/api/policies/check_balance/"))
+    check(schema, detail, "DELETE", admin.delete("/api/policies/check_balance/"))
+    check(schema, detail, "DELETE", admin.delete("/api/policies/check_balance/"))  # 404
+    check(schema, detail, "GET", admin.get("/api/policies/nothing_here/"))
+    check(schema, "/api/mcp-servers/", "GET", admin.get("/api/mcp-servers/"))
+    check(schema, "/api/mcp-servers/{name}/", "GET", admin.get("/api/mcp-servers/nothing/"))
+
+
+def test_messages_and_runs_answer_as_documented(schema, api, monkeypatch):
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    monkeypatch.setattr("agents.runtime.events.append", lambda *a, **k: "1-0")
+    alice = api("alice")
+    thread = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    url = f"/api/threads/{thread}/messages/"
+    started = alice.post(url, {"content": "hello"}, format="json")
+    assert started.status_code == 202
+    check(schema, "/api/threads/{id}/messages/", "POST", started)
+    check(schema, "/api/threads/{id}/messages/", "POST", alice.post(url, {"content": "again"}, format="json"))  # 409
+    check(schema, "/api/threads/{id}/messages/", "POST", alice.post(url, {"content": ""}, format="json"))  # 400
+    listed = alice.get(url)
+    assert listed.status_code == 200 and listed.json()
+    check(schema, "/api/threads/{id}/messages/", "GET", listed)
+    check(schema, "/api/threads/{id}/", "DELETE", alice.delete(f"/api/threads/{thread}/"))  # 409: a run works
+    run = started.json()["run_id"]
+    check(schema, "/api/runs/{id}/cancel/", "POST", alice.post(f"/api/runs/{run}/cancel/"))  # 202
+    check(schema, "/api/runs/{id}/", "GET", alice.get(f"/api/runs/{run}/"))
+
+
+def test_decide_answers_as_documented(schema, api, demo):
+    req = transfer_request(demo["alice"])
+    url, path = f"/api/approvals/{req.pk}/decide/", "/api/approvals/{id}/decide/"
+    documented = schema["paths"][path]["post"]["responses"]
+    assert {"200", "400", "403", "404", "409"} <= set(documented)
+    check(schema, path, "POST", api("alice").post(url, {"decision": "approve"}, format="json"))  # 403
+    check(schema, path, "POST", api("bob").post(url, {"decision": "approve"}, format="json"))  # 404
+    finn = api("finn")
+    check(schema, path, "POST", finn.post(url, {"decision": "reject"}, format="json"))  # 400 feedback_required
+    check(schema, path, "POST", finn.post(url, {"decision": "maybe"}, format="json"))  # 400 field errors
+    ok = finn.post(url, {"decision": "reject", "feedback": "no"}, format="json")
+    assert ok.status_code == 200
+    check(schema, path, "POST", ok)
+    check(schema, path, "POST", finn.post(url, {"decision": "approve"}, format="json"))  # 409
+    check(schema, "/api/approvals/{id}/", "GET", finn.get(f"/api/approvals/{req.pk}/?wait=999"))  # 400
