@@ -24,6 +24,26 @@ def _aware(moment):
     return timezone.make_aware(moment, UTC) if timezone.is_naive(moment) else moment
 
 
+def parse_moment(text):
+    """An ISO 8601 date-time from outside, aware (UTC when naive); None when it names no moment:
+    unreadable, well formed but impossible (month 13, February 30), or outside the years the
+    database stores once in UTC (9999-12-31T23:59:59-23:59 is in year 10000, 0001-01-01T00:00+01:00
+    in year 0: filtering on it raised OverflowError, a 500)."""
+    try:
+        moment = parse_datetime(text)
+    except ValueError:
+        return None
+    return _storable(_aware(moment)) if moment is not None else None
+
+
+def _storable(moment):
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return None
+    return moment
+
+
 # --- form fields: parsing and the messages of a 400 ---------------------------------------------
 
 
@@ -62,13 +82,10 @@ class MomentField(forms.Field):
     def to_python(self, value):
         if value in self.empty_values:
             return None
-        try:
-            moment = parse_datetime(value)
-        except ValueError:  # well formed, but no such moment (month 13)
-            moment = None
+        moment = parse_moment(value)
         if moment is None:
             raise forms.ValidationError(_("an ISO 8601 date-time, e.g. 2026-01-31T12:00:00Z"))
-        return _aware(moment)
+        return moment
 
 
 class DayOrMomentField(forms.Field):
@@ -83,13 +100,13 @@ class DayOrMomentField(forms.Field):
         if not raw:
             return None
         try:
-            moment = parse_datetime(raw)
-            day = None if moment else parse_date(raw)
-        except ValueError:
-            moment = day = None
-        if moment is None and day is None:
+            day = parse_date(raw)
+        except ValueError:  # well formed, but no such day
+            day = None
+        moment = parse_moment(raw) if day is None else _aware(datetime.combine(day, time.max if self.end else time.min))
+        if moment is None:
             raise forms.ValidationError(_("a date or an ISO 8601 date-time"))
-        return _aware(moment or datetime.combine(day, time.max if self.end else time.min))
+        return moment
 
 
 # --- filters --------------------------------------------------------------------------------------

@@ -301,3 +301,17 @@ def test_the_decide_answer_shows_the_decisions_as_stored(demo, api, decision, fe
     decisions = resp.json()["decisions"]
     assert [(d["user"], d["decision"], d["feedback"]) for d in decisions] == [("finn", decision, feedback)]
     assert decisions == client.get(f"/api/approvals/{req.pk}/").json()["decisions"]
+
+
+@pytest.mark.parametrize("query", ["since=9999-12-31T23:59:59-23:59", "since=0001-01-01T00:00:00%2B01:00",
+                                   "until=9999-12-31T23:59:59-23:59", "since=2026-02-30T00:00:00Z"])
+@pytest.mark.parametrize("csv_format", ["", "format=csv&"])
+def test_audit_moments_outside_the_stored_years_are_a_400(demo, api, query, csv_format):
+    # well formed, but in year 10000 (or 0) once in UTC: the filter raised OverflowError (500), and
+    # as CSV inside the stream, where the client got no answer at all
+    transfer_request(demo["alice"])
+    resp = api("alice").get(f"/api/audit/?{csv_format}{query}")
+    assert resp.status_code == 400
+    if not csv_format:
+        assert query.split("=")[0] in resp.json()
+    assert api("alice").get(f"/api/audit/?{csv_format}since=0001-01-02T00:00:00%2B01:00").status_code == 200
