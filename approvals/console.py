@@ -14,14 +14,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext, gettext_lazy
 
 from . import exports, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
 from .access import is_admin
 from .choices import MODE_LABELS
-from .filters import AuditPageFilter
+from .filters import AuditPageFilter, parse_moment, parse_row_id
 from .forms import DECISION_CHOICES, PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
 from .views import audit_rows, reviewer_required
@@ -223,12 +222,12 @@ def audit(request):
     f = audit_filters(request.GET)
     qs = audit_queryset(request.user, f)
     after = request.GET.get("after", "")
-    if "|" in after:
+    if "|" in after:  # a mangled or stale cursor (no such moment, no such id) shows the first page
         stamp, _, last_id = after.partition("|")
-        moment = parse_datetime(stamp)
-        if moment and last_id.isdigit():
+        moment, last_id = parse_moment(stamp), parse_row_id(last_id)
+        if moment and last_id is not None:
             qs = qs.filter(created_at__lte=moment).filter(
-                Q(created_at__lt=moment) | Q(created_at=moment, id__lt=int(last_id)))
+                Q(created_at__lt=moment) | Q(created_at=moment, id__lt=last_id))
     events = list(qs[:AUDIT_PAGE + 1])
     next_after = ""
     if len(events) > AUDIT_PAGE:

@@ -3,6 +3,7 @@ console's audit page. DjangoFilterBackend applies them and drf-spectacular docum
 lists' OpenAPI parameters. The form fields below are ours only for their messages (what a person
 reads in a 400) and the comma lists; the filtering itself is django-filter's."""
 
+import re
 from datetime import UTC, datetime, time, timedelta
 
 import django_filters
@@ -17,6 +18,8 @@ from . import selectors
 from .models import ApprovalRequest, AuditEvent, Risk, ThreadGrant
 
 MAX_AGE_SECONDS = 10 * 366 * 24 * 3600
+MAX_ROW_ID = 2**63 - 1  # BigAutoField's largest
+_ROW_ID = re.compile(r"[0-9]{1,19}")
 MAX_SEARCH_WORDS = 8
 
 
@@ -34,6 +37,16 @@ def parse_moment(text):
     except ValueError:
         return None
     return _storable(_aware(moment)) if moment is not None else None
+
+
+def parse_row_id(text):
+    """A row id (an audit event's, a held decision's) from outside as an int; None unless it is
+    ASCII digits the database's integer holds. str.isdigit() also takes "²" and "١٢", which int()
+    refuses or reads, and 25 digits overflow the column: both were 500s."""
+    if not isinstance(text, str) or not _ROW_ID.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value <= MAX_ROW_ID else None
 
 
 def _storable(moment):

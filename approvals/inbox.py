@@ -17,11 +17,11 @@ from datetime import timedelta
 from django.contrib.auth.models import Group
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
 from . import registry, selectors
 from .access import approver_group_names, is_admin, memberships
+from .filters import parse_moment
 from .models import ApprovalRequest, ApproverKind, Risk
 
 Status = ApprovalRequest.Status
@@ -171,7 +171,7 @@ def _cursor(after):
     parts = after.split("|", 2)
     if len(parts) != 3 or parts[0] not in ("p", "d"):
         return None
-    moment = parse_datetime(parts[1])
+    moment = parse_moment(parts[1])  # None for month 13, or a moment in year 10000 once in UTC
     if moment is None:
         return None
     return parts[0], moment, parts[2]

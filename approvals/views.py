@@ -25,6 +25,7 @@ from state import services as state_services
 from . import inbox as inbox_query
 from . import registry, selectors, services, stats
 from .access import is_reviewer
+from .filters import parse_row_id
 from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash
 
 # kept for bench/djtasks.py, which EXPLAINs these filters
@@ -161,9 +162,15 @@ def _with_held(url, held_ids):
     return f"{url}{'&' if '?' in url else '?'}held={','.join(held_ids)}"
 
 
+def _held_ids(params):
+    """The held decisions' ids a link or the Undo form names; a mangled one is left out."""
+    ids = (parse_row_id(i) for i in params.get("held", "").split(","))
+    return [i for i in ids if i is not None][:services.BULK_LIMIT]
+
+
 def undo_toast(request):
     """The Undo of the decisions the previous page held (?held=ids), while their window is open."""
-    ids = [i for i in request.GET.get("held", "").split(",") if i.isdigit()][:services.BULK_LIMIT]
+    ids = _held_ids(request.GET)
     rows = selectors.held_by(user=request.user, ids=ids) if ids else []
     if not rows:
         return None
@@ -183,7 +190,7 @@ def undo_toast(request):
 @reviewer_required
 def undo(request):
     """Recall held decisions (the Undo button, or u): the requests wait for this reviewer again."""
-    ids = [i for i in request.POST.get("held", "").split(",") if i.isdigit()][:services.BULK_LIMIT]
+    ids = _held_ids(request.POST)
     recalled = services.undo(ids, request.user)
     if wants_json(request):
         return JsonResponse({"recalled": recalled, "too_late": not recalled})

@@ -215,6 +215,16 @@ def test_audit_until_a_day_includes_that_day(admin):
     assert admin.get(f"/audit/?until={today}").content.decode().count("data-event-id=") == 1
 
 
+@pytest.mark.parametrize("after", ["2026-13-01T00:00:00|1", "9999-12-31T23:59:59-23:59|1", "0001-01-01T00:00:00%2B01:00|1",
+                                   "2026-01-01T00:00:00Z|\u00b2", "2999-01-01T00:00:00Z|" + "9" * 25, "x|y"])
+def test_a_mangled_audit_cursor_shows_the_first_page(admin, after):
+    # month 13 (ValueError), year 10000 in UTC (OverflowError), "²" (isdigit, yet int() refuses it)
+    # and an id beyond the database's integer were 500s
+    make_request("alice")
+    resp = admin.get("/audit/?after=" + after.replace("|", "%7C"))
+    assert resp.status_code == 200 and resp.content.decode().count("data-event-id=") == 1
+
+
 def test_the_csv_query_runs_before_the_response_begins(demo):
     # a query that fails fails here, as this request's answer, not inside a stream already begun
     from approvals import exports

@@ -164,6 +164,17 @@ def test_previous_pages_walk_back_to_the_same_pages(login, monkeypatch, status, 
     assert _link(resp, "next")  # the first page, reached backwards, leads on again
 
 
+@pytest.mark.parametrize("cursor", ["after=p|2026-13-01T00:00:00|x", "before=p|2026-02-30T00:00:00Z|x",
+                                    "after=p|9999-12-31T23:59:59-23:59|x", "before=p|9999-12-31T23:59:59-23:59|x",
+                                    "after=d|0001-01-01T00:00:00%2B01:00|x"])
+@pytest.mark.parametrize("partial", ["", "&partial=rows"])
+def test_a_mangled_cursor_shows_the_first_page(login, cursor, partial):
+    # no such moment (month 13), or one in year 10000 once in UTC: ValueError and OverflowError, 500s
+    req = make_request("alice")
+    resp = login("finn").get(f"/inbox/?scope=all&status=all&{cursor.replace('|', '%7C')}{partial}")
+    assert resp.status_code == 200 and ids(resp) == [req.pk]
+
+
 def test_result_count_is_capped(login, monkeypatch):
     monkeypatch.setattr(inbox, "COUNT_CAP", 3)
     for _ in range(5):

@@ -272,3 +272,19 @@ async def test_presence_who_else_has_the_request_open(demo):
     assert await finn.receive_nothing(timeout=0.3)
     for c in (finn, bob_tab):
         await c.disconnect()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("held", ["\u00b2", "1\u00b2", "9" * 25, "\u0661\u0662"])
+def test_a_mangled_held_id_is_ignored(login, undo_window, held):
+    # "²".isdigit() is true but int() refuses it, and 25 digits overflow the database's integer:
+    # both were 500s; a mangled link still shows its page, and Undo recalls nothing
+    req = make_request("alice", description="Pay the rent")
+    kept = services.hold(req.pk, user("finn"), "approve")
+    finn = login("finn")
+    assert finn.get(f"/inbox/?held={held}").status_code == 200
+    assert finn.get(f"/inbox/{req.pk}/?held={held}").status_code == 200
+    undone = finn.post("/inbox/undo/", {"held": f"{held},{held}"}, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert undone.status_code == 200 and undone.json() == {"recalled": [], "too_late": True}
+    assert finn.post("/inbox/undo/", {"held": held}).status_code == 302
+    assert HeldDecision.objects.filter(pk=kept.pk).exists()
