@@ -32,9 +32,11 @@ import fnmatch
 import functools
 import math
 import re
+import sys
 from dataclasses import dataclass
 
 import re2
+from django.utils.translation import gettext
 
 ACTIONS = ("gate", "deny", "allow")
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "contains", "matches", "glob")
@@ -144,7 +146,28 @@ class Match:
 
 
 def _is_number(v):
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    # any int (Python compares it exactly with a float), or a finite float; math.isfinite(10**400)
+    # raises OverflowError, which made saving a rule with that value a 500
+    return isinstance(v, int | float) and not isinstance(v, bool) and (isinstance(v, int) or math.isfinite(v))
+
+
+def _beyond_double(value):
+    """Whether `value` holds a number no double holds (10**400, inf, NaN): JSON has no such number
+    (agui_project/jsoncheck.py refuses 1e999 wherever JSON enters)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, bool):
+            continue
+        if isinstance(node, int) and abs(node) > sys.float_info.max:
+            return True
+        if isinstance(node, float) and not math.isfinite(node):
+            return True
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+    return False
 
 
 def _schema_at(schema, segments):
@@ -207,6 +230,10 @@ def _check_leaf(cond, where, errors, schema):
         return
     if "value" not in cond:
         return
+    if _beyond_double(value):
+        errors.append(gettext("%(where)s: the value holds a number too large for a rule (at most about 1.8e308)")
+                      % {"where": where})
+        return
     if op in ("gt", "gte", "lt", "lte") and not (_is_number(value) or isinstance(value, str)):
         errors.append(f"{where}: {op} needs a number or a string, not {type(value).__name__}")
     elif op in ("in", "not_in"):
@@ -225,8 +252,6 @@ def _check_leaf(cond, where, errors, schema):
             except re2.error as exc:
                 errors.append(f"{where}: {value!r} is not a regular expression this engine runs (RE2 syntax: "
                               f"no backreferences or lookaround): {_re2_message(exc)}")
-    elif isinstance(value, float) and not math.isfinite(value):
-        errors.append(f"{where}: the value must be finite")
 
 
 def _check_condition(cond, where, errors, schema, depth):

@@ -10,6 +10,7 @@ from .choices import DECISIONS, ApproverKind, Mode, Risk, TimeoutAction
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 RULE_MODES = (Mode.CONDITIONAL, Mode.MODEL)
+MAX_TIMEOUT = rules.MAX_DEADLINE  # a policy's deadline, like a rule's route: at most 30 days
 
 
 def _get(policy, name, default=None):
@@ -74,6 +75,10 @@ def policy_errors(policy, schema=None, check_groups=True):
     timeout = _get(policy, "timeout_seconds")
     if timeout is not None and (not isinstance(timeout, int) or timeout < 1):
         add("timeout_seconds", _("at least 1 second, or empty for the global default"))
+    elif timeout is not None and timeout > MAX_TIMEOUT:
+        # a deadline past the year 9999 cannot be computed: every call of the tool failed
+        add("timeout_seconds", _("at most %(max)s seconds (%(days)s days), or empty for the global default")
+            % {"max": MAX_TIMEOUT, "days": MAX_TIMEOUT // 86400})
     if _get(policy, "timeout_action") not in TimeoutAction.values:
         add("timeout_action", _("must be one of %(values)s") % {"values": ", ".join(TimeoutAction.values)})
     elif _get(policy, "timeout_action") == TimeoutAction.APPROVE and _get(policy, "risk") != Risk.LOW:

@@ -315,3 +315,29 @@ def test_audit_moments_outside_the_stored_years_are_a_400(demo, api, query, csv_
     if not csv_format:
         assert query.split("=")[0] in resp.json()
     assert api("alice").get(f"/api/audit/?{csv_format}since=0001-01-02T00:00:00%2B01:00").status_code == 200
+
+
+POLICY = {"mode": "always", "approver_kind": "group", "approver_group": "finance", "risk": "high"}
+
+
+@pytest.mark.parametrize("body,field", [
+    # math.isfinite(10**400) raised OverflowError: a 500
+    ({**POLICY, "mode": "conditional", "conditions": [
+        {"name": "x", "when": {"path": "args.amount", "op": "gt", "value": 10**400}, "action": "deny"}]}, "conditions"),
+    ({**POLICY, "mode": "conditional", "conditions": [
+        {"name": "x", "when": {"path": "args.amount", "op": "in", "value": [1, -10**400]}, "action": "deny"}]}, "conditions"),
+    # saved (201), then every call of the tool failed computing its deadline
+    ({**POLICY, "timeout_seconds": 10**12}, "timeout_seconds"),
+    ({**POLICY, "timeout_seconds": 30 * 86400 + 1}, "timeout_seconds"),
+    ({**POLICY, "reminder_fraction": 10**400}, "reminder_fraction"),
+])
+def test_policy_numbers_out_of_range_are_refused_by_field(demo, api, body, field):
+    resp = api("admin").put("/api/policies/transfer_money/", body, format="json")
+    assert resp.status_code == 400 and field in resp.json()
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+    assert not AuditEvent.objects.filter(action="policy_changed").exists()
+
+
+def test_a_policy_deadline_of_30_days_is_taken(demo, api):
+    resp = api("admin").put("/api/policies/transfer_money/", {**POLICY, "timeout_seconds": 30 * 86400}, format="json")
+    assert resp.status_code in (200, 201) and resp.json()["timeout_seconds"] == 30 * 86400

@@ -111,6 +111,18 @@ def test_field_errors_are_shown_by_their_field(admin, overrides, field):
     assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
 
 
+@pytest.mark.parametrize("overrides,field", [
+    ({"conditions": json.dumps([{"name": "x", "when": {"path": "args.amount", "op": "gt", "value": 10**400},
+                                 "action": "gate"}])}, "conditions"),
+    ({"timeout_seconds": str(10**12)}, "timeout_seconds"),
+])
+@pytest.mark.parametrize("action", ["save", "simulate"])
+def test_policy_numbers_out_of_range_are_refused_next_to_their_field(admin, overrides, field, action):
+    resp = admin.post("/policies/transfer_money/", {**form(**overrides), "action": action})
+    assert resp.status_code == 400 and field in resp.context["errors"]
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+
+
 def test_revert_returns_the_tool_to_its_defaults(admin):
     admin.post("/policies/transfer_money/", {**form(), "action": "save"})
     resp = admin.post("/policies/transfer_money/", {"action": "revert"})

@@ -329,3 +329,13 @@ def test_the_compiled_policy_reads_give_what_the_orm_gives(demo, django_assert_n
     assert policy.active_grant("cancel_subscription", ctx) == active
     assert policy.evaluate("cancel_subscription", {"subscription_id": "sub_1"}, ctx).grant_id == active.pk
     assert policy.active_grant("cancel_subscription", {"user": alice}) is None
+
+
+def test_a_number_no_double_holds_is_refused_in_a_rule_and_compared_in_arguments():
+    with pytest.raises(rules.RuleError) as exc:
+        rules.validate([{"when": leaf("args.amount", "gte", 10**400), "action": "gate"}])  # was OverflowError
+    assert any("too large" in e for e in exc.value.errors), exc.value.errors
+    rules.validate([{"when": leaf("args.amount", "gt", 10**300), "action": "gate"}])  # a double holds it
+    # an argument that large is still compared (exactly): it was an OverflowError while deciding
+    assert rules.holds(leaf("args.amount", "gt", 1000), {"args": {"amount": 10**400}}) is True
+    assert rules.holds(leaf("args.amount", "lt", 1000.5), {"args": {"amount": -10**400}}) is True
