@@ -73,6 +73,8 @@ class PolicyForm(forms.ModelForm):
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(gettext("not valid JSON: %(error)s (line %(line)s, column %(column)s)") % {
                 "error": exc.msg, "line": exc.lineno, "column": exc.colno}) from exc
+        except ValueError as exc:  # what json refuses beyond its grammar (an integer of more than 4300 digits): was a 500
+            raise forms.ValidationError(gettext("not valid JSON")) from exc
 
     def clean_allowed_decisions(self):
         chosen = self.cleaned_data["allowed_decisions"]

@@ -355,6 +355,8 @@ def _parse_arguments(text):
         raise services.InvalidArguments(
             _("The arguments are not valid JSON."),
             {"__root__": [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]}) from exc
+    except ValueError as exc:  # what json refuses beyond its grammar (an integer of more than 4300 digits): was a 500
+        raise services.InvalidArguments(_("The arguments are not valid JSON."), {"__root__": [_("not valid JSON")]}) from exc
     if not isinstance(value, dict):
         raise services.InvalidArguments(_("The arguments must be a JSON object."),
                                         {"__root__": ["must be a JSON object"]})

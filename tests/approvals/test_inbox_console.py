@@ -123,6 +123,16 @@ def test_policy_numbers_out_of_range_are_refused_next_to_their_field(admin, over
     assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
 
 
+@pytest.mark.parametrize("action", ["save", "simulate"])
+def test_a_number_json_cannot_read_is_refused_next_to_the_rules(admin, action):
+    # an integer of 5000 digits: json.loads raises a plain ValueError, which was a 500
+    text = '[{"name": "x", "when": {"path": "args.amount", "op": "eq", "value": %s}, "action": "gate"}]' % ("9" * 5000)
+    resp = admin.post("/policies/transfer_money/", {**form(conditions=text), "action": action})
+    assert resp.status_code == 400 and "conditions" in resp.context["errors"]
+    assert "4300" not in " ".join(resp.context["errors"]["conditions"])
+    assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
+
+
 def test_revert_returns_the_tool_to_its_defaults(admin):
     admin.post("/policies/transfer_money/", {**form(), "action": "save"})
     resp = admin.post("/policies/transfer_money/", {"action": "revert"})

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from approvals import services
-from approvals.models import ApprovalRequest, AuditEvent
+from approvals.models import ApprovalRequest, AuditEvent, Decision, HeldDecision
 from state import services as state_services
 from tests.inbox_helpers import make_request, user
 
@@ -96,6 +96,16 @@ def test_invalid_json_is_refused_with_a_message(login):
     resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": "[1, 2]"})
     assert resp.status_code == 400 and b"must be a JSON object" in resp.content
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
+def test_a_number_json_cannot_read_is_refused_with_a_message(login):
+    # an integer of 5000 digits: json.loads raises a plain ValueError, which was a 500
+    req = make_request("alice")
+    text = '{"from_account": "1234567890", "to_account": "0987654321", "currency": "USD", "amount": %s}' % ("9" * 5000)
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": text})
+    assert resp.status_code == 400 and b"not valid JSON" in resp.content and b"4300" not in resp.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    assert not HeldDecision.objects.filter(request=req).exists() and not Decision.objects.filter(request=req).exists()
 
 
 def test_reject_needs_feedback_and_the_agent_gets_it(login):
