@@ -15,9 +15,10 @@ from ag_ui.core import MessagesSnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db import OperationalError
+from django.utils.translation import gettext
 
 from agui_project import busy, daphne_frames, jsoncheck
-from agui_project.sockets import CLOSE_RETRY, REDIS_AWAY, SignedInSocket
+from agui_project.sockets import CLOSE_LOGGED_OUT, CLOSE_NOT_YOURS, CLOSE_RETRY, REDIS_AWAY, SignedInSocket
 
 from . import watching
 from .agui import custom_events
@@ -74,11 +75,11 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=4401)
+            await self.refuse(CLOSE_LOGGED_OUT)
             return
         self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         if not await self._owns_thread(user):
-            await self.close(code=4403)
+            await self.refuse(CLOSE_NOT_YOURS)
             return
         # Daphne's socket, written directly with frames prepared once for all its readers
         self.direct = daphne_frames.direct(self.base_send)
@@ -107,8 +108,14 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         if refused:
             await self.send(json.dumps(refused))
             return
-        if msg.get("type") == "resume" and isinstance(msg.get("after"), str):
-            self._start(after=msg["after"])  # resume from the last entry the client saw: no snapshot needed
+        if msg.get("type") == "resume":
+            after = msg.get("after")
+            if not events.is_entry_id(after):
+                # Redis would refuse it (an error that is no outage): said to the client, the socket goes on
+                await self.send(json.dumps({"type": "error", "code": "invalid_position", "message": gettext(
+                    "A resume names the last stream entry the client saw, such as 1764000000000-0.")}))
+                return
+            self._start(after=after)  # resume from the last entry the client saw: no snapshot needed
         elif msg.get("type") == "state_patch":
             # accepted patches reach every socket of the thread (this one too) as STATE_DELTA on the stream
             try:

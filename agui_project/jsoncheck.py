@@ -260,7 +260,11 @@ class Decoder(json.JSONDecoder):
 def read_frame(text):
     """A WebSocket text frame -> (object, None), or (None, the error frame to send back).
 
-    A frame that is not a JSON object is answered, not fatal: the socket stays open."""
+    A frame that is not a JSON object is answered, not fatal: the socket stays open. `text` is None
+    for a binary frame (channels passes it as bytes_data)."""
+    if text is None:
+        return None, {"type": "error", "code": "invalid_frame",
+                      "message": gettext("A frame must be text holding a JSON object, not binary data.")}
     try:
         msg = loads(text or "{}")
     except Refused as exc:

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 CLOSE_LOGGED_OUT = 4401  # the code a socket gets when it opens without a signed-in user
+CLOSE_NOT_YOURS = 4403  # a thread that is not the user's, an inbox for someone who reviews nothing
 # Redis could not be reached: the pages reconnect with backoff (and get a fresh snapshot). Not
 # RFC 6455's 1011: Daphne's autobahn lets an application close only with 1000 or 3000-4999
 CLOSE_RETRY = 4011
@@ -255,8 +256,15 @@ class SignedInSocket(ClosesWhenRedisIsAway):
             await self.channel_layer.group_add(group, self.channel_name)
         await super().accept(subprotocol, headers)
 
+    async def refuse(self, code):
+        """Close with `code` where the page can read it. Closed before it is accepted, a socket fails
+        its handshake (Daphne answers HTTP 403) and a browser sees only 1006, "abnormal closure":
+        the chat page kept retrying, "Reconnecting…", and never said to sign in again."""
+        await self.accept()
+        await self.close(code=code)
+
     async def websocket_receive(self, message):
-        if self._signed_out:  # frames already in flight when the session ended
+        if self._signed_out or self._closed:  # frames already in flight when the session ended or it was refused
             return
         await super().websocket_receive(message)
 

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agui_project import jsoncheck
-from agui_project.sockets import SignedInSocket
+from agui_project.sockets import CLOSE_LOGGED_OUT, CLOSE_NOT_YOURS, SignedInSocket
 
 from . import notify, selectors
 from .access import is_reviewer
@@ -24,11 +24,11 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=4401)
+            await self.refuse(CLOSE_LOGGED_OUT)
             return
         self.targets = await self._targets(user)
         if self.targets is None:
-            await self.close(code=4403)
+            await self.refuse(CLOSE_NOT_YOURS)
             return
         for target in self.targets:
             await self.channel_layer.group_add(target, self.channel_name)

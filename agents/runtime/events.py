@@ -25,6 +25,14 @@ from agui_project.redis_client import redis_client
 FLUSH_SECONDS = 0.001
 FLUSH_EVENTS = 32
 BLOCK_MS = 4000  # under redis-py's 5 s socket timeout, or an idle XREAD BLOCK fails as a timeout
+
+
+def is_entry_id(value):
+    """A stream entry id Redis takes as a position: "<ms>" or "<ms>-<seq>", each a 64-bit unsigned
+    number (what a client resumes after; anything else Redis refuses with an error)."""
+    parts = value.split("-") if isinstance(value, str) else ()
+    return 0 < len(parts) <= 2 and all(p.isascii() and p.isdigit() and len(p) <= 20 and int(p) < 2 ** 64
+                                       for p in parts)
 IDLE_WRITERS = 8  # writer threads kept for the next runs of this process
 
 log = logging.getLogger(__name__)

@@ -1144,7 +1144,10 @@
     document.body.dataset.wsState = value;
     const status = document.getElementById("conn-status");
     if (status) {
-      status.textContent = value === "open" ? gettext("Live") : value === "connecting" ? gettext("Connecting…") : gettext("Reconnecting…");
+      status.textContent = value === "open" ? gettext("Live")
+        : value === "connecting" ? gettext("Connecting…")
+        : value === "refused" ? gettext("Not live: sign in again to see changes as they happen")
+        : gettext("Reconnecting…");
       status.dataset.state = value;
     }
   }
@@ -1232,6 +1235,10 @@
     });
     ws.addEventListener("close", (event) => {
       if (currentWs !== ws) return;
+      if (event.code === 4401 || event.code === 4403) {
+        setWsState("refused");  // signed out (or reviews nothing): retrying cannot help
+        return;
+      }
       setWsState("closed");
       // Closed with 4011 (Redis away), the socket had been accepted only to be told so: the
       // backoff keeps growing. Any other close of an opened socket starts it over.

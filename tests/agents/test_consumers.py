@@ -11,8 +11,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from agents import services
+from agents.agui import custom_events
 from agents.routing import websocket_urlpatterns as thread_ws
-from agents.runtime import runner
+from agents.runtime import events, runner
 from approvals.routing import websocket_urlpatterns as inbox_ws
 from tests.helpers import next_event, transfer_request
 
@@ -117,14 +118,46 @@ async def test_thread_socket_streams_a_run_in_agui_order(demo, no_enqueue):
     await late.disconnect()
 
 
+async def refused_with(comm):
+    """The close code of a refused socket: accepted first, since a socket refused at its handshake
+    reaches a browser as 1006 only (Daphne answers HTTP 403), and the chat page retried for ever."""
+    connected, _ = await comm.connect()
+    assert connected
+    closed = await comm.receive_output(timeout=5)
+    assert closed["type"] == "websocket.close", closed
+    await comm.send_to(text_data='{"type": "resume", "after": "0"}')  # nothing more happens
+    assert await comm.receive_nothing(timeout=0.2)
+    return closed["code"]
+
+
 async def test_thread_socket_refuses_anonymous_and_other_users(demo):
     thread = await sync_to_async(services.create_thread)(demo["bob"], "banking")
-    anon = communicator(f"/ws/threads/{thread.pk}/", AnonymousUser())
-    connected, code = await anon.connect()
-    assert not connected and code == 4401
-    alice = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
-    connected, code = await alice.connect()
-    assert not connected and code == 4403
+    assert await refused_with(communicator(f"/ws/threads/{thread.pk}/", AnonymousUser())) == 4401
+    assert await refused_with(communicator(f"/ws/threads/{thread.pk}/", demo["alice"])) == 4403
+
+
+async def test_a_resume_position_redis_would_refuse_is_answered_and_the_socket_goes_on(demo, caplog):
+    """It was taken for a Redis outage: closed with 4011 and logged as one."""
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    comm = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    assert (await comm.connect())[0]
+    snapshot = await comm.receive_json_from(timeout=10)  # the snapshots, one frame
+    assert snapshot[0]["type"] == "MESSAGES_SNAPSHOT"
+    with caplog.at_level(logging.WARNING):
+        for after in ("abc", "-1", "+", "1-2-3", "18446744073709551616-0", "\u0661-0", 5, None):
+            await comm.send_json_to({"type": "resume", "after": after})
+            reply = await comm.receive_json_from(timeout=5)
+            assert reply["type"] == "error" and reply["code"] == "invalid_position", (after, reply)
+        await comm.send_to(bytes_data=b"\x89PNG\r\n")  # a binary frame is answered too (it was ignored)
+        reply = await comm.receive_json_from(timeout=5)
+        assert reply["code"] == "invalid_frame" and "binary" in reply["message"]
+    assert "Redis" not in caplog.text
+    # still open: a valid position resumes, and what is appended after it arrives
+    await comm.send_json_to({"type": "resume", "after": "0-0"})
+    await sync_to_async(events.append)(thread.pk, custom_events.ignored_messages([{"id": "m", "role": "system"}]))
+    got = await comm.receive_json_from(timeout=10)
+    assert any(e.get("name") == "ignored_messages" for e in (got if isinstance(got, list) else [got]))
+    await comm.disconnect()
 
 
 async def test_sockets_check_origin(demo, settings):
@@ -141,9 +174,8 @@ async def test_inbox_socket_hears_new_requests_for_its_groups(demo):
     assert (await finn.connect())[0]
     rita = communicator("/ws/inbox/", demo["rita"])
     assert (await rita.connect())[0]
-    enduser = communicator("/ws/inbox/", demo["bob"])
-    connected, code = await enduser.connect()
-    assert not connected and code == 4403
+    assert await refused_with(communicator("/ws/inbox/", demo["bob"])) == 4403
+    assert await refused_with(communicator("/ws/inbox/", AnonymousUser())) == 4401
 
     req = await sync_to_async(transfer_request)(demo["alice"])
     notice = await finn.receive_json_from(timeout=10)

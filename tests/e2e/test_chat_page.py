@@ -239,3 +239,20 @@ def test_phone_width_and_no_outside_resources(people, live_stack):
     assert external == []
     assert outside == [], outside
     assert_same_as_server(page, thread)
+
+
+def test_a_socket_refused_after_sign_out_says_so_and_stops_retrying(people):
+    """The server used to refuse a signed-out socket at its handshake: the browser saw only 1006,
+    and the page said "Reconnecting…" for ever. It now reads 4401 and tells the person."""
+    alice = people("alice")
+    page = alice.page
+    new_chat(page)
+    attempts = []
+    page.on("websocket", lambda ws: attempts.append(ws.url))
+    alice.ctx.clear_cookies()  # the session is gone (signed out elsewhere, or expired)
+    page.evaluate("window.aguiChat.ws.close()")  # the connection drops: the page reopens it
+    notice = page.locator("#chat-notice-text")
+    expect(notice).to_have_text("This chat is not available to you any more; sign in again or open another chat.")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "closed")
+    assert len(attempts) == 1, attempts  # the one reopening, refused with 4401 (not a handshake failure)
+    alice.shoot("refused")
