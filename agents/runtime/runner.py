@@ -211,7 +211,7 @@ def _field(parts, before, after):
 def shown_value(value, prop=None, currency=None):
     """A value as its schema says: a money amount with two decimals and its currency, 500 not 500.0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False)  # the person's words as written (the model reads them too)
     if (prop or {}).get("type") == "number" and isinstance(currency, str) and currency:
         return f"{value:.2f} {currency}"
     return str(int(value)) if float(value).is_integer() else repr(float(value))

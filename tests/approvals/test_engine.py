@@ -158,6 +158,9 @@ def test_the_model_is_told_exactly_what_changed_and_why_it_was_refused():
     assert text == ('The reviewer changed the arguments before approving (amount: 500.00 USD -> 450.00 USD; '
                     'recipient.country: "DE" -> "FR"). ')
     assert agent_runner.changes_text({"a": 1}, {"a": 1}) == ""
+    # text as written, not as \u escapes (the person was retold "\u4f1a\u8bae…")
+    assert agent_runner.changes_text({"subject": "Status"}, {"subject": "会议纪要 – Café"}) == (
+        'The reviewer changed the arguments before approving (subject: "Status" -> "会议纪要 – Café"). ')
 
     class Call:
         name, feedback = "delete_file", "Keep the logs until the audit"
