@@ -3,8 +3,12 @@
 After a continuation settles paused calls that write shared state, the runner says the
 agent's strategy text instead of asking the model again (the agent-framework seed's
 Default / Recipe / DocumentWriter / TaskPlanner strategies). `steps` are the task steps a
-decided call carried (the planner's), each {"description", "status", ...}.
+decided call carried (the planner's), each {"description", "status", ...}. The person reads these
+(the runner speaks the chat owner's language), so they are translated, and say only what is known:
+approved as proposed or edited, the strategy cannot tell.
 """
+
+from django.utils.translation import gettext as _
 
 
 class ConfirmationStrategy:
@@ -29,59 +33,61 @@ def _enabled(steps):
     return [s for s in steps or [] if s.get("status", "pending") not in ("skipped", "disabled")]
 
 
+def _listed(head, steps, tail):
+    return f"{head}\n\n{_numbered(_enabled(steps))}\n{tail}"
+
+
 class DefaultConfirmationStrategy(ConfirmationStrategy):
     def on_approval_accepted(self, steps):
-        chosen = _enabled(steps)
-        return f"Executing {len(chosen)} approved steps:\n\n{_numbered(chosen)}\nAll steps completed successfully!"
+        return _listed(_("Executing the approved steps:"), steps, _("All steps completed successfully!"))
 
     def on_approval_rejected(self, steps):
-        return "No problem! What would you like me to change about the plan?"
+        return _("No problem! What would you like me to change about the plan?")
 
     def on_state_confirmed(self):
-        return "Changes confirmed and applied successfully!"
+        return _("Changes confirmed and applied successfully!")
 
     def on_state_rejected(self):
-        return "No problem! What would you like me to change?"
+        return _("No problem! What would you like me to change?")
 
 
 class RecipeConfirmationStrategy(DefaultConfirmationStrategy):
     def on_approval_accepted(self, steps):
-        return f"Updating your recipe:\n\n{_numbered(_enabled(steps))}\nRecipe updated successfully!"
+        return _listed(_("Updating your recipe:"), steps, _("Recipe updated successfully!"))
 
     def on_approval_rejected(self, steps):
-        return "No problem! What ingredients or steps should I change?"
+        return _("No problem! What ingredients or steps should I change?")
 
     def on_state_confirmed(self):
-        return "Recipe changes applied successfully!"
+        return _("Recipe changes applied successfully!")
 
     def on_state_rejected(self):
-        return "No problem! What would you like me to adjust in the recipe?"
+        return _("No problem! What would you like me to adjust in the recipe?")
 
 
 class DocumentWriterConfirmationStrategy(DefaultConfirmationStrategy):
     def on_approval_accepted(self, steps):
-        return f"Applying your edits:\n\n{_numbered(_enabled(steps))}\nDocument updated successfully!"
+        return _listed(_("Applying the approved changes:"), steps, _("Document updated successfully!"))
 
     def on_approval_rejected(self, steps):
-        return "No problem! Which changes should I keep or modify?"
+        return _("No problem! Which changes should I keep or modify?")
 
     def on_state_confirmed(self):
-        return "Document saved: your edits are applied."
+        return _("The document is saved.")
 
     def on_state_rejected(self):
-        return "No problem! I discarded the draft. What should I change about the document?"
+        return _("No problem! I discarded the draft. What should I change about the document?")
 
 
 class TaskPlannerConfirmationStrategy(DefaultConfirmationStrategy):
     def on_approval_accepted(self, steps):
-        chosen = _enabled(steps)
-        return f"Here is your confirmed plan ({len(chosen)} steps):\n\n{_numbered(chosen)}\nTasks confirmed and ready to go!"
+        return _listed(_("Here is your confirmed plan:"), steps, _("Tasks confirmed and ready to go!"))
 
     def on_approval_rejected(self, steps):
-        return "No problem! Let me revise the plan. What would you like me to change?"
+        return _("No problem! Let me revise the plan. What would you like me to change?")
 
     def on_state_confirmed(self):
-        return "Tasks confirmed and ready to execute!"
+        return _("Tasks confirmed and ready to execute!")
 
     def on_state_rejected(self):
-        return "No problem! How should I adjust the task list?"
+        return _("No problem! How should I adjust the task list?")

@@ -164,7 +164,18 @@ def test_approve_with_edits_commits_the_edited_arguments(demo):
     events = of_run(stream_events(thread.pk), cont.pk)
     assert replay_state(events)[-1] == ("STATE_SNAPSHOT", {"document": edited})
     text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
-    assert text == "Document saved: your edits are applied."
+    assert text == "The document is saved."  # it said "your edits are applied" whether or not there were any
+
+
+def test_the_confirmation_is_said_in_the_chat_owners_language(demo):
+    """The strategies' sentences were English whatever the person spoke."""
+    from people.models import Profile
+
+    alice, thread, run, request = _paused_writer(demo)
+    Profile.objects.update_or_create(user=alice, defaults={"language": "fr"})
+    approval_services.decide(request.pk, alice, "approve")
+    cont = run_continuation(run)
+    assert Message.objects.filter(run=cont, role="assistant").last().content == "Le document est enregistré."
 
 
 def test_expiry_reverts_the_prediction(demo):
@@ -187,7 +198,7 @@ def test_planner_steps_need_confirmation_and_the_strategy_lists_them(demo):
     steps = state_services.snapshot(thread.state_key)[0]["steps"]
     assert [s["description"] for s in steps][:2] == ["Pick a date and make a guest list", "Book or prepare the venue"]
     reply = Message.objects.filter(run=cont, role="assistant").last().content
-    assert reply.startswith("Here is your confirmed plan (5 steps):") and "1. Pick a date" in reply
+    assert reply.startswith("Here is your confirmed plan:") and "1. Pick a date" in reply and "5. " in reply
 
     # preferences are a second state key, written without confirmation
     run_prompt(thread, alice, "I prefer short tasks in the morning")
