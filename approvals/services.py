@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
+from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -444,22 +445,23 @@ def _check_edit(req, defaults, proposed):
     verdict = policy.evaluate(req.tool_name, proposed,
                               {"user": req.requester, "agent": req.agent_name, "thread": req.thread_ref})
     rule = verdict.matched_rule.split(": ", 1)[-1]  # "policy: rule 1 (x): deny" -> "rule 1 (x): deny"
-    if verdict.action == "deny":
-        message = f"These arguments are blocked by policy ({rule}), so the edit was refused."
+    if verdict.action == "deny":  # a reviewer reads it: in their language (the rule's name as written)
+        message = _("These arguments are blocked by policy (%(rule)s), so the edit was refused.") % {"rule": rule}
         raise EditDenied(message, {"arguments": [message]})
     if verdict.action != "approve":
         return
     needs = []
     if verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None \
             and verdict.group.pk != req.approver_group_id:
-        needs.append(f"approval by {verdict.group.name}")
+        needs.append(_("approval by %(group)s") % {"group": verdict.group.name})
     if verdict.required_approvals > req.required_approvals:
-        needs.append(f"{verdict.required_approvals} approvals")
+        needs.append(_("%(count)s approvals") % {"count": verdict.required_approvals})
     if RISK_ORDER.index(verdict.risk) > RISK_ORDER.index(req.risk):
-        needs.append(f"a {verdict.risk}-risk review")
+        needs.append(_("a review at %(risk)s risk") % {"risk": Risk(verdict.risk).label})
     if needs:
-        message = (f"These arguments need {' and '.join(needs)} ({rule}), which this request does not have. "
-                   "Approve the arguments as they were, or reject the request with feedback.")
+        message = _("These arguments need %(needs)s (%(rule)s), which this request does not have. Approve the "
+                    "arguments as they were, or reject the request with feedback.") % {
+            "needs": get_text_list(needs, _("and")), "rule": rule}
         raise EditNeedsOtherApprover(message, {"arguments": [message]})
 
 

@@ -182,7 +182,8 @@ class Tool:
             return self.authorize(requester, arguments)
         except NotYours as exc:
             raise registry.ArgumentsInvalid(
-                {exc.obj.field: [f"{exc.obj.label} is not {requester.get_username()}'s"]}) from exc
+                {exc.obj.field: [gettext("%(object)s is not %(user)s's") % {
+                    "object": exc.obj.label, "user": requester.get_username()}]}) from exc
 
 
     def description_for(self, arguments):

@@ -66,6 +66,24 @@ def test_the_decide_api_answers_400_edit_denied_naming_the_rule(demo, api):
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
 
 
+def test_edit_refusals_are_in_the_reviewers_language(demo, api):
+    """edit_denied and edit_needs_other_approver were English whatever Accept-Language said (the
+    other refusals of the same endpoint were translated)."""
+    from django.utils import translation
+
+    deny_large_transfers(demo["admin"])
+    req = bob_transfer(demo)
+    with translation.override("en"):  # what the request activates ends with it, not in the next test
+        r = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": {
+            **req.arguments, "amount": 3000}}, format="json", HTTP_ACCEPT_LANGUAGE="fr")
+    assert r.json()["code"] == "edit_denied" and r.json()["message"].startswith("Ces arguments sont bloqués")
+    assert "rule 1 (large)" in r.json()["message"]  # the rule's name as the admin wrote it
+    with translation.override("en"):
+        r = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": {
+            **req.arguments, "from_account": ALICE}}, format="json", HTTP_ACCEPT_LANGUAGE="fr")
+    assert r.status_code == 400 and f"account {ALICE} n'appartient pas à bob" in str(r.json()), r.json()
+
+
 def test_an_edit_that_needs_another_approver_than_the_request_has_is_refused(demo):
     req = approval_services.request(  # asked while the requester confirmed her own calls
         tool_name="transfer_money", arguments={"from_account": ALICE, "to_account": BOB, "amount": 5.0,
