@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy
 from agui_project.answer_first import later
 from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
 
-from . import mail, mail_links, notify, policy, registry, schemas, selectors
+from . import mail, mail_links, notify, policy, registry, schemas, selectors, validators
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -183,7 +183,9 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
     """Record a pending request for a person (verdict comes from policy.evaluate)."""
     defaults = registry.get(tool_name)
     now = timezone.now()
-    timeout = verdict.timeout_seconds
+    # a policy saved before deadlines had a ceiling may hold one no date reaches (10**12 s): every
+    # call of the tool failed computing it; it is held to the ceiling policies now have
+    timeout = min(verdict.timeout_seconds, validators.MAX_TIMEOUT) if verdict.timeout_seconds else None
     expires_at = now + timedelta(seconds=timeout) if timeout else None
     remind_at = _at(now, timeout, verdict.reminder_fraction) if timeout and verdict.reminder_fraction else None
     escalation = verdict.escalation_group if verdict.approver_kind == ApproverKind.GROUP else None

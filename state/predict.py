@@ -117,7 +117,7 @@ class Prediction:
         text = self.text if text is None else text
         try:
             arguments = json.loads(text or "{}")
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or beyond what json reads (an integer of 5,000 digits)
             arguments = parse_partial(text)
         values = values_from_arguments(self.config, self.tool_name, arguments)
         if not values or values == self.values:

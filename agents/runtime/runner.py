@@ -46,6 +46,7 @@ from agents.runtime.statesync import StateSync
 from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import claim_ahead, claim_run, move_call, move_run
+from agui_project import jsoncheck
 from agui_project.queries import Prepared, PreparedInsert, one, read_ahead
 from approvals import policy
 from approvals import selectors as approval_selectors
@@ -536,11 +537,16 @@ class Runner:
         if tool is None:
             return self.invalid(tc, f"Error: there is no tool named {call['name']!r}.")
         try:
-            raw = json.loads(call["arguments"] or "{}")
+            # the gate of input from outside: also what json reads and no database stores (NaN, a NUL,
+            # an integer of 5,000 digits, which json fails on with a ValueError that is no JSONDecodeError)
+            raw = jsoncheck.loads(call["arguments"] or "{}")
             with translation.override(None):  # what is wrong goes to the model: in the words it reads
                 arguments = tool.validate(raw)
         except json.JSONDecodeError as exc:
             return self.invalid(tc, f"Error: the arguments are not valid JSON ({exc.msg}); nothing was executed.")
+        except jsoncheck.Refused as exc:
+            return self.invalid(tc, f"Error: the arguments are not usable JSON ({exc.refusal.message}); nothing "
+                                    "was executed.")
         except ArgumentsInvalid as exc:
             problems = "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items())
             return self.invalid(tc, f"Error: invalid arguments ({problems}); nothing was executed.")

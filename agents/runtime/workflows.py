@@ -41,6 +41,7 @@ from agents.models import InputRequest, Message, Run, ToolCall, WorkflowInstance
 from agents.runtime import inputs
 from agents.runtime.runner import NOT_BUILTIN, RunCancelled, Runner
 from agents.transitions import move_call
+from agui_project import jsoncheck
 
 __all__ = ["Handoff", "Workflow", "WorkflowRunner", "ends_with_case_complete", "merged_state"]
 
@@ -92,9 +93,11 @@ REQUEST_INFO_SPEC = {"type": "function", "function": {
 def _args(raw, schema):
     """Parsed and checked built-in tool arguments, or an error text for the model."""
     try:
-        value = json.loads(raw or "{}")
+        value = jsoncheck.loads(raw or "{}")  # as a tool's arguments are read (runner.handle_call)
     except json.JSONDecodeError as exc:
         return None, f"Error: the arguments are not valid JSON ({exc.msg}); nothing was done."
+    except jsoncheck.Refused as exc:
+        return None, f"Error: the arguments are not usable JSON ({exc.refusal.message}); nothing was done."
     problems = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(value)]
     if problems:
         return None, f"Error: invalid arguments ({'; '.join(problems)}); nothing was done."

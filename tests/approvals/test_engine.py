@@ -651,3 +651,17 @@ def test_a_task_delivered_twice_executes_nothing_twice(demo, celery_worker_live,
     assert call.status == "succeeded" and call.attempts == 1
     assert Message.objects.filter(thread_id=thread, role="tool").count() == 1
     assert Run.objects.filter(thread_id=thread).count() == 2
+
+
+def test_a_deadline_saved_before_its_ceiling_is_held_to_it(demo, finance):
+    """timeout_seconds had no ceiling: a policy saved with 10**12 made every call of the tool fail
+    (no date that far); the policies now refuse it, and one already stored is held to 30 days."""
+    from approvals.models import ToolPolicy
+    from approvals.validators import MAX_TIMEOUT
+
+    set_transfer_policy(demo, timeout_seconds=3600)
+    ToolPolicy.objects.filter(tool_name="transfer_money").update(timeout_seconds=10 ** 12)
+    before = timezone.now()
+    req = transfer_request(demo["alice"])
+    assert req.status == "pending"
+    assert timedelta(seconds=MAX_TIMEOUT) <= req.expires_at - before <= timedelta(seconds=MAX_TIMEOUT + 60)

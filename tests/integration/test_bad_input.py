@@ -295,7 +295,10 @@ def _tool_result(thread_id, call_id):
     ({"id": "call_wrong_type", "name": "transfer_money", "arguments": json.dumps({**TRANSFER_ARGS, "amount": "all"})},
      "amount"),
     ({"id": "call_not_object", "name": "transfer_money", "arguments": "[1, 2, 3]"}, "invalid arguments"),
-], ids=["broken-json", "unknown-tool", "hallucinated-argument", "wrong-type", "not-an-object"])
+    # json reads it and fails converting it (a ValueError, not JSONDecodeError): the run failed
+    ({"id": "call_digits", "name": "transfer_money",
+      "arguments": json.dumps({**TRANSFER_ARGS, "amount": "N"}).replace('"N"', "9" * 5000)}, "more than 4300 digits"),
+], ids=["broken-json", "unknown-tool", "hallucinated-argument", "wrong-type", "not-an-object", "long-number"])
 def test_malformed_tool_call_is_a_tool_error_and_nothing_runs(celery_worker_live, fake_llm, api, call, expected):
     thread_id, end = _run(api, fake_llm, {"text": "On it.", "tool_calls": [call]}, {"text": "That did not work."})
     assert end["type"] == "RUN_FINISHED"
