@@ -305,3 +305,12 @@ def test_the_same_arguments_are_the_same_json_not_equal_in_python(api, demo):
     assert first["status"] == "pending" and first["approvals"] == 1  # an edit to 1.0, and rita approves it
     done = api("finn").post(f"/api/approvals/{quorum['id']}/decide/", {"decision": "approve"}, format="json").json()
     assert done["status"] == "modified" and done["approvals"] == 2 and done["final_arguments"] == {"n": 1.0}
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+01:00"])
+def test_a_user_wrote_at_no_database_stores_is_a_400(api, moment):
+    """A well-formed moment outside years 1-9999 once in UTC (DRF's DateTimeField refuses it: a guard,
+    as the audit filters' own parsing of such moments was a 500)."""
+    resp = api("bob").post("/api/approvals/", body(thread="t1", user_wrote_at=moment), format="json")
+    assert resp.status_code == 400 and "user_wrote_at" in str(resp.json()), resp.content
+    assert not ApprovalRequest.objects.exists()
