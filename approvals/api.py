@@ -30,7 +30,7 @@ from agui_project.serializers import ErrorSerializer, ModelSerializer
 from . import exports, outside, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
-from .models import ApprovalRequest, AuditEvent, Decision, OutsideCall, Risk, ThreadGrant, ToolPolicy
+from .models import ApprovalRequest, AuditEvent, Decision, OutsideCall, Risk, ThreadGrant, ToolPolicy, said
 from .validators import policy_errors
 from .waiting import MAX_WAIT
 
@@ -126,6 +126,12 @@ class ApprovalSerializer(ModelSerializer):
         ]
         extra_kwargs = {"allowed_decisions": {"help_text": "What reviewers may answer (approve, edit, reject, "
                                                            "respond), from the tool's policy when it was asked"}}
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        # in the caller's language where the request was said in every language (our own tools')
+        data["description"], data["impact"] = said(instance, "description"), said(instance, "impact")
+        return data
 
     @extend_schema_field(OutsideInfoSerializer(allow_null=True))
     def get_outside(self, obj):

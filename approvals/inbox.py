@@ -51,7 +51,7 @@ AGE_DELTAS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": tim
               "7d": timedelta(days=7)}
 RISKS = {"": _("Any risk"), **dict(Risk.choices), "high,critical": _("high or critical")}
 # the columns a row shows: the JSON blobs (schema, context, arguments) stay in the database
-ROW_FIELDS = ("id", "status", "tool_name", "description", "risk", "requester_id", "requester__username",
+ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "requester_id", "requester__username",
               "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
               "escalation_group__name", "escalated_at", "expires_at", "agent_name", "thread_ref", "created_at",
               "decided_at", "required_approvals", "decided_by__username")

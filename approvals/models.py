@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy  # "requester" alone is the inbox's word for who decides
 
@@ -23,6 +24,19 @@ def new_id():
 def arguments_hash(arguments):
     """What an approval approves (Decision.arguments_hash): the same arguments, the same digest."""
     return hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def said(request, field):
+    """A request's `description` or `impact` in the active language, where it was written in every
+    language (said_in_every_language), else as stored. `request`: a row, or a dict of its values."""
+    get = request.get if isinstance(request, dict) else lambda name, default=None: getattr(request, name, default)
+    every = get("said") or {}
+    if every:
+        language = (translation.get_language() or settings.LANGUAGE_CODE).lower()
+        words = every.get(language) or every.get(language.split("-")[0]) or {}
+        if words.get(field):
+            return words[field]
+    return get(field) or ""
 
 
 def default_reminder_fraction():
@@ -115,6 +129,10 @@ class ApprovalRequest(models.Model):
     reason = models.TextField(_("reason"), blank=True, default="")
     reversible = models.BooleanField(_("reversible"), default=False)
     impact = models.TextField(_("impact"), blank=True, default="")
+    # {language: {"description", "impact"}}: our own tools say a request in every language of the
+    # site when it is made (`description` and `impact` hold the requester's), so that each reviewer
+    # reads it in theirs (said()); empty for an outside agent's, which reads as it was sent
+    said = models.JSONField(_("in every language"), default=dict, blank=True)
     risk = models.CharField(_("risk"), max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
     matched_rule = models.CharField(_("rule that matched"), max_length=200, blank=True, default="")
     self_check = models.TextField(_("model self-check"), blank=True, default="")  # mode model: the model's reason a person is needed

@@ -99,6 +99,8 @@ def _approval_notice(kind, request):
             "status": request.status,
             "tool_name": request.tool_name,
             "description": request.description,
+            # one notice for every reader: each page picks its language (models.said)
+            "descriptions": {code: words.get("description", "") for code, words in (request.said or {}).items()},
             "expires_at": request.expires_at.isoformat() if request.expires_at else None,
             "escalated": request.escalated_at is not None,
         },

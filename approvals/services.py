@@ -179,8 +179,10 @@ def _at(now, seconds, fraction):
 
 
 def request(*, tool_name, arguments, requester, verdict, description, reason="", reversible=False,
-            impact="", context=None, agent_name="", thread_ref="", run_ref="", tool_call_ref="", schema=None):
-    """Record a pending request for a person (verdict comes from policy.evaluate)."""
+            impact="", context=None, agent_name="", thread_ref="", run_ref="", tool_call_ref="", schema=None,
+            said=None):
+    """Record a pending request for a person (verdict comes from policy.evaluate). `said`: the
+    description and impact in every language ({language: {"description", "impact"}}; models.said)."""
     defaults = registry.get(tool_name)
     now = timezone.now()
     # a policy saved before deadlines had a ceiling may hold one no date reaches (10**12 s): every
@@ -200,6 +202,7 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
             reason=reason,
             reversible=reversible,
             impact=impact,
+            said=said or {},
             risk=verdict.risk,
             matched_rule=verdict.matched_rule[:200],
             self_check=verdict.reason,

@@ -26,7 +26,7 @@ from . import inbox as inbox_query
 from . import registry, selectors, services, stats
 from .access import is_reviewer
 from .filters import parse_row_id
-from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash
+from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash, said
 
 # kept for bench/djtasks.py, which EXPLAINs these filters
 STATUS_FILTERS = {
@@ -148,8 +148,8 @@ def bulk(request):
                                                 "%(count)s requests answered with guidance.", len(ok))}.get(
             decision, ngettext("%(count)s request rejected.", "%(count)s requests rejected.", len(ok)))
         messages.success(request, done % {"count": len(ok)})
-    names = dict(selectors.visible_requests(user=request.user).filter(pk__in=[r["id"] for r in failed])
-                 .values_list("pk", "description"))
+    names = {r["id"]: said(r, "description") for r in selectors.visible_requests(user=request.user).filter(
+        pk__in=[r["id"] for r in failed]).values("id", "description", "said")}
     for r in failed:
         messages.error(request, _("%(what)s: %(why)s") % {"what": names.get(r["id"]) or _("A request"),
                                                            "why": r["message"]})
@@ -177,7 +177,7 @@ def undo_toast(request):
     verb = {"approve": _("Approved"), "reject": _("Rejected"), "respond": _("Answered with guidance")}[rows[0].decision]
     if len(rows) == 1:
         req = rows[0].request
-        what = req.description or req.tool_name
+        what = said(req, "description") or req.tool_name
         if rows[0].decision == "approve" and rows[0].arguments is not None:
             verb = _("Approved with edits")
     else:

@@ -613,6 +613,7 @@ class Runner:
                 reason=assistant_text or "The agent gave no reason.",
                 reversible=tool.reversible,
                 impact=tool.impact_for(arguments),
+                said=tool.said_for(arguments),
                 context={"excerpt": excerpt, **({"objects": list(objects)} if objects else {}),
                          **(tool.request_context() if hasattr(tool, "request_context") else {})},  # MCP: its server
                 agent_name=self.agent.name,

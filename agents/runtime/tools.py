@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
+from django.conf import settings
+from django.utils import translation
 from django.utils.translation import gettext
 
 from approvals import argument_errors, registry
@@ -194,6 +196,17 @@ class Tool:
 
     def impact_for(self, arguments):
         return self.impact(arguments) if callable(self.impact) else self.impact
+
+    def said_for(self, arguments):
+        """{language: {"description", "impact"}} in every language of the site, for the request's
+        readers (approvals.models.said): made once, when the call pauses, since a description may
+        read the world as it is then (a file's size), which a page shown later must not read again."""
+        said = {}
+        for code, _name in settings.LANGUAGES:
+            with translation.override(code):
+                said[code] = {"description": str(self.description_for(arguments)),
+                              "impact": str(self.impact_for(arguments) or "")}
+        return said
 
     def run(self, ctx: ToolContext, arguments: dict):
         with _for(ctx.user):

@@ -5,7 +5,16 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext
 
+from approvals.models import said
+
 register = template.Library()
+
+
+@register.filter(name="said")
+def said_filter(request, field):
+    """{{ approval|said:"description" }}: the request's description or impact in the reader's
+    language (approvals.models.said); a row dict or a request."""
+    return said(request, field)
 
 
 @register.filter

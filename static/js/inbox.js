@@ -246,7 +246,10 @@
   }
 
   function notifyNew(approval) {
-    const text = fmt(gettext("%(tool)s: %(description)s"), { tool: approval.tool_name || gettext("request"), description: approval.description || "" });
+    // in this page's language when the request was said in every language (our own tools')
+    const said = approval.descriptions || {};
+    const description = said[document.documentElement.lang] || approval.description || "";
+    const text = fmt(gettext("%(tool)s: %(description)s"), { tool: approval.tool_name || gettext("request"), description });
     announce(fmt(gettext("New request for you: %(request)s"), { request: text }));
     if (!notificationsOn()) return;
     try {

@@ -89,3 +89,36 @@ def test_a_reminder_is_in_the_recipients_language(demo, fay):
     assert by_to["finn@example.com"].subject.endswith("Lembrete: transfer_money aguarda sua decisão")
     assert "Ferramenta: transfer_money" in by_to["finn@example.com"].body
     assert by_to["fay@example.com"].subject.endswith("Reminder: transfer_money awaits your decision")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_reads_in_each_readers_language_whoever_asked(demo, fay, monkeypatch, api):
+    """Its title and estimated impact were made once, in the requester's language (the run speaks
+    hers), and every reviewer, mail and API answer showed them so: a Chinese title to an English
+    reviewer. Our tools now say them in every language when the call pauses."""
+    from agents import services
+    from approvals.models import ApprovalRequest
+    from tests.helpers import run_prompt
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    Profile.objects.update_or_create(user=demo["alice"], defaults={"language": "zh-hans"})
+    Profile.objects.update_or_create(user=demo["finn"], defaults={"language": "fr"})
+    thread = services.create_thread(demo["alice"], "banking")
+    run_prompt(thread, demo["alice"], "Transfer $500 from account 1234567890 to account 0987654321")
+    req = ApprovalRequest.objects.get(run_ref__in=thread.runs.values("pk"))
+    assert req.description == "从 1234567890 向 0987654321 转账 500.00 USD"  # the requester's, as stored
+    english, french = "Transfer 500.00 USD from 1234567890 to 0987654321", "Virement de 500.00 USD de 1234567890"
+    reviewer = Client()
+    reviewer.force_login(fay)
+    for path in (f"/inbox/{req.pk}/", "/inbox/"):
+        page = reviewer.get(path, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+        assert english in page and "转账" not in page, path
+    assert "Moves 500.00 USD out of account 1234567890" in reviewer.get(f"/inbox/{req.pk}/").content.decode()
+    finn = Client()
+    finn.force_login(demo["finn"])
+    assert french in finn.get(f"/inbox/{req.pk}/").content.decode()
+    with translation.override("en"):
+        data = api("finn").get(f"/api/approvals/{req.pk}/", HTTP_ACCEPT_LANGUAGE="fr").json()
+    assert data["description"].startswith(french) and "转账" not in data["impact"]
+    by_to = {m.to[0]: m for m in django_mail.outbox}
+    assert french in by_to["finn@example.com"].body and english in by_to["fay@example.com"].body
