@@ -80,19 +80,91 @@ def _pydantic_sentence(err, description):
         return _("Must be one of: %(choices)s.") % {"choices": ctx.get("expected", "")}
     if kind == "value_error" and ctx.get("error") is not None:
         return str(ctx["error"])  # the tool's own validator said it (in its words)
+    if kind == "union_tag_invalid":  # a tagged union's tag (AG-UI: a message's role, a part's type)
+        return _("Unknown %(key)s %(value)s; accepted: %(choices)s.") % {
+            "key": _unquoted(ctx.get("discriminator")), "value": repr(ctx.get("tag")), "choices": ctx.get("expected_tags", "")}
+    if kind == "union_tag_not_found":
+        return _("Required: %(names)s.") % {"names": _unquoted(ctx.get("discriminator"))}
     return err.get("msg", "")
 
 
-def from_pydantic(exc, model=None, root="__root__"):
+def _unquoted(text):
+    return str(text or "").strip("'\"")
+
+
+# what a value must be, said as one of several accepted kinds ("Must be one of: text, a list.")
+_PYDANTIC_KINDS = {
+    "string_type": lambda: _("text"), "int_type": lambda: _("a whole number"), "float_type": lambda: _("a number"),
+    "bool_type": lambda: _("true or false"), "dict_type": lambda: _("an object"),
+    "model_type": lambda: _("an object"), "model_attributes_type": lambda: _("an object"),
+    "list_type": lambda: _("a list"), "none_required": lambda: _("empty (null)"),
+}
+
+
+def _on_the_wire(loc, data, kind):
+    """(the path of `loc` in `data`, the positions in `loc` that are no place in it).
+
+    pydantic's locations name a union's member where the value went into one: a tagged union's tag
+    ("user" in messages.0.user.content) or a type ("str", "list[tagged-union[TextPart,...]]"). The
+    client never wrote those: only what leads through its own JSON is its field's path. A missing
+    field is not in the data; its name ends the location."""
+    path, labels, node = [], [], data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and not isinstance(part, bool) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif i == len(loc) - 1 and kind == "missing" and isinstance(node, dict):
+            path.append(part)
+        else:
+            labels.append(i)
+    return path, labels
+
+
+def _members_that_fit(found):
+    """Of several members of a union that each refused the value, what the one that came furthest
+    into it said: a list of parts refused for its third part is not also "Must be text."."""
+    furthest = {}  # (union's location, member) -> how deep its errors went
+    for err, path, labels in found:
+        for i in labels:
+            key = (tuple(err["loc"][:i]), err["loc"][i])
+            furthest[key] = max(furthest.get(key, 0), len(path))
+    best = {}
+    for (union, _member), depth in furthest.items():
+        best[union] = max(best.get(union, 0), depth)
+    return [(err, path, labels) for err, path, labels in found
+            if all(furthest[tuple(err["loc"][:i]), err["loc"][i]] >= best[tuple(err["loc"][:i])] for i in labels)]
+
+
+def from_pydantic(exc, model=None, root="__root__", data=None):
     """{field path: [sentences]} of a pydantic ValidationError; `model`: the validated model (its
-    fields' descriptions say what a field's form is); `root`: the key of what concerns the whole."""
+    fields' descriptions say what a field's form is); `root`: the key of what concerns the whole;
+    `data`: what was validated, when given the paths are the places in it (pydantic's own
+    locations name union members too: _on_the_wire)."""
     fields = getattr(model, "model_fields", {}) or {}
-    errors = {}
+    found = []
     for err in exc.errors(include_url=False):
-        loc = err.get("loc") or ()
-        field = fields.get(loc[0]) if len(loc) == 1 else None
+        loc = tuple(err.get("loc") or ())
+        path, labels = _on_the_wire(loc, data, err.get("type")) if data is not None else (loc, [])
+        found.append((err, path, labels))
+    if data is not None:
+        found = _members_that_fit(found)
+    errors, kinds = {}, {}
+    for err, path, labels in found:
+        field = fields.get(path[0]) if len(path) == 1 else None
+        key = ".".join(str(p) for p in path) or root
         sentence = _pydantic_sentence(err, getattr(field, "description", None))
-        errors.setdefault(".".join(str(p) for p in loc) or root, []).append(sentence)
+        said = errors.setdefault(key, [])
+        if sentence not in said:
+            said.append(sentence)
+        kinds.setdefault(key, []).append(err.get("type") if labels else None)
+    for key, types in kinds.items():
+        # the value fits none of a union's members, each refused it for its type: one sentence for all
+        if len(types) > 1 and all(t in _PYDANTIC_KINDS for t in types):
+            nouns = list(dict.fromkeys(_PYDANTIC_KINDS[t]() for t in types))
+            errors[key] = [_("Must be one of: %(choices)s.") % {"choices": ", ".join(nouns)}]
     return errors
 
 

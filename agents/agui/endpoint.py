@@ -85,15 +85,18 @@ def authenticate(request):
 
 
 def parse_input(body):
-    """RunAgentInput from the body, or (None, 422 response naming the fields)."""
+    """RunAgentInput from the body, or (None, the error response): 400 for a body that is not a
+    JSON object (malformed: README "AG-UI"), 422 naming the fields for one that is not a
+    RunAgentInput (what pydantic-based AG-UI servers answer, FastAPI's among them)."""
     try:
         data = jsoncheck.loads(body or b"")  # the middleware's gate: depth, NUL, lone surrogates
     except jsoncheck.Refused as exc:
         return None, error(400, **exc.refusal.payload())
     except ValueError:  # JSONDecodeError, UnicodeDecodeError
-        return None, error(422, _("the body is not JSON"), errors={"body": [_("not valid JSON")]})
+        return None, error(400, _("the body is not JSON"), code="malformed_body", errors={"body": [_("not valid JSON")]})
     if not isinstance(data, dict):
-        return None, error(422, _("the body must be a JSON object"), errors={"body": [_("not an object")]})
+        return None, error(400, _("the body must be a JSON object"), code="malformed_body",
+                           errors={"body": [_("not an object")]})
     if "forwarded_props" in data and "forwardedProps" not in data:
         data["forwardedProps"] = data.pop("forwarded_props")
     for key, empty in (("messages", []), ("tools", []), ("context", []), ("state", {})):
@@ -101,8 +104,9 @@ def parse_input(body):
     try:
         agent_input = RunAgentInput.model_validate(data)
     except pydantic.ValidationError as exc:
-        errors = argument_errors.from_pydantic(exc, root="body")  # in the caller's language, as our APIs' are
-        return None, error(422, _("invalid RunAgentInput"), errors=errors)
+        # in the caller's language, as our APIs' are; each field by its place in the body
+        errors = argument_errors.from_pydantic(exc, root="body", data=data)
+        return None, error(422, _("invalid RunAgentInput"), code="invalid_input", errors=errors)
     bad = {}
     length = _("must be 1 to %(max)s characters") % {"max": MAX_THREAD_ID}
     for field, value in (("threadId", agent_input.thread_id), ("runId", agent_input.run_id)):
@@ -111,7 +115,7 @@ def parse_input(body):
         elif thread_ids.unaddressable(value):
             bad[field] = [thread_ids.unaddressable(value)]
     if bad:
-        return None, error(422, _("invalid RunAgentInput"), errors=bad)
+        return None, error(422, _("invalid RunAgentInput"), code="invalid_input", errors=bad)
     return agent_input, None
 
 

@@ -280,11 +280,13 @@ def test_forwarded_props_stored_never_sent_to_model(celery_worker_live, fake_llm
     assert "zebra-42" not in json.dumps(fake_llm.requests)
 
 
-@pytest.mark.parametrize("body,field", [(b"not json", "body"), (b"[]", "body"), (json.dumps({"threadId": "t"}), "runId"),
-                                        (json.dumps({"threadId": "t", "runId": "r", "messages": "x"}), "messages")])
-def test_malformed_bodies_get_422(client, token_headers, body, field):
+@pytest.mark.parametrize("body,field,status", [
+    (b"not json", "body", 400), (b"[]", "body", 400),  # malformed: not a JSON object
+    (json.dumps({"threadId": "t"}), "runId", 422),  # well-formed, not a RunAgentInput
+    (json.dumps({"threadId": "t", "runId": "r", "messages": "x"}), "messages", 422)])
+def test_malformed_bodies_get_400_and_invalid_inputs_422(client, token_headers, body, field, status):
     resp = client.post("/agui/banking/", body, content_type="application/json", **token_headers("alice"))
-    assert resp.status_code == 422 and field in resp.json()["errors"]
+    assert resp.status_code == status and field in resp.json()["errors"]
     assert not Thread.objects.exists()
 
 

@@ -1,0 +1,110 @@
+"""What the AG-UI endpoint answers when it refuses, and to which methods (an outside tester's
+findings): refusals in sentences of ours naming the wire's fields — never pydantic's union
+members, jsonschema's English, a Python dict or the same sentence twice; 400 for a body that is
+not a JSON object, 422 for one that is not a RunAgentInput; `Allow` on 405 and OPTIONS, HEAD as
+GET; the agents' names only for a signed-in caller."""
+
+import json
+import uuid
+
+import pytest
+
+from agents.models import Thread
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def fresh(name):
+    return f"{name}-{uuid.uuid4()}"
+
+
+@pytest.fixture(autouse=True)
+def no_enqueue(monkeypatch):
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+
+
+@pytest.fixture
+def bearer(demo):
+    from rest_framework.authtoken.models import Token
+
+    return {"HTTP_AUTHORIZATION": f"Bearer {Token.objects.get_or_create(user=demo['alice'])[0].key}"}
+
+
+def body(thread_id=None, messages=(), **extra):
+    return {"threadId": thread_id or fresh("t"), "runId": fresh("run"), "messages": list(messages), "state": {},
+            "tools": [], "context": [], "forwardedProps": {}, **extra}
+
+
+def post(client, bearer, data, agent="banking", **headers):
+    raw = data if isinstance(data, bytes | str) else json.dumps(data)
+    return client.post(f"/agui/{agent}/", raw, content_type="application/json", HTTP_ACCEPT="text/event-stream",
+                       **bearer, **headers)
+
+
+def user_parts(*parts):
+    return {"id": fresh("msg"), "role": "user", "content": list(parts)}
+
+
+# --- 400 for a malformed body, 422 for what is not a RunAgentInput ------------------------------
+
+@pytest.mark.parametrize("raw", [b"{{{", b"not json", b"[]", b'"text"', b"5"])
+def test_a_body_that_is_not_a_json_object_is_a_400(client, bearer, raw):
+    resp = post(client, bearer, raw)
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["code"] == "malformed_body" and list(resp.json()["errors"]) == ["body"]
+    assert not Thread.objects.exists()
+
+
+# --- the wire's field paths, and what is wrong with them -------------------------------------------
+
+def invalid(resp):
+    assert resp.status_code == 422, resp.content
+    data = resp.json()
+    assert data["code"] == "invalid_input"
+    for field, sentences in data["errors"].items():  # pydantic's union members are not the client's words
+        assert "[" not in field and ".user." not in field and ".str" not in field, field
+        assert all("Input should" not in s for s in sentences), sentences
+    return data["errors"]
+
+
+def test_a_binary_part_is_named_by_its_place_and_said_to_be_an_unknown_type(client, bearer):
+    """AG-UI's older `binary` part (the Agent Framework client's ag_ui package still has it) got
+    `messages.0.user.content.list[tagged-union[TextPart,...]].0` and "content.str: Must be text."."""
+    part = {"type": "binary", "mimeType": "image/png", "data": "aGVsbG8="}
+    errors = invalid(post(client, bearer, body(messages=[user_parts(part)])))
+    assert errors == {"messages.0.content.0": [
+        "Unknown type 'binary'; accepted: 'text', 'image', 'audio', 'video', 'document'."]}
+    assert not Thread.objects.exists()
+
+
+def test_what_is_wrong_inside_a_part_is_said_at_its_field(client, bearer):
+    assert invalid(post(client, bearer, body(messages=[user_parts({"type": "text"})]))) == {
+        "messages.0.content.0.text": ["This field is required."]}
+    assert invalid(post(client, bearer, body(messages=[user_parts({"type": "text", "text": 5})]))) == {
+        "messages.0.content.0.text": ["Must be text."]}
+    assert invalid(post(client, bearer, body(messages=[user_parts("hello")]))) == {
+        "messages.0.content.0": ["Must be an object."]}
+    assert invalid(post(client, bearer, body(messages=[user_parts({"text": "x"})]))) == {
+        "messages.0.content.0": ["Required: type."]}
+    source = {"type": "image", "source": {"type": "zz"}}
+    assert invalid(post(client, bearer, body(messages=[user_parts(source)]))) == {
+        "messages.0.content.0.source": ["Unknown type 'zz'; accepted: 'data', 'url', 'file'."]}
+    # neither text nor parts: one sentence that says both
+    content = {"id": fresh("msg"), "role": "user", "content": 5}
+    assert invalid(post(client, bearer, body(messages=[content]))) == {
+        "messages.0.content": ["Must be one of: text, a list."]}
+    role = {"id": fresh("msg"), "role": "robot", "content": "x"}
+    assert invalid(post(client, bearer, body(messages=[role]))) == {"messages.0": [
+        "Unknown role 'robot'; accepted: 'developer', 'system', 'assistant', 'user', 'tool', 'activity', 'reasoning'."]}
+    call = {"id": fresh("msg"), "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "x"}}]}
+    assert invalid(post(client, bearer, body(messages=[call]))) == {
+        "messages.0.toolCalls.0.function.arguments": ["This field is required."]}
+    # a client's snake_case field is named as it sent it
+    snake = {"thread_id": fresh("t"), "run_id": 5, "messages": []}
+    assert invalid(post(client, bearer, snake)) == {"run_id": ["Must be text."]}
+
+
+def test_the_fields_are_said_in_the_callers_language(client, bearer):
+    resp = post(client, bearer, body(messages=[user_parts({"type": "text"})]), HTTP_ACCEPT_LANGUAGE="fr")
+    assert resp.json()["message"] == "RunAgentInput non valide"
+    assert invalid(resp) == {"messages.0.content.0.text": ["Ce champ est obligatoire."]}
