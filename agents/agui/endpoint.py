@@ -151,9 +151,9 @@ def refuse(agent_input, code, message, before=()):
 
 
 def _state_refusal(agent_input, payload):
+    """A refused state as RUN_ERROR: its message alone, which names the place (state/services.py);
+    `errors` repeat it for the REST API's fields, and RUN_ERROR has no field for them."""
     message = payload["message"]
-    if payload.get("errors"):
-        message += ": " + "; ".join(f"{e.get('path') or '/'} {e.get('message')}" for e in payload["errors"])
     before = []
     if "snapshot" in payload:  # what to retry from: the state as it is now, and its version
         before = [StateSnapshotEvent(snapshot=payload["snapshot"]),

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from agents.models import Thread
+from agents.models import Run, Thread
+from tests.agents.test_agui import refusal
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -108,3 +109,31 @@ def test_the_fields_are_said_in_the_callers_language(client, bearer):
     resp = post(client, bearer, body(messages=[user_parts({"type": "text"})]), HTTP_ACCEPT_LANGUAGE="fr")
     assert resp.json()["message"] == "RunAgentInput non valide"
     assert invalid(resp) == {"messages.0.content.0.text": ["Ce champ est obligatoire."]}
+
+
+# --- state refusals: one sentence, naming the place ------------------------------------------------
+
+def test_a_state_too_large_is_said_once(client, bearer, settings):
+    settings.AGUI_STATE_MAX_BYTES = 1000
+    error = refusal(post(client, bearer, body(messages=[{"id": fresh("m"), "role": "user", "content": "hi"}],
+                                              state={f"k{i}": "v" * 100 for i in range(20)})))
+    assert error["code"] == "state_too_large"
+    assert error["message"].count("limit is") == 1 and ": /" not in error["message"], error["message"]
+    assert error["message"].startswith("The shared state would grow to") and error["message"].endswith("Nothing was changed.")
+
+
+def test_a_state_against_the_schema_is_said_in_our_words_at_its_place(client, bearer):
+    """It was "/recipe: 5 is not of type 'object': /recipe 5 is not of type 'object'"."""
+    message = [{"id": fresh("m"), "role": "user", "content": "hi"}]
+    error = refusal(post(client, bearer, body(messages=message, state={"recipe": 5}), agent="recipe"))
+    assert error["code"] == "state_invalid"
+    assert error["message"] == "The shared state does not match the schema at /recipe: Must be an object."
+    error = refusal(post(client, bearer, body(messages=message, state={"menu": []}), agent="recipe"))
+    assert error["message"] == "The shared state does not match the schema: Not allowed here: menu."
+    error = refusal(post(client, bearer, body(messages=message, state={"recipe": {"title": "Soup"}}), agent="recipe"))
+    assert error["message"] == ("The shared state does not match the schema at /recipe: "
+                                "Required: skill_level, cooking_time, ingredients, instructions.")
+    error = refusal(post(client, bearer, body(messages=message, state={"recipe": 5}), agent="recipe",
+                         HTTP_ACCEPT_LANGUAGE="fr"))
+    assert "Doit être un objet." in error["message"] and "is not of type" not in error["message"]
+    assert not Run.objects.exists()

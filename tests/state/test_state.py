@@ -50,7 +50,10 @@ def test_schema_violations_and_bad_patches_change_nothing():
     with pytest.raises(services.StateInvalid) as caught:
         services.apply_patch(KEY, bad, source="user", base_version=1, schema=SCHEMA)
     assert caught.value.errors[0]["path"] == "/recipe/cooking_time"
-    assert "'3 hours' is not one of" in caught.value.errors[0]["message"]
+    # in sentences of ours (translated), the place named once: not jsonschema's "'3 hours' is not one of [...]"
+    assert caught.value.errors[0]["message"] == "Must be one of: 5 min, 15 min, 30 min, 45 min, 60+ min."
+    assert caught.value.message == ("The shared state does not match the schema at /recipe/cooking_time: "
+                                    "Must be one of: 5 min, 15 min, 30 min, 45 min, 60+ min.")
     with pytest.raises(services.StateInvalid):  # unknown top-level key
         services.apply_patch(KEY, [{"op": "add", "path": "/junk", "value": 1}], source="user", schema=SCHEMA)
     with pytest.raises(services.StateInvalid):  # does not apply
