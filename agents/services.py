@@ -283,6 +283,22 @@ class ResumeError(Exception):
         self.code, self.message = code, message
 
 
+def _said_with_fields(message, errors):
+    """A refusal and what it found wrong, field by field, as sentences: "invalid arguments:
+    subscription_id: Must be at most 64 characters long." (an AG-UI RUN_ERROR has only a message).
+    Sentences that only repeat the message, or concern the whole ("__root__"), go without a name."""
+    details = []
+    for field, sentences in (errors or {}).items():
+        for sentence in sentences if isinstance(sentences, list | tuple) else [sentences]:
+            sentence = str(sentence)
+            said = sentence if field in ("__root__", "") else f"{field}: {sentence}"
+            if sentence != message and said not in details:
+                details.append(said)
+    if not details:
+        return message
+    return _("%(message)s: %(details)s") % {"message": message, "details": " ".join(details)}
+
+
 def release_resume_id(thread, run_id):
     """After answers that did not finish their run (someone else still decides one of its calls):
     the client's run id is not kept for the continuation, because the response to those answers
@@ -456,8 +472,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
             # record it again now, on its own (a no-op for requests still in time)
             for interrupt_id in answered:
                 approval_services.expire(interrupt_id)
-        detail = f": {exc.errors}" if exc.errors else ""
-        raise ResumeError(code, exc.message + detail) from exc
+        raise ResumeError(code, _said_with_fields(exc.message, exc.errors)) from exc
     except inputs.InputError as exc:
         raise ResumeError(exc.code, exc.message) from exc
     return answered_rows, list(replies)

@@ -9,8 +9,11 @@ import uuid
 
 import pytest
 
+from agents import services
 from agents.models import Run, Thread
+from approvals.models import ApprovalRequest
 from tests.agents.test_agui import refusal
+from tests.helpers import run_prompt
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -137,3 +140,24 @@ def test_a_state_against_the_schema_is_said_in_our_words_at_its_place(client, be
                          HTTP_ACCEPT_LANGUAGE="fr"))
     assert "Doit être un objet." in error["message"] and "is not of type" not in error["message"]
     assert not Run.objects.exists()
+
+
+# --- a resume's invalid edit: sentences, not a Python dict ---------------------------------------
+
+def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo, fake_llm):
+    fake_llm.push({"tool_calls": [{"id": "call_cs", "name": "cancel_subscription",
+                                   "arguments": json.dumps({"subscription_id": "sub_123"})}]})
+    thread = services.create_thread(demo["alice"], "banking")
+    assert run_prompt(thread, demo["alice"], "Cancel my subscription sub_123").status == Run.Status.INTERRUPTED
+    req = ApprovalRequest.objects.get(thread_ref=thread.pk, status=ApprovalRequest.Status.PENDING)
+
+    def answer(arguments):
+        resume = [{"interruptId": req.pk, "status": "resolved", "payload": {"approved": True, "arguments": arguments}}]
+        return refusal(post(client, bearer, body(thread.pk, resume=resume)))
+
+    error = answer({"subscription_id": "x" * 100})
+    assert error["code"] == "invalid_arguments"
+    assert error["message"] == "invalid arguments: subscription_id: Must be at most 64 characters long.", error["message"]
+    error = answer({"subscription_id": "sub_1", "zzz": 1})
+    assert error["message"] == "invalid arguments: zzz: This is not one of the tool's arguments.", error["message"]
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
