@@ -26,7 +26,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.db import connections, transaction
-from django.http import JsonResponse, StreamingHttpResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
@@ -185,13 +185,42 @@ def accept_state(thread, user, agent_input):
 
 
 def agent_and_user(request, agent_name):
-    """(agent, user, None), or (.., .., the error response): 404 for an unknown agent, then 401."""
+    """(agent, user, None), or (.., .., the error response): 404 for an unknown agent, then 401.
+    The 404 lists the agents to a signed-in caller only: GET /agui/, which lists them, needs a
+    sign-in too."""
     agent = get_agent(agent_name)
-    if agent is None:
-        return None, None, error(404, _("unknown agent %(agent)s") % {"agent": repr(agent_name)},
-                                 agents=sorted(load_agents()))
     user, denied = authenticate(request)
+    if agent is None:
+        known = {} if denied else {"agents": sorted(load_agents())}
+        return None, None, error(404, _("unknown agent %(agent)s") % {"agent": repr(agent_name)}, **known)
     return agent, user, denied
+
+
+RUN_METHODS = ("GET", "HEAD", "POST", "OPTIONS")
+INDEX_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def allowed(request, methods, refusal):
+    """The answer to a method other than GET and POST: OPTIONS -> 204 naming the methods, any
+    other but HEAD -> 405 with them (RFC 9110 asks for `Allow` on both); None for GET, HEAD, POST.
+    No CORS: a cross-origin preflight gets no Access-Control-Allow-* header, so browsers on other
+    sites are kept out, as the thread sockets keep them out (README "Security")."""
+    if request.method in ("GET", "HEAD", "POST") and request.method in methods:
+        return None
+    if request.method == "OPTIONS":
+        response = HttpResponse(status=204)
+    else:
+        response = error(405, refusal, code="method_not_allowed")
+    response["Allow"] = ", ".join(methods)
+    return response
+
+
+def without_body(request, response):
+    """HEAD is answered as GET, without the body (its length still said)."""
+    if request.method == "HEAD" and not response.streaming:
+        response["Content-Length"] = str(len(response.content))
+        response.content = b""
+    return response
 
 
 @dataclass
@@ -452,10 +481,11 @@ def catch_up(thread, agent_input, position):
 
 @csrf_exempt  # token clients carry no cookie; session callers are CSRF-checked in authenticate()
 async def run_endpoint(request, agent_name):
-    if request.method == "GET":
-        return await sync_to_async(describe)(request, agent_name)
-    if request.method != "POST":
-        return error(405, _("POST a RunAgentInput, or GET what the agent accepts"))
+    other = allowed(request, RUN_METHODS, _("POST a RunAgentInput, or GET what the agent accepts"))
+    if other is not None:
+        return other
+    if request.method in ("GET", "HEAD"):
+        return without_body(request, await sync_to_async(describe)(request, agent_name))
     checked = await sync_to_async(prepare)(request, agent_name)
     if isinstance(checked, JsonResponse):
         return checked
@@ -571,10 +601,15 @@ def _recorded(task):
         hand_over_later(task.result())
 
 
+@csrf_exempt  # only GET and HEAD are answered; anything else is a 405, not a CSRF page
 def index(request):
     """GET /agui/: the agents, their tools with approval modes, and state schemas."""
+    other = allowed(request, INDEX_METHODS, _("GET the list of agents"))
+    if other is not None:
+        return other
     user, denied = authenticate(request)
     if denied:
         return denied
     schemas = {a.name: a.state_schema for a in load_agents().values()}
-    return JsonResponse({"agents": [{**card, "stateSchema": schemas.get(card["name"])} for card in agent_cards()]})
+    return without_body(request, JsonResponse(
+        {"agents": [{**card, "stateSchema": schemas.get(card["name"])} for card in agent_cards()]}))

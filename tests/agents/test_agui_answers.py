@@ -161,3 +161,45 @@ def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo
     error = answer({"subscription_id": "sub_1", "zzz": 1})
     assert error["message"] == "invalid arguments: zzz: This is not one of the tool's arguments.", error["message"]
     assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
+
+
+# --- methods -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path,allow", [("/agui/banking/", "GET, HEAD, POST, OPTIONS"),
+                                        ("/agui/banking", "GET, HEAD, POST, OPTIONS"),
+                                        ("/agui/", "GET, HEAD, OPTIONS")])
+def test_a_method_not_answered_gets_405_with_allow(client, bearer, path, allow):
+    for method in ("put", "delete", "patch") + (("post",) if path == "/agui/" else ()):
+        resp = getattr(client, method)(path, "{}", content_type="application/json", **bearer)
+        assert resp.status_code == 405 and resp["Allow"] == allow, (method, resp.status_code, resp.content)
+        assert resp.json()["code"] == "method_not_allowed"
+    options = client.options(path, **bearer)
+    assert options.status_code == 204 and options["Allow"] == allow
+
+
+@pytest.mark.parametrize("path", ["/agui/banking/", "/agui/"])
+def test_head_is_answered_as_get_without_a_body(client, bearer, path):
+    get, head = client.get(path, **bearer), client.head(path, **bearer)
+    assert get.status_code == head.status_code == 200 and head.content == b""
+    assert head["Content-Type"] == get["Content-Type"] == "application/json"
+    assert int(head["Content-Length"]) == len(get.content)
+    assert client.head(path).status_code == 401
+
+
+def test_a_cross_origin_preflight_is_not_granted(client):
+    """No CORS (README "Security"): a browser on another site is not let in."""
+    resp = client.options("/agui/banking/", HTTP_ORIGIN="https://elsewhere.example",
+                          HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+                          HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, content-type")
+    assert resp.status_code == 204 and "POST" in resp["Allow"]
+    assert not any(h.lower().startswith("access-control-") for h in resp.headers)
+
+
+def test_an_unknown_agent_is_a_404_that_lists_the_agents_only_to_a_signed_in_caller(client, bearer):
+    for resp in (client.post("/agui/nope/", "{}", content_type="application/json"),
+                 client.get("/agui/nope/"),
+                 client.post("/agui/nope/", "{}", content_type="application/json", HTTP_AUTHORIZATION="Bearer wrong")):
+        assert resp.status_code == 404 and "agents" not in resp.json(), resp.content
+        assert b"banking" not in resp.content
+    resp = client.post("/agui/nope/", "{}", content_type="application/json", **bearer)
+    assert resp.status_code == 404 and "banking" in resp.json()["agents"]
