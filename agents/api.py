@@ -1,5 +1,6 @@
 """REST for scripts and tests: threads, messages (starting runs), shared state, runs."""
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
@@ -54,7 +55,7 @@ class MessageSerializer(ModelSerializer):
 
 
 class NewMessageSerializer(serializers.Serializer):
-    content = serializers.CharField(max_length=20000, trim_whitespace=True)
+    content = serializers.CharField(max_length=settings.AGUI_MAX_MESSAGE_CHARS, trim_whitespace=True)
     id = serializers.CharField(max_length=200, required=False)
 
 

@@ -2,6 +2,7 @@
 
 from urllib.parse import quote
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
@@ -77,4 +78,5 @@ def chat(request, thread_id=None):
         "offline_model": model.offline,
         "model_name": model.name,
         "thread_has_state": config["hasState"],
+        "max_message_chars": settings.AGUI_MAX_MESSAGE_CHARS,  # the composer's maxlength: the API's own limit
     })

@@ -347,6 +347,8 @@ AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200)
 # (AGUI_MODEL_VISION: the one model this process talks to, so a per-process fact), at most
 # AGUI_MAX_IMAGES new ones a request, each inline one at most AGUI_MAX_IMAGE_BYTES decoded.
 AGUI_MAX_CONTEXT_CHARS = env_int("AGUI_MAX_CONTEXT_CHARS", 20000)
+# characters of one chat message (REST); the chat's composer takes no more (its maxlength)
+AGUI_MAX_MESSAGE_CHARS = env_int("AGUI_MAX_MESSAGE_CHARS", 20000)
 AGUI_MODEL_VISION = env_bool("AGUI_MODEL_VISION", False)
 AGUI_MAX_IMAGES = env_int("AGUI_MAX_IMAGES", 8)
 AGUI_MAX_IMAGE_BYTES = env_int("AGUI_MAX_IMAGE_BYTES", 1024 * 1024)

@@ -78,19 +78,25 @@
     return { status: res.status, ok: res.ok, data: data || {} };
   }
 
-  /* Best human-readable message from an error response body. */
+  /* Best human-readable message from an error response body. A field's own sentence ("Ensure this
+     field has no more than 20000 characters.") says more than the summary `message` ("invalid input")
+     that comes with it, so field errors come first: alone, just their sentences; several fields, each named. */
   function errorText(data, status) {
     if (data) {
+      const fields = [];
+      const source = data.errors && typeof data.errors === "object" && !Array.isArray(data.errors) ? data.errors : data;
+      for (const [key, value] of Object.entries(source)) {
+        if (["message", "detail", "error", "code"].includes(key)) continue;
+        const msgs = Array.isArray(value) ? value.filter((v) => typeof v === "string") : typeof value === "string" && source !== data ? [value] : [];
+        if (msgs.length) fields.push([key, msgs.join(" ")]);
+      }
+      if (fields.length === 1 || (fields.length && fields.every(([key]) => key === "non_field_errors"))) return fields.map(([, m]) => m).join(" ");
+      if (fields.length) {
+        return fields.map(([key, m]) => key === "non_field_errors" ? m : fmt(gettext("%(field)s: %(errors)s"), { field: key, errors: m })).join("; ");
+      }
       if (typeof data.message === "string" && data.message) return data.message;
       if (typeof data.detail === "string" && data.detail) return data.detail;
       if (typeof data.error === "string" && data.error) return data.error;
-      // DRF validation errors: {field: ["msg", ...], non_field_errors: [...]}
-      const lines = [];
-      for (const [key, value] of Object.entries(data)) {
-        const msgs = Array.isArray(value) ? value.filter((v) => typeof v === "string") : [];
-        if (msgs.length) lines.push(key === "non_field_errors" ? msgs.join(" ") : fmt(gettext("%(field)s: %(errors)s"), { field: key, errors: msgs.join(" ") }));
-      }
-      if (lines.length) return lines.join("; ");
     }
     return fmt(gettext("Request failed (HTTP %(status)s)."), { status });
   }

@@ -156,3 +156,15 @@ def test_every_middleware_is_async_capable(settings):
 
     sync_only = [path for path in settings.MIDDLEWARE if not getattr(import_string(path), "async_capable", False)]
     assert sync_only == []
+
+
+def test_the_composer_takes_no_more_than_the_api_accepts(login, api, settings):
+    """The composer's maxlength is the server's own limit (AGUI_MAX_MESSAGE_CHARS), and a message over
+    it is refused naming the field with its sentence (which the chat shows, not "invalid input")."""
+    thread = api("alice").post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    page = login("alice").get(f"/chat/{thread}/").content.decode()
+    assert f'id="composer" name="content" rows="2" maxlength="{settings.AGUI_MAX_MESSAGE_CHARS}"' in page
+    too_long = "z" * (settings.AGUI_MAX_MESSAGE_CHARS + 1)
+    resp = api("alice").post(f"/api/threads/{thread}/messages/", {"content": too_long}, format="json")
+    assert resp.status_code == 400
+    assert resp.json()["content"] == [f"Ensure this field has no more than {settings.AGUI_MAX_MESSAGE_CHARS} characters."]
