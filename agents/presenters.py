@@ -141,3 +141,23 @@ def thread_standing(thread):
     if status == ApprovalRequest.Status.MODIFIED:  # the description is of the call before the edit
         return status, word
     return status, gettext("%(what)s: %(why)s") % {"what": word, "why": thread.last_action}
+
+
+def review_badge(mode, group=None):
+    """How a tool is reviewed, for the person choosing an agent: the badge's kind and its tooltip, a
+    sentence of ours in the reader's language. Never the tool's description: that is written for the
+    model (instructions, in English)."""
+    if mode == "never":
+        return "never", gettext("Runs without review")
+    if mode == "deny":
+        return "deny", gettext("Blocked: the assistant cannot use this tool")
+    if mode in ("conditional", "model"):
+        if mode == "model":
+            sentence = (gettext("The assistant asks %(group)s to approve a call when it judges one needs it") % {"group": group}
+                        if group else gettext("The assistant asks you to approve a call when it judges one needs it"))
+        else:
+            sentence = (gettext("Some calls wait for %(group)s to approve them, depending on what they do") % {"group": group}
+                        if group else gettext("Some calls wait for you to approve them, depending on what they do"))
+        return "conditional", sentence
+    return "always", (gettext("Each call waits for %(group)s to approve it") % {"group": group}
+                      if group else gettext("Each call waits for you to approve it"))

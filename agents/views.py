@@ -30,10 +30,13 @@ def agent_cards():
         for t in agent.all_tools():  # its own and its MCP servers' (agents/mcp_servers/)
             p = effective(t.name, rows) or {}
             group = p.get("group")
+            # the badge says how calls are reviewed in a sentence of ours; the tool's description is the
+            # model's (instructions, in English) and is not sent to the page at all
+            badge, review = presenters.review_badge(p.get("mode", t.approval_mode), group.name if group else None)
             tools.append({
                 "name": t.name,
-                "description": t.description,
-                "approval": p.get("mode", t.approval_mode),
+                "approval": badge,
+                "review": review,
                 "approver": f"group:{group.name}" if group else "requester",
             })
         # an agent's title and description are marked (gettext_noop) where it is defined, said here in

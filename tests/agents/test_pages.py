@@ -168,3 +168,31 @@ def test_the_composer_takes_no_more_than_the_api_accepts(login, api, settings):
     resp = api("alice").post(f"/api/threads/{thread}/messages/", {"content": too_long}, format="json")
     assert resp.status_code == 400
     assert resp.json()["content"] == [f"Ensure this field has no more than {settings.AGUI_MAX_MESSAGE_CHARS} characters."]
+
+
+def test_approval_badges_say_how_calls_are_reviewed_not_the_models_instructions(login):
+    """Each badge of the agent picker has a sentence of ours as its tooltip, in the reader's language;
+    no tool's description (the model's instructions, in English) reaches the page, tooltip or config."""
+    import html
+    import re
+
+    from django.utils import translation
+
+    from agents.catalog import load_agents
+
+    descriptions = {t.description for a in load_agents().values() for t in a.all_tools() if len(t.description) > 12}
+    assert descriptions
+    client = login("alice")
+    page = client.get("/chat/").content.decode()
+    titles = dict(re.findall(r'<code>([a-z_]+)</code>\s*<span class="badge[^"]*" title="([^"]*)"', page))
+    assert titles["check_balance"] == "Runs without review"
+    assert titles["transfer_money"] == "Each call waits for finance to approve it"
+    assert titles["cancel_subscription"] == "Each call waits for you to approve it"
+    assert titles["execute_command"] == "The assistant asks you to approve a call when it judges one needs it"
+    with translation.override("en"):  # the page's language stays with the page, not this test's thread
+        french = client.get("/chat/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert titles.keys() == dict(re.findall(r'<code>([a-z_]+)</code>\s*<span class="badge[^"]*" title="([^"]*)"', french)).keys()
+    assert 'title="S’exécute sans revue"' in french
+    for shown in (page, french):
+        for description in descriptions:
+            assert html.escape(description) not in shown and description not in html.unescape(shown), description
