@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 
 from agui_project import jsoncheck
 from agui_project.queries import one
+from agui_project.visible import json_escapes
 from state import services as state_services
 
 from . import inbox as inbox_query
@@ -302,8 +303,9 @@ def detail(request, approval_id):
         "undo": undo_toast(request),
         "state": thread_state(approval),
         "schema": approval.schema or {},
-        "draft_text": (draft_text if draft_text and draft_text.strip()
-                       else json.dumps(current, indent=2, ensure_ascii=False)),
+        # text-direction controls as JSON escapes ("\\u202e"): the same value, shown instead of obeyed
+        "draft_text": json_escapes(draft_text if draft_text and draft_text.strip()
+                                   else json.dumps(current, indent=2, ensure_ascii=False)),
         "errors": errors,
         "error_items": sorted(errors.items()),
         "root_errors": errors.get("__root__", []),

@@ -186,3 +186,20 @@ def pretty_json(value):
     import json
 
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@register.filter(is_safe=True)
+def shown(value):
+    """What a requester or a model wrote, for reading: escaped, isolated (<bdi>), its text-direction
+    controls written out ("⟨U+202E⟩") instead of obeyed (agui_project/visible.py)."""
+    from agui_project.visible import reveal_html
+
+    return reveal_html("" if value is None else value)
+
+
+@register.filter
+def shown_text(value):
+    """The same rule for plain text (an attribute, a page title): the template escapes the result."""
+    from agui_project.visible import reveal_text
+
+    return reveal_text("" if value is None else value)

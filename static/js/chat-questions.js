@@ -27,7 +27,7 @@
     for (const [key, value] of Object.entries(attrs || {})) {
       if (value === undefined || value === null || value === false) continue;
       if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = String(value);
+      else if (key === "text") window.aguiVisible.set(node, String(value)); // bidi controls shown, not obeyed
       else node.setAttribute(key, value === true ? "" : String(value));
     }
     for (const child of children) if (child) node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);

@@ -61,7 +61,7 @@
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === null || v === undefined || v === false) continue;
-      if (k === "text") node.textContent = v;
+      if (k === "text") window.aguiVisible.set(node, v); // bidi controls shown, not obeyed
       else if (k === "class") node.className = v;
       else node.setAttribute(k, v === true ? "" : String(v));
     }

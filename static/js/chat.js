@@ -21,6 +21,8 @@
 
   const aguiChat = { ws: null, events: [], state: {}, approvals: {}, stateMeta: { version: 0, provisional: [] } };
   window.aguiChat = aguiChat;
+  // what requesters and models wrote is set with V.set (bidi controls shown, not obeyed: visible-text.js)
+  const V = window.aguiVisible;
 
   /* ------------------------------------------------------------------ helpers */
 
@@ -35,7 +37,7 @@
       for (const [key, value] of Object.entries(attrs)) {
         if (value === undefined || value === null || value === false) continue;
         if (key === "class") node.className = value;
-        else if (key === "text") node.textContent = String(value);
+        else if (key === "text") window.aguiVisible.set(node, String(value)); // bidi controls shown, not obeyed
         else if (key === "dataset") Object.assign(node.dataset, value);
         else if (key === "hidden") node.hidden = true;
         else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
@@ -466,7 +468,7 @@
         card.el.classList.add("has-title");
       }
     }
-    if (!card.shownArgs && !internalCall(card)) card.argsEl.textContent = done ? prettyJSON(text) : text;
+    if (!card.shownArgs && !internalCall(card)) V.set(card.argsEl, done ? prettyJSON(text) : text);
     card.el.classList.toggle("streaming", !done);
   }
 
@@ -507,7 +509,7 @@
     card.el.classList.remove("streaming");
     setCardStatus(card, value.status);
     if (value.title && card.titleEl.hidden && !internalCall(card)) {
-      card.titleEl.textContent = value.title;
+      V.set(card.titleEl, value.title);
       card.titleEl.hidden = false;
       card.el.classList.add("has-title");
     }
@@ -519,9 +521,9 @@
       return;
     }
     card.resultBox.hidden = !ran || !value.result;
-    if (ran && value.result) card.resultEl.textContent = prettyJSON(value.result);
+    if (ran && value.result) V.set(card.resultEl, prettyJSON(value.result));
     card.outcomeEl.hidden = ran || !value.message;
-    card.outcomeEl.textContent = ran ? "" : value.message || "";
+    V.set(card.outcomeEl, ran ? "" : value.message || "");
     updateComposer();
   }
 
@@ -668,7 +670,7 @@
 
   function setState(next) {
     aguiChat.state = next === undefined ? {} : next;
-    stateView.textContent = JSON.stringify(aguiChat.state, null, 2);
+    V.set(stateView, JSON.stringify(aguiChat.state, null, 2));
     const empty = !aguiChat.state || (typeof aguiChat.state === "object" && !Object.keys(aguiChat.state).length);
     const stateEmpty = $("state-empty");
     if (stateEmpty) stateEmpty.hidden = !empty;
@@ -817,17 +819,17 @@
      that run (the model's request stays in the diff), its badge says whether it still waits. */
   function decorateCard(card, approval) {
     const what = approval.finalMessage || approval.message;
-    card.titleEl.textContent = what || "";
+    V.set(card.titleEl, what || "");
     card.titleEl.hidden = !what;
     card.el.classList.toggle("has-title", !!what);
     const edited = approval.finalArguments && diffArgs(approval.requestedArguments || approval.arguments, approval.finalArguments).length;
     card.shownArgs = !!edited;
     if (edited) {
-      card.argsEl.textContent = prettyJSON(JSON.stringify(parseArgs(approval.finalArguments)));
+      V.set(card.argsEl, prettyJSON(JSON.stringify(parseArgs(approval.finalArguments))));
       card.argsLabel.textContent = gettext("Arguments, as approved");
     } else {
       card.argsLabel.textContent = gettext("Arguments");
-      if (card.argsText) card.argsEl.textContent = prettyJSON(card.argsText);
+      if (card.argsText) V.set(card.argsEl, prettyJSON(card.argsText));
     }
     const status = approval.status || "pending";
     if (status === "pending") setCardStatus(card, "waiting");
@@ -1217,14 +1219,14 @@
   }
 
   function showNotice(text) {
-    noticeText.textContent = text;
+    V.set(noticeText, text);
     notice.hidden = false;
   }
 
   function showRunError(runId, message) {
     run.failedId = runId;
     setRunStatus("idle");
-    runErrorText.textContent = message || gettext("The run failed.");
+    V.set(runErrorText, message || gettext("The run failed."));
     runError.hidden = false;
   }
 
@@ -1367,7 +1369,7 @@
     }
     runStatus.hidden = false;
     runStatus.dataset.state = kind;
-    runStatusText.textContent = text;
+    V.set(runStatusText, text);
   }
 
   /* ------------------------------------------------------------------ events */

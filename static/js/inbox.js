@@ -40,7 +40,7 @@
   function el(tag, className, text) {
     const node = document.createElement(tag);
     if (className) node.className = className;
-    if (text !== undefined) node.textContent = String(text);
+    if (text !== undefined) window.aguiVisible.set(node, String(text)); // bidi controls shown, not obeyed
     return node;
   }
 
@@ -248,7 +248,7 @@
   function notifyNew(approval) {
     // in this page's language when the request was said in every language (our own tools')
     const said = approval.descriptions || {};
-    const description = said[document.documentElement.lang] || approval.description || "";
+    const description = window.aguiVisible.text(said[document.documentElement.lang] || approval.description || "");
     const text = fmt(gettext("%(tool)s: %(description)s"), { tool: approval.tool_name || gettext("request"), description });
     announce(fmt(gettext("New request for you: %(request)s"), { request: text }));
     if (!notificationsOn()) return;
@@ -886,11 +886,11 @@
       const box = document.getElementById("args-editor");
       editor = window.SchemaEditor.create(box, schema, initial, {
         onChange(value) {
-          if (!jsonMode) raw.value = JSON.stringify(value, null, 2);
+          if (!jsonMode) raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(value, null, 2));
           updateDecision();
         },
       });
-      if (!rawProblem) raw.value = JSON.stringify(editor.value(), null, 2);
+      if (!rawProblem) raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(editor.value(), null, 2));
       document.getElementById("editor-toolbar").hidden = false;
       document.getElementById("raw-json-field").hidden = true;
       const fieldErrors = Object.fromEntries(Object.entries(errors).filter(([k]) => k !== "__root__"));
@@ -906,7 +906,7 @@
       document.getElementById("mode-json").addEventListener("click", () => setMode(true));
       document.getElementById("reset-edits").addEventListener("click", () => {
         editor.reset();
-        raw.value = JSON.stringify(editor.value(), null, 2);
+        raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(editor.value(), null, 2));
         updateDecision();
       });
       if (rawProblem || errors.__root__) setMode(true);

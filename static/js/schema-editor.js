@@ -22,7 +22,7 @@
       if (k === "className") node.className = v;
       else node.setAttribute(k, v === true ? "" : String(v));
     }
-    if (text !== undefined) node.textContent = String(text);
+    if (text !== undefined) window.aguiVisible.set(node, String(text)); // bidi controls shown, not obeyed
     return node;
   }
 
@@ -223,6 +223,7 @@
       const helpNode = help(node, path);
       wrap.appendChild(label(name, path, required));
       let input;
+      let bidiNote = null;
       const optional = !required || kindInfo.nullable;
       if (kind === "enum" || kind === "boolean") {
         input = el("select", { id: idFor(path), "data-kind": kind });
@@ -265,15 +266,26 @@
                      : el("input", { type: "text", id: idFor(path), "data-kind": "string", autocomplete: "off" });
         if (node.maxLength) input.setAttribute("maxlength", node.maxLength);
         input.value = current === undefined || current === null ? "" : String(current);
+        // a field cannot show a text-direction control (it would obey it): say it holds some, written out
+        bidiNote = el("p", { className: "field-help bidi-note", id: idFor(path) + "-bidi" });
+        const showBidi = () => {
+          bidiNote.hidden = !window.aguiVisible.has(input.value);
+          if (bidiNote.hidden) bidiNote.replaceChildren();
+          else bidiNote.replaceChildren(gettext("Holds text-direction control characters; as it is stored:") + " ",
+                                        el("bdi", { className: "bidi-value" }, input.value));
+        };
+        showBidi();
         input.addEventListener("input", () => {
           const before = getIn(original, path);
           setIn(value, path, input.value === "" && before === undefined && optional ? undefined : input.value);
           markProblem(input, path, "");
+          showBidi();
           changed();
         });
       }
       describe(input, path, helpNode);
       wrap.appendChild(input);
+      if (bidiNote) wrap.appendChild(bidiNote);
       if (helpNode) wrap.appendChild(helpNode);
       wrap.appendChild(errorSlot(path));
       return wrap;
@@ -286,7 +298,7 @@
       wrap.appendChild(label(name, path, required));
       const current = getIn(value, path);
       const input = el("textarea", { id: idFor(path), rows: 3, className: "mono", spellcheck: "false", "data-kind": "json" });
-      input.value = current === undefined ? "" : JSON.stringify(current, null, 2);
+      input.value = current === undefined ? "" : window.aguiVisible.jsonEscapes(JSON.stringify(current, null, 2));
       input.addEventListener("input", () => {
         const raw = input.value.trim();
         if (raw === "") {

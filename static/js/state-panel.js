@@ -52,7 +52,7 @@
     for (const [key, value] of Object.entries(attrs || {})) {
       if (value === undefined || value === null || value === false) continue;
       if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = String(value);
+      else if (key === "text") window.aguiVisible.set(node, String(value)); // bidi controls shown, not obeyed
       else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
       else node.setAttribute(key, value === true ? "" : String(value));
     }

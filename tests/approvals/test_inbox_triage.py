@@ -157,7 +157,7 @@ def test_evidence_objects_as_they_are_now_and_the_conversation_link(login):
     req = make_request("alice", tool="submit_refund", agent="support", group="support",
                        arguments={"order_id": "12345", "amount": 129.99, "refund_description": "Never arrived"})
     page = login("rita").get(f"/inbox/{req.pk}/").content.decode()
-    assert "<strong>Order 12345</strong>" in page and "(alice's own)" in page
+    assert "<strong><bdi>Order 12345</bdi></strong>" in page and "(alice's own)" in page
     # asked of the tool now: the order's item, amount and state beside the request
     assert "Wireless Headphones, 129.99 USD, delivered" in page
     from agents.catalog.models import Order
@@ -216,7 +216,7 @@ def test_the_decided_view_names_the_decider_and_the_audit_reads_as_words(login):
     assert ">Decided by</th>" in page and "<strong>finn</strong> · just now" in page
     assert "Rejected" in page and "Approved with edits" in finn.get("/inbox/?status=all").content.decode()
     audit = finn.get(f"/audit/?request={req.pk}").content.decode()
-    assert ">Pay the dentist</a>" in audit and "approvals needed" in audit and "required:" not in audit
+    assert ">Pay the dentist</bdi></a>" in audit and "approvals needed" in audit and "required:" not in audit
     assert "UTC" in audit
 
 

@@ -63,7 +63,7 @@ def test_the_group_gets_a_mail_whose_link_decides_only_on_confirmation(demo, fay
     for _ in range(2):  # a mail scanner, then the person: the page shows, nothing is decided
         page = client.get(links["approve"])
         assert page.status_code == 200
-        assert b"Approve: Transfer 500.00 USD" in page.content and b'id="mail-confirm-button"' in page.content
+        assert b"Approve: <bdi>Transfer 500.00 USD" in page.content and b'id="mail-confirm-button"' in page.content
         assert b"deciding as <strong>finn</strong>" in page.content
     _nothing_decided(req)
     assert MailLink.objects.get(request=req, user=demo["finn"]).used_at is None
@@ -78,7 +78,7 @@ def test_the_group_gets_a_mail_whose_link_decides_only_on_confirmation(demo, fay
     admin = Client()
     admin.force_login(demo["admin"])
     trail = admin.get(f"/audit/?request={req.pk}").content.decode()
-    assert re.search(r"given through</span>: (<del>.*?</del> → )?<ins>mail link</ins>", trail), trail[-3000:]
+    assert re.search(r"given through</span>: (<del>.*?</del> → )?<ins><bdi>mail link</bdi></ins>", trail), trail[-3000:]
     assert MailLink.objects.get(request=req, user=demo["finn"]).used_decision == "approve"
 
     # fay's links die with the request

@@ -3,8 +3,12 @@ value wraps instead of widening the page, text-direction controls in arguments a
 the chat says why a message was refused, and approval badges speak to people, not to the model."""
 
 
+import json
+import re
+
 import inbox_e2e
-from chat_helpers import T, new_chat
+from chat_helpers import T, new_chat, send
+from inbox_e2e import make_requests
 from playwright.sync_api import expect
 
 people = inbox_e2e.people  # the fixture: a signed-in person per browser context
@@ -28,3 +32,85 @@ def test_a_message_over_the_limit_says_why(people):
     expect(page.locator("#chat-notice-text")).to_have_text(
         f"Ensure this field has no more than {limit} characters.", timeout=T)
     assert len(page.locator("#composer").input_value()) == limit + 1
+
+
+LONG = "https://example.com/" + "a" * 3000
+
+
+def _fits(page, selector=None):
+    """The page does not scroll sideways; `selector`'s box holds its own text."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.viewport_size["width"], f"the page is {width}px wide"
+    if selector:
+        inner, outer = page.evaluate("s => { const e = document.querySelector(s); return [e.scrollWidth, e.clientWidth]; }",
+                                     selector)
+        assert inner <= outer, f"{selector}: {inner}px of text in a {outer}px box"
+
+
+def test_a_long_unbroken_value_wraps_in_its_box(people):
+    """A 3,000-character URL in an email body: the chat card, the inbox preview, the request page while
+    editing (diff preview) and once decided (final diff), and the chat's "rita changed this" diff."""
+    alice, rita = people("alice"), people("rita")
+    page = alice.page
+    new_chat(page, "ops")
+    send(page, f"Email bob@example.com subject 'Long' saying '{LONG}'")
+    card = page.locator(".tool-card", has_text="send_email").last
+    expect(card.locator(".approval-card")).to_be_visible(timeout=T)
+    _fits(page, "#messages .tool-card .tool-args")
+
+    r = rita.page
+    r.goto("/inbox/")
+    expect(r.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    row = r.locator("#approval-rows tr[data-tool=send_email]").first
+    row.locator("td.col-risk").click()
+    expect(r.locator("#reading-pane .preview-title")).to_be_visible(timeout=T)
+    expect(r.locator("#reading-pane pre.code-block")).to_contain_text("aaaa", timeout=T)
+    _fits(r, "#reading-pane pre.code-block")
+    href = row.locator("a.row-link").get_attribute("href")
+    r.goto(href)
+    _fits(r, "#approval-detail")
+    r.get_by_role("button", name="JSON").click()
+    edited = json.loads(r.locator("#arguments-json").input_value())
+    edited["body"] = LONG + "b"
+    r.locator("#arguments-json").fill(json.dumps(edited))
+    expect(r.locator("#diff-preview")).to_contain_text("body:")
+    _fits(r, "#diff-preview")
+    r.locator("#approve").click()
+    if r.locator("#decide-dialog").is_visible():
+        _fits(r, "#decide-dialog-list")
+        r.locator("#decide-dialog-confirm").click()
+    expect(card.locator(".approval-diff")).to_be_visible(timeout=30_000)  # after rita's undo window
+    _fits(page, "#messages .approval-diff")
+    _fits(page, "#messages .approval-card")
+    r.goto(href)
+    expect(r.locator("#final-diff li")).to_have_count(1, timeout=T)
+    _fits(r, "#final-diff")
+
+
+SPOOF = "Invoice \u202efdp.exe"
+
+
+def test_text_direction_controls_are_shown_not_obeyed(people, live_stack):
+    """A subject with U+202E reads "Invoice ⟨U+202E⟩fdp.exe" in the title, the arguments, the reading pane,
+    the form editor's note and the JSON editor (as \\u202e), and in the chat's card."""
+    [rid] = make_requests(live_stack, [{
+        "requester": "alice", "tool": "send_email", "agent": "ops", "group": "reviewers",
+        "description": f"Email frank: {SPOOF}",
+        "arguments": {"to": "frank@example.com", "subject": SPOOF, "body": "see attachment"}}])
+    r = people("rita").page
+    r.goto(f"/inbox/{rid}/")
+    shown = "Invoice ⟨U+202E⟩fdp.exe"
+    expect(r.locator(".detail-title")).to_have_text(f"Email frank: {shown}")
+    expect(r.locator(".detail-title .bidi-control")).to_have_text("⟨U+202E⟩")
+    r.locator("details.args-raw summary").click()
+    expect(r.locator("#requested-arguments")).to_contain_text(f'"subject": "{shown}",')
+    assert "\u202e" not in r.locator("#requested-arguments").inner_text()
+    expect(r.locator("#arg__subject-bidi")).to_contain_text(shown)  # the form's subject field
+    r.get_by_role("button", name="JSON").click()
+    expect(r.locator("#arguments-json")).to_have_value(re.compile(r'"subject": "Invoice \\u202efdp\.exe"'))
+    html = r.content()
+    assert "\u202e" not in html.split('<script id="approval-arguments"')[0]
+    # live: a diff drawn by the page's script
+    raw = r.locator("#arguments-json")
+    raw.fill(raw.input_value().replace("see attachment", "see \u202eattachment"))
+    expect(r.locator("#diff-preview")).to_contain_text("see ⟨U+202E⟩attachment")

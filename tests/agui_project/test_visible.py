@@ -1,0 +1,34 @@
+"""Text-direction controls are shown, never obeyed (agui_project/visible.py, the `shown` filter)."""
+
+import json
+
+import pytest
+from django.template import Context, Template
+
+from agui_project.visible import BIDI_CONTROLS, json_escapes, reveal_html, reveal_text
+
+SPOOF = "Invoice \u202efdp.exe"
+
+
+def test_every_control_is_written_out_in_a_marked_span_and_the_value_isolated():
+    html = reveal_html(SPOOF + ' <b>"&')
+    assert html == ('<bdi>Invoice <span class="bidi-control" title="A text-direction control character: shown here, '
+                    'not applied">⟨U+202E⟩</span>fdp.exe &lt;b&gt;&quot;&amp;</bdi>')
+    for char in BIDI_CONTROLS:
+        shown = reveal_html(f"a{char}b")
+        assert char not in shown and f"⟨U+{ord(char):04X}⟩" in shown
+    assert set(BIDI_CONTROLS) == {*map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A)),
+                                  "\u200e", "\u200f", "\u061c"}
+    assert reveal_html("plain") == "<bdi>plain</bdi>"  # no control: only isolated
+
+
+def test_plain_text_and_json_keep_their_meaning():
+    assert reveal_text(SPOOF) == "Invoice ⟨U+202E⟩fdp.exe"
+    text = json_escapes(json.dumps({"subject": SPOOF}, ensure_ascii=False))
+    assert "\u202e" not in text and "\\u202e" in text and json.loads(text) == {"subject": SPOOF}
+
+
+@pytest.mark.parametrize("source", ["{{ v|shown }}", '{% blocktranslate with w=v|shown %}x {{ w }}{% endblocktranslate %}'])
+def test_the_template_filter(source):
+    out = Template("{% load inbox_tags i18n %}" + source).render(Context({"v": SPOOF + "<i>"}))
+    assert "\u202e" not in out and "⟨U+202E⟩" in out and "&lt;i&gt;" in out and "<bdi>" in out

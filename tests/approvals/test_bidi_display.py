@@ -1,0 +1,55 @@
+"""A reviewer sees what will execute: text-direction controls in a request's arguments, description,
+reason, feedback and conversation are written out on every page (and in mail), never obeyed."""
+
+import pytest
+from django.core import mail
+
+from approvals import services
+from tests.inbox_helpers import make_request, user
+
+pytestmark = pytest.mark.django_db
+
+SPOOF = "Invoice \u202efdp.exe"
+MARK = "⟨U+202E⟩"
+
+
+@pytest.fixture
+def spoofed(demo):
+    return make_request("alice", tool="send_email", agent="ops", group="reviewers",
+                        arguments={"to": "frank@example.com", "subject": SPOOF, "body": "see attachment"},
+                        description=f"Email frank@example.com: {SPOOF}", reason=f"Send {SPOOF}",
+                        excerpt=[{"role": "user", "content": f"subject {SPOOF}"}])
+
+
+def test_the_request_page_shows_the_controls_and_not_the_character(login, spoofed):
+    body = login("rita").get(f"/inbox/{spoofed.pk}/").content.decode()
+    # the title, the reason, the arguments block and the excerpt: the mark, isolated, never the control
+    assert '<h1 class="detail-title"><bdi>Email frank@example.com: Invoice <span class="bidi-control"' in body
+    assert body.count(MARK) >= 4
+    assert "\u202e" not in body.split('<script id="approval-arguments"')[0]  # the page the reviewer reads
+    assert '"subject": "Invoice \\u202efdp.exe"' in body  # the raw editor: the same value, escaped
+
+
+@pytest.mark.parametrize("url", ["/inbox/{pk}/?partial=preview", "/inbox/?scope=all&status=all",
+                                 "/inbox/?scope=all&status=all&partial=rows"])
+def test_the_preview_and_the_rows_too(login, spoofed, url):
+    body = login("rita").get(url.format(pk=spoofed.pk)).content.decode()
+    assert MARK in body and "\u202e" not in body
+
+
+def test_the_decided_page_and_the_audit(login, spoofed):
+    services.decide(spoofed.pk, user("rita"), "reject", feedback=f"no {SPOOF}")
+    client = login("rita")
+    for url in (f"/inbox/{spoofed.pk}/", "/audit/"):
+        body = client.get(url).content.decode()
+        assert MARK in body and "\u202e" not in body.split('<script id="approval-arguments"')[0], url
+
+
+def test_the_request_mail(spoofed):
+    from approvals.mail_links import request_mails
+
+    mail.outbox.clear()
+    request_mails(spoofed)
+    assert mail.outbox
+    for m in mail.outbox:
+        assert "\u202e" not in m.body and "Invoice ⟨U+202E⟩fdp.exe" in m.body
