@@ -70,6 +70,18 @@ def _decisions_woken_here(request, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _language_of_its_own():
+    """Each test starts in the default language: a request answered in a person's saved language
+    leaves it active on the test's thread (a server's next request activates its own), and the
+    next test read French where it expected English."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
