@@ -5,7 +5,6 @@ not a JSON object, 422 for one that is not a RunAgentInput; `Allow` on 405 and O
 GET; the agents' names only for a signed-in caller."""
 
 import json
-import uuid
 
 import pytest
 
@@ -13,25 +12,14 @@ from agents import services
 from agents.models import Run, Thread
 from approvals.models import ApprovalRequest
 from tests.agents.test_agui import refusal
+
+# no worker (the autouse no_enqueue), as the input tests have it; alice's `bearer`: conftest.py
+from tests.agents.test_agui_inputs import fresh, no_enqueue  # noqa: F401
 from tests.helpers import run_prompt
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def fresh(name):
-    return f"{name}-{uuid.uuid4()}"
-
-
-@pytest.fixture(autouse=True)
-def no_enqueue(monkeypatch):
-    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-
-
-@pytest.fixture
-def bearer(demo):
-    from rest_framework.authtoken.models import Token
-
-    return {"HTTP_AUTHORIZATION": f"Bearer {Token.objects.get_or_create(user=demo['alice'])[0].key}"}
 
 
 def body(thread_id=None, messages=(), **extra):
