@@ -160,7 +160,8 @@ class Tool:
             # JSON's own types, strictly: lax mode read `"amount": true` as 1.0 and "500" as 500
             return self.model.model_validate_json(text, strict=True).model_dump(mode="json")
         except pydantic.ValidationError as exc:
-            raise registry.ArgumentsInvalid(argument_errors.from_pydantic(exc, self.model)) from exc
+            # the paths as the arguments have them (pydantic names a union's members: "limit.int")
+            raise registry.ArgumentsInvalid(argument_errors.from_pydantic(exc, self.model, data=arguments)) from exc
 
     def authorize(self, user, arguments) -> list[dict]:
         """The objects the call acts on, for the people who judge it ([{object, owner}]); NotYours

@@ -57,3 +57,20 @@ def test_an_mcp_servers_schema_the_same_way():
         "note_id": ["Must be at least 1."],
         "tag": ["Not in the expected form (A lowercase word).", "Must be at most 3 characters long."],
     }
+
+
+def test_a_union_argument_is_named_by_its_place_not_by_pydantics_members():
+    """pydantic's locations name a union's members ("limit.int", "limit.str"): a reviewer read them."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from agents.runtime.tools import tool
+
+    @tool()
+    def pick(ctx, limit: Annotated[int | str, Field(description="How many, or \"all\"")] = 1):
+        """Pick some."""
+
+    with pytest.raises(ArgumentsInvalid) as exc:
+        pick.validate({"limit": [1]})
+    assert list(exc.value.errors) == ["limit"], exc.value.errors
