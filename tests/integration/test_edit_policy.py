@@ -188,8 +188,8 @@ def test_a_transfer_to_someone_else_is_fine_and_the_inbox_shows_whose_accounts(d
                                       {"object": f"account {BOB}", "owner": "bob"}]
     client.force_login(demo["finn"])
     page = client.get(f"/inbox/{req.pk}/").content.decode()
-    assert f"Account {ALICE}</strong> <span class=\"muted\">(alice's own)" in page
-    assert f"Account {BOB}</strong> <span class=\"muted\">(belongs to bob)" in page
+    assert f"Account {ALICE}</bdi></strong> <span class=\"muted\">(alice's own)" in page  # each value isolated
+    assert f"Account {BOB}</bdi></strong> <span class=\"muted\">(belongs to bob)" in page
     assert "Balance 5,432.10 USD" in page and "1,000.00" not in page
 
 
