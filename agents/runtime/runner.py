@@ -43,7 +43,14 @@ from agents.registry import get_agent, loop_for
 from agents.runtime import execution
 from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
-from agents.runtime.tools import OutcomeUnknown, Paused, ToolContext, ToolError, on_behalf_of
+from agents.runtime.tools import (
+    OutcomeUnknown,
+    Paused,
+    ToolContext,
+    ToolError,
+    on_behalf_of,
+    said_in_every_language,
+)
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
 from agents.transitions import claim_ahead, claim_run, move_call, move_run
 from agui_project import jsoncheck
@@ -613,7 +620,7 @@ class Runner:
                 reason=assistant_text or "The agent gave no reason.",
                 reversible=tool.reversible,
                 impact=tool.impact_for(arguments),
-                said=tool.said_for(arguments),
+                said=said_in_every_language(tool, arguments),
                 context={"excerpt": excerpt, **({"objects": list(objects)} if objects else {}),
                          **(tool.request_context() if hasattr(tool, "request_context") else {})},  # MCP: its server
                 agent_name=self.agent.name,

@@ -198,16 +198,6 @@ class Tool:
     def impact_for(self, arguments):
         return self.impact(arguments) if callable(self.impact) else self.impact
 
-    def said_for(self, arguments):
-        """{language: {"description", "impact"}} in every language of the site, for the request's
-        readers (approvals.models.said): made once, when the call pauses, since a description may
-        read the world as it is then (a file's size), which a page shown later must not read again."""
-        said = {}
-        for code, _name in settings.LANGUAGES:
-            with translation.override(code):
-                said[code] = {"description": str(self.description_for(arguments)),
-                              "impact": str(self.impact_for(arguments) or "")}
-        return said
 
     def run(self, ctx: ToolContext, arguments: dict):
         with _for(ctx.user):
@@ -228,6 +218,19 @@ class Tool:
             authorize=self.authorize_for if self.objects else None,
             **self.policy,
         )
+
+
+def said_in_every_language(tool, arguments):
+    """{language: {"description", "impact"}} of a call of `tool` (ours or an MCP server's: anything
+    with description_for and impact_for) in every language of the site, for the request's readers
+    (approvals.models.said): made once, when the call pauses, since a description may read the world
+    as it is then (a file's size), which a page shown later must not read again."""
+    said = {}
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            said[code] = {"description": str(tool.description_for(arguments)),
+                          "impact": str(tool.impact_for(arguments) or "")}
+    return said
 
 
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",

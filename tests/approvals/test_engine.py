@@ -655,12 +655,13 @@ def test_a_task_delivered_twice_executes_nothing_twice(demo, celery_worker_live,
 
 def test_a_deadline_saved_before_its_ceiling_is_held_to_it(demo, finance):
     """timeout_seconds had no ceiling: a policy saved with 10**12 made every call of the tool fail
-    (no date that far); the policies now refuse it, and one already stored is held to 30 days."""
+    (no date that far; SQLite stored it, PostgreSQL's integer column stops at 2**31 - 1, 68 years);
+    the policies now refuse it, and one already stored is held to 30 days."""
     from approvals.models import ToolPolicy
     from approvals.validators import MAX_TIMEOUT
 
     set_transfer_policy(demo, timeout_seconds=3600)
-    ToolPolicy.objects.filter(tool_name="transfer_money").update(timeout_seconds=10 ** 12)
+    ToolPolicy.objects.filter(tool_name="transfer_money").update(timeout_seconds=2 ** 31 - 1)
     before = timezone.now()
     req = transfer_request(demo["alice"])
     assert req.status == "pending"
