@@ -5,33 +5,18 @@ in their own terms ("String should match pattern '^\\d{6,20}$'", "'3' is not of 
 a reviewer who edits an argument would read a regular expression, in English. Neither library
 translates its messages; pydantic's documented way is to map its error types to messages of one's
 own (docs: "Customize error messages"), and jsonschema's errors name their keyword the same way.
-So the common kinds get a sentence here, marked for translation and said in the active language;
-an unknown kind keeps the library's own message. Where the words go to a model, the caller
+So the common kinds get a sentence here (jsonschema's keywords in agui_project/schema_sentences.py,
+which the shared state's check says its errors with too), marked for translation and said in the
+active language; an unknown kind keeps the library's own message. Where the words go to a model, the caller
 validates with the translation off (the model reads English).
 """
 
 import itertools
 
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-
-def _n(value):
-    """A limit as the locale writes numbers (a float field's `gt=0` is 0.0: said as 0)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return number_format(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
-def _choices(values):
-    return ", ".join(str(v) for v in values)
-
-
-def _form(description):
-    if description:
-        return _("Not in the expected form (%(description)s).") % {"description": description.rstrip(".")}
-    return _("Not in the expected form.")
+from agui_project.schema_sentences import form, jsonschema_sentence, number
 
 
 def _pydantic_sentence(err, description):
@@ -53,13 +38,13 @@ def _pydantic_sentence(err, description):
     if kind in ("list_type", "tuple_type", "set_type"):
         return _("Must be a list.")
     if kind == "greater_than":
-        return _("Must be greater than %(limit)s.") % {"limit": _n(ctx.get("gt"))}
+        return _("Must be greater than %(limit)s.") % {"limit": number(ctx.get("gt"))}
     if kind == "greater_than_equal":
-        return _("Must be at least %(limit)s.") % {"limit": _n(ctx.get("ge"))}
+        return _("Must be at least %(limit)s.") % {"limit": number(ctx.get("ge"))}
     if kind == "less_than":
-        return _("Must be less than %(limit)s.") % {"limit": _n(ctx.get("lt"))}
+        return _("Must be less than %(limit)s.") % {"limit": number(ctx.get("lt"))}
     if kind == "less_than_equal":
-        return _("Must be at most %(limit)s.") % {"limit": _n(ctx.get("le"))}
+        return _("Must be at most %(limit)s.") % {"limit": number(ctx.get("le"))}
     if kind == "string_too_short":
         n = ctx.get("min_length", 1)
         return ngettext("Must be at least %(count)s character long.", "Must be at least %(count)s characters long.",
@@ -75,7 +60,7 @@ def _pydantic_sentence(err, description):
         n = ctx.get("max_length", 0)
         return ngettext("Must have at most %(count)s item.", "Must have at most %(count)s items.", n) % {"count": n}
     if kind == "string_pattern_mismatch":
-        return _form(description)
+        return form(description)
     if kind in ("literal_error", "enum"):
         return _("Must be one of: %(choices)s.") % {"choices": ctx.get("expected", "")}
     if kind == "value_error" and ctx.get("error") is not None:
@@ -168,54 +153,8 @@ def from_pydantic(exc, model=None, root="__root__", data=None):
     return errors
 
 
-_JSON_TYPES = {
-    "string": lambda: _("Must be text."), "integer": lambda: _("Must be a whole number."),
-    "number": lambda: _("Must be a number."), "boolean": lambda: _("Must be true or false."),
-    "object": lambda: _("Must be an object."), "array": lambda: _("Must be a list."),
-    "null": lambda: _("Must be empty (null)."),
-}
-
-
-def _jsonschema_sentence(err):
-    keyword, value, schema = err.validator, err.validator_value, err.schema if isinstance(err.schema, dict) else {}
-    if keyword == "required":
-        missing = [name for name in value if isinstance(err.instance, dict) and name not in err.instance]
-        return _("Required: %(names)s.") % {"names": _choices(missing or value)}
-    if keyword == "additionalProperties" and isinstance(err.instance, dict):
-        known = set(schema.get("properties") or {})
-        extra = sorted(k for k in err.instance if k not in known)
-        return _("Not among the tool's arguments: %(names)s.") % {"names": _choices(extra)}
-    if keyword == "type":
-        types = value if isinstance(value, list) else [value]
-        if len(types) == 1 and types[0] in _JSON_TYPES:
-            return _JSON_TYPES[types[0]]()
-    if keyword == "minimum":
-        return _("Must be at least %(limit)s.") % {"limit": _n(value)}
-    if keyword == "maximum":
-        return _("Must be at most %(limit)s.") % {"limit": _n(value)}
-    if keyword == "exclusiveMinimum":
-        return _("Must be greater than %(limit)s.") % {"limit": _n(value)}
-    if keyword == "exclusiveMaximum":
-        return _("Must be less than %(limit)s.") % {"limit": _n(value)}
-    if keyword == "minLength":
-        return ngettext("Must be at least %(count)s character long.", "Must be at least %(count)s characters long.",
-                        value) % {"count": value}
-    if keyword == "maxLength":
-        return ngettext("Must be at most %(count)s character long.", "Must be at most %(count)s characters long.",
-                        value) % {"count": value}
-    if keyword == "minItems":
-        return ngettext("Must have at least %(count)s item.", "Must have at least %(count)s items.", value) % {
-            "count": value}
-    if keyword == "maxItems":
-        return ngettext("Must have at most %(count)s item.", "Must have at most %(count)s items.", value) % {
-            "count": value}
-    if keyword == "pattern":
-        return _form(schema.get("description"))
-    if keyword == "enum":
-        return _("Must be one of: %(choices)s.") % {"choices": _choices(value)}
-    if keyword == "const":
-        return _("Must be %(value)s.") % {"value": value}
-    return err.message
+def _not_among(names):
+    return _("Not among the tool's arguments: %(names)s.") % {"names": names}
 
 
 def from_jsonschema(validator, instance, root="__root__", limit=None):
@@ -225,7 +164,7 @@ def from_jsonschema(validator, instance, root="__root__", limit=None):
     found = itertools.islice(validator.iter_errors(instance), limit)
     for err in sorted(found, key=lambda e: [str(p) for p in e.absolute_path]):
         said = errors.setdefault(".".join(str(p) for p in err.absolute_path) or root, [])
-        sentence = _jsonschema_sentence(err)
+        sentence = jsonschema_sentence(err, _not_among)
         if sentence not in said:  # `required` reports each missing name; the sentence names them all
             said.append(sentence)
     return errors

@@ -25,12 +25,11 @@ import jsonschema
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from agui_project import jsoncheck
 from agui_project.queries import Prepared
+from agui_project.schema_sentences import jsonschema_sentence
 
 from .models import SharedState, StateChange
 
@@ -187,60 +186,8 @@ def validate(data, schema):
         raise StateInvalid(message, details)
 
 
-# What a schema error means, in sentences of ours (jsonschema's are English and name Python
-# values: "5 is not of type 'object'"). The same sentences, under the same msgids (translated
-# once), as approvals/argument_errors.py says a tool's arguments with: state imports no app.
-_TYPES = {
-    "string": lambda: _("Must be text."), "integer": lambda: _("Must be a whole number."),
-    "number": lambda: _("Must be a number."), "boolean": lambda: _("Must be true or false."),
-    "object": lambda: _("Must be an object."), "array": lambda: _("Must be a list."),
-    "null": lambda: _("Must be empty (null)."),
-}
-_LIMITS = {
-    "minimum": lambda v: _("Must be at least %(limit)s.") % {"limit": _number(v)},
-    "maximum": lambda v: _("Must be at most %(limit)s.") % {"limit": _number(v)},
-    "exclusiveMinimum": lambda v: _("Must be greater than %(limit)s.") % {"limit": _number(v)},
-    "exclusiveMaximum": lambda v: _("Must be less than %(limit)s.") % {"limit": _number(v)},
-    "minLength": lambda v: ngettext("Must be at least %(count)s character long.",
-                                    "Must be at least %(count)s characters long.", v) % {"count": v},
-    "maxLength": lambda v: ngettext("Must be at most %(count)s character long.",
-                                    "Must be at most %(count)s characters long.", v) % {"count": v},
-    "minItems": lambda v: ngettext("Must have at least %(count)s item.", "Must have at least %(count)s items.",
-                                   v) % {"count": v},
-    "maxItems": lambda v: ngettext("Must have at most %(count)s item.", "Must have at most %(count)s items.",
-                                   v) % {"count": v},
-    "enum": lambda v: _("Must be one of: %(choices)s.") % {"choices": ", ".join(str(c) for c in v)},
-    "const": lambda v: _("Must be %(value)s.") % {"value": v},
-}
-
-
-def _number(value):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return number_format(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
 def _schema_problem(err):
-    keyword, value = err.validator, err.validator_value
-    schema = err.schema if isinstance(err.schema, dict) else {}
-    instance = err.instance if isinstance(err.instance, dict) else None
-    if keyword == "required":
-        missing = [name for name in value if instance is not None and name not in instance]
-        return _("Required: %(names)s.") % {"names": ", ".join(missing or value)}
-    if keyword == "additionalProperties" and instance is not None:
-        extra = sorted(k for k in instance if k not in (schema.get("properties") or {}))
-        return _("Not allowed here: %(names)s.") % {"names": ", ".join(extra)}
-    if keyword == "type":
-        types = value if isinstance(value, list) else [value]
-        if len(types) == 1 and types[0] in _TYPES:
-            return _TYPES[types[0]]()
-    if keyword in _LIMITS:
-        return _LIMITS[keyword](value)
-    if keyword == "pattern":
-        description = (schema.get("description") or "").rstrip(".")
-        return _("Not in the expected form (%(description)s).") % {"description": description} if description \
-            else _("Not in the expected form.")
-    return err.message
+    return jsonschema_sentence(err, lambda names: _("Not allowed here: %(names)s.") % {"names": names})
 
 
 def touched_keys(ops):
