@@ -45,8 +45,13 @@ def serve_stack():
         stack.stop()
 
 
-def start(checkout):
+def start(checkout, side):
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}  # each stack its own Redis
+    if env.get("DATABASE_URL", "").startswith("postgres"):  # and its own database (run.py: <name>_bench)
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(env["DATABASE_URL"])
+        env["DATABASE_URL"] = parts._replace(path=f"{parts.path.rstrip('/') or '/postgres'}_{side}").geturl()
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve"], cwd=checkout, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     for line in proc.stdout:
@@ -140,7 +145,7 @@ def main(argv=None):
         proxy = None
     try:
         for side, checkout in (("base", args.base), ("new", args.new)):
-            proc, info[side] = start(checkout)
+            proc, info[side] = start(checkout, side)
             procs.append(proc)
         out = asyncio.run(measure(info, int(os.environ.get("AB_POSTS", 100)), int(os.environ.get("AB_RESUMES", 40)),
                                   int(os.environ.get("AB_DECISIONS", 40))))
