@@ -307,8 +307,8 @@ def apply_client_state(thread, user, state, base_version):
         return replace_user_state(thread, user, state, 0)  # never written: there is nothing to overwrite
     nearest = state_services.closest_version(thread.state_key, state)
     if nearest is None:
-        return _not_applied("it does not say which version it was made from, and this chat's state has too long "
-                            "a history to tell")
+        return _not_applied(_("it does not say which version it was made from, and this chat's state has too "
+                              "long a history to tell"))
     version, data = nearest
     if data == state:
         return []  # an echo of a version it was sent
@@ -317,17 +317,18 @@ def apply_client_state(thread, user, state, base_version):
     moved = state_services.keys_changed_since(thread.state_key, version) | set(doc.provisional)
     clash = touched & moved
     if clash or ("" in touched and moved) or "" in moved:
-        return _not_applied("it changes what changed here since your client last saw it ("
-                            + ", ".join(sorted(clash - {""}) or ["the whole state"]) + ")")
+        return _not_applied(_("it changes what changed here since your client last saw it (%(keys)s)") % {
+            "keys": ", ".join(sorted(clash - {""})) or _("the whole state")})
     try:
         return apply_user_patch(thread, user, ops, doc.version)[0]
     except (state_services.StateConflict, state_services.PredictionPending):  # changed under us just now
-        return _not_applied("the chat's state changed at the same moment")
+        return _not_applied(_("the chat's state changed at the same moment"))
 
 
 def _not_applied(why):
-    return NotApplied("state_not_applied", f"The state your client sent was not applied: {why}. The run uses the "
-                      "chat's current state (sent to you now); make your change again on it.")
+    return NotApplied("state_not_applied", _("The state your client sent was not applied: %(why)s. The run uses the "
+                                             "chat's current state (sent to you now); make your change again on "
+                                             "it.") % {"why": why})
 
 
 def replace_user_state(thread, user, state, base_version):

@@ -146,12 +146,12 @@ def no_enqueue(monkeypatch):
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
 
 
-def post(client, token, thread_id, state, **props):
+def post(client, token, thread_id, state, headers=None, **props):
     body = {"threadId": thread_id, "runId": f"run-{uuid.uuid4()}", "state": state, "tools": [], "context": [],
             "forwardedProps": props,
             "messages": [{"id": f"m-{uuid.uuid4()}", "role": "user", "content": "hello"}]}
     return client.post("/agui/recipe/", json.dumps(body), content_type="application/json",
-                       HTTP_ACCEPT="text/event-stream", HTTP_AUTHORIZATION=f"Bearer {token}")
+                       HTTP_ACCEPT="text/event-stream", HTTP_AUTHORIZATION=f"Bearer {token}", **(headers or {}))
 
 
 @pytest.fixture
@@ -205,8 +205,8 @@ def test_a_stock_client_that_echoes_or_changes_state_without_a_version_is_never_
     real_record = endpoint.record
     monkeypatch.setattr(endpoint, "record", lambda *a, **kw: plans.append(real_record(*a, **kw)) or plans[-1])
 
-    def send(state):
-        resp = post(client, alice_token, thread_id, state)
+    def send(state, **headers):
+        resp = post(client, alice_token, thread_id, state, headers)
         plan = plans[-1]
         assert resp.status_code == 200 and plan.error is None, plan.error  # the run started
         Run.objects.filter(thread_id=thread_id).update(status="succeeded")
@@ -227,6 +227,10 @@ def test_a_stock_client_that_echoes_or_changes_state_without_a_version_is_never_
     assert told[0] == ("STATE_SNAPSHOT", None, theirs)
     assert told[1][1] == "state_not_applied" and told[1][2]["version"] == 2 and "recipe" in told[1][2]["message"]
     assert state_services.snapshot(key) == (theirs, 2)
+    # said in the client's language, as the endpoint's other answers are
+    told = send({"recipe": {**CARBONARA, "title": "Mine"}}, HTTP_ACCEPT_LANGUAGE="fr")
+    assert told[1][2]["message"].startswith("L’état envoyé par votre client n’a pas été appliqué") \
+        and "(recipe)" in told[1][2]["message"], told[1][2]["message"]
     # a change made from the current version is applied
     mine = {"recipe": {**theirs["recipe"], "cooking_time": "45 min"}}
     assert send(mine) == []
