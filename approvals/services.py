@@ -292,7 +292,7 @@ def _lock(request_id, user):
 
 
 def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False, via="",
-           resolve_here=None):
+           resolve_here=None, in_time=False):
     """Approve (optionally with edited arguments), reject, or respond (guidance for the model instead
     of a decision: the call does not run). Raises DecisionError subclasses; DecisionNotAllowed for an
     answer the request's policy does not offer (an edit is an approval with changed arguments).
@@ -301,6 +301,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
     transaction, which holds the decision and is rolled back whole on any error (the AG-UI resume):
     called instead of approval_resolved after commit; no savepoint of the decision's own (two round
     trips); a late decision's expiry is left to the caller (this refusal spoils its transaction).
+    `in_time`: the decision was made before the deadline and sent later (a held decision's release).
 
     Quorum: `required_approvals` distinct approvers of the same arguments (by hash); an edit
     withdraws approvals of other arguments; any rejection rejects; any response answers.
@@ -314,7 +315,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
     feedback = (feedback or "").strip()
     try:
         return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via,
-                       resolve_here)
+                       resolve_here, in_time)
     except _PastDeadline:
         # A late decision is refused and the deadline's outcome recorded now, in a transaction of
         # its own: raised inside the decision's, the expiry would have been rolled back with it.
@@ -332,7 +333,7 @@ DECIDED_FIELDS = ("status", "feedback", "final_arguments", "decided_by_id", "dec
 _DECIDED = PreparedUpdate(ApprovalRequest, lambda pk: ApprovalRequest.objects.filter(pk=pk))
 
 
-def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via, resolve_here):
+def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via, resolve_here, in_time):
     with transaction.atomic(savepoint=resolve_here is None):
         req, group_ids = _lock(request_id, user)
         if not can_decide(user, req, group_ids):
@@ -340,7 +341,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         if req.status != Status.PENDING:
             late = RequestExpired if req.status == Status.EXPIRED else NotPending
             raise late(_("request already %(status)s") % {"status": req.get_status_display().lower()})
-        if req.expires_at and req.expires_at <= timezone.now():
+        if req.expires_at and req.expires_at <= timezone.now() and not in_time:
             raise _PastDeadline
         if always_allow_in_thread and (decision != Decision.Kind.APPROVE or req.approver_kind != ApproverKind.REQUESTER
                                        or not req.thread_ref):
@@ -510,13 +511,16 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
     seconds = settings.AGUI_UNDO_SECONDS if seconds is None else seconds
     if seconds <= 0:
         return decide(request_id, user, decision, arguments=arguments, feedback=feedback)
-    try:
-        with transaction.atomic():
-            decide(request_id, user, decision, arguments=arguments, feedback=feedback)
-            raise _DryRun
-    except _DryRun:
-        pass
     with transaction.atomic():
+        # locked across the dry run and the hold (a savepoint's rollback drops its row locks): an
+        # expiry either comes first, and the dry run refuses, or finds this hold and waits for it
+        list(ApprovalRequest.objects.select_for_update().filter(pk=request_id).values_list("pk", flat=True))
+        try:
+            with transaction.atomic():
+                decide(request_id, user, decision, arguments=arguments, feedback=feedback)
+                raise _DryRun
+        except _DryRun:
+            pass
         held, _created = HeldDecision.objects.update_or_create(
             request_id=request_id, user=user,
             defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
@@ -547,6 +551,8 @@ def undo(held_ids, user):
         HeldDecision.objects.filter(pk__in=[r.pk for r in rows]).delete()
         for r in rows:  # back in the reviewer's list
             transaction.on_commit(lambda req=r.request: notify.user_notice(user.pk, "undone", req))
+    for r in rows:  # a deadline that passed while it was held applies now (no-op for the others)
+        expire(r.request_id)
     return [r.request_id for r in rows]
 
 
@@ -563,11 +569,13 @@ def release(held_id, *, now=None):
         held.delete()
         try:
             with transaction.atomic():
+                # made before any deadline (its dry run checked), so a deadline inside the window has no say
                 return decide(held.request_id, held.user, held.decision, arguments=held.arguments,
-                              feedback=held.feedback)
+                              feedback=held.feedback, in_time=True)
         except DecisionError as exc:
             log.info("held %s of %s by %s not sent: %s", held.decision, held.request_id, held.user, exc.message)
             transaction.on_commit(lambda: notify.user_notice(held.user_id, "undone", held.request))
+            expire(held.request_id)  # refused: a deadline that passed meanwhile applies now
             return None
 
 
@@ -600,6 +608,8 @@ def expire(request_id):
         req = one(ApprovalRequest.objects.select_for_update().filter(pk=request_id))
         if not req or req.status != Status.PENDING or not req.expires_at or req.expires_at > timezone.now():
             return False
+        if HeldDecision.objects.filter(request=req).exists():
+            return False  # decided in time, inside its undo window: release() sends it (or undo expires it)
         _expire_locked(req)
         return True
 

@@ -118,6 +118,49 @@ def test_a_held_decision_overtaken_by_another_reviewer_is_dropped(demo, undo_win
     assert not HeldDecision.objects.exists()
 
 
+def _deadline_passes(req):
+    ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+
+@pytest.mark.django_db
+def test_a_decision_held_in_time_is_sent_though_the_deadline_passes_inside_its_window(login, undo_window):
+    req = make_request("alice", description="Pay before noon")
+    finn = login("finn")
+    assert finn.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": ""}).status_code == 302
+    _deadline_passes(req)
+    # the beat's sweep and the deadline's own task find it held: not expired under the reviewer
+    services.process_deadlines(req.pk)
+    assert not services.expire(req.pk)
+    req.refresh_from_db()
+    assert req.status == "pending"
+    decided = services.release(HeldDecision.objects.get(request=req).pk, now=later())
+    assert decided.status == "approved" and decided.decided_by == user("finn")
+    assert sorted(AuditEvent.objects.filter(request=req).values_list("action", flat=True)) == ["decided", "requested"]
+
+
+@pytest.mark.django_db
+def test_a_held_decision_undone_after_the_deadline_leaves_the_request_expired(login, undo_window):
+    req = make_request("alice")
+    finn = login("finn")
+    data = finn.post("/inbox/bulk/", {"ids": [req.pk], "decision": "approve"},
+                     HTTP_X_REQUESTED_WITH="XMLHttpRequest").json()
+    _deadline_passes(req)
+    assert finn.post("/inbox/undo/", {"held": data["held"][0]},
+                     HTTP_X_REQUESTED_WITH="XMLHttpRequest").json()["recalled"] == [req.pk]
+    req.refresh_from_db()
+    assert req.status == "expired" and not Decision.objects.filter(request=req).exists()
+
+
+@pytest.mark.django_db
+def test_a_late_decision_beside_a_held_one_is_refused_and_the_held_one_stands(demo, undo_window):
+    req = make_request("alice", group="reviewers")
+    held = services.hold(req.pk, user("finn"), "approve")
+    _deadline_passes(req)
+    with pytest.raises(services.RequestExpired):
+        services.decide(req.pk, user("rita"), "reject", feedback="too late")
+    assert services.release(held.pk, now=later()).status == "approved"
+
+
 @pytest.mark.django_db
 def test_inbox_zero_and_the_request_page_after_the_last_one(login, undo_window):
     req = make_request("alice")
