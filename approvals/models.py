@@ -269,6 +269,8 @@ class HeldDecision(models.Model):
     decision = models.CharField(_("decision"), max_length=16, choices=Decision.Kind.choices)
     arguments = models.JSONField(_("arguments"), null=True, blank=True)  # edited arguments, or None: as they stand
     feedback = models.TextField(_("feedback"), blank=True, default="")
+    # the digest of the arguments as they stood when it was made: an approval is of what was seen
+    seen = models.CharField(_("arguments seen"), max_length=64, blank=True, default="")
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     due_at = models.DateTimeField(_("due at"))
 

@@ -88,6 +88,12 @@ class FeedbackRequired(DecisionError):
     code = "feedback_required"
 
 
+class ArgumentsChanged(DecisionError):
+    """An approval made on arguments someone has edited since (services.decide's `seen`)."""
+    status_code = 409
+    code = "arguments_changed"
+
+
 class DecisionNotAllowed(DecisionError):
     """This tool's policy does not offer that answer (ToolPolicy.allowed_decisions)."""
     code = "decision_not_allowed"
@@ -292,7 +298,7 @@ def _lock(request_id, user):
 
 
 def decide(request_id, user, decision, arguments=None, feedback="", always_allow_in_thread=False, via="",
-           resolve_here=None, in_time=False):
+           resolve_here=None, in_time=False, seen=""):
     """Approve (optionally with edited arguments), reject, or respond (guidance for the model instead
     of a decision: the call does not run). Raises DecisionError subclasses; DecisionNotAllowed for an
     answer the request's policy does not offer (an edit is an approval with changed arguments).
@@ -302,6 +308,8 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
     called instead of approval_resolved after commit; no savepoint of the decision's own (two round
     trips); a late decision's expiry is left to the caller (this refusal spoils its transaction).
     `in_time`: the decision was made before the deadline and sent later (a held decision's release).
+    `seen`: the digest of the arguments the decider saw; an approval is refused (ArgumentsChanged) once
+    they have been edited, rather than counted for arguments they never saw.
 
     Quorum: `required_approvals` distinct approvers of the same arguments (by hash); an edit
     withdraws approvals of other arguments; any rejection rejects; any response answers.
@@ -315,7 +323,7 @@ def decide(request_id, user, decision, arguments=None, feedback="", always_allow
     feedback = (feedback or "").strip()
     try:
         return _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via,
-                       resolve_here, in_time)
+                       resolve_here, in_time, seen)
     except _PastDeadline:
         # A late decision is refused and the deadline's outcome recorded now, in a transaction of
         # its own: raised inside the decision's, the expiry would have been rolled back with it.
@@ -333,7 +341,8 @@ DECIDED_FIELDS = ("status", "feedback", "final_arguments", "decided_by_id", "dec
 _DECIDED = PreparedUpdate(ApprovalRequest, lambda pk: ApprovalRequest.objects.filter(pk=pk))
 
 
-def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via, resolve_here, in_time):
+def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thread, via, resolve_here, in_time,
+            seen):
     with transaction.atomic(savepoint=resolve_here is None):
         req, group_ids = _lock(request_id, user)
         if not can_decide(user, req, group_ids):
@@ -349,6 +358,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                                   "in a thread"), {"always_allow_in_thread": [_("not available for this request")]})
         before = _snapshot(req)
         current = req.current_arguments
+        if seen and decision == Decision.Kind.APPROVE and arguments_hash(current) != seen:
+            raise ArgumentsChanged(_("the arguments were edited after you read them: read them again and decide"))
         if decision != Decision.Kind.APPROVE:
             _refuse_unless_allowed(req, decision)
 
@@ -514,7 +525,7 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
     with transaction.atomic():
         # locked across the dry run and the hold (a savepoint's rollback drops its row locks): an
         # expiry either comes first, and the dry run refuses, or finds this hold and waits for it
-        list(ApprovalRequest.objects.select_for_update().filter(pk=request_id).values_list("pk", flat=True))
+        req = one(ApprovalRequest.objects.select_for_update().filter(pk=request_id))
         try:
             with transaction.atomic():
                 decide(request_id, user, decision, arguments=arguments, feedback=feedback)
@@ -524,6 +535,7 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
         held, _created = HeldDecision.objects.update_or_create(
             request_id=request_id, user=user,
             defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
+                      "seen": arguments_hash(req.current_arguments),  # the dry run found it: req is a row
                       "due_at": timezone.now() + timedelta(seconds=seconds)})
         transaction.on_commit(lambda: signature(HELD_TASK, args=(held.pk,), app=current_app)
                               .apply_async(countdown=seconds))
@@ -571,7 +583,7 @@ def release(held_id, *, now=None):
             with transaction.atomic():
                 # made before any deadline (its dry run checked), so a deadline inside the window has no say
                 return decide(held.request_id, held.user, held.decision, arguments=held.arguments,
-                              feedback=held.feedback, in_time=True)
+                              feedback=held.feedback, in_time=True, seen=held.seen)
         except DecisionError as exc:
             log.info("held %s of %s by %s not sent: %s", held.decision, held.request_id, held.user, exc.message)
             transaction.on_commit(lambda: notify.user_notice(held.user_id, "undone", held.request))

@@ -162,6 +162,25 @@ def test_a_late_decision_beside_a_held_one_is_refused_and_the_held_one_stands(de
 
 
 @pytest.mark.django_db
+def test_a_held_approval_is_not_counted_for_arguments_edited_inside_its_window(login, undo_window):
+    req = make_request("alice", required=2)  # finance: finn and (here) rita
+    user("rita").groups.add(req.approver_group)
+    seen = dict(req.arguments)
+    rita = login("rita")  # approves what her page shows, held for the undo window
+    assert rita.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": json.dumps(seen)}).status_code == 302
+    held = HeldDecision.objects.get(request=req)
+    services.decide(req.pk, user("finn"), "approve", arguments={**seen, "amount": 900.0})  # 1 of 2
+    assert services.release(held.pk, now=later()) is None  # not sent: rita never saw 900
+    req.refresh_from_db()
+    assert req.status == "pending" and req.final_arguments["amount"] == 900.0
+    assert list(req.decisions.values_list("user__username", flat=True)) == ["finn"]
+    assert req.pk in rita.get("/inbox/?partial=rows").content.decode()  # hers to decide again
+    # with nobody's edit in between, a held approval counts as before
+    held = services.hold(req.pk, user("rita"), "approve")
+    assert services.release(held.pk, now=later()).status == "modified"
+
+
+@pytest.mark.django_db
 def test_inbox_zero_and_the_request_page_after_the_last_one(login, undo_window):
     req = make_request("alice")
     finn = login("finn")
