@@ -28,7 +28,7 @@ from agui_project.answer_first import answer_first
 
 from . import mail_links, selectors, services
 from .access import is_reviewer
-from .models import MailLink, NotificationSetting
+from .models import MailLink, NotificationSetting, arguments_hash
 
 FEEDBACK_MAX = 5000
 
@@ -38,7 +38,7 @@ def _refused(request, error):
                   {"heading": error.heading, "message": error.message, "code": error.status}, status=error.status)
 
 
-def _decide(token, user, feedback, decision):
+def _decide(token, user, feedback, decision, seen=""):
     """Decide as the link's recipient and stamp the link used in the same transaction (a refused
     decision leaves it usable: e.g. a reject without the feedback the policy asks for). The inbox's
     notices follow the page (agui_project/answer_first.py)."""
@@ -46,7 +46,7 @@ def _decide(token, user, feedback, decision):
         checked = mail_links.check(token, user, lock=True)
         try:
             req = services.decide(checked.request.pk, checked.link.user, decision, feedback=feedback,
-                                  via="mail link")
+                                  via="mail link", seen=seen)
         except services.NotPending:
             raise mail_links.LinkError(410, "This link has expired", "The request's deadline passed before "
                                        "your decision, so it was settled by its policy.") from None
@@ -66,6 +66,7 @@ def confirm(request, token):
     req, recipient = checked.request, checked.link.user
     context = {"approval": req, "decision": checked.decision, "recipient": recipient, "feedback": "",
                "arguments": json.dumps(req.current_arguments, indent=2, ensure_ascii=False, sort_keys=True),
+               "seen": arguments_hash(req.current_arguments),  # what the page shows is what its button approves
                "quorum": selectors.quorum(approval=req), "feedback_required":
                checked.decision == "reject" and req.approver_kind == "group",
                # either link of the mail may instead answer with guidance, when the policy offers it
@@ -81,7 +82,7 @@ def confirm(request, token):
     # the link's own decision, or guidance instead (services.decide refuses it where the policy does not offer it)
     decision = "respond" if request.POST.get("answer") == "respond" else checked.decision
     try:
-        decided = _decide(token, request.user, feedback, decision)
+        decided = _decide(token, request.user, feedback, decision, seen=request.POST.get("seen", "")[:64])
     except mail_links.LinkError as exc:
         return _refused(request, exc)
     except services.Forbidden as exc:

@@ -514,28 +514,30 @@ class _DryRun(Exception):
     pass
 
 
-def hold(request_id, user, decision, arguments=None, feedback="", seconds=None):
+def hold(request_id, user, decision, arguments=None, feedback="", seconds=None, seen=None):
     """A decision the reviewer may still undo for `seconds` (AGUI_UNDO_SECONDS), sent afterwards by
     release(). It is tried first, in a transaction rolled back (its notices and signals with it), so
     a refusal (not yours, decided meanwhile, a reason missing, an edit policy refuses) is raised now,
-    to the person who made it. 0 seconds: decided at once (returns the request, not a hold)."""
+    to the person who made it. 0 seconds: decided at once (returns the request, not a hold).
+    `seen`: as for decide(), the arguments the page showed; by default those standing now."""
     seconds = settings.AGUI_UNDO_SECONDS if seconds is None else seconds
     if seconds <= 0:
-        return decide(request_id, user, decision, arguments=arguments, feedback=feedback)
+        return decide(request_id, user, decision, arguments=arguments, feedback=feedback, seen=seen or "")
     with transaction.atomic():
         # locked across the dry run and the hold (a savepoint's rollback drops its row locks): an
         # expiry either comes first, and the dry run refuses, or finds this hold and waits for it
         req = one(ApprovalRequest.objects.select_for_update().filter(pk=request_id))
+        seen = seen or (arguments_hash(req.current_arguments) if req else "")
         try:
             with transaction.atomic():
-                decide(request_id, user, decision, arguments=arguments, feedback=feedback)
+                decide(request_id, user, decision, arguments=arguments, feedback=feedback, seen=seen)
                 raise _DryRun
         except _DryRun:
             pass
         held, _created = HeldDecision.objects.update_or_create(
             request_id=request_id, user=user,
             defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
-                      "seen": arguments_hash(req.current_arguments),  # the dry run found it: req is a row
+                      "seen": seen,
                       "due_at": timezone.now() + timedelta(seconds=seconds)})
         transaction.on_commit(lambda: signature(HELD_TASK, args=(held.pk,), app=current_app)
                               .apply_async(countdown=seconds))

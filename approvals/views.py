@@ -266,18 +266,22 @@ def detail(request, approval_id):
         action = request.POST.get("action")
         feedback_value = request.POST.get("feedback", "")[:FEEDBACK_MAX]
         draft_text = request.POST.get("arguments_json")
+        seen = request.POST.get("seen", "")[:64]  # the arguments the page showed (their digest)
         try:
             edited = None
             if action == "approve" and draft_text is not None and draft_text.strip():
                 edited = _parse_arguments(draft_text)
-                if edited == current:
+                if edited == current or (seen and arguments_hash(edited) == seen):
                     edited = None  # unchanged: a plain approval (also for tools the engine cannot validate)
             # held for the undo window (sent by the server, even if this tab closes)
-            decided = services.hold(approval.pk, request.user, action, arguments=edited, feedback=feedback_value)
+            decided = services.hold(approval.pk, request.user, action, arguments=edited, feedback=feedback_value,
+                                    seen=seen or None)
         except services.DecisionError as exc:
             errors = exc.errors if isinstance(exc, services.InvalidArguments) else {}
             feedback_error = "; ".join(exc.errors.get("feedback", [])) or None
             form_error = exc.message
+            if isinstance(exc, services.ArgumentsChanged):
+                draft_text = None  # the draft was of arguments that no longer stand: show the current ones
         else:
             held = []
             if isinstance(decided, HeldDecision):
@@ -314,6 +318,7 @@ def detail(request, approval_id):
         "feedback_error": feedback_error,
         "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
         "current_json": json.dumps(current, indent=2, ensure_ascii=False),
+        "seen": arguments_hash(current),
         "edited_before": approval.final_arguments is not None and approval.final_arguments != approval.arguments,
         "next": safe_next(request, default=""),
     })

@@ -4,6 +4,7 @@ pane, presence over the inbox socket, the evidence beside a request (tool result
 touches as they are now, the reviewer's view of the conversation), and the list's words."""
 
 import json
+import re
 import uuid
 from datetime import timedelta
 
@@ -178,6 +179,23 @@ def test_a_held_approval_is_not_counted_for_arguments_edited_inside_its_window(l
     # with nobody's edit in between, a held approval counts as before
     held = services.hold(req.pk, user("rita"), "approve")
     assert services.release(held.pk, now=later()).status == "modified"
+
+
+@pytest.mark.django_db
+def test_the_request_pages_approval_is_of_the_arguments_it_showed(login, undo_window):
+    req = make_request("alice", required=2)
+    user("rita").groups.add(req.approver_group)
+    rita = login("rita")
+    page = rita.get(f"/inbox/{req.pk}/").content.decode()
+    shown = re.search(r'name="seen" id="seen-field" value="([0-9a-f]{64})"', page)
+    seen = shown[1] if shown else ""
+    services.decide(req.pk, user("finn"), "approve", arguments={**req.arguments, "amount": 900.0})  # meanwhile
+    # her unchanged form: an approval of what she read, not an edit back to it nor one of 900
+    stale = rita.post(f"/inbox/{req.pk}/", {"action": "approve", "seen": seen,
+                                             "arguments_json": json.dumps(req.arguments)})
+    assert stale.status_code == 400 and "edited after you read them" in stale.content.decode()
+    assert not HeldDecision.objects.exists()
+    assert list(req.decisions.values_list("user__username", flat=True)) == ["finn"]
 
 
 @pytest.mark.django_db

@@ -123,6 +123,23 @@ def test_quorum_counts_each_recipients_link(demo, fay, client, mailoutbox, djang
     assert sorted(d.user.username for d in req.decisions.all()) == ["fay", "finn"]
 
 
+def test_a_links_approval_is_of_the_arguments_its_page_showed(demo, fay, client, mailoutbox,
+                                                            django_capture_on_commit_callbacks):
+    req = _request(django_capture_on_commit_callbacks, group="finance", required=2)
+    link = _links(_mails_to(mailoutbox, "fay@example.com")[0])["approve"]
+    shown = re.search(r'name="seen" value="([0-9a-f]{64})"', client.get(link).content.decode())
+    seen = shown[1] if shown else ""
+    services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 900.0})  # meanwhile
+    stale = client.post(link, {"seen": seen})
+    assert stale.status_code == 400 and "edited after you read them" in stale.content.decode()
+    assert "amount&quot;: 900.0" in stale.content.decode()  # the page now shows what stands
+    assert list(req.decisions.values_list("user__username", flat=True)) == ["finn"]
+    fresh = re.search(r'name="seen" value="([0-9a-f]{64})"', stale.content.decode())[1]
+    assert client.post(link, {"seen": fresh}).status_code == 200  # the link is still hers to use
+    req.refresh_from_db()
+    assert req.status == "modified" and req.final_arguments["amount"] == 900.0
+
+
 def test_the_requesters_own_link_is_refused_four_eyes(demo, client, mailoutbox, django_capture_on_commit_callbacks):
     req = _request(django_capture_on_commit_callbacks, requester="finn", group="finance")
     assert not _mails_to(mailoutbox, "finn@example.com")  # the requester is never mailed
