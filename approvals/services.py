@@ -4,6 +4,8 @@ the ONLY code that changes approval records. Every change writes an AuditEvent."
 import logging
 from datetime import timedelta
 
+import kombu.exceptions
+import redis
 from celery import current_app, signature
 from django.apps import apps
 from django.conf import settings
@@ -239,11 +241,20 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
             mail_links.request_mails(req)  # the group's members, with one-click links
             for moment in {m for m in (remind_at, escalate_at, expires_at) if m}:
                 if (moment - now).total_seconds() <= ETA_HORIZON_SECONDS:
-                    # by name: tasks import this module, so this one does not import tasks
-                    signature(DEADLINE_TASK, args=(req.id,), app=current_app).apply_async(eta=moment)
+                    _countdown(DEADLINE_TASK, req.id, eta=moment)
 
         transaction.on_commit(after_commit)
     return req
+
+
+def _countdown(task_name, object_id, **when):
+    """A task for a near moment, sent after a commit. The beat's sweeps (every few seconds) do the
+    same work whatever became of it, so a broker away is logged, never raised into a change that
+    is committed (the reviewer got a 500 for a decision that stood)."""
+    try:  # by name: tasks import this module, so this one does not import tasks
+        signature(task_name, args=(object_id,), app=current_app).apply_async(**when)
+    except (redis.RedisError, kombu.exceptions.OperationalError) as exc:
+        log.warning("%s(%s) not sent (broker unreachable: %s); the beat's sweep does it", task_name, object_id, exc)
 
 
 def decider_group_ids(req):
@@ -539,8 +550,7 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None, 
             defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
                       "seen": seen,
                       "due_at": timezone.now() + timedelta(seconds=seconds)})
-        transaction.on_commit(lambda: signature(HELD_TASK, args=(held.pk,), app=current_app)
-                              .apply_async(countdown=seconds))
+        transaction.on_commit(lambda: _countdown(HELD_TASK, held.pk, countdown=seconds))
         # the reviewer's own inbox drops the row at once (inbox.mine leaves out what they hold)
         transaction.on_commit(lambda: notify.user_notice(user.pk, "held", held.request))
     return held

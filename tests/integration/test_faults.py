@@ -266,3 +266,31 @@ def test_a_message_sent_while_redis_is_down_is_accepted_and_runs_once_redis_is_b
         assert started == [run.pk]
     finally:
         worker.stop()
+
+
+def test_an_inbox_decision_and_a_near_deadline_while_redis_is_down_stand_and_are_answered(
+        demo, login, on_private_redis, settings):
+    """Before: the held decision (or the request) committed, then publishing its countdown task
+    raised in the on-commit callback: the reviewer got a 500 for a decision that stood."""
+    from approvals import services as approval_services
+    from approvals.models import HeldDecision
+    from tests.inbox_helpers import make_request
+
+    settings.AGUI_UNDO_SECONDS = 5
+    req = make_request("alice")
+    finn = login("finn")
+    on_private_redis.stop()
+    response = finn.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": ""})
+    assert response.status_code == 302, response.content[:500]
+    held = HeldDecision.objects.get(request=req)
+    bulk = finn.post("/inbox/bulk/", {"ids": [make_request("alice").pk], "decision": "approve"},
+                     HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert bulk.status_code == 200 and bulk.json()["succeeded"] == 1
+    near = make_request("alice", timeout=60)  # its deadline's countdown is due within the horizon
+    assert near.status == "pending"
+
+    on_private_redis.start()
+    HeldDecision.objects.filter(pk=held.pk).update(due_at=held.created_at)  # the window has closed
+    approval_services.release_due()  # the beat's sweep sends what the countdown could not
+    req.refresh_from_db()
+    assert (req.status, req.decided_by) == ("approved", demo["finn"])
