@@ -16,6 +16,7 @@ import itertools
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from agui_project.json_schema import iter_errors
 from agui_project.schema_sentences import form, jsonschema_sentence, number
 
 
@@ -159,9 +160,10 @@ def _not_among(names):
 
 def from_jsonschema(validator, instance, root="__root__", limit=None):
     """{field path: [sentences]} of what `validator` (a jsonschema validator) finds in `instance`;
-    `root`: the key of what concerns the whole object; `limit`: at most that many errors read."""
+    `root`: the key of what concerns the whole object; `limit`: at most that many errors read.
+    SchemaError: the schema has a $ref that cannot be followed."""
     errors = {}
-    found = itertools.islice(validator.iter_errors(instance), limit)
+    found = itertools.islice(iter_errors(validator, instance), limit)
     for err in sorted(found, key=lambda e: [str(p) for p in e.absolute_path]):
         said = errors.setdefault(".".join(str(p) for p in err.absolute_path) or root, [])
         sentence = jsonschema_sentence(err, _not_among)

@@ -3,8 +3,10 @@ checked themselves, bounded, and used to check the arguments, the first time and
 
 import json
 
-import jsonschema
 from django.utils.translation import gettext as _
+from jsonschema import SchemaError
+
+from agui_project import json_schema
 
 from . import argument_errors, registry
 
@@ -21,17 +23,19 @@ class SchemaInvalid(Exception):
 def _validator(schema):
     if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
         raise SchemaInvalid(_("the schema is larger than %(limit)s bytes") % {"limit": MAX_SCHEMA_BYTES})
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
+        return json_schema.validator(schema)  # its patterns on RE2: a caller's pattern cannot hold the process
+    except SchemaError as exc:
         raise SchemaInvalid(_("the schema is not a valid JSON Schema: %(error)s") % {"error": exc.message}) from exc
-    return cls(schema)
 
 
 def errors(schema, arguments):
     """{path: [sentences]} of the arguments against the schema (SchemaInvalid: the schema itself)."""
-    return argument_errors.from_jsonschema(_validator(schema), arguments, root="arguments", limit=MAX_SCHEMA_ERRORS)
+    validator = _validator(schema)
+    try:
+        return argument_errors.from_jsonschema(validator, arguments, root="arguments", limit=MAX_SCHEMA_ERRORS)
+    except SchemaError as exc:  # a $ref that cannot be followed
+        raise SchemaInvalid(_("the schema is not a valid JSON Schema: %(error)s") % {"error": exc.message}) from exc
 
 
 def defaults_for(req):

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from agents.runtime.tools import OutcomeUnknown, ToolError
+from agui_project import json_schema
 from approvals import argument_errors, registry
 
 from . import client, elicitation
@@ -60,8 +61,8 @@ class MCPTool:
         self.title = listed.get("title") or hints.get("title") or self.remote_name
         self.description = (listed.get("description") or self.title).strip()
         self.schema = _object_schema(listed.get("inputSchema"))
-        jsonschema.validators.validator_for(self.schema).check_schema(self.schema)  # SchemaError: not offered
-        self._validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+        # SchemaError: not offered; its patterns on RE2 (a server's pattern cannot hold a worker or a reviewer's page)
+        self._validator = json_schema.validator(self.schema)
         self.read_only = hints.get("readOnlyHint") is True
         # MCP: destructiveHint defaults to true, and means something only when the tool is not read-only
         self.destructive = not self.read_only and hints.get("destructiveHint", True) is not False
@@ -92,7 +93,11 @@ class MCPTool:
             arguments = json.loads(json.dumps(arguments, allow_nan=False))
         except (TypeError, ValueError) as exc:
             raise registry.ArgumentsInvalid({"__root__": ["arguments must be plain JSON"]}) from exc
-        errors = argument_errors.from_jsonschema(self._validator, arguments)
+        try:
+            errors = argument_errors.from_jsonschema(self._validator, arguments)
+        except jsonschema.SchemaError as exc:  # a $ref that cannot be followed: nothing is sent to the server
+            raise registry.ArgumentsInvalid({"__root__": [_("the tool's inputSchema cannot be read: %(error)s") % {
+                "error": exc.message}]}) from exc
         if errors:
             raise registry.ArgumentsInvalid(errors)
         return arguments

@@ -22,6 +22,7 @@ from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
 from agents.runtime import events
 from agents.transitions import continue_run, move_call
+from agui_project import json_schema
 from agui_project.queries import one
 from approvals import argument_errors
 
@@ -39,7 +40,7 @@ class InputError(Exception):
 def check_schema(schema):
     """The schema an agent proposed, or InputError when it is not a JSON Schema."""
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
+        json_schema.validator(schema)  # its patterns on RE2: the answer is checked in a web process
     except jsonschema.SchemaError as exc:
         raise InputError("invalid_schema", f"responseSchema is not a valid JSON Schema: {exc.message}") from exc
     return schema
@@ -47,9 +48,12 @@ def check_schema(schema):
 
 def check_answer(request, payload):
     """Validate an answer against the request's responseSchema (InputError with every problem)."""
-    validator = jsonschema.validators.validator_for(request.response_schema)(request.response_schema)
-    # in sentences for the person answering, in their language (not jsonschema's English)
-    problems = argument_errors.from_jsonschema(validator, payload, root="", limit=20)
+    try:
+        validator = json_schema.validator(request.response_schema)
+        # in sentences for the person answering, in their language (not jsonschema's English)
+        problems = argument_errors.from_jsonschema(validator, payload, root="", limit=20)
+    except jsonschema.SchemaError as exc:  # asked before today's check, or a $ref that cannot be followed
+        raise InputError("invalid_schema", f"responseSchema is not a valid JSON Schema: {exc.message}") from exc
     if problems:
         errors = [f"{path}: {sentence}" if path else sentence
                   for path, sentences in problems.items() for sentence in sentences]
