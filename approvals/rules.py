@@ -216,7 +216,55 @@ def _check_path(path, where, errors, schema):
             errors.append(f"{where}: the tool has no argument {'.'.join(segments[1:])!r} (arguments: {known})")
 
 
+_JSON_TYPES = {  # a JSON Schema type -> whether a rule's value is one (the order of _same and _ordered)
+    "string": lambda v: isinstance(v, str), "number": _is_number, "integer": _is_number,
+    "boolean": lambda v: isinstance(v, bool), "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict),
+}
+
+
+def _declared(schema, path):
+    """(the JSON types the argument at `path` may have, its enum) as the tool's schema says them;
+    (None, None) when it does not say plainly (no schema, a union, a free-form value)."""
+    segments = path.split(".") if isinstance(path, str) else []
+    if not schema or len(segments) < 2 or segments[0] != "args":
+        return None, None
+    node = _schema_at(schema, segments[1:])
+    if not isinstance(node, dict):
+        return None, None
+    kind = node.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
+    if not kinds or not all(k in _JSON_TYPES for k in kinds):
+        return None, None
+    enum = node.get("enum") if isinstance(node.get("enum"), list) else None
+    return kinds, enum
+
+
+def _check_comparable(op, value, kinds, enum, where, errors):
+    """A value the argument can never be compared with makes a rule that never matches (a deny that
+    blocks nothing, a `ne` allow that allows everything): refused when the tool's schema says the type."""
+    def fits(v):
+        return any(_JSON_TYPES[k](v) for k in kinds) and (enum is None or any(_same(v, e) for e in enum))
+
+    said = " or ".join(kinds) + (f" (one of {', '.join(map(repr, enum))})" if enum is not None else "")
+    if op in ("eq", "ne"):
+        if not fits(value):
+            errors.append(f"{where}: the argument is {said}, so it never equals {value!r}")
+    elif op in ("in", "not_in") and isinstance(value, list):
+        wrong = [v for v in value if not fits(v)]
+        if wrong:
+            errors.append(f"{where}: the argument is {said}, so it never equals {', '.join(map(repr, wrong))}")
+    elif op in ("gt", "gte", "lt", "lte"):
+        if not any(k in ("number", "integer", "string") and _JSON_TYPES[k](value) for k in kinds):
+            errors.append(f"{where}: the argument is {' or '.join(kinds)}, so {op} {value!r} never compares "
+                          "(a number limit for a number, text for text)")
+    elif op in ("matches", "glob"):
+        if "string" not in kinds:
+            errors.append(f"{where}: the argument is {' or '.join(kinds)}, not text: {op} never matches it")
+
+
 def _check_leaf(cond, where, errors, schema):
+    found = len(errors)
     unknown = set(cond) - {"path", "op", "value"}
     if unknown:
         errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
@@ -252,6 +300,10 @@ def _check_leaf(cond, where, errors, schema):
             except re2.error as exc:
                 errors.append(f"{where}: {value!r} is not a regular expression this engine runs (RE2 syntax: "
                               f"no backreferences or lookaround): {_re2_message(exc)}")
+    if len(errors) == found:  # a well-formed leaf: can its value ever meet the argument's?
+        kinds, enum = _declared(schema, cond.get("path"))
+        if kinds:
+            _check_comparable(op, value, kinds, enum, where, errors)
 
 
 def _check_condition(cond, where, errors, schema, depth):
