@@ -10,6 +10,7 @@ schema refused when checked. A `$ref` that cannot be followed (another document:
 fetched; a place that is not there; a loop) is the schema's fault too: SchemaError, not a 500.
 """
 
+import copy
 import functools
 
 import jsonschema
@@ -17,6 +18,7 @@ import re2
 import referencing.exceptions
 from jsonschema import SchemaError, ValidationError
 
+_NONE = object()
 SKIPPED = frozenset({"const", "enum", "default", "examples"})  # values, not schemas: their keys are data
 
 
@@ -94,3 +96,45 @@ def iter_errors(validator_, instance):
         raise SchemaError(f"a $ref of the schema cannot be followed: {str(exc)[:200]}") from exc
     except RecursionError as exc:
         raise SchemaError("the schema's $refs loop without end") from exc
+
+
+def _local(root, node):
+    """`node` with its local `$ref` (`#/$defs/x`, `#/definitions/x`) followed; {} when it leads nowhere."""
+    seen = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and seen < 32:
+        target = root
+        for part in node["$ref"][2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        node, seen = target, seen + 1
+    return node if isinstance(node, dict) else {}
+
+
+def with_defaults(validator_, instance):
+    """`instance` with the `default` of each property it leaves out (its own schema's, where the default
+    is valid there), in objects at any depth the schema's `properties` describe.
+
+    A server applies its schema's defaults to what is left out: policy rules and reviewers must read
+    the value that will be used (`"dryRun": false` left out made a rule `dryRun eq false -> gate` miss
+    a call that wrote for real). Validate `instance` first; this adds only what the schema allows."""
+    root = validator_.schema
+
+    def fill(schema, value):
+        schema = _local(root, schema)
+        if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+            value = dict(value)
+            for name, sub in schema["properties"].items():
+                if name in value:
+                    value[name] = fill(sub, value[name])
+                    continue
+                # a `default` beside a `$ref` is the property's own; else the one its $ref leads to
+                default = sub.get("default", _NONE) if isinstance(sub, dict) else _NONE
+                if default is _NONE:
+                    default = _local(root, sub).get("default", _NONE)
+                if default is not _NONE and validator_.evolve(schema=sub).is_valid(default):
+                    value[name] = fill(sub, copy.deepcopy(default))
+        elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+            value = [fill(schema["items"], item) for item in value]
+        return value
+
+    return fill(root, instance)

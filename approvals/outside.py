@@ -93,7 +93,7 @@ def _checked_arguments(tool_name, arguments, schema, requester):
         raise InvalidSchema(exc.message, {"schema": [exc.message]}) from exc
     if errors:
         raise services.InvalidArguments(_("the arguments do not fit the schema"), errors)
-    return arguments, schema, []
+    return schemas.filled(schema, arguments), schema, []
 
 
 def create(*, requester, body, idempotency_key=None):

@@ -38,6 +38,12 @@ def errors(schema, arguments):
         raise SchemaInvalid(_("the schema is not a valid JSON Schema: %(error)s") % {"error": exc.message}) from exc
 
 
+def filled(schema, arguments):
+    """Valid `arguments` with the schema's defaults of what they leave out (agui_project/json_schema):
+    the values the caller's tool will take, which policy and reviewers read."""
+    return json_schema.with_defaults(_validator(schema), arguments)
+
+
 def defaults_for(req):
     """Code defaults for an outside tool's request, so that a reviewer's edit is validated against
     the schema it was asked with (services.decide treats it like a registered tool's)."""
@@ -49,7 +55,7 @@ def defaults_for(req):
             raise registry.ArgumentsInvalid({"arguments": [exc.message]}) from exc
         if problems:
             raise registry.ArgumentsInvalid(problems)
-        return arguments
+        return filled(req.schema, arguments)
 
     return registry.ToolDefaults(name=req.tool_name, description=req.description, schema=req.schema,
                                  validate=validate)

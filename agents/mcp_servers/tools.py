@@ -100,7 +100,8 @@ class MCPTool:
                 "error": exc.message}]}) from exc
         if errors:
             raise registry.ArgumentsInvalid(errors)
-        return arguments
+        # what the server will take for what is left out: policy and the reviewer read it, and it is sent
+        return json_schema.with_defaults(self._validator, arguments)
 
     def authorize(self, user, arguments):
         return []  # an MCP server's objects are its own: the server is trusted with them, its policy decides
