@@ -16,6 +16,7 @@ from pydantic import Field
 from agents.runtime.tools import Owned, ToolError, tool
 from agui_project.queries import Prepared
 
+from . import money
 from .agent import Agent
 from .models import Account, Subscription, Transfer
 
@@ -83,7 +84,7 @@ def transfer_money(
     ctx,
     from_account: AccountNumber,
     to_account: AccountNumber,
-    amount: Annotated[float, Field(gt=0, le=1_000_000, description="Amount to move")],
+    amount: money.amount(le=1_000_000, description="Amount to move"),
     currency: Annotated[Literal["USD", "EUR", "GBP"], Field(description="ISO currency code")] = "USD",
 ):
     """Transfer money from one account to another."""

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from agents.runtime.tools import Owned, ToolError, tool
 
+from . import money
 from .agent import Agent
 from .models import Order, OrderAction
 from .workflow import Handoff, Workflow
@@ -70,7 +71,7 @@ def lookup_order_details(ctx, order_id: OrderNumber):
 def submit_refund(
     ctx,
     order_id: OrderNumber,
-    amount: Annotated[float, Field(gt=0, le=100_000, description="Amount to refund, in the order's currency")],
+    amount: money.amount(le=100_000, description="Amount to refund, in the order's currency"),
     refund_description: Annotated[str, Field(min_length=1, max_length=500, description="Why the refund is due")],
 ):
     """Submit a refund for one of the customer's orders (reviewed by the support team first)."""

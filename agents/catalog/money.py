@@ -1,0 +1,23 @@
+"""Money arguments of the demo tools: amounts in whole cents, the precision that moves.
+
+The tools round to cents (half up) when they act, so an argument finer than a cent was judged as one
+value and moved as another: 4999.995 passed a rule `amount gte 5000 -> deny` and moved 5000.00, and
+0.004 passed `gt 0` and moved 0.00. Validated here, policy and the reviewer read what moves.
+"""
+
+from decimal import Decimal
+from typing import Annotated
+
+from django.utils.translation import gettext as _
+from pydantic import AfterValidator, Field
+
+
+def _whole_cents(value: float) -> float:
+    if Decimal(repr(value)).as_tuple().exponent < -2:
+        raise ValueError(_("An amount has at most two decimal places (whole cents)."))
+    return value
+
+
+def amount(*, le, description):
+    """A positive amount of at most `le`, in whole cents."""
+    return Annotated[float, Field(gt=0, le=le, description=description), AfterValidator(_whole_cents)]
