@@ -42,6 +42,9 @@ class ToolDefaults:
     # (arguments, requester) -> [{"object", "owner"}] for the inbox, or ArgumentsInvalid when the
     # arguments name something that is not the requester's (an edit must not redirect the call)
     authorize: Callable[[dict, object], list] | None = None
+    # (arguments, requester) -> {language: {"description", "impact"}} (models.said): an edit is described
+    # anew, so the request's headline says what its current arguments do
+    describe: Callable[[dict, object], dict] | None = None
 
 
 _registry: dict[str, ToolDefaults] = {}

@@ -424,6 +424,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                            after={"reason": "the arguments were edited", "arguments": proposed})
                 _audit(Action.EDITED, req, actor=user, before={"arguments": current}, after={"arguments": proposed})
                 req.final_arguments = proposed
+                _describe(req, defaults, proposed)
             # one approval required: a pending request has none yet (the first one decides, and
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
             single = req.required_approvals <= 1
@@ -456,6 +457,17 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         else:
             _tell_inbox("decided", req)
     return req
+
+
+def _describe(req, defaults, proposed):
+    """The request's headline says what its current arguments do: the list, the request page and a
+    bulk selection showed the asked call's words over an edit another approver still had to approve."""
+    if defaults.describe is None:  # an outside agent's words: its own, of the call it asked
+        return
+    said = defaults.describe(proposed, req.requester)
+    words = said.get(settings.LANGUAGE_CODE) or next(iter(said.values()), {})
+    req.said, req.description, req.impact = said, words.get("description", ""), words.get("impact", "")
+    ApprovalRequest.objects.filter(pk=req.pk).update(said=req.said, description=req.description, impact=req.impact)
 
 
 def _check_edit(req, defaults, proposed):

@@ -19,7 +19,7 @@ import jsonschema
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from agents.runtime.tools import OutcomeUnknown, ToolError
+from agents.runtime.tools import OutcomeUnknown, ToolError, said_in_every_language
 from agui_project import json_schema
 from approvals import argument_errors, registry
 
@@ -168,6 +168,7 @@ class MCPTool:
         return registry.ToolDefaults(
             name=self.name, description=self.description, schema=self.schema, validate=self.validate,
             mode=self.approval_mode, approver=self.approver, risk=self.risk, idempotent=self.idempotent,
-            reversible=self.reversible, extra={"source": "mcp", "server": self.server, "tool": self.remote_name,
+            reversible=self.reversible, describe=lambda arguments, requester=None: said_in_every_language(self, arguments),
+            extra={"source": "mcp", "server": self.server, "tool": self.remote_name,
                                                "open_world": self.open_world},
         )

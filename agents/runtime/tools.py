@@ -198,6 +198,11 @@ class Tool:
     def impact_for(self, arguments):
         return self.impact(arguments) if callable(self.impact) else self.impact
 
+    def said_for(self, arguments, requester=None):
+        """approvals' view of said_in_every_language (an edited call), as the requester's call reads."""
+        with _for(requester):
+            return said_in_every_language(self, arguments)
+
 
     def run(self, ctx: ToolContext, arguments: dict):
         with _for(ctx.user):
@@ -216,6 +221,7 @@ class Tool:
             idempotent=self.idempotent,
             reversible=self.reversible,
             authorize=self.authorize_for if self.objects else None,
+            describe=self.said_for,
             **self.policy,
         )
 

@@ -1,0 +1,61 @@
+"""An edit is described anew: the request's headline (`description`, `impact`, in every language)
+is what its current arguments do. With two approvals required, a reviewer who changed a transfer of
+100.00 to 90,000.00 (to their own account) and approved left the request headed "Transfer 100.00
+USD ..." in the inbox list, on the request page and in bulk selection, where the second reviewer
+approved what the headline did not say."""
+
+import pytest
+from django.contrib.auth.models import Group
+
+from agents.catalog.banking import transfer_money
+from agents.runtime.tools import said_in_every_language
+from approvals import policy
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest
+
+pytestmark = pytest.mark.django_db
+ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 100.0, "currency": "USD"}
+
+
+@pytest.fixture
+def two_to_approve(demo):
+    finance = Group.objects.get(name="finance")
+    demo["bob"].groups.add(finance)
+    approval_services.save_policy("transfer_money", {
+        "mode": "always", "approver_kind": "group", "approver_group": finance, "required_approvals": 2,
+        "risk": "high"}, demo["admin"])
+    said = said_in_every_language(transfer_money, ARGS)
+    return approval_services.request(
+        tool_name="transfer_money", arguments=ARGS, requester=demo["alice"],
+        verdict=policy.evaluate("transfer_money", ARGS, {"user": demo["alice"]}),
+        description=said["en"]["description"], impact=said["en"]["impact"], said=said, thread_ref="t-1")
+
+
+def test_the_headline_says_what_the_edited_arguments_do(api, demo, two_to_approve):
+    req = two_to_approve
+    assert "100.00" in req.description
+    edited = {**ARGS, "amount": 90000.0}
+    resp = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": edited},
+                            format="json")
+    assert resp.status_code == 200 and resp.json()["status"] == "pending", resp.content
+    row = ApprovalRequest.objects.get(pk=req.pk)
+    assert "90000.00" in row.description and "100.00" not in row.description
+    assert "90000.00" in row.impact
+    assert all("90000.00" in words["description"] for words in row.said.values()), row.said
+    # what the second reviewer reads: the API, the list and the request page
+    assert "90000.00" in api("bob").get(f"/api/approvals/{req.pk}/").json()["description"]
+    client = api("bob")
+    client.force_login(demo["bob"])
+    assert "90000.00" in client.get("/inbox/?status=pending").content.decode()
+    page = client.get(f"/inbox/{req.pk}/").content.decode()
+    assert "Transfer 90000.00 USD" in page and "Transfer 100.00 USD" not in page
+
+
+def test_an_edit_back_to_the_asked_arguments_is_described_as_asked(api, demo, two_to_approve):
+    req = two_to_approve
+    api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": {
+        **ARGS, "amount": 250.0}}, format="json")
+    resp = api("bob").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": ARGS},
+                           format="json")
+    assert resp.status_code == 200, resp.content
+    assert "100.00" in ApprovalRequest.objects.get(pk=req.pk).description
