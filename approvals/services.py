@@ -792,7 +792,23 @@ def save_policy(tool_name, values, actor):
         if before != after:
             record(Action.POLICY_CREATED if created else Action.POLICY_CHANGED, actor=actor,
                    object_ref=f"policy:{tool_name}", tool_name=tool_name, before=before, after=after)
+            _withdraw_blocked(tool_name, actor)
     return row
+
+
+def _withdraw_blocked(tool_name, actor):
+    """Pending requests whose call (as it now stands, edits included) the policy in force blocks are
+    withdrawn: cancelled, the rule as the reason. An edit is judged by the policy in force, so an approval
+    of the call as asked must not run what that policy denies (a tool set to deny mid-incident kept its
+    pending calls approvable). Done when a policy changes, not on every decision."""
+    pending = ApprovalRequest.objects.filter(tool_name=tool_name, status=Status.PENDING).select_related("requester")
+    for req in pending:
+        verdict = policy.evaluate(tool_name, req.current_arguments,
+                                  {"user": req.requester, "agent": req.agent_name, "thread": req.thread_ref})
+        if verdict.action == "deny":
+            rule = verdict.matched_rule.split(": ", 1)[-1]
+            cancel(req.pk, actor, reason=_("The policy now blocks this call (%(rule)s), so it was withdrawn.")
+                   % {"rule": rule})
 
 
 def delete_policy(tool_name, actor):
@@ -806,4 +822,5 @@ def delete_policy(tool_name, actor):
         defaults = registry.get(tool_name)
         record(Action.POLICY_DELETED, actor=actor, object_ref=f"policy:{tool_name}", tool_name=tool_name,
                before=before, after={"source": "default"} if defaults else None)
+        _withdraw_blocked(tool_name, actor)
     return True

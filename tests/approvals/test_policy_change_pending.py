@@ -1,0 +1,53 @@
+"""A policy saved while requests wait: the ones it now blocks are withdrawn (cancelled, the rule as the
+reason). Before, an admin who set transfer_money to deny during an incident left its pending
+transfers approvable as they were (an edit of one down to 10.00 was refused as blocked, approving its
+5,000.00 ran); requests the new policy does not block wait as before."""
+
+import pytest
+from django.contrib.auth.models import Group
+
+from approvals import services
+from approvals.models import ApprovalRequest, AuditEvent
+from tests.helpers import transfer_request
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_deny_withdraws_the_requests_it_blocks_and_leaves_the_others(api, demo):
+    large = transfer_request(demo["alice"], amount=5000.0)
+    small = transfer_request(demo["alice"], amount=50.0)
+    resp = api("admin").put("/api/policies/transfer_money/", {
+        "mode": "conditional", "approver_kind": "group", "approver_group": "finance",
+        "conditions": [{"name": "large", "when": {"path": "args.amount", "op": "gt", "value": 1000},
+                        "action": "deny"}, {"name": "the rest", "action": "gate"}]}, format="json")
+    assert resp.status_code in (200, 201), resp.content
+    large.refresh_from_db()
+    small.refresh_from_db()
+    assert large.status == "cancelled" and "large" in large.feedback, large.feedback
+    assert small.status == "pending"
+    assert AuditEvent.objects.filter(request=large, action="cancelled").exists()
+    refused = api("finn").post(f"/api/approvals/{large.pk}/decide/", {"decision": "approve"}, format="json")
+    assert refused.status_code == 409, refused.content
+    assert ApprovalRequest.objects.get(pk=large.pk).status == "cancelled"
+
+
+def test_an_edited_request_is_judged_by_what_it_now_approves(demo):
+    req = transfer_request(demo["alice"], amount=50.0)
+    services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 60.0})  # decides it
+    pending = transfer_request(demo["alice"], amount=50.0)
+    ApprovalRequest.objects.filter(pk=pending.pk).update(final_arguments={**pending.arguments, "amount": 2000.0})
+    services.save_policy("transfer_money", {
+        "mode": "conditional", "approver_kind": "group", "approver_group": Group.objects.get(name="finance"),
+        "conditions": [{"name": "large", "when": {"path": "args.amount", "op": "gt", "value": 1000},
+                        "action": "deny"}, {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    assert ApprovalRequest.objects.get(pk=pending.pk).status == "cancelled"
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "modified"  # decided before: untouched
+
+
+def test_a_tool_set_to_deny_withdraws_every_request_of_it(demo):
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
+                                            "approver_group": Group.objects.get(name="finance")}, demo["admin"])
+    req = transfer_request(demo["alice"], amount=50.0)
+    services.save_policy("transfer_money", {"mode": "deny", "approver_kind": "requester",
+                                            "approver_group": None}, demo["admin"])
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "cancelled"
