@@ -9,10 +9,13 @@ callback secret (AGUI_WEBHOOK_CALLBACK_SECRET, else one derived from SECRET_KEY:
 """
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 import logging
+import socket
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -160,6 +163,45 @@ def destination_refused(url):
     return destinations.refused(url, settings.AGUI_WEBHOOK_ALLOWED_NETWORKS, "AGUI_WEBHOOK_ALLOWED_NETWORKS")
 
 
+class _Deadline:
+    """The whole attempt's time limit. httpx's timeout bounds each read, not the answer: a receiver
+    that sends its status line, headers or body a byte at a time, each within the timeout, held the
+    attempt (and its worker) for as long as it liked, and after the claim's lease the sweep sent the
+    same delivery again to another worker. When the time is up, the attempt's socket (noted by
+    httpcore's trace hook once connected) is shut down, which ends any read or write under way."""
+
+    def __init__(self, seconds):
+        self.passed = False
+        self._sock = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._pass)
+        self._timer.daemon = True
+
+    def __enter__(self):
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+
+    def trace(self, event, info):
+        if event == "connection.connect_tcp.complete":
+            with self._lock:
+                self._sock = info["return_value"].get_extra_info("socket")
+                if self.passed:
+                    self._shut()
+
+    def _pass(self):
+        with self._lock:
+            self.passed = True
+            self._shut()
+
+    def _shut(self):
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+
 def _post(delivery, body):
     """One HTTP attempt: (status code or None, the start of the body, error)."""
     problem = destination_refused(delivery.url)
@@ -173,10 +215,12 @@ def _post(delivery, body):
         "webhook-timestamp": str(int(sent_at.timestamp())),
         "webhook-signature": Webhook(secret_of(delivery)).sign(delivery.message_id, sent_at, body),
     }
-    limit = settings.AGUI_WEBHOOK_RESPONSE_BODY_CHARS
+    limit, timeout = settings.AGUI_WEBHOOK_RESPONSE_BODY_CHARS, settings.AGUI_WEBHOOK_TIMEOUT_SECONDS
+    deadline = _Deadline(timeout)
     try:
-        with httpx.Client(timeout=settings.AGUI_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False) as client:
-            with client.stream("POST", delivery.url, content=body.encode(), headers=headers) as response:
+        with deadline, httpx.Client(timeout=timeout, follow_redirects=False) as client:
+            with client.stream("POST", delivery.url, content=body.encode(), headers=headers,
+                               extensions={"trace": deadline.trace}) as response:
                 kept = b""
                 for chunk in response.iter_bytes():  # read no more than we keep
                     kept += chunk
@@ -184,6 +228,8 @@ def _post(delivery, body):
                         break
                 return response.status_code, kept[:limit].decode("utf-8", "replace"), ""
     except Exception as exc:  # noqa: BLE001  (any failure is this attempt's error, never a stuck claim)
+        if deadline.passed:
+            return None, "", f"no complete answer within {timeout:g} s"
         return None, "", f"{type(exc).__name__}: {exc}"[:500]
 
 

@@ -1,0 +1,71 @@
+"""A receiver that answers a byte at a time: the attempt ends at AGUI_WEBHOOK_TIMEOUT_SECONDS whatever it
+does (httpx's timeout bounds each read only), is recorded as a failure and is tried again later."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from webhooks import services
+from webhooks.models import WebhookDelivery
+
+pytestmark = pytest.mark.django_db
+
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\nX-Padding: " + b"p" * 100 + b"\r\n\r\n" + b"x" * 200
+
+
+@pytest.fixture
+def trickling():
+    """A receiver on 127.0.0.1 that reads the POST and then sends its answer one byte every 0.1 s
+    (30 s for the whole answer), from the status line on or (`body`) after its headers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve(mode):
+        while not done.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.recv(65536)
+                    head, rest = (ANSWER.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n", ANSWER.split(b"\r\n\r\n", 1)[1])
+                    if mode["body"]:
+                        conn.sendall(head)
+                    for byte in (rest if mode["body"] else ANSWER):
+                        if done.is_set():
+                            return
+                        conn.sendall(bytes([byte]))
+                        time.sleep(0.1)
+                except OSError:
+                    pass
+
+    mode = {"body": False}
+    threading.Thread(target=serve, args=(mode,), daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/hook", mode
+    done.set()
+    server.close()
+
+
+@pytest.mark.parametrize("body", [False, True], ids=["status-and-headers", "body"])
+def test_a_receiver_that_trickles_its_answer_is_cut_at_the_timeout(settings, trickling, monkeypatch, body,
+                                                                  django_capture_on_commit_callbacks):
+    url, mode = trickling
+    mode["body"] = body
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.AGUI_WEBHOOK_TIMEOUT_SECONDS = 1
+    settings.AGUI_WEBHOOK_RESPONSE_BODY_CHARS = 1000
+    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: None)  # the test attempts it itself
+    services.create_endpoint(url=url, events=[])
+    with django_capture_on_commit_callbacks(execute=True):
+        delivery, = services.emit("approval.requested", {"id": "r1"}, approval_ref="r1")
+    started = time.monotonic()
+    attempt = services.deliver(delivery.pk)
+    assert time.monotonic() - started < 4
+    assert attempt.succeeded is False and attempt.response_status is None
+    assert attempt.error == "no complete answer within 1 s"
+    delivery.refresh_from_db()
+    assert delivery.status == WebhookDelivery.Status.PENDING and delivery.attempts == 1
+    assert delivery.claimed_until is None and delivery.next_attempt_at is not None  # tried again later
