@@ -158,7 +158,8 @@ class ToolCall(models.Model):
                                    Status.CANCELLED},
         # -> approved: a call that paused inside its tool (ToolCall.resume) runs on once answered
         Status.AWAITING_INPUT: {Status.SUCCEEDED, Status.CANCELLED, Status.APPROVED},
-        Status.APPROVED: {Status.EXECUTING},
+        # -> failed: its tool is no longer offered when the continuation comes to run it (never executed)
+        Status.APPROVED: {Status.EXECUTING, Status.FAILED},
         # -> awaiting_input: the tool stopped at a question and let its worker go (agents/runtime/inputs.park)
         Status.EXECUTING: {Status.SUCCEEDED, Status.FAILED, Status.OUTCOME_UNKNOWN, Status.APPROVED,
                            Status.AWAITING_INPUT},

@@ -712,6 +712,8 @@ class Runner:
                     tc.arguments, final, tool.schema, by_requester=final != tc.arguments and self.decided_by_requester(tc)))
                 if paused is not None:
                     self._paused.append(paused)
+            elif tc.status == ToolCall.Status.APPROVED:  # approved, and its tool is gone meanwhile
+                self.unavailable(tc)
             elif tc.status == ToolCall.Status.REJECTED:
                 self.result(tc, rejection_text(tc))
             elif tc.status == ToolCall.Status.RESPONDED:
@@ -722,6 +724,25 @@ class Runner:
             else:
                 self.result(tc, f"{tc.name} was cancelled and not executed.")
         return settled
+
+
+    def unavailable(self, tc):
+        """An approved call whose tool this agent no longer has (its MCP server stopped listing it, or
+        was disabled or removed, while the call waited): approved -> failed, not executed, and said so.
+        Left approved, it read as approved for good (inbox, audit, webhooks) while the model was told
+        it had been cancelled."""
+        output = (f"Error: {tc.name} was approved, but it is no longer available (its server stopped offering it), "
+                  "so it was not executed.")
+        with transaction.atomic():
+            if not move_call(tc.pk, ToolCall.Status.FAILED, leaving=[ToolCall.Status.APPROVED], result=output):
+                return
+            msg = add_message(self.thread, Message.Role.TOOL, output, run=self.run, tool_call_id=tc.pk)
+        settled = SimpleNamespace(pk=tc.pk, name=tc.name, arguments=tc.arguments, final_arguments=tc.final_arguments,
+                                  status=ToolCall.Status.FAILED, result=output)
+        try:
+            self.result(tc, output, settled=settled, msg=msg)
+        finally:
+            execution.outcome_recorded(tc.pk, ToolCall.Status.FAILED, tc)
 
 
 def interrupt_for(request):
