@@ -6,8 +6,15 @@ such schema (`"pattern": "^(a+)+$"`) held a web process, GIL and all, for minute
 value, and `re` reads a pattern unlike JSON Schema's ECMA-262 (`$` took a trailing newline, `\\d`
 full-width digits). Here they run on RE2 (linear time, `$` the end, `\\d` ASCII), as policy rules'
 `matches` do (approvals/rules.py); a pattern RE2 cannot run (backreferences, lookaround) makes the
-schema refused when checked. A `$ref` that cannot be followed (another document: nothing is
-fetched; a place that is not there; a loop) is the schema's fault too: SchemaError, not a 500.
+schema refused when checked. `additionalProperties` runs them too (the properties no pattern
+names), so it is RE2's as well; `unevaluatedProperties` beside patterns is refused (jsonschema's code
+for it calls `re` itself).
+
+A `$ref` is followed only inside the schema: jsonschema fetched any reference it could not resolve
+(urllib, no timeout: `http://169.254.169.254/...`, `file:///...`) and read the answer as a schema, so
+its words came back in our errors. A reference to another document is refused when the schema is
+checked, and the validator gets an empty `referencing.Registry`, which retrieves nothing. One that
+cannot be followed (a place that is not there; a loop) is the schema's fault too: SchemaError, not a 500.
 """
 
 import copy
@@ -15,11 +22,14 @@ import functools
 
 import jsonschema
 import re2
+import referencing
 import referencing.exceptions
 from jsonschema import SchemaError, ValidationError
 
 _NONE = object()
 SKIPPED = frozenset({"const", "enum", "default", "examples"})  # values, not schemas: their keys are data
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+_NOTHING_RETRIEVED = referencing.Registry()  # no `retrieve`: a reference it does not hold is unresolvable
 
 
 def _options():
@@ -54,24 +64,53 @@ def _pattern_properties(validator, pattern_properties, instance, schema):
                 yield from validator.descend(value, subschema, path=name, schema_path=pattern)
 
 
+def _additional_properties(validator, additional, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    known, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = [name for name in instance if name not in known and not any(_search(p, name) for p in patterns)]
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif not additional and extras:
+        yield ValidationError(f"Additional properties are not allowed ({', '.join(map(repr, sorted(extras)))} "
+                              f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
 @functools.cache
 def _ours(cls):
-    return jsonschema.validators.extend(cls, {"pattern": _pattern, "patternProperties": _pattern_properties})
+    return jsonschema.validators.extend(cls, {"pattern": _pattern, "patternProperties": _pattern_properties,
+                                              "additionalProperties": _additional_properties})
 
 
-def _patterns(schema):
-    """Every pattern the schema holds (as `pattern` or a `patternProperties` key)."""
+def _walk(schema):
+    """Every schema node of `schema` (dicts), values of const/enum/default/examples left out."""
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, list):
             stack.extend(node)
         elif isinstance(node, dict):
-            if isinstance(node.get("pattern"), str):
-                yield node["pattern"]
-            if isinstance(node.get("patternProperties"), dict):
-                yield from (k for k in node["patternProperties"] if isinstance(k, str))
+            yield node
             stack.extend(v for k, v in node.items() if k not in SKIPPED)
+
+
+def _patterns(schema):
+    """Every pattern the schema holds (as `pattern` or a `patternProperties` key)."""
+    for node in _walk(schema):
+        if isinstance(node.get("pattern"), str):
+            yield node["pattern"]
+        if isinstance(node.get("patternProperties"), dict):
+            yield from (k for k in node["patternProperties"] if isinstance(k, str))
+
+
+def _foreign_reference(schema):
+    """The first reference that points outside the schema itself, or None."""
+    for node in _walk(schema):
+        for key in REFERENCES:
+            if isinstance(node.get(key), str) and not node[key].startswith("#"):
+                return node[key]
+    return None
 
 
 def validator(schema, default=jsonschema.Draft202012Validator):
@@ -79,13 +118,23 @@ def validator(schema, default=jsonschema.Draft202012Validator):
     or holds a pattern RE2 cannot run."""
     cls = jsonschema.validators.validator_for(schema, default=default)
     cls.check_schema(schema)
-    for pattern in _patterns(schema):
+    foreign = _foreign_reference(schema)
+    if foreign is not None:
+        raise SchemaError(f"the schema refers to {foreign[:200]!r}: only references inside the schema (#...) "
+                          f"are followed")
+    patterns = list(_patterns(schema))
+    for pattern in patterns:
         try:
             _compiled(pattern)
         except re2.error as exc:
-            raise SchemaError(f"the pattern {pattern!r} is not one this server runs (no backreferences or "
-                              f"lookaround): {exc}") from exc
-    return _ours(cls)(schema)
+            raise SchemaError(f"the pattern {pattern!r} is not one this server runs (RE2 syntax: no "
+                              f"backreferences or lookaround)") from exc
+    if patterns and any("unevaluatedProperties" in node for node in _walk(schema)):
+        raise SchemaError("patternProperties or pattern beside unevaluatedProperties is not supported here")
+    checked = _ours(cls)(schema, registry=_NOTHING_RETRIEVED)
+    for _error in iter_errors(checked, None):  # a schema that loops on itself loops on any value: refused now
+        pass
+    return checked
 
 
 def iter_errors(validator_, instance):
@@ -95,7 +144,7 @@ def iter_errors(validator_, instance):
     except referencing.exceptions.Unresolvable as exc:
         raise SchemaError(f"a $ref of the schema cannot be followed: {str(exc)[:200]}") from exc
     except RecursionError as exc:
-        raise SchemaError("the schema's $refs loop without end") from exc
+        raise SchemaError("the schema refers to itself without end (its $refs loop)") from exc
 
 
 def _local(root, node):

@@ -1,0 +1,31 @@
+"""A test MCP server (stdio, the SDK's low-level Server) that lists whatever tools the test gives it:
+`HOSTILE_TOOLS` is the JSON list of its tools (name, inputSchema, annotations as on the wire), so a
+test can hand the product a schema no well-behaved server would write. Every call answers "ran"."""
+
+import json
+import os
+
+import anyio
+import mcp.server.stdio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in json.loads(os.environ["HOSTILE_TOOLS"])])
+
+
+async def call_tool(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
+
+
+server = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main():
+    async with mcp.server.stdio.stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)

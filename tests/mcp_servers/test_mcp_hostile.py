@@ -1,0 +1,99 @@
+"""MCP servers that list what no well-behaved server would: their tools go through the same checks
+as everything from outside (tests/mcp_servers/hostile_server.py, the SDK's low-level server over stdio)."""
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agents.mcp_servers import catalog, services
+from agents.runtime import inputs
+from approvals.registry import ArgumentsInvalid
+from tests.mcp_servers.conftest import ROOT
+
+pytestmark = pytest.mark.django_db
+
+OK_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def hostile_values(tools, agents=("notes",)):
+    return {"transport": "stdio", "command": sys.executable, "args": ["-m", "tests.mcp_servers.hostile_server"],
+            "cwd": str(ROOT), "env": {"HOSTILE_TOOLS": json.dumps(tools)}, "agents": list(agents)}
+
+
+@pytest.fixture
+def internal_service():
+    """An internal HTTP service on 127.0.0.1 answering every GET with a JSON schema; the paths it was asked."""
+    asked = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            body = json.dumps({"enum": ["internal-secret"]}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", asked
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_input_schema_referring_to_a_url_is_not_offered_and_never_fetched(demo, internal_service):
+    url, asked = internal_service
+    row = services.save_server("hostile", hostile_values([
+        {"name": "fine", "inputSchema": OK_SCHEMA, "annotations": {"readOnlyHint": True}},
+        {"name": "peek", "inputSchema": {"type": "object", "properties": {"q": {"$ref": f"{url}/meta-data"}}},
+         "annotations": {"readOnlyHint": True}},
+    ]))
+    assert row.healthy, row.error
+    assert [t.name for t in catalog.tools_for("notes")] == ["hostile__fine"]
+    assert "peek" in row.error and "only references inside the schema" in row.error
+    assert catalog.get("hostile__peek") is None
+    assert asked == []
+
+
+def test_a_servers_question_referring_to_a_url_is_refused_and_never_fetched(internal_service):
+    url, asked = internal_service
+    with pytest.raises(inputs.InputError) as exc:
+        inputs.check_schema({"type": "object", "properties": {"answer": {"$ref": f"{url}/x"}}})
+    assert exc.value.code == "invalid_schema"
+    assert asked == []
+
+
+def test_an_input_schemas_patterns_run_in_linear_time_or_the_tool_is_not_offered(demo):
+    slow = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}}
+    row = services.save_server("hostile", hostile_values([
+        {"name": "slow", "inputSchema": slow, "annotations": {"readOnlyHint": True}},
+        {"name": "lookbehind", "inputSchema": {"type": "object", "properties": {"q": {"pattern": "(?<=a)b"}}},
+         "annotations": {"readOnlyHint": True}},
+    ]))
+    assert [t.name for t in catalog.tools_for("notes")] == ["hostile__slow"]
+    assert "lookbehind" in row.error and "RE2" in row.error
+    started = time.monotonic()
+    with pytest.raises(ArgumentsInvalid):
+        catalog.get("hostile__slow").validate({"q": "a" * 30 + "!"})
+    assert time.monotonic() - started < 1
+
+
+def test_an_input_schema_that_refers_to_itself_without_end_is_not_a_crash(demo):
+    reached = {"type": "object", "properties": {"q": {"$defs": {"x": {"$ref": "#/properties/q"}},
+                                                      "$ref": "#/properties/q/$defs/x"}}}
+    row = services.save_server("hostile", hostile_values([
+        {"name": "loop", "inputSchema": {"type": "object", "$ref": "#"}, "annotations": {"readOnlyHint": True}},
+        {"name": "reached", "inputSchema": reached, "annotations": {"readOnlyHint": True}},
+    ]))
+    assert [t.name for t in catalog.tools_for("notes")] == ["hostile__reached"]
+    assert "loop" in row.error and "itself" in row.error
+    with pytest.raises(ArgumentsInvalid) as exc:
+        catalog.get("hostile__reached").validate({"q": "x"})
+    assert "itself" in str(exc.value.errors)
