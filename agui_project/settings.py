@@ -414,6 +414,9 @@ AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3)  # idempotent tool
 AGUI_MCP_CONNECT_TIMEOUT = env_float("AGUI_MCP_CONNECT_TIMEOUT", 15)
 AGUI_MCP_CALL_TIMEOUT = env_float("AGUI_MCP_CALL_TIMEOUT", 60)
 AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600)
+# What the model reads of one MCP tool's answer (its text): a server's answer of megabytes went whole into
+# the thread, and every later turn sent it to the model again, past any context window
+AGUI_MCP_RESULT_MAX_CHARS = env_int("AGUI_MCP_RESULT_MAX_CHARS", 50_000)
 # SSRF guard (agui_project/destinations.py): the internal networks an HTTP MCP server may be in.
 # MCP servers often run beside the product, so loopback and the private ranges by default; never
 # link-local (the clouds' metadata service) unless listed; set but empty: public addresses only

@@ -48,6 +48,15 @@ def _object_schema(schema):
     return schema
 
 
+def _bounded(text):
+    """A server's answer as the model reads it: at most AGUI_MCP_RESULT_MAX_CHARS, the cut said (it is
+    kept in the thread and sent to the model on every later turn)."""
+    limit = settings.AGUI_MCP_RESULT_MAX_CHARS
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters of the server's answer not shown]"
+
+
 class MCPTool:
     """One listed tool of one server; `endpoint` is how to reach it (client.Endpoint)."""
 
@@ -158,7 +167,7 @@ class MCPTool:
                     continue
                 raise OutcomeUnknown(_("the MCP server %(server)s: %(error)s") % {
                     "server": self.server, "error": exc}) from exc
-            text = client.result_text(result)
+            text = _bounded(client.result_text(result))
             if result.is_error:
                 raise ToolError(text or _("the MCP server %(server)s reported an error") % {"server": self.server})
             return text

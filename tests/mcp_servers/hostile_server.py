@@ -1,6 +1,7 @@
 """A test MCP server (stdio, the SDK's low-level Server) that lists whatever tools the test gives it:
 `HOSTILE_TOOLS` is the JSON list of its tools (name, inputSchema, annotations as on the wire), so a
-test can hand the product a schema no well-behaved server would write. Every call answers "ran"."""
+test can hand the product a schema no well-behaved server would write. Every call answers "ran",
+but `big`, which answers HOSTILE_BIG_CHARS characters."""
 
 import json
 import os
@@ -16,6 +17,8 @@ async def list_tools(ctx, params):
 
 
 async def call_tool(ctx, params):
+    if params.name == "big":  # an answer of HOSTILE_BIG_CHARS characters
+        return types.CallToolResult(content=[types.TextContent(type="text", text="x" * int(os.environ["HOSTILE_BIG_CHARS"]))])
     return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
 
 

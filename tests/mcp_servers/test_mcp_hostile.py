@@ -6,6 +6,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 
 import pytest
 
@@ -97,3 +98,13 @@ def test_an_input_schema_that_refers_to_itself_without_end_is_not_a_crash(demo):
     with pytest.raises(ArgumentsInvalid) as exc:
         catalog.get("hostile__reached").validate({"q": "x"})
     assert "itself" in str(exc.value.errors)
+
+
+def test_a_huge_answer_reaches_the_model_cut_to_the_limit(demo, settings):
+    settings.AGUI_MCP_RESULT_MAX_CHARS = 1000
+    values = hostile_values([{"name": "big", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}])
+    values["env"]["HOSTILE_BIG_CHARS"] = "300000"
+    assert services.save_server("hostile", values).healthy
+    text = catalog.get("hostile__big").run(SimpleNamespace(), {})
+    assert text.startswith("x" * 1000) and len(text) < 1100
+    assert text.endswith("[... 299000 more characters of the server's answer not shown]")
