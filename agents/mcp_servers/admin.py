@@ -38,6 +38,15 @@ class ServerForm(forms.ModelForm):
         model = MCPServer
         fields = ["name", "transport", "command", "args", "cwd", "url", "agents", "enabled"]
 
+    def clean(self):
+        cleaned = super().clean()
+        values = {"url": cleaned.get("url")} if "url" in cleaned else {}
+        if cleaned.get("new_headers") is not None:
+            values["headers"] = cleaned["new_headers"]
+        if self.instance.pk and services.moves_secrets(MCPServer.objects.get(pk=self.instance.pk), values):
+            self.add_error("new_headers", services.HEADERS_MOVE)
+        return cleaned
+
 
 @admin.register(MCPServer)
 class MCPServerAdmin(admin.ModelAdmin):

@@ -6,11 +6,14 @@ tools; this process rebuilds at once.
 
 import logging
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from . import catalog, client
 from .models import MCPServer
@@ -19,11 +22,33 @@ log = logging.getLogger(__name__)
 FIELDS = ("transport", "command", "args", "env", "cwd", "url", "headers", "agents", "enabled")
 
 
+def origin(url):
+    """(scheme, host, port) of a URL: where its headers go."""
+    try:
+        parts = urlsplit(url or "")
+        return parts.scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return url, None, None
+
+
+def moves_secrets(row, values):
+    """The change sends the stored headers to another origin: they are write-only (nobody can read
+    them back), so a URL that moves elsewhere keeping them would hand them to whoever is there."""
+    return (row is not None and bool(row.headers) and "headers" not in values and "url" in values
+            and origin(values["url"]) != origin(row.url))
+
+
+HEADERS_MOVE = gettext_lazy("The URL moves to another origin (scheme, host or port): send the headers again for "
+                            "it, or an empty object to send none. The stored ones are not sent elsewhere.")
+
+
 def save_server(name, values, *, refresh=True):
-    """Create or change a server (values: FIELDS; env/headers left out keep their secrets), then ask
-    it for its tools. Returns the row as it stands after the refresh."""
+    """Create or change a server (values: FIELDS; env/headers left out keep their secrets, as long as
+    the URL stays on its origin), then ask it for its tools. Returns the row as it stands after the refresh."""
     with transaction.atomic():
         row = MCPServer.objects.select_for_update().filter(name=name).first() or MCPServer(name=name)
+        if moves_secrets(row if row.pk else None, values):
+            raise ValidationError({"headers": [str(HEADERS_MOVE)]})
         for field in FIELDS:
             if field in values:
                 setattr(row, field, values[field])

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from agents.mcp_servers import catalog, services
+from agents.mcp_servers.models import MCPServer
 from agents.runtime import inputs
 from approvals.registry import ArgumentsInvalid
 from tests.mcp_servers.conftest import ROOT
@@ -108,3 +109,60 @@ def test_a_huge_answer_reaches_the_model_cut_to_the_limit(demo, settings):
     text = catalog.get("hostile__big").run(SimpleNamespace(), {})
     assert text.startswith("x" * 1000) and len(text) < 1100
     assert text.endswith("[... 299000 more characters of the server's answer not shown]")
+
+
+@pytest.fixture
+def listener():
+    """An HTTP server on 127.0.0.1 (another origin than the MCP server) that keeps the headers of every
+    request it gets and answers 404."""
+    heard = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _keep(self):
+            heard.append(dict(self.headers))
+            self.send_response(404)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_DELETE = _keep
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/mcp", heard
+    server.shutdown()
+    server.server_close()
+
+
+SECRET = "sk-live-only-for-the-mcp-server"
+
+
+def test_write_only_headers_do_not_follow_a_url_to_another_origin(api, login, notes_http, listener):
+    elsewhere, heard = listener
+    token = api("admin")
+    made = token.post("/api/mcp-servers/", {"name": "web", "transport": "http", "url": notes_http,
+                                            "headers": {"Authorization": f"Bearer {SECRET}"}}, format="json")
+    assert made.status_code == 201 and made.json()["healthy"], made.content
+    moved = token.patch("/api/mcp-servers/web/", {"url": elsewhere}, format="json")
+    assert moved.status_code == 400 and "headers" in moved.json(), moved.content
+    put = token.put("/api/mcp-servers/web/", {"name": "web", "transport": "http", "url": elsewhere}, format="json")
+    assert put.status_code == 400 and "headers" in put.json(), put.content
+    row = MCPServer.objects.get(name="web")
+    assert row.url == notes_http and row.headers == {"Authorization": f"Bearer {SECRET}"}
+    # the admin's form too: a blank "Headers (replace)" keeps them only on the same origin
+    form = {"name": "web", "transport": "http", "command": "", "args": "[]", "cwd": "", "url": elsewhere,
+            "agents": "[]", "enabled": "on", "new_env": "", "new_headers": ""}
+    page = login("admin").post(f"/admin/mcp_servers/mcpserver/{row.pk}/change/", form)
+    assert page.status_code == 200 and "another origin" in page.content.decode()
+    assert MCPServer.objects.get(name="web").url == notes_http
+    assert not any(SECRET in json.dumps(h) for h in heard)
+    # restated (here: none), the move is made; the same origin keeps them as before
+    assert token.patch("/api/mcp-servers/web/", {"url": elsewhere, "headers": {}}, format="json").status_code == 200
+    assert heard and not any(SECRET in json.dumps(h) for h in heard)
+    assert token.patch("/api/mcp-servers/web/", {"url": notes_http, "headers": {"Authorization": f"Bearer {SECRET}"}},
+                       format="json").json()["healthy"]
+    same_origin = notes_http.replace("/mcp", "/mcp/")
+    assert token.patch("/api/mcp-servers/web/", {"url": same_origin}, format="json").status_code == 200
+    assert MCPServer.objects.get(name="web").headers == {"Authorization": f"Bearer {SECRET}"}
