@@ -241,9 +241,15 @@ def deliver(delivery_id):
     if not _claim(delivery_id, now):
         return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
+    switched_off = delivery.endpoint_id is not None and not delivery.endpoint.is_active
+    if delivery.endpoint_id:  # an endpoint's messages go where it is now (an admin corrected or moved it)
+        delivery.url = delivery.endpoint.url
     body = json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True)
     started = time.monotonic()
-    code, text, error = _post(delivery, body)
+    if switched_off:  # "unticked: nothing is sent here": its retries and replays neither
+        code, text, error = None, "", "not sent: the endpoint is switched off"
+    else:
+        code, text, error = _post(delivery, body)
     latency = int((time.monotonic() - started) * 1000)
     ok = code is not None and 200 <= code < 300
     if code is not None and not ok and not error:
@@ -254,14 +260,14 @@ def deliver(delivery_id):
     delivery.claimed_until = None
     if ok:
         delivery.status, delivery.delivered_at, delivery.next_attempt_at = WebhookDelivery.Status.SUCCEEDED, timezone.now(), None
-    elif delivery.attempts >= settings.AGUI_WEBHOOK_MAX_ATTEMPTS:
+    elif switched_off or delivery.attempts >= settings.AGUI_WEBHOOK_MAX_ATTEMPTS:
         delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
         log.warning("webhook delivery %s to %s failed %s times: %s", delivery.pk, delivery.url, delivery.attempts, error)
     else:
         wait = backoff_seconds(delivery.attempts)
         delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)
         transaction.on_commit(lambda: enqueue(delivery.pk, countdown=wait))
-    delivery.save(update_fields=["attempts", "claimed_until", "status", "delivered_at", "next_attempt_at"])
+    delivery.save(update_fields=["url", "attempts", "claimed_until", "status", "delivered_at", "next_attempt_at"])
     return attempt
 
 

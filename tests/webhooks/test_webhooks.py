@@ -339,3 +339,39 @@ def test_every_address_that_is_not_global_is_internal(settings, url):
 
     settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
     assert "an internal address (AGUI_WEBHOOK_ALLOWED_NETWORKS)" in (destination_refused(url) or "")
+
+
+def test_an_endpoint_switched_off_gets_none_of_its_pending_retries(demo, api, endpoint, receiver, queued,
+                                                                   django_capture_on_commit_callbacks):
+    """The admin's box reads "Active (unticked: nothing is sent here)": a message already failing and
+    waiting for its next attempt is not sent either; a corrected URL takes the retries that remain."""
+    hook, secret = endpoint
+    receiver.codes = [500]
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    delivery = WebhookDelivery.objects.get()
+    tasks.deliver(delivery.pk)
+    assert len(receiver.received) == 1 and WebhookDelivery.objects.get().status == "pending"
+    assert api("admin").patch(f"/api/webhooks/{hook.pk}/", {"is_active": False}, format="json").status_code == 200
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+    attempt = tasks.deliver(delivery.pk) or WebhookAttempt.objects.filter(delivery=delivery).last()
+    assert len(receiver.received) == 1  # nothing more came
+    delivery.refresh_from_db()
+    assert delivery.status == "failed" and delivery.next_attempt_at is None
+    assert attempt.error == "not sent: the endpoint is switched off" and attempt.response_status is None
+
+
+def test_an_endpoints_retries_go_to_its_url_as_it_is_now(demo, api, endpoint, receiver, queued,
+                                                         django_capture_on_commit_callbacks):
+    hook, secret = endpoint
+    old_url = receiver.url
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    delivery = WebhookDelivery.objects.get()
+    moved = api("admin").patch(f"/api/webhooks/{hook.pk}/", {"url": old_url.replace("/hook", "/moved")},
+                               format="json")
+    assert moved.status_code == 200, moved.content
+    tasks.deliver(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded" and delivery.url.endswith("/moved")
+    assert receiver.received[0][0]["webhook-id"] == delivery.message_id
