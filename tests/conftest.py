@@ -51,6 +51,21 @@ def _no_sign_in_history():
 
 
 @pytest.fixture(autouse=True)
+def _redis_data_long_known():
+    """Recovery trusts a lapsed lease only once Redis's data is older than a lease (a restart empties
+    live holders' keys too: agents/runtime/execution._lapsed); the test Redis counts as long up."""
+    import redis
+
+    from agents.runtime.events import redis_client
+    from agents.runtime.execution import LEASES_SINCE_KEY
+
+    try:
+        redis_client().set(LEASES_SINCE_KEY, 0)
+    except redis.RedisError:
+        pass  # a test without Redis recovers nothing
+
+
+@pytest.fixture(autouse=True)
 def _decisions_woken_here(request, monkeypatch):
     """A decision's wake-up is a worker's task (agents.tasks.continue_decided), which runs the
     continuation itself. A test without a worker has it done at once on the deciding thread, and

@@ -87,6 +87,11 @@ def outcome_recorded(call_id, status, row=None):
     transaction.on_commit(send)
 
 
+# the Redis time (ms) recovery first found this Redis's data without it: a lease missing since less
+# than a lease length may be a live holder's that a restart emptied (kept without expiry)
+LEASES_SINCE_KEY = "agui:leases:since"
+
+
 def run_lease_key(run_id):
     return f"agui:run:{run_id}:lease"
 
@@ -150,15 +155,8 @@ def stuck_call_ids(limit=100):
                       .values_list("pk", flat=True)[:limit])
     if not candidates:
         return []
-    try:
-        pipe = events.redis_client().pipeline(transaction=False)
-        for call_id in candidates:
-            pipe.exists(lease_key(call_id))
-        alive = pipe.execute()
-    except redis.RedisError as exc:
-        log.warning("recovery skipped: leases unreadable (%s)", exc)
-        return []
-    return [call_id for call_id, held in zip(candidates, alive, strict=True) if not held]
+    lapsed = _lapsed([lease_key(call_id) for call_id in candidates])
+    return [call_id for call_id, gone in zip(candidates, lapsed or [], strict=False) if gone]
 
 
 def recover_stuck_calls():
@@ -248,12 +246,25 @@ def _tell_operators(call, run, msg):
 
 
 def _lapsed(keys):
-    """Which of these leases are gone; None when Redis cannot be asked (then recover nothing)."""
+    """Which of these leases are gone; None (recover nothing) when Redis cannot be asked, or when
+    its data is younger than a lease: a restart or failover that emptied it dropped every live
+    holder's key too, written again only at its next renewal (a third of a lease later)."""
     try:
-        pipe = events.redis_client().pipeline(transaction=False)
+        client = events.redis_client()
+        pipe = client.pipeline(transaction=False)
+        pipe.time()
+        pipe.get(LEASES_SINCE_KEY)
         for key in keys:
             pipe.exists(key)
-        return [not held for held in pipe.execute()]
+        (seconds, micros), since, *held = pipe.execute()
+        now_ms = seconds * 1000 + micros // 1000
+        if since is None:  # this Redis's data is new to recovery: from now on it is watched
+            client.set(LEASES_SINCE_KEY, now_ms, nx=True)
+        if since is None or now_ms - int(since) < float(settings.AGUI_TOOL_LEASE_SECONDS) * 1000:
+            log.warning("recovery waits: Redis's data is younger than a lease (restarted?); live workers' "
+                        "leases may not be written again yet")
+            return None
+        return [not alive for alive in held]
     except redis.RedisError as exc:
         log.warning("recovery skipped: leases unreadable (%s)", exc)
         return None

@@ -13,7 +13,9 @@ for dead, as when the key was written at once. A block shorter than that (most t
 runs) never touches Redis: no SET, no DEL, and no wake-up of this thread in the middle of the
 work (the run's own thread and its event writer had to share the interpreter with it just as a
 tool's result was on its way). A key dropped a moment late belongs to a call or run that is no
-longer executing or running, which recovery does not ask about.
+longer executing or running, which recovery does not ask about. A Redis restart that empties it
+drops live holders' keys until their next write: recovery then waits a lease length
+(execution._lapsed).
 """
 
 import logging

@@ -18,6 +18,7 @@ from people.models import Profile
 from tests.conftest import stream_events
 
 ROOT = Path(__file__).resolve().parents[2]
+SINCE = "agui:leases:since"  # execution.LEASES_SINCE_KEY
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
@@ -77,3 +78,27 @@ def test_a_run_declared_lost_is_not_written_back_and_its_tool_never_acts(demo, f
     ends = [e["type"] for e in stream_events(thread.pk) if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
     assert ends == ["RUN_ERROR"]  # recovery's worker_lost; the stuck worker adds no RUN_FINISHED
     assert Run.objects.filter(parent_run=lost).count() == 1  # one continuation answers instead
+
+
+def test_a_live_run_whose_lease_a_redis_restart_emptied_is_not_declared_lost(demo, settings):
+    """Seen live: Redis killed and restarted empty 36 s into a 70 s answer; 4 s later the beat's
+    recovery found no lease and failed the run (worker_lost) while its worker was still streaming,
+    and a continuation answered a second time. A live holder writes its key again within a third
+    of a lease, so recovery waits a lease length once Redis's data is new."""
+    from agents.runtime import leases
+    from agents.runtime.events import redis_client
+
+    settings.AGUI_TOOL_LEASE_SECONDS = 30
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(minutes=1))
+    client = redis_client()
+    with execution.run_lease(run.pk):
+        assert leases._keeper.drain(due=True)  # the live worker's lease, written
+        assert execution.recover_stuck_runs() == []
+        client.delete(execution.run_lease_key(run.pk), SINCE)  # Redis restarted, empty
+        assert execution.recover_stuck_runs() == []  # the holder has not written again yet: not lost
+        assert execution.recover_stuck_runs() == []
+        assert Run.objects.get(pk=run.pk).status == "running"
+    # a lease length on, a lease still missing is a dead holder's again
+    client.set(SINCE, int(client.time()[0]) * 1000 - 31_000)
+    assert execution.recover_stuck_runs() == [run.pk]
