@@ -500,10 +500,19 @@ def cancel_run(run, user):
         elif run.status == Run.Status.RUNNING:
             events.redis_client().set(cancel_key(run.pk), "1", ex=3600)
         elif run.status == Run.Status.INTERRUPTED:
+            # a request decided (a question answered) between this read and its lock came first and
+            # stands: the others are still stopped, and the Stop is answered, not a 500
             for request in ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING):
-                approval_services.cancel(request.pk, user, reason="the user stopped the run")
+                try:
+                    approval_services.cancel(request.pk, user, reason="the user stopped the run")
+                except approval_services.NotPending:
+                    pass
             for question in run.input_requests.filter(status=InputRequest.Status.PENDING):
-                inputs.cancel(question.pk, user, reason="the user stopped the run")
+                try:
+                    inputs.cancel(question.pk, user, reason="the user stopped the run")
+                except inputs.InputError as exc:
+                    if exc.code != "already_decided":
+                        raise
         else:
             return False
     return True
