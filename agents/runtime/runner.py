@@ -51,7 +51,7 @@ from agents.runtime.tools import (
     on_behalf_of,
     said_in_every_language,
 )
-from agents.services import add_message, add_messages, answered_by_requester, cancel_requested
+from agents.services import add_message, add_messages, answered_by_requester, cancel_requested, cancel_run
 from agents.transitions import claim_ahead, claim_run, move_call, move_run
 from agui_project import jsoncheck
 from agui_project.queries import Prepared, PreparedInsert, one, read_ahead
@@ -274,6 +274,7 @@ class Runner:
             if continuation:
                 if self._paused:  # a call it ran stopped at a question: the run pauses again
                     self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=self._paused))
+                    self.stop_if_asked()
                     return
                 # the person withdrew every paused call: nothing to ask the model about them
                 withdrawn = bool(settled) and all(s == ToolCall.Status.CANCELLED for s in settled)
@@ -291,6 +292,7 @@ class Runner:
             interrupts, client_calls = self.loop()
             if interrupts:
                 self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=interrupts))
+                self.stop_if_asked()
             elif client_calls:
                 self.finish(Run.Status.SUCCEEDED, RunFinishedSuccessOutcome(pending_tool_call_ids=client_calls))
             else:
@@ -466,6 +468,12 @@ class Runner:
             self._text_open = False
         for call in calls.values():
             self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
+
+    def stop_if_asked(self):
+        """A Stop that came while the calls were being asked for (after the last check) is done as
+        Stop does on a paused run: its requests and questions withdrawn, not left to reviewers."""
+        if cancel_requested(self.run.pk):
+            cancel_run(Run.objects.get(pk=self.run.pk), self.thread.owner)
 
     def check_cancelled(self, force=False):
         now = time.monotonic()

@@ -8,7 +8,8 @@ from django.db import connection
 from agents.models import ToolCall
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
-from tests.helpers import paused_transfer, transfer_request
+from tests.conftest import stream_events
+from tests.helpers import paused_transfer, run_continuation, transfer_request
 
 
 @pytest.mark.django_db(transaction=True)
@@ -45,3 +46,35 @@ def test_stop_while_a_reviewer_decides_one_request_stops_the_others_and_answers(
     assert ApprovalRequest.objects.get(pk=first.pk).status == "approved"  # the decision that came first stands
     assert ApprovalRequest.objects.get(pk=second.pk).status == "cancelled"
     assert ToolCall.objects.get(pk="call-stop-a").status != "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_while_the_run_asks_for_approval_stops_it(demo, fake_llm, monkeypatch):
+    """Before: a Stop that landed while the model's calls were being handled (policy, requests) was
+    never read again: the run ended paused on its request, the reviewers were asked, and the
+    user's Stop (answered 202) did nothing."""
+    from agents import services
+    from agents.models import Run, Thread
+    from agents.runtime import runner
+    from approvals import policy
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push({"tool_calls": [{"id": "c-stopped", "name": "transfer_money", "arguments": (
+        '{"from_account": "1234567890", "to_account": "0987654321", "amount": 5, "currency": "USD"}')}]})
+    run = services.start_run(thread, demo["alice"], "send 5 USD to bob")
+    real_evaluate = policy.evaluate
+
+    def stop_meanwhile(*args, **kwargs):  # the user presses Stop while the call is judged
+        assert services.cancel_run(Run.objects.get(pk=run.pk), demo["alice"])
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(policy, "evaluate", stop_meanwhile)
+    assert runner.run_agent(run.pk)
+    request = ApprovalRequest.objects.get(run_ref=run.pk)
+    assert request.status == "cancelled"  # no reviewer is left deciding a stopped run's call
+    assert ToolCall.objects.get(pk="c-stopped").status == "cancelled"
+    # the chat hears the withdrawal: the stopped run's continuation ends cancelled
+    assert run_continuation(Run.objects.get(pk=run.pk)).status == "cancelled"
+    ends = [e for e in stream_events(thread.pk) if e["type"] == "RUN_FINISHED"]
+    assert ends[-1].get("outcome") == {"type": "cancelled"}, ends
