@@ -48,6 +48,7 @@ from mcp_types.version import is_version_at_least
 from agui_project import destinations
 
 log = logging.getLogger(__name__)
+RELIST_PAUSE = 1.0  # seconds between two tools/list set off by a stream of list_changed notifications
 
 
 class Unreachable(Exception):
@@ -137,6 +138,8 @@ class _Session:
     resume: dict | None = None  # a Parked.resume this session continues
     answer: tuple | None = None  # (action, content) for the parked question when it is replayed
     lost: bool = False  # the server answered 404 to the resumed session's id
+    relisting: asyncio.Task | None = None  # the tools/list a list_changed set off, while it runs
+    relist_again: bool = False  # another list_changed came meanwhile: list once more after it
 
     def resumable(self):
         """The server can be left and come back to: a session id, and this request's stream has event
@@ -267,20 +270,32 @@ class Hub:
     def _messages(self, s):
         async def handle(message):
             if isinstance(message, types.ToolListChangedNotification):
-                asyncio.get_running_loop().create_task(self._relist(s))
+                # one tools/list at a time per session: a server that sent hundreds of these had as many
+                # lists asked at once, each a database write and every process's catalog rebuilt
+                if s.relisting is None or s.relisting.done():
+                    s.relisting = asyncio.get_running_loop().create_task(self._relist(s))
+                else:
+                    s.relist_again = True
             elif isinstance(message, Exception):
                 log.warning("MCP server %s: %s", s.endpoint.name, _describe(message))
 
         return handle
 
     async def _relist(self, s):
-        try:
-            tools = await _all_tools(s.session)
-        except Exception as exc:  # noqa: BLE001 -- the next refresh tries again
-            log.warning("MCP server %s: tools/list after list_changed failed: %s", s.endpoint.name, _describe(exc))
-            return
-        if self.on_tools_changed:
-            await asyncio.to_thread(self.on_tools_changed, s.endpoint.name, tools)
+        """tools/list after list_changed, once more if others came meanwhile (then after a pause)."""
+        while True:
+            s.relist_again = False
+            try:
+                tools = await _all_tools(s.session)
+            except Exception as exc:  # noqa: BLE001 -- the next refresh tries again
+                log.warning("MCP server %s: tools/list after list_changed failed: %s", s.endpoint.name,
+                            _describe(exc))
+                return
+            if self.on_tools_changed:
+                await asyncio.to_thread(self.on_tools_changed, s.endpoint.name, tools)
+            if not s.relist_again or s.dead:
+                return
+            await asyncio.sleep(RELIST_PAUSE)
 
     # --- what callers use -------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """A test MCP server (stdio, the SDK's low-level Server) that lists whatever tools the test gives it:
 `HOSTILE_TOOLS` is the JSON list of its tools (name, inputSchema, annotations as on the wire), so a
 test can hand the product a schema no well-behaved server would write. Every call answers "ran",
-but `big`, which answers HOSTILE_BIG_CHARS characters."""
+but `big`, which answers HOSTILE_BIG_CHARS characters; `flood` first sends notifications/tools/list_changed
+HOSTILE_FLOOD times. HOSTILE_LISTED: a file that gets a line per tools/list."""
 
 import json
 import os
@@ -13,10 +14,16 @@ from mcp.server.lowlevel import Server
 
 
 async def list_tools(ctx, params):
+    if os.environ.get("HOSTILE_LISTED"):  # one line per tools/list asked
+        with open(os.environ["HOSTILE_LISTED"], "a") as fh:
+            fh.write("listed\n")
     return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in json.loads(os.environ["HOSTILE_TOOLS"])])
 
 
 async def call_tool(ctx, params):
+    if params.name == "flood":  # tells the client its tool list changed, HOSTILE_FLOOD times in a row
+        for _ in range(int(os.environ["HOSTILE_FLOOD"])):
+            await ctx.session.send_tool_list_changed()
     if params.name == "big":  # an answer of HOSTILE_BIG_CHARS characters
         return types.CallToolResult(content=[types.TextContent(type="text", text="x" * int(os.environ["HOSTILE_BIG_CHARS"]))])
     return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])

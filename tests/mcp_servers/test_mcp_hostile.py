@@ -166,3 +166,19 @@ def test_write_only_headers_do_not_follow_a_url_to_another_origin(api, login, no
     same_origin = notes_http.replace("/mcp", "/mcp/")
     assert token.patch("/api/mcp-servers/web/", {"url": same_origin}, format="json").status_code == 200
     assert MCPServer.objects.get(name="web").headers == {"Authorization": f"Bearer {SECRET}"}
+
+
+def test_a_flood_of_list_changed_notifications_is_one_tools_list_at_a_time(demo, tmp_path, monkeypatch):
+    from agents.mcp_servers import client
+
+    listed_file = tmp_path / "listed"
+    heard = []
+    monkeypatch.setattr(client.hub, "on_tools_changed", lambda name, tools: heard.append(name))
+    values = hostile_values([{"name": "flood", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}])
+    values["env"].update({"HOSTILE_FLOOD": "300", "HOSTILE_LISTED": str(listed_file)})
+    assert services.save_server("hostile", values).healthy
+    assert catalog.get("hostile__flood").run(SimpleNamespace(), {}) == "ran"
+    time.sleep(3)  # what the notifications set off has run by now
+    asked = len(listed_file.read_text().splitlines()) - 1  # the save's own tools/list
+    assert 1 <= asked <= 3, asked
+    assert 1 <= len(heard) <= 3
