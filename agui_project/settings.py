@@ -417,6 +417,9 @@ AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600)
 # What the model reads of one MCP tool's answer (its text): a server's answer of megabytes went whole into
 # the thread, and every later turn sent it to the model again, past any context window
 AGUI_MCP_RESULT_MAX_CHARS = env_int("AGUI_MCP_RESULT_MAX_CHARS", 50_000)
+# How many MCP tools one agent's model is offered, all its servers together: OpenAI's API refuses a request
+# with more than 128 tools, so one server listing hundreds failed every run of the agents that use it
+AGUI_MCP_MAX_TOOLS_PER_AGENT = env_int("AGUI_MCP_MAX_TOOLS_PER_AGENT", 100)
 # SSRF guard (agui_project/destinations.py): the internal networks an HTTP MCP server may be in.
 # MCP servers often run beside the product, so loopback and the private ranges by default; never
 # link-local (the clouds' metadata service) unless listed; set but empty: public addresses only

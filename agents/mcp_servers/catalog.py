@@ -139,7 +139,13 @@ def _rebuild(servers):
             by_name[t.name] = t
             if server.healthy:
                 for agent in server.agents or []:
-                    offered.setdefault(agent, []).append(t)
+                    mine = offered.setdefault(agent, [])
+                    if len(mine) < settings.AGUI_MCP_MAX_TOOLS_PER_AGENT:
+                        mine.append(t)
+                    else:  # the model API's own limit on tools: the rest said, not offered
+                        skipped[server.name].append(
+                            f"{t.remote_name}: not offered to {agent}, which has "
+                            f"{settings.AGUI_MCP_MAX_TOOLS_PER_AGENT} MCP tools already (AGUI_MCP_MAX_TOOLS_PER_AGENT)")
     for name in set(_by_name) - set(by_name):
         registry.unregister(name)
     for t in list(by_name.values()):

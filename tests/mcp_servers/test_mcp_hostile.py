@@ -12,6 +12,7 @@ import pytest
 
 from agents.mcp_servers import catalog, services
 from agents.mcp_servers.models import MCPServer
+from agents.registry import get_agent
 from agents.runtime import inputs
 from approvals.registry import ArgumentsInvalid
 from tests.mcp_servers.conftest import ROOT
@@ -182,3 +183,16 @@ def test_a_flood_of_list_changed_notifications_is_one_tools_list_at_a_time(demo,
     asked = len(listed_file.read_text().splitlines()) - 1  # the save's own tools/list
     assert 1 <= asked <= 3, asked
     assert 1 <= len(heard) <= 3
+
+
+def test_a_server_listing_hundreds_of_tools_is_offered_up_to_the_limit(demo, settings):
+    settings.AGUI_MCP_MAX_TOOLS_PER_AGENT = 100
+    many = [{"name": f"t{i:03d}", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+            for i in range(150)]
+    row = services.save_server("hostile", hostile_values(many))
+    assert row.healthy
+    offered = catalog.tools_for("notes")
+    assert len(offered) == 100 and offered[0].name == "hostile__t000"
+    assert len(get_agent("notes").all_tools()) <= 128  # OpenAI's API refuses a request with more
+    assert "t100: not offered to notes" in row.error and "AGUI_MCP_MAX_TOOLS_PER_AGENT" in row.error
+    assert catalog.get("hostile__t149") is not None  # known (a call made before stays resolvable), not offered
