@@ -48,6 +48,7 @@ from mcp_types.version import is_version_at_least
 from agui_project import destinations
 
 log = logging.getLogger(__name__)
+MAX_PAGES = 50  # of one tools/list
 RELIST_PAUSE = 1.0  # seconds between two tools/list set off by a stream of list_changed notifications
 
 
@@ -413,13 +414,19 @@ class Hub:
 
 
 async def _all_tools(session):
-    tools, cursor = [], None
-    while True:
+    """Every page of tools/list; Unreachable past MAX_PAGES or a cursor that comes back (a server
+    whose pages never end was read until the timeout, and after a list_changed, for ever)."""
+    tools, cursor, seen = [], None, set()
+    for _ in range(MAX_PAGES):
         result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
         tools += [tool_dict(t) for t in result.tools]
         cursor = result.next_cursor
         if not cursor:
             return tools
+        if cursor in seen:
+            raise Unreachable(f"tools/list pages go round in a circle (the cursor {cursor[:100]!r} came back)")
+        seen.add(cursor)
+    raise Unreachable(f"tools/list goes on for more than {MAX_PAGES} pages")
 
 
 def _transport(s):

@@ -2,7 +2,8 @@
 `HOSTILE_TOOLS` is the JSON list of its tools (name, inputSchema, annotations as on the wire), so a
 test can hand the product a schema no well-behaved server would write. Every call answers "ran",
 but `big`, which answers HOSTILE_BIG_CHARS characters; `flood` first sends notifications/tools/list_changed
-HOSTILE_FLOOD times. HOSTILE_LISTED: a file that gets a line per tools/list."""
+HOSTILE_FLOOD times. HOSTILE_LISTED: a file that gets a line per tools/list; HOSTILE_ENDLESS: every page of
+the list says another follows."""
 
 import json
 import os
@@ -17,7 +18,11 @@ async def list_tools(ctx, params):
     if os.environ.get("HOSTILE_LISTED"):  # one line per tools/list asked
         with open(os.environ["HOSTILE_LISTED"], "a") as fh:
             fh.write("listed\n")
-    return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in json.loads(os.environ["HOSTILE_TOOLS"])])
+    tools = [types.Tool.model_validate(t) for t in json.loads(os.environ["HOSTILE_TOOLS"])]
+    if os.environ.get("HOSTILE_ENDLESS"):  # every page says another follows
+        page = int(getattr(params, "cursor", None) or 0)
+        return types.ListToolsResult(tools=tools, next_cursor=str(page + 1))
+    return types.ListToolsResult(tools=tools)
 
 
 async def call_tool(ctx, params):

@@ -196,3 +196,13 @@ def test_a_server_listing_hundreds_of_tools_is_offered_up_to_the_limit(demo, set
     assert len(get_agent("notes").all_tools()) <= 128  # OpenAI's API refuses a request with more
     assert "t100: not offered to notes" in row.error and "AGUI_MCP_MAX_TOOLS_PER_AGENT" in row.error
     assert catalog.get("hostile__t149") is not None  # known (a call made before stays resolvable), not offered
+
+
+def test_a_tool_list_whose_pages_never_end_is_refused_not_read_forever(demo, settings):
+    settings.AGUI_MCP_CONNECT_TIMEOUT = 30
+    values = hostile_values([{"name": "t", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}])
+    values["env"]["HOSTILE_ENDLESS"] = "1"
+    started = time.monotonic()
+    row = services.save_server("hostile", values)
+    assert time.monotonic() - started < 15
+    assert not row.healthy and "pages" in row.error, row.error
