@@ -19,6 +19,7 @@ cannot be followed (a place that is not there; a loop) is the schema's fault too
 
 import copy
 import functools
+import json
 
 import jsonschema
 import re2
@@ -113,9 +114,11 @@ def _foreign_reference(schema):
     return None
 
 
-def validator(schema, default=jsonschema.Draft202012Validator):
-    """A validator of `schema` whose patterns run on RE2; SchemaError when `schema` is no JSON Schema
-    or holds a pattern RE2 cannot run."""
+def validator(schema, default=jsonschema.Draft202012Validator, max_bytes=None):
+    """A validator of `schema` whose patterns run on RE2; SchemaError when `schema` is no JSON Schema,
+    holds a pattern RE2 cannot run or a reference it cannot follow, or is longer than `max_bytes`."""
+    if max_bytes is not None and len(json.dumps(schema)) > max_bytes:
+        raise SchemaError(f"the schema is larger than {max_bytes} bytes")
     cls = jsonschema.validators.validator_for(schema, default=default)
     cls.check_schema(schema)
     foreign = _foreign_reference(schema)

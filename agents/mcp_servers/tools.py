@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 
 from agents.runtime.tools import OutcomeUnknown, ToolError, said_in_every_language
 from agui_project import json_schema
-from approvals import argument_errors, registry
+from approvals import argument_errors, registry, schemas
 
 from . import client, elicitation
 
@@ -70,8 +70,9 @@ class MCPTool:
         self.title = listed.get("title") or hints.get("title") or self.remote_name
         self.description = (listed.get("description") or self.title).strip()
         self.schema = _object_schema(listed.get("inputSchema"))
-        # SchemaError: not offered; its patterns on RE2 (a server's pattern cannot hold a worker or a reviewer's page)
-        self._validator = json_schema.validator(self.schema)
+        # SchemaError: not offered; its patterns on RE2 (a server's pattern cannot hold a worker or a reviewer's
+        # page); bounded like an outside agent's schema, since it goes to the model with every request
+        self._validator = json_schema.validator(self.schema, max_bytes=schemas.MAX_SCHEMA_BYTES)
         self.read_only = hints.get("readOnlyHint") is True
         # MCP: destructiveHint defaults to true, and means something only when the tool is not read-only
         self.destructive = not self.read_only and hints.get("destructiveHint", True) is not False

@@ -206,3 +206,13 @@ def test_a_tool_list_whose_pages_never_end_is_refused_not_read_forever(demo, set
     row = services.save_server("hostile", values)
     assert time.monotonic() - started < 15
     assert not row.healthy and "pages" in row.error, row.error
+
+
+def test_an_enormous_input_schema_is_not_offered(demo):
+    enormous = {"type": "object", "properties": {"q": {"enum": [f"value-{i}" for i in range(6000)]}}}  # ~80 KB
+    row = services.save_server("hostile", hostile_values([
+        {"name": "fine", "inputSchema": OK_SCHEMA, "annotations": {"readOnlyHint": True}},
+        {"name": "enormous", "inputSchema": enormous, "annotations": {"readOnlyHint": True}},
+    ]))
+    assert [t.name for t in catalog.tools_for("notes")] == ["hostile__fine"]
+    assert "enormous" in row.error and "larger than" in row.error
