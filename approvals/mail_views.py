@@ -21,6 +21,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
@@ -48,8 +49,8 @@ def _decide(token, user, feedback, decision, seen=""):
             req = services.decide(checked.request.pk, checked.link.user, decision, feedback=feedback,
                                   via="mail link", seen=seen)
         except services.NotPending:
-            raise mail_links.LinkError(410, "This link has expired", "The request's deadline passed before "
-                                       "your decision, so it was settled by its policy.") from None
+            raise mail_links.LinkError(410, _("This link has expired"), _("The request's deadline passed before "
+                                       "your decision, so it was settled by its policy.")) from None
         MailLink.objects.filter(pk=checked.link.pk).update(used_at=timezone.now(), used_decision=decision)
     return req
 
@@ -72,9 +73,10 @@ def confirm(request, token):
                # either link of the mail may instead answer with guidance, when the policy offers it
                "can_respond": req.allows("respond")}
     if not services.can_decide(recipient, req):
-        context["refusal"] = ("You asked for this call yourself, so someone else must decide it (four eyes)."
+        # in the reader's language, as every page (the link's recipient may be one who lost the group)
+        context["refusal"] = (_("You asked for this call yourself, so someone else must decide it (four eyes).")
                               if recipient.pk == req.requester_id else
-                              "You are no longer among the people who may decide this request.")
+                              _("You are no longer among the people who may decide this request."))
         return render(request, "approvals/mail_confirm.html", context, status=403)
     if request.method == "GET":
         return render(request, "approvals/mail_confirm.html", context)
@@ -106,10 +108,10 @@ def notification_settings(request):
         value = request.POST.get("mail", "")
         if value in NotificationSetting.Mail.values:
             mail_links.set_mail_setting(request.user, value)
-            messages.success(request, "Your mail setting is saved.")
+            messages.success(request, _("Your mail setting is saved."))
             return redirect("inbox-settings")
         return render(request, "approvals/mail_settings.html", {
             "choices": NotificationSetting.Mail.choices, "current": current, "is_reviewer": is_reviewer(request.user),
-            "error": "Choose one of the options."}, status=400)
+            "error": _("Choose one of the options.")}, status=400)
     return render(request, "approvals/mail_settings.html", {
         "choices": NotificationSetting.Mail.choices, "current": current, "is_reviewer": is_reviewer(request.user)})

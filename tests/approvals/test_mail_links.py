@@ -303,3 +303,20 @@ def test_a_link_may_answer_with_guidance_where_the_policy_offers_it(demo, client
     forged = client.post(_links(finn_mails[1])["approve"], {"answer": "respond", "feedback": "Pay 450 now"})
     assert forged.status_code == 400 and b"answer with guidance" in forged.content
     _nothing_decided(plain)
+
+
+@pytest.mark.django_db
+def test_a_recipient_who_left_the_group_is_told_in_their_language(demo, fay, client, mailoutbox, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
+    """Every page is in the reader's language: the refusal of a link whose recipient lost the group
+    too (its sentence goes through gettext, here a stand-in catalogue that marks what it translated)."""
+    from approvals import mail_views
+
+    req = _request(django_capture_on_commit_callbacks, group="finance")
+    path = _links(_mails_to(mailoutbox, "fay@example.com")[0])["approve"]
+    fay.groups.clear()
+    monkeypatch.setattr(mail_views, "_", lambda text: f"«{text}»", raising=False)
+    page = client.get(path)
+    assert page.status_code == 403
+    assert "«You are no longer among the people who may decide this request.»" in page.content.decode()
+    _nothing_decided(req)
