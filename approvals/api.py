@@ -30,7 +30,17 @@ from agui_project.serializers import ErrorSerializer, ModelSerializer
 from . import exports, outside, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
-from .models import ApprovalRequest, AuditEvent, Decision, OutsideCall, Risk, ThreadGrant, ToolPolicy, said
+from .models import (
+    ApprovalRequest,
+    AuditEvent,
+    Decision,
+    OutsideCall,
+    Risk,
+    ThreadGrant,
+    ToolPolicy,
+    arguments_hash,
+    said,
+)
 from .validators import policy_errors
 from .waiting import MAX_WAIT
 
@@ -111,6 +121,7 @@ class ApprovalSerializer(ModelSerializer):
     decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None)
     can_decide = serializers.SerializerMethodField()
     approvals = serializers.SerializerMethodField()
+    arguments_hash = serializers.SerializerMethodField()
     decisions = DecisionSerializer(many=True, read_only=True)
     outside = serializers.SerializerMethodField(
         help_text="Requests made through POST /api/approvals/: the callback URL and the reported outcome")
@@ -122,7 +133,7 @@ class ApprovalSerializer(ModelSerializer):
             "reversible", "impact", "risk", "matched_rule", "thread", "run", "tool_call", "agent_name", "requester",
             "approver", "approver_group", "required_approvals", "approvals", "expires_at", "timeout_action",
             "remind_at", "reminded_at", "escalation_group", "escalate_at", "escalated_at", "feedback", "decided_by",
-            "decided_at", "created_at", "can_decide", "decisions", "outside", "allowed_decisions",
+            "decided_at", "created_at", "can_decide", "decisions", "outside", "allowed_decisions", "arguments_hash",
         ]
         extra_kwargs = {"allowed_decisions": {"help_text": "What reviewers may answer (approve, edit, reject, "
                                                            "respond), from the tool's policy when it was asked"}}
@@ -152,6 +163,11 @@ class ApprovalSerializer(ModelSerializer):
         return bool(request and obj.is_pending
                     and services.can_decide(request.user, obj, group_ids=memberships(request.user)[0]))
 
+    def get_arguments_hash(self, obj) -> str:
+        """The digest of the arguments an approval now approves (the latest edit, else as asked): send it
+        back with an approve to approve exactly those."""
+        return arguments_hash(obj.current_arguments)
+
     def get_approvals(self, obj) -> int:
         """Approvals that count now: distinct approvers of the current arguments, not withdrawn."""
         return selectors.quorum(approval=obj)["have"]
@@ -164,6 +180,10 @@ class DecideSerializer(serializers.Serializer):
         "`feedback`, required, is what the agent reads instead). Only the request's `allowed_decisions` are "
         "taken (else 400 decision_not_allowed).")
     arguments = serializers.DictField(required=False, help_text="Edited arguments (validated against the tool)")
+    arguments_hash = serializers.RegexField(
+        r"^[0-9a-f]{64}$", required=False,
+        help_text="With approve and no `arguments`: the `arguments_hash` of the arguments you read; when another "
+        "approver has edited them since, 409 arguments_changed instead of approving what you did not read")
     feedback = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
     always_allow_in_thread = serializers.BooleanField(
         required=False, default=False,
@@ -296,7 +316,8 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
                              "invalid_arguments, edit_denied, edit_needs_other_approver"),
         403: OpenApiResponse(ErrorSerializer, description="the caller may see the request but not decide it"),
         404: OpenApiResponse(ErrorSerializer, description="no such request, or not one the caller may see"),
-        409: OpenApiResponse(ErrorSerializer, description="already decided, or already approved by the caller")})
+        409: OpenApiResponse(ErrorSerializer, description="already decided, already approved by the caller, or "
+                             "arguments_changed")})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)
     def decide(self, request, pk=None):
         """The decision reads the request once, under its lock, and answers with that row: the
@@ -311,6 +332,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
                     pk, request.user, body.validated_data["decision"],
                     arguments=body.validated_data.get("arguments"), feedback=body.validated_data.get("feedback", ""),
                     always_allow_in_thread=body.validated_data.get("always_allow_in_thread", False),
+                    seen=body.validated_data.get("arguments_hash"),
                 )
         except services.NotFound:
             raise NotFound(_("no such request")) from None

@@ -94,7 +94,7 @@ def confirm(request, token):
         return render(request, "approvals/mail_confirm.html", {
             **context, **({"guidance": feedback} if decision == "respond" else {"feedback": feedback}),
             "form_error": exc.message, "responding": decision == "respond",
-            "feedback_error": "; ".join(errors.get("feedback", [])) or None}, status=400)
+            "feedback_error": "; ".join(errors.get("feedback", [])) or None}, status=exc.status_code)
     return render(request, "approvals/mail_done.html", {
         "approval": decided, "decision": decision, "recipient": recipient,
         "quorum": selectors.quorum(approval=decided)})

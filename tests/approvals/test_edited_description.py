@@ -59,3 +59,18 @@ def test_an_edit_back_to_the_asked_arguments_is_described_as_asked(api, demo, tw
                            format="json")
     assert resp.status_code == 200, resp.content
     assert "100.00" in ApprovalRequest.objects.get(pk=req.pk).description
+
+
+def test_an_api_approval_may_name_the_arguments_it_read(api, demo, two_to_approve):
+    req = two_to_approve
+    read = api("bob").get(f"/api/approvals/{req.pk}/").json()["arguments_hash"]
+    api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": {
+        **ARGS, "amount": 90000.0}}, format="json")
+    late = api("bob").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments_hash": read},
+                           format="json")
+    assert late.status_code == 409 and late.json()["code"] == "arguments_changed", late.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    now = api("bob").get(f"/api/approvals/{req.pk}/").json()["arguments_hash"]
+    done = api("bob").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments_hash": now},
+                           format="json")
+    assert done.status_code == 200 and done.json()["status"] == "modified", done.content

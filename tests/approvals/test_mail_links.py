@@ -131,7 +131,7 @@ def test_a_links_approval_is_of_the_arguments_its_page_showed(demo, fay, client,
     seen = shown[1] if shown else ""
     services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 900.0})  # meanwhile
     stale = client.post(link, {"seen": seen})
-    assert stale.status_code == 400 and "edited after you read them" in stale.content.decode()
+    assert stale.status_code == 409 and "edited after you read them" in stale.content.decode()
     assert "amount&quot;: 900.0" in stale.content.decode()  # the page now shows what stands
     assert list(req.decisions.values_list("user__username", flat=True)) == ["finn"]
     fresh = re.search(r'name="seen" value="([0-9a-f]{64})"', stale.content.decode())[1]
@@ -320,3 +320,25 @@ def test_a_recipient_who_left_the_group_is_told_in_their_language(demo, fay, cli
     assert page.status_code == 403
     assert "«You are no longer among the people who may decide this request.»" in page.content.decode()
     _nothing_decided(req)
+
+
+@pytest.mark.django_db
+def test_a_link_approves_only_the_arguments_its_page_showed(demo, fay, client, mailoutbox,
+                                                             django_capture_on_commit_callbacks):
+    """Two approvals: fay's confirmation page shows 500.00; finn then changes it to 90,000.00 and approves.
+    Fay's button approved whatever stood when she pressed it (the 90,000.00 she never saw) and ran it;
+    now the page's arguments are what her approval approves, and a change since is said, not approved."""
+    req = _request(django_capture_on_commit_callbacks, group="finance", required=2)
+    link = _links(_mails_to(mailoutbox, "fay@example.com")[0])["approve"]
+    page = client.get(link)
+    seen = re.search(rb'name="seen" value="([0-9a-f]{64})"', page.content)
+    assert seen, page.content
+    services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 90000.0})
+    late = client.post(link, {"seen": seen.group(1).decode()})
+    assert late.status_code == 409 and b"90000.0" in late.content, late.content
+    req.refresh_from_db()
+    assert req.status == "pending" and [d.user.username for d in req.decisions.all()] == ["finn"]
+    again = re.search(rb'name="seen" value="([0-9a-f]{64})"', late.content).group(1).decode()
+    assert client.post(link, {"seen": again}).status_code == 200  # the page she now read: her approval counts
+    req.refresh_from_db()
+    assert req.status == "modified" and req.final_arguments["amount"] == 90000.0
