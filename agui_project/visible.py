@@ -1,4 +1,5 @@
-"""Text-direction controls shown, never obeyed, wherever people read what a requester or a model wrote.
+"""Text-direction controls shown, never obeyed, wherever people read what a requester or a model wrote;
+characters that draw nothing (a zero-width space) shown too.
 
 U+202E (RIGHT-TO-LEFT OVERRIDE) in `Invoice \u202efdp.exe` makes a browser draw "Invoice exe.pdf", and
 the reversal runs on past the value (into a JSON block's closing quote and comma). A reviewer must see
@@ -16,7 +17,13 @@ from django.utils.translation import gettext
 
 # LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM, ALM
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
-_CONTROL = re.compile(f"[{BIDI_CONTROLS}]")
+# characters that draw nothing at all, so that a value holding one reads as another ("ceo@example.com" with
+# a zero-width space passed a rule on ceo@example.com and looked like it): soft hyphen, combining grapheme
+# joiner, Hangul fillers, Khmer inherent vowels, Mongolian vowel separator, zero-width space, word joiner
+# and the invisible operators, zero-width no-break space (BOM). Not the joiners text needs (ZWJ in emoji,
+# ZWNJ in Persian and Indic words) nor variation selectors, which are part of what is drawn.
+INVISIBLE = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
+_CONTROL = re.compile(f"[{BIDI_CONTROLS}{INVISIBLE}]")
 
 
 def mark(char: str) -> str:
@@ -38,11 +45,15 @@ def reveal_html(text) -> SafeString:
     text = str(text)
     if not _CONTROL.search(text):
         return mark_safe(f"<bdi>{escape(text)}</bdi>")
-    title = escape(gettext("A text-direction control character: shown here, not applied"))
+    titles = {}
     parts, last = [], 0
     for m in _CONTROL.finditer(text):
+        invisible = m.group() in INVISIBLE
+        if invisible not in titles:
+            titles[invisible] = escape(gettext("An invisible character: shown here, not hidden") if invisible
+                                       else gettext("A text-direction control character: shown here, not applied"))
         parts.append(escape(text[last:m.start()]))
-        parts.append(f'<span class="bidi-control" title="{title}">{mark(m.group())}</span>')
+        parts.append(f'<span class="bidi-control" title="{titles[invisible]}">{mark(m.group())}</span>')
         last = m.end()
     parts.append(escape(text[last:]))
     return mark_safe("<bdi>" + "".join(parts) + "</bdi>")

@@ -271,7 +271,9 @@
         const showBidi = () => {
           bidiNote.hidden = !window.aguiVisible.has(input.value);
           if (bidiNote.hidden) bidiNote.replaceChildren();
-          else bidiNote.replaceChildren(gettext("Holds text-direction control characters; as it is stored:") + " ",
+          else bidiNote.replaceChildren((window.aguiVisible.invisibleOnly(input.value)
+            ? gettext("Holds invisible characters; as it is stored:")
+            : gettext("Holds text-direction control characters; as it is stored:")) + " ",
                                         el("bdi", { className: "bidi-value" }, input.value));
         };
         showBidi();

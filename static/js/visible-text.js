@@ -1,5 +1,6 @@
 /*
- * Text-direction controls shown, never obeyed (agui_project/visible.py is the same rule on the server).
+ * Text-direction controls shown, never obeyed, and characters that draw nothing shown too
+ * (agui_project/visible.py is the same rule on the server).
  *
  * U+202E in "Invoice \u202efdp.exe" makes the browser draw "Invoice exe.pdf". Wherever a page shows
  * what a requester or a model wrote (argument values, descriptions, reasons, feedback, tool results),
@@ -11,9 +12,12 @@
  *   aguiVisible.text(text)        -> plain string with the marks (attributes, notifications)
  *   aguiVisible.jsonEscapes(json) -> JSON text with "\u202e" escapes (the same value, for a textarea)
  *   aguiVisible.has(text)         -> whether there is any
+ *   aguiVisible.invisibleOnly(text) -> whether what there is draws nothing (no text-direction control)
  */
 (function () {
-  const CONTROLS = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
+  const CONTROLS = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/g;
+  // of them, the ones that draw nothing at all (agui_project/visible.py INVISIBLE)
+  const INVISIBLE = /[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/;
 
   function mark(ch) {
     return "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
@@ -38,7 +42,8 @@
       if (m.index > last) frag.appendChild(document.createTextNode(s.slice(last, m.index)));
       const span = document.createElement("span");
       span.className = "bidi-control";
-      span.title = gettext("A text-direction control character: shown here, not applied");
+      span.title = INVISIBLE.test(m[0]) ? gettext("An invisible character: shown here, not hidden")
+        : gettext("A text-direction control character: shown here, not applied");
       span.textContent = mark(m[0]);
       frag.appendChild(span);
       last = m.index + 1;
@@ -56,5 +61,9 @@
     return String(json).replace(CONTROLS, (ch) => "\\u" + ch.charCodeAt(0).toString(16).padStart(4, "0"));
   }
 
-  window.aguiVisible = { fragment, set, text, jsonEscapes, has };
+  function invisibleOnly(value) {  // holds characters that draw nothing, and no text-direction control
+    return has(value) && !/[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/.test(String(value));
+  }
+
+  window.aguiVisible = { fragment, set, text, jsonEscapes, has, invisibleOnly };
 })();

@@ -53,3 +53,14 @@ def test_the_request_mail(spoofed):
     assert mail.outbox
     for m in mail.outbox:
         assert "\u202e" not in m.body and "Invoice ⟨U+202E⟩fdp.exe" in m.body
+
+
+def test_a_character_that_draws_nothing_is_shown_on_the_request_page(login, api, demo):
+    """An outside agent's `ceo@example.com` with a zero-width space read as ceo@example.com, past a
+    rule on that address: the page writes it out."""
+    made = api("alice").post("/api/approvals/", {
+        "tool_name": "crm.delete_contact", "arguments": {"email": "ceo@example.com\u200b"},
+        "schema": {"type": "object", "properties": {"email": {"type": "string"}}}}, format="json").json()
+    body = login("rita").get(f"/inbox/{made['id']}/").content.decode()
+    assert 'ceo@example.com<span class="bidi-control" title="An invisible character' in body and "⟨U+200B⟩" in body
+    assert "\u200b" not in body.split('<script id="approval-arguments"')[0]
