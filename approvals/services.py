@@ -401,7 +401,9 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                     proposed = defaults.validate(arguments, requester=req.requester)
                 except registry.ArgumentsInvalid as exc:
                     raise InvalidArguments(_("invalid arguments"), exc.errors) from exc
-                if arguments_hash(proposed) != arguments_hash(req.arguments):
+                # anything but the arguments as asked and never edited is judged by the policy in force: an
+                # edit back to the arguments first asked too (a policy changed since may block them)
+                if arguments_hash(proposed) != arguments_hash(req.arguments) or req.final_arguments is not None:
                     _check_edit(req, defaults, proposed)
             else:
                 proposed = current

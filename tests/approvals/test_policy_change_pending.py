@@ -51,3 +51,22 @@ def test_a_tool_set_to_deny_withdraws_every_request_of_it(demo):
     services.save_policy("transfer_money", {"mode": "deny", "approver_kind": "requester",
                                             "approver_group": None}, demo["admin"])
     assert ApprovalRequest.objects.get(pk=req.pk).status == "cancelled"
+
+
+def test_an_edit_back_to_the_asked_arguments_is_judged_by_the_policy_in_force(demo):
+    """The sweep judges a request by its current arguments (an edit down to 500.00 is not blocked), and an
+    edit back to the 5,000.00 first asked was taken unjudged (it had passed when it was asked)."""
+    finance = Group.objects.get(name="finance")
+    demo["bob"].groups.add(finance)
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
+                                            "required_approvals": 2, "risk": "high"}, demo["admin"])
+    req = transfer_request(demo["alice"], amount=5000.0)
+    services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 500.0})
+    services.save_policy("transfer_money", {
+        "mode": "conditional", "approver_kind": "group", "approver_group": finance, "required_approvals": 2,
+        "risk": "high", "conditions": [{"name": "large", "when": {"path": "args.amount", "op": "gt", "value": 1000},
+                                        "action": "deny"}, {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    with pytest.raises(services.EditDenied):
+        services.decide(req.pk, demo["bob"], "approve", arguments=req.arguments)
+    assert ApprovalRequest.objects.get(pk=req.pk).current_arguments["amount"] == 500.0
