@@ -90,8 +90,11 @@ def test_an_edited_cards_title_says_what_ran(demo):
     approval_services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 450})
     req.refresh_from_db()
     card = presenters.approval(req, viewer=demo["alice"])
-    assert card["message"] == "Transfer 500.00 USD from 1234567890 to 0987654321"
+    # the request is described anew by an edit (approvals.services._describe): its message says what it now
+    # approves, like the title the card shows (finalMessage); the arguments asked stay in `arguments`
+    assert card["message"] == "Transfer 450.00 USD from 1234567890 to 0987654321"
     assert card["finalMessage"].startswith("Transfer 450.00 USD")
+    assert card["arguments"]["amount"] == 500.0
     assert card["argumentsSchema"]["properties"]["amount"]["type"] == "number"
     assert card["createdAt"]
 
