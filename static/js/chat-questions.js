@@ -80,6 +80,15 @@
     return null;
   }
 
+  /* The schema's pattern as a RegExp when it is one of the plain shapes hintOf reads aloud (digits,
+     capital letters), else null: a pattern comes from a model or an MCP server, and the browser's
+     engine backtracks ("^(a+)+$" would hang this tab); the server checks every answer on RE2. */
+  function plainPattern(p) {
+    if (typeof p !== "string") return null;
+    if (!/^\^(?:(?:\\d|\[0-9\])(?:\{\d+(?:,\d+)?\}|\+)|\[A-Z\]\{\d+\})\$$/.test(p)) return null;
+    try { return new RegExp(p, "u"); } catch (e) { return null; }
+  }
+
   /* A problem with one field, for the person; null when it fits. */
   function problemOf(field, input) {
     const s = field.schema;
@@ -89,10 +98,9 @@
       if (!Number.isFinite(Number(raw))) return fmt(gettext("%(field)s: enter a number."), { field: field.label });
       if (s.type === "integer" && !Number.isInteger(Number(raw))) return fmt(gettext("%(field)s: enter a whole number."), { field: field.label });
     }
-    if (typeof s.pattern === "string") {
-      let re = null;
-      try { re = new RegExp(s.pattern, "u"); } catch (e) { re = null; }
-      if (re && !re.test(input.value)) {
+    const re = plainPattern(s.pattern);
+    if (re) {
+      if (!re.test(input.value)) {
         const hint = hintOf(s);
         return hint ? fmt(gettext("%(field)s: enter %(hint)s."), { field: field.label, hint })
           : fmt(gettext("%(field)s: this does not look right; check it and try again."), { field: field.label });
