@@ -274,3 +274,9 @@ def read_frame(text):
     if not isinstance(msg, dict):
         return None, {"type": "error", "code": "invalid_frame", "message": gettext("A frame must be a JSON object.")}
     return msg, None
+
+
+def same(a, b):
+    """Whether two JSON values are the same JSON: Python's == takes True for 1 and 1.0 for 1, so a
+    client's change of one into the other was taken for no change and dropped."""
+    return json.dumps(a, sort_keys=True, separators=(",", ":")) == json.dumps(b, sort_keys=True, separators=(",", ":"))

@@ -464,7 +464,7 @@ def closest_version(key, data):
     """
     state = _STATE.one(key)
     if state is None:
-        return (0, {}) if data == {} else None
+        return (0, {}) if jsoncheck.same(data, {}) else None
     if state.version > HISTORY_LIMIT:
         return None
     versions, doc = [(0, {})], {}
@@ -472,7 +472,7 @@ def closest_version(key, data):
                            .order_by("version").values_list("version", "patch")):
         doc = jsonpatch.apply_patch(doc, patch)
         versions.append((version, doc))
-    equal = [v for v in versions if v[1] == data]
+    equal = [v for v in versions if jsoncheck.same(v[1], data)]
     if equal:
         return equal[-1]
     def overlap(doc):  # of top-level keys: `{"a": 5}` is nearer `{"a": 1}` than `{}`, both one op away

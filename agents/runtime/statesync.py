@@ -39,6 +39,7 @@ from agents.models import Message, Thread, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
 from agents.runtime.tools import ToolError
+from agui_project import jsoncheck
 from agui_project.queries import one
 from state import predict
 from state import services as state_services
@@ -299,7 +300,7 @@ def apply_client_state(thread, user, state, base_version):
     if state is None or state == {}:
         return []
     doc = state_services.document(thread.state_key)
-    if state == doc.view:
+    if jsoncheck.same(state, doc.view):
         return []
     if base_version is not None:
         return replace_user_state(thread, user, state, base_version)
@@ -310,7 +311,7 @@ def apply_client_state(thread, user, state, base_version):
         return _not_applied(_("it does not say which version it was made from, and this chat's state has too "
                               "long a history to tell"))
     version, data = nearest
-    if data == state:
+    if jsoncheck.same(data, state):
         return []  # an echo of a version it was sent
     ops = jsonpatch.make_patch(data, state).patch
     touched = state_services.touched_keys(ops)
