@@ -335,8 +335,28 @@ def _apply_bounded(data, ops):
                 n = budget.spend(size_of(value))
                 if op["op"] == "copy":
                     budget.grow(n, doc, _replaced(doc, op))
-        doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
+        try:
+            doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+            raise _does_not_apply(i, op, exc) from exc
     return doc
+
+
+def _does_not_apply(i, op, exc):
+    """An operation that does not apply, said in the reader's language. jsonpatch's own messages are
+    English, and some quote the whole document or the value at the path (up to the size limit)."""
+    if isinstance(exc, jsonpatch.JsonPatchTestFailed):
+        reason = _("the value there is not the one the test expects")
+    elif isinstance(exc, jsonpointer.JsonPointerException):
+        reason = _("nothing in the state is at that path")
+    elif isinstance(exc, jsonpatch.JsonPatchConflict):
+        reason = _("nothing is there to change, or what is there cannot hold it")
+    else:
+        reason = _("the operation cannot be applied")
+    path = op.get("from") if isinstance(exc, jsonpointer.JsonPointerException) and op.get("from") else op.get("path")
+    message = _("Operation %(number)s (%(op)s at \"%(path)s\") does not apply: %(reason)s.") % {
+        "number": i + 1, "op": op.get("op"), "path": str(path)[:200], "reason": reason}
+    return StateInvalid(message, [{"path": f"patch.{i}", "message": reason}])
 
 
 # --- changing -------------------------------------------------------------------------------
@@ -408,11 +428,7 @@ def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=N
         if not patch_ops:
             return []
         _check_provisional(state, patch_ops)
-        try:
-            new_data = _apply_bounded(state.data, patch.patch)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            raise StateInvalid(_("the patch does not apply: %(error)s") % {"error": exc},
-                               [{"path": "", "message": str(exc)}]) from exc
+        new_data = _apply_bounded(state.data, patch.patch)  # StateInvalid: an operation that does not apply
         _commit(state, new_data, list(patch_ops), source=source, run_ref=run_ref, user=user,
                 base_version=state.version, schema=schema)
         return list(patch_ops)
