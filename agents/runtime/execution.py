@@ -22,6 +22,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from agents import dispatch, selectors
+from agents import services as agent_services
 from agents.messages import add_message
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
@@ -224,6 +225,13 @@ def _declare_lost(run, message):
     move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
              error=message, error_code="worker_lost")
     transaction.on_commit(lambda: events.append(run.thread_id, RunErrorEvent(message=message, code="worker_lost")))
+    # requests the dead worker filed before it could pause the run: no run would carry out a decision
+    # on them (this one failed, its continuation answers from the history), so they are withdrawn
+    # now, each call's fate with them, and the model hears the call was not run
+    for request_id in ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING) \
+            .values_list("pk", flat=True):
+        approval_services.cancel(request_id, reason="the worker stopped before the run paused, so it was not asked "
+                                                    "any further", resolve_here=agent_services.approval_resolved)
     start_continuation(run)
 
 

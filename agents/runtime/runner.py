@@ -277,7 +277,9 @@ class Runner:
                     self.stop_if_asked()
                     return
                 # the person withdrew every paused call: nothing to ask the model about them
-                withdrawn = bool(settled) and all(s == ToolCall.Status.CANCELLED for s in settled)
+                withdrawn = bool(settled) and all(s == ToolCall.Status.CANCELLED for s in settled) \
+                    and not Run.objects.filter(pk=self.run.parent_run_id, error_code="worker_lost").exists()
+                # (a lost run's calls were withdrawn by recovery, not the person: the model answers again)
                 # every settled call wrote state: the agent's confirmation strategy answers
                 reply = None if withdrawn else self.state.confirmation(settled)
                 if reply:

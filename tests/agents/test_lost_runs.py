@@ -102,3 +102,31 @@ def test_a_live_run_whose_lease_a_redis_restart_emptied_is_not_declared_lost(dem
     # a lease length on, a lease still missing is a dead holder's again
     client.set(SINCE, int(client.time()[0]) * 1000 - 31_000)
     assert execution.recover_stuck_runs() == [run.pk]
+
+
+def test_a_request_its_lost_worker_filed_before_pausing_is_withdrawn_not_left_to_reviewers(demo, fake_llm,
+                                                                                          monkeypatch):
+    """Before: recovery failed the run and started its continuation, and left the request pending. A
+    reviewer's approval then moved the call to approved with no run to carry it out (the run had
+    its one continuation already): never executed, the decision silently void; meanwhile the model,
+    not told of the call, could ask for it again as a second request."""
+    from agents.models import Message
+    from approvals import services as approval_services
+    from approvals.models import ApprovalRequest
+    from tests.helpers import paused_transfer, run_continuation
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    run, req = paused_transfer(demo["alice"], "call-filed")  # filed; the worker died before pausing
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(hours=1))
+    assert execution.recover_stuck_runs() == [run.pk]
+    req.refresh_from_db()
+    assert req.status == "cancelled"
+    assert ToolCall.objects.get(pk="call-filed").status == "cancelled"  # its continuation tells the model
+    with pytest.raises(approval_services.NotPending):
+        approval_services.decide(req.pk, demo["finn"], "approve")
+    assert Run.objects.filter(parent_run=run).count() == 1
+    assert ApprovalRequest.objects.filter(run_ref=run.pk, status="pending").count() == 0
+    fake_llm.push("It was not sent; ask me again if you still want it.")
+    assert run_continuation(run).status == "succeeded"  # a conversation the model accepts (the fake checks)
+    told = Message.objects.get(role="tool", tool_call_id="call-filed")
+    assert "cancelled and not executed" in told.content
