@@ -168,7 +168,8 @@ class _Deadline:
     that sends its status line, headers or body a byte at a time, each within the timeout, held the
     attempt (and its worker) for as long as it liked, and after the claim's lease the sweep sent the
     same delivery again to another worker. When the time is up, the attempt's socket (noted by
-    httpcore's trace hook once connected) is shut down, which ends any read or write under way."""
+    httpcore's trace hook once connected, and again once TLS wraps it) is shut down, which ends any
+    read or write under way."""
 
     def __init__(self, seconds):
         self.passed = False
@@ -185,7 +186,8 @@ class _Deadline:
         self._timer.cancel()
 
     def trace(self, event, info):
-        if event == "connection.connect_tcp.complete":
+        # the TLS socket replaces the plain one, which wrapping detaches (shutting that down would do nothing)
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             with self._lock:
                 self._sock = info["return_value"].get_extra_info("socket")
                 if self.passed:

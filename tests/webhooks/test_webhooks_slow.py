@@ -1,10 +1,14 @@
 """A receiver that answers a byte at a time: the attempt ends at AGUI_WEBHOOK_TIMEOUT_SECONDS whatever it
 does (httpx's timeout bounds each read only), is recorded as a failure and is tried again later."""
 
+import functools
 import socket
+import ssl
+import subprocess
 import threading
 import time
 
+import httpx
 import pytest
 
 from webhooks import services
@@ -69,3 +73,57 @@ def test_a_receiver_that_trickles_its_answer_is_cut_at_the_timeout(settings, tri
     delivery.refresh_from_db()
     assert delivery.status == WebhookDelivery.Status.PENDING and delivery.attempts == 1
     assert delivery.claimed_until is None and delivery.next_attempt_at is not None  # tried again later
+
+
+@pytest.fixture
+def trickling_tls(tmp_path):
+    """The trickling receiver over TLS (a certificate of its own for 127.0.0.1): its URL and a client
+    SSL context that trusts it."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    server = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve():
+        while not done.is_set():
+            try:
+                raw, _ = server.accept()
+            except OSError:
+                return
+            try:
+                with server_ctx.wrap_socket(raw, server_side=True) as conn:
+                    conn.recv(65536)
+                    for byte in ANSWER:
+                        if done.is_set():
+                            return
+                        conn.sendall(bytes([byte]))
+                        time.sleep(0.1)
+            except OSError:
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"https://127.0.0.1:{server.getsockname()[1]}/hook", ssl.create_default_context(cafile=str(cert))
+    done.set()
+    server.close()
+
+
+def test_a_receiver_over_tls_that_trickles_its_answer_is_cut_at_the_timeout(settings, trickling_tls, monkeypatch,
+                                                                           django_capture_on_commit_callbacks):
+    """Over TLS the connection's socket is a new one (the plain socket is detached once wrapped): the
+    deadline must shut that one."""
+    url, trusted = trickling_tls
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.AGUI_WEBHOOK_TIMEOUT_SECONDS = 1
+    monkeypatch.setattr(services, "enqueue", lambda pk, countdown=0: None)
+    monkeypatch.setattr(services.httpx, "Client", functools.partial(httpx.Client, verify=trusted))  # trusts the test's cert
+    services.create_endpoint(url=url, events=[])
+    with django_capture_on_commit_callbacks(execute=True):
+        delivery, = services.emit("approval.requested", {"id": "r1"}, approval_ref="r1")
+    started = time.monotonic()
+    attempt = services.deliver(delivery.pk)
+    assert time.monotonic() - started < 4
+    assert attempt.error == "no complete answer within 1 s" and attempt.response_status is None
