@@ -127,6 +127,9 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
                 reply = {"type": "error", "code": "database_busy", "message": busy.message(),
                          "retryAfter": busy.RETRY_AFTER_SECONDS, **({"ref": msg["ref"]} if "ref" in msg else {})}
             await self.send(json.dumps(reply))
+        else:  # said, not ignored: a client sending AG-UI's STATE_DELTA here heard nothing back
+            await self.send(json.dumps({"type": "error", "code": "unknown_type", "message": gettext(
+                "This socket takes frames of type resume or state_patch."), **({"ref": msg["ref"]} if "ref" in msg else {})}))
 
     async def _pump(self, after):
         try:

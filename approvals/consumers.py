@@ -10,6 +10,7 @@ import re
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils.translation import gettext
 
 from agui_project import jsoncheck
 from agui_project.sockets import CLOSE_LOGGED_OUT, CLOSE_NOT_YOURS, SignedInSocket
@@ -50,14 +51,17 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
             await self.channel_layer.group_discard(target, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        """{"type": "viewing", "id": <request id> | null}; a frame that is not a JSON object is
-        answered, not a 1011 close; other frames are ignored."""
+        """{"type": "viewing", "id": <request id> | null}; a frame that is not a JSON object, or of
+        another type, is answered, not a 1011 close."""
         msg, refused = jsoncheck.read_frame(text_data)
         if refused:
             await self.send_json(refused)
             return
         if msg.get("type") == "viewing":
             await self._view(msg.get("id"))
+        else:
+            await self.send_json({"type": "error", "code": "unknown_type",
+                                  "message": gettext("This socket takes frames of type viewing.")})
 
     # --- presence
 

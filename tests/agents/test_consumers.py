@@ -151,6 +151,10 @@ async def test_a_resume_position_redis_would_refuse_is_answered_and_the_socket_g
         await comm.send_to(bytes_data=b"\x89PNG\r\n")  # a binary frame is answered too (it was ignored)
         reply = await comm.receive_json_from(timeout=5)
         assert reply["code"] == "invalid_frame" and "binary" in reply["message"]
+        # a frame of a type the socket does not take (AG-UI's STATE_DELTA) is answered, not ignored
+        await comm.send_json_to({"type": "STATE_DELTA", "delta": [], "ref": "r1"})
+        reply = await comm.receive_json_from(timeout=5)
+        assert reply["code"] == "unknown_type" and reply["ref"] == "r1" and "state_patch" in reply["message"]
     assert "Redis" not in caplog.text
     # still open: a valid position resumes, and what is appended after it arrives
     await comm.send_json_to({"type": "resume", "after": "0-0"})

@@ -350,6 +350,10 @@ async def test_presence_who_else_has_the_request_open(demo):
     await bob_tab.send_json_to({"type": "viewing", "id": other.pk})
     assert await bob_tab.receive_nothing(timeout=0.3)
     assert await finn.receive_nothing(timeout=0.3)
+    # a frame of another type is answered (it was ignored), and the socket goes on
+    await finn.send_json_to({"type": "view", "id": req.pk})
+    reply = await finn.receive_json_from(timeout=5)
+    assert reply["type"] == "error" and reply["code"] == "unknown_type" and "viewing" in reply["message"]
     for c in (finn, bob_tab):
         await c.disconnect()
 
