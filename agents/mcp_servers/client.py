@@ -311,6 +311,10 @@ class Hub:
                 raise Unreachable(f"no answer to tools/list within {timeout:g} s") from exc
             except MCPError as exc:
                 raise Unreachable(f"tools/list failed: {exc.message}") from exc
+            except Unreachable:
+                raise
+            except Exception as exc:  # an answer the SDK cannot read (its models refuse it): garbage, said
+                raise Unreachable(f"tools/list answered with something that is not MCP ({_describe(exc)})") from exc
             finally:
                 await self._close(s)
 

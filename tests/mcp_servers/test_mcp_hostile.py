@@ -216,3 +216,21 @@ def test_an_enormous_input_schema_is_not_offered(demo):
     ]))
     assert [t.name for t in catalog.tools_for("notes")] == ["hostile__fine"]
     assert "enormous" in row.error and "larger than" in row.error
+
+
+def raw_values(tools, agents=("notes",)):
+    """A server written by hand (tests/mcp_servers/raw_server.py): it lists what the SDK's servers refuse to."""
+    return {"transport": "stdio", "command": sys.executable, "args": ["-m", "tests.mcp_servers.raw_server"],
+            "cwd": str(ROOT), "env": {"RAW_TOOLS": json.dumps(tools)}, "agents": list(agents)}
+
+
+def test_a_tool_list_the_sdk_cannot_read_marks_the_server_unhealthy_not_a_500(api, demo):
+    tools = [{"name": "fine", "inputSchema": OK_SCHEMA},
+             {"name": "odd", "inputSchema": {"type": "string"}}]  # MCP: a tool's arguments are an object
+    resp = api("admin").post("/api/mcp-servers/", {"name": "raw", **raw_values(tools)}, format="json")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["healthy"] is False and "tools/list" in resp.json()["error"], resp.json()
+    assert catalog.tools_for("notes") == []
+    # the beat's check of servers goes on past it
+    services.save_server("raw2", raw_values(tools), refresh=False)
+    assert services.check_due()["raw2"] is False
