@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import anyio
 import httpx2
 import mcp.types as types
+import pydantic
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -403,6 +404,9 @@ class Hub:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
             await self._close(s)
             raise CallLost(f"the connection to the server broke ({_describe(exc)})") from exc
+        except pydantic.ValidationError as exc:  # it answered, in words the SDK cannot read: whether it acted is unknown
+            await self._close(s)
+            raise CallLost(f"the server's answer is not MCP ({_describe(exc)})") from exc
 
     def close_all(self):
         """Close every pooled session (tests, and a server's settings changing)."""

@@ -1,6 +1,7 @@
 """A test MCP server written by hand (JSON-RPC lines over stdio, no SDK): it says what the SDK's own
 servers refuse to send (their results are validated before they leave), as a server written with
-anything else may. `RAW_TOOLS`: the JSON list its tools/list answers."""
+anything else may. `RAW_TOOLS`: the JSON list its tools/list answers; `RAW_CALL_RESULT`: what every tools/call gets
+(default: the text "ran")."""
 
 import json
 import os
@@ -23,6 +24,6 @@ for line in sys.stdin:
     elif method == "tools/list":
         answer(request_id, {"tools": json.loads(os.environ["RAW_TOOLS"])})
     elif method == "tools/call":
-        answer(request_id, {"content": [{"type": "text", "text": "ran"}]})
+        answer(request_id, json.loads(os.environ.get("RAW_CALL_RESULT") or '{"content": [{"type": "text", "text": "ran"}]}'))
     else:
         answer(request_id, {})

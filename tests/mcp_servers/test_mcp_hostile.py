@@ -14,6 +14,7 @@ from agents.mcp_servers import catalog, services
 from agents.mcp_servers.models import MCPServer
 from agents.registry import get_agent
 from agents.runtime import inputs
+from agents.runtime.tools import OutcomeUnknown
 from approvals.registry import ArgumentsInvalid
 from tests.mcp_servers.conftest import ROOT
 
@@ -234,3 +235,14 @@ def test_a_tool_list_the_sdk_cannot_read_marks_the_server_unhealthy_not_a_500(ap
     # the beat's check of servers goes on past it
     services.save_server("raw2", raw_values(tools), refresh=False)
     assert services.check_due()["raw2"] is False
+
+
+def test_a_call_answered_with_something_that_is_not_mcp_has_an_unknown_outcome(demo):
+    """It answered, so it may have acted: not 'failed' (which a model may try again), but unknown,
+    reported and never repeated, like a call that got no answer."""
+    values = raw_values([{"name": "write", "inputSchema": OK_SCHEMA,
+                          "annotations": {"readOnlyHint": False, "destructiveHint": False}}])
+    values["env"]["RAW_CALL_RESULT"] = json.dumps({"content": "done, in no format at all"})
+    assert services.save_server("raw", values).healthy
+    with pytest.raises(OutcomeUnknown, match="not MCP"):
+        catalog.get("raw__write").run(SimpleNamespace(), {"q": "x"})
