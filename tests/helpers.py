@@ -2,6 +2,9 @@
 the thread socket's events one at a time."""
 
 import json
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from agents import services
 from agents.models import Run, ToolCall
@@ -69,3 +72,38 @@ def next_event_sync(sock, timeout=30):
     if not pending:
         pending.extend(socket_events(sock.recv(timeout=timeout)))
     return pending.pop(0)
+
+
+@contextmanager
+def http_server(handler):
+    """A threaded HTTP server on 127.0.0.1 with `handler` (a BaseHTTPRequestHandler), its base URL
+    yielded, shut down after."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def json_service():
+    """An internal service answering every GET with a JSON schema (an enum of one secret): (its
+    base URL, the paths it was asked), to show that a `$ref` is never fetched."""
+    asked = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            body = json.dumps({"enum": ["internal-secret"]}).encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with http_server(Handler) as url:
+        yield url, asked

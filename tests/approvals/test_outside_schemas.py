@@ -2,40 +2,21 @@
 agent's `schema`, a reviewer's edit checked against it (approvals/schemas.py)."""
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from approvals import schemas
 from approvals.models import ApprovalRequest
+from tests.helpers import json_service
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def internal_service():
-    """An internal HTTP service on 127.0.0.1 that answers every GET with JSON, and counts them."""
-    asked = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            asked.append(self.path)
-            body = json.dumps({"enum": ["internal-secret"]}).encode()
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", asked
-    server.shutdown()
-    server.server_close()
+    with json_service() as service:
+        yield service
 
 
 def body(schema, arguments):

@@ -3,9 +3,8 @@ as everything from outside (tests/mcp_servers/hostile_server.py, the SDK's low-l
 
 import json
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +15,7 @@ from agents.registry import get_agent
 from agents.runtime import inputs
 from agents.runtime.tools import OutcomeUnknown
 from approvals.registry import ArgumentsInvalid
+from tests.helpers import http_server, json_service
 from tests.mcp_servers.conftest import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -30,26 +30,8 @@ def hostile_values(tools, agents=("notes",)):
 
 @pytest.fixture
 def internal_service():
-    """An internal HTTP service on 127.0.0.1 answering every GET with a JSON schema; the paths it was asked."""
-    asked = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            asked.append(self.path)
-            body = json.dumps({"enum": ["internal-secret"]}).encode()
-            self.send_response(200)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}", asked
-    server.shutdown()
-    server.server_close()
+    with json_service() as service:
+        yield service
 
 
 def test_an_input_schema_referring_to_a_url_is_not_offered_and_never_fetched(demo, internal_service):
@@ -131,11 +113,8 @@ def listener():
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/mcp", heard
-    server.shutdown()
-    server.server_close()
+    with http_server(Handler) as url:
+        yield f"{url}/mcp", heard
 
 
 SECRET = "sk-live-only-for-the-mcp-server"

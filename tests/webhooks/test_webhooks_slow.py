@@ -19,35 +19,35 @@ pytestmark = pytest.mark.django_db
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\nX-Padding: " + b"p" * 100 + b"\r\n\r\n" + b"x" * 200
 
 
+def _trickle(server, done, mode, wrap=lambda conn: conn):
+    """Accept on `server` until `done`; to each POST (its socket wrapped by `wrap`) answer one byte
+    every 0.1 s (30 s for the whole answer), from the status line on or (mode["body"]) after its headers."""
+    while not done.is_set():
+        try:
+            raw, _ = server.accept()
+        except OSError:
+            return
+        try:
+            with wrap(raw) as conn:
+                conn.recv(65536)
+                head, rest = ANSWER.split(b"\r\n\r\n", 1)
+                if mode["body"]:
+                    conn.sendall(head + b"\r\n\r\n")
+                for byte in (rest if mode["body"] else ANSWER):
+                    if done.is_set():
+                        return
+                    conn.sendall(bytes([byte]))
+                    time.sleep(0.1)
+        except OSError:
+            pass
+
+
 @pytest.fixture
 def trickling():
-    """A receiver on 127.0.0.1 that reads the POST and then sends its answer one byte every 0.1 s
-    (30 s for the whole answer), from the status line on or (`body`) after its headers."""
+    """A receiver on 127.0.0.1 that reads the POST and then trickles its answer (_trickle)."""
     server = socket.create_server(("127.0.0.1", 0))
-    done = threading.Event()
-
-    def serve(mode):
-        while not done.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                try:
-                    conn.recv(65536)
-                    head, rest = (ANSWER.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n", ANSWER.split(b"\r\n\r\n", 1)[1])
-                    if mode["body"]:
-                        conn.sendall(head)
-                    for byte in (rest if mode["body"] else ANSWER):
-                        if done.is_set():
-                            return
-                        conn.sendall(bytes([byte]))
-                        time.sleep(0.1)
-                except OSError:
-                    pass
-
-    mode = {"body": False}
-    threading.Thread(target=serve, args=(mode,), daemon=True).start()
+    done, mode = threading.Event(), {"body": False}
+    threading.Thread(target=_trickle, args=(server, done, mode), daemon=True).start()
     yield f"http://127.0.0.1:{server.getsockname()[1]}/hook", mode
     done.set()
     server.close()
@@ -87,25 +87,8 @@ def trickling_tls(tmp_path):
     server_ctx.load_cert_chain(cert, key)
     server = socket.create_server(("127.0.0.1", 0))
     done = threading.Event()
-
-    def serve():
-        while not done.is_set():
-            try:
-                raw, _ = server.accept()
-            except OSError:
-                return
-            try:
-                with server_ctx.wrap_socket(raw, server_side=True) as conn:
-                    conn.recv(65536)
-                    for byte in ANSWER:
-                        if done.is_set():
-                            return
-                        conn.sendall(bytes([byte]))
-                        time.sleep(0.1)
-            except OSError:
-                pass
-
-    threading.Thread(target=serve, daemon=True).start()
+    wrap = functools.partial(server_ctx.wrap_socket, server_side=True)
+    threading.Thread(target=_trickle, args=(server, done, {"body": False}, wrap), daemon=True).start()
     yield f"https://127.0.0.1:{server.getsockname()[1]}/hook", ssl.create_default_context(cafile=str(cert))
     done.set()
     server.close()
