@@ -267,7 +267,7 @@ def decider_group_ids(req):
 def can_decide(user, req, group_ids=None):
     """`group_ids`: the user's groups as already read (a list of rows shows a button per row; a
     decision reads them with its locked request, so a membership removed a moment ago counts)."""
-    if not user.is_authenticated:
+    if not user.is_authenticated or not user.is_active:  # an account switched off decides nothing (a held decision)
         return False
     if req.approver_kind == ApproverKind.REQUESTER:
         return user.pk == req.requester_id

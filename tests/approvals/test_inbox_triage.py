@@ -119,6 +119,18 @@ def test_a_held_decision_overtaken_by_another_reviewer_is_dropped(demo, undo_win
     assert not HeldDecision.objects.exists()
 
 
+@pytest.mark.django_db
+def test_a_held_decision_of_an_account_switched_off_meanwhile_is_dropped(demo, undo_window):
+    """Its maker's membership was checked again when it was sent, their account's being on was not."""
+    req = make_request("alice", group="reviewers")
+    finn = user("finn")
+    held = services.hold(req.pk, finn, "approve")
+    type(finn).objects.filter(pk=finn.pk).update(is_active=False)
+    assert services.release(held.pk, now=later()) is None
+    req.refresh_from_db()
+    assert req.status == "pending" and not req.decisions.exists() and not HeldDecision.objects.exists()
+
+
 def _deadline_passes(req):
     ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
 
