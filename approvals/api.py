@@ -474,14 +474,16 @@ class PolicyViewSet(viewsets.GenericViewSet):
         body.is_valid(raise_exception=True)
         created = current is None or current.pk is None
         return self._save(tool_name, body.validated_data, status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-                          base=base)
+                          base=base, merge=partial and not created)
 
-    def _save(self, tool_name, validated, code, base=None):
+    def _save(self, tool_name, validated, code, base=None, merge=False):
         """Saves every policy field: those `validated` names, the others as `base` has them (the
-        values they were validated with: the model defaults for POST and PUT, the current policy
-        for PATCH), never whatever the stored row holds."""
+        values they were validated with: the model defaults for POST and PUT, a default-only tool's
+        code defaults for PATCH), never whatever the stored row holds. `merge` (PATCH of a stored
+        policy): only the fields sent, onto the row as it stands under its lock; the others as read
+        before would undo a change another admin saved meanwhile (the whole row is validated again)."""
         base = base if base is not None else ToolPolicy(tool_name=tool_name)
-        values = {f: getattr(base, f) for f in services.POLICY_FIELDS}
+        values = {} if merge else {f: getattr(base, f) for f in services.POLICY_FIELDS}
         values.update({k: v for k, v in validated.items() if k in services.POLICY_FIELDS})
         try:
             row = services.save_policy(tool_name, values, self.request.user)

@@ -90,6 +90,25 @@ def test_policy_put_replaces_the_whole_policy_and_patch_only_what_it_sends(demo,
     assert resp.json()["escalation_group"] == "reviewers" and resp.json()["risk"] == "high"
 
 
+def test_a_patch_keeps_what_another_admin_saved_meanwhile(demo, api, monkeypatch):
+    """Two PATCHes of different fields at once: the later one wrote back the fields it had read, and
+    the earlier admin's change was lost."""
+    from approvals import selectors
+
+    admin = api("admin")
+    P = "/api/policies/check_balance/"
+    assert admin.put(P, {"mode": "always", "approver_kind": "group", "approver_group": "reviewers"},
+                     format="json").status_code == 201
+    stale = selectors.policy_for(tool_name="check_balance")  # what the second PATCH read first
+    assert admin.patch(P, {"required_approvals": 2}, format="json").status_code == 200  # the first admin's
+    monkeypatch.setattr(selectors, "policy_for", lambda tool_name: stale)
+    resp = admin.patch(P, {"risk": "critical"}, format="json")
+    assert resp.status_code == 200, resp.content
+    row = ToolPolicy.objects.get(tool_name="check_balance")
+    assert (row.required_approvals, row.risk) == (2, "critical")
+    assert resp.json()["required_approvals"] == 2
+
+
 def test_policies_are_for_admins_only(api):
     for user in ("alice", "finn"):
         assert api(user).get("/api/policies/").status_code == 403
