@@ -35,18 +35,20 @@ _NOTHING_RETRIEVED = referencing.Registry()  # no `retrieve`: a reference it doe
 
 def _options():
     options = re2.Options()
-    options.log_errors = False
+    options.log_errors = False  # a refused pattern is said to whoever wrote it, not logged to stderr
     return options
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled(pattern):
+def regex(pattern):
+    """`pattern` compiled on RE2 (re2.error when RE2 cannot run it): schemas' patterns and policy
+    rules' `matches` (approvals/rules.py)."""
     return re2.compile(pattern, _options())
 
 
 def _search(pattern, text):
     try:
-        return _compiled(pattern).search(text) is not None
+        return regex(pattern).search(text) is not None
     except re2.error as exc:  # checked when the schema was; a validator built without the check
         raise SchemaError(f"the pattern {pattern!r} cannot be run: {exc}") from exc
 
@@ -128,7 +130,7 @@ def validator(schema, default=jsonschema.Draft202012Validator, max_bytes=None):
     patterns = list(_patterns(schema))
     for pattern in patterns:
         try:
-            _compiled(pattern)
+            regex(pattern)
         except re2.error as exc:
             raise SchemaError(f"the pattern {pattern!r} is not one this server runs (RE2 syntax: no "
                               f"backreferences or lookaround)") from exc

@@ -29,7 +29,6 @@ match (it never raises). Bad rules are refused when saved (`validate`), never at
 """
 
 import fnmatch
-import functools
 import math
 import re
 import sys
@@ -37,6 +36,8 @@ from dataclasses import dataclass
 
 import re2
 from django.utils.translation import gettext
+
+from agui_project.json_schema import regex
 
 ACTIONS = ("gate", "deny", "allow")
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "contains", "matches", "glob")
@@ -296,7 +297,7 @@ def _check_leaf(cond, where, errors, schema):
             errors.append(f"{where}: a pattern is at most {MAX_PATTERN} characters")
         elif op == "matches":
             try:
-                _pattern(value)
+                regex(value)
             except re2.error as exc:
                 errors.append(f"{where}: {value!r} is not a regular expression this engine runs (RE2 syntax: "
                               f"no backreferences or lookaround): {_re2_message(exc)}")
@@ -373,17 +374,6 @@ def validate(conditions, schema=None):
 # --- evaluation (at run time, over validated arguments) ----------------------------------------
 
 
-def _options():
-    options = re2.Options()
-    options.log_errors = False  # a refused pattern is reported to the admin, not logged to stderr
-    return options
-
-
-@functools.lru_cache(maxsize=512)
-def _pattern(value):
-    return re2.compile(value, _options())
-
-
 def _re2_message(exc):
     arg = exc.args[0] if exc.args else exc
     return arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
@@ -451,7 +441,7 @@ def _leaf(cond, scope):
         return False
     if op == "matches":
         try:
-            return _pattern(expected).search(actual) is not None
+            return regex(expected).search(actual) is not None
         except re2.error as exc:
             raise RuleBroken(f"the pattern {expected!r} cannot be run: {_re2_message(exc)}") from exc
     return fnmatch.fnmatchcase(actual, expected)  # glob
