@@ -369,6 +369,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                                   "in a thread"), {"always_allow_in_thread": [_("not available for this request")]})
         before = _snapshot(req)
         current = req.current_arguments
+        described = ()  # the headline's fields, when an edit describes the call anew (_describe)
         if seen and decision == Decision.Kind.APPROVE and arguments_hash(current) != seen:
             raise ArgumentsChanged(_("the arguments were edited after you read them: read them again and decide"))
         if decision != Decision.Kind.APPROVE:
@@ -426,7 +427,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                            after={"reason": "the arguments were edited", "arguments": proposed})
                 _audit(Action.EDITED, req, actor=user, before={"arguments": current}, after={"arguments": proposed})
                 req.final_arguments = proposed
-                _describe(req, defaults, proposed)
+                described = _describe(req, defaults, proposed)
             # one approval required: a pending request has none yet (the first one decides, and
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
             single = req.required_approvals <= 1
@@ -447,7 +448,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
         if req.status != Status.PENDING:
             req.decided_by, req.decided_at = user, timezone.now()
         with unanswered():  # the row is locked: its count is known, and it goes with the next statement
-            _DECIDED.update(req.pk, **{name: getattr(req, name) for name in DECIDED_FIELDS})
+            _DECIDED.update(req.pk, **{name: getattr(req, name) for name in DECIDED_FIELDS + described})
         _audit(Action.DECIDED, req, actor=user, before=before, after={
             **_snapshot(req), "decision": decision, "approvals": approvals, "required": req.required_approvals,
             **({"via": via} if via else {}),
@@ -463,13 +464,14 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
 
 def _describe(req, defaults, proposed):
     """The request's headline says what its current arguments do: the list, the request page and a
-    bulk selection showed the asked call's words over an edit another approver still had to approve."""
+    bulk selection showed the asked call's words over an edit another approver still had to approve.
+    Returns the fields it changed, which the decision's UPDATE writes."""
     if defaults.describe is None:  # an outside agent's words: its own, of the call it asked
-        return
+        return ()
     said = defaults.describe(proposed, req.requester)
     words = said.get(settings.LANGUAGE_CODE) or next(iter(said.values()), {})
     req.said, req.description, req.impact = said, words.get("description", ""), words.get("impact", "")
-    ApprovalRequest.objects.filter(pk=req.pk).update(said=req.said, description=req.description, impact=req.impact)
+    return ("said", "description", "impact")
 
 
 def _check_edit(req, defaults, proposed):

@@ -475,7 +475,7 @@ class Runner:
         """A Stop that came while the calls were being asked for (after the last check) is done as
         Stop does on a paused run: its requests and questions withdrawn, not left to reviewers."""
         if cancel_requested(self.run.pk):
-            cancel_run(Run.objects.get(pk=self.run.pk), self.thread.owner)
+            cancel_run(self.run, self.thread.owner)  # it reads the run again under its lock
 
     def check_cancelled(self, force=False):
         now = time.monotonic()
