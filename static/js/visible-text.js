@@ -15,9 +15,12 @@
  *   aguiVisible.invisibleOnly(text) -> whether what there is draws nothing (no text-direction control)
  */
 (function () {
-  const CONTROLS = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/g;
-  // of them, the ones that draw nothing at all (agui_project/visible.py INVISIBLE)
-  const INVISIBLE = /[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/;
+  // the text-direction controls (visible.py BIDI_CONTROLS) and the characters that draw nothing at all (INVISIBLE)
+  const BIDI_SET = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c";
+  const INVISIBLE_SET = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0";
+  const CONTROLS = new RegExp("[" + BIDI_SET + INVISIBLE_SET + "]", "g");
+  const BIDI = new RegExp("[" + BIDI_SET + "]");
+  const INVISIBLE = new RegExp("[" + INVISIBLE_SET + "]");
 
   function mark(ch) {
     return "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩";
@@ -62,7 +65,7 @@
   }
 
   function invisibleOnly(value) {  // holds characters that draw nothing, and no text-direction control
-    return has(value) && !/[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/.test(String(value));
+    return has(value) && !BIDI.test(String(value));
   }
 
   window.aguiVisible = { fragment, set, text, jsonEscapes, has, invisibleOnly };
