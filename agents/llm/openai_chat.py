@@ -77,8 +77,10 @@ class OpenAIChatModel:
                         raise ModelError(f"the model's stream held a chunk that is not JSON: {data[:80]!r}") from exc
                     if not isinstance(chunk, dict):
                         raise ModelError(f"the model's stream held a chunk that is not an object: {data[:80]!r}")
-                    # a NUL or a lone surrogate ("\ud800") would poison the thread once stored
-                    clean = jsoncheck.scrub if jsoncheck.suspect(data) else str
+                    # a NUL or a lone surrogate ("\ud800") would poison the thread once stored: the
+                    # strings taken are scrubbed (a pass over each delta; scanning the whole line for
+                    # what could parse as one cost more than its json.loads)
+                    clean = jsoncheck.scrub
                     if chunk.get("error"):
                         error = chunk["error"]
                         raise ModelError(error.get("message", error) if isinstance(error, dict) else error)

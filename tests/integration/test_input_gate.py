@@ -234,6 +234,20 @@ def test_agui_refuses_a_surrogate_and_creates_no_thread(http, text):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32-le"])
+def test_agui_refuses_a_surrogate_in_a_body_of_another_encoding(http, encoding):
+    # json.loads reads UTF-16 and UTF-32 bytes too; the escape is then no run of ASCII bytes
+    thread_id = f"t-{uuid.uuid4()}"
+    body = raw(json.dumps({"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "state": {}, "tools": [],
+                           "context": [], "forwardedProps": {},
+                           "messages": [{"id": "m1", "role": "user", "content": "S"}]}))
+    resp = http("post", "/agui/banking/", body.encode(encoding), HTTP_ACCEPT="text/event-stream")
+    assert resp.status_code == 400, resp.content[:300]
+    assert resp.json()["code"] == "invalid_text" and resp.json()["field"] == "messages.0.content"
+    assert not Thread.objects.filter(pk=thread_id).exists()
+
+
+@pytest.mark.django_db
 def test_agui_takes_json_only_and_checks_it(http):
     thread_id = f"t-{uuid.uuid4()}"
     valid = {"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "messages": [], "state": {}, "tools": [],
