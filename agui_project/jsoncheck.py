@@ -67,36 +67,34 @@ class Refused(ValueError):
         self.refusal = refusal
 
 
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def depth_ok(raw, limit=MAX_DEPTH):
     """False when the JSON text nests arrays/objects deeper than `limit` (checked before parsing).
 
-    Counting openers is a C-speed upper bound on the depth; only a text with that many of
-    them is walked (outside strings) to find the real depth.
+    Counting openers is a C-speed upper bound on the depth; only a text with more of them (a long
+    history, a state of many objects) is measured, by str methods rather than a loop over every
+    character (2 ms for 68 KB; now ~0.6): its escaped backslashes, then its escaped quotes dropped,
+    what lies between quotes (the strings) is cut out and the brackets left are counted. On text
+    that is not JSON this agrees with the parser up to its first error, where the parser stops.
     """
     if isinstance(raw, bytes | bytearray):
         if raw.count(b"[") + raw.count(b"{") <= limit:  # (not decoded for it: UTF-8 keeps ASCII bytes as they are)
             return True
-        text = raw.decode("utf-8", "replace")
+        text = raw.decode(json.detect_encoding(raw), "replace")
     else:
         text = raw
     if text.count("[") + text.count("{") <= limit:
         return True
-    depth, in_string, escaped = 0, False, False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    outside = "".join(text.replace("\\\\", "").replace('\\"', "").split('"')[::2])
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", outside):
+        if bracket in "[{":
             depth += 1
             if depth > limit:
                 return False
-        elif ch in "]}":
+        else:
             depth -= 1
     return True
 
@@ -145,7 +143,8 @@ NOT_FINITE = (  # (at the top, at a named field)
 # Python converts at most this many digits to an int (sys.get_int_max_str_digits(): a guard against
 # quadratic work) and json.loads fails past it with a ValueError that names sys internals
 MAX_DIGITS = sys.get_int_max_str_digits() or 4300
-_LONG_NUMBER = re.compile(f"[0-9]{{{MAX_DIGITS + 1}}}")
+# from a run's first digit only: tried at every digit, a body of 4,300-digit runs took seconds
+_LONG_NUMBER = re.compile(f"(?<![0-9])[0-9]{{{MAX_DIGITS + 1}}}")
 TOO_MANY_DIGITS = gettext_noop("The JSON holds a number of more than %(digits)s digits, which is not accepted")
 
 
