@@ -30,17 +30,30 @@ def env_bool(name, default=False):
     raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
 
 
-def env_int(name, default):
+def _in_range(name, value, number, minimum, above, maximum):
+    """`number` when within its setting's range, else ImproperlyConfigured naming the variable: a
+    zero lease or turn count, a negative size, was taken and broke the product at run time."""
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be at least {minimum}")
+    if above is not None and number <= above:
+        raise ImproperlyConfigured(f"{name}={value!r} must be more than {above}")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be at most {maximum}")
+    return number
+
+
+def env_int(name, default, minimum=None, maximum=None):
     value = _env(name)
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    return _in_range(name, value, number, minimum, None, maximum)
 
 
-def env_float(name, default):
+def env_float(name, default, minimum=None, above=None, maximum=None):
     value = _env(name)
     if value is None:
         return float(default)
@@ -50,7 +63,7 @@ def env_float(name, default):
         raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
     if not math.isfinite(number):  # float() takes "nan" and "inf": no timeout or interval means either
         raise ImproperlyConfigured(f"{name}={value!r} is not a finite number")
-    return number
+    return _in_range(name, value, number, minimum, above, maximum)
 
 
 def env_list(name, default=""):
@@ -157,7 +170,7 @@ DATABASES = {
 # is never reused: without a pool each request paid a new connection. PostgreSQL: Django's pool
 # (agui_project/postgresql); SQLite: agui_project/sqlite3 (Django's backend keeping the connections it closes).
 AGUI_DB_POOL = env_bool("AGUI_DB_POOL", True)
-AGUI_DB_POOL_SIZE = env_int("AGUI_DB_POOL_SIZE", 10) if AGUI_DB_POOL else 0
+AGUI_DB_POOL_SIZE = env_int("AGUI_DB_POOL_SIZE", 10, minimum=1) if AGUI_DB_POOL else 0
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1, "max_size": AGUI_DB_POOL_SIZE, "timeout": 10,
@@ -189,8 +202,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/accounts/login/"
 # Django's password check, throttled per account and address (agui_project/login_throttle.py)
 AUTHENTICATION_BACKENDS = ["agui_project.login_throttle.ThrottledModelBackend"]
-AGUI_LOGIN_MAX_FAILURES = env_int("AGUI_LOGIN_MAX_FAILURES", 10)
-AGUI_LOGIN_WINDOW_SECONDS = env_int("AGUI_LOGIN_WINDOW_SECONDS", 900)
+AGUI_LOGIN_MAX_FAILURES = env_int("AGUI_LOGIN_MAX_FAILURES", 10, minimum=1)
+AGUI_LOGIN_WINDOW_SECONDS = env_int("AGUI_LOGIN_WINDOW_SECONDS", 900, minimum=1)
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -231,7 +244,7 @@ AGUI_HTTPS = env_bool("AGUI_HTTPS", False)
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", AGUI_HTTPS)
 # a load balancer probes the backend over plain HTTP: a redirect would read as "unhealthy"
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
-SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000 if AGUI_HTTPS else 0)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000 if AGUI_HTTPS else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
 # Preloading is a promise to browser vendors that is slow to take back (and anyone may submit a
 # domain whose header asks for it): opt in only. Its deploy-check reminder is silenced below.
@@ -264,7 +277,7 @@ CONTENT_SECURITY_POLICY = {
 }
 # REST and AG-UI tokens (DRF's) expire this long after they were made (0: never); expired or
 # revoked (DELETE /api/auth/token/, the admin) tokens answer 401.
-AGUI_TOKEN_TTL_SECONDS = env_int("AGUI_TOKEN_TTL_SECONDS", 30 * 24 * 3600)
+AGUI_TOKEN_TTL_SECONDS = env_int("AGUI_TOKEN_TTL_SECONDS", 30 * 24 * 3600, minimum=0)
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
@@ -287,7 +300,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # An unacked task (worker killed) comes back after this many seconds, not the default hour.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300, minimum=1)}
 CELERY_BEAT_SCHEDULE = {
     # reminders, escalations and expiry: every 2 s, so a request expires within 5 s of its deadline
     # even when its countdown task was lost (near deadlines also get their own countdown task)
@@ -335,91 +348,92 @@ SPECTACULAR_SETTINGS = {
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "") or None
 AGUI_MODEL = os.environ.get("AGUI_MODEL", "gpt-4o-mini")
-AGUI_MODEL_TIMEOUT = env_float("AGUI_MODEL_TIMEOUT", 60)
-AGUI_MAX_TURNS = env_int("AGUI_MAX_TURNS", 8)
+AGUI_MODEL_TIMEOUT = env_float("AGUI_MODEL_TIMEOUT", 60, above=0)
+AGUI_MAX_TURNS = env_int("AGUI_MAX_TURNS", 8, minimum=1)
 # The largest request body accepted (413 beyond); Django's own form limit follows it.
-AGUI_MAX_BODY_BYTES = env_int("AGUI_MAX_BODY_BYTES", 2 * 1024 * 1024)
+AGUI_MAX_BODY_BYTES = env_int("AGUI_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
 # Messages one AG-UI request may add to a thread (413 beyond): a resent history it holds does not count.
-AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200)
+AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200, minimum=1)
 # What else a RunAgentInput may bring (agents/agui/incoming.py): the characters of its context[]
 # (descriptions and values); images in user messages, taken only when the model takes them
 # (AGUI_MODEL_VISION: the one model this process talks to, so a per-process fact), at most
 # AGUI_MAX_IMAGES new ones a request, each inline one at most AGUI_MAX_IMAGE_BYTES decoded.
-AGUI_MAX_CONTEXT_CHARS = env_int("AGUI_MAX_CONTEXT_CHARS", 20000)
+AGUI_MAX_CONTEXT_CHARS = env_int("AGUI_MAX_CONTEXT_CHARS", 20000, minimum=0)
 # characters of one chat message (REST); the chat's composer takes no more (its maxlength)
-AGUI_MAX_MESSAGE_CHARS = env_int("AGUI_MAX_MESSAGE_CHARS", 20000)
+AGUI_MAX_MESSAGE_CHARS = env_int("AGUI_MAX_MESSAGE_CHARS", 20000, minimum=1)
 AGUI_MODEL_VISION = env_bool("AGUI_MODEL_VISION", False)
-AGUI_MAX_IMAGES = env_int("AGUI_MAX_IMAGES", 8)
-AGUI_MAX_IMAGE_BYTES = env_int("AGUI_MAX_IMAGE_BYTES", 1024 * 1024)
+AGUI_MAX_IMAGES = env_int("AGUI_MAX_IMAGES", 8, minimum=0)
+AGUI_MAX_IMAGE_BYTES = env_int("AGUI_MAX_IMAGE_BYTES", 1024 * 1024, minimum=1)
 # Redis connections one Daphne process may hold for XREAD BLOCK (one per watched thread; the
 # watchers of one thread share one): redis-py's own default of 100 broke the 101st chat.
-AGUI_STREAM_READER_CONNECTIONS = env_int("AGUI_STREAM_READER_CONNECTIONS", 2000)
-AGUI_STREAM_MAXLEN = env_int("AGUI_STREAM_MAXLEN", 20000)
-AGUI_STREAM_TTL = env_int("AGUI_STREAM_TTL", 24 * 3600)
+AGUI_STREAM_READER_CONNECTIONS = env_int("AGUI_STREAM_READER_CONNECTIONS", 2000, minimum=1)
+AGUI_STREAM_MAXLEN = env_int("AGUI_STREAM_MAXLEN", 20000, minimum=1)
+AGUI_STREAM_TTL = env_int("AGUI_STREAM_TTL", 24 * 3600, minimum=1)
 # tries of the event writer's Redis client before a run gives up on its stream (15: ~11 s of outage)
-AGUI_REDIS_RETRIES = env_int("AGUI_REDIS_RETRIES", 15)
+AGUI_REDIS_RETRIES = env_int("AGUI_REDIS_RETRIES", 15, minimum=0)
 # how long an SSE relay keeps its client waiting on an unreachable Redis before it ends with RUN_ERROR
-AGUI_STREAM_GRACE_SECONDS = env_float("AGUI_STREAM_GRACE_SECONDS", 30)
+AGUI_STREAM_GRACE_SECONDS = env_float("AGUI_STREAM_GRACE_SECONDS", 30, minimum=0)
 # A run whose AG-UI client closed its stream mid-run (abortRun, CopilotKit's Stop) is stopped (it
 # ends cancelled) this long after, unless another stream or a chat socket watches the thread;
 # negative: never for that reason. A new message on the thread stops it at once, and waits at most
 # AGUI_SUPERSEDE_WAIT_SECONDS for it to end before the new run starts (else run_active).
 AGUI_ABANDONED_RUN_GRACE_SECONDS = env_float("AGUI_ABANDONED_RUN_GRACE_SECONDS", 5)
-AGUI_SUPERSEDE_WAIT_SECONDS = env_float("AGUI_SUPERSEDE_WAIT_SECONDS", 10)
+AGUI_SUPERSEDE_WAIT_SECONDS = env_float("AGUI_SUPERSEDE_WAIT_SECONDS", 10, minimum=0)
 # how long an SSE response stays open (with keep-alives) after a run that waits on someone else's
 # review (a group), so the requester's client gets the continuation in the same response
-AGUI_SSE_REVIEW_WAIT_SECONDS = env_float("AGUI_SSE_REVIEW_WAIT_SECONDS", 120)
+AGUI_SSE_REVIEW_WAIT_SECONDS = env_float("AGUI_SSE_REVIEW_WAIT_SECONDS", 120, minimum=0)
 # seconds between predicted STATE_DELTAs of one streaming tool call (a burst must not flood clients)
-AGUI_STATE_DELTA_INTERVAL = env_float("AGUI_STATE_DELTA_INTERVAL", 0.05)
+AGUI_STATE_DELTA_INTERVAL = env_float("AGUI_STATE_DELTA_INTERVAL", 0.05, minimum=0)
 # a thread's shared state: its size as compact UTF-8 JSON and its nesting, checked before any change
 # is applied or stored (state/services.py); beyond them a change is refused, state_too_large
-AGUI_STATE_MAX_BYTES = env_int("AGUI_STATE_MAX_BYTES", 256 * 1024)
-AGUI_STATE_MAX_DEPTH = env_int("AGUI_STATE_MAX_DEPTH", 32)
+AGUI_STATE_MAX_BYTES = env_int("AGUI_STATE_MAX_BYTES", 256 * 1024, minimum=2)
+AGUI_STATE_MAX_DEPTH = env_int("AGUI_STATE_MAX_DEPTH", 32, minimum=1)
 # Seed 003: wait an hour by default, then treat silence as "no" (the policy's timeout action).
-AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600)
+AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600, minimum=1,
+                                       maximum=30 * 24 * 3600)  # a policy's deadline is at most 30 days
 # a reviewer's decision from the inbox pages is held this long (Undo), then sent by the beat sweep
-AGUI_UNDO_SECONDS = env_float("AGUI_UNDO_SECONDS", 5)
+AGUI_UNDO_SECONDS = env_float("AGUI_UNDO_SECONDS", 5, minimum=0)
 AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
 # One-click decisions by mail (approvals/mail_links.py): a link dies with its request, and at the
 # latest this long after it was sent (for requests without a deadline)
-AGUI_MAIL_LINK_MAX_AGE_SECONDS = env_int("AGUI_MAIL_LINK_MAX_AGE_SECONDS", 7 * 24 * 3600)
+AGUI_MAIL_LINK_MAX_AGE_SECONDS = env_int("AGUI_MAIL_LINK_MAX_AGE_SECONDS", 7 * 24 * 3600, minimum=1)
 # on: a mail link asks its recipient to sign in before the confirmation page (off: the signed,
 # single-use link stands for the recipient for that one decision)
 AGUI_MAIL_LINKS_REQUIRE_SIGN_IN = env_bool("AGUI_MAIL_LINKS_REQUIRE_SIGN_IN", False)
 # Execution exactly once: a running tool call holds a lease in Redis, renewed by its worker; a
 # call still `executing` after its lease lapsed belongs to a dead worker (agents/runtime/execution.py).
-AGUI_TOOL_LEASE_SECONDS = env_float("AGUI_TOOL_LEASE_SECONDS", 30)
+AGUI_TOOL_LEASE_SECONDS = env_float("AGUI_TOOL_LEASE_SECONDS", 30, minimum=1)
 
 # --- webhooks (webhooks/services.py) -----------------------------------------------------------
-AGUI_WEBHOOK_MAX_ATTEMPTS = env_int("AGUI_WEBHOOK_MAX_ATTEMPTS", 8)  # then the delivery is failed (replayable)
-AGUI_WEBHOOK_BACKOFF_SECONDS = env_float("AGUI_WEBHOOK_BACKOFF_SECONDS", 10)  # doubled after each failure
-AGUI_WEBHOOK_BACKOFF_MAX_SECONDS = env_float("AGUI_WEBHOOK_BACKOFF_MAX_SECONDS", 3600)
-AGUI_WEBHOOK_TIMEOUT_SECONDS = env_float("AGUI_WEBHOOK_TIMEOUT_SECONDS", 10)
-AGUI_WEBHOOK_RESPONSE_BODY_CHARS = env_int("AGUI_WEBHOOK_RESPONSE_BODY_CHARS", 1000)  # kept per attempt
-AGUI_WEBHOOK_MAX_URL_LENGTH = env_int("AGUI_WEBHOOK_MAX_URL_LENGTH", 2000)
+AGUI_WEBHOOK_MAX_ATTEMPTS = env_int("AGUI_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)  # then the delivery is failed (replayable)
+AGUI_WEBHOOK_BACKOFF_SECONDS = env_float("AGUI_WEBHOOK_BACKOFF_SECONDS", 10, minimum=0)  # doubled after each failure
+AGUI_WEBHOOK_BACKOFF_MAX_SECONDS = env_float("AGUI_WEBHOOK_BACKOFF_MAX_SECONDS", 3600, minimum=0)
+AGUI_WEBHOOK_TIMEOUT_SECONDS = env_float("AGUI_WEBHOOK_TIMEOUT_SECONDS", 10, above=0)
+AGUI_WEBHOOK_RESPONSE_BODY_CHARS = env_int("AGUI_WEBHOOK_RESPONSE_BODY_CHARS", 1000, minimum=0)  # kept per attempt
+AGUI_WEBHOOK_MAX_URL_LENGTH = env_int("AGUI_WEBHOOK_MAX_URL_LENGTH", 2000, minimum=1)
 # callback_url deliveries are signed with this (whsec_...); empty: a secret derived from SECRET_KEY
 AGUI_WEBHOOK_CALLBACK_SECRET = _env("AGUI_WEBHOOK_CALLBACK_SECRET") or ""
 # SSRF guard: internal addresses (loopback, private, link-local) a webhook may reach; none by default
 # in production, loopback in development (DEBUG); set but empty: none
 AGUI_WEBHOOK_ALLOWED_NETWORKS = env_networks("AGUI_WEBHOOK_ALLOWED_NETWORKS") if os.environ.get(
     "AGUI_WEBHOOK_ALLOWED_NETWORKS") is not None else (["127.0.0.0/8", "::1/128"] if DEBUG else [])
-AGUI_RUN_REQUEUE_SECONDS = env_float("AGUI_RUN_REQUEUE_SECONDS", 120)  # queued this long: send again
+AGUI_RUN_REQUEUE_SECONDS = env_float("AGUI_RUN_REQUEUE_SECONDS", 120, above=0)  # queued this long: send again
 # a queued run never announced (Redis was down when it was committed): the beat announces it after
 # this long; longer than the event writer's retries (~11 s), so a slow announce is not doubled
-AGUI_ANNOUNCE_RETRY_SECONDS = env_float("AGUI_ANNOUNCE_RETRY_SECONDS", 15)
-AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3)  # idempotent tools' retries
+AGUI_ANNOUNCE_RETRY_SECONDS = env_float("AGUI_ANNOUNCE_RETRY_SECONDS", 15, minimum=0)
+AGUI_TOOL_MAX_ATTEMPTS = env_int("AGUI_TOOL_MAX_ATTEMPTS", 3, minimum=1)  # idempotent tools' retries
 # MCP servers (agents/mcp_servers/): starting and initialising one, a tools/call, and how long a
 # call waits for the person's answer to the server's elicitation/create
-AGUI_MCP_CONNECT_TIMEOUT = env_float("AGUI_MCP_CONNECT_TIMEOUT", 15)
-AGUI_MCP_CALL_TIMEOUT = env_float("AGUI_MCP_CALL_TIMEOUT", 60)
-AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600)
+AGUI_MCP_CONNECT_TIMEOUT = env_float("AGUI_MCP_CONNECT_TIMEOUT", 15, above=0)
+AGUI_MCP_CALL_TIMEOUT = env_float("AGUI_MCP_CALL_TIMEOUT", 60, above=0)
+AGUI_MCP_ELICIT_TIMEOUT = env_float("AGUI_MCP_ELICIT_TIMEOUT", 600, above=0)
 # What the model reads of one MCP tool's answer (its text): a server's answer of megabytes went whole into
 # the thread, and every later turn sent it to the model again, past any context window
-AGUI_MCP_RESULT_MAX_CHARS = env_int("AGUI_MCP_RESULT_MAX_CHARS", 50_000)
+AGUI_MCP_RESULT_MAX_CHARS = env_int("AGUI_MCP_RESULT_MAX_CHARS", 50_000, minimum=1)
 # How many MCP tools one agent's model is offered, all its servers together: OpenAI's API refuses a request
 # with more than 128 tools, so one server listing hundreds failed every run of the agents that use it
-AGUI_MCP_MAX_TOOLS_PER_AGENT = env_int("AGUI_MCP_MAX_TOOLS_PER_AGENT", 100)
+AGUI_MCP_MAX_TOOLS_PER_AGENT = env_int("AGUI_MCP_MAX_TOOLS_PER_AGENT", 100, minimum=0, maximum=128)
 # SSRF guard (agui_project/destinations.py): the internal networks an HTTP MCP server may be in.
 # MCP servers often run beside the product, so loopback and the private ranges by default; never
 # link-local (the clouds' metadata service) unless listed; set but empty: public addresses only
@@ -439,7 +453,7 @@ AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or (
     Path(os.environ["XDG_DATA_HOME"]) if os.path.isabs(os.environ.get("XDG_DATA_HOME", ""))
     else Path.home() / ".local" / "share") / "agui-inbox" / "sandbox")
 AGUI_SANDBOX_BWRAP = (os.environ.get("AGUI_SANDBOX_BWRAP") or "auto").strip().lower()
-AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5)
+AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 # Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")

@@ -33,6 +33,32 @@ def test_a_bad_number_stops_the_start(name, value, says, tmp_path):
     assert "ImproperlyConfigured" in out.stderr and says in out.stderr
 
 
+@pytest.mark.parametrize("name,value,says", [
+    # each was taken and broke the product at run time (a zero lease let recovery take a call that was
+    # running, before its worker had written the lease)
+    ("AGUI_TOOL_LEASE_SECONDS", "0", "AGUI_TOOL_LEASE_SECONDS='0' must be at least 1"),
+    ("AGUI_MAX_TURNS", "0", "AGUI_MAX_TURNS='0' must be at least 1"),  # no run ever asked the model
+    ("AGUI_MAX_BODY_BYTES", "-1", "AGUI_MAX_BODY_BYTES='-1' must be at least 1"),
+    ("AGUI_MODEL_TIMEOUT", "0", "AGUI_MODEL_TIMEOUT='0' must be more than 0"),
+    ("AGUI_UNDO_SECONDS", "-5", "AGUI_UNDO_SECONDS='-5' must be at least 0"),
+    ("AGUI_MCP_MAX_TOOLS_PER_AGENT", "200", "AGUI_MCP_MAX_TOOLS_PER_AGENT='200' must be at most 128"),
+    ("AGUI_DEFAULT_APPROVAL_TIMEOUT", "99999999", "AGUI_DEFAULT_APPROVAL_TIMEOUT='99999999' must be at most 2592000"),
+])
+def test_a_number_out_of_its_range_stops_the_start(name, value, says, tmp_path):
+    out = run_django("", **{name: value}, AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode != 0
+    assert "ImproperlyConfigured" in out.stderr and says in out.stderr
+
+
+def test_the_ends_of_the_ranges_and_their_meanings_are_taken(tmp_path):
+    out = run_django("from django.conf import settings as s; print(s.AGUI_UNDO_SECONDS, s.AGUI_TOKEN_TTL_SECONDS, "
+                     "s.AGUI_ABANDONED_RUN_GRACE_SECONDS, s.AGUI_TOOL_LEASE_SECONDS, s.AGUI_MCP_MAX_TOOLS_PER_AGENT)",
+                     AGUI_UNDO_SECONDS="0", AGUI_TOKEN_TTL_SECONDS="0", AGUI_ABANDONED_RUN_GRACE_SECONDS="-1",
+                     AGUI_TOOL_LEASE_SECONDS="1", AGUI_MCP_MAX_TOOLS_PER_AGENT="128", AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0.0", "0", "-1.0", "1.0", "128"]
+
+
 def test_numbers_read_from_the_environment(tmp_path):
     out = run_django("from django.conf import settings as s; print(s.AGUI_MAX_TURNS, s.AGUI_MODEL_TIMEOUT, "
                      "s.AGUI_COMMAND_TIMEOUT, s.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout'])",
