@@ -10,8 +10,10 @@ Ctrl-C or SIGTERM stops everything; nothing is left running.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -99,6 +101,28 @@ def _env_float(name: str, default: float) -> float:
         raise SystemExit(f"[run] {name}={value!r} is not a number") from None
 
 
+def port_problem(host: str, port: str) -> str | None:
+    """Why Daphne could not listen on host:port, said before anything starts, or None. Found only
+    by Daphne, it was five restarts and ~30 s of "still waiting for /healthz" (answered by whatever
+    held the port) before `make run` gave up."""
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return f"PORT={port!r} is not a port number (1-65535)"
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"HOST={host!r} is not an address of this machine ({exc.strerror})"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Twisted listens: TIME_WAIT is no obstacle
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"{host}:{port} is already in use by another program: stop it, or set PORT (e.g. PORT=8001 make run)"
+            return f"cannot listen on {host}:{port}: {exc.strerror}"
+    return None
+
+
 def manage(env: dict, *args: str) -> None:
     """Run a manage.py command in the foreground; stop loudly if it fails."""
     log("python manage.py " + " ".join(args))
@@ -134,7 +158,11 @@ def main() -> int:
     var = Path(os.environ.get("AGUI_VAR_DIR") or ROOT / "var")  # settings.VAR_DIR
     var.mkdir(parents=True, exist_ok=True)
     host = os.environ.get("HOST") or "127.0.0.1"
-    port = os.environ.get("PORT") or "8000"
+    port = (os.environ.get("PORT") or "8000").strip()
+    problem = port_problem(host, port)
+    if problem:
+        log(problem)
+        return 1
     env = dict(os.environ)
     if not env.get("DJANGO_SECRET_KEY"):  # settings.py's rule; said here once, not by each child
         log("WARNING: development SECRET_KEY in use (set DJANGO_SECRET_KEY in production)")

@@ -116,3 +116,25 @@ def test_what_a_dead_child_forked_goes_with_it(supervise, tmp_path):
     assert not gone(grandchild)
     assert sup.poll() is True
     wait_until(lambda: gone(grandchild), what="the orphaned pool process to be stopped")
+
+
+def test_a_port_in_use_or_not_a_port_stops_make_run_before_anything_starts(tmp_path):
+    import socket
+    import subprocess
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        assert "already in use" in run.port_problem("127.0.0.1", port)
+        # the whole command: it says so at once, before migrating or starting a child (it used to
+        # restart Daphne five times, polling whatever held the port, for ~30 s)
+        env = {**os.environ, "PORT": port, "AGUI_VAR_DIR": str(tmp_path), "REDIS_URL": "redis://127.0.0.1:1/0"}
+        out = subprocess.run([sys.executable, "scripts/run.py"], cwd=devstack.ROOT, env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert out.returncode == 1
+    assert f"127.0.0.1:{port} is already in use" in out.stdout and "[web]" not in out.stdout
+    assert not (tmp_path / "db.sqlite3").exists()
+    assert "is not a port number" in run.port_problem("127.0.0.1", "eighty")
+    assert "is not a port number" in run.port_problem("127.0.0.1", "70000")
+    assert run.port_problem("127.0.0.1", port) is None  # free again once its holder went
