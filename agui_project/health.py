@@ -24,7 +24,7 @@ from django.db import connection
 from django.http import JsonResponse
 
 from agui_project.celery import app as celery_app
-from agui_project.redis_client import redis_client
+from agui_project.redis_client import probe_client
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def healthz(request):
     except Exception as exc:  # report, don't raise: this is the health probe
         body["db"], ok = f"error: {exc.__class__.__name__}", False
     try:
-        redis_client().ping()
+        probe_client().ping()
         body["redis"] = "ok"
     except Exception as exc:
         body["redis"], ok = f"error: {exc.__class__.__name__}", False

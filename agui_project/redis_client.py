@@ -1,14 +1,16 @@
 """The process's Redis client, for everything that is not Celery or the channel layer: the
-threads' event streams (agents/runtime/events.py), leases and cancel flags, login throttling, /healthz."""
+threads' event streams (agents/runtime/events.py), leases and cancel flags, login throttling; and
+/healthz's own (probe_client)."""
 
 import threading
 
 import redis
 from django.conf import settings
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 _client = None
+_probe = None
 _client_lock = threading.Lock()
 
 
@@ -26,3 +28,16 @@ def redis_client():
                     retry_on_error=[redis.ConnectionError, redis.TimeoutError],
                 )
     return _client
+
+
+def probe_client():
+    """A client that asks once and answers within ~1 s, for /healthz: through redis_client()'s
+    retries a probe of a Redis that is down took 12 s, so a load balancer's probes (every few
+    seconds, from each balancer) held web threads instead of getting their 503."""
+    global _probe
+    if _probe is None:
+        with _client_lock:
+            if _probe is None:
+                _probe = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1,
+                                              retry=Retry(NoBackoff(), 0), retry_on_error=[])
+    return _probe

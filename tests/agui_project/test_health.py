@@ -66,7 +66,7 @@ def test_redis_down_is_unhealthy(client, pings, monkeypatch):
         def ping(self):
             raise redis.ConnectionError("Connection refused")
 
-    monkeypatch.setattr(health, "redis_client", lambda: Down())
+    monkeypatch.setattr(health, "probe_client", lambda: Down())
     resp = client.get("/healthz")
     assert resp.status_code == 503
     assert resp.json()["redis"] == "error: ConnectionError"
@@ -96,6 +96,38 @@ def test_a_503_while_the_worker_starts_is_not_logged_as_a_server_error(client, p
             raise redis.ConnectionError("Connection refused")
 
     caplog.clear()
-    monkeypatch.setattr(health, "redis_client", lambda: Down())
+    monkeypatch.setattr(health, "probe_client", lambda: Down())
     assert client.get("/healthz").status_code == 503
     assert [(r.name, r.levelname) for r in caplog.records if r.levelno >= 30] == [("agui_project.health", "WARNING")]
+
+
+def test_a_redis_that_is_down_is_asked_once(client, settings, monkeypatch):
+    """The probe does not ride out an outage as the product's own client does (15 retries, 12 s):
+    a listener that hangs up on every connection is connected to once."""
+    import socket
+    import threading
+
+    from agui_project import redis_client as clients
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+
+    def hang_up():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    monkeypatch.setattr(clients, "_probe", None)
+    settings.REDIS_URL = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    try:
+        resp = client.get("/healthz")
+    finally:
+        listener.close()
+        monkeypatch.setattr(clients, "_probe", None)
+    assert resp.status_code == 503 and resp.json()["redis"].startswith("error: ")
+    assert len(accepted) == 1
