@@ -20,9 +20,13 @@ def redis_client():
     if _client is None:
         with _client_lock:
             if _client is None:
-                # a Redis restart or failover shorter than ~10 s is ridden out, not turned into a failed run
+                # a Redis restart or failover shorter than ~10 s is ridden out, not turned into a failed run.
+                # No health_check_interval: redis-py runs its PING check with the same retries, inside each
+                # retry of the command, so a Redis behind a proxy that accepts and hangs up was tried
+                # (retries + 1)² times (256 connections, ~220 s for one command); the retries alone
+                # already take a stale pooled connection out and try a new one.
                 _client = redis.Redis.from_url(
-                    settings.REDIS_URL, socket_timeout=10, health_check_interval=30,
+                    settings.REDIS_URL, socket_timeout=10,
                     # AGUI_REDIS_RETRIES, default 15: about 11 s of trying (backoff capped at 1 s)
                     retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), settings.AGUI_REDIS_RETRIES),
                     retry_on_error=[redis.ConnectionError, redis.TimeoutError],

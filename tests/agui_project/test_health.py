@@ -101,33 +101,60 @@ def test_a_503_while_the_worker_starts_is_not_logged_as_a_server_error(client, p
     assert [(r.name, r.levelname) for r in caplog.records if r.levelno >= 30] == [("agui_project.health", "WARNING")]
 
 
-def test_a_redis_that_is_down_is_asked_once(client, settings, monkeypatch):
-    """The probe does not ride out an outage as the product's own client does (15 retries, 12 s):
-    a listener that hangs up on every connection is connected to once."""
-    import socket
-    import threading
+class HangingUp:
+    """A listener that accepts every connection and closes it at once (a proxy in front of a Redis
+    that is down): counts the connections it was asked for."""
 
-    from agui_project import redis_client as clients
+    def __init__(self):
+        import socket
+        import threading
 
-    listener = socket.create_server(("127.0.0.1", 0))
-    accepted = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self.listener.getsockname()[1]}/0"
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
 
-    def hang_up():
+    def _serve(self):
         while True:
             try:
-                conn, _ = listener.accept()
+                conn, _ = self.listener.accept()
             except OSError:
                 return
-            accepted.append(conn)
+            self.accepted += 1
             conn.close()
 
-    threading.Thread(target=hang_up, daemon=True).start()
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture
+def hanging_up(settings, monkeypatch):
+    from agui_project import redis_client as clients
+
+    server = HangingUp()
+    settings.REDIS_URL = server.url
     monkeypatch.setattr(clients, "_probe", None)
-    settings.REDIS_URL = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
-    try:
-        resp = client.get("/healthz")
-    finally:
-        listener.close()
-        monkeypatch.setattr(clients, "_probe", None)
+    monkeypatch.setattr(clients, "_client", None)
+    yield server
+    server.close()
+    monkeypatch.setattr(clients, "_probe", None)
+    monkeypatch.setattr(clients, "_client", None)
+
+
+def test_a_redis_that_is_down_is_asked_once(client, hanging_up):
+    """The probe does not ride out an outage as the product's own client does (its retries take
+    ~11 s): it connects once, and the answer is a 503."""
+    resp = client.get("/healthz")
     assert resp.status_code == 503 and resp.json()["redis"].startswith("error: ")
-    assert len(accepted) == 1
+    assert hanging_up.accepted == 1
+
+
+def test_the_products_client_tries_a_command_retries_plus_one_times(settings, hanging_up):
+    """Not (retries + 1)²: redis-py's connection health check, with its own retries inside each
+    retry of the command, made one command against such a proxy take minutes."""
+    from agui_project.redis_client import redis_client
+
+    settings.AGUI_REDIS_RETRIES = 3
+    with pytest.raises(redis.ConnectionError):
+        redis_client().ping()
+    assert hanging_up.accepted == 4
