@@ -100,7 +100,8 @@ def parse_input(body):
     if "forwarded_props" in data and "forwardedProps" not in data:
         data["forwardedProps"] = data.pop("forwarded_props")
     for key, empty in (("messages", []), ("tools", []), ("context", []), ("state", {})):
-        data.setdefault(key, empty)
+        if data.get(key) is None:  # null is left out: SDKs that serialise every field send it
+            data[key] = empty
     try:
         agent_input = RunAgentInput.model_validate(data)
     except pydantic.ValidationError as exc:

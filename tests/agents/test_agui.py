@@ -280,6 +280,18 @@ def test_forwarded_props_stored_never_sent_to_model(celery_worker_live, fake_llm
     assert "zebra-42" not in json.dumps(fake_llm.requests)
 
 
+def test_null_lists_are_taken_as_left_out(celery_worker_live, fake_llm, client, token_headers):
+    """Optional fields sent as null (as SDKs that serialise every field of their model do) are
+    what leaving them out is: tools: null was iterated and failed the run (internal_error)."""
+    alice = token_headers("alice")
+    body = run_input(f"thread-{uuid.uuid4()}", [user_msg("hello")],
+                     tools=None, context=None, state=None, forwardedProps=None)
+    events = sse_events(post(client, "banking", body, **alice))
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    run = Run.objects.get(pk=events[0]["runId"])
+    assert run.client_tools == [] and run.context == [] and run.forwarded_props == {}
+
+
 @pytest.mark.parametrize("body,field,status", [
     (b"not json", "body", 400), (b"[]", "body", 400),  # malformed: not a JSON object
     (json.dumps({"threadId": "t"}), "runId", 422),  # well-formed, not a RunAgentInput
