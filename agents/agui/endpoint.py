@@ -10,7 +10,7 @@ grace when nobody else watches the thread, or at once by a new message (agents/w
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pydantic
 from ag_ui.core import (
@@ -311,16 +311,19 @@ def record(accepted, defer=False, join=True, sent=None):
     after its RUN_STARTED (Plan.deferred). `join`: the watcher joins here, with the run (else the
     relay joins it as it starts). `sent`: the RUN_STARTED (encoded) the client already has."""
     agent_input = accepted.agent_input
-    sent = {agent_input.run_id: sent} if sent else None
+    sent_by_run = {agent_input.run_id: sent} if sent else None
     try:
-        with dispatch.announced(defer=defer and agent_input.resume is None, sent=sent) as heads:
+        with dispatch.announced(defer=defer and agent_input.resume is None, sent=sent_by_run) as heads:
             # a new thread is made in its first run's transaction: one commit, and its row is not
             # read again under a lock (no one else can see it before the commit)
             with transaction.atomic() if accepted.thread is None else contextlib.nullcontext():
                 plan = begin(accepted.agent, accepted.user, agent_input, accepted.thread,
                              incoming.own_ids(accepted.new_messages), accepted.run_context, accepted.ignored)
     except thread_ids.ThreadIdTaken as exc:  # a deleted chat's id is never handed out again
-        return refuse(agent_input, exc.code, exc.message)
+        raced = _made_meanwhile(accepted)
+        if isinstance(raced, Accepted):
+            return record(raced, defer=defer, join=join, sent=sent)
+        return raced or refuse(agent_input, exc.code, exc.message)
     if isinstance(plan, Plan) and not plan.error and plan.run_id in heads:
         # the run this POST announced: its RUN_STARTED goes out as written, and the watcher joins
         # here, in one round trip of the process's client (agents/agui/relay.py)
@@ -331,6 +334,25 @@ def record(accepted, defer=False, join=True, sent=None):
         plan.deferred, heads.deferred = heads.deferred, []
     dispatch.hand_over_each(heads.deferred)  # none the relay carries: now
     return plan
+
+
+def _made_meanwhile(accepted):
+    """A new thread's id found taken by the writes though check() found no thread: when another
+    POST of the caller's own made it meanwhile (two tabs, a client sending its first message
+    again), this POST is one more on that thread (an Accepted on it: start_run refuses it while
+    that POST's run is active), or a refusal of it. None when the id is not the caller's chat."""
+    agent_input = accepted.agent_input
+    thread = selectors.thread_by_id(agent_input.thread_id)
+    if thread is None or thread.owner_id != accepted.user.pk or thread.agent != accepted.agent.name:
+        return None
+    try:
+        new_messages = incoming.select(thread, agent_input)
+        ignored = incoming.ignored(thread, agent_input)
+    except incoming.Refused as exc:
+        return refuse(agent_input, exc.code, exc.message)
+    if not new_messages:  # the other POST stored these very messages: its run answers them
+        return refuse(agent_input, "run_active", _("the agent is still answering; wait for it or stop it"))
+    return replace(accepted, thread=thread, new_messages=new_messages, ignored=ignored)
 
 
 def prepare(request, agent_name):

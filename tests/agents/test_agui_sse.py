@@ -404,6 +404,59 @@ def test_under_asgi_what_the_writes_refuse_follows_the_one_run_started(demo):
     assert not Thread.objects.filter(pk=thread_id).exists() and not Run.objects.filter(pk=run_id).exists()
 
 
+def _first_post_made_meanwhile(monkeypatch, demo, thread_id, text=None):
+    """Another POST of alice's makes the thread (with `text`, and its queued run, which no worker
+    takes; without, a thread whose runs are over) after this POST's check found none and before
+    its writes: two tabs at once."""
+    from agents import services
+    from agents.models import Thread
+
+    def other_tab():
+        if Thread.objects.filter(pk=thread_id).exists():  # record() again, on the thread now found
+            return
+        thread = services.create_thread(demo["alice"], "banking", thread_id=thread_id)
+        if text:
+            services.start_run(thread, demo["alice"], text)
+
+    if text:
+        monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    _before_the_writes(monkeypatch, other_tab)
+
+
+def _asgi_frames(token, thread_id, run_id, text="hello"):
+    async def client():
+        resp = await _asgi_post(token, thread_id, run_id, text)
+        assert resp.status_code == 200
+        return [chunk.decode() async for chunk in resp.streaming_content]
+
+    return _frames(async_to_sync(client)())
+
+
+def test_under_asgi_a_new_thread_made_meanwhile_by_the_callers_other_post_is_its_thread(demo, monkeypatch):
+    """Two of the caller's POSTs start one new thread at once: the one whose writes come second is
+    a message on the caller's own thread, refused as any is while its run is active (run_active),
+    not as an id of someone else's or of a deleted chat ("start a new thread": it was thread_id_used)."""
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    _first_post_made_meanwhile(monkeypatch, demo, thread_id, text="from the first tab")
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+    frames = _asgi_frames(token, thread_id, run_id, "from the second tab")
+    assert [(f["type"], f.get("code")) for f in frames] == [("RUN_STARTED", None), ("RUN_ERROR", "run_active")]
+    assert list(Message.objects.filter(thread_id=thread_id).values_list("content", flat=True)) == ["from the first tab"]
+    assert not Run.objects.filter(pk=run_id).exists()
+
+
+def test_under_asgi_a_new_thread_made_meanwhile_and_idle_takes_the_callers_message(
+        celery_worker_live, fake_llm, demo, monkeypatch):
+    """As above, the other POST's run over already: this POST's message is stored and answered."""
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    _first_post_made_meanwhile(monkeypatch, demo, thread_id)  # its run over already
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+    frames = _asgi_frames(token, thread_id, run_id, "second")
+    assert frames[0]["type"] == "RUN_STARTED" and frames[-1]["type"] == "RUN_FINISHED", frames
+    assert Run.objects.get(pk=run_id).status == Run.Status.SUCCEEDED
+    assert Message.objects.filter(thread_id=thread_id, content="second", run_id=run_id).exists()
+
+
 def test_under_asgi_a_response_nobody_reads_still_hands_its_run_over(celery_worker_live, fake_llm, demo):
     """The client is gone before the response starts (its generator never runs): the writes,
     started by the view, store the message and hand the run to a worker all the same, and it
