@@ -7,7 +7,8 @@
 - Under /api/ and /agui/ every error is JSON with a `message`: unknown routes, bodies that no
   JSON parser or view should be handed (jsoncheck: nesting deep enough to overflow the parser's
   recursion, a \\u0000 that PostgreSQL cannot store in text, a lone surrogate that is not
-  Unicode), refused with 400 naming the field, and unexpected exceptions (logged, then 500).
+  Unicode), refused with 400 naming the field, a compressed body (415: nothing here reads one),
+  and unexpected exceptions (logged, then 500).
 """
 
 import json
@@ -64,6 +65,17 @@ def _refused(request, build):
     return build()
 
 
+def encoded(coding):
+    """415 for a body sent with a content coding (gzip...): Django and our parsers read it as it
+    came, so it read as "not JSON" (or as Python's decoding error), which says nothing of the cause.
+    Not decompressed: a few KB of gzip can expand past any body limit. RFC 9110 15.5.16, 12.5.3."""
+    response = JsonResponse({"message": _("the request body is compressed (Content-Encoding: %(coding)s); send it "
+                                          "uncompressed") % {"coding": coding[:100]},
+                             "code": "unsupported_content_encoding"}, status=415)
+    response["Accept-Encoding"] = "identity"
+    return language.mark(response)
+
+
 def _declared_length(request):
     try:
         return int(request.META.get("CONTENT_LENGTH") or "")
@@ -76,6 +88,9 @@ def _before(request):
     through."""
     if request.method not in BODY_METHODS:
         return None
+    coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip()
+    if coding and coding.lower() != "identity" and request.path.startswith(JSON_PREFIXES):
+        return lambda: encoded(coding)
     declared = _declared_length(request)
     if declared is not None and declared > max_body_bytes():
         return lambda: too_large(declared)

@@ -6,6 +6,7 @@ streams nonsense gets a clear tool error (or the run a RUN_ERROR) and nothing is
 """
 
 import asyncio
+import gzip
 import json
 import uuid
 from urllib.parse import urlencode
@@ -227,6 +228,22 @@ def test_body_over_the_limit_is_413_json(tokens, small_limit, no_enqueue, path, 
     assert over.json()["code"] == "body_too_large" and over.json()["limit"] == small_limit
     at_limit = client.post(path, _agui_body(small_limit), content_type=content_type, HTTP_HOST="localhost", **headers)
     assert at_limit.status_code != 413
+
+
+@pytest.mark.parametrize("path,auth", [("/agui/banking/", "Bearer"), ("/api/threads/", "Token")])
+def test_a_compressed_body_is_415_saying_so(tokens, no_enqueue, path, auth):
+    """Nothing here decompresses a body: a gzipped one read as "not JSON" (the AG-UI POST) or as
+    Python's "'utf-8' codec can't decode byte 0x8b" (the API), neither of which says why."""
+    client = Client(raise_request_exception=False)
+    headers = {"HTTP_AUTHORIZATION": f"{auth} {tokens['alice']}", "HTTP_HOST": "localhost"}
+    body = json.dumps({"threadId": f"t-{uuid.uuid4()}", "runId": f"r-{uuid.uuid4()}", "messages": [], "agent": "banking"})
+    refused = client.post(path, gzip.compress(body.encode()), content_type="application/json",
+                          HTTP_CONTENT_ENCODING="gzip", **headers)
+    assert refused.status_code == 415, refused.content[:300]
+    assert refused.json()["code"] == "unsupported_content_encoding" and "gzip" in refused.json()["message"]
+    assert refused["Accept-Encoding"] == "identity"
+    plain = client.post(path, body, content_type="application/json", HTTP_CONTENT_ENCODING="identity", **headers)
+    assert plain.status_code in (200, 201), plain.content[:300]
 
 
 async def test_chunked_body_without_length_is_measured_too(settings):
