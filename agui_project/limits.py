@@ -11,6 +11,7 @@
   and unexpected exceptions (logged, then 500).
 """
 
+import codecs
 import json
 import logging
 
@@ -76,6 +77,22 @@ def encoded(coding):
     return language.mark(response)
 
 
+def json_text(request, body):
+    """The JSON body as its parsers read it: decoded by the charset its Content-Type names (DRF's
+    JSONParser decodes so), else the bytes (json reads UTF-8, -16 and -32 from them). The gate
+    checked the bytes as UTF-8 whatever was named: a cp500 body's brackets are not "[" there (one
+    nesting 50000 deep reached DRF's parser: a 500), and a latin-1 one failed to parse, so passed
+    unchecked, and its \\u0000 was stored. A body the charset does not decode stays bytes (its
+    parser refuses it too)."""
+    charset = request.encoding
+    if not charset or codecs.lookup(charset).name == "utf-8":
+        return body
+    try:
+        return body.decode(charset)  # refuses a codec that is not text (bz2_codec), as DRF does
+    except (LookupError, UnicodeError):
+        return body
+
+
 def _declared_length(request):
     try:
         return int(request.META.get("CONTENT_LENGTH") or "")
@@ -103,7 +120,7 @@ def _before(request):
     if len(body) > max_body_bytes():
         return lambda: too_large(len(body))
     if request.path.startswith(JSON_PREFIXES) and "json" in request.META.get("CONTENT_TYPE", ""):
-        refusal = jsoncheck.check_body(body)  # the same gate as the AG-UI view and the sockets
+        refusal = jsoncheck.check_body(json_text(request, body))  # the same gate as the AG-UI view and the sockets
         if refusal is not None:
             return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
     return None

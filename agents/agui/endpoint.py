@@ -42,6 +42,7 @@ from agents.runtime import events, inputs, statesync
 from agents.views import agent_cards
 from agui_project import jsoncheck
 from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication, header_reads
+from agui_project.limits import json_text
 from agui_project.queries import read_ahead
 from approvals import argument_errors
 from approvals.models import ApprovalRequest
@@ -263,7 +264,7 @@ def parse_body(request):
     before the caller is known, so that the POST's reads by key can go together (first_reads); its
     errors still come after the agent's and the caller's, in the caller's language (_check)."""
     json_body = request.content_type == "application/json"  # what the body checks (middleware, jsoncheck) read
-    return (json_body, *parse_input(request.body)) if json_body else (False, None, None)
+    return (json_body, *parse_input(json_text(request, request.body))) if json_body else (False, None, None)
 
 
 def first_reads(request, agent_input):
@@ -289,7 +290,7 @@ def _check(request, agent_name, json_body, agent_input, invalid):
         return error(415, _("send the RunAgentInput as JSON (Content-Type: application/json)"),
                      code="unsupported_media_type")
     if invalid:  # said again now that the caller's language is known (their token chose it)
-        return parse_input(request.body)[1]
+        return parse_input(json_text(request, request.body))[1]
     thread = selectors.thread_by_id(agent_input.thread_id)
     if thread and thread.owner_id != user.pk:
         return refuse(agent_input, "forbidden", _("this thread belongs to someone else"))

@@ -20,7 +20,7 @@ from schemathesis import GenerationMode
 from schemathesis.core import NotSet
 
 from agents.catalog.models import Transfer
-from agents.models import Run, Thread, ToolCall
+from agents.models import Message, Run, Thread, ToolCall
 from agui_project.limits import is_json_error
 from approvals.models import ApprovalRequest
 from tests.conftest import stream_events, wait_for_event
@@ -244,6 +244,37 @@ def test_a_compressed_body_is_415_saying_so(tokens, no_enqueue, path, auth):
     assert refused["Accept-Encoding"] == "identity"
     plain = client.post(path, body, content_type="application/json", HTTP_CONTENT_ENCODING="identity", **headers)
     assert plain.status_code in (200, 201), plain.content[:300]
+
+
+def test_the_gate_reads_a_body_in_the_charset_it_names(tokens, no_enqueue):
+    """The API's parser decodes a body by the charset its Content-Type names; the gate read the
+    bytes as UTF-8: EBCDIC brackets were not brackets to it (a 500 from the parser's recursion),
+    and a latin-1 body failed its parse, so it passed unchecked and a \\u0000 was stored."""
+    client = Client(raise_request_exception=False)
+    headers = {"HTTP_AUTHORIZATION": f"Token {tokens['alice']}", "HTTP_HOST": "localhost"}
+    # (the test client encodes a str body in the charset its content_type names)
+    deep = '{"agent": "banking", "title": ' + "[" * 5000 + "]" * 5000 + "}"
+    nested = client.post("/api/threads/", deep, content_type="application/json; charset=cp500", **headers)
+    assert nested.status_code == 400 and nested.json()["code"] == "too_deep", nested.content[:300]
+    request = '{"tool_name": "send_email", "arguments": {"to": "a@example.com", "subject": "café \\u0000", "body": "b"}}'
+    nul = client.post("/api/approvals/", request, content_type="application/json; charset=iso-8859-1",
+                      **headers)
+    assert nul.status_code == 400 and nul.json()["code"] == "nul_character", nul.content[:300]
+    assert not ApprovalRequest.objects.exists()
+    taken = client.post("/api/threads/", '{"agent": "banking", "title": "café"}',
+                        content_type="application/json; charset=iso-8859-1", **headers)
+    assert taken.status_code == 201 and taken.json()["title"] == "café"
+
+
+def test_an_agui_body_is_read_in_the_charset_it_names(tokens, no_enqueue):
+    """As the API reads it (it was "the body is not JSON" for a latin-1 body that said so)."""
+    body = {"threadId": f"t-{uuid.uuid4()}", "runId": f"r-{uuid.uuid4()}",
+            "messages": [{"id": "m1", "role": "user", "content": "café"}]}
+    resp = Client().post("/agui/banking/", json.dumps(body, ensure_ascii=False),
+                         content_type="application/json; charset=iso-8859-1", HTTP_HOST="localhost",
+                         HTTP_AUTHORIZATION=f"Bearer {tokens['alice']}")
+    assert resp.status_code == 200, resp.content[:300]
+    assert Message.objects.get(thread_id=body["threadId"]).content == "café"
 
 
 async def test_chunked_body_without_length_is_measured_too(settings):
