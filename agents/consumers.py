@@ -133,6 +133,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
 
     async def _pump(self, after):
         try:
+            if after is not None and not await events.continues_after(self.thread_id, after):
+                after = None  # what followed it is gone, or it was never there: start over, as a new socket
             if after is None:
                 after = await self._send_snapshot()
             while True:
@@ -214,12 +216,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         if snap["active_stream_id"]:
             for entry_id, payload in await events.range_from(self.thread_id, snap["active_stream_id"]):
                 payloads.append(payload)
-                position = max(position, entry_id, key=_entry_key)
+                position = max(position, entry_id, key=events.entry_key)
         for text in frames(payloads):
             await self.send(text)
         return position
 
-
-def _entry_key(entry_id):
-    ms, _, seq = entry_id.partition("-")
-    return int(ms), int(seq or 0)

@@ -262,6 +262,26 @@ async def last_id(thread_id):
     return entries[0][0].decode() if entries else "0-0"
 
 
+def entry_key(entry_id):
+    """An entry id as a sortable pair: "<ms>" is "<ms>-0", as Redis reads it."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+async def continues_after(thread_id, after):
+    """Whether reading after `after` gives everything that followed it: the stream holds it (its
+    first entry is not later, nor its last earlier), or it is the start ("0-0"). Not when entries
+    that followed it were trimmed (AGUI_STREAM_MAXLEN) or the stream expired, nor for a position
+    past the stream's end: a read after a position later than any entry waits until the clock
+    gets there, so a socket resumed at one heard nothing, ever."""
+    position = entry_key(after)
+    if position == (0, 0):
+        return True
+    client, key = async_redis_client(), stream_key(thread_id)
+    first, last = await asyncio.gather(client.xrange(key, count=1), client.xrevrange(key, count=1))
+    return bool(first) and entry_key(first[0][0].decode()) <= position <= entry_key(last[0][0].decode())
+
+
 _inflight_reads = {}
 
 

@@ -164,6 +164,34 @@ async def test_a_resume_position_redis_would_refuse_is_answered_and_the_socket_g
     await comm.disconnect()
 
 
+def _names(frame):
+    return [e.get("name") or e["type"] for e in (frame if isinstance(frame, list) else [frame])]
+
+
+@pytest.mark.parametrize("gone", ["past its end", "trimmed"])
+async def test_a_resume_the_stream_cannot_continue_starts_the_socket_over(demo, gone):
+    """A resume after a position later than any entry read nothing until the clock got there (the
+    socket deaf); one whose followers were trimmed from the buffer went on without them. Either
+    way the socket now starts over, snapshots first, as a new one, and live events follow."""
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    notice = custom_events.ignored_messages([{"id": "m", "role": "system"}])
+    seen = await sync_to_async(events.append)(thread.pk, notice)
+    await sync_to_async(events.append)(thread.pk, notice)
+    comm = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    assert (await comm.connect())[0]
+    await comm.receive_json_from(timeout=10)  # the snapshots
+    if gone == "trimmed":
+        await sync_to_async(events.redis_client().xtrim)(events.stream_key(thread.pk), maxlen=1, approximate=False)
+        after = seen
+    else:
+        after = f"{2 ** 64 - 1}-0"
+    await comm.send_json_to({"type": "resume", "after": after})
+    assert _names(await comm.receive_json_from(timeout=10))[0] == "MESSAGES_SNAPSHOT"
+    await sync_to_async(events.append)(thread.pk, custom_events.state_version(3, {}))
+    assert _names(await comm.receive_json_from(timeout=10)) == ["state_version"]
+    await comm.disconnect()
+
+
 async def test_sockets_check_origin(demo, settings):
     from agui_project.asgi import application
 
