@@ -13,7 +13,8 @@ in-memory communicator in the tests), takes the ASGI send, which writes the same
 
 `install()` (asgi.py, Daphne's process) also stops autobahn building its per-frame debug line's
 arguments (click colours of a function name, the peer and a length, 3.5 µs a frame) when the line
-is not written: they are formatted when it is.
+is not written: they are formatted when it is; and `close_with_a_code()` has Daphne's sockets fail
+with a close frame saying why.
 """
 
 from __future__ import annotations
@@ -105,4 +106,25 @@ def install():
     protocol.hltype = lambda obj: _Formatted(util.hltype, obj)
     protocol.hlval = lambda val, color="white", bold=True: _Formatted(util.hlval, val, color, bold)
     protocol._formats_debug_lazily = True
+    return True
+
+
+def close_with_a_code():
+    """Daphne's WebSockets fail with a close frame that says why (RFC 6455 7.4.1: 1009 for a message
+    over Daphne's size limit, 1002 for a protocol error), then close, instead of autobahn's default
+    (failByDrop): the TCP connection dropped, so a client that sent too big a frame got 1006 alone."""
+    try:
+        from daphne.ws_protocol import WebSocketFactory
+    except ImportError:
+        return False
+    if getattr(WebSocketFactory, "_closes_with_a_code", False):
+        return True
+    init = WebSocketFactory.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.setProtocolOptions(failByDrop=False)
+
+    WebSocketFactory.__init__ = __init__
+    WebSocketFactory._closes_with_a_code = True
     return True

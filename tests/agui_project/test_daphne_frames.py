@@ -31,6 +31,7 @@ def daphne_socket(server):
     written = StringTransport()
     socket.makeConnection(written)
     socket.state = socket.STATE_OPEN  # the handshake done, as serverAccept leaves it
+    socket.inside_message, socket.current_frame = False, None
     server.connections[socket] = {"connected": time.time()}
     return functools.partial(server.handle_reply, socket), written
 
@@ -71,6 +72,22 @@ def test_a_frame_over_daphnes_message_size_limit_is_left_to_the_asgi_send():
     assert daphne_frames.direct(send)(daphne_frames.prepare("x" * 11)) is False
     assert daphne_frames.direct(send)(daphne_frames.prepare("x" * 10)) is True
     assert written.value() == b"\x81\x0a" + b"x" * 10
+
+
+def test_a_message_over_daphnes_size_limit_is_answered_with_1009_not_a_dropped_connection():
+    """autobahn fails a socket by dropping its TCP connection (failByDrop): the client heard 1006
+    alone. It now gets a close frame with the code and the reason, as RFC 6455 asks."""
+    assert daphne_frames.close_with_a_code()
+    server = daphne_server()
+    send, written = daphne_socket(server)
+    socket = send.args[0]
+    socket.maxMessagePayloadSize = 10  # Daphne's --websocket_max_message_size
+    mask, payload = b"\x01\x02\x03\x04", b"x" * 11
+    socket.dataReceived(b"\x81" + bytes([0x80 | len(payload)]) + mask
+                        + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+    sent = written.value()
+    assert sent[:1] == b"\x88" and int.from_bytes(sent[2:4], "big") == 1009, sent
+    assert b"exceeds" in sent[4:] and socket.state == socket.STATE_CLOSING
 
 
 def test_only_daphnes_reply_path_is_written_directly():
