@@ -33,6 +33,10 @@ class ThreadSerializer(ModelSerializer):
         return value
 
     def validate_id(self, value):
+        if self.instance is not None:  # a PUT or PATCH: saved under another key, the row was copied
+            if value != self.instance.pk:
+                raise serializers.ValidationError(_("a thread keeps its id; start a new chat instead"))
+            return value  # its own, as GET gave it
         if thread_ids.unaddressable(value):
             raise serializers.ValidationError(thread_ids.unaddressable(value))
         if Thread.objects.filter(pk=value).exists() or thread_ids.is_taken(value):

@@ -38,6 +38,21 @@ def test_rename_own_thread_but_not_its_agent_nor_anothers(api):
     assert Thread.objects.get(pk=thread).title == "Rent for May"
 
 
+def test_a_thread_keeps_its_id_and_takes_back_what_get_gave(api):
+    """A PATCH or PUT naming another id saved the thread under it: a copy of the row (its title,
+    none of its messages) under an id never claimed; one naming its own id, as GET gives it, was
+    refused as taken."""
+    alice = api("alice")
+    thread = alice.post("/api/threads/", {"agent": "banking", "title": "Rent"}, format="json").json()
+    moved = alice.patch(f"/api/threads/{thread['id']}/", {"id": "elsewhere"}, format="json")
+    assert moved.status_code == 400 and "id" in moved.json()
+    assert list(Thread.objects.values_list("pk", flat=True)) == [thread["id"]]
+    as_got = alice.get(f"/api/threads/{thread['id']}/").json()
+    resp = alice.put(f"/api/threads/{thread['id']}/", {**as_got, "title": "Rent for May"}, format="json")
+    assert resp.status_code == 200 and resp.json()["id"] == thread["id"]
+    assert Thread.objects.get().title == "Rent for May"
+
+
 def test_delete_thread_refused_while_busy_then_allowed(api, demo, quiet_runs, django_capture_on_commit_callbacks):
     alice = api("alice")
     thread_id = alice.post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
