@@ -119,7 +119,8 @@ def _before(request):
         return too_large
     if len(body) > max_body_bytes():
         return lambda: too_large(len(body))
-    if request.path.startswith(JSON_PREFIXES) and "json" in request.META.get("CONTENT_TYPE", ""):
+    # the media type as parsers match it, lowercased (RFC 9110 8.3.1): "Application/JSON" is JSON to DRF
+    if request.path.startswith(JSON_PREFIXES) and "json" in request.content_type:
         refusal = jsoncheck.check_body(json_text(request, body))  # the same gate as the AG-UI view and the sockets
         if refusal is not None:
             return lambda: language.mark(JsonResponse(refusal.payload(), status=400))

@@ -249,7 +249,8 @@ def test_a_compressed_body_is_415_saying_so(tokens, no_enqueue, path, auth):
 def test_the_gate_reads_a_body_in_the_charset_it_names(tokens, no_enqueue):
     """The API's parser decodes a body by the charset its Content-Type names; the gate read the
     bytes as UTF-8: EBCDIC brackets were not brackets to it (a 500 from the parser's recursion),
-    and a latin-1 body failed its parse, so it passed unchecked and a \\u0000 was stored."""
+    and a latin-1 body failed its parse, so it passed unchecked and a \\u0000 was stored. Nor did
+    it take "APPLICATION/Json" for JSON, which the parser does (a 500 again)."""
     client = Client(raise_request_exception=False)
     headers = {"HTTP_AUTHORIZATION": f"Token {tokens['alice']}", "HTTP_HOST": "localhost"}
     # (the test client encodes a str body in the charset its content_type names)
@@ -261,6 +262,8 @@ def test_the_gate_reads_a_body_in_the_charset_it_names(tokens, no_enqueue):
                       **headers)
     assert nul.status_code == 400 and nul.json()["code"] == "nul_character", nul.content[:300]
     assert not ApprovalRequest.objects.exists()
+    shouted = client.post("/api/threads/", deep, content_type="APPLICATION/Json", **headers)  # case is no matter
+    assert shouted.status_code == 400 and shouted.json()["code"] == "too_deep", shouted.content[:300]
     taken = client.post("/api/threads/", '{"agent": "banking", "title": "café"}',
                         content_type="application/json; charset=iso-8859-1", **headers)
     assert taken.status_code == 201 and taken.json()["title"] == "café"
