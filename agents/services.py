@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
+from agui_project import jsoncheck
 from agui_project.queries import (
     Prepared,
     PreparedInsert,
@@ -378,6 +379,19 @@ def resume_reads(thread_id, ids):
             if read is not None]
 
 
+def _one_answer_each(entries):
+    """Two different answers to one interrupt in one resume: which the client meant is a guess (the
+    last one was taken, silently: an approval and a rejection of one call ran as the rejection).
+    The same answer sent twice is one answer."""
+    given = {}
+    for interrupt_id, status, payload in entries:
+        if interrupt_id in given and not jsoncheck.same(given[interrupt_id], [status, payload]):
+            raise ResumeError("invalid_resume", _("interrupt %(id)s has two different answers in this request; send "
+                                                  "one answer for each interrupt. Nothing was decided.") % {
+                                                      "id": interrupt_id})
+        given[interrupt_id] = [status, payload]
+
+
 def apply_resume(thread, user, entries, run_id, messages=()):
     """Answer every open interrupt of the thread at once (AG-UI `resume[]`), or change nothing.
 
@@ -388,6 +402,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
     AG-UI error code. Returns what was answered: (the approval requests as the answers left them,
     the question ids).
     """
+    _one_answer_each(entries)
     # what the answers name and what still waits: not the thread's whole history of requests
     ids = [e[0] for e in entries]
     known = {r.pk: r for r in _named_or_pending(ApprovalRequest, "thread_ref", thread.pk, ids)}

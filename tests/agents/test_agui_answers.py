@@ -151,6 +151,23 @@ def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo
     assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
 
 
+def test_two_different_answers_to_one_interrupt_are_refused_and_one_answer_twice_is_one(client, bearer, demo, fake_llm):
+    """The last of two answers was taken, silently: an approval then a rejection ran as the rejection."""
+    fake_llm.push({"tool_calls": [{"id": "call_cs", "name": "cancel_subscription",
+                                   "arguments": json.dumps({"subscription_id": "sub_123"})}]})
+    thread = services.create_thread(demo["alice"], "banking")
+    assert run_prompt(thread, demo["alice"], "Cancel my subscription sub_123").status == Run.Status.INTERRUPTED
+    req = ApprovalRequest.objects.get(thread_ref=thread.pk, status=ApprovalRequest.Status.PENDING)
+    yes = {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}
+    no = {"interruptId": req.pk, "status": "resolved", "payload": {"approved": False}}
+    resp = post(client, bearer, body(thread.pk, resume=[yes, no]))
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
+    error = refusal(resp)
+    assert error["code"] == "invalid_resume" and req.pk in error["message"]
+    assert post(client, bearer, body(thread.pk, resume=[no, no])).status_code == 200  # decided before it streams
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.REJECTED
+
+
 # --- methods -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path,allow", [("/agui/banking/", "GET, HEAD, POST, OPTIONS"),
