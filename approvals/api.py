@@ -116,9 +116,9 @@ class ApprovalSerializer(ModelSerializer):
     tool_call = serializers.CharField(source="tool_call_ref", read_only=True)
     requester = serializers.CharField(source="requester.username", read_only=True)
     approver = serializers.CharField(source="approver_label", read_only=True)
-    approver_group = serializers.CharField(source="approver_group.name", read_only=True, default=None)
-    escalation_group = serializers.CharField(source="escalation_group.name", read_only=True, default=None)
-    decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None)
+    approver_group = serializers.CharField(source="approver_group.name", read_only=True, default=None, allow_null=True)
+    escalation_group = serializers.CharField(source="escalation_group.name", read_only=True, default=None, allow_null=True)
+    decided_by = serializers.CharField(source="decided_by.username", read_only=True, default=None, allow_null=True)
     can_decide = serializers.SerializerMethodField()
     approvals = serializers.SerializerMethodField()
     arguments_hash = serializers.SerializerMethodField()
@@ -375,7 +375,8 @@ class PolicySerializer(ModelSerializer):
                   "required_approvals", "timeout_seconds", "timeout_action", "risk", "reminder_fraction",
                   "escalation_group", "escalation_fraction", "allowed_decisions", "updated_at"]
         read_only_fields = ["updated_at"]
-        extra_kwargs = {"tool_name": {"validators": []}}  # the URL names the tool; uniqueness is the upsert's
+        # the URL names the tool; uniqueness is the upsert's. A tool on its code defaults has no row: updated_at null
+        extra_kwargs = {"tool_name": {"validators": []}, "updated_at": {"allow_null": True}}
 
     def get_source(self, obj) -> str:
         return "policy" if obj.pk else "default"
@@ -496,8 +497,8 @@ class PolicyViewSet(viewsets.GenericViewSet):
 
 
 class AuditSerializer(ModelSerializer):
-    actor = serializers.CharField(source="actor.username", read_only=True, default=None)
-    request = serializers.CharField(source="request_id", read_only=True, default=None)
+    actor = serializers.CharField(source="actor.username", read_only=True, default=None, allow_null=True)
+    request = serializers.CharField(source="request_id", read_only=True, default=None, allow_null=True)
 
     class Meta:
         model = AuditEvent
@@ -544,8 +545,8 @@ class AuditViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 class GrantSerializer(ModelSerializer):
     user = serializers.CharField(source="user.username", read_only=True)
     thread = serializers.CharField(source="thread_ref", read_only=True)
-    revoked_by = serializers.CharField(source="revoked_by.username", read_only=True, default=None)
-    source_request = serializers.CharField(source="source_request_id", read_only=True, default=None)
+    revoked_by = serializers.CharField(source="revoked_by.username", read_only=True, default=None, allow_null=True)
+    source_request = serializers.CharField(source="source_request_id", read_only=True, default=None, allow_null=True)
     active = serializers.BooleanField(read_only=True)
 
     class Meta:

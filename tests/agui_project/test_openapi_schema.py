@@ -114,3 +114,41 @@ def test_decide_answers_as_documented(schema, api, demo):
     check(schema, path, "POST", ok)
     check(schema, path, "POST", finn.post(url, {"decision": "approve"}, format="json"))  # 409
     check(schema, "/api/approvals/{id}/", "GET", finn.get(f"/api/approvals/{req.pk}/?wait=999"))  # 400
+
+
+def _json_schema(node):
+    """An OpenAPI 3.0 schema as JSON Schema: `nullable` is 3.0's own word for "or null"."""
+    if isinstance(node, list):
+        return [_json_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    plain = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
+    return {"anyOf": [plain, {"type": "null"}]} if node.get("nullable") else plain
+
+
+def conforms(schema, path, method, resp):
+    """The answer's values are of the documented types, null only where the schema says it may be
+    (a client generated from the schema types a field that is not nullable as never null)."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    document = _json_schema(schema)
+    registry = Registry().with_resource("urn:api", Resource.from_contents(
+        {**document, "$schema": "https://json-schema.org/draft/2020-12/schema"}))
+    answer = document["paths"][path][method.lower()]["responses"][str(resp.status_code)]
+    body = {"$ref": "urn:api" + answer["content"]["application/json"]["schema"]["$ref"]}
+    errors = [(list(e.absolute_path), e.message) for e in Draft202012Validator(body, registry=registry).iter_errors(resp.json())]
+    assert not errors, f"{method} {path}: {errors[:5]}"
+
+
+def test_what_may_be_null_is_documented_nullable(schema, api, demo):
+    """A pending request names no decider (nor, here, a group to escalate to), an audit row of a
+    policy change no request, a tool on its code defaults no time of change: all null, documented
+    as strings that are never null."""
+    req = transfer_request(demo["alice"])
+    admin = api("admin")
+    conforms(schema, "/api/approvals/", "GET", api("finn").get("/api/approvals/"))
+    conforms(schema, "/api/approvals/{id}/", "GET", api("finn").get(f"/api/approvals/{req.pk}/"))
+    assert admin.patch("/api/policies/check_balance/", {"risk": "high"}, format="json").status_code in (200, 201)
+    conforms(schema, "/api/audit/", "GET", admin.get("/api/audit/"))
+    conforms(schema, "/api/policies/", "GET", admin.get("/api/policies/"))
