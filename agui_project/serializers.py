@@ -8,8 +8,10 @@ request), so the first instance's are kept and each instance gets copies of them
 
 import copy
 
+from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 from rest_framework.fields import empty
+from rest_framework.permissions import IsAuthenticated
 
 
 def fresh(field, memo):
@@ -49,3 +51,27 @@ class ErrorSerializer(serializers.Serializer):
 
     message = serializers.CharField()
     code = serializers.CharField(required=False)
+
+
+class ApiSchema(AutoSchema):
+    """The OpenAPI schema's operations with the refusals DRF itself answers, which no view's
+    extend_schema names: 401 (no token, or a bad one), 403 (a permission stricter than being signed
+    in: admins only), 404 (a path naming nothing the caller may see; a list page past its end) and
+    400 (a body its serializer refuses, a list's filter with a value it does not take). A client
+    generated from the schema met them as answers it was never told of."""
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        codes = ["401"]
+        if any(not isinstance(p, IsAuthenticated) for p in self.view.get_permissions()):
+            codes.append("403")
+        listed = self._is_list_view() and self.method == "GET"
+        if "{" in self.path or (listed and getattr(self.view, "pagination_class", None)):
+            codes.append("404")
+        if (listed and getattr(self.view, "filterset_class", None)) or (
+                self.method in ("POST", "PUT", "PATCH") and self.get_request_serializer() is not None):
+            codes.append("400")
+        for code in codes:
+            if code not in responses:
+                responses[code] = self._get_response_for_code(ErrorSerializer, code, direction=direction)
+        return responses

@@ -335,7 +335,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "agui_project.serializers.ApiSchema",  # the refusals DRF answers, documented
     "EXCEPTION_HANDLER": "agui_project.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

@@ -152,3 +152,17 @@ def test_what_may_be_null_is_documented_nullable(schema, api, demo):
     assert admin.patch("/api/policies/check_balance/", {"risk": "high"}, format="json").status_code in (200, 201)
     conforms(schema, "/api/audit/", "GET", admin.get("/api/audit/"))
     conforms(schema, "/api/policies/", "GET", admin.get("/api/policies/"))
+
+
+def test_the_refusals_drf_answers_are_documented(schema, api, client, demo):
+    """No token, a permission for admins only, a path naming nothing, a list page past its end, a
+    filter or a body refused: answered, and none was in the schema."""
+    alice = api("alice")
+    check(schema, "/api/threads/", "GET", client.get("/api/threads/"))  # 401
+    check(schema, "/api/policies/", "GET", alice.get("/api/policies/"))  # 403
+    check(schema, "/api/threads/{id}/state/", "GET", alice.get("/api/threads/nope/state/"))  # 404
+    check(schema, "/api/runs/{id}/cancel/", "POST", alice.post("/api/runs/nope/cancel/"))  # 404
+    check(schema, "/api/threads/{id}/", "DELETE", alice.delete("/api/threads/nope/"))  # 404
+    check(schema, "/api/approvals/", "GET", alice.get("/api/approvals/?page=9"))  # 404
+    check(schema, "/api/approvals/", "GET", alice.get("/api/approvals/?status=bogus"))  # 400
+    check(schema, "/api/threads/", "POST", alice.post("/api/threads/", {"agent": "nope"}, format="json"))  # 400
