@@ -10,6 +10,13 @@ from rest_framework.views import exception_handler as drf_handler
 def exception_handler(exc, context):
     if isinstance(exc, Http404):  # get_object_or_404's "No Thread matches the given query.": English, and a model name
         exc = exceptions.NotFound()
+    if isinstance(exc, exceptions.ParseError) and str(exc.detail).startswith("JSON parse error"):
+        # DRF's JSONParser says "JSON parse error - Expecting value: line 1 column 1 (char 0)": English
+        # and Python's; said as the AG-UI endpoint says it
+        response = drf_handler(exc, context)
+        response.data = {"message": _("the body is not JSON"), "code": "malformed_body",
+                         "errors": {"body": [_("not valid JSON")]}}
+        return response
     response = drf_handler(exc, context)
     if response is None:
         return None

@@ -246,6 +246,18 @@ def test_a_compressed_body_is_415_saying_so(tokens, no_enqueue, path, auth):
     assert plain.status_code in (200, 201), plain.content[:300]
 
 
+@pytest.mark.parametrize("language,says", [("en", "the body is not JSON"), ("fr", "le corps de la requête n'est pas du JSON")])
+def test_a_body_that_is_not_json_is_said_so_in_words_not_the_parsers(tokens, language, says):
+    """DRF's parser answered "JSON parse error - Expecting value: line 1 column 1 (char 0)", in
+    English whatever the caller's language; the AG-UI endpoint says it as a sentence, with a code."""
+    client = Client(raise_request_exception=False)
+    resp = client.post("/api/approvals/", '{"tool_name": ', content_type="application/json", HTTP_HOST="localhost",
+                       HTTP_AUTHORIZATION=f"Token {tokens['alice']}", HTTP_ACCEPT_LANGUAGE=language)
+    assert resp.status_code == 400, resp.content[:300]
+    assert resp.json()["code"] == "malformed_body" and resp.json()["message"].lower() == says.lower()
+    assert "line 1" not in resp.content.decode() and "Expecting" not in resp.content.decode()
+
+
 def test_the_gate_reads_a_body_in_the_charset_it_names(tokens, no_enqueue):
     """The API's parser decodes a body by the charset its Content-Type names; the gate read the
     bytes as UTF-8: EBCDIC brackets were not brackets to it (a 500 from the parser's recursion),
