@@ -8,7 +8,10 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from agui_project import sockets  # noqa: F401  (closes a session's sockets on logout)
+        from agui_project import (
+            access_changes,  # noqa: F401  (closes a user's sockets when their access changes)
+            sockets,  # noqa: F401  (closes a session's sockets on logout)
+        )
 
         from . import (
             receivers,  # noqa: F401  (connects approval_resolved)

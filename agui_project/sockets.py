@@ -41,6 +41,9 @@ CLOSE_NOT_YOURS = 4403  # a thread that is not the user's, an inbox for someone 
 # Redis could not be reached: the pages reconnect with backoff (and get a fresh snapshot). Not
 # RFC 6455's 1011: Daphne's autobahn lets an application close only with 1000 or 3000-4999
 CLOSE_RETRY = 4011
+# the user's access changed (agui_project/access_changes.py): the pages reconnect at once, and the
+# handshake decides anew (4401 for an account switched off, the inbox's groups as they are now)
+CLOSE_RECHECK = 4012
 # redis-py's errors (channels-redis raises them too); OSError: a socket error it left unwrapped
 REDIS_AWAY = (redis.RedisError, OSError)
 
@@ -274,6 +277,13 @@ class SignedInSocket(ClosesWhenRedisIsAway):
             self._signed_out = True
             await self.close(code=CLOSE_LOGGED_OUT)
             await self.disconnect(CLOSE_LOGGED_OUT)  # stop its work now (a stream pump), not when the peer answers
+
+    async def access_changed(self, message):
+        """Channel-layer message from agui_project/access_changes.py: the user was switched off,
+        given a new password or moved between groups since this socket authenticated."""
+        self._signed_out = True  # frames in flight are dropped, as after a logout
+        await self.close(code=CLOSE_RECHECK)
+        await self.disconnect(CLOSE_RECHECK)
 
 
 @receiver(user_logged_out)

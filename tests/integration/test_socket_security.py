@@ -141,3 +141,59 @@ async def test_the_socket_stack_resolves_session_and_user_and_leaves_send_unwrap
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
     await socket_stack(inner)({"type": "websocket", "headers": [(b"cookie", cookie)]}, None, server_send)
     assert seen == {"send": server_send, "session": client.cookies["sessionid"].value, "user": "alice"}
+
+
+async def _closes_then_reconnects_as(comm, path, client, accepted):
+    """The socket is closed for a check anew (4012), and the handshake it reconnects with decides."""
+    assert await comm.receive_output(timeout=10) == {"type": "websocket.close", "code": 4012}
+    await comm.disconnect()
+    again = socket(path, client)
+    connected, _code = await again.connect(timeout=10)
+    assert connected  # a refusal is accepted first, to be told why (SignedInSocket.refuse)
+    if accepted:
+        assert await again.receive_nothing(timeout=0.2)
+    else:
+        assert await again.receive_output(timeout=10) == {"type": "websocket.close", "code": 4401}
+    await again.disconnect()
+
+
+@pytest.mark.parametrize("change", ["deactivated", "new password"])
+async def test_an_account_switched_off_or_given_a_new_password_loses_its_open_sockets(demo, change):
+    """A socket authenticates once: a deactivated account's open chat still took state patches."""
+    alice, finn = demo["alice"], demo["finn"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    browser, reviewer = await signed_in(alice), await signed_in(finn)
+    chat, inbox = socket(f"/ws/threads/{thread.pk}/", browser), socket("/ws/inbox/", reviewer)
+    for comm in (chat, inbox):
+        assert (await comm.connect(timeout=10))[0]
+    await until_snapshot_done(chat)
+
+    def change_access(user):
+        if change == "deactivated":
+            user.is_active = False
+        else:
+            user.set_password("a-new-password-1")
+        user.save()
+
+    await sync_to_async(change_access)(alice)
+    await _closes_then_reconnects_as(chat, f"/ws/threads/{thread.pk}/", browser, accepted=False)
+    assert await inbox.receive_nothing(timeout=0.2)  # another user's socket is not touched
+    await sync_to_async(change_access)(finn)
+    await _closes_then_reconnects_as(inbox, "/ws/inbox/", reviewer, accepted=False)
+    assert await sync_to_async(state_services.snapshot)(thread.state_key) == ({}, 0)
+
+
+async def test_a_reviewer_taken_out_of_a_group_stops_hearing_it(demo):
+    """The inbox socket joins the notices of the groups its reviewer had when it opened: one taken
+    out of a group kept getting that group's requests."""
+    from django.contrib.auth.models import Group
+
+    finn = demo["finn"]
+    reviewer = await signed_in(finn)
+    finance = await sync_to_async(Group.objects.get)(name="finance")
+    for remove in (lambda: finn.groups.remove(finance), lambda: finance.user_set.clear()):
+        inbox = socket("/ws/inbox/", reviewer)
+        assert (await inbox.connect(timeout=10))[0]
+        await sync_to_async(remove)()
+        await _closes_then_reconnects_as(inbox, "/ws/inbox/", reviewer, accepted=True)  # still in reviewers
+        await sync_to_async(finance.user_set.add)(finn)
