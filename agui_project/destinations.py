@@ -5,14 +5,47 @@ MCP servers over HTTP). A host that resolves to an address that is not global â€
 private, link-local (the clouds' metadata service), shared (100.64/10), reserved, multicast,
 unspecified â€” is refused unless that address is inside the networks allowed for that use. Every
 address the name resolves to is judged, an IPv4-mapped IPv6 address as its IPv4 one. Checked
-before each request: a DNS answer that changes between the check and the connection is not
-caught (run the process where internal services need their own authentication).
+before each request. A DNS answer that changes between the check and the connection (DNS
+rebinding) is caught where the request is sent to the address judged (`pinned`: the webhooks' and
+callback URLs); the MCP client's requests resolve again (run the process where internal services
+need their own authentication).
 """
 
 import asyncio
 import ipaddress
 import socket
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+import httpx
+
+
+@dataclass
+class Pinned:
+    """How to send a request to the address that was judged: its URL names the address, the Host
+    header and the TLS server name (its certificate is checked against it) the URL's own host."""
+
+    url: str
+    headers: dict = field(default_factory=dict)
+    extensions: dict = field(default_factory=dict)
+
+
+def pinned(url, allowed, setting):
+    """(the reason a request to `url` is refused, or None; Pinned when it is not). httpx given the
+    name resolves it again to connect: a name answering an allowed address to the check and
+    127.0.0.1 a moment later (DNS rebinding) reached the loopback address."""
+    host = urlsplit(url).hostname
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"host not resolved: {exc}", None
+    problem = _judge(host, infos, allowed, setting)
+    if problem:
+        return problem, None
+    parsed = httpx.URL(url)
+    address = infos[0][4][0]  # a link-local IPv6 address keeps its zone (%eth0)
+    return None, Pinned(str(parsed.copy_with(host=address)), {"Host": parsed.netloc.decode("ascii")},
+                        {"sni_hostname": parsed.host} if parsed.scheme == "https" else {})
 
 
 def _judge(host, infos, allowed, setting):

@@ -160,7 +160,12 @@ def destination_refused(url):
     """SSRF guard (agui_project/destinations.py): a host that resolves to an address that is not
     global (loopback, private, link-local, reserved...) is refused unless it is inside
     AGUI_WEBHOOK_ALLOWED_NETWORKS. Checked before each attempt."""
-    return destinations.refused(url, settings.AGUI_WEBHOOK_ALLOWED_NETWORKS, "AGUI_WEBHOOK_ALLOWED_NETWORKS")
+    return _destination(url)[0]
+
+
+def _destination(url):
+    """(why refused, or None; destinations.Pinned: the attempt goes to the address judged)."""
+    return destinations.pinned(url, settings.AGUI_WEBHOOK_ALLOWED_NETWORKS, "AGUI_WEBHOOK_ALLOWED_NETWORKS")
 
 
 class _Deadline:
@@ -206,7 +211,7 @@ class _Deadline:
 
 def _post(delivery, body):
     """One HTTP attempt: (status code or None, the start of the body, error)."""
-    problem = destination_refused(delivery.url)
+    problem, pin = _destination(delivery.url)
     if problem:
         return None, "", problem
     sent_at = datetime.now(UTC)
@@ -221,8 +226,8 @@ def _post(delivery, body):
     deadline = _Deadline(timeout)
     try:
         with deadline, httpx.Client(timeout=timeout, follow_redirects=False) as client:
-            with client.stream("POST", delivery.url, content=body.encode(), headers=headers,
-                               extensions={"trace": deadline.trace}) as response:
+            with client.stream("POST", pin.url, content=body.encode(), headers={**headers, **pin.headers},
+                               extensions={"trace": deadline.trace, **pin.extensions}) as response:
                 kept = b""
                 for chunk in response.iter_bytes():  # read no more than we keep
                     kept += chunk

@@ -245,6 +245,45 @@ def test_internal_addresses_are_refused_unless_allowed(demo, settings, endpoint,
     assert not receiver.received and not attempt.succeeded and "internal address" in attempt.error
 
 
+def test_the_attempt_goes_to_the_address_that_was_judged(demo, settings, api, receiver, queued, monkeypatch,
+                                                        django_capture_on_commit_callbacks):
+    """DNS rebinding: a name that resolves to an allowed address for the check and to an internal
+    one a moment later. httpx resolved the name again to connect, so an outside agent's callback_url
+    reached the loopback receiver; the attempt now connects to the address the check judged (here
+    127.0.0.2, where nothing listens), with the URL's host as Host and TLS server name."""
+    import socket
+
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.2/32"]
+    real, port, answers = socket.getaddrinfo, receiver.server.server_port, iter(["127.0.0.2"])
+
+    def rebinding(host, *args, **kwargs):
+        if host != "hooks.rebind.test":
+            return real(host, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers, "127.0.0.1"), port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    with django_capture_on_commit_callbacks(execute=True):
+        made = api("alice").post("/api/approvals/", {
+            "tool_name": "lights_off", "arguments": {}, "schema": {"type": "object"},
+            "callback_url": f"http://hooks.rebind.test:{port}/hook"}, format="json")
+        assert made.status_code == 201, made.content
+        approval_services.decide(made.json()["id"], demo["rita"], "reject", feedback="not now")
+    run_queued(queued)
+    attempt = WebhookAttempt.objects.get()
+    assert not receiver.received and not attempt.succeeded
+    assert "Connect" in attempt.error, attempt.error  # refused at 127.0.0.2, not sent on to 127.0.0.1
+
+
+def test_a_pinned_attempt_keeps_the_urls_host_port_and_path(demo, settings, endpoint, receiver, queued,
+                                                              django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    run_queued(queued)
+    (headers, _body), = receiver.received
+    assert headers["Host"] == f"127.0.0.1:{receiver.server.server_port}"
+    assert WebhookAttempt.objects.get().succeeded
+
+
 def test_admin_shows_attempts_and_replays(demo, client, endpoint, receiver, queued,
                                           django_capture_on_commit_callbacks):
     receiver.codes = [500]
