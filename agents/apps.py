@@ -9,7 +9,7 @@ class AgentsConfig(AppConfig):
 
     def ready(self):
         from agui_project import (
-            access_changes,  # noqa: F401  (closes a user's sockets when their access changes)
+            access_changes,  # noqa: F401  (a user's access changed: sockets closed, a new password's token revoked)
             sockets,  # noqa: F401  (closes a session's sockets on logout)
         )
 

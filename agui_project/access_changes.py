@@ -1,8 +1,11 @@
-"""Open sockets follow their user's access. A socket authenticates once, when it opens: an account
+"""What follows a change of a user's access. A socket authenticates once, when it opens: an account
 switched off, deleted or given a new password kept its open chat (which still took state patches)
 and inbox sockets, and a reviewer taken out of a group kept hearing that group's requests. Such a
 change closes the user's sockets (CLOSE_RECHECK, after commit); the pages reconnect at once and the
-handshake decides anew: signed out is 4401, the inbox joins the groups the user has now."""
+handshake decides anew: signed out is 4401, the inbox joins the groups the user has now.
+
+A new password also revokes the account's API token, as Django ends the account's other sessions:
+a token taken by whoever made the owner change their password kept working."""
 
 import logging
 
@@ -12,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from django.dispatch import receiver
+from rest_framework.authtoken.models import Token
 
 from .sockets import user_group
 
@@ -38,16 +42,19 @@ def _close(user_ids):
 
 @receiver(pre_save, sender=settings.AUTH_USER_MODEL)
 def _note_access(sender, instance, raw=False, update_fields=None, **kwargs):
-    instance._agui_access_changed = False
+    instance._agui_access_changed = set()
     if raw or instance.pk is None or (update_fields is not None and not set(update_fields) & set(WATCHED)):
         return  # a sign-in saves last_login alone: no read for it
-    stored = sender.objects.filter(pk=instance.pk).values(*WATCHED).first()
-    instance._agui_access_changed = stored is not None and any(stored[f] != getattr(instance, f) for f in WATCHED)
+    stored = sender.objects.filter(pk=instance.pk).values(*WATCHED).first() or {}
+    instance._agui_access_changed = {f for f in stored if stored[f] != getattr(instance, f)}
 
 
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
 def _saved(sender, instance, **kwargs):
-    if getattr(instance, "_agui_access_changed", False):
+    changed = getattr(instance, "_agui_access_changed", set())
+    if "password" in changed:
+        Token.objects.filter(user=instance).delete()
+    if changed:
         recheck_sockets([instance.pk])
 
 

@@ -1,5 +1,6 @@
 """API tokens: DRF's authtoken Token, which expire AGUI_TOKEN_TTL_SECONDS after they were made and
-are revoked by deleting them (DELETE /api/auth/token/, or the admin's Tokens page).
+are revoked by deleting them (DELETE /api/auth/token/, or the admin's Tokens page); a new password
+deletes the account's (agui_project/access_changes.py).
 
 DRF's Token has no expiry of its own; its `created` is enough to give it one, so no model of ours.
 Every way in (`Token <key>`, `Bearer <key>`, the AG-UI endpoint) goes through `token_user`.

@@ -105,3 +105,21 @@ def test_an_admin_revokes_a_token_in_the_admin(demo):
 def test_anonymous_callers_get_401(demo):
     assert APIClient().get("/api/auth/token/").status_code == 401
     assert APIClient().delete("/api/auth/token/").status_code == 401
+
+
+@pytest.mark.parametrize("keyword", KEYWORDS)
+def test_a_new_password_revokes_the_accounts_token(demo, keyword):
+    """As Django ends the account's other sessions: a token taken by whoever made its owner change
+    the password kept working."""
+    alice, bob = demo["alice"], demo["bob"]
+    token, others = Token.objects.create(user=alice), Token.objects.create(user=bob)
+    alice.email = "alice@elsewhere.example"
+    alice.save()  # another change keeps it
+    assert client_for(token, keyword).get("/api/threads/").status_code == 200
+
+    alice.set_password("a-new-password-1")
+    alice.save()
+    resp = client_for(token, keyword).get("/api/threads/")
+    assert resp.status_code == 401 and "revoked" in resp.json()["message"]
+    assert agui_agents(token, keyword).status_code == 401
+    assert client_for(others, keyword).get("/api/threads/").status_code == 200
