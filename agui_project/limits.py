@@ -17,7 +17,7 @@ import logging
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import BadRequest, RequestDataTooBig
 from django.http import JsonResponse
 from django.http.response import HttpResponseBase
 from django.utils import translation
@@ -100,9 +100,33 @@ def _declared_length(request):
         return None
 
 
+FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _refuse_nul(request):
+    """Pages: a NUL in the path, the query or a form field is a 400 (the site's page), not a 500 of
+    PostgreSQL, which stores no NUL in text: the inbox's filters and ids, a rejection's reason, the
+    admin's search reached queries with it. The API and AG-UI answer it naming the field."""
+    if request.path.startswith(JSON_PREFIXES):
+        return
+    fields = [request.GET]
+    if request.method in BODY_METHODS and request.content_type in FORMS:
+        fields.append(request.POST)  # parsed once: the CSRF check and the view read the same
+    if "\x00" in request.path or any("\x00" in key or any("\x00" in v for v in values)
+                                     for params in fields for key, values in params.lists()):
+        raise BadRequest("a NUL character in the request")
+
+
 def _before(request):
     """What refuses the request (a callable that builds the response: _refused), or None to let it
-    through."""
+    through; raises BadRequest for a NUL (after the size check: a form too large to parse is 413)."""
+    refusal = _limits(request)
+    if refusal is None:
+        _refuse_nul(request)
+    return refusal
+
+
+def _limits(request):
     if request.method not in BODY_METHODS:
         return None
     coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip()

@@ -116,3 +116,34 @@ def test_the_rest_api_answers_without_its_trailing_slash_and_keeps_the_body(api,
     page = Client()
     page.force_login(demo["finn"])
     assert page.get("/inbox").status_code == 301  # pages: Django's redirect to /inbox/
+
+
+@pytest.mark.parametrize("who,method,url,data", [
+    ("finn", "get", "/inbox/?tool=a%00b", None), ("finn", "get", "/inbox/?q=rent%00", None),
+    ("finn", "get", "/inbox/stats/?agent=%00", None), ("finn", "get", "/inbox/a%00b/", None),
+    ("finn", "get", "/inbox/summary/?id=a%00", None), ("finn", "get", "/audit/export.csv?actor=%00", None),
+    ("alice", "get", "/chat/a%00b/", None), ("admin", "get", "/admin/auth/user/?q=%00", None),
+    ("finn", "post", "/inbox/bulk/", {"ids": ["a\x00"], "decision": "approve"}),
+    ("finn", "post", "{request}", {"action": "reject", "feedback": "not\x00now"}),
+])
+def test_a_nul_on_a_page_is_a_400_and_changes_nothing(client, demo, debug, who, method, url, data):
+    """PostgreSQL stores no NUL in text: the inbox's filters, ids and a rejection's reason reached
+    its queries with one (500s); SQLite took them."""
+    from approvals.models import ApprovalRequest
+    from tests.helpers import transfer_request
+
+    req = transfer_request(demo["alice"])
+    client.force_login(demo[who])
+    resp = getattr(client, method)(url.format(request=f"/inbox/{req.pk}/"), data)
+    assert resp.status_code == 400
+    assert debug or "400.html" in [t.name for t in resp.templates]  # with DEBUG, Django's technical page
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
+
+
+def test_a_nul_under_the_api_is_still_named_and_a_big_form_still_413(api, client, demo, settings):
+    resp = api("finn").get("/api/approvals/?tool=a%00")
+    assert resp.status_code == 400 and "tool" in resp.json()
+    settings.AGUI_MAX_BODY_BYTES = settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    client.force_login(demo["finn"])
+    resp = client.post("/inbox/bulk/", {"ids": ["x"], "decision": "reject", "feedback": "\x00" + "x" * 2000})
+    assert resp.status_code == 413
