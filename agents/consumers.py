@@ -90,7 +90,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
 
     @database_sync_to_async
     def _owns_thread(self, user):
-        return Thread.objects.filter(pk=self.thread_id, owner=user).exists()
+        # no thread id holds a NUL (every way in refuses one), and PostgreSQL cannot even look one up
+        return "\x00" not in self.thread_id and Thread.objects.filter(pk=self.thread_id, owner=user).exists()
 
     def _start(self, after):
         if self.pump:

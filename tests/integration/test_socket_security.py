@@ -197,3 +197,11 @@ async def test_a_reviewer_taken_out_of_a_group_stops_hearing_it(demo):
         await sync_to_async(remove)()
         await _closes_then_reconnects_as(inbox, "/ws/inbox/", reviewer, accepted=True)  # still in reviewers
         await sync_to_async(finance.user_set.add)(finn)
+
+
+async def test_a_thread_socket_named_with_a_nul_is_refused(demo):
+    """On PostgreSQL, which stores no NUL in text, its lookup raised inside the handshake."""
+    comm = socket("/ws/threads/a%00b/", await signed_in(demo["alice"]))
+    assert (await comm.connect(timeout=10))[0]  # accepted only to be told why (SignedInSocket.refuse)
+    assert await comm.receive_output(timeout=10) == {"type": "websocket.close", "code": 4403}
+    await comm.disconnect()
