@@ -148,6 +148,13 @@ def _limits(request):
         refusal = jsoncheck.check_body(json_text(request, body))  # the same gate as the AG-UI view and the sockets
         if refusal is not None:
             return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
+    if request.path.startswith(JSON_PREFIXES) and request.content_type in FORMS:
+        # the API parses forms too ("arguments.a=..." is a DictField's): the same gate, or a NUL
+        # reached a JSON column (PostgreSQL: 500)
+        refusal = jsoncheck.problem({key: values[0] if len(values) == 1 else values
+                                     for key, values in request.POST.lists()})
+        if refusal is not None:
+            return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
     return None
 
 

@@ -314,3 +314,21 @@ def test_a_user_wrote_at_no_database_stores_is_a_400(api, moment):
     resp = api("bob").post("/api/approvals/", body(thread="t1", user_wrote_at=moment), format="json")
     assert resp.status_code == 400 and "user_wrote_at" in str(resp.json()), resp.content
     assert not ApprovalRequest.objects.exists()
+
+
+@pytest.mark.parametrize("fields,field", [
+    ({"arguments.note": "b\x00c"}, "arguments.note"),  # a DictField's value, sent as a form
+    ({"arguments.no\x00te": "b"}, ""),  # a key
+])
+def test_a_form_body_passes_the_json_gate_too(api, fields, field):
+    """The API parses forms as well as JSON: a NUL sent as a form field reached the request's JSON
+    column (a 500 on PostgreSQL, which stores none) around the gate JSON bodies pass."""
+    alice = api("alice")
+    form = {"tool_name": "notes.write", "schema.type": "object", **fields}
+    resp = alice.post("/api/approvals/", form)  # multipart, as a form
+    assert resp.status_code == 400 and resp.json()["code"] == "nul_character", resp.content
+    assert resp.json()["field"] == field
+    assert resp.json() == alice.post("/api/approvals/", form, format="json").json()  # as JSON: the same answer
+    assert not ApprovalRequest.objects.exists()
+    assert alice.post("/api/approvals/", {"tool_name": "notes.write", "schema.type": "object",
+                                          "arguments.note": "fine"}).status_code == 201
