@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db.models import Count, DateTimeField, FloatField, Func, IntegerField, Value
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy
 
 from . import selectors
@@ -286,7 +286,8 @@ def chart(counted, since, now, days):
             y -= h
             segments.append({"x": round(x, 1), "y": round(y, 1), "w": round(bar_w, 1), "h": round(h, 1),
                              "css": css, "label": label, "n": n})
-        when = moment.strftime("%H:00") if hourly else moment.strftime("%b %d")
+        # the reader's language and order ("5 décembre"), as strftime's English "Dec 05" is not
+        when = moment.strftime("%H:00") if hourly else formats.date_format(moment, "MONTH_DAY_FORMAT")
         bars.append({"segments": segments, "total": sum(c.values()), "when": when,
                      "tick": i % label_every == 0, "tx": round(PAD_L + i * slot + slot / 2, 1)})
     ticks = [{"value": v, "y": round(PAD_T + plot_h - plot_h * v / top, 1)} for v in (0, top // 2, top)]

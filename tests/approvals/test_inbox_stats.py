@@ -5,7 +5,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+from django.utils import formats, timezone, translation
 
 from approvals import services, stats
 from approvals.models import ApprovalRequest
@@ -117,7 +117,23 @@ def test_chart_buckets_are_counted_by_the_database_hour_by_hour_and_day_by_day(d
     assert counts == {"16:00": 1, "09:00": 1, "10:00": 2}
     daily = stats.compute(user("finn"), days=7, now=now)["chart"]
     counts = {bar["when"]: bar["total"] for bar in daily["bars"] if bar["total"]}
-    assert counts == {"Mar 04": 1, "Mar 09": 1, "Mar 10": 3}
+    assert counts == {"March 4": 1, "March 9": 1, "March 10": 3}
+
+
+@pytest.mark.parametrize("language", ["fr", "id", "pt-br"])
+def test_the_chart_draws_in_a_language_with_a_decimal_comma(client, history, language):
+    """The SVG's coordinates stay SVG numbers ("206,0" is no length: Chromium drew no bar) and
+    its days are written in the page's language; a phone's stacked rows are labelled in it too."""
+    client.force_login(user("finn"))
+    body = client.get("/inbox/stats/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    svg = body[body.index('<svg class="chart"'):body.index("</svg>")]
+    coordinates = re.findall(r' (?:x|y|x1|x2|y1|y2|width|height)="([^"]*)"', svg)
+    assert coordinates and all(re.fullmatch(r"-?\d+(\.\d+)?", c) for c in coordinates), coordinates
+    with translation.override(language):
+        today = formats.date_format(timezone.localtime(), "MONTH_DAY_FORMAT")
+    assert f">{today}</text>" in svg or f"<title>{today}: " in svg
+    assert re.search(r"[A-Z][a-z]{2} \d\d", svg) is None  # no English "Dec 05"
+    assert 'data-label="Under' not in body
 
 
 def test_an_answer_with_guidance_is_an_outcome_of_its_own(demo):
