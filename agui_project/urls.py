@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.utils.translation import gettext_lazy
 from drf_spectacular.views import SpectacularAPIView
 
 from agents.views import home
@@ -14,8 +15,8 @@ handler404 = "agui_project.errors.page_not_found"
 handler500 = "agui_project.errors.server_error"
 
 admin.site.login_form = ThrottledAdminAuthenticationForm  # the admin's sign-in says why it is refused too
-admin.site.site_header = admin.site.site_title = "agui-inbox administration"
-admin.site.index_title = "Records: requests, decisions, policies, users"
+admin.site.site_header = admin.site.site_title = gettext_lazy("agui-inbox administration")
+admin.site.index_title = gettext_lazy("Records: requests, decisions, policies, users")
 
 urlpatterns = [
     path("", home, name="home"),
