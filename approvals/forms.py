@@ -55,6 +55,8 @@ class PolicyForm(forms.ModelForm):
     class Meta:
         model = ToolPolicy
         fields = POLICY_FIELDS
+        # the page writes them the reader's way ("0,5" in French): read back the same way ("0.5" too)
+        localized_fields = ("reminder_fraction", "escalation_fraction")
         error_messages = {
             "mode": _one_of(Mode), "approver_kind": _one_of(ApproverKind), "risk": _one_of(Risk),
             "timeout_action": _one_of(TimeoutAction),

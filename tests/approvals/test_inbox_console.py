@@ -314,3 +314,18 @@ def test_the_console_speaks_in_words(admin):
         "gt"] == "is more than"
     editable = admin.get("/policies/transfer_money/").content.decode()
     assert 'id="p-nobody" hidden' in editable and "data-review-field hidden" not in editable
+
+
+@pytest.mark.parametrize("language", ["fr", "id", "pt-br"])
+def test_a_fraction_saves_as_the_page_shows_it_in_a_language_with_a_decimal_comma(admin, language):
+    """The page writes 0.5 as "0,5" in these languages: saving the form unchanged was refused
+    ("a number such as 0.5") and so was a fraction typed the reader's way."""
+    lang = {"HTTP_ACCEPT_LANGUAGE": language}
+    body = admin.get("/policies/transfer_money/", **lang).content.decode()
+    shown = re.search(r'name="reminder_fraction" value="([^"]*)"', body).group(1)
+    resp = admin.post("/policies/transfer_money/", {
+        **form(reminder_fraction=shown, escalation_group="reviewers", escalation_fraction="0,75"),
+        "action": "save"}, **lang)
+    assert resp.status_code == 302, resp.context["errors"]
+    row = ToolPolicy.objects.get(tool_name="transfer_money")
+    assert (row.reminder_fraction, row.escalation_fraction) == (0.5, 0.75)
