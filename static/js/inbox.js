@@ -103,19 +103,11 @@
     }
   }
 
-  const baseTitle = document.title.replace(/^\(\d+\)\s*/, "");
-
   function setPendingCount(n) {
     if (!Number.isFinite(n) || n < 0) return;
-    const nav = document.getElementById("nav-inbox-count");
-    if (nav) {
-      nav.textContent = n ? String(n) : "";
-      nav.hidden = !n;
-      nav.setAttribute("aria-label", fmt(ngettext("%(count)s pending", "%(count)s pending", n), { count: n }));
-    }
+    if (window.aguiPendingCount) window.aguiPendingCount(n); // the nav badge and the title's "(n)" (nav-count.js)
     const counter = document.getElementById("pending-count");
     if (counter) counter.textContent = String(n);
-    document.title = (n ? "(" + n + ") " : "") + baseTitle;
     document.body.dataset.waiting = String(n);
   }
 

@@ -79,3 +79,39 @@ def test_screenshots_of_the_inbox(people, live_stack, artifacts_dir):
     phone.page.screenshot(path=str(artifacts_dir / "inbox-list-phone.png"), full_page=True)
     # nothing sticks out sideways at phone width
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def waiting_for(live_stack, who):
+    return run(live_stack, f"from approvals.inbox import pending_mine_count\nresult = pending_mine_count(user({who!r}))")
+
+
+def test_the_nav_badge_is_live_on_every_page_a_reviewer_has_open(people, live_stack):
+    """Not only the inbox's own pages: on the chat, stats, audit pages finn's Inbox badge (and the
+    stats page's title) follow a new request and its decision; they stayed at the count they loaded
+    with, and the chat page had no badge at all."""
+    t = tag()
+    finn = people("finn")
+    pages = {path: finn.ctx.new_page() for path in ("/chat/", "/inbox/stats/", "/audit/")}
+    for path, page in pages.items():
+        page.on("pageerror", lambda exc: finn.errors.append(str(exc)))
+        page.goto(path)
+    waiting = waiting_for(live_stack, "finn")
+    [new] = make_requests(live_stack, [{"requester": "alice", "description": f"Pay the roofer {t}", "group": "finance"}])
+    for page in pages.values():
+        expect(page.locator("#nav-inbox-count")).to_have_text(str(waiting + 1), timeout=T)
+        expect(page.locator("#nav-inbox-count")).to_be_visible()
+    expect(pages["/inbox/stats/"]).to_have_title(re.compile(rf"^\({waiting + 1}\) Stats · Inbox · agui-inbox$"))
+    expect(pages["/chat/"]).to_have_title("Chat · agui-inbox")  # its title is the conversation's, no count
+
+    pages["/chat/"].reload()  # drawn with the count, not only told it later
+    expect(pages["/chat/"].locator("#nav-inbox-count")).to_have_text(str(waiting + 1))
+
+    run(live_stack, f"services.decide({new!r}, user('finn'), 'approve')")
+    for page in pages.values():
+        if waiting:
+            expect(page.locator("#nav-inbox-count")).to_have_text(str(waiting), timeout=T)
+        else:
+            expect(page.locator("#nav-inbox-count")).to_be_hidden(timeout=T)
+    expect(pages["/inbox/stats/"]).to_have_title(re.compile(r"^(\(\d+\) )?Stats · Inbox · agui-inbox$"))
+    for page in pages.values():
+        page.close()

@@ -1,0 +1,70 @@
+/*
+ * nav-count.js — the reviewer's Inbox badge (requests waiting for my groups), live on every page.
+ *
+ * window.aguiPendingCount(n) sets the badge, and the title's "(n)" on the pages whose title carries
+ * it (the badge's data-in-title). The inbox pages (inbox.js) count on their own socket; any other
+ * page a reviewer has open (chat, stats, audit, policies, mail settings) listens on /ws/inbox/ here
+ * and asks /inbox/summary/ again on each notice, so its badge does not stay at the count it loaded with.
+ */
+(function () {
+  "use strict";
+
+  let baseTitle = null;
+
+  function setPendingCount(n) {
+    const badge = document.getElementById("nav-inbox-count");
+    if (!badge || !Number.isFinite(n) || n < 0) return;
+    badge.textContent = n ? String(n) : "";
+    badge.hidden = !n;
+    badge.setAttribute("aria-label", interpolate(ngettext("%(count)s pending", "%(count)s pending", n), { count: n }, true));
+    if (!badge.hasAttribute("data-in-title")) return;
+    if (baseTitle === null) baseTitle = document.title.replace(/^\(\d+\)\s*/, "");
+    document.title = (n ? "(" + n + ") " : "") + baseTitle;
+  }
+  window.aguiPendingCount = setPendingCount;
+
+  let asking = false;
+  let askAgain = false; // notices during a fetch (a bulk decision sends many) make one more, not one each
+
+  async function refresh() {
+    if (asking) {
+      askAgain = true;
+      return;
+    }
+    asking = true;
+    try {
+      const res = await fetch("/inbox/summary/", { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
+      if (res.ok && !res.redirected) setPendingCount((await res.json()).waiting);
+    } catch (e) {
+      /* the badge is a nicety: the next notice or reconnection tries again */
+    } finally {
+      asking = false;
+      if (askAgain) {
+        askAgain = false;
+        refresh();
+      }
+    }
+  }
+
+  let attempt = 0;
+
+  function connect() {
+    const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/inbox/");
+    ws.addEventListener("open", refresh); // anything may have changed while we were away
+    ws.addEventListener("message", () => {
+      attempt = 0;
+      refresh();
+    });
+    ws.addEventListener("close", (event) => {
+      if (event.code === 4401 || event.code === 4403) return; // signed out, or reviews nothing now
+      const base = Math.min(8000, 500 * Math.pow(2, attempt));
+      attempt += 1;
+      setTimeout(connect, base / 2 + Math.random() * (base / 2));
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const inboxPage = document.getElementById("approval-rows") || document.getElementById("approval-detail");
+    if (document.getElementById("nav-inbox-count") && !inboxPage) connect();
+  });
+})();
