@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db.models import Count, DateTimeField, FloatField, Func, IntegerField, Value
-from django.utils import formats, timezone
+from django.utils import dateformat, formats, timezone
 from django.utils.translation import gettext_lazy
 
 from . import selectors
@@ -273,6 +273,9 @@ def chart(counted, since, now, days):
     slot = plot_w / max(1, len(buckets))
     bar_w = max(1.0, slot * 0.8)
     bars = []
+    # the reader's order with the month abbreviated ("5 déc.", "Dec. 5", "12月5日"): a full "5 de
+    # Dezembro" runs into its neighbours, and strftime's "Dec 05" is English whatever the page
+    day_format = formats.get_format("MONTH_DAY_FORMAT").replace("F", "N")
     label_every = max(1, math.ceil(len(buckets) / 12))
     for i, (moment, c) in enumerate(zip(buckets, counts, strict=True)):
         x = PAD_L + i * slot + (slot - bar_w) / 2
@@ -286,8 +289,7 @@ def chart(counted, since, now, days):
             y -= h
             segments.append({"x": round(x, 1), "y": round(y, 1), "w": round(bar_w, 1), "h": round(h, 1),
                              "css": css, "label": label, "n": n})
-        # the reader's language and order ("5 décembre"), as strftime's English "Dec 05" is not
-        when = moment.strftime("%H:00") if hourly else formats.date_format(moment, "MONTH_DAY_FORMAT")
+        when = moment.strftime("%H:00") if hourly else dateformat.format(moment, day_format)
         bars.append({"segments": segments, "total": sum(c.values()), "when": when,
                      "tick": i % label_every == 0, "tx": round(PAD_L + i * slot + slot / 2, 1)})
     ticks = [{"value": v, "y": round(PAD_T + plot_h - plot_h * v / top, 1)} for v in (0, top // 2, top)]
