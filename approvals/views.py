@@ -288,10 +288,11 @@ def detail(request, approval_id):
                 held = [str(decided.pk)]
             elif decided.status == ApprovalRequest.Status.PENDING:
                 q = selectors.quorum(approval=decided)
-                messages.success(request, f"{decided.tool_name}: your approval is recorded "
-                                          f"({q['have']} of {q['required']}).")
+                messages.success(request, _("%(tool)s: your approval is recorded (%(have)s of %(required)s).") % {
+                    "tool": decided.tool_name, "have": q["have"], "required": q["required"]})
             else:
-                messages.success(request, f"{decided.tool_name}: {decided.get_status_display().lower()}.")
+                messages.success(request, _("%(tool)s: %(outcome)s.") % {
+                    "tool": decided.tool_name, "outcome": decided.get_status_display().lower()})
             # triage: on to the next request waiting for this reviewer (the list at inbox zero)
             following = inbox_query.next_waiting(request.user, approval)
             target = f"/inbox/{following.pk}/" if following else "/inbox/"

@@ -174,3 +174,22 @@ def test_everything_shown_is_escaped(login):
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in body
     # inside JSON script elements the < is escaped too (json_script)
     assert "\\u003Cscript\\u003E" in body
+
+
+def test_the_message_after_a_decision_is_in_the_readers_language(login, demo):
+    """With no undo window (AGUI_UNDO_SECONDS=0) the page says what happened in a flash message:
+    it was an English f-string on every language; a marking gettext shows both are looked up."""
+    from unittest import mock
+
+    from django.utils import translation
+
+    finance = Group.objects.get(name="finance")
+    demo["rita"].groups.add(finance)
+    first, second = make_request("alice", required=2), make_request("alice")
+    with mock.patch.object(translation._trans, "gettext", side_effect=lambda s: f"«{s}»"):
+        shown = []
+        for req in (first, second):
+            resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve"}, follow=True)
+            shown += [str(m) for m in resp.context["messages"]]
+    assert "«transfer_money: your approval is recorded (1 of 2).»" in shown, shown
+    assert any(m.startswith("«transfer_money: ") for m in shown if "recorded" not in m), shown
