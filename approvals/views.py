@@ -291,8 +291,8 @@ def detail(request, approval_id):
                 messages.success(request, _("%(tool)s: your approval is recorded (%(have)s of %(required)s).") % {
                     "tool": decided.tool_name, "have": q["have"], "required": q["required"]})
             else:
-                messages.success(request, _("%(tool)s: %(outcome)s.") % {
-                    "tool": decided.tool_name, "outcome": decided.get_status_display().lower()})
+                messages.success(request, _("%(what)s: %(why)s") % {
+                    "what": decided.tool_name, "why": decided.get_status_display().lower()})
             # triage: on to the next request waiting for this reviewer (the list at inbox zero)
             following = inbox_query.next_waiting(request.user, approval)
             target = f"/inbox/{following.pk}/" if following else "/inbox/"
