@@ -74,9 +74,9 @@ def _subscription(a):
     reversible=False,
     # what reviewers and the requester read, in the requester's language (the run's worker speaks it)
     describe=lambda a: gettext("Transfer %(amount)s %(currency)s from %(src)s to %(dst)s") % {
-        "amount": _money(a["amount"]), "currency": a["currency"], "src": a["from_account"], "dst": a["to_account"]},
+        "amount": money.shown(a["amount"]), "currency": a["currency"], "src": a["from_account"], "dst": a["to_account"]},
     impact=lambda a: gettext("Moves %(amount)s %(currency)s out of account %(src)s; a completed transfer cannot be "
-                             "undone from here") % {"amount": _money(a["amount"]), "currency": a["currency"],
+                             "undone from here") % {"amount": money.shown(a["amount"]), "currency": a["currency"],
                                                     "src": a["from_account"]},
     objects=_accounts(from_account=True, to_account=False),
 )

@@ -5,9 +5,10 @@ value and moved as another: 4999.995 passed a rule `amount gte 5000 -> deny` and
 0.004 passed `gt 0` and moved 0.00. Validated here, policy and the reviewer read what moves.
 """
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from pydantic import AfterValidator, Field
 
@@ -21,3 +22,9 @@ def _whole_cents(value: float) -> float:
 def amount(*, le, description):
     """A positive amount of at most `le`, in whole cents."""
     return Annotated[float, Field(gt=0, le=le, description=description), AfterValidator(_whole_cents)]
+
+
+def shown(amount) -> str:
+    """An amount to whole cents as the active language writes it ("1,500.00", "1 500,00"): the
+    descriptions are said in every language, and a French page read "500.00" beside "4 982,10"."""
+    return number_format(Decimal(str(amount)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP), 2, force_grouping=True)

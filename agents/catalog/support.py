@@ -62,10 +62,10 @@ def lookup_order_details(ctx, order_id: OrderNumber):
     risk="medium",
     reversible=False,
     describe=lambda a: _("Refund %(amount)s on order %(order_id)s: %(reason)s") % {
-        "amount": Decimal(str(a["amount"])).quantize(CENTS), "order_id": a["order_id"],
+        "amount": money.shown(a["amount"]), "order_id": a["order_id"],
         "reason": a["refund_description"]},
     impact=lambda a: _("Pays %(amount)s back to the customer of order %(order_id)s; a refund cannot be taken back "
-                       "from here") % {"amount": Decimal(str(a["amount"])).quantize(CENTS), "order_id": a["order_id"]},
+                       "from here") % {"amount": money.shown(a["amount"]), "order_id": a["order_id"]},
     objects=_order_objects,
 )
 def submit_refund(

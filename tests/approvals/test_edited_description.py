@@ -4,6 +4,8 @@ is what its current arguments do. With two approvals required, a reviewer who ch
 USD ..." in the inbox list, on the request page and in bulk selection, where the second reviewer
 approved what the headline did not say."""
 
+import re
+
 import pytest
 from django.contrib.auth.models import Group
 
@@ -39,16 +41,16 @@ def test_the_headline_says_what_the_edited_arguments_do(api, demo, two_to_approv
                             format="json")
     assert resp.status_code == 200 and resp.json()["status"] == "pending", resp.content
     row = ApprovalRequest.objects.get(pk=req.pk)
-    assert "90000.00" in row.description and "100.00" not in row.description
-    assert "90000.00" in row.impact
-    assert all("90000.00" in words["description"] for words in row.said.values()), row.said
+    assert "90,000.00" in row.description and "100.00" not in row.description
+    assert "90,000.00" in row.impact
+    assert all(re.search(r"90\D?000[.,]00", words["description"]) for words in row.said.values()), row.said
     # what the second reviewer reads: the API, the list and the request page
-    assert "90000.00" in api("bob").get(f"/api/approvals/{req.pk}/").json()["description"]
+    assert "90,000.00" in api("bob").get(f"/api/approvals/{req.pk}/").json()["description"]
     client = api("bob")
     client.force_login(demo["bob"])
-    assert "90000.00" in client.get("/inbox/?status=pending").content.decode()
+    assert "90,000.00" in client.get("/inbox/?status=pending").content.decode()
     page = client.get(f"/inbox/{req.pk}/").content.decode()
-    assert "Transfer 90000.00 USD" in page and "Transfer 100.00 USD" not in page
+    assert "Transfer 90,000.00 USD" in page and "Transfer 100.00 USD" not in page
 
 
 def test_an_edit_back_to_the_asked_arguments_is_described_as_asked(api, demo, two_to_approve):
@@ -74,3 +76,16 @@ def test_an_api_approval_may_name_the_arguments_it_read(api, demo, two_to_approv
     done = api("bob").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments_hash": now},
                            format="json")
     assert done.status_code == 200 and done.json()["status"] == "modified", done.content
+
+
+def test_amounts_are_written_as_each_language_writes_numbers():
+    """A French page read "Virement de 1500.00 USD" beside a balance of "4 982,10 USD": the
+    descriptions format their amounts in the language each is said in."""
+    from agents.catalog.support import submit_refund
+
+    said = said_in_every_language(transfer_money, {**ARGS, "amount": 1500.5})
+    assert said["en"]["description"].startswith("Transfer 1,500.50 USD")
+    assert "1\xa0500,50 USD" in said["fr"]["description"] and "1\xa0500,50 USD" in said["fr"]["impact"]
+    assert "1.500,50 USD" in said["pt-br"]["description"] and "1.500,50" in said["id"]["description"]
+    refund = said_in_every_language(submit_refund, {"order_id": "12345", "amount": 1299.9, "refund_description": "x"})
+    assert "1\xa0299,90" in refund["fr"]["description"] and "1\xa0299,90" in refund["fr"]["impact"]

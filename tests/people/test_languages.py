@@ -107,7 +107,7 @@ def test_a_request_reads_in_each_readers_language_whoever_asked(demo, fay, monke
     run_prompt(thread, demo["alice"], "Transfer $500 from account 1234567890 to account 0987654321")
     req = ApprovalRequest.objects.get(run_ref__in=thread.runs.values("pk"))
     assert req.description == "从 1234567890 向 0987654321 转账 500.00 USD"  # the requester's, as stored
-    english, french = "Transfer 500.00 USD from 1234567890 to 0987654321", "Virement de 500.00 USD de 1234567890"
+    english, french = "Transfer 500.00 USD from 1234567890 to 0987654321", "Virement de 500,00 USD de 1234567890"
     reviewer = Client()
     reviewer.force_login(fay)
     for path in (f"/inbox/{req.pk}/", "/inbox/"):
