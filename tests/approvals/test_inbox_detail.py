@@ -193,3 +193,19 @@ def test_the_message_after_a_decision_is_in_the_readers_language(login, demo):
             shown += [str(m) for m in resp.context["messages"]]
     assert "«transfer_money: your approval is recorded (1 of 2).»" in shown, shown
     assert any(m.startswith("«transfer_money: ") for m in shown if "recorded" not in m), shown
+
+
+def test_an_answer_with_guidance_is_not_listed_as_an_approval(login):
+    """The Decisions panel said "Approved" (green) for a reviewer who answered with guidance, so
+    the call did not run; the stats page's fast decisions said "approved after" for it too."""
+    req = make_request("alice")
+    ApprovalRequest.objects.filter(pk=req.pk).update(allowed_decisions=["approve", "reject", "respond"])
+    services.decide(req.pk, user("finn"), "respond", feedback="Ask the customer first.")  # at once: fast
+    live = login("finn").get(f"/inbox/{req.pk}/?partial=live").content.decode()
+    panel = live[live.index('id="decisions-heading"'):]
+    panel = panel[:panel.index("</section>")]
+    assert "Answered with guidance" in panel and "Approved" not in panel and "badge-ok" not in panel
+    assert "Ask the customer first." in panel
+    stats = login("finn").get("/inbox/stats/?days=1").content.decode()
+    fast = stats[stats.index('id="fast-heading"'):]
+    assert "finn answered after" in fast and "finn approved after" not in fast
