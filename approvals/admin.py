@@ -16,6 +16,7 @@ from .models import (
     NotificationSetting,
     ThreadGrant,
     ToolPolicy,
+    said,
 )
 
 
@@ -115,7 +116,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Description"), ordering="description")
     def summary(self, obj):  # with the way to the inbox page under it (a column of its own scrolled off a laptop)
-        return format_html('{}<br><a href="{}">{}</a>', Truncator(obj.description).chars(90),
+        # in the admin's language, as the inbox says it (the stored one is the requester's)
+        return format_html('{}<br><a href="{}">{}</a>', Truncator(said(obj, "description")).chars(90),
                            self.view_on_site(obj), _("Open in the inbox"))
 
     @admin.display(description=_("Inbox"))

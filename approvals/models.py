@@ -202,8 +202,8 @@ class ApprovalRequest(models.Model):
             models.Index(fields=["-created_at", "-id"], name="approval_recent_idx"),
         ]
 
-    def __str__(self):
-        return f"{self.tool_name} ({self.status})"
+    def __str__(self):  # the admin's title and breadcrumbs: the status in the reader's words
+        return f"{self.tool_name} ({self.get_status_display()})"
 
     @property
     def approver_label(self):

@@ -132,3 +132,21 @@ def test_the_admins_header_and_index_title_are_translated(admin):
         index = admin.get("/admin/").content.decode()
     assert "«agui-inbox administration»" in index
     assert "«Records: requests, decisions, policies, users»" in index
+
+
+def test_a_request_reads_in_the_admins_language_in_the_admin(admin, demo):
+    """The list's description and the record's title were the requester's stored English
+    ("Transfer 500.00 USD …", "transfer_money (pending)") on a French admin; the inbox says both
+    in the reader's language."""
+    from approvals.models import ApprovalRequest
+    from people.models import Profile
+
+    Profile.objects.update_or_create(user=demo["admin"], defaults={"language": "fr"})
+    req = make_request("alice", description="Transfer 500.00 USD to 0987654321")
+    ApprovalRequest.objects.filter(pk=req.pk).update(said={
+        "en": {"description": "Transfer 500.00 USD to 0987654321"},
+        "fr": {"description": "Virement de 500,00 USD vers 0987654321"}})
+    listing = admin.get("/admin/approvals/approvalrequest/").content.decode()
+    assert "Virement de 500,00 USD vers 0987654321" in listing and "Transfer 500.00 USD" not in listing
+    record = admin.get(f"/admin/approvals/approvalrequest/{req.pk}/change/").content.decode()
+    assert "transfer_money (En attente)" in record and "(pending)" not in record
