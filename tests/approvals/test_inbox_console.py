@@ -329,3 +329,13 @@ def test_a_fraction_saves_as_the_page_shows_it_in_a_language_with_a_decimal_comm
     assert resp.status_code == 302, resp.context["errors"]
     row = ToolPolicy.objects.get(tool_name="transfer_money")
     assert (row.reminder_fraction, row.escalation_fraction) == (0.5, 0.75)
+
+
+def test_the_audit_page_names_a_request_in_the_readers_language(admin, demo):
+    """Its Object column was the requester's stored description (English on a French page)."""
+    req = make_request("alice", description="Transfer 500.00 USD to 0987654321")
+    type(req).objects.filter(pk=req.pk).update(said={
+        "en": {"description": "Transfer 500.00 USD to 0987654321"},
+        "fr": {"description": "Virement de 500,00 USD vers 0987654321"}})
+    body = admin.get("/audit/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "Virement de 500,00 USD vers 0987654321" in body and "Transfer 500.00 USD" not in body
