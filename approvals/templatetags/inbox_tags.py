@@ -107,13 +107,19 @@ def changes(event):
 
 
 def _word(key, value):
-    """A recorded status or decision as the pages say it ("modified" -> "Approved with edits")."""
+    """A recorded value of the policy vocabulary as the pages say it ("modified" -> "Approved with
+    edits", "high" -> "High"): the stored engine words were shown as such on every language's page."""
+    from approvals.choices import MODE_LABELS, ApproverKind, Risk, TimeoutAction
     from approvals.models import ApprovalRequest
 
-    if key == "status" and value in ApprovalRequest.Status.values:
-        return ApprovalRequest.Status(value).label
-    if key == "decision" and value in ("approve", "reject"):
-        return {"approve": _("Approved"), "reject": _("Rejected")}[value]
+    words = {
+        "status": dict(ApprovalRequest.Status.choices),
+        "decision": {"approve": _("Approved"), "reject": _("Rejected"), "respond": _("Answered with guidance")},
+        "risk": dict(Risk.choices), "mode": MODE_LABELS, "approver_kind": dict(ApproverKind.choices),
+        "timeout_action": dict(TimeoutAction.choices),
+    }.get(key, {})
+    if isinstance(value, str) and value in words:
+        return words[value]
     return _short(value)
 
 

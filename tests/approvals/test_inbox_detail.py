@@ -209,3 +209,23 @@ def test_an_answer_with_guidance_is_not_listed_as_an_approval(login):
     stats = login("finn").get("/inbox/stats/?days=1").content.decode()
     fast = stats[stats.index('id="fast-heading"'):]
     assert "finn answered after" in fast and "finn approved after" not in fast
+
+
+def test_the_audit_trail_says_the_policy_words_in_the_readers_language():
+    """A request's trail and the audit page showed the engine's stored words ("risk: high",
+    "decision: respond", "mode: always") on every language's page."""
+    from types import SimpleNamespace
+
+    from django.utils import translation
+
+    from approvals.templatetags.inbox_tags import changes
+
+    event = SimpleNamespace(before=None, after={
+        "risk": "high", "decision": "respond", "mode": "always", "approver_kind": "group",
+        "timeout_action": "reject", "status": "pending", "feedback": "high"})
+    with translation.override("fr"):
+        shown = {c["key"]: str(c["after"]) for c in changes(event)}
+    assert shown == {"risk": "Élevé", "decision": "Répondu par des consignes",
+                     "mode": "Toujours demander : une personne décide de chaque appel",
+                     "approver_kind": "Groupe", "timeout_action": "Rejeter", "status": "En attente",
+                     "feedback": "high"}, shown
