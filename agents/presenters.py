@@ -52,8 +52,8 @@ def approval(request, viewer=None):
         data["expiresAt"] = request.expires_at.isoformat()
     if request.created_at:  # "waiting for finance since 12:03"
         data["createdAt"] = request.created_at.isoformat()
-    if request.feedback:
-        data["feedback"] = request.feedback
+    if request.person_feedback:  # a reviewer's words; the card says an expiry or a withdrawal itself
+        data["feedback"] = request.person_feedback
     if request.decided_by_id:
         data["decidedBy"] = request.decided_by.username
     if request.matched_rule:  # why a person is asked: the policy rule, and the model's self-check

@@ -220,6 +220,14 @@ class ApprovalRequest(models.Model):
         return decision in (self.allowed_decisions or ())
 
     @property
+    def person_feedback(self):
+        """The feedback a reviewer wrote, for people to read; "" when `feedback` is the engine's
+        own sentence for the model (an expiry, an approval at the deadline, a withdrawal's reason),
+        in English on every page: the pages say those outcomes in their own words."""
+        decided = (self.Status.APPROVED, self.Status.MODIFIED, self.Status.REJECTED, self.Status.RESPONDED)
+        return self.feedback if self.status in decided and self.decided_by_id else ""
+
+    @property
     def current_arguments(self):
         """What an approval now approves: the latest edit, else the model's arguments."""
         return self.final_arguments if self.final_arguments is not None else self.arguments

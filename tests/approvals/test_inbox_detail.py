@@ -229,3 +229,31 @@ def test_the_audit_trail_says_the_policy_words_in_the_readers_language():
                      "mode": "Toujours demander : une personne décide de chaque appel",
                      "approver_kind": "Groupe", "timeout_action": "Rejeter", "status": "En attente",
                      "feedback": "high"}, shown
+
+
+def test_the_engines_own_reasons_are_not_shown_as_a_reviewers_feedback(login, demo):
+    """An expired request's page quoted "timed out: nobody decided before the deadline, so the
+    action was not taken" (the sentence for the model, English on every page) as if a reviewer had
+    written it, and the requester's card added it as a "Note"; a reviewer's words still show."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents import presenters
+
+    expired, stopped, rejected = make_request("alice"), make_request("alice"), make_request("alice")
+    ApprovalRequest.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.expire(expired.pk)
+    services.cancel(stopped.pk, user("alice"), reason="the user stopped the run")
+    services.decide(rejected.pk, user("finn"), "reject", feedback="Wrong account.")
+    def outcome(req, **headers):  # the section that says how it ended (the audit trail keeps the record)
+        page = login("finn").get(f"/inbox/{req.pk}/", **headers).content.decode()
+        return page[page.index('id="outcome"'):page.index("</section>", page.index('id="outcome"'))]
+
+    said = outcome(expired, HTTP_ACCEPT_LANGUAGE="fr")
+    assert "timed out" not in said and "personne n’a décidé avant l’échéance" in said
+    assert "the user stopped the run" not in outcome(stopped)
+    assert "Wrong account." in outcome(rejected)
+    cards = {r.pk: presenters.approval(ApprovalRequest.objects.get(pk=r.pk)) for r in (expired, stopped, rejected)}
+    assert "feedback" not in cards[expired.pk] and "feedback" not in cards[stopped.pk]
+    assert cards[rejected.pk]["feedback"] == "Wrong account."
