@@ -51,6 +51,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 from django.utils.encoding import punycode
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from pydantic import AfterValidator, Field
@@ -436,12 +437,17 @@ def read_file(ctx, path: SandboxPath):
 # --- writing ---------------------------------------------------------------------------------
 
 
+def _bytes(count):
+    """A byte count as the language a description is said in writes it ("12,345", "12 345")."""
+    return number_format(count, force_grouping=True)
+
+
 def _describe_write(a):
     size = _size(a["path"])
-    new = len(a["content"].encode())
+    new = _bytes(len(a["content"].encode()))
     if a["overwrite"] and size is not None:
         return _("Overwrite %(path)s (%(size)s bytes now) with %(new)s bytes; its current content is lost") % {
-            "path": a["path"], "size": size, "new": new}
+            "path": a["path"], "size": _bytes(size), "new": new}
     if a["overwrite"]:
         return _("Write %(new)s bytes to %(path)s (overwrite allowed; the file does not exist yet)") % {
             "path": a["path"], "new": new}
@@ -502,7 +508,7 @@ def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
     approver="group:reviewers", risk="high", reversible=False, timeout_seconds=900,
     escalation="group:oncall", escalation_fraction=0.75,
     describe=lambda a: (_("Delete file: %(path)s (%(size)s bytes)") if _size(a["path"]) else _("Delete file: %(path)s"))
-    % {"path": a["path"], "size": _size(a["path"])},
+    % {"path": a["path"], "size": _bytes(_size(a["path"]) or 0)},
     impact=lambda a: _("The file %(path)s will be permanently deleted") % a,
 )
 def delete_file(ctx, path: SandboxPath):

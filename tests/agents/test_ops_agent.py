@@ -543,3 +543,17 @@ def test_each_user_has_a_sandbox_of_their_own(demo, sandbox):
     assert (sandbox / "users" / str(demo["alice"].pk) / "mine.txt").read_text() == "alice's notes"
     with pytest.raises(ArgumentsInvalid):  # and ".." cannot climb from his folder into hers
         AGENT.tool("read_file").validate({"path": f"/../{demo['alice'].pk}/mine.txt"}, requester=demo["bob"])
+
+
+def test_byte_counts_are_written_as_each_language_writes_numbers(sandbox):
+    """"Supprimer le fichier : /big.log (12345 octets)": the counts were Python's digits on every
+    language's page, beside amounts and balances written the reader's way."""
+    from agents.runtime.tools import said_in_every_language
+
+    (sandbox / "big.log").write_text("x" * 12345)
+    deleted = said_in_every_language(AGENT.tool("delete_file"), {"path": "/big.log"})
+    assert "12,345" in deleted["en"]["description"] and "12\xa0345" in deleted["fr"]["description"]
+    assert "12.345" in deleted["pt-br"]["description"]
+    written = said_in_every_language(AGENT.tool("write_file"), {"path": "/big.log", "content": "y" * 2000,
+                                                                 "overwrite": True})
+    assert "12\xa0345" in written["fr"]["description"] and "2\xa0000" in written["fr"]["description"]
