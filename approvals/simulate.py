@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from . import rules
 from .models import Mode
@@ -109,19 +109,35 @@ class Simulation:
         if not self.loosened:
             return ""
         total = len(self.results)
-        calls = f"{self.loosened} of the last {total} recorded call{'s' if total != 1 else ''}"
+        # counts after a colon: one sentence for 1 and for many (the catalogues hold no plural here)
         if self.unreviewed:
-            return (f"{self.unreviewed} of the last {self.reviewed} call{'s' if self.reviewed != 1 else ''} "
-                    f"a person reviewed would run without review under this draft"
-                    + (f" ({calls} would get less review in all)." if self.loosened > self.unreviewed else "."))
-        return f"{calls} would get less review under this draft than {'they' if self.loosened > 1 else 'it'} had."
+            text = gettext("Calls a person reviewed that would run without review under this draft: "
+                           "%(unreviewed)s of the last %(reviewed)s.") % {
+                "unreviewed": self.unreviewed, "reviewed": self.reviewed}
+            if self.loosened > self.unreviewed:
+                text += " " + gettext("Calls that would get less review in all: %(loosened)s of the last "
+                                      "%(total)s recorded.") % {"loosened": self.loosened, "total": total}
+            return text
+        return gettext("Calls that would get less review under this draft than they had: %(loosened)s of the "
+                       "last %(total)s recorded.") % {"loosened": self.loosened, "total": total}
+
+
+_RULE_LABEL = re.compile(r"^rule (\d+) \((.*)\): (?:gate|deny|allow)$", re.S)  # rules.Match.label
 
 
 def why(matched):
-    """The matched rule in words for the table: "its mode", "rule 1 (bob is blocked)", "no rule matched"."""
+    """The matched rule in words for the table: "its mode", "rule 1 (bob is blocked)", "no rule
+    matched", in the reader's language (judge() returns the engine's English)."""
     if matched.startswith("mode "):
-        return "its mode"
-    return re.sub(r": (gate|deny|allow)$", "", matched)
+        return gettext("its mode")
+    if matched == "no rule matched":
+        return gettext("no rule matched")
+    if matched == "no rule matched: the model's self-check decides":
+        return gettext("no rule matched: the model's self-check decides")
+    rule = _RULE_LABEL.match(matched)
+    if rule:
+        return gettext("rule %(number)s (%(name)s)") % {"number": rule[1], "name": rule[2]}
+    return matched
 
 
 def direction(then, outcome):

@@ -276,7 +276,7 @@ def test_saving_a_draft_that_loosens_review_asks_first(admin, calls):
     assert not ToolPolicy.objects.filter(tool_name="transfer_money").exists()
     body = resp.content.decode()
     warning = body[body.index('id="loosening-warning"'):]
-    assert "2 of the last 3 calls a person reviewed would run without review under this draft." in warning[:600]
+    assert "Calls a person reviewed that would run without review under this draft: 2 of the last 3." in warning[:600]
     assert 'name="action" value="save-loosening"' in warning[:900]
     assert 'id="sim-table"' in body  # the calls it means
     assert "large or foreign" in body[body.index('id="p-conditions"'):]  # the draft is kept
@@ -339,3 +339,22 @@ def test_the_audit_page_names_a_request_in_the_readers_language(admin, demo):
         "fr": {"description": "Virement de 500,00 USD vers 0987654321"}})
     body = admin.get("/audit/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
     assert "Virement de 500,00 USD vers 0987654321" in body and "Transfer 500.00 USD" not in body
+
+
+def test_the_simulator_and_its_warning_speak_the_readers_language(admin, calls):
+    """A French admin read "its mode", "rule 1 (bob is blocked)" and the warning before a save
+    that loosens review ("2 of the last 3 calls a person reviewed would run without review ...")
+    in English; a marking gettext shows each is looked up."""
+    from unittest import mock
+
+    from django.utils import translation
+
+    with mock.patch.object(translation._trans, "gettext", side_effect=lambda s: f"«{s}»"):
+        ruled = admin.post("/policies/transfer_money/", {**form(), "action": "save", "limit": "50"})
+        moded = admin.post("/policies/transfer_money/", {**form(mode="never", conditions="[]"), "action": "simulate"})
+    warning = ruled.content.decode()
+    warning = warning[warning.index('id="loosening-warning"'):][:700]
+    assert "«Calls a person reviewed that would run without review under this draft: " in warning
+    whys = {r["why"] for r in ruled.context["simulation"].results} | {r["why"] for r in moded.context["simulation"].results}
+    assert {"«rule %(number)s (%(name)s)»".replace("%(number)s", "2").replace("%(name)s", "large or foreign"),
+            "«no rule matched»", "«its mode»"} <= whys, whys
