@@ -132,12 +132,17 @@ def test_a_state_against_the_schema_is_said_in_our_words_at_its_place(client, be
 
 # --- a resume's invalid edit: sentences, not a Python dict ---------------------------------------
 
-def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo, fake_llm):
+def paused_cancellation(demo, fake_llm):
+    """alice's banking thread paused on her own confirmation of cancel_subscription: (thread, request)."""
     fake_llm.push({"tool_calls": [{"id": "call_cs", "name": "cancel_subscription",
                                    "arguments": json.dumps({"subscription_id": "sub_123"})}]})
     thread = services.create_thread(demo["alice"], "banking")
     assert run_prompt(thread, demo["alice"], "Cancel my subscription sub_123").status == Run.Status.INTERRUPTED
-    req = ApprovalRequest.objects.get(thread_ref=thread.pk, status=ApprovalRequest.Status.PENDING)
+    return thread, ApprovalRequest.objects.get(thread_ref=thread.pk, status=ApprovalRequest.Status.PENDING)
+
+
+def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo, fake_llm):
+    thread, req = paused_cancellation(demo, fake_llm)
 
     def answer(arguments):
         resume = [{"interruptId": req.pk, "status": "resolved", "payload": {"approved": True, "arguments": arguments}}]
@@ -153,11 +158,7 @@ def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo
 
 def test_two_different_answers_to_one_interrupt_are_refused_and_one_answer_twice_is_one(client, bearer, demo, fake_llm):
     """The last of two answers was taken, silently: an approval then a rejection ran as the rejection."""
-    fake_llm.push({"tool_calls": [{"id": "call_cs", "name": "cancel_subscription",
-                                   "arguments": json.dumps({"subscription_id": "sub_123"})}]})
-    thread = services.create_thread(demo["alice"], "banking")
-    assert run_prompt(thread, demo["alice"], "Cancel my subscription sub_123").status == Run.Status.INTERRUPTED
-    req = ApprovalRequest.objects.get(thread_ref=thread.pk, status=ApprovalRequest.Status.PENDING)
+    thread, req = paused_cancellation(demo, fake_llm)
     yes = {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}
     no = {"interruptId": req.pk, "status": "resolved", "payload": {"approved": False}}
     resp = post(client, bearer, body(thread.pk, resume=[yes, no]))
