@@ -8,9 +8,11 @@ from approvals.signals import approval_event, tool_outcome
 
 from . import services
 
-# inbox notice kind -> event type; reminders and cancellations are not webhook events
-EVENTS = {"requested": "approval.requested", "decided": "approval.decided", "expired": "approval.expired",
-          "escalated": "approval.escalated"}
+# inbox notice kind -> event type; reminders are not webhook events. A withdrawn request (a policy
+# that now blocks it, a stopped run) is settled as much as a decided one: approval.decided with status
+# "cancelled" (without it an outside agent waiting on its callback_url never heard its answer)
+EVENTS = {"requested": "approval.requested", "decided": "approval.decided", "cancelled": "approval.decided",
+          "expired": "approval.expired", "escalated": "approval.escalated"}
 # what a request's own callback_url hears: the answer, and that others were asked
 CALLBACK_EVENTS = {"approval.decided", "approval.expired", "approval.escalated"}
 

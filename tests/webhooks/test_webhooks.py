@@ -370,6 +370,48 @@ def test_a_request_policy_answers_at_once_is_sent_as_decided(demo, settings, api
     assert heard[False] == {(no.json()["id"], "approval.decided", "denied")}
 
 
+def test_a_request_withdrawn_by_a_policy_change_is_sent_as_decided(demo, settings, api, endpoint, receiver, queued,
+                                                                   django_capture_on_commit_callbacks):
+    """A pending outside request that a policy saved later blocks is withdrawn (cancelled): that is its
+    answer, so its callback_url and the endpoints hear approval.decided with status cancelled and the
+    reason. Nothing was sent before: an agent waiting on its callback waited for ever."""
+    settings.AGUI_WEBHOOK_CALLBACK_SECRET = ""
+    _, secret = endpoint
+    with django_capture_on_commit_callbacks(execute=True):
+        made = api("alice").post("/api/approvals/", {
+            "tool_name": "crm.wipe", "arguments": {"table": "contacts"}, "callback_url": receiver.url + "/cb",
+            "schema": {"type": "object", "properties": {"table": {"type": "string"}}}}, format="json")
+    assert made.status_code == 201 and made.json()["status"] == "pending", made.content
+    run_queued(queued)
+    receiver.received.clear()  # the endpoint's approval.requested
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_services.save_policy("crm.wipe", {"mode": "deny", "approver_kind": "requester"}, demo["admin"])
+    assert ApprovalRequest.objects.get(pk=made.json()["id"]).status == "cancelled"
+    run_queued(queued)
+    heard = _heard(receiver, endpoint=secret, callback=services.callback_secret())
+    reason = "The policy now blocks this call"
+    for who in ("endpoint", "callback"):
+        (message,) = heard[who]
+        assert (message["type"], message["data"]["id"], message["data"]["status"]) == (
+            "approval.decided", made.json()["id"], "cancelled"), who
+        assert message["data"]["feedback"].startswith(reason) and message["data"]["final_arguments"] is None
+
+
+def _heard(receiver, **secrets):
+    """The messages received, by the name of the secret that verifies each (one must)."""
+    heard = {name: [] for name in secrets}
+    for headers, body in receiver.received:
+        for name, key in secrets.items():
+            try:
+                heard[name].append(Webhook(key).verify(body, headers))
+                break
+            except WebhookVerificationError:
+                continue
+        else:
+            raise AssertionError("a message no secret verifies")
+    return heard
+
+
 @pytest.mark.parametrize("url", ["http://100.64.0.1/hook", "http://[::ffff:10.0.0.1]/hook", "http://169.254.169.254/"])
 def test_every_address_that_is_not_global_is_internal(settings, url):
     """Shared (carrier-grade NAT) space was let through: it is neither private nor reserved to
