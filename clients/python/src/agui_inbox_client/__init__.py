@@ -26,6 +26,8 @@ __all__ = ["Inbox", "Approval", "require_approval", "ApprovalError", "NotApprove
 
 APPROVED = {"approved", "modified"}
 MAX_WAIT = 60  # the server's limit for one long-poll
+UNAVAILABLE = {502, 503, 504}  # a proxy's answers while the inbox behind it restarts
+RETRY_FIRST, RETRY_LAST = 0.5, 30.0  # seconds between a waiting client's tries when the inbox is away
 _NOT_RUN = {"rejected": "was rejected", "denied": "is blocked by policy", "expired": "expired unanswered",
             "cancelled": "was withdrawn", "responded": "was not run; the reviewer answered"}
 
@@ -87,20 +89,46 @@ class Approval:
         return self
 
     def wait(self, timeout: float | None = None) -> Approval:
-        """Long-poll until answered (or `timeout` seconds pass: StillPending). None: as long as it takes."""
+        """Long-poll until answered (or `timeout` seconds pass: StillPending). None: as long as it takes.
+        A dropped connection or a gateway's 502/503/504 (the inbox restarting) is asked again, with a
+        backoff, until the timeout: the request is safe in the inbox meanwhile."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        pause = RETRY_FIRST
         while self.pending:
             left = MAX_WAIT if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 raise StillPending(f"request {self.id} is still pending after {timeout} s")
-            self.refresh(wait=min(MAX_WAIT, max(left, 0.1)))
+            try:
+                self.refresh(wait=min(MAX_WAIT, max(left, 0.1)))
+                pause = RETRY_FIRST
+            except (httpx.TransportError, InboxError) as exc:
+                if isinstance(exc, InboxError) and exc.status_code not in UNAVAILABLE:
+                    raise
+                time.sleep(pause if deadline is None else max(0.0, min(pause, deadline - time.monotonic())))
+                pause = min(pause * 2, RETRY_LAST)
         return self
 
     def report(self, outcome: str, detail: str = "") -> Approval:
-        """How the call went: "succeeded", "failed" or "unknown" (once per request)."""
-        self.data = self.inbox._call("POST", f"/api/approvals/{self.id}/outcome/",
-                                     json={"outcome": outcome, "detail": detail[:5000]})
-        return self
+        """How the call went: "succeeded", "failed" or "unknown" (once per request). A lost answer is
+        sent again; the inbox's "already reported" for this same outcome means it was taken (InboxError
+        when another outcome was reported)."""
+        body = {"outcome": outcome, "detail": detail[:5000]}
+        for attempt in range(3):
+            try:
+                self.data = self.inbox._call("POST", f"/api/approvals/{self.id}/outcome/", json=body)
+                return self
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5 * 2 ** attempt)
+            except InboxError as exc:
+                if _code(exc.body) != "outcome_already_reported":
+                    raise
+                self.refresh()  # our own attempt whose answer was lost, or an earlier report: which outcome?
+                if (self.data.get("outside") or {}).get("outcome") != outcome:
+                    raise
+                return self
+        raise AssertionError("unreachable")
 
     def __repr__(self):
         return f"<Approval {self.id} {self.tool_name} {self.status}>"
@@ -138,11 +166,12 @@ class Inbox:
         body.update({k: v for k, v in (("risk", risk), ("schema", schema), ("callback_url", callback_url),
                                        ("user_wrote_at", user_wrote_at)) if v})
         headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
-        for attempt in range(3):  # a lost answer is retried under the same key: still one request
+        # a lost answer, or a gateway's 502/503/504, is asked again under the same key: still one request
+        for attempt in range(3):
             try:
                 return Approval(self, self._call("POST", "/api/approvals/", json=body, headers=headers))
-            except httpx.TransportError:
-                if attempt == 2:
+            except (httpx.TransportError, InboxError) as exc:
+                if attempt == 2 or (isinstance(exc, InboxError) and exc.status_code not in UNAVAILABLE):
                     raise
                 time.sleep(0.5 * 2 ** attempt)
         raise AssertionError("unreachable")
@@ -196,6 +225,10 @@ def require_approval(tool_name: str, *, inbox: Inbox | None = None, timeout: flo
         return wrapper
 
     return decorate
+
+
+def _code(body):
+    return body.get("code") if isinstance(body, dict) else None
 
 
 def _short(arguments, limit=200):
