@@ -157,7 +157,8 @@ class ApprovalFilter(django_filters.FilterSet):
     group = django_filters.CharFilter(method="by_group",
                                       help_text="Approver group name (or escalation group, once escalated)")
     risk = CommaChoicesFilter(allowed=Risk.values, noun="risk", help_text="Comma-separated: " + ", ".join(Risk.values))
-    thread = django_filters.CharFilter(field_name="thread_ref", help_text="Thread id")
+    thread = django_filters.CharFilter(method="by_thread", help_text="Thread id: ours, or the outside agent's own "
+                                       "ref it sent with its request")
     min_age = SecondsFilter(method="at_least_old", help_text="Only requests at least this many seconds old")
     max_age = SecondsFilter(method="at_most_old", help_text="Only requests at most this many seconds old")
     search = django_filters.CharFilter(method="by_words", help_text="Words in the description, tool, reason, "
@@ -173,6 +174,9 @@ class ApprovalFilter(django_filters.FilterSet):
     def at_most_old(self, qs, name, value: int):
         return qs.filter(created_at__gte=timezone.now() - timedelta(seconds=value))
 
+    def by_thread(self, qs, name, value):
+        return qs.filter(selectors.in_thread(value))
+
     def by_group(self, qs, name, value):
         return qs.filter(selectors.routed_to_group_named(value))
 
@@ -183,7 +187,7 @@ class ApprovalFilter(django_filters.FilterSet):
                            | Q(reason__icontains=word)
                            | Q(impact__icontains=word)
                            | Q(requester__username__iexact=word)
-                           | Q(thread_ref=word) | Q(pk=word))
+                           | selectors.in_thread(word) | Q(pk=word))
         return qs
 
 

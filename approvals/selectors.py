@@ -55,6 +55,15 @@ def earlier_outside_rejection(*, requester, tool_name, arguments, outside_thread
         context__outside__thread=outside_thread), arguments, since)
 
 
+def in_thread(thread):
+    """Requests of a thread as the API shows it (`thread`): ours by thread_ref, an outside agent's by
+    its own ref. Those are found first (one read of the outside calls' rows) so that the list's query
+    stays two indexed lookups: a JSON path in an OR would scan every request."""
+    outside_ids = list(ApprovalRequest.objects.filter(outside__isnull=False, context__outside__thread=thread)
+                       .values_list("pk", flat=True))
+    return Q(thread_ref=thread) | Q(pk__in=outside_ids) if outside_ids else Q(thread_ref=thread)
+
+
 def _latest_same_call(rejected, arguments, since):
     wanted = arguments_hash(arguments)
     if since is not None:

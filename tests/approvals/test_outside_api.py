@@ -203,6 +203,22 @@ def test_an_outside_thread_ref_never_attaches_to_our_conversations(api, client, 
     assert b"/conversation/" not in client.get(f"/inbox/{data['id']}/").content
 
 
+def test_the_thread_filter_finds_an_outside_agents_requests_by_the_thread_they_show(api, demo):
+    """A request shows `thread` as the outside agent gave it, but ?thread= (and ?search=) looked only at
+    our conversations' ref: an agent listing its own thread's requests got none of them."""
+    mine = api("alice").post("/api/approvals/", body(thread="crm-conversation-7"), format="json").json()
+    api("alice").post("/api/approvals/", body(thread="crm-conversation-8", arguments={"email": "b@example.com"}),
+                      format="json")
+    ours = api("alice").post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
+    for query in ("thread=crm-conversation-7", "search=crm-conversation-7"):
+        listed = api("alice").get(f"/api/approvals/?{query}")
+        assert listed.status_code == 200 and [r["id"] for r in listed.json()["results"]] == [mine["id"]], query
+        assert listed.json()["results"][0]["thread"] == "crm-conversation-7"
+    assert api("rita").get("/api/approvals/?thread=crm-conversation-7").json()["count"] == 1  # a reviewer's list too
+    assert api("bob").get("/api/approvals/?thread=crm-conversation-7").json()["count"] == 0  # not his to see
+    assert api("alice").get(f"/api/approvals/?thread={ours}").json()["count"] == 0
+
+
 def test_a_rejected_call_is_not_asked_again_in_the_same_thread_unless_the_person_wrote_since(api, demo):
     """No circumvention for agents that run elsewhere: the same call (equivalent arguments, by hash)
     in the caller's own thread is rejected again at once with the reviewer's feedback, nobody asked;
