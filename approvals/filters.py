@@ -13,6 +13,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.translation import gettext as _
 from django_filters.rest_framework import BooleanFilter
+from rest_framework.exceptions import ValidationError
+
+from agui_project.queries import one
 
 from . import selectors
 from .models import ApprovalRequest, AuditEvent, Risk, ThreadGrant
@@ -163,10 +166,22 @@ class ApprovalFilter(django_filters.FilterSet):
     max_age = SecondsFilter(method="at_most_old", help_text="Only requests at most this many seconds old")
     search = django_filters.CharFilter(method="by_words", help_text="Words in the description, tool, reason, "
                                        "impact, requester, thread or id")
+    after = django_filters.CharFilter(method="after_request", help_text=(
+        "A request id: only the requests after it in the list's order (newest first). Page on with the last id "
+        "of each page: requests decided or made meanwhile neither hide nor repeat any, as they do with ?page="))
 
     class Meta:
         model = ApprovalRequest
         fields = []
+
+    def after_request(self, qs, name, value):
+        """Keyset paging on the list's order (-created_at, -id): a mirror that pages ?status=pending with
+        ?page= missed a request for each one decided meanwhile on the pages it had read (the rest moved up)."""
+        seen = one(selectors.visible_requests(user=self.request.user).filter(pk=value).values_list(
+            "created_at", flat=True))
+        if seen is None:
+            raise ValidationError({"after": [_("no such request")]})
+        return qs.filter(Q(created_at__lt=seen) | Q(created_at=seen, pk__lt=value))
 
     def at_least_old(self, qs, name, value: int):
         return qs.filter(created_at__lte=timezone.now() - timedelta(seconds=value))

@@ -53,6 +53,37 @@ def test_approval_filters_and_search(demo, api):
     assert detail["approver_group"] == "finance" and detail["decisions"] == []
 
 
+def test_a_mirror_paging_pending_requests_with_after_misses_and_repeats_none(demo, api, monkeypatch):
+    """?page=2 after requests on page 1 were decided skips as many requests as moved up (and a new one
+    repeats the last of page 1): ?after=<the last id read> pages on the list's order instead."""
+    from rest_framework.pagination import PageNumberPagination
+
+    monkeypatch.setattr(PageNumberPagination, "page_size", 2)
+    start = timezone.now() - timedelta(minutes=10)
+    made = [transfer_request(demo["alice"], amount=100.0 + i) for i in range(5)]
+    for i, req in enumerate(made):  # oldest first; the newest three at one moment (the id decides)
+        ApprovalRequest.objects.filter(pk=req.pk).update(created_at=start + timedelta(seconds=min(i, 2)))
+    order = [r.pk for r in sorted(made, key=lambda r: (min(made.index(r), 2), r.pk), reverse=True)]
+    finn = api("finn")
+    first = finn.get("/api/approvals/?status=pending").json()["results"]
+    assert [r["id"] for r in first] == order[:2]
+    for row in first:  # decided while the mirror reads on, and one more asked
+        services.decide(row["id"], demo["finn"], "reject", feedback="no")
+    transfer_request(demo["alice"], amount=1.0)
+    seen, last = [r["id"] for r in first], first[-1]["id"]
+    for _ in range(len(order)):  # bounded: a parameter left unread would give the same page for ever
+        page = finn.get(f"/api/approvals/?status=pending&after={last}")
+        assert page.status_code == 200, page.content
+        rows = [r["id"] for r in page.json()["results"]]
+        if not rows:
+            break
+        seen, last = seen + rows, rows[-1]
+    assert seen == order
+    refused = finn.get("/api/approvals/?after=no-such-request")
+    assert refused.status_code == 400 and "after" in refused.json()
+    assert api("rita").get(f"/api/approvals/?after={order[0]}").status_code == 400  # not one rita may see
+
+
 def test_policy_put_replaces_the_whole_policy_and_patch_only_what_it_sends(demo, api):
     admin = api("admin")
     P = "/api/policies/check_balance/"
