@@ -1,13 +1,14 @@
 """REST for admins: /api/webhooks/ (endpoints; the create answer alone carries the secret) and
 /api/webhook-deliveries/ (with their attempts, and replay)."""
 
-from drf_spectacular.utils import extend_schema
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
-from agui_project.serializers import ModelSerializer
+from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import services
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -74,11 +75,14 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     serializer_class = DeliverySerializer
     queryset = WebhookDelivery.objects.prefetch_related("attempt_rows")
 
-    @extend_schema(request=None, responses={202: DeliverySerializer})
+    @extend_schema(request=None, responses={
+        202: DeliverySerializer, 404: ErrorSerializer,
+        409: OpenApiResponse(ErrorSerializer, description="delivery_pending: it is still being sent")})
     @action(detail=True, methods=["post"])
     def replay(self, request, pk=None):
         delivery = self.get_object()
-        if not services.replay(delivery.pk):
-            return Response({"detail": "this delivery is still being sent"}, status=status.HTTP_409_CONFLICT)
+        if not services.replay(delivery.pk):  # the API's error shape, in the caller's language
+            return Response({"message": _("this delivery is still being sent"), "code": "delivery_pending"},
+                            status=status.HTTP_409_CONFLICT)
         delivery.refresh_from_db()
         return Response(self.get_serializer(delivery).data, status=status.HTTP_202_ACCEPTED)

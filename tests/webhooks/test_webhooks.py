@@ -456,3 +456,17 @@ def test_an_endpoints_retries_go_to_its_url_as_it_is_now(demo, api, endpoint, re
     delivery.refresh_from_db()
     assert delivery.status == "succeeded" and delivery.url.endswith("/moved")
     assert receiver.received[0][0]["webhook-id"] == delivery.message_id
+
+
+def test_replaying_a_delivery_still_being_sent_is_a_409_in_the_apis_error_shape(demo, api, endpoint, receiver, queued,
+                                                                                django_capture_on_commit_callbacks):
+    """Every API error is {"message", "code"?}: the replay's refusal was DRF's bare {"detail"} (in
+    English whatever the caller's language), which a client reading `message` and `code` could not read."""
+    with django_capture_on_commit_callbacks(execute=True):
+        transfer_request(demo["alice"])
+    delivery = WebhookDelivery.objects.get()  # pending: its first attempt is queued
+    answer = api("admin").post(f"/api/webhook-deliveries/{delivery.pk}/replay/")
+    assert answer.status_code == 409
+    assert answer.json() == {"message": "this delivery is still being sent", "code": "delivery_pending"}
+    assert api("admin").post("/api/webhook-deliveries/999999/replay/").json()["message"]
+
