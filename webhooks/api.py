@@ -67,7 +67,7 @@ class EndpointViewSet(viewsets.ModelViewSet):
     def perform_update(self, serializer):
         data = serializer.validated_data
         services.update_endpoint(serializer.instance, url=data.get("url"), events=data.get("events"),
-                                 is_active=data.get("is_active"))
+                                 is_active=data.get("is_active"), description=data.get("description"))
 
 
 class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

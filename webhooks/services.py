@@ -84,11 +84,14 @@ def create_endpoint(*, url, events, created_by=None, description=""):
     return WebhookEndpoint.objects.create(url=url, events=events, created_by=created_by, description=description[:200])
 
 
-def update_endpoint(endpoint, *, url=None, events=None, is_active=None):
+def update_endpoint(endpoint, *, url=None, events=None, is_active=None, description=None):
+    """Changes what is given (None: kept)."""
     url, events = _clean(endpoint.url if url is None else url, endpoint.events if events is None else events)
     endpoint.url, endpoint.events = url, events
     if is_active is not None:
         endpoint.is_active = bool(is_active)
+    if description is not None:
+        endpoint.description = description[:200]
     endpoint.save()
     return endpoint
 

@@ -470,3 +470,14 @@ def test_replaying_a_delivery_still_being_sent_is_a_409_in_the_apis_error_shape(
     assert answer.json() == {"message": "this delivery is still being sent", "code": "delivery_pending"}
     assert api("admin").post("/api/webhook-deliveries/999999/replay/").json()["message"]
 
+
+def test_an_endpoints_description_is_changed_by_patch_and_put(demo, api, endpoint):
+    """PATCH {"description"} answered 200 and showed the old description: update_endpoint was never given it."""
+    hook, _ = endpoint
+    admin = api("admin")
+    changed = admin.patch(f"/api/webhooks/{hook.pk}/", {"description": "CRM sync"}, format="json")
+    assert changed.status_code == 200 and changed.json()["description"] == "CRM sync"
+    assert WebhookEndpoint.objects.get(pk=hook.pk).description == "CRM sync"
+    replaced = admin.put(f"/api/webhooks/{hook.pk}/", {"url": hook.url, "events": [], "description": "billing"},
+                         format="json")
+    assert replaced.status_code == 200 and WebhookEndpoint.objects.get(pk=hook.pk).description == "billing"
