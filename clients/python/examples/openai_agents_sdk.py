@@ -4,7 +4,9 @@
     AGUI_INBOX_URL=http://127.0.0.1:8000 AGUI_INBOX_TOKEN=... OPENAI_API_KEY=... python openai_agents_sdk.py
 
 The approval lives in the inbox, not in this process: if the script stops while a reviewer
-thinks, nothing is lost (run it again with the same idempotency key to pick the request up).
+thinks, nothing runs unapproved. The decorator makes a new Idempotency-Key for each call, so a run
+started again asks anew; to pick the first request up instead, ask with
+`inbox.request(..., idempotency_key=<a key of your own, kept across runs>)` and `approval.wait()`.
 """
 
 import os
