@@ -110,6 +110,11 @@ class OutcomeSerializer(serializers.Serializer):
     detail = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
 
 
+class WithdrawSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="",
+                                   help_text="Why, for the reviewers and the audit (the request's feedback)")
+
+
 class ApprovalSerializer(ModelSerializer):
     thread = serializers.SerializerMethodField(help_text="The conversation: ours, or the outside agent's own ref")
     run = serializers.SerializerMethodField()
@@ -306,6 +311,22 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
         body.is_valid(raise_exception=True)
         try:
             outside.report_outcome(request_id=approval.pk, user=request.user, **body.validated_data)
+        except services.DecisionError as exc:
+            return _error_response(exc)
+        return self._answer(approval.pk)
+
+    @extend_schema(request=WithdrawSerializer, responses={
+        200: ApprovalSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
+        409: OpenApiResponse(ErrorSerializer, description="already_decided (settled), not_outside")})
+    @action(detail=True, methods=["post"], serializer_class=WithdrawSerializer)
+    def withdraw(self, request, pk=None):
+        """The agent that asked withdraws its pending request (it stopped waiting): cancelled, so nobody
+        approves a call that will never run."""
+        approval = self.get_object()
+        body = WithdrawSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            outside.withdraw(request_id=approval.pk, user=request.user, **body.validated_data)
         except services.DecisionError as exc:
             return _error_response(exc)
         return self._answer(approval.pk)

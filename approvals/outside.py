@@ -227,3 +227,15 @@ def report_outcome(*, request_id, user, outcome, detail=""):
             "tool_name": req.tool_name, "outcome": outcome, "detail": detail, "approval": req.id,
             "thread": refs(req)["thread"] or None, "run": refs(req)["run"] or None, "tool_call": req.tool_call_ref or None}))
     return row.request
+
+
+def withdraw(*, request_id, user, reason=""):
+    """The agent that asked no longer wants the call (it gave up waiting, its user went away): the
+    pending request is cancelled, so no reviewer approves a call that will never run; its callback and
+    the endpoints hear approval.decided (cancelled). Only that agent; a settled request is 409."""
+    row = OutsideCall.objects.filter(request_id=request_id).first()
+    if row is None:
+        raise NotOutside(_("only requests made through POST /api/approvals/ are withdrawn by their agent"))
+    if row.requester_id != user.pk:
+        raise services.Forbidden(_("only the agent that made the request withdraws it"))
+    return services.cancel(request_id, user, reason=reason or _("Withdrawn by the agent that asked."))

@@ -348,3 +348,24 @@ def test_a_form_body_passes_the_json_gate_too(api, fields, field):
     assert not ApprovalRequest.objects.exists()
     assert alice.post("/api/approvals/", {"tool_name": "notes.write", "schema.type": "object",
                                           "arguments.note": "fine"}).status_code == 201
+
+
+def test_the_agent_that_asked_withdraws_its_pending_request(api, demo):
+    """An agent that stopped waiting (StillPending, its user gone) had no way to take its request back:
+    a reviewer could still approve a call that would never run. It withdraws it; nobody else may."""
+    from tests.helpers import transfer_request
+
+    made = api("alice").post("/api/approvals/", body(), format="json").json()
+    path = f"/api/approvals/{made['id']}/withdraw/"
+    assert api("rita").post(path, {}, format="json").status_code == 403  # a reviewer who sees it
+    assert api("bob").post(path, {}, format="json").status_code == 404  # not his to see
+    gone = api("alice").post(path, {"reason": "the user closed the chat"}, format="json")
+    assert gone.status_code == 200 and gone.json()["status"] == "cancelled", gone.content
+    assert gone.json()["feedback"] == "the user closed the chat"
+    assert AuditEvent.objects.filter(request_id=made["id"], action="cancelled", actor=demo["alice"]).exists()
+    again = api("alice").post(path, {}, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "already_decided"
+    ours = transfer_request(demo["alice"])
+    refused = api("alice").post(f"/api/approvals/{ours.pk}/withdraw/", {}, format="json")
+    assert refused.status_code == 409 and refused.json()["code"] == "not_outside"
+

@@ -135,3 +135,12 @@ def test_asking_goes_on_through_a_gateways_503_under_the_same_key(network, demo,
     approval = network.inbox.request("crm.delete_contact", {"email": "a@example.com"}, schema=SCHEMA)
     assert approval.pending and OutsideCall.objects.get().pk == approval.id
     assert [m for m, p in network.calls] == ["POST"] * 3 and pauses == [0.5, 1.0]
+
+
+def test_an_agent_that_stops_waiting_withdraws_its_request(network, demo, pauses):
+    approval = network.inbox.request("crm.delete_contact", {"email": "a@example.com"}, schema=SCHEMA)
+    approval.withdraw("the user left")
+    assert approval.status == "cancelled" and approval.feedback == "the user left" and not approval.pending
+    with pytest.raises(InboxError) as raised:  # settled: nothing left to withdraw
+        approval.withdraw()
+    assert raised.value.status_code == 409 and raised.value.body["code"] == "already_decided"

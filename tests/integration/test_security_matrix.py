@@ -154,6 +154,9 @@ ROWS = [
     # only requests made through POST /api/approvals/ take an outcome (this one came from a run)
     Row("approval outcome (not an outside request)", "POST", "/api/approvals/{fin}/outcome/",
         body={"outcome": "succeeded"}, expect=by_role(404, anon=401, alice=409, finn=409, admin=409), **API),
+    # and only such requests are withdrawn by their agent (this one came from a run: nobody withdraws it)
+    Row("approval withdraw (not an outside request)", "POST", "/api/approvals/{fin}/withdraw/",
+        body={}, expect=by_role(404, anon=401, alice=409, finn=409, admin=409), **API),
     Row("approvals bulk decide", "POST", "/api/approvals/bulk-decide/",
         body={"ids": ["{fin}"], "decision": "approve"}, expect=by_role(200, anon=401),
         after=lambda w, role: _only_finn_decided(w, role), **API),

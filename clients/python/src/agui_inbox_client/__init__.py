@@ -130,6 +130,12 @@ class Approval:
                 return self
         raise AssertionError("unreachable")
 
+    def withdraw(self, reason: str = "") -> Approval:
+        """Take the pending request back (you stopped waiting): no reviewer approves a call that will not run.
+        InboxError 409 when it was settled meanwhile (refresh() says how)."""
+        self.data = self.inbox._call("POST", f"/api/approvals/{self.id}/withdraw/", json={"reason": reason[:5000]})
+        return self
+
     def __repr__(self):
         return f"<Approval {self.id} {self.tool_name} {self.status}>"
 
