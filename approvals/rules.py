@@ -35,7 +35,7 @@ import sys
 from dataclasses import dataclass
 
 import re2
-from django.utils.translation import gettext
+from django.utils.translation import gettext as _
 
 from agui_project.json_schema import regex
 
@@ -107,28 +107,30 @@ def route_text(route):
 
 def _check_route(route, where, errors, action):
     if action != "gate":
-        errors.append(f"{where}: only a gate rule routes (a person decides); remove 'route' or use action gate")
+        errors.append(_("%(where)s: only a gate rule routes (a person decides); remove 'route' or use action gate")
+                      % {"where": where})
         return
     if not isinstance(route, dict) or not route:
-        errors.append(f"{where}: route is an object with any of {', '.join(ROUTE_KEYS)}")
+        errors.append(_("%(where)s: route is an object with any of %(keys)s") % {"where": where, "keys": ", ".join(ROUTE_KEYS)})
         return
     unknown = set(route) - set(ROUTE_KEYS)
     if unknown:
-        errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; use {', '.join(ROUTE_KEYS)}")
+        errors.append(_("%(where)s: unknown key(s) %(unknown)s; use %(keys)s")
+                      % {"where": where, "unknown": ", ".join(sorted(unknown)), "keys": ", ".join(ROUTE_KEYS)})
     if "group" in route and (not isinstance(route["group"], str) or not route["group"].strip()
                              or len(route["group"]) > 150):
-        errors.append(f"{where}.group: the name of an approver group")
+        errors.append(_("%(where)s.group: the name of an approver group") % {"where": where})
     if "approvals" in route:
         n = route["approvals"]
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            errors.append(f"{where}.approvals: at least 1")
+            errors.append(_("%(where)s.approvals: at least 1") % {"where": where})
         elif n > 20:
-            errors.append(f"{where}.approvals: at most 20")
+            errors.append(_("%(where)s.approvals: at most 20") % {"where": where})
     if "risk" in route and route["risk"] not in RISKS:
-        errors.append(f"{where}.risk: must be one of {', '.join(RISKS)}")
+        errors.append(_("%(where)s.risk: must be one of %(values)s") % {"where": where, "values": ", ".join(RISKS)})
     if "deadline" in route and deadline_seconds(route["deadline"]) is None:
-        errors.append(f"{where}.deadline: a number of seconds from 1 to {MAX_DEADLINE}, or e.g. \"15 min\", "
-                      "\"2 h\", \"1 d\"")
+        errors.append(_("%(where)s.deadline: a number of seconds from 1 to %(max)s, or e.g. \"15 min\", \"2 h\", "
+                        "\"1 d\"") % {"where": where, "max": MAX_DEADLINE})
 
 
 @dataclass(frozen=True)
@@ -196,25 +198,29 @@ def _schema_at(schema, segments):
 
 def _check_path(path, where, errors, schema):
     if not isinstance(path, str) or not path.strip():
-        errors.append(f"{where}: 'path' must be a non-empty dotted string such as \"args.amount\"")
+        errors.append(_("%(where)s: 'path' must be a non-empty dotted string such as \"args.amount\"")
+                      % {"where": where})
         return
     segments = path.split(".")
     if any(not s for s in segments):
-        errors.append(f"{where}: path {path!r} has an empty segment")
+        errors.append(_("%(where)s: path %(path)r has an empty segment") % {"where": where, "path": path})
         return
     root = segments[0]
     if root not in ROOTS:
-        errors.append(f"{where}: path {path!r} must start with one of {', '.join(ROOTS)}")
+        errors.append(_("%(where)s: path %(path)r must start with one of %(roots)s")
+                      % {"where": where, "path": path, "roots": ", ".join(ROOTS)})
     elif root in ("agent", "thread", "tool") and len(segments) > 1:
-        errors.append(f"{where}: {root!r} is a plain value; use the path {root!r}")
+        errors.append(_("%(where)s: %(root)r is a plain value; use the path %(root)r") % {"where": where, "root": root})
     elif root == "user" and (len(segments) != 2 or segments[1] not in USER_FIELDS):
-        errors.append(f"{where}: path {path!r}: the user offers {', '.join('user.' + f for f in USER_FIELDS)}")
+        errors.append(_("%(where)s: path %(path)r: the user offers %(fields)s")
+                      % {"where": where, "path": path, "fields": ", ".join("user." + f for f in USER_FIELDS)})
     elif root == "args":
         if len(segments) == 1:
-            errors.append(f"{where}: name an argument, e.g. \"args.amount\"")
+            errors.append(_("%(where)s: name an argument, e.g. \"args.amount\"") % {"where": where})
         elif schema and _schema_at(schema, segments[1:]) is None:
-            known = ", ".join(sorted(schema.get("properties", {}))) or "none"
-            errors.append(f"{where}: the tool has no argument {'.'.join(segments[1:])!r} (arguments: {known})")
+            known = ", ".join(sorted(schema.get("properties", {}))) or "—"
+            errors.append(_("%(where)s: the tool has no argument %(name)r (arguments: %(known)s)")
+                          % {"where": where, "name": ".".join(segments[1:]), "known": known})
 
 
 _JSON_TYPES = {  # a JSON Schema type -> whether a rule's value is one (the order of _same and _ordered)
@@ -241,66 +247,80 @@ def _declared(schema, path):
     return kinds, enum
 
 
+def _json_kind(value):
+    """A value's kind by JSON's names ("array", not Python's "list")."""
+    return next((k for k in ("boolean", "null", "string", "array", "object") if _JSON_TYPES[k](value)), "number")
+
+
 def _check_comparable(op, value, kinds, enum, where, errors):
     """A value the argument can never be compared with makes a rule that never matches (a deny that
     blocks nothing, a `ne` allow that allows everything): refused when the tool's schema says the type."""
     def fits(v):
         return any(_JSON_TYPES[k](v) for k in kinds) and (enum is None or any(_same(v, e) for e in enum))
 
-    said = " or ".join(kinds) + (f" (one of {', '.join(map(repr, enum))})" if enum is not None else "")
+    types = " | ".join(kinds)  # JSON Schema's type names, as the tool's schema writes them
+    said = types if enum is None else _("%(types)s (one of %(values)s)") % {
+        "types": types, "values": ", ".join(map(repr, enum))}
     if op in ("eq", "ne"):
         if not fits(value):
-            errors.append(f"{where}: the argument is {said}, so it never equals {value!r}")
+            errors.append(_("%(where)s: the argument is %(said)s, so it never equals %(value)s")
+                          % {"where": where, "said": said, "value": repr(value)})
     elif op in ("in", "not_in") and isinstance(value, list):
         wrong = [v for v in value if not fits(v)]
         if wrong:
-            errors.append(f"{where}: the argument is {said}, so it never equals {', '.join(map(repr, wrong))}")
+            errors.append(_("%(where)s: the argument is %(said)s, so it never equals %(value)s")
+                          % {"where": where, "said": said, "value": ", ".join(map(repr, wrong))})
     elif op in ("gt", "gte", "lt", "lte"):
         if not any(k in ("number", "integer", "string") and _JSON_TYPES[k](value) for k in kinds):
-            errors.append(f"{where}: the argument is {' or '.join(kinds)}, so {op} {value!r} never compares "
-                          "(a number limit for a number, text for text)")
+            errors.append(_("%(where)s: the argument is %(types)s, so %(op)s %(value)r never compares "
+                            "(a number limit for a number, text for text)")
+                          % {"where": where, "types": types, "op": op, "value": value})
     elif op in ("matches", "glob"):
         if "string" not in kinds:
-            errors.append(f"{where}: the argument is {' or '.join(kinds)}, not text: {op} never matches it")
+            errors.append(_("%(where)s: the argument is %(types)s, not text: %(op)s never matches it")
+                          % {"where": where, "types": types, "op": op})
 
 
 def _check_leaf(cond, where, errors, schema):
     found = len(errors)
     unknown = set(cond) - {"path", "op", "value"}
     if unknown:
-        errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        errors.append(_("%(where)s: unknown key(s) %(unknown)s") % {"where": where, "unknown": ", ".join(sorted(unknown))})
     for key in ("path", "op", "value"):
         if key not in cond:
-            errors.append(f"{where}: missing {key!r}")
+            errors.append(_("%(where)s: missing %(key)r") % {"where": where, "key": key})
     _check_path(cond.get("path"), where, errors, schema)
     op, value = cond.get("op"), cond.get("value")
     if "op" in cond and op not in OPS:
-        errors.append(f"{where}: unknown operator {op!r} (use one of {', '.join(OPS)})")
+        errors.append(_("%(where)s: unknown operator %(op)r (use one of %(ops)s)")
+                      % {"where": where, "op": op, "ops": ", ".join(OPS)})
         return
     if "value" not in cond:
         return
     if _beyond_double(value):
-        errors.append(gettext("%(where)s: the value holds a number too large for a rule (at most about 1.8e308)")
+        errors.append(_("%(where)s: the value holds a number too large for a rule (at most about 1.8e308)")
                       % {"where": where})
         return
     if op in ("gt", "gte", "lt", "lte") and not (_is_number(value) or isinstance(value, str)):
-        errors.append(f"{where}: {op} needs a number or a string, not {type(value).__name__}")
+        errors.append(_("%(where)s: %(op)s needs a number or a string, not %(kind)s")
+                      % {"where": where, "op": op, "kind": _json_kind(value)})
     elif op in ("in", "not_in"):
         if not isinstance(value, list):
-            errors.append(f"{where}: {op} needs a list of values")
+            errors.append(_("%(where)s: %(op)s needs a list of values") % {"where": where, "op": op})
         elif len(value) > MAX_LIST:
-            errors.append(f"{where}: {op} lists at most {MAX_LIST} values")
+            errors.append(_("%(where)s: %(op)s lists at most %(max)s values") % {"where": where, "op": op, "max": MAX_LIST})
     elif op in ("matches", "glob"):
         if not isinstance(value, str) or not value:
-            errors.append(f"{where}: {op} needs a non-empty string pattern")
+            errors.append(_("%(where)s: %(op)s needs a non-empty string pattern") % {"where": where, "op": op})
         elif len(value) > MAX_PATTERN:
-            errors.append(f"{where}: a pattern is at most {MAX_PATTERN} characters")
+            errors.append(_("%(where)s: a pattern is at most %(max)s characters") % {"where": where, "max": MAX_PATTERN})
         elif op == "matches":
             try:
                 regex(value)
             except re2.error as exc:
-                errors.append(f"{where}: {value!r} is not a regular expression this engine runs (RE2 syntax: "
-                              f"no backreferences or lookaround): {_re2_message(exc)}")
+                errors.append(_("%(where)s: %(pattern)r is not a regular expression this engine runs (RE2 syntax: "
+                                "no backreferences or lookaround): %(problem)s")
+                              % {"where": where, "pattern": value, "problem": _re2_message(exc)})
     if len(errors) == found:  # a well-formed leaf: can its value ever meet the argument's?
         kinds, enum = _declared(schema, cond.get("path"))
         if kinds:
@@ -309,14 +329,15 @@ def _check_leaf(cond, where, errors, schema):
 
 def _check_condition(cond, where, errors, schema, depth):
     if depth > MAX_DEPTH:
-        errors.append(f"{where}: conditions nest at most {MAX_DEPTH} deep")
+        errors.append(_("%(where)s: conditions nest at most %(max)s deep") % {"where": where, "max": MAX_DEPTH})
         return
     if not isinstance(cond, dict):
-        errors.append(f"{where}: a condition is an object with all, any, not, or path/op/value")
+        errors.append(_("%(where)s: a condition is an object with all, any, not, or path/op/value") % {"where": where})
         return
     combinators = [k for k in ("all", "any", "not") if k in cond]
     if len(combinators) > 1 or (combinators and len(cond) != 1):
-        errors.append(f"{where}: use exactly one of all / any / not per object (found {', '.join(sorted(cond))})")
+        errors.append(_("%(where)s: use exactly one of all / any / not per object (found %(found)s)")
+                      % {"where": where, "found": ", ".join(sorted(cond))})
         return
     if not combinators:
         _check_leaf(cond, where, errors, schema)
@@ -327,7 +348,7 @@ def _check_condition(cond, where, errors, schema, depth):
         return
     items = cond[key]
     if not isinstance(items, list):
-        errors.append(f"{where}: {key!r} takes a list of conditions")
+        errors.append(_("%(where)s: %(key)r takes a list of conditions") % {"where": where, "key": key})
         return
     for i, sub in enumerate(items):
         _check_condition(sub, f"{where}.{key}[{i}]", errors, schema, depth + 1)
@@ -341,28 +362,31 @@ def validate(conditions, schema=None):
     if conditions in (None, ""):
         return []
     if not isinstance(conditions, list):
-        raise RuleError(["conditions must be a list of rules"])
+        raise RuleError([_("conditions must be a list of rules")])
     if len(conditions) > MAX_RULES:
-        raise RuleError([f"at most {MAX_RULES} rules"])
+        raise RuleError([_("at most %(max)s rules") % {"max": MAX_RULES}])
     errors = []
     out = []
     for i, rule in enumerate(conditions):
-        where = f"rule {i + 1}"
+        # "rule 2" in the reader's words; what follows it (".when.any[0]") is the rule's own JSON keys
+        where = _("rule %(number)s") % {"number": i + 1}
         if not isinstance(rule, dict):
-            errors.append(f"{where}: a rule is an object with name, when and action")
+            errors.append(_("%(where)s: a rule is an object with name, when and action") % {"where": where})
             continue
         unknown = set(rule) - {"name", "when", "action", "route"}
         if unknown:
-            errors.append(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+            errors.append(_("%(where)s: unknown key(s) %(unknown)s") % {"where": where, "unknown": ", ".join(sorted(unknown))})
         if rule.get("action") not in ACTIONS:
-            errors.append(f"{where}: action must be one of {', '.join(ACTIONS)} (got {rule.get('action')!r})")
+            errors.append(_("%(where)s: action must be one of %(actions)s (got %(got)r)")
+                          % {"where": where, "actions": ", ".join(ACTIONS), "got": rule.get("action")})
         name = rule.get("name", "")
         if not isinstance(name, str) or len(name) > 100:
-            errors.append(f"{where}: name must be a string of at most 100 characters")
+            errors.append(_("%(where)s: name must be a string of at most 100 characters") % {"where": where})
         if "when" in rule:
             _check_condition(rule["when"], f"{where}.when", errors, schema or {}, 1)
         elif i != len(conditions) - 1:
-            errors.append(f"{where}: a rule without 'when' always matches, so only the last rule may omit it")
+            errors.append(_("%(where)s: a rule without 'when' always matches, so only the last rule may omit it")
+                          % {"where": where})
         if "route" in rule:
             _check_route(rule["route"], f"{where}.route", errors, rule.get("action"))
         out.append({k: rule[k] for k in ("name", "when", "action", "route") if k in rule})

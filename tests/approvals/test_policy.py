@@ -339,3 +339,48 @@ def test_a_number_no_double_holds_is_refused_in_a_rule_and_compared_in_arguments
     # an argument that large is still compared (exactly): it was an OverflowError while deciding
     assert rules.holds(leaf("args.amount", "gt", 1000), {"args": {"amount": 10**400}}) is True
     assert rules.holds(leaf("args.amount", "lt", 1000.5), {"args": {"amount": -10**400}}) is True
+
+
+def test_every_rule_message_is_said_in_the_readers_language():
+    """A French admin's "Simulate" showed "rule 1.when: path 'args.' has an empty segment" and some 35
+    other rule messages in English: each goes through gettext (a marking gettext shows it), and a
+    value's kind is JSON's word ("array"), not Python's ("list")."""
+    from unittest import mock
+
+    from django.utils import translation
+
+    schema = {"type": "object", "properties": {"amount": {"type": "number"},
+                                               "currency": {"type": "string", "enum": ["USD", "EUR"]}}}
+    bad = [
+        "nope", [{}] * (rules.MAX_RULES + 1),
+        [{"when": leaf("args.", "eq", 1), "action": "gate", "x": 1, "name": 5}, {"action": "maybe"}],
+        [{"when": {"path": "", "op": "eq", "value": 1, "y": 2}, "action": "gate"}],
+        [{"when": {"all": [leaf("arguments.a", "eq", 1), leaf("agent.name", "eq", 1), leaf("user.password", "eq", 1),
+                           leaf("args", "eq", 1), leaf("args.amout", "eq", 1), {"path": "args.amount"}]},
+          "action": "gate"}],
+        [{"when": {"any": [leaf("args.amount", "bigger", 1), leaf("args.amount", "gt", [1]),
+                           leaf("args.amount", "in", 1), leaf("args.amount", "in", list(range(rules.MAX_LIST + 1))),
+                           leaf("args.amount", "matches", ""), leaf("args.amount", "glob", "x" * 600),
+                           leaf("args.amount", "matches", "(a)\\1"), leaf("args.amount", "gte", 10**400)]},
+          "action": "gate"}],
+        [{"when": {"any": [leaf("args.currency", "eq", "GBP"), leaf("args.currency", "in", ["GBP"]),
+                           leaf("args.amount", "gt", True), leaf("args.amount", "glob", "1*"), 3,
+                           {"all": [], "any": []}, {"not": {"not": {"not": {"not": {"not": {"not": {"not": {
+                               "not": leaf("args.amount", "eq", 1)}}}}}}}}, {"any": 1}]},
+          "action": "gate"}],
+        [{"action": "gate"}, {"action": "deny", "route": {}}],
+        [{"action": "gate", "route": {"group": "", "approvals": 0, "risk": "huge", "deadline": "soon", "z": 1}},
+         {"action": "gate", "route": {"approvals": 21}}],
+        [{"action": "gate", "route": []}],
+    ]
+    said = []
+    with mock.patch.object(translation._trans, "gettext", side_effect=lambda s: f"«{s}»"):
+        for conditions in bad:
+            with pytest.raises(rules.RuleError) as exc:
+                rules.validate(conditions, schema=schema)
+            said += exc.value.errors
+    assert len(said) >= 35, said
+    english = [e for e in said if not (e.startswith("«") and e.endswith("»"))]
+    assert not english, english
+    assert "««rule %(number)s»".replace("%(number)s", "1") + ".when: path 'args.' has an empty segment»" in said
+    assert any("needs a number or a string, not array" in e for e in said), said
