@@ -175,6 +175,7 @@ def policy_edit(request, tool_name):
         "actions": rules.ACTIONS,
         "op_labels": OP_LABELS,
         "action_labels": ACTION_LABELS,
+        "rule_label": gettext("rule %(number)s"),  # how the rules' messages begin (the builder finds each one's card)
         "mode_labels": MODE_LABELS,
         "nobody_decides": NOBODY_DECIDES.get(shown.mode, ""),
         "nobody_map": {str(k): v for k, v in NOBODY_DECIDES.items()},

@@ -4,7 +4,7 @@
  * "conditions" textarea, which is what the form submits, so the JSON stays editable by hand
  * ("Load this JSON into the builder" reads it back). A rule nested deeper than the builder shows
  * (all/any of leaves, each optionally negated) is kept as it is and marked "edit as JSON".
- * The server validates; its messages ("rule 2.when.any[0]: ...") are shown on the rule's card.
+ * The server validates; its messages ("rule 2.when.any[0]: ...", in the page's language) are shown on the rule's card.
  */
 (function () {
   "use strict";
@@ -29,6 +29,9 @@
   const OP_LABELS = read("rule-op-labels", {});
   const GROUPS = read("rule-groups", []);
   const RISKS = ["low", "medium", "high", "critical"];
+  // the server's messages begin with their rule in the page's language ("rule 2.when…", "règle 2.when…")
+  const RULE_AT_START = new RegExp("^" + read("rule-label", "rule %(number)s")
+    .replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace("%\\(number\\)s", "(\\d+)"));
 
   let model = [];
   let uid = 0;
@@ -338,7 +341,7 @@
   function showServerErrors() {
     const items = document.querySelectorAll("#p-conditions-error li");
     for (const item of items) {
-      const m = item.textContent.match(/^rule (\d+)/);
+      const m = item.textContent.match(RULE_AT_START);
       const card = m && root.querySelector('.rule-card[data-index="' + (Number(m[1]) - 1) + '"] .rule-errors');
       if (!card) continue;
       card.appendChild(el("li", {}, item.textContent));

@@ -358,3 +358,20 @@ def test_the_simulator_and_its_warning_speak_the_readers_language(admin, calls):
     whys = {r["why"] for r in ruled.context["simulation"].results} | {r["why"] for r in moded.context["simulation"].results}
     assert {"«rule %(number)s (%(name)s)»".replace("%(number)s", "2").replace("%(name)s", "large or foreign"),
             "«no rule matched»", "«its mode»"} <= whys, whys
+
+
+def test_the_rule_builder_is_told_how_the_readers_messages_name_a_rule(admin):
+    """The builder put a server message on its rule's card by matching /^rule (\\d+)/: a French page's
+    "règle 1.when : ..." stayed in the list under the JSON. The page gives it the reader's "rule N"."""
+    from unittest import mock
+
+    from django.utils import translation
+
+    bad = [{"name": "x", "when": {"path": "args.", "op": "eq", "value": 1}, "action": "gate"}]
+    with mock.patch.object(translation._trans, "gettext", side_effect=lambda s: f"«{s}»"):
+        resp = admin.post("/policies/transfer_money/", {**form(conditions=json.dumps(bad)), "action": "simulate"})
+    body = resp.content.decode()
+    label = re.search(r'<script id="rule-label" type="application/json">(.*?)</script>', body)
+    assert label and json.loads(label[1]) == "«rule %(number)s»", label
+    errors = body[body.index('id="p-conditions-error"'):][:600]
+    assert "««rule 1».when: path &#x27;args.&#x27; has an empty segment»" in errors, errors
