@@ -65,7 +65,8 @@ def policy_list(request):
                       "registered": defaults is not None, "rules": len(policy.conditions or []),
                       "mode_label": MODE_SHORT.get(policy.mode, policy.mode),
                       "nobody": policy.mode in NOBODY_DECIDES,  # the Mode column says what happens
-                      "description": defaults.description if defaults else "", "changed": last_change.get(name),
+                      "description": gettext(defaults.summary) if defaults and defaults.summary else "",
+                      "changed": last_change.get(name),
                       "server": (defaults.extra or {}).get("server") if defaults else None})  # from an MCP server
     return render(request, "approvals/policies.html", {"items": items, "modes": Mode.choices,
                                                         "pending_count": inbox_query.pending_mine_count(request.user)})

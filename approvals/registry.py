@@ -45,6 +45,9 @@ class ToolDefaults:
     # (arguments, requester) -> {language: {"description", "impact"}} (models.said): an edit is described
     # anew, so the request's headline says what its current arguments do
     describe: Callable[[dict, object], dict] | None = None
+    # what the tool does, for people (the policy pages): a gettext_noop msgid, said per reader; the
+    # description is the model's (instructions in English), shown to no reviewer
+    summary: str = ""
 
 
 _registry: dict[str, ToolDefaults] = {}

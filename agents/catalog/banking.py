@@ -68,6 +68,7 @@ def _subscription(a):
 
 
 @tool(
+    summary=gettext_noop("Transfer money from one account to another"),
     approval_mode="always",
     approver="group:finance",
     risk="high",
@@ -120,6 +121,7 @@ def transfer_money(
 
 
 @tool(
+    summary=gettext_noop("Cancel one of the user's subscriptions"),
     approval_mode="always",
     approver="requester",
     risk="medium",
@@ -142,7 +144,8 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
     return f"Subscription {subscription_id} ({sub.plan}) is cancelled."
 
 
-@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: gettext("Read the balance of %(account)s") % {"account": a["account"]},
+@tool(summary=gettext_noop("Look up the balance of one of the user's accounts"),
+      approval_mode="never", risk="low", reversible=True, describe=lambda a: gettext("Read the balance of %(account)s") % {"account": a["account"]},
       objects=_accounts(account=True))
 def check_balance(ctx, account: AccountNumber):
     """Look up the balance of one of the user's accounts."""

@@ -406,7 +406,8 @@ def system_files(*arguments):
 # --- read-only tools ----------------------------------------------------------------------------
 
 
-@tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
+@tool(summary=gettext_noop("List the files in a folder of the sandbox"),
+      approval_mode="never", risk="low", reversible=True, idempotent=True,
       describe=lambda a: _("List the files in %(path)s") % a)
 def list_files(ctx, path: SandboxPath = "/"):
     """List the files and directories at a path in the sandbox."""
@@ -424,7 +425,8 @@ def list_files(ctx, path: SandboxPath = "/"):
     return f"{path}: " + ("\n" + "\n".join(rows) if rows else "empty")
 
 
-@tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
+@tool(summary=gettext_noop("Read a text file in the sandbox"),
+      approval_mode="never", risk="low", reversible=True, idempotent=True,
       describe=lambda a: _("Read %(path)s") % a)
 def read_file(ctx, path: SandboxPath):
     """Read a text file in the sandbox (at most 20,000 characters)."""
@@ -455,6 +457,7 @@ def _describe_write(a):
 
 
 @tool(
+    summary=gettext_noop("Write a text file in the sandbox"),
     approval_mode="conditional",
     conditions=[system_files("path"),
                 {"name": "overwrite", "when": {"path": "args.overwrite", "op": "eq", "value": True},
@@ -479,6 +482,7 @@ def write_file(ctx, path: SandboxPath,
 
 
 @tool(
+    summary=gettext_noop("Rename or move a file in the sandbox"),
     approval_mode="conditional", conditions=[system_files("source", "destination"),
                                              {"name": "every other rename", "action": "gate"}],
     approver="requester", risk="medium", reversible=True,
@@ -500,6 +504,7 @@ def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
 
 
 @tool(
+    summary=gettext_noop("Delete a file in the sandbox"),
     approval_mode="conditional",
     conditions=[
         system_files("path"),
@@ -520,7 +525,8 @@ def delete_file(ctx, path: SandboxPath):
     return f"Deleted {path}."
 
 
-@tool(approval_mode="deny", risk="critical", reversible=False,
+@tool(summary=gettext_noop("Delete a folder of the sandbox and everything in it"),
+      approval_mode="deny", risk="critical", reversible=False,
       describe=lambda a: _("Delete the directory %(path)s and everything in it") % a,
       impact=lambda a: _("Every file under %(path)s will be permanently deleted") % a)
 def delete_directory(ctx, path: SandboxPath):
@@ -538,6 +544,7 @@ def delete_directory(ctx, path: SandboxPath):
 
 
 @tool(
+    summary=gettext_noop("Send an email"),
     approval_mode="always", approver="group:reviewers", risk="high", reversible=False,
     describe=lambda a: _("Send an email to %(to)s, subject: %(subject)s") % a,
     impact=lambda a: _("The email goes to %(to)s and cannot be recalled once sent") % a,
@@ -553,6 +560,7 @@ def send_email(ctx,
 
 
 @tool(
+    summary=gettext_noop("Run an allowed read-only command in the sandbox"),
     approval_mode="model", approver="requester", risk="medium", reversible=True,
     describe=lambda a: _("Run the command: %(command)s (read-only, inside the sandbox)") % a,
     impact=lambda a: _("Read-only: it lists or prints files in the sandbox; nothing is changed"),

@@ -33,7 +33,8 @@ def _describe(a):
                     len(steps)) % {"count": len(steps), "steps": listed}
 
 
-@tool(approval_mode="always", approver="requester", risk="low", reversible=True, describe=_describe,
+@tool(summary=gettext_noop("Write the task list of the user's task"),
+      approval_mode="always", approver="requester", risk="low", reversible=True, describe=_describe,
       impact=lambda a: _("Replaces the task list of this chat"))
 def generate_task_steps(ctx, steps: Steps):
     """Generate the task steps for the user's task. Write the complete list: keep existing steps
@@ -41,7 +42,8 @@ def generate_task_steps(ctx, steps: Steps):
     return f"Generated {len(steps)} steps."
 
 
-@tool(approval_mode="never", risk="low", reversible=True, describe=lambda a: _("Update your planning preferences"))
+@tool(summary=gettext_noop("Update the user's planning preferences"),
+      approval_mode="never", risk="low", reversible=True, describe=lambda a: _("Update your planning preferences"))
 def update_preferences(ctx, preferences: Preferences):
     """Update the user's planning preferences. Write the complete preferences object."""
     return "Preferences updated."

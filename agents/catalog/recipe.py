@@ -42,7 +42,8 @@ class Recipe(BaseModel):
     ]
 
 
-@tool(approval_mode="never", risk="low", reversible=True,
+@tool(summary=gettext_noop("Update the recipe card"),
+      approval_mode="never", risk="low", reversible=True,
       describe=lambda a: _("Update the recipe card: %(title)s") % {"title": a["recipe"].get("title", "")})
 def update_recipe(ctx, recipe: Recipe):
     """Update the recipe with new or modified content.

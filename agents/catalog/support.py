@@ -47,7 +47,8 @@ def _client_context(ctx):
 
 
 # a read: safe to run again when a worker died while it ran (agents/runtime/execution.py retries it)
-@tool(approval_mode="never", risk="low", reversible=True, idempotent=True,
+@tool(summary=gettext_noop("Look up one of the customer's orders"),
+      approval_mode="never", risk="low", reversible=True, idempotent=True,
       describe=lambda a: _("Look up order %(order_id)s") % a, objects=_order_objects)
 def lookup_order_details(ctx, order_id: OrderNumber):
     """Return the details of one of the customer's orders."""
@@ -57,6 +58,7 @@ def lookup_order_details(ctx, order_id: OrderNumber):
 
 
 @tool(
+    summary=gettext_noop("Refund one of the customer's orders"),
     approval_mode="always",
     approver="group:support",
     risk="medium",
@@ -96,6 +98,7 @@ def submit_refund(
 
 
 @tool(
+    summary=gettext_noop("Send the customer a replacement for one of their orders"),
     approval_mode="always",
     approver="requester",
     risk="low",

@@ -22,7 +22,8 @@ class Document(BaseModel):
     metadata: dict[str, Any] = {}
 
 
-@tool(approval_mode="always", approver="requester", risk="low", reversible=True,
+@tool(summary=gettext_noop("Create or rewrite the document"),
+      approval_mode="always", approver="requester", risk="low", reversible=True,
       describe=lambda a: ngettext("Save the document “%(title)s” (%(words)s word)",
                                    "Save the document “%(title)s” (%(words)s words)", len(a["content"].split()))
       % {"title": a["title"], "words": len(a["content"].split())},

@@ -179,6 +179,8 @@ class MCPTool:
             name=self.name, description=self.description, schema=self.schema, validate=self.validate,
             mode=self.approval_mode, approver=self.approver, risk=self.risk, idempotent=self.idempotent,
             reversible=self.reversible, describe=lambda arguments, requester=None: said_in_every_language(self, arguments),
+            # the server's title for people, as it wrote it (no catalogue of ours has it); never its description
+            summary=self.title if self.title != self.remote_name else "",
             extra={"source": "mcp", "server": self.server, "tool": self.remote_name,
                                                "open_world": self.open_world},
         )

@@ -133,6 +133,7 @@ class Tool:
     timeout_seconds: int | None = None
     policy: dict = field(default_factory=dict)  # further ToolDefaults: conditions, required_approvals, ...
     objects: Callable[[dict], list[Owned]] | None = None  # the objects a call acts on, and whose they are
+    summary: str = ""  # what it does, for people (a gettext_noop msgid); the description is the model's
 
     @property
     def schema(self):
@@ -222,6 +223,7 @@ class Tool:
             reversible=self.reversible,
             authorize=self.authorize_for if self.objects else None,
             describe=self.said_for,
+            summary=self.summary,
             **self.policy,
         )
 
@@ -240,7 +242,7 @@ def said_in_every_language(tool, arguments):
 
 
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",
-         risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, **policy):
+         risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, summary="", **policy):
     """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments.
 
     approval_mode: never | always | conditional | deny | model; `policy` takes the other code
@@ -248,6 +250,8 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
     reminder_fraction, escalation="group:<name>", escalation_fraction). A ToolPolicy row overrides
     them all. idempotent=True: safe to run again after a worker died mid-call (it is retried).
     objects(arguments) -> [Owned]: what the call acts on and whose it is (see Owned).
+    summary: what it does in words for people (gettext_noop), shown on the policy pages instead of
+    the docstring, which is the model's instructions.
     """
     unknown = set(policy) - {"conditions", "required_approvals", "timeout_action", "reminder_fraction",
                              "escalation", "escalation_fraction"}
@@ -279,6 +283,7 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
             timeout_seconds=timeout_seconds,
             policy=policy,
             objects=objects,
+            summary=summary,
         )
 
     return wrap

@@ -360,6 +360,21 @@ def test_the_simulator_and_its_warning_speak_the_readers_language(admin, calls):
             "«no rule matched»", "«its mode»"} <= whys, whys
 
 
+def test_the_policy_pages_say_what_a_tool_does_not_what_the_model_is_told(admin):
+    """The policy list and page showed a tool's docstring, the model's instructions ("You MUST write the
+    complete recipe with ALL fields"); they show its summary for people, looked up in the reader's catalogue."""
+    from unittest import mock
+
+    from django.utils import translation
+
+    with mock.patch.object(translation._trans, "gettext", side_effect=lambda s: f"«{s}»"):
+        listed = admin.get("/policies/").content.decode()
+        page = admin.get("/policies/update_recipe/").content.decode()
+    for body in (listed, page):
+        assert "You MUST" not in body and "NEVER delete" not in body
+        assert "«Update the recipe card»" in body
+
+
 def test_the_rule_builder_is_told_how_the_readers_messages_name_a_rule(admin):
     """The builder put a server message on its rule's card by matching /^rule (\\d+)/: a French page's
     "règle 1.when : ..." stayed in the list under the JSON. The page gives it the reader's "rule N"."""
