@@ -256,6 +256,12 @@ class Decision(models.Model):
         verbose_name_plural = _("decisions")
         ordering = ["created_at"]
 
+    @property
+    def with_edits(self):
+        """An approval of other arguments than the model asked for (the request's own, read with it)."""
+        return (self.decision == self.Kind.APPROVE and bool(self.arguments_hash)
+                and self.arguments_hash != arguments_hash(self.request.arguments))
+
     def __str__(self):  # the admin's inline rows: who decided what, when
         verb = {self.Kind.APPROVE: "approved", self.Kind.RESPOND: "answered with guidance"}.get(self.decision,
                                                                                              "rejected")

@@ -229,6 +229,8 @@ def _compact(value):
 def _detail_context(request, approval):
     decisions = list(approval.decisions.select_related("user"))
     approval._prefetched_objects_cache = {"decisions": decisions}  # quorum reads them without a query
+    for d in decisions:  # Decision.with_edits reads the request: this one, not a query per decision
+        d.request = approval
     mine = [d for d in decisions if d.user_id == request.user.pk and d.decision == Decision.Kind.APPROVE
             and not d.withdrawn_at and d.arguments_hash == arguments_hash(approval.current_arguments)]
     defaults = registry.get(approval.tool_name)

@@ -66,6 +66,19 @@ def test_approve_with_edits_from_the_json_field(login):
     assert edited.before["arguments"]["amount"] == 500.0 and edited.after["arguments"]["amount"] == 450.0
 
 
+def test_the_decisions_panel_says_which_approval_changed_the_arguments(login, demo):
+    """finn's approval of 450 instead of the model's 500 was listed as plain "Approved" beside rita's
+    approval of the arguments as asked."""
+    demo["rita"].groups.add(Group.objects.get(name="finance"))
+    req = make_request("alice", required=2)
+    services.decide(req.pk, user("rita"), "approve")
+    services.decide(req.pk, user("finn"), "approve", arguments={**req.arguments, "amount": 450})
+    body = login("finn").get(f"/inbox/{req.pk}/?partial=live").content.decode()
+    panel = body[body.index('id="decisions-heading"'):body.index('id="audit-heading"')]
+    said = dict(re.findall(r"<strong>(\w+)</strong> <span class=\"badge[^\"]*\">([^<]+)</span>", panel))
+    assert said == {"rita": "Approved", "finn": "Approved with edits"}, panel
+
+
 def test_unchanged_arguments_are_a_plain_approval(login):
     req = make_request("alice")
     resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve",
