@@ -90,7 +90,6 @@ class DecisionInline(admin.TabularInline):
     extra = 0
     can_delete = False
     fields = readonly_fields = ["user", "decision", "arguments", "feedback", "withdrawn_at", "created_at"]
-    verbose_name, verbose_name_plural = "decision", "decisions"
 
     def has_add_permission(self, request, obj=None):
         return False

@@ -262,12 +262,19 @@ class Decision(models.Model):
         return (self.decision == self.Kind.APPROVE and bool(self.arguments_hash)
                 and self.arguments_hash != arguments_hash(self.request.arguments))
 
-    def __str__(self):  # the admin's inline rows: who decided what, when
-        verb = {self.Kind.APPROVE: "approved", self.Kind.RESPOND: "answered with guidance"}.get(self.decision,
-                                                                                             "rejected")
-        when = f" on {self.created_at:%Y-%m-%d %H:%M} UTC" if self.created_at else ""
-        withdrawn = " (withdrawn: the arguments were edited after it)" if self.withdrawn_at else ""
-        return f"{self.user.get_username()} {verb}{when}{withdrawn}"
+    def __str__(self):  # the admin's inline rows: who decided what, when, in the admin's language
+        if self.decision == self.Kind.RESPOND:
+            verb = _("%(user)s answered with guidance")
+        elif self.decision == self.Kind.REJECT:
+            verb = _("%(user)s rejected")
+        else:
+            verb = _("%(user)s approved with edits") if self.with_edits else _("%(user)s approved")
+        text = verb % {"user": self.user.get_username()}
+        if self.created_at:
+            text = _("%(decision)s on %(when)s UTC") % {"decision": text, "when": f"{self.created_at:%Y-%m-%d %H:%M}"}
+        if self.withdrawn_at:
+            text = _("%(decision)s (withdrawn: the arguments were edited after it)") % {"decision": text}
+        return text
 
 
 class HeldDecision(models.Model):

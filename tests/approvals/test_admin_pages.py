@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from approvals.models import Decision
+from approvals.models import Decision, arguments_hash
 from tests.inbox_helpers import make_request, user
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +150,22 @@ def test_a_request_reads_in_the_admins_language_in_the_admin(admin, demo):
     assert "Virement de 500,00 USD vers 0987654321" in listing and "Transfer 500.00 USD" not in listing
     record = admin.get(f"/admin/approvals/approvalrequest/{req.pk}/change/").content.decode()
     assert "transfer_money (En attente)" in record and "(pending)" not in record
+
+
+def test_a_records_decisions_are_titled_in_the_admins_language(admin):
+    """A French admin read "Decisions" and "finn approved on ... UTC" in English, and an approval of
+    edited arguments as a plain "approved"."""
+    from unittest import mock
+
+    from django.utils import translation
+
+    req = make_request("alice")
+    plain = Decision.objects.create(request=req, user=user("rita"), decision="approve",
+                                    arguments_hash=arguments_hash(req.arguments))
+    edited = Decision.objects.create(request=req, user=user("finn"), decision="approve",
+                                     arguments={**req.arguments, "amount": 450}, arguments_hash="x" * 64)
+    body = admin.get(f"/admin/approvals/approvalrequest/{req.pk}/change/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert re.search(r">\s*Décisions\s*</h2>", body), body[body.find("inline-group"):][:800]
+    with mock.patch.object(translation._trans, "gettext", side_effect=lambda s: f"«{s}»"):
+        assert re.fullmatch(r"««rita approved» on \d{4}-\d\d-\d\d \d\d:\d\d UTC»", str(plain)), str(plain)
+        assert re.fullmatch(r"««finn approved with edits» on [-\d: ]+ UTC»", str(edited)), str(edited)
