@@ -6,7 +6,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
-from . import registry, services
+from . import registry, rule_words, services
 from .choices import MODE_LABELS
 from .models import (
     ApprovalRequest,
@@ -105,13 +105,19 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     search_fields = ["description", "thread_ref", "id"]
     list_select_related = ["requester", "approver_group"]
     inlines = [DecisionInline]
-    readonly_fields = ["inbox_link"]
+    readonly_fields = ["inbox_link", "rule_said"]
 
     class Media:
         css = {"all": ["css/admin.css"]}
 
     def get_fields(self, request, obj=None):  # the link to the inbox page first, then the record
-        return ["inbox_link", *[f for f in super().get_fields(request, obj) if f != "inbox_link"]]
+        fields = [f for f in super().get_fields(request, obj) if f not in ("inbox_link", "rule_said")]
+        # the rule in the admin's words, where the engine's English record would be
+        return ["inbox_link", *("rule_said" if f == "matched_rule" else f for f in fields)]
+
+    @admin.display(description=_("rule that matched"))
+    def rule_said(self, obj):
+        return rule_words.said(obj.matched_rule) or "—"
 
     @admin.display(description=_("Description"), ordering="description")
     def summary(self, obj):  # with the way to the inbox page under it (a column of its own scrolled off a laptop)

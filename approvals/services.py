@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy
 from agui_project.answer_first import later
 from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
 
-from . import mail, mail_links, notify, policy, registry, schemas, selectors, validators
+from . import mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -488,7 +488,7 @@ def _check_edit(req, defaults, proposed):
         req.context = {**(req.context or {}), "objects": objects}
     verdict = policy.evaluate(req.tool_name, proposed,
                               {"user": req.requester, "agent": req.agent_name, "thread": req.thread_ref})
-    rule = verdict.matched_rule.split(": ", 1)[-1]  # "policy: rule 1 (x): deny" -> "rule 1 (x): deny"
+    rule = rule_words.rule_part(verdict.matched_rule)  # "policy: rule 1 (x): deny" -> "rule 1 (x): blocked"
     if verdict.action == "deny":  # a reviewer reads it: in their language (the rule's name as written)
         message = _("These arguments are blocked by policy (%(rule)s), so the edit was refused.") % {"rule": rule}
         raise EditDenied(message, {"arguments": [message]})

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from django.utils.translation import gettext, gettext_lazy
 
-from . import rules
+from . import rule_words, rules
 from .models import Mode
 
 OUTCOMES = {
@@ -68,7 +68,7 @@ def judge(policy, tool_name, scope, with_route=False):
     if with_route:
         outcome, matched = judge(policy, tool_name, scope)
         match = rules.first_match(policy.conditions, scope) if outcome == "gated" and policy.conditions else None
-        return outcome, matched, rules.route_text(match.route) if match and match.route else ""
+        return outcome, matched, rule_words.route_said(match.route) if match and match.route else ""
     mode = policy.mode
     if mode == Mode.NEVER:
         return "allowed", "mode never"

@@ -5,9 +5,16 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext
 
+from approvals import rule_words
 from approvals.models import said
 
 register = template.Library()
+
+
+@register.filter
+def rule_said(matched):
+    """{{ approval.matched_rule|rule_said }}: the rule that matched in the reader's words."""
+    return rule_words.said(matched)
 
 
 @register.filter(name="said")
@@ -120,6 +127,8 @@ def _word(key, value):
     }.get(key, {})
     if isinstance(value, str) and value in words:
         return words[value]
+    if key == "matched_rule" and isinstance(value, str):
+        return rule_words.said(value) or "—"
     return _short(value)
 
 

@@ -61,7 +61,7 @@ def test_the_request_page_shows_the_route(client, demo, treasury):
     member.groups.add(treasury)
     client.force_login(member)
     body = client.get(f"/inbox/{req.pk}/").content.decode()
-    assert "treasury, 2 approvals, critical risk, 15 min to decide" in body  # the rule that matched
+    assert "rule 1 (very large): a person decides (treasury, 2 approvals, critical risk, 15 minutes to decide)" in body  # the rule that matched, in words
     who = body.split("<dt>Who decides</dt>", 1)[1].split("</dd>", 1)[0]
     assert "treasury" in who and "2 approvals" in who
 
@@ -118,5 +118,5 @@ def test_the_simulator_shows_the_route(client, demo, treasury):
         "action": "simulate", "limit": "50"})
     assert resp.status_code == 200
     routes = [r["route"] for r in resp.context["simulation"].results]
-    assert routes == ["treasury, 2 approvals, critical risk, 15 min to decide", ""]
-    assert "Review: treasury, 2 approvals, critical risk, 15 min to decide" in resp.content.decode()
+    assert routes == ["treasury, 2 approvals, critical risk, 15 minutes to decide", ""]
+    assert "Review: treasury, 2 approvals, critical risk, 15 minutes to decide" in resp.content.decode()
