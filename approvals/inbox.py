@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from django.contrib.auth.models import Group
 from django.db.models import Q
+from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -55,6 +56,8 @@ ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "reque
               "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
               "escalation_group__name", "escalated_at", "expires_at", "agent_name", "thread_ref", "created_at",
               "decided_at", "required_approvals", "decided_by__username")
+# the thread's name as its owner knows it (the runner records it beside the excerpt), not its id
+ROW_NAMES = {"thread_title": KT("context__thread_title")}
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,7 @@ def _rows_before(qs, query, cursor, size):
             seg_qs = seg_qs.filter(**{f"{ts_field}__gte": moment}).filter(
                 Q(**{f"{ts_field}__gt": moment}) | Q(**{ts_field: moment, "id__gt": first_id}))
         want = size - len(back)
-        batch = list(seg_qs.reverse().values(*ROW_FIELDS)[:want + 1])
+        batch = list(seg_qs.reverse().values(*ROW_FIELDS, **ROW_NAMES)[:want + 1])
         for row in batch:
             row["segment"] = segment
         more = len(batch) > want
@@ -243,7 +246,7 @@ def page(user, query, size=PAGE_SIZE):
             seg_qs = seg_qs.filter(**{f"{ts_field}__lte": moment}).filter(
                 Q(**{f"{ts_field}__lt": moment}) | Q(**{ts_field: moment, "id__lt": last_id}))
         want = size - len(rows)
-        batch = list(seg_qs.values(*ROW_FIELDS)[:want + 1])
+        batch = list(seg_qs.values(*ROW_FIELDS, **ROW_NAMES)[:want + 1])
         if len(batch) > want:
             batch = batch[:want]
             next_after = _cursor_at(batch[-1], segment)

@@ -632,6 +632,8 @@ class Runner:
                 impact=tool.impact_for(arguments),
                 said=said_in_every_language(tool, arguments),
                 context={"excerpt": excerpt, **({"objects": list(objects)} if objects else {}),
+                         # what the inbox names the thread by (its first words), instead of its id
+                         **({"thread_title": self.thread.title} if self.thread.title else {}),
                          **(tool.request_context() if hasattr(tool, "request_context") else {})},  # MCP: its server
                 agent_name=self.agent.name,
                 thread_ref=self.thread.id,
