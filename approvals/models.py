@@ -206,10 +206,17 @@ class ApprovalRequest(models.Model):
         return f"{self.tool_name} ({self.get_status_display()})"
 
     @property
-    def approver_label(self):
+    def approver_label(self):  # the engine's value (the API, the audit record); pages show approver_said
         if self.approver_kind == ApproverKind.GROUP and self.approver_group_id:
             return self.approver_group.name
         return "requester"
+
+    @property
+    def approver_said(self):
+        """Who decides, in the reader's words: the group's name, or "the requester" in their language."""
+        if self.approver_kind == ApproverKind.GROUP and self.approver_group_id:
+            return self.approver_group.name
+        return _("requester")
 
     @property
     def is_pending(self):

@@ -123,7 +123,7 @@ def _word(key, value):
         "status": dict(ApprovalRequest.Status.choices),
         "decision": {"approve": _("Approved"), "reject": _("Rejected"), "respond": _("Answered with guidance")},
         "risk": dict(Risk.choices), "mode": MODE_LABELS, "approver_kind": dict(ApproverKind.choices),
-        "timeout_action": dict(TimeoutAction.choices),
+        "timeout_action": dict(TimeoutAction.choices), "approver": {"requester": _("requester")},
     }.get(key, {})
     if isinstance(value, str) and value in words:
         return words[value]
