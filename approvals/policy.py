@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group
 
 from agui_project.queries import Prepared
 
-from . import registry, rules
+from . import registry, rule_words, rules
 from .choices import DEFAULT_DECISIONS
 from .models import ApproverKind, Mode, ThreadGrant, ToolPolicy
 
@@ -134,16 +134,16 @@ def _ask_model(tool_name, arguments, context):
     """(needs_human, reason). Anything but a clear answer means a person decides."""
     ask = (context or {}).get("ask_model")
     if ask is None:
-        return True, "No model was available for the self-check, so a person decides."
+        return True, rule_words.NO_MODEL
     try:
         answer = ask(tool_name, arguments)
     except Exception as exc:  # the conservative answer: ask a person
         log.warning("self-check for %s failed: %s", tool_name, exc)
-        return True, f"The model's self-check failed ({exc}), so a person decides."
+        return True, rule_words.CHECK_FAILED.format(error=exc)
     if not isinstance(answer, dict) or not isinstance(answer.get("needs_human"), bool):
-        return True, "The model's self-check gave no clear answer, so a person decides."
+        return True, rule_words.UNCLEAR
     reason = str(answer.get("reason") or "").strip()[:2000]
-    return answer["needs_human"], reason or "(the model gave no reason)"
+    return answer["needs_human"], reason or rule_words.NO_REASON
 
 
 def evaluate(tool_name, arguments, context=None) -> Verdict:

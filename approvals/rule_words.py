@@ -48,6 +48,27 @@ def rule_part(matched):
     return what if what is not None else said(matched)
 
 
+# what policy._ask_model records when the model could not judge (the model's own reason is kept as it wrote it)
+NO_MODEL = "No model was available for the self-check, so a person decides."
+CHECK_FAILED = "The model's self-check failed ({error}), so a person decides."
+UNCLEAR = "The model's self-check gave no clear answer, so a person decides."
+NO_REASON = "(the model gave no reason)"
+
+
+def self_check_said(text):
+    """A request's self-check record in the reader's words: our own sentences per reader (a failure
+    without its exception, which is the log's), the model's reason as it wrote it."""
+    if text == NO_MODEL:
+        return _("No model was available for the self-check, so a person decides.")
+    if text.startswith(CHECK_FAILED.split("{", 1)[0]) and text.endswith(CHECK_FAILED.rsplit("}", 1)[1]):
+        return _("The model's self-check failed, so a person decides.")
+    if text == UNCLEAR:
+        return _("The model's self-check gave no clear answer, so a person decides.")
+    if text == NO_REASON:
+        return _("(the model gave no reason)")
+    return text
+
+
 def _fixed(matched):
     if matched == "unregistered tool":
         return _("a tool with no policy here: a person decides")

@@ -17,6 +17,11 @@ def rule_said(matched):
     return rule_words.said(matched)
 
 
+@register.filter
+def self_check_said(text):
+    return rule_words.self_check_said(text)
+
+
 @register.filter(name="said")
 def said_filter(request, field):
     """{{ approval|said:"description" }}: the request's description or impact in the reader's

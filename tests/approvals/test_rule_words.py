@@ -1,6 +1,7 @@
 """The rule that matched, as the request page, its audit trail and the admin say it: the engine's
 English record (policy.evaluate's matched_rule) read back and said in the reader's language."""
 
+import html
 import re
 from unittest import mock
 
@@ -8,6 +9,8 @@ import pytest
 from django.utils import translation
 
 from approvals import policy, rule_words
+from approvals.models import ApprovalRequest
+from tests.inbox_helpers import make_request
 
 pytestmark = pytest.mark.django_db
 
@@ -109,3 +112,20 @@ def test_the_admin_record_says_the_rule_in_the_admins_language(client, demo):
     body = client.get(f"/admin/approvals/approvalrequest/{req.pk}/change/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
     field = body[body.index("field-rule_said"):][:600]
     assert "risque critique" in field and ": gate" not in body, field
+
+
+def test_the_self_checks_own_sentences_are_said_per_reader_and_keep_the_exception_out(login, demo):
+    """"The model's self-check failed (Connection refused: http://10.0.0.5:8000/v1), so a person
+    decides." was shown as stored: English, with the exception a log should hold."""
+    failing = policy._ask_model("transfer_money", {}, {"ask_model": lambda *a: 1 / 0})
+    absent = policy._ask_model("transfer_money", {}, {})
+    assert failing[0] and absent[0]
+    req = make_request("alice")
+    gettext, ngettext = marking()
+    for stored, said in ((failing[1], "«The model's self-check failed, so a person decides.»"),
+                         (absent[1], "«No model was available for the self-check, so a person decides.»"),
+                         ("Large amount to a new payee.", "Large amount to a new payee.")):
+        ApprovalRequest.objects.filter(pk=req.pk).update(self_check=stored)
+        with gettext, ngettext:
+            page = html.unescape(login("finn").get(f"/inbox/{req.pk}/").content.decode())
+        assert said in page and "division by zero" not in page, stored
