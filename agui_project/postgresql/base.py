@@ -1,4 +1,5 @@
-"""Django's PostgreSQL backend: its pool handing out the connection returned last, the models'
+"""Django's PostgreSQL backend: its pool handing out the connection returned last (and never one
+the server has hung up on), the models'
 choices adapted as the str or int they are, and statements queued for the round trip of the next
 one (a transaction's BEGIN, writes whose answer nobody reads: cursors.py).
 
@@ -20,22 +21,46 @@ once, on the adapters every connection starts from.
 """
 
 import contextlib
+import select
 
+import psycopg
 from django.db import models
 from django.db.backends.postgresql import base
 from django.db.backends.utils import debug_transaction
 from psycopg.adapt import PyFormat
 from psycopg_pool import ConnectionPool
+from psycopg_pool.pool import AddConnection
 
 from . import cursors
+
+
+def hung_up(conn):
+    """Whether the server ended this idle connection while it waited in the pool (a restart, a
+    failover, pg_terminate_backend, a proxy or network path gone): an idle connection has nothing
+    to read unless the server said goodbye (its FATAL message, then the end of the stream). One
+    poll of the socket, no round trip."""
+    poller = select.poll()
+    try:
+        poller.register(conn.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError, psycopg.Error):  # the socket is gone already
+        return True
 
 
 class LifoPool(ConnectionPool):
     def _get_ready_connection(self, timeout):
         # called under the pool's lock; it takes from the left of the queue, connections come
-        # back on the right: the one returned last goes to the front first
-        self._pool.rotate(1)
-        return super()._get_ready_connection(timeout)
+        # back on the right: the one returned last goes to the front first. One the server hung up
+        # on is replaced, not handed out: after a database restart every idle connection was such
+        # a one, and each failed the request it was given (a 500, a run that never started)
+        while True:
+            self._pool.rotate(1)
+            conn = super()._get_ready_connection(timeout)
+            if conn is None or not hung_up(conn):
+                return conn
+            self._stats[self._CONNECTIONS_LOST] += 1
+            self._close_connection(conn)
+            self.run_task(AddConnection(self))
 
 
 def _choices(cls=models.Choices):

@@ -76,3 +76,30 @@ def test_the_pool_hands_out_the_connection_returned_last(handler):
         assert first != last  # two connections, both now idle in the pool
         assert next_pid(handler) == last
         assert next_pid(handler) == last  # and again: the warm one, not the one idle longest
+
+
+
+@pytest.fixture
+def single(django_db_blocker):
+    """A pool of one connection, so that nothing but a replacement can be handed out after it."""
+    db = settings.DATABASES["default"]
+    h = ConnectionHandler({"default": {**db, "OPTIONS": {}},
+                           "lifo": {**db, "OPTIONS": {**db["OPTIONS"], "pool": {"min_size": 1, "max_size": 1}}}})
+    with django_db_blocker.unblock():
+        yield h
+        h["lifo"].close_pool()
+
+
+def test_a_connection_the_server_ended_while_idle_is_replaced_not_handed_out(single):
+    """A database restart (or failover, or pg_terminate_backend) ends every idle pooled connection:
+    each was handed to the next request and failed it ("server closed the connection
+    unexpectedly": a 500, an AG-UI run that could not start, a worker's task) though the server
+    answered again."""
+    idle = next_pid(single)
+    with single["default"].cursor() as cursor:  # another session ends it, and waits until it has
+        cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [idle])
+        assert cursor.fetchone()[0]
+    single["default"].close()
+    replacement = next_pid(single)
+    assert replacement != idle
+    assert next_pid(single) == replacement
