@@ -2,9 +2,12 @@
 
 SQLite: a writer that waited past busy_timeout gets "database is locked". PostgreSQL: lock and
 statement timeouts, serialization failures and deadlocks (the transaction was rolled back:
-retrying is safe), too many connections, a server starting or going away.
+retrying is safe), too many connections, a server starting or going away, and a server that
+cannot be reached at all or whose connection broke (psycopg's own errors, which carry no
+SQLSTATE: a refused or lost connection, the pool's wait for one running out).
 """
 
+import psycopg
 from django.db import OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.utils.translation import gettext, gettext_noop
@@ -25,7 +28,9 @@ def is_busy(exc):
         return True
     cause = exc.__cause__
     state = getattr(getattr(cause, "diag", None), "sqlstate", None) or getattr(cause, "sqlstate", None)
-    return state in PG_BUSY or (state or "").startswith("08")
+    if state is None:  # not the server's answer: the client could not reach it, or lost it
+        return isinstance(cause, psycopg.OperationalError)
+    return state in PG_BUSY or state.startswith("08")
 
 
 def message():

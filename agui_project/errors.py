@@ -7,13 +7,14 @@ Django calls these only with DEBUG off for 404 and 500 (DEBUG shows its technica
 400 always."""
 
 import logging
+import sys
 
 from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
 from django.utils.translation import gettext_lazy as _
 
-from . import auth, language
+from . import auth, busy, language
 from .limits import JSON_PREFIXES
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,14 @@ def page_not_found(request, exception=None):
 
 
 def server_error(request):
+    # Django calls this inside its `except`: a busy or unreachable database met outside a view (the
+    # session or user read by a middleware, before any view's process_exception) is a 503 too
+    exc = sys.exc_info()[1]
+    if busy.is_busy(exc):
+        log.warning("database busy: %s %s: %s", request.method, request.path, exc)
+        response = busy.response(request, json_body=wants_json(request))
+        response._has_been_logged = True  # django.utils.log.log_response: not again as an ERROR
+        return response
     if wants_json(request):
         return _json(request, {"message": _("internal error; nothing further was done"), "code": "internal_error"},
                      500, look_up_token=False)
