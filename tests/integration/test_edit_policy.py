@@ -77,7 +77,7 @@ def test_edit_refusals_are_in_the_reviewers_language(demo, api):
         r = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": {
             **req.arguments, "amount": 3000}}, format="json", HTTP_ACCEPT_LANGUAGE="fr")
     assert r.json()["code"] == "edit_denied" and r.json()["message"].startswith("Ces arguments sont bloqués")
-    assert "rule 1 (large)" in r.json()["message"]  # the rule's name as the admin wrote it
+    assert "règle 1 (large)" in r.json()["message"]  # "rule 1" in the reader's words, its name as the admin wrote it
     with translation.override("en"):
         r = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "arguments": {
             **req.arguments, "from_account": ALICE}}, format="json", HTTP_ACCEPT_LANGUAGE="fr")
