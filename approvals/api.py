@@ -306,14 +306,7 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], serializer_class=OutcomeSerializer)
     def outcome(self, request, pk=None):
         """How the approved call went, reported once by the agent that asked (a second report: 409)."""
-        approval = self.get_object()
-        body = OutcomeSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        try:
-            outside.report_outcome(request_id=approval.pk, user=request.user, **body.validated_data)
-        except services.DecisionError as exc:
-            return _error_response(exc)
-        return self._answer(approval.pk)
+        return self._by_the_agent(request, OutcomeSerializer, outside.report_outcome)
 
     @extend_schema(request=WithdrawSerializer, responses={
         200: ApprovalSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
@@ -322,11 +315,16 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
     def withdraw(self, request, pk=None):
         """The agent that asked withdraws its pending request (it stopped waiting): cancelled, so nobody
         approves a call that will never run."""
+        return self._by_the_agent(request, WithdrawSerializer, outside.withdraw)
+
+    def _by_the_agent(self, request, serializer_class, act):
+        """What the agent that asked says of its request (outcome, withdraw): the body checked, `act`
+        done (its refusal said as the API says them), the request answered."""
         approval = self.get_object()
-        body = WithdrawSerializer(data=request.data)
+        body = serializer_class(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            outside.withdraw(request_id=approval.pk, user=request.user, **body.validated_data)
+            act(request_id=approval.pk, user=request.user, **body.validated_data)
         except services.DecisionError as exc:
             return _error_response(exc)
         return self._answer(approval.pk)
