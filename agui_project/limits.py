@@ -129,13 +129,14 @@ def _before(request):
 def _limits(request):
     if request.method not in BODY_METHODS:
         return None
+    machine = request.path.startswith(JSON_PREFIXES)
     coding = request.META.get("HTTP_CONTENT_ENCODING", "").strip()
-    if coding and coding.lower() != "identity" and request.path.startswith(JSON_PREFIXES):
+    if coding and coding.lower() != "identity" and machine:
         return lambda: encoded(coding)
     declared = _declared_length(request)
     if declared is not None and declared > max_body_bytes():
         return lambda: too_large(declared)
-    if not request.path.startswith(JSON_PREFIXES) and declared is not None:
+    if not machine and declared is not None:
         return None  # forms: Django enforces DATA_UPLOAD_MAX_MEMORY_SIZE (= our limit) on parsing
     try:
         body = request.body  # no Content-Length (chunked): Django would read it whole, unchecked
@@ -143,18 +144,17 @@ def _limits(request):
         return too_large
     if len(body) > max_body_bytes():
         return lambda: too_large(len(body))
+    refusal = None
     # the media type as parsers match it, lowercased (RFC 9110 8.3.1): "Application/JSON" is JSON to DRF
-    if request.path.startswith(JSON_PREFIXES) and "json" in request.content_type:
+    if machine and "json" in request.content_type:
         refusal = jsoncheck.check_body(json_text(request, body))  # the same gate as the AG-UI view and the sockets
-        if refusal is not None:
-            return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
-    if request.path.startswith(JSON_PREFIXES) and request.content_type in FORMS:
+    elif machine and request.content_type in FORMS:
         # the API parses forms too ("arguments.a=..." is a DictField's): the same gate, or a NUL
         # reached a JSON column (PostgreSQL: 500)
         refusal = jsoncheck.problem({key: values[0] if len(values) == 1 else values
                                      for key, values in request.POST.lists()})
-        if refusal is not None:
-            return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
+    if refusal is not None:
+        return lambda: language.mark(JsonResponse(refusal.payload(), status=400))
     return None
 
 
