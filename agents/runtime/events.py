@@ -277,9 +277,16 @@ async def continues_after(thread_id, after):
     position = entry_key(after)
     if position == (0, 0):
         return True
-    client, key = async_redis_client(), stream_key(thread_id)
-    first, last = await asyncio.gather(client.xrange(key, count=1), client.xrevrange(key, count=1))
-    return bool(first) and entry_key(first[0][0].decode()) <= position <= entry_key(last[0][0].decode())
+    try:  # its first and last entries in one command
+        info = await async_redis_client().xinfo_stream(stream_key(thread_id))
+    except redis.ResponseError:  # no such stream: it expired
+        return False
+    first, last = info.get("first-entry"), info.get("last-entry")
+    return bool(first and last) and entry_key(_text(first[0])) <= position <= entry_key(_text(last[0]))
+
+
+def _text(entry_id):
+    return entry_id.decode() if isinstance(entry_id, bytes) else entry_id
 
 
 _inflight_reads = {}
