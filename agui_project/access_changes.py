@@ -52,7 +52,9 @@ def _note_access(sender, instance, raw=False, update_fields=None, **kwargs):
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
 def _saved(sender, instance, **kwargs):
     changed = getattr(instance, "_agui_access_changed", set())
-    if "password" in changed:
+    # a sign-in that upgrades the hash (a new hasher or iteration count) keeps the password: Django
+    # marks it so (_password None, as for its password_changed); the token stays
+    if "password" in changed and instance._password is not None:
         Token.objects.filter(user=instance).delete()
     if changed:
         recheck_sockets([instance.pk])

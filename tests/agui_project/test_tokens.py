@@ -123,3 +123,14 @@ def test_a_new_password_revokes_the_accounts_token(demo, keyword):
     assert resp.status_code == 401 and "revoked" in resp.json()["message"]
     assert agui_agents(token, keyword).status_code == 401
     assert client_for(others, keyword).get("/api/threads/").status_code == 200
+
+
+def test_a_sign_in_that_upgrades_the_password_hash_keeps_the_token(demo, settings):
+    """Django rehashes a password on sign-in when its hasher or iteration count changed: the same
+    password, so not a reason to end the account's API token (it was revoked as a new password)."""
+    alice = demo["alice"]
+    token = Token.objects.create(user=alice)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher",
+                                 "django.contrib.auth.hashers.MD5PasswordHasher"]
+    assert alice.check_password(settings.DEMO_PASSWORD) and alice.password.startswith("pbkdf2_sha256$")
+    assert client_for(token, "Token").get("/api/threads/").status_code == 200
