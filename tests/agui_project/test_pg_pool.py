@@ -17,8 +17,10 @@ def handler(django_db_blocker):
     assert db["ENGINE"] == "agui_project.postgresql"  # what settings.py makes of a postgres:// DATABASE_URL
     # an alias of its own: Django keeps one pool per alias for the process, the suite's is "default"
     # (a handler needs a "default": one without a pool, never opened here)
+    # at most two connections: the pool grows in the background while a client waits, and with room
+    # for a third it could add one after both were returned, which is then the one returned last
     h = ConnectionHandler({"default": {**db, "OPTIONS": {}},
-                           "lifo": {**db, "OPTIONS": {**db["OPTIONS"], "pool": {"min_size": 1, "max_size": 3}}}})
+                           "lifo": {**db, "OPTIONS": {**db["OPTIONS"], "pool": {"min_size": 1, "max_size": 2}}}})
     with django_db_blocker.unblock():
         yield h
         h["lifo"].close_pool()
