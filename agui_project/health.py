@@ -30,6 +30,21 @@ log = logging.getLogger(__name__)
 
 LB_PING_TIMEOUT = 0.5  # the plain probe reports workers but never waits long for them
 WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s at most
+DB_PROBE_TIMEOUT = 1.0  # for a pooled connection: as long as Redis's probe (redis_client.probe_client)
+
+
+def _ask_database():
+    """SELECT 1, within DB_PROBE_TIMEOUT where there is a pool: a request waits up to the pool's
+    timeout (10 s) for a connection, as it should while the database restarts, but a probe that
+    waits as long holds a web thread per probe and answers the load balancer after it gave up."""
+    pool = connection.pool if connection.vendor == "postgresql" else None
+    if pool is None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return
+    pool.open()  # as Django's backend does before each connection: opened on first use
+    with pool.connection(timeout=DB_PROBE_TIMEOUT) as conn:
+        conn.execute("SELECT 1")
 
 
 def _workers(timeouts):
@@ -48,8 +63,7 @@ def healthz(request):
     require_worker = request.GET.get("require") == "worker"
     body, ok = {}, True
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        _ask_database()
         body["db"] = "ok"
     except Exception as exc:  # report, don't raise: this is the health probe
         body["db"], ok = f"error: {exc.__class__.__name__}", False

@@ -2,7 +2,7 @@
 "Performance", *One request at a time*): a 404, POST /agui/banking/ on a new thread until the
 RUN_STARTED frame, a decision over the REST API that continues a paused run, and an AG-UI resume
 (the requester confirms a paused cancel_subscription) until its RUN_STARTED frame. Real Redis, the
-test database, no worker (the run's task is left in the test session's queue); then `continue`:
+test database, no worker (the run's task, and a decision's wake-up, are left in the test session's queue); then `continue`:
 each resumed run executed here as the worker would (runner.run_agent, on the tests' fake model),
 CPU of this thread only. A pytest module, so that it gets the test database and the demo users:
 
@@ -152,10 +152,15 @@ def paused_on_requester(demo, n):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_request_probe(demo, fake_llm):
+def test_request_probe(demo, fake_llm, monkeypatch):
     from rest_framework.authtoken.models import Token
 
+    from agents import tasks
     from agui_project.asgi import django_asgi_app as app
+
+    # a decision's wake-up goes to the broker as in production (a worker's task, left in this
+    # session's queue), not run on the deciding thread as the suite's fixture has it
+    monkeypatch.delattr(tasks.continue_decided, "delay")
 
     alice, _ = Token.objects.get_or_create(user=demo["alice"])
     finn, _ = Token.objects.get_or_create(user=demo["finn"])

@@ -158,3 +158,45 @@ def test_the_products_client_tries_a_command_retries_plus_one_times(settings, ha
     with pytest.raises(redis.ConnectionError):
         redis_client().ping()
     assert hanging_up.accepted == 4
+
+
+@pytest.fixture
+def database_down(django_db_blocker, monkeypatch):
+    """`health.connection` as a pooled PostgreSQL connection to a port that refuses (a database
+    restarting or gone), its pool willing to wait 5 s for a connection as requests do."""
+    import socket
+
+    from django.conf import settings
+    from django.db.utils import ConnectionHandler
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql"):
+        pytest.skip("the pool is PostgreSQL's")
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    handler = ConnectionHandler({"default": {**db, "OPTIONS": {}}, "down": {
+        **db, "HOST": "127.0.0.1", "PORT": closed.getsockname()[1],
+        "OPTIONS": {**db["OPTIONS"], "pool": {"min_size": 1, "max_size": 2, "timeout": 5}}}})
+    monkeypatch.setattr(health, "connection", handler["down"])
+    pool, asked = handler["down"].pool, []  # the timeout of each wait for a connection
+
+    def getconn(timeout=None):
+        asked.append(timeout)
+        return type(pool).getconn(pool, timeout=timeout)
+
+    monkeypatch.setattr(pool, "getconn", getconn)
+    with django_db_blocker.unblock():
+        yield asked
+        handler["down"].close_pool()
+    closed.close()
+
+
+def test_a_database_that_is_down_is_reported_within_the_probes_own_timeout(client, pings, database_down, monkeypatch):
+    """A request waits the pool's timeout for a connection (10 s), as it should while the database
+    restarts; the probe answered the load balancer only after that, a web thread held per probe."""
+    monkeypatch.setattr(health, "DB_PROBE_TIMEOUT", 0.2, raising=False)
+    pings(silent=0)
+    resp = client.get("/healthz")
+    assert resp.status_code == 503
+    assert resp.json()["db"] == "error: PoolTimeout"
+    assert database_down == [0.2]  # the pool asked with the probe's timeout, not its own
