@@ -3,12 +3,13 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
 
-from agui_project import daphne_frames, daphne_http, twisted_writes  # noqa: E402
+from agui_project import daphne_frames, daphne_http, logs, twisted_writes  # noqa: E402
 
 twisted_writes.install()  # Daphne's WebSocket frames go out when sent (agui_project/twisted_writes.py)
 daphne_frames.install()  # autobahn formats a frame's debug line only when it writes it
 daphne_frames.close_with_a_code()  # a socket failed (a frame too big) hears why: 1009, not a dropped connection
 daphne_http.install()  # Twisted leaves a POST's body to Django (agui_project/daphne_http.py)
+logs.hide_secrets_in_access_log()  # a mail link's token is not written to Daphne's access log
 
 from agui_project.handler import get_asgi_application  # noqa: E402  (Django's, fewer thread hops)
 

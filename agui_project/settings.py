@@ -475,8 +475,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"routine": {"()": "agui_project.logs.RoutineLines"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"routine": {"()": "agui_project.logs.RoutineLines"}, "secrets": {"()": "agui_project.logs.SecretPaths"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"},

@@ -200,6 +200,38 @@ def test_a_used_link_and_its_twin_decide_nothing_again(demo, fay, client, mailou
     assert req.status == "pending" and [d.decision for d in req.decisions.all()] == ["approve"]
 
 
+def test_a_refused_link_still_valid_for_its_recipient_is_logged_without_its_token(
+        demo, fay, client, mailoutbox, django_capture_on_commit_callbacks):
+    """django.request logs each 4xx with its path ("Forbidden: /inbox/mail/…/"), and Daphne's
+    access log each request's: whoever read the logs could decide as finn with his link."""
+    import io
+    import logging
+
+    from daphne.access import AccessLogGenerator
+
+    from agui_project.logs import hide_secrets_in_access_log
+
+    _request(django_capture_on_commit_callbacks, group="finance")
+    link = _links(_mails_to(mailoutbox, "finn@example.com")[0])["approve"]
+    token = link.split("/")[3]
+    console = next(h for h in logging.getLogger().handlers if h.name == "console")  # settings.LOGGING's
+    written = io.StringIO()
+    previous = console.setStream(written)
+    try:
+        client.force_login(fay)
+        assert client.get(link).status_code == 403
+    finally:
+        console.setStream(previous)
+    assert "Forbidden: /inbox/mail/[token]/" in written.getvalue()
+    assert token not in written.getvalue()
+
+    hide_secrets_in_access_log()  # as asgi.py does in Daphne's process
+    access = io.StringIO()
+    AccessLogGenerator(access)("http", "complete", {"client": "127.0.0.1:5000", "path": link, "method": "GET",
+                                                    "status": 200, "size": 1234})
+    assert '"GET /inbox/mail/[token]/" 200 1234' in access.getvalue() and token not in access.getvalue()
+
+
 def test_a_link_opened_by_someone_else_signed_in_is_refused(demo, fay, client, mailoutbox,
                                                             django_capture_on_commit_callbacks):
     req = _request(django_capture_on_commit_callbacks, group="finance")
