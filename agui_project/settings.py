@@ -479,6 +479,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # Django's own handlers on "django" (a console one while DEBUG) wrote its records a second time,
+        # unfiltered: they go to the root's console only
+        "django": {"handlers": [], "level": "INFO"},
         "daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"},
         "celery.beat": _routine, "celery.worker.strategy": _routine, "celery.app.trace": _routine,
     },
