@@ -6,6 +6,8 @@ from django.utils.translation import gettext as _
 from rest_framework import exceptions
 from rest_framework.views import exception_handler as drf_handler
 
+from .auth import TokenRefused
+
 
 def exception_handler(exc, context):
     if isinstance(exc, Http404):  # get_object_or_404's "No Thread matches the given query.": English, and a model name
@@ -27,5 +29,11 @@ def exception_handler(exc, context):
         else:
             data.setdefault("message", _("invalid input"))
     else:
-        response.data = {"message": _("invalid input"), "errors": data}
+        data = response.data = {"message": _("invalid input"), "errors": data}
+    # a program reads the code (the sentence is translated): DRF's own (not_authenticated,
+    # permission_denied, not_found, method_not_allowed, throttled, ...), invalid_input for field errors
+    data.setdefault("code", "invalid_input" if isinstance(exc, exceptions.ValidationError)
+                    else getattr(getattr(exc, "detail", None), "code", None) or exc.default_code)
+    if isinstance(exc, TokenRefused):
+        data["reason"] = exc.reason
     return response

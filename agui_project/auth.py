@@ -20,10 +20,23 @@ from rest_framework.authentication import TokenAuthentication
 from . import language
 from .queries import Prepared
 
-INVALID = _("The token is not valid: it may have been revoked or mistyped.")
-EXPIRED = _("The token has expired. Ask for a new one.")
-INACTIVE = _("The account this token belongs to is disabled.")
+# why a token was refused (the answer's `reason`: a program cannot tell the translated sentences
+# apart, and an expired token wants a new one where a disabled account wants a person)
+REFUSALS = {
+    "unknown": _("The token is not valid: it may have been revoked or mistyped."),
+    "expired": _("The token has expired. Ask for a new one."),
+    "inactive": _("The account this token belongs to is disabled."),
+}
 SCHEMES = ("token", "bearer")
+
+
+class TokenRefused(exceptions.AuthenticationFailed):
+    """401 `invalid_token` (RFC 6750's name, on the REST API and the AG-UI endpoint alike), with
+    the `reason` (a REFUSALS key) beside the sentence."""
+
+    def __init__(self, reason):
+        super().__init__(REFUSALS[reason], code="invalid_token")
+        self.reason = reason
 
 
 def token_expires_at(token):
@@ -40,15 +53,15 @@ _TOKEN = Prepared("authtoken.Token",  # a name: DRF imports this module before t
 
 
 def token_user(key):
-    """(user, token, None) for a key that may be used now, else (None, None, why not)."""
+    """(user, token, None) for a key that may be used now, else (None, None, why not: a REFUSALS key)."""
     token = _TOKEN.one(key)
     if token is None:
-        return None, None, INVALID
+        return None, None, "unknown"
     expires = token_expires_at(token)
     if expires is not None and expires <= timezone.now():
-        return None, None, EXPIRED
+        return None, None, "expired"
     if not token.user.is_active:
-        return None, None, INACTIVE
+        return None, None, "inactive"
     return token.user, token, None
 
 
@@ -86,9 +99,9 @@ class ExpiringTokenAuthentication(TokenAuthentication):
         return found
 
     def authenticate_credentials(self, key):
-        user, token, problem = token_user(key)
+        user, token, reason = token_user(key)
         if user is None:
-            raise exceptions.AuthenticationFailed(problem)
+            raise TokenRefused(reason)
         return user, token
 
 

@@ -51,6 +51,8 @@ class ErrorSerializer(serializers.Serializer):
 
     message = serializers.CharField()
     code = serializers.CharField(required=False)
+    reason = serializers.ChoiceField(["unknown", "expired", "inactive"], required=False,
+                                     help_text="401 invalid_token: why the token was refused")
 
 
 class ApiSchema(AutoSchema):

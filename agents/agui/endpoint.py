@@ -41,7 +41,12 @@ from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
 from agents.views import agent_cards
 from agui_project import jsoncheck
-from agui_project.auth import BearerTokenAuthentication, ExpiringTokenAuthentication, header_reads
+from agui_project.auth import (
+    BearerTokenAuthentication,
+    ExpiringTokenAuthentication,
+    TokenRefused,
+    header_reads,
+)
 from agui_project.limits import json_text
 from agui_project.queries import read_ahead
 from approvals import argument_errors
@@ -80,7 +85,8 @@ def authenticate(request):
         SESSION.enforce_csrf(request)  # a session is a browser: the usual CSRF rules apply
         return user, None
     except exceptions.AuthenticationFailed as exc:
-        return None, error(401, str(exc.detail), code="invalid_token")
+        return None, error(401, str(exc.detail), code="invalid_token",
+                           **({"reason": exc.reason} if isinstance(exc, TokenRefused) else {}))
     except exceptions.PermissionDenied:
         return None, error(403, _("CSRF check failed"))
 

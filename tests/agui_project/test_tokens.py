@@ -43,9 +43,11 @@ def test_an_expired_token_is_refused_everywhere(demo, ttl, keyword):
     age(token, ttl + 1)
     resp = client_for(token, keyword).get("/api/threads/")
     assert resp.status_code == 401
-    assert resp.json()["message"] == "The token has expired. Ask for a new one."
+    assert resp.json() == {"message": "The token has expired. Ask for a new one.", "code": "invalid_token",
+                           "reason": "expired"}
     resp = agui_agents(token, keyword)
     assert resp.status_code == 401 and "expired" in resp.json()["message"]
+    assert (resp.json()["code"], resp.json()["reason"]) == ("invalid_token", "expired")
     assert Token.objects.filter(pk=token.pk).exists()  # refused, not deleted: the admin still sees it
 
 
@@ -74,7 +76,30 @@ def test_a_revoked_token_is_refused(demo, keyword):
     assert not Token.objects.filter(user=demo["alice"]).exists()
     resp = client_for(token, keyword).get("/api/threads/")
     assert resp.status_code == 401 and "revoked" in resp.json()["message"]
+    assert (resp.json()["code"], resp.json()["reason"]) == ("invalid_token", "unknown")
     assert agui_agents(token, keyword).status_code == 401
+
+
+def test_the_refusals_say_why_in_a_code_a_program_can_read(demo, ttl):
+    """The sentences are translated, so a program told a refused token from a missing one, an
+    expired token (ask for a new one) from a disabled account (ask a person), or a 403 from a 404
+    only by parsing French or Chinese: every API error has a `code`, a refused token a `reason`."""
+    token = Token.objects.create(user=demo["bob"])
+    french = {"HTTP_ACCEPT_LANGUAGE": "fr"}
+    anonymous = APIClient().get("/api/threads/", **french)
+    assert anonymous.status_code == 401 and anonymous.json()["code"] == "not_authenticated"
+    assert "reason" not in anonymous.json()
+    assert client_for(token).get("/api/policies/", **french).json()["code"] == "permission_denied"  # bob is no admin
+    assert client_for(token).delete("/api/threads/", **french).json()["code"] == "method_not_allowed"
+    assert client_for(token).get("/api/approvals/999999/", **french).json()["code"] == "not_found"
+    invalid = client_for(token).post("/api/approvals/999999/decide/", {"decision": "maybe"}, format="json", **french)
+    assert invalid.status_code == 400 and invalid.json()["code"] == "invalid_input" and "decision" in invalid.json()
+    demo["bob"].is_active = False
+    demo["bob"].save()
+    disabled = client_for(token).get("/api/threads/", **french)
+    assert disabled.status_code == 401 and (disabled.json()["code"], disabled.json()["reason"]) == (
+        "invalid_token", "inactive")
+    assert agui_agents(token).json()["reason"] == "inactive"
 
 
 def test_signed_in_with_a_session_a_person_revokes_their_token(demo):
