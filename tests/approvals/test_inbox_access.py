@@ -92,3 +92,13 @@ def test_the_pages_load_nothing_from_other_sites(login):
         body = admin.get(url).content.decode()
         for attr in ('src="http', "src='http", 'href="http', 'src="//', 'href="//'):
             assert attr not in body, (url, attr)
+
+
+@pytest.mark.parametrize("url", ["/inbox/", "/inbox/stats/"])
+def test_the_agent_filter_names_only_agents_of_requests_one_may_see(login, url):
+    make_request("alice", group="finance", agent="treasury-bot")
+    make_request("alice", group="support", agent="helpdesk-bot")
+    page = login("rita").get(url).content.decode()  # reviewers + support
+    assert "helpdesk-bot" in page and "treasury-bot" not in page
+    page = login("admin").get(url).content.decode()
+    assert "helpdesk-bot" in page and "treasury-bot" in page
