@@ -96,6 +96,12 @@ class ArgumentsChanged(DecisionError):
     code = "arguments_changed"
 
 
+class RequesterInactive(DecisionError):
+    """The account the call would act for is switched off: it may be rejected, never approved."""
+    status_code = 409
+    code = "requester_inactive"
+
+
 class DecisionNotAllowed(DecisionError):
     """This tool's policy does not offer that answer (ToolPolicy.allowed_decisions)."""
     code = "decision_not_allowed"
@@ -374,6 +380,11 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             raise ArgumentsChanged(_("the arguments were edited after you read them: read them again and decide"))
         if decision != Decision.Kind.APPROVE:
             _refuse_unless_allowed(req, decision)
+        elif not req.requester.is_active:
+            # tools act for the requester: an account switched off (someone who left) had its pending
+            # calls approved and run as it; a rejection still ends the paused run
+            message = _("The requester's account is switched off, so this call cannot run for them; reject it.")
+            raise RequesterInactive(message, {"decision": [message]})
 
         if decision == Decision.Kind.RESPOND:
             if not feedback:
@@ -629,7 +640,7 @@ def release_due():
 
 def _expire_locked(req):
     before = _snapshot(req)
-    if req.timeout_action == TimeoutAction.APPROVE and req.risk == Risk.LOW:
+    if req.timeout_action == TimeoutAction.APPROVE and req.risk == Risk.LOW and req.requester.is_active:
         _move(req, Status.APPROVED)
         req.final_arguments = req.current_arguments
         req.feedback = "approved automatically when the deadline passed (low-risk policy)"

@@ -1,0 +1,56 @@
+"""A requester whose account is switched off: tools act for the requester, so their pending calls may be
+rejected (the paused run ends) but never approved. Before, finance approved a transfer of someone who had
+left, and it ran as them; a low-risk request set to approve at its deadline approved itself the same way."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from approvals import services
+from approvals.models import ApprovalRequest, AuditEvent
+from tests.helpers import transfer_request
+from tests.inbox_helpers import make_request
+
+pytestmark = pytest.mark.django_db
+
+
+def _switch_off(user):
+    user.is_active = False
+    user.save()
+
+
+@pytest.mark.parametrize("edit", [None, {"amount": 60.0}])
+def test_an_approval_for_a_switched_off_requester_is_refused(api, demo, edit):
+    req = transfer_request(demo["alice"], amount=50.0)
+    _switch_off(demo["alice"])
+    body = {"decision": "approve", **({"arguments": {**req.arguments, **edit}} if edit else {})}
+    resp = api("finn").post(f"/api/approvals/{req.pk}/decide/", body, format="json")
+    assert resp.status_code == 409, resp.content
+    assert resp.json()["code"] == "requester_inactive"
+    req.refresh_from_db()
+    assert req.status == "pending" and req.final_arguments is None and not req.decisions.exists()
+    resp = api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "reject", "feedback": "has left"},
+                            format="json")
+    assert resp.status_code == 200, resp.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "rejected"
+
+
+def test_a_switched_off_requesters_request_is_not_approved_by_its_deadline(demo):
+    req = make_request("alice", risk="low")
+    ApprovalRequest.objects.filter(pk=req.pk).update(timeout_action="approve",
+                                                     expires_at=timezone.now() - timedelta(seconds=1))
+    _switch_off(demo["alice"])
+    assert services.expire(req.pk)
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "expired"
+    assert AuditEvent.objects.filter(request=req, action="expired").exists()
+
+
+def test_a_reactivated_requesters_request_is_approvable_again(demo):
+    req = transfer_request(demo["alice"], amount=50.0)
+    _switch_off(demo["alice"])
+    with pytest.raises(services.RequesterInactive):
+        services.decide(req.pk, demo["finn"], "approve")
+    demo["alice"].is_active = True
+    demo["alice"].save()
+    assert services.decide(req.pk, demo["finn"], "approve").status == "approved"
