@@ -107,10 +107,11 @@ def _approval_notice(kind, request):
     }
 
 
-def inbox_notice(kind, request):
-    """kind: requested | decided | expired | cancelled | reminded | escalated. Never fails the caller."""
+def inbox_notice(kind, request, former_groups=()):
+    """kind: requested | decided | expired | cancelled | reminded | escalated | rerouted. Never fails the
+    caller. `former_groups`: groups that decided it before (rerouted), whose lists drop it."""
     notice = _approval_notice(kind, request)
-    targets = {STAFF_GROUP, group_for_user(request.requester_id)}
+    targets = {STAFF_GROUP, group_for_user(request.requester_id), *map(group_for_approver_group, former_groups)}
     if request.approver_group_id:
         targets.add(group_for_approver_group(request.approver_group_id))
     if request.escalation_group_id and request.escalated_at:

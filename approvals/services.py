@@ -812,10 +812,13 @@ def save_policy(tool_name, values, actor):
 
 
 def _withdraw_blocked(tool_name, actor):
-    """Pending requests whose call (as it now stands, edits included) the policy in force blocks are
-    withdrawn: cancelled, the rule as the reason. An edit is judged by the policy in force, so an approval
-    of the call as asked must not run what that policy denies (a tool set to deny mid-incident kept its
-    pending calls approvable). Done when a policy changes, not on every decision."""
+    """Pending requests are judged by the policy in force, as their call now stands (edits included):
+    one it blocks is withdrawn (cancelled, the rule as the reason): an approval of the call as asked
+    must not run what that policy denies (a tool set to deny mid-incident kept its pending calls
+    approvable). One it routes otherwise is routed so (_reroute): to the group the policy now names,
+    with a quorum and risk that never fall below the ones it was asked with. The old rule was kept, and
+    one finance approval ran a call the policy now gave to two of treasury. Done when a policy
+    changes, not on every decision."""
     pending = ApprovalRequest.objects.filter(tool_name=tool_name, status=Status.PENDING).select_related("requester")
     for req in pending:
         verdict = policy.evaluate(tool_name, req.current_arguments,
@@ -824,6 +827,57 @@ def _withdraw_blocked(tool_name, actor):
             rule = verdict.matched_rule.split(": ", 1)[-1]
             cancel(req.pk, actor, reason=_("The policy now blocks this call (%(rule)s), so it was withdrawn.")
                    % {"rule": rule})
+        elif verdict.action == "approve":
+            _reroute(req.pk, verdict, actor)
+
+
+def _reroute(request_id, verdict, actor):
+    """A pending request given the stricter of its routing and `verdict`'s: the verdict's group when it
+    names another one (the approvals given so far were the old deciders': withdrawn), the larger
+    quorum, the higher risk. Returns True when it changed."""
+    with transaction.atomic():
+        req = one(ApprovalRequest.objects.select_for_update(of=("self",))
+                  .select_related("approver_group", "escalation_group").filter(pk=request_id))
+        if req is None or req.status != Status.PENDING:
+            return False
+        before = {"deciders": req.approver_label, "required_approvals": req.required_approvals, "risk": req.risk}
+        former = [g for g in decider_group_ids(req) if g != getattr(verdict.group, "pk", None)]
+        regroup = (verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None
+                   and verdict.group.pk != req.approver_group_id)
+        required = max(req.required_approvals, verdict.required_approvals)
+        risk = max(req.risk, verdict.risk, key=RISK_ORDER.index)
+        if not regroup and required == req.required_approvals and risk == req.risk:
+            return False
+        if regroup:
+            req.approver_kind, req.approver_group = ApproverKind.GROUP, verdict.group
+            req.escalation_group, req.escalated_at = verdict.escalation_group, None
+            if req.escalation_group is None:
+                req.escalate_at = None
+            elif req.escalate_at is None and req.expires_at:
+                fraction = verdict.escalation_fraction or DEFAULT_ESCALATION_FRACTION
+                req.escalate_at = req.created_at + (req.expires_at - req.created_at) * fraction
+            withdrawn = list(req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
+                             .values_list("user__username", flat=True))
+            if withdrawn:
+                req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True) \
+                    .update(withdrawn_at=timezone.now())
+                _audit(Action.WITHDRAWN, req, actor=actor, before={"approved_by": withdrawn},
+                       after={"reason": "the policy routed the request to another group"})
+        req.required_approvals, req.risk = required, risk
+        req.matched_rule = verdict.matched_rule[:200]
+        req.save(update_fields=["approver_kind", "approver_group", "escalation_group", "escalated_at", "escalate_at",
+                                "required_approvals", "risk", "matched_rule"])
+        _audit(Action.POLICY_CHANGED, req, actor=actor, before=before, after={
+            "deciders": req.approver_label, "required_approvals": required, "risk": risk,
+            "matched_rule": req.matched_rule})
+
+        def after_commit():
+            notify.inbox_notice("rerouted", req, former_groups=former if regroup else ())
+            if regroup:
+                mail_links.request_mails(req)  # and its members get their one-click links
+
+        transaction.on_commit(after_commit)
+    return True
 
 
 def delete_policy(tool_name, actor):

@@ -1189,7 +1189,8 @@
     }
     if (detail) onDetailNotice(notice);
     try {
-      if (notice.type === "approval.requested" && approval.id) {
+      // a request a policy change routed to the reader's group is new to them too
+      if ((notice.type === "approval.requested" || notice.type === "approval.rerouted") && approval.id) {
         const data = await refreshSummary(approval.id);
         if (data.for_me) notifyNew(approval);
       } else if (!rowsBody) {

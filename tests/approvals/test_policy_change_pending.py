@@ -70,3 +70,60 @@ def test_an_edit_back_to_the_asked_arguments_is_judged_by_the_policy_in_force(de
     with pytest.raises(services.EditDenied):
         services.decide(req.pk, demo["bob"], "approve", arguments=req.arguments)
     assert ApprovalRequest.objects.get(pk=req.pk).current_arguments["amount"] == 500.0
+
+
+def _treasury_for_large(demo, approvals=2):
+    treasury = Group.objects.create(name="treasury")
+    demo["bob"].groups.add(treasury)
+    demo["rita"].groups.add(treasury)
+    services.save_policy("transfer_money", {
+        "mode": "conditional", "approver_kind": "group", "approver_group": Group.objects.get(name="finance"),
+        "conditions": [{"name": "large", "when": {"path": "args.amount", "op": "gt", "value": 1000},
+                        "action": "gate", "route": {"group": "treasury", "approvals": approvals, "risk": "critical"}},
+                       {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    return treasury
+
+
+def test_a_stricter_route_applies_to_the_requests_that_wait(demo, django_capture_on_commit_callbacks):
+    """The old rule was kept: after the admin gave large transfers to two of treasury, one finance
+    approval still ran a pending 5,000.00 transfer."""
+    large = transfer_request(demo["alice"], amount=5000.0)
+    small = transfer_request(demo["alice"], amount=50.0)
+    with django_capture_on_commit_callbacks(execute=False):
+        treasury = _treasury_for_large(demo)
+    large.refresh_from_db()
+    assert (large.approver_group_id, large.required_approvals, large.risk) == (treasury.pk, 2, "critical")
+    assert ApprovalRequest.objects.get(pk=small.pk).approver_group.name == "finance"  # the rule it meets is the same
+    with pytest.raises(services.Forbidden):
+        services.decide(large.pk, demo["finn"], "approve")
+    assert services.decide(large.pk, demo["bob"], "approve").status == "pending"
+    assert services.decide(large.pk, demo["rita"], "approve").status == "approved"
+    assert AuditEvent.objects.filter(request=large, action="policy_changed",
+                                     after__deciders="treasury", after__required_approvals=2).exists()
+
+
+def test_approvals_given_before_a_request_moved_to_another_group_stop_counting(demo):
+    finance = Group.objects.get(name="finance")
+    demo["bob"].groups.add(finance)
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
+                                            "required_approvals": 2}, demo["admin"])
+    req = transfer_request(demo["alice"], amount=5000.0)
+    assert services.decide(req.pk, demo["finn"], "approve").status == "pending"
+    _treasury_for_large(demo)
+    req.refresh_from_db()
+    assert req.decisions.get().withdrawn_at is not None
+    assert AuditEvent.objects.filter(request=req, action="withdrawn").exists()
+    assert services.decide(req.pk, demo["bob"], "approve").status == "pending"  # one of treasury's two
+    assert services.decide(req.pk, demo["rita"], "approve").status == "approved"
+
+
+def test_the_group_the_policy_names_decides_and_a_quorum_or_risk_never_falls(demo):
+    """The group in force decides (the admin took the tool from the other); a smaller quorum or a lower risk
+    is not applied to what was asked under a stricter one."""
+    _treasury_for_large(demo)
+    large = transfer_request(demo["alice"], amount=5000.0)
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
+                                            "approver_group": Group.objects.get(name="finance"), "conditions": []},
+                         demo["admin"])
+    large.refresh_from_db()
+    assert (large.approver_group.name, large.required_approvals, large.risk) == ("finance", 2, "critical")
