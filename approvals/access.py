@@ -13,6 +13,21 @@ def approver_group_names():
     return names | {"reviewers"}
 
 
+def mail_key(email):
+    """An address as two accounts of one person share it (case and spaces aside); "" for none."""
+    return (email or "").strip().casefold()
+
+
+def same_person(user, requester):
+    """Four eyes: the requester's own account, or another account with the requester's address (a
+    second account someone made to approve their own requests, which was also mailed the one-click
+    links of them)."""
+    if user.pk == requester.pk:
+        return True
+    email = mail_key(getattr(requester, "email", ""))
+    return bool(email) and mail_key(getattr(user, "email", "")) == email
+
+
 def is_admin(user):
     """Staff and superusers: they see every request, grant and audit event, and edit policies."""
     return user.is_staff or user.is_superuser

@@ -11,6 +11,7 @@ A cursor names the segment and the last row's (timestamp, id); the next page con
 """
 
 import re
+from collections import namedtuple
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
@@ -21,7 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from . import registry, selectors
-from .access import approver_group_names, is_admin, memberships
+from .access import approver_group_names, is_admin, memberships, same_person
 from .filters import parse_moment
 from .models import ApprovalRequest, ApproverKind, Risk
 
@@ -53,7 +54,7 @@ AGE_DELTAS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": tim
 RISKS = {"": _("Any risk"), **dict(Risk.choices), "high,critical": _("high or critical")}
 # the columns a row shows: the JSON blobs (schema, context, arguments) stay in the database
 ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "requester_id", "requester__username",
-              "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
+              "requester__email", "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
               "escalation_group__name", "escalated_at", "expires_at", "agent_name", "thread_ref", "created_at",
               "decided_at", "required_approvals", "decided_by__username")
 # the thread's name as its owner knows it (the runner records it beside the excerpt), not its id
@@ -284,17 +285,22 @@ def count(qs, status):
     return qs.order_by().values("pk")[:COUNT_CAP + 1].count()
 
 
+# what access.same_person reads of a row's requester
+_Requester = namedtuple("_Requester", "pk email")
+
+
 def decorate(row, user, group_ids):
     """Labels for the template, and whether this user may decide the row (services.can_decide's rule)."""
     row["status_label"] = Status(row["status"]).label
     row["risk_label"] = Risk(row["risk"]).label
     row["requester"] = row.pop("requester__username")
+    requester = _Requester(row["requester_id"], row.pop("requester__email"))
     row["decided_by"] = row.pop("decided_by__username")
     group, escalation = row.pop("approver_group__name"), row.pop("escalation_group__name")
     if row["approver_kind"] == ApproverKind.GROUP and group:
         row["approver_label"] = group + (f" + {escalation}" if row["escalated_at"] and escalation else "")
         deciders = {row["approver_group_id"]} | ({row["escalation_group_id"]} if row["escalated_at"] else set())
-        row["can_decide"] = user.pk != row["requester_id"] and bool(deciders & group_ids)
+        row["can_decide"] = not same_person(user, requester) and bool(deciders & group_ids)
     else:
         row["approver_label"] = _("requester")
         row["can_decide"] = user.pk == row["requester_id"]

@@ -18,10 +18,10 @@ from .models import said
 log = logging.getLogger(__name__)
 
 
-def group_recipients(group_id, exclude_user_id=None, kind="request"):
+def group_recipients(group_id, requester=None, kind="request"):
     """Active members of a group with an email address who want this kind of mail (request |
     escalation: their notification setting); the requester is never asked (four eyes)."""
-    qs = mail_links.group_members(group_id, kind, exclude_user_id=exclude_user_id)
+    qs = mail_links.group_members(group_id, kind, requester=requester)
     return sorted(set(qs.values_list("email", flat=True)))
 
 

@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy
 
 from people import selectors as people
 
+from .access import mail_key
 from .choices import ApproverKind
 from .models import ApprovalRequest, MailLink, NotificationSetting
 
@@ -61,15 +62,17 @@ def _muted(kind):
     return [Mail.NEVER] if kind == "escalation" else [Mail.NEVER, Mail.ESCALATION]
 
 
-def group_members(group_id, kind, exclude_user_id=None):
+def group_members(group_id, kind, requester=None):
     """Active members of a group with an email address who want this kind of mail; never the
-    requester (four eyes)."""
+    requester, by account or address (four eyes: access.same_person)."""
     if not group_id:
         return get_user_model().objects.none()
     qs = (get_user_model().objects.filter(groups__pk=group_id, is_active=True).exclude(email="")
           .exclude(approval_notifications__mail__in=_muted(kind)))
-    if exclude_user_id:
-        qs = qs.exclude(pk=exclude_user_id)
+    if requester is not None:
+        qs = qs.exclude(pk=requester.pk)
+        if mail_key(requester.email):
+            qs = qs.exclude(email__iexact=requester.email.strip())
     return qs.distinct().order_by("pk")
 
 
@@ -148,7 +151,7 @@ def request_mails(req):
     if req.approver_kind != ApproverKind.GROUP or not req.approver_group_id:
         return 0
     try:
-        return _send(req, group_members(req.approver_group_id, "request", exclude_user_id=req.requester_id),
+        return _send(req, group_members(req.approver_group_id, "request", requester=req.requester),
                      "approvals/mail_request.txt", gettext_lazy("Approval needed: %(tool)s"))
     except Exception:
         log.exception("request mail for %s not sent", req.pk)
@@ -161,7 +164,7 @@ def escalation_mails(req):
     if not req.escalation_group_id:
         return 0
     try:
-        return _send(req, group_members(req.escalation_group_id, "escalation", exclude_user_id=req.requester_id),
+        return _send(req, group_members(req.escalation_group_id, "escalation", requester=req.requester),
                      "approvals/mail_request.txt", gettext_lazy("Escalated: %(tool)s needs a decision"),
                      group=req.escalation_group, escalated=True)
     except Exception:

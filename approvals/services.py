@@ -21,6 +21,7 @@ from agui_project.answer_first import later
 from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
 
 from . import mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
+from .access import same_person
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -277,8 +278,9 @@ def can_decide(user, req, group_ids=None):
         return False
     if req.approver_kind == ApproverKind.REQUESTER:
         return user.pk == req.requester_id
-    # four eyes: the requester never decides a group's request, even as a member
-    if user.pk == req.requester_id:
+    # four eyes: the requester never decides a group's request, even as a member, nor through another
+    # account of theirs (their address)
+    if user.pk == req.requester_id or same_person(user, req.requester):  # the id first: no read of the requester
         return False
     if group_ids is not None:
         return bool(set(decider_group_ids(req)) & set(group_ids))
@@ -668,7 +670,7 @@ def expire(request_id):
 def _recipients(req):
     if req.approver_kind == ApproverKind.REQUESTER:
         return [req.requester.email] if req.requester.email else []
-    return mail.group_recipients(req.approver_group_id, exclude_user_id=req.requester_id)
+    return mail.group_recipients(req.approver_group_id, requester=req.requester)
 
 
 def remind(request_id):
@@ -698,7 +700,7 @@ def escalate(request_id):
             return False
         req.escalated_at = now
         req.save(update_fields=["escalated_at"])
-        recipients = mail.group_recipients(req.escalation_group_id, exclude_user_id=req.requester_id,
+        recipients = mail.group_recipients(req.escalation_group_id, requester=req.requester,
                                               kind="escalation")
         _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
                after={"deciders": [req.approver_label, req.escalation_group.name], "recipients": recipients})

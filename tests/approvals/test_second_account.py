@@ -1,0 +1,47 @@
+"""Four eyes across a person's accounts: an account with the requester's address (case and spaces aside)
+is the same person. Before, alice's second account in finance approved alice's transfers in the inbox, the
+API showed it could, and the request mail sent the one-click Approve link to alice's own mailbox."""
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from approvals import services
+from approvals.models import ApprovalRequest
+from tests.inbox_helpers import make_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alice_at_finance(demo):
+    """alice's second account, in finance, under her address written otherwise."""
+    user = User.objects.create_user("alice.fin", email=" Alice@Example.com", password="pw")
+    user.groups.add(Group.objects.get(name="finance"))
+    return user
+
+
+def _request(captured):
+    with captured(execute=True):
+        return make_request("alice", group="finance")
+
+
+def test_a_second_account_of_the_requester_may_not_decide(demo, alice_at_finance, client, mailoutbox,
+                                                          django_capture_on_commit_callbacks):
+    req = _request(django_capture_on_commit_callbacks)
+    assert sorted(m.to[0] for m in mailoutbox) == ["finn@example.com"]  # no link to alice's mailbox
+    with pytest.raises(services.Forbidden):
+        services.decide(req.pk, alice_at_finance, "approve")
+    client.force_login(alice_at_finance)
+    rows = client.get("/inbox/?scope=all").content.decode()
+    assert f'value="{req.pk}"' not in rows  # no box to select it for a bulk decision
+    assert client.get(f"/api/approvals/{req.pk}/").json()["can_decide"] is False
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    client.force_login(demo["finn"])
+    assert f'value="{req.pk}"' in client.get("/inbox/?scope=all").content.decode()
+    assert services.decide(req.pk, demo["finn"], "approve").status == "approved"
+
+
+def test_accounts_without_an_address_are_not_one_person(demo, django_capture_on_commit_callbacks):
+    User.objects.filter(username__in=["alice", "finn"]).update(email="")
+    req = _request(django_capture_on_commit_callbacks)
+    assert services.decide(req.pk, User.objects.get(username="finn"), "approve").status == "approved"
