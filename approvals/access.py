@@ -15,7 +15,7 @@ def approver_group_names():
 
 def mail_key(email):
     """An address as two accounts of one person share it (case and spaces aside); "" for none."""
-    return (email or "").strip().casefold()
+    return (email or "").strip().lower()  # as mail_links.group_members compares in SQL
 
 
 def same_person(user, requester):

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.mail import EmailMessage, get_connection
+from django.db.models.functions import Lower, Trim
 from django.template.loader import render_to_string
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
@@ -72,7 +73,7 @@ def group_members(group_id, kind, requester=None):
     if requester is not None:
         qs = qs.exclude(pk=requester.pk)
         if mail_key(requester.email):
-            qs = qs.exclude(email__iexact=requester.email.strip())
+            qs = qs.alias(mail_key=Lower(Trim("email"))).exclude(mail_key=mail_key(requester.email))
     return qs.distinct().order_by("pk")
 
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def alice_at_finance(demo):
     """alice's second account, in finance, under her address written otherwise."""
-    user = User.objects.create_user("alice.fin", email=" Alice@Example.com", password="pw")
+    user = User.objects.create_user("alice.fin", email="Alice@Example.com ", password="pw")
     user.groups.add(Group.objects.get(name="finance"))
     return user
 
