@@ -525,22 +525,27 @@ def _check_edit(req, defaults, proposed):
 def bulk_decide(request_ids, user, decision, feedback="", visible=None):
     """Decide many requests with one reason; each on its own (own transaction), reported per item."""
     return _each(request_ids, user, visible,
-                 lambda request_id: {"status": decide(request_id, user, decision, feedback=feedback).status})
+                 lambda request_id, asked: {"status": decide(request_id, user, decision, feedback=feedback,
+                                                             seen=asked).status})
 
 
 def _each(request_ids, user, visible, act):
-    """act(request_id) -> fields of its item, for each visible request (at most BULK_LIMIT); a
-    DecisionError is that item's failure, not the batch's."""
+    """act(request_id, asked) -> fields of its item, for each visible request (at most BULK_LIMIT); a
+    DecisionError is that item's failure, not the batch's. `asked`: the digest of the arguments as
+    asked, the `seen` of a bulk approval: a list shows requests as they were asked, so one another
+    approver has edited is refused (ArgumentsChanged), to be read on its page. Before, a bulk
+    approval counted for an edit its reviewer had never read (a quorum of two made by one of them)."""
     ids = list(dict.fromkeys(str(i) for i in request_ids))[:BULK_LIMIT]
-    visible_ids = set((visible if visible is not None else selectors.visible_requests(user=user)).filter(pk__in=ids)
-                      .values_list("pk", flat=True))
+    asked = {pk: arguments_hash(arguments) for pk, arguments in
+             (visible if visible is not None else selectors.visible_requests(user=user)).filter(pk__in=ids)
+             .values_list("pk", "arguments")}
     results = []
     for request_id in ids:
         item = {"id": request_id}
         try:
-            if request_id not in visible_ids:
+            if request_id not in asked:
                 raise NotFound(_("no such request"))
-            item.update(ok=True, **act(request_id))
+            item.update(ok=True, **act(request_id, asked[request_id]))
         except DecisionError as exc:
             item.update(ok=False, code=exc.code, message=exc.message, errors=exc.errors or {})
         results.append(item)
@@ -587,8 +592,8 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None, 
 
 def hold_many(request_ids, user, decision, feedback="", visible=None):
     """bulk_decide with an undo window: each request held on its own, reported per item."""
-    def act(request_id):
-        held = hold(request_id, user, decision, feedback=feedback)
+    def act(request_id, asked):
+        held = hold(request_id, user, decision, feedback=feedback, seen=asked)
         if isinstance(held, HeldDecision):
             return {"held": held.pk, "due_at": held.due_at.isoformat(), "status": Status.PENDING}
         return {"status": held.status}

@@ -194,6 +194,30 @@ def test_a_held_approval_is_not_counted_for_arguments_edited_inside_its_window(l
 
 
 @pytest.mark.django_db
+def test_a_bulk_approval_is_of_the_requests_as_asked_not_of_an_edit_it_never_read(login, api, undo_window):
+    """The list and the API's bulk-decide show requests as asked: a bulk approval of one finn had edited to
+    900.00 counted rita's approval for 900.00, the second of a quorum of two, though she never read it."""
+    edited, plain = make_request("alice", required=2), make_request("alice", required=2)
+    user("rita").groups.add(edited.approver_group)
+    services.decide(edited.pk, user("finn"), "approve", arguments={**edited.arguments, "amount": 900.0})  # 1 of 2
+    resp = login("rita").post("/inbox/bulk/", {"ids": [edited.pk, plain.pk], "decision": "approve"},
+                              HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    results = {r["id"]: r for r in resp.json()["results"]}
+    assert results[edited.pk]["ok"] is False and results[edited.pk]["code"] == "arguments_changed"
+    assert results[plain.pk]["ok"] is True
+    assert not HeldDecision.objects.filter(request=edited).exists()
+    resp = api("rita").post("/api/approvals/bulk-decide/", {"ids": [edited.pk], "decision": "approve"},
+                            format="json")
+    assert resp.json()["results"][0]["code"] == "arguments_changed"
+    edited.refresh_from_db()
+    assert edited.status == "pending" and list(edited.decisions.values_list("user__username", flat=True)) == ["finn"]
+    # a rejection needs no reading of the edit
+    resp = api("rita").post("/api/approvals/bulk-decide/", {"ids": [edited.pk], "decision": "reject",
+                                                             "feedback": "no"}, format="json")
+    assert resp.json()["results"][0] == {"id": edited.pk, "ok": True, "status": "rejected"}
+
+
+@pytest.mark.django_db
 def test_the_request_pages_approval_is_of_the_arguments_it_showed(login, undo_window):
     req = make_request("alice", required=2)
     user("rita").groups.add(req.approver_group)
