@@ -107,11 +107,11 @@ def _approval_notice(kind, request):
     }
 
 
-def inbox_notice(kind, request, former_groups=()):
+def inbox_notice(kind, request):
     """kind: requested | decided | expired | cancelled | reminded | escalated | rerouted. Never fails the
-    caller. `former_groups`: groups that decided it before (rerouted), whose lists drop it."""
+    caller."""
     notice = _approval_notice(kind, request)
-    targets = {STAFF_GROUP, group_for_user(request.requester_id), *map(group_for_approver_group, former_groups)}
+    targets = {STAFF_GROUP, group_for_user(request.requester_id)}
     if request.approver_group_id:
         targets.add(group_for_approver_group(request.approver_group_id))
     if request.escalation_group_id and request.escalated_at:
@@ -121,6 +121,13 @@ def inbox_notice(kind, request, former_groups=()):
         if isinstance(result, Exception):
             log.error("approval_event receiver %s failed", receiver, exc_info=result)
     return _send(sorted(targets), notice)
+
+
+def gone_notice(request, group_ids):
+    """For groups that no longer decide a request (a policy routed it elsewhere): their lists drop it. Its
+    id only: they may no longer read what it says."""
+    targets = [group_for_approver_group(g) for g in group_ids]
+    return _send(targets, {"type": "approval.gone", "approval": {"id": request.id}}) if targets else None
 
 
 def user_notice(user_id, kind, request):

@@ -879,8 +879,9 @@ def _reroute(request_id, verdict, actor):
             "matched_rule": req.matched_rule})
 
         def after_commit():
-            notify.inbox_notice("rerouted", req, former_groups=former if regroup else ())
+            notify.inbox_notice("rerouted", req)  # the new group's inboxes list it
             if regroup:
+                notify.gone_notice(req, former)
                 mail_links.request_mails(req)  # and its members get their one-click links
 
         transaction.on_commit(after_commit)

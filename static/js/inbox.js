@@ -1082,7 +1082,8 @@
   /* The page follows its request: decided, expired or cancelled elsewhere (or this reviewer's own
      held decision sent or recalled), the page is fetched again and its request part swapped in:
      the header's status, no countdown, the outcome where the form was. */
-  const FOLLOW = ["approval.decided", "approval.expired", "approval.cancelled", "approval.held", "approval.undone"];
+  const FOLLOW = ["approval.decided", "approval.expired", "approval.cancelled", "approval.held", "approval.undone",
+    "approval.rerouted"];
   let followInflight = false;
 
   async function followDetail() {

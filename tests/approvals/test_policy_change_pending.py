@@ -127,3 +127,22 @@ def test_the_group_the_policy_names_decides_and_a_quorum_or_risk_never_falls(dem
                          demo["admin"])
     large.refresh_from_db()
     assert (large.approver_group.name, large.required_approvals, large.risk) == ("finance", 2, "critical")
+
+
+def test_the_new_group_hears_of_a_rerouted_request_and_the_former_one_only_that_it_is_gone(
+        demo, monkeypatch, mailoutbox, django_capture_on_commit_callbacks):
+    from approvals import notify
+
+    sent = []
+    monkeypatch.setattr(notify, "_send", lambda targets, notice: sent.append((set(targets), notice)))
+    finance = Group.objects.get(name="finance")
+    large = transfer_request(demo["alice"], amount=5000.0)
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        treasury = _treasury_for_large(demo)
+    rerouted = [(t, n) for t, n in sent if n["type"] == "approval.rerouted"]
+    assert len(rerouted) == 1 and notify.group_for_approver_group(treasury.pk) in rerouted[0][0]
+    assert notify.group_for_approver_group(finance.pk) not in rerouted[0][0]
+    assert sent[-1] == ({notify.group_for_approver_group(finance.pk)}, {"type": "approval.gone",
+                                                                         "approval": {"id": large.pk}})
+    assert sorted(m.to[0] for m in mailoutbox) == ["bob@example.com", "rita@example.com"]
