@@ -370,7 +370,26 @@ def _parse_arguments(text):
     if not isinstance(value, dict):
         raise services.InvalidArguments(_("The arguments must be a JSON object."),
                                         {"__root__": ["must be a JSON object"]})
+    twice = _named_twice(text)
+    if twice is not None:
+        message = _("The arguments name %(key)s twice; write each one once.") % {"key": json.dumps(twice)}
+        raise services.InvalidArguments(message, {"__root__": [message]})
     return value
+
+
+def _named_twice(text):
+    """A key an object of the typed arguments holds twice, or None. JSON keeps the last silently: the
+    reviewer who wrote "amount" twice approved the value they may have read past."""
+    found = []
+
+    def pairs(items):
+        keys = [k for k, _v in items]
+        if not found and len(set(keys)) != len(keys):
+            found.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)  # parsed and checked already: only the keys are looked at
+    return found[0] if found else None
 
 
 # --- stats ------------------------------------------------------------------------------------

@@ -102,6 +102,23 @@ def test_server_errors_come_back_next_to_their_fields(login):
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
 
 
+def test_an_argument_typed_twice_is_refused_not_read_past(login):
+    """JSON keeps the last of two equal keys: "amount" typed twice approved the second value silently."""
+    req = make_request("alice")
+    text = json.dumps(req.arguments)[:-1] + ', "amount": 900.0}'
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": text})
+    assert resp.status_code == 400 and "The arguments name &quot;amount&quot; twice" in resp.content.decode()
+    assert "900.0" in resp.content.decode()  # the draft is kept
+    req.refresh_from_db()
+    assert req.status == "pending" and req.final_arguments is None
+    assert not HeldDecision.objects.filter(request=req).exists()
+    nested = {"steps": [{"description": "a", "status": "pending"}]}
+    step = make_request("alice", tool="generate_task_steps")
+    text = json.dumps(nested).replace('"status": "pending"', '"status": "pending", "status": "done"')
+    resp = login("finn").post(f"/inbox/{step.pk}/", {"action": "approve", "arguments_json": text})
+    assert resp.status_code == 400 and "&quot;status&quot; twice" in resp.content.decode()
+
+
 def test_invalid_json_is_refused_with_a_message(login):
     req = make_request("alice")
     resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": '{"amount": 4'})
