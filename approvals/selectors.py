@@ -105,20 +105,26 @@ def with_decisions(*, approval):
 
 def quorum(*, approval):
     """Who has approved the current arguments (counted: distinct approvers of exactly these
-    arguments, the requester never for a group), and whose approvals were withdrawn. Reads
-    `approval.decisions.all()`, so a prefetched list costs no query."""
+    arguments, the requester never for a group), whose approvals were of other arguments
+    (`withdrawn`: by an edit), and whose approvals of these no longer count (`set_aside`: withdrawn
+    when the request moved to another group or its approver's account was switched off, or of an
+    account switched off while it waits; as a held decision of such an account is dropped, an
+    approval given before made a quorum of two with one person who still may decide). Reads
+    `approval.decisions.all()` and their users: prefetch them (with_decisions)."""
     digest = arguments_hash(approval.current_arguments)
-    counted, withdrawn = [], []
+    counted, withdrawn, set_aside = [], [], []
     for d in approval.decisions.all():
         if d.decision != Decision.Kind.APPROVE:
             continue
-        if d.withdrawn_at or d.arguments_hash != digest:
+        if d.arguments_hash != digest:
             withdrawn.append(d)
+        elif d.withdrawn_at or (approval.status == Status.PENDING and not d.user.is_active):
+            set_aside.append(d)
         elif not (approval.approver_kind == ApproverKind.GROUP and d.user_id == approval.requester_id):
             if all(c.user_id != d.user_id for c in counted):
                 counted.append(d)
     required = approval.required_approvals
-    return {"counted": counted, "withdrawn": withdrawn, "required": required, "have": len(counted),
+    return {"counted": counted, "withdrawn": withdrawn, "set_aside": set_aside, "required": required, "have": len(counted),
             "missing": max(0, required - len(counted)), "slots": range(required),
             "percent": min(100, round(100 * len(counted) / required)) if required else 100}
 

@@ -444,13 +444,20 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             # one approval required: a pending request has none yet (the first one decides, and
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
             single = req.required_approvals <= 1
+            if not single:  # approvals of accounts switched off since stop counting (selectors.quorum), for good
+                off = active().filter(user__is_active=False)
+                names = list(off.values_list("user__username", flat=True))
+                if names:
+                    active().filter(user__is_active=False).update(withdrawn_at=now)
+                    _audit(Action.WITHDRAWN, req, actor=user, before={"approved_by": names},
+                           after={"reason": "the approvers' accounts are switched off"})
             if not single and active().filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
             made = _DECISION_ROW.add(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )
             # quorum: distinct approvers of exactly these arguments (the current ones, after any edit)
-            approvals = 1 if single else selectors.quorum(approval=req)["have"]
+            approvals = 1 if single else selectors.quorum(approval=selectors.with_decisions(approval=req))["have"]
             if feedback:
                 req.feedback = feedback
             if approvals >= req.required_approvals:

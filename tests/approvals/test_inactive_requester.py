@@ -5,6 +5,7 @@ left, and it ran as them; a low-risk request set to approve at its deadline appr
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from approvals import services
@@ -54,3 +55,25 @@ def test_a_reactivated_requesters_request_is_approvable_again(demo):
     demo["alice"].is_active = True
     demo["alice"].save()
     assert services.decide(req.pk, demo["finn"], "approve").status == "approved"
+
+
+def test_an_approval_stops_counting_while_its_approvers_account_is_switched_off(demo, login):
+    """As a held decision of an account switched off is dropped: finn's approval, then finn switched off,
+    made a quorum of two with fay's alone."""
+    fay = User.objects.create_user("fay", email="fay@example.com")
+    gus = User.objects.create_user("gus", email="gus@example.com")
+    req = make_request("alice", required=2)
+    for member in (fay, gus):
+        member.groups.add(req.approver_group)
+    assert services.decide(req.pk, demo["finn"], "approve").status == "pending"
+    _switch_off(demo["finn"])
+    assert services.decide(req.pk, fay, "approve").status == "pending"  # 1 of 2: finn's no longer counts
+    page = login("admin").get(f"/inbox/{req.pk}/").content.decode()
+    assert "Approvals 1 of 2" in page and "approval no longer counted" in page
+    assert services.decide(req.pk, gus, "approve").status == "approved"
+    _switch_off(fay)  # a quorum reached stays as it was
+    demo["finn"].is_active = True
+    demo["finn"].save()
+    page = login("admin").get(f"/inbox/{req.pk}/").content.decode()
+    assert "Approvals 2 of 2" in page  # finn's approval, withdrawn when fay's found it switched off
+    assert AuditEvent.objects.filter(request=req, action="withdrawn", before__approved_by=["finn"]).exists()
