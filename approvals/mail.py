@@ -18,10 +18,11 @@ from .models import said
 log = logging.getLogger(__name__)
 
 
-def group_recipients(group_id, requester=None, kind="request"):
+def group_recipients(group_id, requester=None, kind="request", approved=()):
     """Active members of a group with an email address who want this kind of mail (request |
-    escalation: their notification setting); the requester is never asked (four eyes)."""
-    qs = mail_links.group_members(group_id, kind, requester=requester)
+    escalation: their notification setting); the requester is never asked (four eyes), nor those
+    whose approval already counts (`approved`: user ids)."""
+    qs = mail_links.group_members(group_id, kind, requester=requester).exclude(pk__in=list(approved))
     return sorted(set(qs.values_list("email", flat=True)))
 
 

@@ -682,7 +682,10 @@ def expire(request_id):
 def _recipients(req):
     if req.approver_kind == ApproverKind.REQUESTER:
         return [req.requester.email] if req.requester.email else []
-    return mail.group_recipients(req.approver_group_id, requester=req.requester)
+    # who has approved these arguments is not asked again ("awaits your decision": theirs is made)
+    approved = req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True,
+                                    arguments_hash=arguments_hash(req.current_arguments)).values_list("user_id", flat=True)
+    return mail.group_recipients(req.approver_group_id, requester=req.requester, approved=approved)
 
 
 def remind(request_id):

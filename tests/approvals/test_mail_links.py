@@ -378,3 +378,15 @@ def test_a_link_approves_only_the_arguments_its_page_showed(demo, fay, client, m
     assert client.post(link, {"seen": again}).status_code == 200  # the page she now read: her approval counts
     req.refresh_from_db()
     assert req.status == "modified" and req.final_arguments["amount"] == 90000.0
+
+
+def test_the_reminder_skips_who_has_already_approved(demo, fay, mailoutbox, django_capture_on_commit_callbacks):
+    """finn's approval, 1 of 2, counted; the reminder still told him the request awaited his decision."""
+    req = _request(django_capture_on_commit_callbacks, required=2)
+    services.decide(req.pk, demo["finn"], "approve")
+    ApprovalRequest.objects.filter(pk=req.pk).update(remind_at=timezone.now() - timedelta(seconds=1))
+    mailoutbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.remind(req.pk)
+    assert [m.to for m in mailoutbox] == [["fay@example.com"]] and "Reminder" in mailoutbox[0].subject
+    assert AuditEvent.objects.get(request=req, action="reminded").after["recipients"] == ["fay@example.com"]
