@@ -16,15 +16,15 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.contrib.auth.models import Group
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from . import registry, selectors
-from .access import approver_group_names, is_admin, memberships, same_person
+from .access import approver_group_names, is_admin, mail_key, memberships, same_person
 from .filters import parse_moment
-from .models import ApprovalRequest, ApproverKind, Risk
+from .models import ApprovalRequest, ApproverKind, Decision, Risk
 
 Status = ApprovalRequest.Status
 PAGE_SIZE = 50
@@ -108,11 +108,19 @@ def parse(params):
 
 def mine(user):
     """Requests routed to the user: their groups' (and those escalated to them), less the ones they
-    asked for themselves (four eyes), plus requester-routed requests they confirm themselves."""
-    routed = selectors.routed_to_groups(sorted(memberships(user)[0]))
-    waiting = (routed & ~Q(requester_id=user.pk)) | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
-    # a decision the user holds (its undo window still open) is theirs already: not waiting for them
-    return waiting & ~Q(held_decisions__user=user)
+    asked for themselves (four eyes, by account and address: access.same_person), plus
+    requester-routed requests they confirm themselves."""
+    routed = selectors.routed_to_groups(sorted(memberships(user)[0])) & ~Q(requester_id=user.pk)
+    if mail_key(user.email):
+        routed &= ~Q(requester__email__iexact=user.email.strip())
+    waiting = routed | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
+    # a decision the user holds (its undo window still open) is theirs already, and so is an approval of
+    # theirs that counts while it waits (a quorum waits for others; an edit withdraws it): not waiting
+    # for them. It came back after its undo window, in the list and the title's count, until the others
+    # approved. What they decided stays in their list of the decided.
+    approved = Exists(Decision.objects.filter(request=OuterRef("pk"), user=user, decision=Decision.Kind.APPROVE,
+                                              withdrawn_at__isnull=True))
+    return waiting & ~Q(held_decisions__user=user) & ~(Q(status=Status.PENDING) & approved)
 
 
 def next_waiting(user, after):

@@ -5,6 +5,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.utils import timezone
 
@@ -324,3 +325,30 @@ def test_a_searched_word_can_be_found_by_the_trigram_indexes_on_postgresql(demo)
     assert "BitmapOr" in text, text
     for index in ("approval_search_desc_trgm", "approval_search_args_trgm", "approval_search_thread_trgm"):
         assert f"Bitmap Index Scan on {index}" in text, text
+
+
+def test_a_request_one_has_approved_waits_for_the_others_not_for_one(login, demo):
+    """finn's approval, 1 of 2, counted; the request stayed in his "waiting for me" list and the title's
+    count once its undo window closed, until someone else approved."""
+    req = make_request("alice", required=2, description="needs two")
+    services.decide(req.pk, demo["finn"], "approve")
+    finn = login("finn")
+    assert "needs two" not in finn.get("/inbox/").content.decode()
+    assert finn.get("/inbox/summary/").json()["waiting"] == 0
+    assert "needs two" in finn.get("/inbox/?scope=all").content.decode()
+    # an edit by another approver withdraws finn's approval: it waits for him again
+    fay = User.objects.create_user("fay", email="fay@example.com")
+    fay.groups.add(req.approver_group)
+    services.decide(req.pk, fay, "approve", arguments={**req.arguments, "amount": 400.0})
+    assert finn.get("/inbox/summary/").json()["waiting"] == 1
+
+
+def test_a_second_account_of_the_requester_is_not_waited_for(login, demo):
+    twin = User.objects.create_user("alice.fin", email="ALICE@example.com", password="pw")
+    twin.groups.add(Group.objects.get(name="finance"))
+    req = make_request("alice")
+    client = login("finn")
+    assert f"/inbox/{req.pk}/" in client.get("/inbox/").content.decode()
+    client.force_login(twin)
+    assert client.get("/inbox/summary/").json()["waiting"] == 0
+    assert f"/inbox/{req.pk}/" not in client.get("/inbox/").content.decode()
