@@ -97,6 +97,17 @@ def _language_of_its_own():
 
 
 @pytest.fixture(autouse=True)
+def _a_channel_layer_of_its_own():
+    """channels_redis's layer keeps the receive lock made in its first receive's loop while any
+    receive is in flight (its receive_count): a test whose loop ended with a socket still receiving
+    left it so, and a later test's sockets failed "Lock ... is bound to a different event loop" (a
+    server has one loop for its life; the suite makes one per test)."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends = {}
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -239,7 +239,22 @@ def last_id_sync(thread_id):
 
 # --- reading (async: Daphne's consumers and SSE views) ------------------------------------
 
+# by the loop itself: by its id, a loop made after another was gone (its id reused: tests make one
+# per async_to_sync) was handed the dead loop's client, whose pool's lock was bound to that loop
+# ("Lock ... is bound to a different event loop"), and its reads still in flight
 _async_clients = {}
+
+
+def _of_this_loop(per_loop, make):
+    """per_loop[the running loop], made with make() the first time; closed loops' entries are
+    dropped then (a process that serves has one loop: tests make many)."""
+    loop = asyncio.get_running_loop()
+    value = per_loop.get(loop)
+    if value is None:
+        for closed in [other for other in per_loop if other.is_closed()]:
+            del per_loop[closed]
+        value = per_loop[loop] = make()
+    return value
 # Every XREAD BLOCK holds a connection while it waits. redis-py 8 caps an asyncio pool at 100
 # connections by default, and a 101st waiting reader failed with MaxConnectionsError (the
 # socket closed 1011): watchers of distinct threads in one Daphne process each need one.
@@ -248,13 +263,8 @@ READER_CONNECTIONS = int(getattr(settings, "AGUI_STREAM_READER_CONNECTIONS", 200
 
 def async_redis_client():
     """A client per event loop: redis.asyncio connections belong to the loop that made them."""
-    loop = asyncio.get_running_loop()
-    client = _async_clients.get(id(loop))
-    if client is None:
-        client = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=None,
-                                              max_connections=READER_CONNECTIONS)
-        _async_clients[id(loop)] = client
-    return client
+    return _of_this_loop(_async_clients, lambda: redis.asyncio.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=None, max_connections=READER_CONNECTIONS))
 
 
 async def last_id(thread_id):
@@ -289,7 +299,7 @@ def _text(entry_id):
     return entry_id.decode() if isinstance(entry_id, bytes) else entry_id
 
 
-_inflight_reads = {}
+_inflight_reads = {}  # loop -> {(thread, after, block, count): _SharedRead}
 
 
 class Batch(list):
@@ -309,15 +319,15 @@ async def _xread(thread_id, after, block_ms, count):
 
 
 class _SharedRead:
-    def __init__(self, key, coro):
-        self.key, self.waiters = key, 0
+    def __init__(self, reads, key, coro):
+        self.reads, self.key, self.waiters = reads, key, 0
         self.followers = set()  # follow()'s Followers waiting on this read
         self.task = asyncio.ensure_future(coro)
         self.task.add_done_callback(self._done)
 
     def _done(self, task):
-        if _inflight_reads.get(self.key) is self:
-            del _inflight_reads[self.key]
+        if self.reads.get(self.key) is self:
+            del self.reads[self.key]
         followers, self.followers = list(self.followers), set()
         if task.cancelled() or task.exception() is not None:  # retrieved: nobody may be left to await it
             for follower in followers:
@@ -336,18 +346,18 @@ class _SharedRead:
     def cancel_if_unwanted(self):
         if self.waiters == 0 and not self.followers and not self.task.done():
             # the last reader went away: stop waiting on Redis; a newcomer starts a fresh read
-            if _inflight_reads.get(self.key) is self:
-                del _inflight_reads[self.key]
+            if self.reads.get(self.key) is self:
+                del self.reads[self.key]
             self.task.cancel()
 
 
 def _shared_read(thread_id, after, block_ms, count):
-    key = (id(asyncio.get_running_loop()), thread_id, after, block_ms, count)
-    shared = _inflight_reads.get(key)
+    reads, key = _of_this_loop(_inflight_reads, dict), (thread_id, after, block_ms, count)
+    shared = reads.get(key)
     if shared is None or shared.task.done():
         # a finished read is never reused: awaiting a done task does not yield to the loop, so a
         # reader that got [] (the block timed out) would spin on it before its cleanup could run
-        shared = _inflight_reads[key] = _SharedRead(key, _xread(thread_id, after, block_ms, count))
+        shared = reads[key] = _SharedRead(reads, key, _xread(thread_id, after, block_ms, count))
     return shared
 
 

@@ -47,12 +47,17 @@ async def test_a_reader_leaving_does_not_cancel_the_others():
     assert leaving.cancelled()
 
 
+def _reads():
+    """The reads in flight, every loop's."""
+    return {k: v for reads in events._inflight_reads.values() for k, v in reads.items()}
+
+
 async def test_last_reader_leaving_stops_the_shared_read_and_newcomers_start_fresh():
     thread_id = _thread()
     after = events.last_id_sync(thread_id)
     first = asyncio.create_task(events.read(thread_id, after, block_ms=3000))
     await asyncio.sleep(0.05)
-    shared = next(v for k, v in events._inflight_reads.items() if k[1] == thread_id)
+    shared = next(v for k, v in _reads().items() if k[0] == thread_id)
     first.cancel()
     await asyncio.sleep(0.05)
     assert shared.task.cancelled()
@@ -65,7 +70,7 @@ async def test_last_reader_leaving_stops_the_shared_read_and_newcomers_start_fre
 async def _joined(thread_id, waiters):
     """Until `waiters` readers wait on the thread's shared read."""
     for _ in range(1000):
-        shared = next((v for k, v in events._inflight_reads.items() if k[1] == thread_id), None)
+        shared = next((v for k, v in _reads().items() if k[0] == thread_id), None)
         if shared is not None and shared.waiters == waiters:
             return shared
         await asyncio.sleep(0.01)
@@ -119,7 +124,7 @@ async def test_followers_get_each_batch_in_one_pass_then_the_next_on_one_read_be
     assert len(calls) == 3 and calls[0] == after and len(set(calls)) == 3
     for follower in followers:
         follower.stop()
-    assert not any(k[1] == thread_id for k in events._inflight_reads)
+    assert not any(k[0] == thread_id for k in _reads())
 
 
 async def test_watchers_of_many_threads_are_not_capped_at_the_pool_default():
@@ -162,3 +167,15 @@ def test_readers_after_an_empty_read_block_again_instead_of_spinning():
     assert not worker.is_alive(), "readers spun on a finished read"
     assert rounds == [[]] * 6
     assert time.monotonic() - started >= 0.3  # three real 100 ms waits, shared by both readers
+
+
+def test_a_loop_is_never_handed_the_client_of_a_loop_gone_before_it():
+    """Keyed by the loop's id, a loop made after another was gone (CPython reuses the address) got
+    the dead loop's client: its pool's lock bound to that loop, a read failed "Lock ... is bound to
+    a different event loop" (socket tests, now and then, after others had run loops of their own)."""
+    async def client():
+        return events.async_redis_client()
+
+    made = [asyncio.run(client()) for _ in range(50)]  # each loop closed and dropped after
+    assert len(set(map(id, made))) == 50  # the clients are kept here: their ids are their own
+    assert sum(loop.is_closed() for loop in events._async_clients) <= 1  # the last's, dropped with the next
