@@ -104,7 +104,9 @@ def _started(run):
 def catch_up(thread, seen_message_ids):
     """A plain POST (no new message, no resume): the runs its client has not seen, then what is live.
 
-    The client has seen a run when it holds one of the run's messages (ids come from our events).
+    The client has seen a run when it holds one of the messages the run gave (their ids come from our
+    events), or when it gave none. A user message's id is the client's own: holding it says the client
+    asked, not that the answer reached it (a stream cut by a restart before the run ended).
     Returns None when there is nothing to show (the POST is then an ordinary new turn), else
     {"replayed": [events of the unseen runs that ended], "live": a run still going or "",
     "follow": the run whose continuation to wait for (it awaits someone else's review) or ""}.
@@ -113,8 +115,12 @@ def catch_up(thread, seen_message_ids):
     runs = list(thread.runs.order_by("created_at", "pk"))
     if not runs:
         return None
-    seen_runs = set(Message.objects.filter(thread=thread, pk__in=list(seen_message_ids)).exclude(run=None)
-                    .values_list("run_id", flat=True))
+    held = Message.objects.filter(thread=thread, pk__in=list(seen_message_ids)).exclude(run=None)
+    seen_runs = set(held.exclude(role=Message.Role.USER).values_list("run_id", flat=True))
+    asked = set(held.filter(role=Message.Role.USER).values_list("run_id", flat=True)) - seen_runs
+    if asked:  # runs the client only asked: seen when they gave nothing to show
+        seen_runs |= asked - set(Message.objects.filter(run__in=asked).exclude(role=Message.Role.USER)
+                                 .values_list("run_id", flat=True))
     last_seen = max((i for i, r in enumerate(runs) if r.pk in seen_runs), default=-1)
     unseen = runs[last_seen + 1:][-CATCH_UP_RUNS:]
     if not unseen and (runs[-1].status in Run.ACTIVE or awaits_review(runs[-1].pk)):

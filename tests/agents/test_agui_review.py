@@ -223,3 +223,42 @@ def test_her_answer_while_finance_still_reviews_is_acknowledged_and_followed(
     assert rest[-1]["type"] == "RUN_FINISHED" and rest[-1]["runId"] == rest[0]["runId"]
     assert not Run.objects.filter(pk=answer_id).exists()
     assert Run.objects.get(parent_run_id=run_id).status == Run.Status.SUCCEEDED
+
+
+def test_a_client_cut_off_before_the_answer_gets_it_on_its_next_plain_post(celery_worker_live, fake_llm, client,
+                                                                            alice):
+    """A stream cut mid-run (Daphne restarted, the network) and a run that ended meanwhile: the client
+    holds only the message it wrote, whose id is its own, not one our events gave. The same plain POST
+    replays that run; it used to be a new turn, the model asked again with nothing new to answer."""
+    fake_llm.push({"text": "Your balance is 5432.10 USD."})
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    asked = user_msg("What is my balance?")
+    sse_events(post(client, "banking", run_input(thread_id, [asked], run_id=run_id), **alice))
+
+    again = run_input(thread_id, [asked])  # all it holds: the answer never reached it
+    events = sse_events(post(client, "banking", again, **alice))
+    assert [e["type"] for e in events] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert events[0]["runId"] == run_id
+    assert events[1]["messages"][-1]["content"] == "Your balance is 5432.10 USD."
+    assert list(Run.objects.filter(thread_id=thread_id).values_list("pk", flat=True)) == [run_id]  # no new turn
+
+    # once it holds the answer, a plain POST is a turn, as before
+    fake_llm.push({"text": "Anything else?"})
+    turn = sse_events(post(client, "banking", run_input(thread_id, held_by_client(thread_id)), **alice))
+    assert turn[0]["runId"] != run_id and Run.objects.filter(thread_id=thread_id).count() == 2
+
+
+def test_a_run_that_ended_without_an_answer_is_retried_by_a_plain_post(celery_worker_live, fake_llm, client, alice):
+    """A run that failed before saying anything has nothing to replay: the client's plain POST with its
+    own message is the retry it means."""
+    fake_llm.push({"error": 400, "error_message": "no such model"})
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    asked = user_msg("What is my balance?")
+    first = sse_events(post(client, "banking", run_input(thread_id, [asked], run_id=run_id), **alice))
+    assert first[-1]["type"] == "RUN_ERROR"
+    assert not Message.objects.filter(thread_id=thread_id).exclude(role=Message.Role.USER).exists()
+
+    fake_llm.push({"text": "Your balance is 5432.10 USD."})
+    retry = run_input(thread_id, [asked])
+    events = sse_events(post(client, "banking", retry, **alice))
+    assert events[0]["runId"] == retry["runId"] and events[-1]["type"] == "RUN_FINISHED"
