@@ -176,7 +176,7 @@ def recover_call(call_id):
         run_id = one(ToolCall.objects.filter(pk=call_id).values_list("run_id", flat=True))
         if run_id is None:
             return None
-        run = Run.objects.select_for_update().select_related("thread").get(pk=run_id)
+        run = _executing_run(run_id)
         call = ToolCall.objects.select_for_update().get(pk=call_id)
         if call.status != ToolCall.Status.EXECUTING:
             return None
@@ -217,6 +217,17 @@ def recover_call(call_id):
             _declare_lost(run, message)
     log.warning("tool call %s (%s) recovered: %s", call_id, call.name, outcome)
     return outcome
+
+
+def _executing_run(run_id):
+    """The run that executes a call of run `run_id`, locked: that run, or, once it paused, its one
+    continuation, which settles (executes) its approved calls (runner.settle) while the call's row
+    still names the paused run."""
+    run = Run.objects.select_for_update().select_related("thread").get(pk=run_id)
+    if run.status == Run.Status.RUNNING:
+        return run
+    continuation = one(Run.objects.select_for_update().select_related("thread").filter(parent_run_id=run_id))
+    return continuation if continuation is not None and continuation.status == Run.Status.RUNNING else run
 
 
 def _declare_lost(run, message):
@@ -283,12 +294,14 @@ def recover_stuck_runs(limit=100):
 
     They end with RUN_ERROR worker_lost and one continuation answers from the stored history
     (what the dead worker had streamed but not stored is said again, not lost half-way).
-    Runs with a stuck tool call are recover_call's: it decides whether that call is repeated.
+    Runs with a stuck tool call are recover_call's: it decides whether that call is repeated (a
+    continuation's calls are its paused parent's rows: _executing_run).
     """
     cutoff = timezone.now() - timedelta(seconds=float(settings.AGUI_TOOL_LEASE_SECONDS))
     candidates = list(
         Run.objects.filter(status=Run.Status.RUNNING, started_at__lt=cutoff)
-        .exclude(tool_calls__status=ToolCall.Status.EXECUTING).values_list("pk", flat=True)[:limit]
+        .exclude(tool_calls__status=ToolCall.Status.EXECUTING)
+        .exclude(parent_run__tool_calls__status=ToolCall.Status.EXECUTING).values_list("pk", flat=True)[:limit]
     )
     lapsed = _lapsed([run_lease_key(r) for r in candidates]) if candidates else []
     recovered = []
@@ -297,7 +310,8 @@ def recover_stuck_runs(limit=100):
             continue
         with transaction.atomic():
             run = Run.objects.select_for_update().get(pk=run_id)
-            if run.status != Run.Status.RUNNING or run.tool_calls.filter(status=ToolCall.Status.EXECUTING).exists():
+            if run.status != Run.Status.RUNNING or ToolCall.objects.filter(
+                    run_id__in=[run.pk, run.parent_run_id], status=ToolCall.Status.EXECUTING).exists():
                 continue
             with translation.override(selectors.run_language(run.pk)):  # for the chat's owner, as recover_call
                 message = _("The worker running this answer stopped; the agent answers again from the saved "

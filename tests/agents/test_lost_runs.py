@@ -130,3 +130,56 @@ def test_a_request_its_lost_worker_filed_before_pausing_is_withdrawn_not_left_to
     assert run_continuation(run).status == "succeeded"  # a conversation the model accepts (the fake checks)
     told = Message.objects.get(role="tool", tool_call_id="call-filed")
     assert "cancelled and not executed" in told.content
+
+
+def _continuation_running_a_call(demo, agent, tool, claimed_ago):
+    """A run paused on `tool`, approved, whose continuation (its worker since dead: no lease) claimed
+    the call `claimed_ago` ago: (paused run, continuation, call)."""
+    from agents.runtime.events import redis_client
+
+    redis_client().set(SINCE, int(redis_client().time()[0]) * 1000 - 3_600_000)  # not a fresh Redis
+    thread = Thread.objects.create(owner=demo["alice"], agent=agent)
+    paused = Run.objects.create(thread=thread, status=Run.Status.INTERRUPTED)
+    msg = services.add_message(thread, "assistant", "", run=paused, tool_calls=[
+        {"id": f"call-{agent}", "type": "function", "function": {"name": tool, "arguments": "{}"}}])
+    call = ToolCall.objects.create(id=f"call-{agent}", run=paused, thread=thread, message=msg, name=tool, arguments={},
+                                   status=ToolCall.Status.EXECUTING, attempts=1,
+                                   claimed_at=timezone.now() - claimed_ago)
+    continuation = Run.objects.create(thread=thread, parent_run=paused, status=Run.Status.RUNNING,
+                                      started_at=timezone.now() - timedelta(hours=1))
+    return paused, continuation, call
+
+
+def test_a_continuation_lost_mid_call_is_the_calls_run_for_recovery(demo, monkeypatch):
+    """An approved call is run by its paused run's continuation, but the call's row names the paused
+    run. Recovery read that run, saw it not running, and left the continuation to the stalled-run
+    sweep: that sweep, blind to the call too, failed it as lost mid-answer ("the agent answers again")
+    and started a next run while the call was still executing, within a lease of the call's claim
+    before the call itself was reported (the model then read a call without a result); the user never
+    heard the call's fate, and an idempotent call was never retried."""
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    paused, continuation, call = _continuation_running_a_call(demo, "banking", "transfer_money", timedelta(0))
+    assert execution.recover_stuck_runs() == []  # its call is still within its lease: the call's to settle
+
+    ToolCall.objects.filter(pk=call.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
+    assert execution.recover_stuck_calls() == {call.pk: "outcome_unknown"}
+    lost = Run.objects.get(pk=continuation.pk)
+    assert (lost.status, lost.error_code) == ("failed", "worker_lost")
+    assert lost.error == ("The worker stopped while transfer_money was running; its outcome is unknown and it was "
+                          "not repeated.")
+    assert [e["message"] for e in stream_events(paused.thread_id) if e["type"] == "RUN_ERROR"] == [lost.error]
+    told = paused.thread.messages.get(role="tool", tool_call_id=call.pk)
+    assert told.run_id == continuation.pk and "was not run again" in told.content
+    assert Run.objects.get(pk=paused.pk).status == "interrupted"
+    assert Run.objects.filter(parent_run=continuation).count() == 1  # one run answers the person
+    assert execution.recover_stuck_runs() == []
+
+
+def test_an_idempotent_call_a_lost_continuation_ran_is_run_again(demo, monkeypatch):
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    paused, continuation, call = _continuation_running_a_call(demo, "support", "lookup_order_details",
+                                                              timedelta(hours=1))
+    assert execution.recover_stuck_calls() == {call.pk: "retry"}
+    assert ToolCall.objects.get(pk=call.pk).status == "approved"  # the next run's settle runs it
+    assert Run.objects.get(pk=continuation.pk).error_code == "worker_lost"
+    assert Run.objects.filter(parent_run=continuation).count() == 1
