@@ -356,7 +356,26 @@ class Runner:
         if not move_run(self.run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
                         error=message, error_code=code):
             return self._lost(Run.Status.FAILED)
+        if self.run.parent_run_id:
+            self.void_unsettled(code)
         self.end(RunErrorEvent(message=message, code=code))
+
+    def void_unsettled(self, code):
+        """A continuation that failed before it settled every approved call (Redis away past the
+        retries, a database error mid-settle): each one left fails as not executed, and the model is
+        told. Left approved, it read as approved for good (inbox, audit, webhooks) with no run to
+        execute it, until whichever continuation came next on the thread, days later maybe, ran it then."""
+        for tc in _SETTLEABLE.all(self.thread.pk):
+            if tc.status != ToolCall.Status.APPROVED:
+                continue
+            output = (f"Error: {tc.name} was approved, but the run stopped ({code}) before it was executed, so it was "
+                      "not executed. Tell the user; do not call it again unless they ask.")
+            with transaction.atomic():
+                if not move_call(tc.pk, ToolCall.Status.FAILED, leaving=[ToolCall.Status.APPROVED], result=output):
+                    continue
+                add_message(self.thread, Message.Role.TOOL, output, run=self.run, tool_call_id=tc.pk)
+            execution.outcome_recorded(tc.pk, ToolCall.Status.FAILED, tc)
+            log.warning("run %s failed (%s) before approved call %s ran: not executed", self.run.pk, code, tc.pk)
 
     def _lost(self, status):
         """Recovery ended this run while this worker was stuck: its end is already told."""

@@ -183,3 +183,47 @@ def test_an_idempotent_call_a_lost_continuation_ran_is_run_again(demo, monkeypat
     assert ToolCall.objects.get(pk=call.pk).status == "approved"  # the next run's settle runs it
     assert Run.objects.get(pk=continuation.pk).error_code == "worker_lost"
     assert Run.objects.filter(parent_run=continuation).count() == 1
+
+
+def test_a_continuation_that_fails_mid_settle_leaves_no_approved_call_behind(demo, fake_llm, monkeypatch):
+    """Two transfers finance approved; the continuation runs the first, then Redis has been away past
+    the retries (the event writer's error surfaces at the first result) and the run fails. The second
+    call stayed `approved` with no run to execute it: the inbox and webhooks said approved, the model
+    never heard of it, and whichever continuation came next on the thread (another decision, days
+    later) would have moved the money then. Now it fails as not executed, and says so."""
+    from agents import tasks
+    from agents.catalog.models import Transfer
+    from agents.models import Message
+    from agents.runtime.events import StreamUnavailable
+    from approvals import services as approval_services
+    from approvals.models import ApprovalRequest
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    woken = []
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", woken.append)
+    transfer = {"from_account": "1234567890", "to_account": "0987654321", "currency": "USD"}
+    fake_llm.push({"text": "Both go to finance.", "tool_calls": [
+        {"id": f"call-pay-{n}", "name": "transfer_money", "arguments": json.dumps({**transfer, "amount": n})}
+        for n in (3, 4)]})
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    paused = services.start_run(thread, demo["alice"], "Pay 3 and 4")
+    assert runner.run_agent(paused.pk) and Run.objects.get(pk=paused.pk).status == "interrupted"
+    for request in ApprovalRequest.objects.filter(run_ref=paused.pk):
+        approval_services.decide(request.pk, demo["finn"], "approve")
+
+    real_result = runner.Runner.result
+
+    def redis_gone_by_then(self, tc, *args, **kwargs):
+        real_result(self, tc, *args, **kwargs)
+        raise StreamUnavailable("events could not be written: Redis away past the retries")
+
+    monkeypatch.setattr(runner.Runner, "result", redis_gone_by_then)
+    for request_id in woken:  # the worker's wake-up of each decision; the last runs the continuation
+        tasks.continue_decided(request_id)
+    continuation = Run.objects.get(parent_run=paused)
+    assert (continuation.status, continuation.error_code) == ("failed", "stream_unavailable")
+    assert Transfer.objects.count() == 1
+    statuses = dict(ToolCall.objects.filter(thread=thread).values_list("pk", "status"))
+    assert statuses == {"call-pay-3": "succeeded", "call-pay-4": "failed"}  # was: call-pay-4 approved
+    told = Message.objects.get(thread=thread, role="tool", tool_call_id="call-pay-4")
+    assert told.run_id == continuation.pk and "was not executed" in told.content
