@@ -154,6 +154,17 @@ def announce_unannounced(limit=100):
     return unannounced
 
 
+def publish_end(run_id, thread_id, event):
+    """After commit, the last event of a run that ended outside its worker (a Stop before it started,
+    recovery's verdict). A Redis outage keeps it on the row, for the beat to publish once Redis
+    answers (execution.publish_undelivered_ends): the change stands, answered, and never ends silently."""
+    try:
+        events.append(thread_id, event)
+    except redis.RedisError as exc:
+        log.warning("the end of run %s kept for the beat (Redis unreachable: %s)", run_id, exc)
+        Run.objects.filter(pk=run_id).update(undelivered_end=events.encode(event))
+
+
 def _tell_chat(thread_id, event):
     """A low-rate notice on the thread's stream after commit; a Redis outage loses only the notice
     (the chat reads the durable truth when the continuation's snapshot arrives)."""
@@ -510,7 +521,7 @@ def cancel_run(run, user):
         if run.status == Run.Status.QUEUED:
             move_run(run.pk, Run.Status.CANCELLED, leaving=[Run.Status.QUEUED])
             # RUN_STARTED is already on the stream: close it for every listener
-            transaction.on_commit(lambda: events.append(run.thread_id, RunFinishedEvent(
+            transaction.on_commit(lambda: publish_end(run.pk, run.thread_id, RunFinishedEvent(
                 thread_id=run.thread_id, run_id=run.pk, outcome=RunFinishedCancelledOutcome())))
         elif run.status == Run.Status.RUNNING:
             events.redis_client().set(cancel_key(run.pk), "1", ex=3600)

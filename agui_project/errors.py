@@ -79,9 +79,10 @@ def server_error(request):
     # Django calls this inside its `except`: a busy or unreachable database met outside a view (the
     # session or user read by a middleware, before any view's process_exception) is a 503 too
     exc = sys.exc_info()[1]
-    if busy.is_busy(exc):
-        log.warning("database busy: %s %s: %s", request.method, request.path, exc)
-        response = busy.response(request, json_body=wants_json(request))
+    if busy.is_busy(exc) or busy.redis_away(exc):
+        log.warning("%s: %s %s: %s", "Redis away" if busy.redis_away(exc) else "database busy", request.method,
+                    request.path, exc)
+        response = busy.response(request, json_body=wants_json(request), exc=exc)
         response._has_been_logged = True  # django.utils.log.log_response: not again as an ERROR
         return response
     if wants_json(request):

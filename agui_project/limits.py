@@ -178,9 +178,10 @@ def _after(request, response):
 def _on_exception(request, exc):
     if isinstance(exc, RequestDataTooBig):
         return too_large()
-    if busy.is_busy(exc):  # every view: 503 + Retry-After (agui_project/busy.py)
-        log.warning("database busy: %s %s: %s", request.method, request.path, exc)
-        return busy.response(request, json_body=request.path.startswith(JSON_PREFIXES))
+    if busy.is_busy(exc) or busy.redis_away(exc):  # every view: 503 + Retry-After (agui_project/busy.py)
+        log.warning("%s: %s %s: %s", "Redis away" if busy.redis_away(exc) else "database busy", request.method,
+                    request.path, exc)
+        return busy.response(request, json_body=request.path.startswith(JSON_PREFIXES), exc=exc)
     if not request.path.startswith(JSON_PREFIXES):
         return None  # pages keep Django's error handling
     log.error("Internal Server Error: %s", request.path, exc_info=exc, extra={"status_code": 500, "request": request})

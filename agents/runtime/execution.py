@@ -235,7 +235,8 @@ def _declare_lost(run, message):
     The caller holds the run's row lock and has seen it running."""
     move_run(run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
              error=message, error_code="worker_lost")
-    transaction.on_commit(lambda: events.append(run.thread_id, RunErrorEvent(message=message, code="worker_lost")))
+    transaction.on_commit(lambda: agent_services.publish_end(run.pk, run.thread_id,
+                                                             RunErrorEvent(message=message, code="worker_lost")))
     # requests the dead worker filed before it could pause the run: no run would carry out a decision
     # on them (this one failed, its continuation answers from the history), so they are withdrawn
     # now, each call's fate with them, and the model hears the call was not run

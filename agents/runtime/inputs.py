@@ -8,9 +8,11 @@ request ends the workflow (the continuation settles it as cancelled).
 """
 
 import json
+import logging
 import time
 
 import jsonschema
+import redis
 from ag_ui.core import Interrupt
 from django.db import transaction
 from django.db.models import F
@@ -25,6 +27,8 @@ from agents.transitions import continue_run, move_call
 from agui_project import json_schema
 from agui_project.queries import one
 from approvals import argument_errors
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SCHEMA = {"type": "string"}
 
@@ -162,7 +166,14 @@ def cancel(request_id, user, reason=""):
 
 def _after(request):
     value = payload(request)
-    transaction.on_commit(lambda: events.append(request.thread_id, custom_events.request_info_response(value)))
+
+    def tell():  # after the answer committed: a Redis outage loses only the notice (snapshots carry it)
+        try:
+            events.append(request.thread_id, custom_events.request_info_response(value))
+        except redis.RedisError as exc:
+            log.warning("answer to question %s not broadcast (Redis unreachable: %s)", request.pk, exc)
+
+    transaction.on_commit(tell)
     run = Run.objects.get(pk=request.run_id)
     waiting, continued = selectors.waiting_or_continued(run.pk)
     if not waiting:

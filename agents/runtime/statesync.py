@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 
 import jsonpatch
+import redis
 from ag_ui.core import (
     StateDeltaEvent,
     StateSnapshotEvent,
@@ -257,8 +258,13 @@ class StateSync:
 
 
 def _broadcast(thread_id, key, ops):
+    """After the change committed: a Redis outage loses only the notice (the chats' sockets close with
+    4011 meanwhile, and their fresh snapshot carries the state); the change stands and is answered."""
     doc = state_services.document(key)
-    events.append(thread_id, StateDeltaEvent(delta=ops), meta_event(doc, force=True))
+    try:
+        events.append(thread_id, StateDeltaEvent(delta=ops), meta_event(doc, force=True))
+    except redis.RedisError as exc:
+        log.warning("state change of thread %s not broadcast (Redis unreachable: %s)", thread_id, exc)
 
 
 def _schema(thread):

@@ -1,0 +1,77 @@
+"""A Redis outage met by the REST API: a Stop that could not be sent is a 503 with Retry-After, not a
+500 after the client's retries; a change that committed before Redis was needed stands and is
+answered as made (its live notice is what is lost, or kept for the beat)."""
+
+import pytest
+import redis
+from django.utils import timezone
+
+from agents import services
+from agents.models import Run, Thread
+from agents.runtime import events, execution
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Down:
+    """A Redis client whose every command meets Redis gone."""
+
+    def __getattr__(self, name):
+        raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:6391. Connection refused.")
+
+
+@pytest.fixture
+def redis_down(monkeypatch):
+    monkeypatch.setattr(events, "redis_client", lambda: Down())
+
+
+def test_stop_of_a_running_run_while_redis_is_down_is_a_503_to_retry(demo, api, redis_down):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now())
+    response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
+    assert response.status_code == 503, response.content  # was a 500 "internal error"
+    assert response["Retry-After"] == "1"
+    assert response.json()["code"] == "redis_unavailable"
+    assert "Redis" in response.json()["message"]
+    assert Run.objects.get(pk=run.pk).status == "running"  # nothing stopped: the retry will
+
+
+def test_stop_of_a_queued_run_while_redis_is_down_stands_and_its_end_waits_for_the_beat(demo, api, redis_down,
+                                                                                        monkeypatch):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.QUEUED)
+    response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
+    assert response.status_code == 202, response.content  # was a 500, though the run was cancelled
+    stopped = Run.objects.get(pk=run.pk)
+    assert stopped.status == "cancelled" and '"RUN_FINISHED"' in stopped.undelivered_end
+
+    published = []
+    monkeypatch.setattr(events, "append_encoded", lambda thread_id, payload: published.append((thread_id, payload)))
+    assert execution.publish_undelivered_ends() == [run.pk]  # the beat, once Redis answers
+    assert published == [(thread.pk, stopped.undelivered_end)]
+
+
+def test_a_state_change_while_redis_is_down_stands_and_is_answered(demo, api, redis_down):
+    thread = services.create_thread(demo["alice"], "banking")
+    response = api("alice").put(f"/api/threads/{thread.pk}/state/", {"base_version": 0, "state": {"note": "hi"}},
+                                format="json")
+    assert response.status_code == 200, response.content  # was a 500 after the commit
+    assert response.json()["state"] == {"note": "hi"}
+
+
+def test_an_answer_to_the_agents_question_while_redis_is_down_stands_and_is_answered(demo, monkeypatch):
+    from agents.models import InputRequest
+    from tests.agents.test_workflows import REFUND_PROMPT
+    from tests.helpers import run_prompt
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    thread = services.create_thread(demo["alice"], "support")
+    assert run_prompt(thread, demo["alice"], REFUND_PROMPT).status == "interrupted"
+    monkeypatch.setattr(events, "redis_client", lambda: Down())
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(demo["alice"])
+    response = client.post(f"/api/threads/{thread.pk}/answer/", {"cancel": True}, format="json")
+    assert response.status_code == 202, response.content  # was a 500 after the answer committed
+    assert InputRequest.objects.get(thread=thread).status == "cancelled"
