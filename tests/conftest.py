@@ -57,10 +57,11 @@ def _redis_data_long_known():
     import redis
 
     from agents.runtime.events import redis_client
-    from agents.runtime.execution import LEASES_SINCE_KEY
+    from agents.runtime.execution import LEASES_SINCE_KEY, LEASES_SWEPT_KEY
 
     try:
         redis_client().set(LEASES_SINCE_KEY, 0)
+        redis_client().delete(LEASES_SWEPT_KEY)  # no sweep yet: no silence since the last one
     except redis.RedisError:
         pass  # a test without Redis recovers nothing
 

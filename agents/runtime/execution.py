@@ -27,7 +27,7 @@ from agents.messages import add_message
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
-from agents.runtime.leases import hold
+from agents.runtime.leases import RENEW_EVERY, hold
 from agents.transitions import claim_call, move_call, move_run, start_continuation
 from agui_project.queries import Prepared, one
 from approvals import mail as approval_mail
@@ -91,6 +91,17 @@ def outcome_recorded(call_id, status, row=None):
 # the Redis time (ms) recovery first found this Redis's data without it: a lease missing since less
 # than a lease length may be a live holder's that a restart emptied (kept without expiry)
 LEASES_SINCE_KEY = "agui:leases:since"
+# the Redis time (ms) recovery last read the leases: a silence longer than SWEEP_SILENCE means Redis was
+# out of reach (of the sweeps, and so of live holders' renewals too) though it kept its data (a restart
+# from its snapshot or log, a network cut): holders write again only at their next renewal
+LEASES_SWEPT_KEY = "agui:leases:swept"
+
+
+def sweep_silence_ms():
+    """Longer than sweeps are apart when all is well (the beat's period, a renewal's), shorter than the
+    outage a live holder's lease needs to lapse (two missed renewals: two thirds of a lease)."""
+    every = float(settings.CELERY_BEAT_SCHEDULE.get("recover-stuck-tool-calls", {}).get("schedule", 10.0))
+    return 1.5 * max(every, float(settings.AGUI_TOOL_LEASE_SECONDS) * RENEW_EVERY) * 1000
 
 
 def run_lease_key(run_id):
@@ -155,6 +166,7 @@ def stuck_call_ids(limit=100):
     candidates = list(ToolCall.objects.filter(status=ToolCall.Status.EXECUTING, claimed_at__lt=cutoff)
                       .values_list("pk", flat=True)[:limit])
     if not candidates:
+        _lapsed([])  # the sweep is noted all the same: a long silence before the next one is an outage
         return []
     lapsed = _lapsed([lease_key(call_id) for call_id in candidates])
     return [call_id for call_id, gone in zip(candidates, lapsed or [], strict=False) if gone]
@@ -268,19 +280,27 @@ def _tell_operators(call, run, msg):
 def _lapsed(keys):
     """Which of these leases are gone; None (recover nothing) when Redis cannot be asked, or when
     its data is younger than a lease: a restart or failover that emptied it dropped every live
-    holder's key too, written again only at its next renewal (a third of a lease later)."""
+    holder's key too, written again only at its next renewal (a third of a lease later). After a
+    silence of the sweeps (Redis out of reach, its data kept) the data counts as new again: live
+    holders could not renew either, and their keys lapsed meanwhile."""
     try:
         client = events.redis_client()
         pipe = client.pipeline(transaction=False)
         pipe.time()
         pipe.get(LEASES_SINCE_KEY)
+        pipe.get(LEASES_SWEPT_KEY)
         for key in keys:
             pipe.exists(key)
-        (seconds, micros), since, *held = pipe.execute()
+        (seconds, micros), since, swept, *held = pipe.execute()
         now_ms = seconds * 1000 + micros // 1000
-        if since is None:  # this Redis's data is new to recovery: from now on it is watched
-            client.set(LEASES_SINCE_KEY, now_ms, nx=True)
-        if since is None or now_ms - int(since) < float(settings.AGUI_TOOL_LEASE_SECONDS) * 1000:
+        silent = swept is not None and now_ms - int(swept) > sweep_silence_ms()
+        pipe = client.pipeline(transaction=False)
+        pipe.set(LEASES_SWEPT_KEY, now_ms)
+        if since is None or silent:  # new to recovery, or unreachable a while: watched from now on
+            pipe.set(LEASES_SINCE_KEY, now_ms, nx=not silent)
+            since = since if since is not None and not silent else now_ms
+        pipe.execute()
+        if now_ms - int(since) < float(settings.AGUI_TOOL_LEASE_SECONDS) * 1000:
             log.warning("recovery waits: Redis's data is younger than a lease (restarted?); live workers' "
                         "leases may not be written again yet")
             return None

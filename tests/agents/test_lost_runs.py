@@ -227,3 +227,36 @@ def test_a_continuation_that_fails_mid_settle_leaves_no_approved_call_behind(dem
     assert statuses == {"call-pay-3": "succeeded", "call-pay-4": "failed"}  # was: call-pay-4 approved
     told = Message.objects.get(thread=thread, role="tool", tool_call_id="call-pay-4")
     assert told.run_id == continuation.pk and "was not executed" in told.content
+
+
+def test_a_live_run_whose_lease_lapsed_while_redis_was_out_of_reach_is_not_declared_lost(demo, settings):
+    """Redis out of reach for 40 s (a restart from its snapshot, a network cut) with its data kept: the
+    live worker's renewals failed and its lease lapsed, and the sweep that reached Redis first failed
+    the run (worker_lost) while the worker was still answering, and a continuation answered again.
+    Recovery now reads the sweeps' silence as such an outage and waits a lease, as after a restart."""
+    from agents.runtime.events import redis_client
+
+    settings.AGUI_TOOL_LEASE_SECONDS = 30
+    client = redis_client()
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(minutes=5))
+    now_ms = int(client.time()[0]) * 1000
+    client.set(SINCE, now_ms - 3_600_000)  # the data is old: it was kept
+    client.set(execution.LEASES_SWEPT_KEY, now_ms - 40_000)  # the last sweep that reached Redis
+    assert execution.recover_stuck_runs() == []  # its holder has not written again yet: not lost
+    assert execution.recover_stuck_runs() == []
+    assert Run.objects.get(pk=run.pk).status == "running"
+    # a lease length on, a lease still missing is a dead holder's again
+    client.set(SINCE, now_ms - 31_000)
+    assert execution.recover_stuck_runs() == [run.pk]
+
+
+def test_sweeps_as_often_as_the_beat_sends_them_trust_the_leases(demo, settings):
+    from agents.runtime.events import redis_client
+
+    settings.AGUI_TOOL_LEASE_SECONDS = 30
+    client = redis_client()
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(minutes=5))
+    client.set(execution.LEASES_SWEPT_KEY, int(client.time()[0]) * 1000 - 12_000)  # the beat's 10 s, a little late
+    assert execution.recover_stuck_runs() == [run.pk]
