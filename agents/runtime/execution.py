@@ -98,10 +98,10 @@ LEASES_SWEPT_KEY = "agui:leases:swept"
 
 
 def sweep_silence_ms():
-    """Longer than sweeps are apart when all is well (the beat's period, a renewal's), shorter than the
-    outage a live holder's lease needs to lapse (two missed renewals: two thirds of a lease)."""
+    """The shortest outage that can make a live holder's lease lapse (two missed renewals: two thirds
+    of a lease), but at least two beat periods: a sweep late in a busy queue only delays recovery."""
     every = float(settings.CELERY_BEAT_SCHEDULE.get("recover-stuck-tool-calls", {}).get("schedule", 10.0))
-    return 1.5 * max(every, float(settings.AGUI_TOOL_LEASE_SECONDS) * RENEW_EVERY) * 1000
+    return max(2 * every, 2 * RENEW_EVERY * float(settings.AGUI_TOOL_LEASE_SECONDS)) * 1000
 
 
 def run_lease_key(run_id):
