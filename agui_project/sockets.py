@@ -241,11 +241,39 @@ class ClosesWhenRedisIsAway:
                         "socket %s: left without Redis (%s: %s)", self.scope.get("path"), type(failed).__name__, failed)
 
 
+# how often an open socket joins its channel-layer groups again: channels_redis drops a membership
+# after its group_expiry (a day), and an emptied Redis (FLUSHALL) drops them all at once; the socket
+# stays open and hears nothing (no inbox notice, no logout) unless it joins again
+REJOIN_SECONDS = 300.0
+
+
 class SignedInSocket(ClosesWhenRedisIsAway):
     """Mixin for AsyncWebsocketConsumer: the socket lives as long as the session it opened with
     (and, as every socket of the site, closes when Redis is away)."""
 
     _signed_out = False
+    _rejoining = None
+
+    def memberships(self):
+        """The channel-layer groups this socket hears on (a consumer with groups of its own adds them)."""
+        return list(self.groups)
+
+    async def _keep_memberships(self):
+        while True:
+            await asyncio.sleep(REJOIN_SECONDS)
+            if self._closed:
+                return
+            try:
+                for group in self.memberships():
+                    await self.channel_layer.group_add(group, self.channel_name)
+            except REDIS_AWAY as exc:
+                await self.close_for_redis_away(exc)
+                return
+
+    async def websocket_disconnect(self, message):
+        if self._rejoining is not None:
+            self._rejoining.cancel()
+        await super().websocket_disconnect(message)
 
     def _session_tag(self):
         session = self.scope.get("session")
@@ -258,6 +286,8 @@ class SignedInSocket(ClosesWhenRedisIsAway):
             self.groups = [*self.groups, group]  # websocket_disconnect leaves it
             await self.channel_layer.group_add(group, self.channel_name)
         await super().accept(subprotocol, headers)
+        if self._rejoining is None and not self._closed:
+            self._rejoining = asyncio.create_task(self._keep_memberships())
 
     async def refuse(self, code):
         """Close with `code` where the page can read it. Closed before it is accepted, a socket fails

@@ -45,6 +45,9 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
             targets.append(notify.STAFF_GROUP)
         return targets
 
+    def memberships(self):
+        return [*super().memberships(), *(getattr(self, "targets", None) or [])]
+
     async def disconnect(self, code):
         await self._leave()
         for target in getattr(self, "targets", None) or []:

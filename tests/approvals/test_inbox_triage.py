@@ -408,3 +408,31 @@ def test_a_mangled_held_id_is_ignored(login, undo_window, held):
     assert undone.status_code == 200 and undone.json() == {"recalled": [], "too_late": True}
     assert finn.post("/inbox/undo/", {"held": held}).status_code == 302
     assert HeldDecision.objects.filter(pk=kept.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_open_inbox_joins_its_groups_again_after_the_layer_lost_them(demo, monkeypatch):
+    """channels_redis drops a membership after its group_expiry (a day) and an emptied Redis drops them
+    all: the inbox socket stayed open and heard no new request, no logout, until the page was reloaded."""
+    import redis
+    from channels.layers import get_channel_layer
+    from django.conf import settings
+
+    from agui_project import sockets
+    from approvals import notify
+
+    monkeypatch.setattr(sockets, "REJOIN_SECONDS", 0.05)
+    finn = WebsocketCommunicator(URLRouter(inbox_ws), "/ws/inbox/")
+    finn.scope["user"] = demo["finn"]
+    assert (await finn.connect())[0]
+    layer = get_channel_layer()
+    memberships = redis.Redis.from_url(settings.REDIS_URL)
+    memberships.delete(*memberships.keys(f"{layer.prefix}:group:*"))  # emptied, or every membership expired
+
+    notice = {"type": "inbox.notice", "notice": {"type": "approval.requested", "id": "after-flush"}}
+    for _ in range(100):  # each try waits for a frame; the socket joins again within a few tries
+        await layer.group_send(notify.group_for_user(demo["finn"].pk), notice)
+        if not await finn.receive_nothing(timeout=0.2):
+            break
+    assert await finn.receive_json_from() == notice["notice"]
+    await finn.disconnect()
