@@ -65,6 +65,7 @@ from state import services as state_services
 log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 10  # tool results count: a lookup and its answer are two
 CANCEL_CHECK_SECONDS = 0.05  # how often a streaming run looks for a Stop
+ID_MAX_LENGTH = ToolCall._meta.pk.max_length
 NOT_BUILTIN = object()  # Runner.builtin_call: "not one of mine, handle it as a tool"
 
 
@@ -87,6 +88,8 @@ _SETTLEABLE = Prepared(ToolCall, lambda thread_id: ToolCall.objects.filter(
             "created_at"))
 
 _TOOL_CALL = PreparedInsert(ToolCall)  # every call the model makes: its INSERT compiled once
+# whether a call id the model gave is taken already, in any thread (Runner.call_id): on every call
+_CALL_TAKEN = Prepared(ToolCall, lambda pk: ToolCall.objects.filter(pk=pk).values_list("pk"))
 
 
 def run_agent(run_id, made=None):
@@ -543,7 +546,7 @@ class Runner:
                     self.emit(TextMessageEndEvent(message_id=message_id))
                     self._text_open = False
                 call = calls[delta.index] = {
-                    "id": delta.id or f"call_{uuid.uuid4().hex[:24]}", "name": delta.name or "", "arguments": ""
+                    "id": self.call_id(delta.id, calls), "name": delta.name or "", "arguments": ""
                 }
                 self.emit(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"],
                                              parent_message_id=message_id))
@@ -551,6 +554,16 @@ class Runner:
                 call["arguments"] += delta.arguments
                 self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=delta.arguments))
                 self.state.on_args(call, delta.arguments)
+
+    def call_id(self, wanted, calls):
+        """The id a new call is announced and stored under: the model's own, unless it cannot name
+        this call alone. A call's id is its row's key across every thread, and servers that number
+        their calls (`call_0` each turn) or repeat an id within one answer would otherwise make the
+        insert fail and the run with it; the model reads the id given here in its history."""
+        if (wanted and len(wanted) <= ID_MAX_LENGTH and all(c["id"] != wanted for c in calls.values())
+                and _CALL_TAKEN.one(wanted) is None):
+            return wanted
+        return f"call_{uuid.uuid4().hex[:24]}"
 
     # --- tool calls -----------------------------------------------------------------------
 

@@ -1,0 +1,68 @@
+"""What a model answers that nobody expected (ids it reuses, refusals, answers cut short): the run
+ends properly, the person reads what happened, and the model's next turn is a valid conversation."""
+
+import json
+
+import pytest
+
+from agents import services
+from agents.models import Message, Run, Thread, ToolCall
+from agents.runtime import runner
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+BALANCE = json.dumps({"account": "1234567890"})
+
+
+@pytest.fixture
+def start(demo, monkeypatch):
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+
+    def start(user="alice", text="What is my balance?", agent="banking"):
+        thread = Thread.objects.create(owner=demo[user], agent=agent)
+        return thread, services.start_run(thread, demo[user], text)
+
+    return start
+
+
+def test_a_model_that_numbers_its_calls_the_same_every_turn_runs_in_every_thread(start, fake_llm):
+    """Servers that number calls (`call_0` each answer) gave a second thread's call an id the first
+    had stored: the insert failed and the run with it ("failed unexpectedly"). The second call is
+    stored and announced under an id of its own, which its result and the model's history use."""
+    thread, run = start()
+    fake_llm.push({"tool_calls": [{"id": "call_0", "name": "check_balance", "arguments": BALANCE}]}, "You have money.")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+
+    other, again = start()  # the same user's second chat (another user's works the same way)
+    fake_llm.push({"tool_calls": [{"id": "call_0", "name": "check_balance", "arguments": BALANCE}]}, "Still there.")
+    assert runner.run_agent(again.pk)
+    assert Run.objects.get(pk=again.pk).status == Run.Status.SUCCEEDED
+    call = ToolCall.objects.get(thread=other)
+    assert call.pk != "call_0" and call.status == ToolCall.Status.SUCCEEDED
+    assert ToolCall.objects.get(pk="call_0").thread_id == thread.pk  # the first thread's call untouched
+    said = fake_llm.requests[-1]["messages"]
+    assert [c["id"] for c in said[-2]["tool_calls"]] == [call.pk] and said[-1]["tool_call_id"] == call.pk
+    assert list(other.messages.values_list("role", "content")) == [
+        ("user", "What is my balance?"), ("assistant", ""), ("tool", "Account 1234567890 holds 5432.10 USD."),
+        ("assistant", "Still there.")]
+
+
+def test_two_calls_of_one_answer_under_one_id_both_run(start, fake_llm):
+    thread, run = start()
+    twice = [{"id": "dup", "name": "check_balance", "arguments": BALANCE},
+             {"id": "dup", "name": "check_balance", "arguments": BALANCE}]
+    fake_llm.push({"tool_calls": twice}, "Twice the same.")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    ids = list(ToolCall.objects.filter(thread=thread).order_by("created_at").values_list("pk", flat=True))
+    assert len(set(ids)) == 2 and ids[0] == "dup"
+    assert thread.messages.filter(role=Message.Role.TOOL).count() == 2
+
+
+def test_a_call_id_too_long_to_store_gets_one_that_fits(start, fake_llm):
+    thread, run = start()
+    fake_llm.push({"tool_calls": [{"id": "c" * 300, "name": "check_balance", "arguments": BALANCE}]}, "Fine.")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    assert len(ToolCall.objects.get(thread=thread).pk) <= 200
