@@ -56,7 +56,8 @@ class OpenAIChatModel:
 
     def stream(self, messages, tools):
         kwargs = {"model": self.name, "stream": True, **as_given(messages, tools)}
-        answered = finished = False
+        answered = finished = said = calling = False
+        reason, calls = None, _CallIndexes()
         try:
             # The SDK's own stream builds a pydantic model per chunk (300-600 us each, the worker's
             # main cost at thousands of chunks/s); the raw response keeps its request, retries and
@@ -89,17 +90,26 @@ class OpenAIChatModel:
                         continue
                     answered = True
                     choice = choices[0]
-                    finished = finished or bool(choice.get("finish_reason"))
+                    if not isinstance(choice, dict) or not isinstance(choice.get("delta") or {}, dict):
+                        raise ModelError(f"the model's stream held a choice that is not an object: {data[:80]!r}")
+                    reason = choice.get("finish_reason") or reason
+                    finished = finished or bool(reason)
                     delta = choice.get("delta") or {}
                     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if reasoning and isinstance(reasoning, str):
                         yield ReasoningDelta(clean(reasoning))
-                    if delta.get("content"):
-                        yield TextDelta(clean(delta["content"]))
+                    # a refusal (OpenAI's `refusal`, in place of content) is the answer the person reads
+                    for words in (delta.get("content"), delta.get("refusal")):
+                        if words:
+                            said = True
+                            yield TextDelta(clean(text_of(words, data)))
                     for tc in delta.get("tool_calls") or []:
+                        if not isinstance(tc, dict) or not isinstance(tc.get("function") or {}, dict):
+                            raise ModelError(f"the model's stream held a tool call that is not an object: {data[:80]!r}")
+                        said = calling = True
                         fn = tc.get("function") or {}
-                        yield ToolCallDelta(tc.get("index", 0), tc.get("id"), fn.get("name") and clean(fn["name"]),
-                                            clean(fn.get("arguments") or ""))
+                        yield ToolCallDelta(calls.index(tc), tc.get("id"), fn.get("name") and clean(str(fn["name"])),
+                                            clean(arguments_of(fn.get("arguments"))))
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
                 openai.InternalServerError, sdk_http.TransportError) as exc:
             raise ModelUnavailable(str(exc) or type(exc).__name__) from exc
@@ -113,6 +123,47 @@ class OpenAIChatModel:
             raise ModelError("the model's stream ended without an answer")
         if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way
             raise ModelUnavailable("the model's stream was cut off before it finished")
+        if calling and reason == "length":  # its arguments end where the tokens ran out: no call to run
+            raise ModelError("the answer reached the model's length limit in the middle of a tool call, so no "
+                             "tool was called")
+        if not said:  # no text, refusal or call (a content filter, or reasoning alone): the person heard nothing
+            raise ModelError(f"the model's answer was empty (finish reason: {reason or 'none'})")
+
+
+def text_of(content, data):
+    """A delta's text: a string, or content parts (Mistral streams a list of them) of which the text
+    parts are read; anything else is no answer the run can show."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return "".join(p["text"] for p in content if p.get("type") == "text" and isinstance(p.get("text"), str))
+    raise ModelError(f"the model's stream held content that is not text: {data[:80]!r}")
+
+
+def arguments_of(arguments):
+    """A tool call's arguments as JSON text: servers that decode them (an object, not its text) are
+    read as if they had sent the text."""
+    if arguments is None or isinstance(arguments, str):
+        return arguments or ""
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+class _CallIndexes:
+    """Which of the answer's tool calls a tool-call delta continues. Servers that leave out `index`
+    (OpenAI always sends it) give each new call its id: without this every call of such an answer
+    ran together as the first one, its arguments `{...}{...}`."""
+
+    def __init__(self):
+        self.last, self.ids = -1, {}
+
+    def index(self, tc):
+        if isinstance(tc.get("index"), int):
+            self.last = tc["index"]
+        elif self.last < 0 or (tc.get("id") and self.ids.get(self.last) not in (None, tc["id"])):
+            self.last += 1
+        if tc.get("id"):
+            self.ids.setdefault(self.last, tc["id"])
+        return self.last
 
 
 _drainer = None

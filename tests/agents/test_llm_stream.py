@@ -214,3 +214,65 @@ def test_a_lone_surrogate_or_nul_in_the_models_stream_is_replaced_not_stored(dem
     reply = Message.objects.filter(thread=thread, role="assistant").get().content
     assert reply == "bad \ufffd text\ufffd and a fine \U0001F600"
     assert run.__class__.objects.get(pk=run.pk).status == "succeeded"
+
+
+def chunk(delta, finish=None):
+    return {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def test_a_refusal_is_the_answer_the_person_reads(fake_llm, monkeypatch):
+    """OpenAI streams a refusal in `refusal`, content null: it was dropped, and the run ended with
+    nothing said."""
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": None, "refusal": ""}), chunk({"refusal": "I can't help "}),
+        chunk({"refusal": "with that."}), chunk({}, "stop")])
+    fake_llm.push("unused")
+    assert "".join(d.text for d in drain() if isinstance(d, TextDelta)) == "I can't help with that."
+
+
+def test_an_empty_answer_is_model_error(fake_llm, monkeypatch):
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": ""}), chunk({}, "content_filter")])
+    fake_llm.push("unused")
+    with pytest.raises(ModelError, match=r"empty \(finish reason: content_filter\)"):
+        drain()
+
+
+def test_a_tool_call_cut_at_the_length_limit_is_model_error(fake_llm, monkeypatch):
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": "lo'}}]}),
+        chunk({}, "length")])
+    fake_llm.push("unused")
+    with pytest.raises(ModelError, match="length limit in the middle of a tool call"):
+        drain()
+
+
+def test_content_parts_decoded_arguments_and_calls_without_index(fake_llm, monkeypatch):
+    """Shapes OpenAI-compatible servers send that OpenAI does not: content as a list of parts,
+    arguments as an object, parallel calls without `index` (each new one has its id). They were
+    a TypeError ("failed unexpectedly") or two calls run together as one."""
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": [{"type": "text", "text": "Two "}, {"type": "thinking"}]}),
+        chunk({"content": [{"type": "text", "text": "lookups."}]}),
+        chunk({"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": {"x": 1}}}]}),
+        chunk({"tool_calls": [{"id": "b", "function": {"name": "g", "arguments": '{"y"'}}]}),
+        chunk({"tool_calls": [{"function": {"arguments": ": 2}"}}]}),
+        chunk({}, "tool_calls")])
+    fake_llm.push("unused")
+    out = drain()
+    assert "".join(d.text for d in out if isinstance(d, TextDelta)) == "Two lookups."
+    calls = {}
+    for d in out:
+        if isinstance(d, ToolCallDelta):
+            calls.setdefault(d.index, [d.id, d.name, ""])[2] += d.arguments
+    assert calls == {0: ["a", "f", '{"x": 1}'], 1: ["b", "g", '{"y": 2}']}
+
+
+@pytest.mark.parametrize("delta", [{"content": 5}, {"tool_calls": ["call"]}, {"tool_calls": [{"function": "f"}]}])
+def test_a_delta_of_the_wrong_shape_is_model_error(fake_llm, monkeypatch, delta):
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [chunk(delta), chunk({}, "stop")])
+    fake_llm.push("unused")
+    with pytest.raises(ModelError, match="not"):
+        drain()

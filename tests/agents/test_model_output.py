@@ -66,3 +66,46 @@ def test_a_call_id_too_long_to_store_gets_one_that_fits(start, fake_llm):
     assert runner.run_agent(run.pk)
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
     assert len(ToolCall.objects.get(thread=thread).pk) <= 200
+
+
+def chunk(delta, finish=None):
+    return {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def test_a_refusal_is_said_and_kept(start, fake_llm, monkeypatch):
+    thread, run = start()
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": None, "refusal": "I can't help with that."}), chunk({}, "stop")])
+    fake_llm.push("unused")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    assert thread.messages.filter(role=Message.Role.ASSISTANT).get().content == "I can't help with that."
+
+
+def test_an_empty_answer_ends_the_run_saying_so(start, fake_llm, monkeypatch):
+    """It ended `succeeded` with nothing to read: the chat showed no answer and no error."""
+    thread, run = start()
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": ""}), chunk({}, "stop")])
+    fake_llm.push("unused")
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
+    assert "answer was empty" in run.error
+
+
+def test_a_transfer_cut_at_the_length_limit_is_not_made(start, fake_llm, monkeypatch):
+    """Cut where the tokens ran out, the call's arguments were given to the model as 'not valid
+    JSON', and it tried again with as many tokens, turn after turn; the person was told nothing."""
+    thread, run = start(text="Send 500 to 0987654321")
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": None, "tool_calls": [
+            {"index": 0, "id": "cut", "type": "function",
+             "function": {"name": "transfer_money", "arguments": '{"from_account": "1234567890", "to_acc'}}]}),
+        chunk({}, "length")])
+    fake_llm.push("unused")
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error") and "length limit" in run.error
+    assert not ToolCall.objects.filter(thread=thread).exists() and len(fake_llm.requests) == 1
