@@ -202,6 +202,19 @@ def touched_keys(ops):
     return keys
 
 
+def written_keys(ops):
+    """Top-level keys a patch changes ("" for the whole document): a `test` and a `copy`'s `from`
+    only read. What was changed since a version is read off these: a person's `test` of a key is
+    no edit the model's write would overwrite."""
+    keys = set()
+    for op in ops:
+        kind = op.get("op")
+        if kind == "test":
+            continue
+        keys |= touched_keys([{"path": op.get("path"), **({"from": op.get("from")} if kind == "move" else {})}])
+    return keys
+
+
 def _check_ops(ops):
     if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
         raise StateInvalid(_("a patch is a list of RFC 6902 operations"),
@@ -429,6 +442,8 @@ def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=N
             return []
         _check_provisional(state, patch_ops)
         new_data = _apply_bounded(state.data, patch.patch)  # StateInvalid: an operation that does not apply
+        if jsoncheck.same(new_data, state.data):  # `test`s alone, or values as they were: no new version,
+            return []  # which every other client's next change would have had to catch up with
         _commit(state, new_data, list(patch_ops), source=source, run_ref=run_ref, user=user,
                 base_version=state.version, schema=schema)
         return list(patch_ops)
@@ -505,7 +520,7 @@ def keys_changed_since(key, base_version):
     touched = set()
     for ops in StateChange.objects.filter(state__key=key, status=StateChange.Status.COMMITTED,
                                           version__gt=base_version).values_list("patch", flat=True):
-        touched |= touched_keys(ops)
+        touched |= written_keys(ops)
     return touched
 
 
@@ -519,7 +534,7 @@ def people_changed_since(key, base_version, keys):
     for ops in StateChange.objects.filter(state=state, status=StateChange.Status.COMMITTED,
                                           source=StateChange.Source.USER, version__gt=base_version
                                           ).values_list("patch", flat=True):
-        touched |= touched_keys(ops)
+        touched |= written_keys(ops)
     hit = set(keys) if "" in touched else set(keys) & touched
     return {k: state.data.get(k) for k in sorted(hit)}
 

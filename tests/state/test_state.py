@@ -160,3 +160,31 @@ def test_a_prediction_keeps_the_version_its_author_read(demo):
     services.predict(KEY, "call-2", {"a": 5})
     assert services.prediction_base(KEY, "call-2") == 2  # default: the current version
     assert services.prediction_base(KEY, "nothing") is None
+
+
+def test_a_patch_that_changes_nothing_makes_no_version(demo):
+    """A patch of `test`s (a client checking what it holds) or of values as they were made a new
+    version: every other client's next change, made from the version before, was then refused as
+    a conflict, and the no-op went to every socket as a STATE_DELTA."""
+    services.replace(KEY, {"a": 1, "b": [1, 2]}, source=StateChange.Source.AGENT)  # v1
+    assert services.apply_patch(KEY, [{"op": "test", "path": "/a", "value": 1}],
+                                source=StateChange.Source.USER, base_version=1) == []
+    assert services.apply_patch(KEY, [{"op": "replace", "path": "/b/0", "value": 1}],
+                                source=StateChange.Source.USER, base_version=1) == []
+    assert services.snapshot(KEY) == ({"a": 1, "b": [1, 2]}, 1)
+    assert len(changes()) == 1
+    ops = [{"op": "replace", "path": "/a", "value": 1.0}]  # 1 -> 1.0 is a change of the JSON
+    assert services.apply_patch(KEY, ops, source=StateChange.Source.USER, base_version=1) == ops
+    assert services.snapshot(KEY)[1] == 2
+
+
+def test_a_persons_test_or_copy_source_is_no_edit_of_that_key(demo):
+    """The model's write to a key failed with "a person edited <key>" when the person had only
+    tested it, or copied from it, since the model read the state."""
+    services.replace(KEY, {"a": 1, "b": 2}, source=StateChange.Source.AGENT)  # v1
+    services.apply_patch(KEY, [{"op": "test", "path": "/a", "value": 1}, {"op": "copy", "from": "/a", "path": "/c"}],
+                         source=StateChange.Source.USER, user=demo["alice"])  # v2: only c changed
+    assert services.people_changed_since(KEY, 1, ["a", "c"]) == {"c": 1}
+    assert services.keys_changed_since(KEY, 1) == {"c"}
+    services.apply_patch(KEY, [{"op": "move", "from": "/b", "path": "/d"}], source=StateChange.Source.USER)
+    assert services.people_changed_since(KEY, 2, ["a", "b", "d"]) == {"b": None, "d": 2}  # a move writes both
