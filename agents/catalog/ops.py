@@ -154,6 +154,14 @@ def _checked_email(value: str) -> str:
     return f"{local}@{domain}"
 
 
+def _one_line(value: str) -> str:
+    """A mail header's text on one line: Django refuses a header with a line break (it could add
+    headers, a Bcc) only as the mail is sent, after a reviewer approved it, as 'failed unexpectedly'."""
+    if "\r" in value or "\n" in value:
+        raise ValueError("must be one line (no line breaks)")
+    return value
+
+
 # --- execute_command: each program's own options; everything else is a path --------------------
 
 COUNT = re.compile(r"[+-]?\d{1,9}")  # head/tail -n 5, -n -5, tail -n +5; du -d 2; grep -m 3
@@ -551,7 +559,7 @@ def delete_directory(ctx, path: SandboxPath):
 )
 def send_email(ctx,
                to: Annotated[str, AfterValidator(_checked_email), Field(max_length=254)],
-               subject: Annotated[str, Field(min_length=1, max_length=200)],
+               subject: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=200)],
                body: Annotated[str, Field(max_length=20_000)]):
     """Send an email (through the site's mail server)."""
     EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [to],

@@ -145,6 +145,17 @@ def test_send_email_uses_django_mail(sandbox):
         AGENT.tool("send_email").validate({"to": "not an address", "subject": "s", "body": "b"})
 
 
+@pytest.mark.parametrize("subject", ["Status\nBcc: eve@example.com", "Status\r\n", "\nStatus"])
+def test_a_subject_on_more_than_one_line_is_refused_before_anyone_is_asked(sandbox, subject):
+    """Django refuses a header with a line break only as the mail goes: the call passed
+    validation, waited for a reviewer, and after the approval failed 'unexpectedly'. The model
+    (and a reviewer's edit, which the same validation checks) now reads why at once."""
+    with pytest.raises(ArgumentsInvalid) as caught:
+        AGENT.tool("send_email").validate({"to": "bob@example.com", "subject": subject, "body": "b"})
+    assert caught.value.errors == {"subject": ["must be one line (no line breaks)"]}
+    assert AGENT.tool("send_email").validate({"to": "bob@example.com", "subject": "Status \u2028 ok", "body": "b"})
+
+
 @pytest.mark.parametrize(("command", "message"), [
     ("rm -rf /", "'rm' is not allowed"),
     ("sh -c 'ls'", "'sh' is not allowed"),
