@@ -34,6 +34,7 @@ AGUI_SANDBOX_BWRAP = auto (the default: used when installed and a probe run succ
 validated argv runs directly, logged once) | off | required (a command it cannot isolate is refused).
 """
 
+import contextlib
 import functools
 import logging
 import os
@@ -64,6 +65,7 @@ log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 100_000
 MAX_OUTPUT = 8_000
+NAME_MAX = 255  # bytes of one file name (Linux, and most file systems)
 SHELL_OPERATORS = {"|", "||", "&", "&&", ";", ";;", ">", ">>", "<", "<<", "2>", "2>&1", "&>"}
 
 
@@ -99,6 +101,8 @@ def normalise(path: str) -> str:
             if not parts:
                 raise SandboxEscape(f"{path!r} escapes the sandbox ('..' above its root)")
             parts.pop()
+        elif len(seg.encode("utf-8", "surrogatepass")) > NAME_MAX:  # the file system's limit: refused before anyone is asked
+            raise SandboxEscape(f"{seg[:40]!r}...: a name in a path is at most {NAME_MAX} bytes")
         else:
             parts.append(seg)
     return "/" + "/".join(parts)
@@ -401,6 +405,17 @@ def _at(path):
     return target
 
 
+@contextlib.contextmanager
+def _on_disk(what):
+    """What the file system refuses (a folder where a file is on the way, a name too long, a full
+    disk) as the tool's own error, said to the model: it was 'failed unexpectedly', which after
+    an approval told nobody why. The error's own file name is not repeated: it is the real path."""
+    try:
+        yield
+    except OSError as exc:
+        raise ToolError(f"could not {what}: {exc.strerror or type(exc).__name__}") from exc
+
+
 def system_files(*arguments):
     """The one "system files" rule: deny when any of these path arguments is /etc or under it.
 
@@ -423,13 +438,14 @@ def list_files(ctx, path: SandboxPath = "/"):
     if not target.is_dir():
         raise ToolError(f"{path} is not a directory")
     rows = []
-    for entry in sorted(target.iterdir(), key=lambda p: p.name)[:200]:
-        if entry.is_symlink():  # never followed here: it may lead out of the sandbox
-            rows.append(f"link {entry.name}")
-            continue
-        kind = "dir " if entry.is_dir() else "file"
-        size = "" if entry.is_dir() else f" {entry.stat().st_size} bytes"
-        rows.append(f"{kind} {entry.name}{size}")
+    with _on_disk(f"list {path}"):
+        for entry in sorted(target.iterdir(), key=lambda p: p.name)[:200]:
+            if entry.is_symlink():  # never followed here: it may lead out of the sandbox
+                rows.append(f"link {entry.name}")
+                continue
+            kind = "dir " if entry.is_dir() else "file"
+            size = "" if entry.is_dir() else f" {entry.stat().st_size} bytes"
+            rows.append(f"{kind} {entry.name}{size}")
     return f"{path}: " + ("\n" + "\n".join(rows) if rows else "empty")
 
 
@@ -441,7 +457,8 @@ def read_file(ctx, path: SandboxPath):
     target = _at(path)
     if not target.is_file():
         raise ToolError(f"{path} does not exist or is not a file")
-    return target.read_text(errors="replace")[:20_000]
+    with _on_disk(f"read {path}"):
+        return target.read_text(errors="replace")[:20_000]
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -484,8 +501,9 @@ def write_file(ctx, path: SandboxPath,
         raise ToolError(f"{path} is a directory")
     if target.exists() and not overwrite:
         raise ToolError(f"{path} already exists; ask to overwrite it explicitly")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content)
+    with _on_disk(f"write {path}"):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
     return f"Wrote {len(content.encode())} bytes to {path}."
 
 
@@ -505,9 +523,11 @@ def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
         raise ToolError(f"{source} does not exist or is not a file")
     if dst.exists():
         raise ToolError(f"{destination} already exists")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src, dst)
-    src.unlink()
+    with _on_disk(f"copy {source} to {destination}"):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+    with _on_disk(f"delete {source} after copying it to {destination}"):
+        src.unlink()
     return f"Copied {source} to {destination}, then deleted {source}."
 
 
@@ -529,7 +549,8 @@ def delete_file(ctx, path: SandboxPath):
     target = _at(path)
     if not target.is_file():
         raise ToolError(f"{path} does not exist or is not a file")
-    target.unlink()
+    with _on_disk(f"delete {path}"):
+        target.unlink()
     return f"Deleted {path}."
 
 
@@ -544,7 +565,8 @@ def delete_directory(ctx, path: SandboxPath):
         raise ToolError("the sandbox root itself cannot be deleted")
     if not target.is_dir():
         raise ToolError(f"{path} is not a directory")
-    shutil.rmtree(target)
+    with _on_disk(f"delete the directory {path}"):
+        shutil.rmtree(target)
     return f"Deleted the directory {path}."
 
 

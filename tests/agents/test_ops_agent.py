@@ -568,3 +568,18 @@ def test_byte_counts_are_written_as_each_language_writes_numbers(sandbox):
     written = said_in_every_language(AGENT.tool("write_file"), {"path": "/big.log", "content": "y" * 2000,
                                                                  "overwrite": True})
     assert "12\xa0345" in written["fr"]["description"] and "2\xa0000" in written["fr"]["description"]
+
+
+def test_what_the_file_system_refuses_is_said_to_the_model(sandbox):
+    """A folder path through a file, or a name longer than the file system takes, raised an OSError
+    the runner reports as 'write_file failed unexpectedly': after an approval, nobody learnt why."""
+    run("write_file", path="/a.txt", content="hello")
+    with pytest.raises(ToolError, match=r"^could not write /a.txt/b: File exists$"):
+        run("write_file", path="/a.txt/b", content="x")
+    with pytest.raises(ToolError, match=r"^could not copy /a.txt to /a.txt/c: File exists$"):
+        run("rename_file", source="/a.txt", destination="/a.txt/c")
+    assert (sandbox / "a.txt").read_text() == "hello"  # the source stays when the copy fails
+    with pytest.raises(ArgumentsInvalid) as caught:
+        AGENT.tool("write_file").validate({"path": "/notes/" + "é" * 128, "content": "x"})
+    assert "a name in a path is at most 255 bytes" in caught.value.errors["path"][0]
+    assert run("write_file", path="/" + "x" * 255, content="x") == "Wrote 1 bytes to /" + "x" * 255 + "."
