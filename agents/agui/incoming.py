@@ -13,6 +13,7 @@ the thread does not hold, are not given to the model, and the run says so (`igno
 import binascii
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -77,6 +78,29 @@ def context(agent_input):
                       _("The request's context holds %(size)s characters; at most %(limit)s are accepted. "
                         "Send less context.") % {"size": size, "limit": limit})
     return items
+
+
+# what chat-completions APIs take as a function's name (OpenAI's pattern and length)
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def client_tools(agent_input):
+    """RunAgentInput.tools as the run keeps them (Run.client_tools), or Refused: a tool the model's
+    API refuses (a name outside its pattern, two of one name, parameters that are not an object's
+    schema) failed every run of the thread with the API's 400, after the message was stored."""
+    tools, names = [t.model_dump(mode="json", exclude_none=True) for t in agent_input.tools or []], set()
+    for t in tools:
+        name, parameters = t.get("name"), t.get("parameters")
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name) or name in names:
+            raise Refused("invalid_tools", _(
+                "The tool %(name)s cannot be offered to the model: a tool's name is 1 to 64 letters, digits, "
+                "_ or -, and each tool has a name of its own. Nothing was stored.") % {"name": repr(name)[:80]})
+        if parameters is not None and not (isinstance(parameters, dict) and parameters.get("type", "object") == "object"):
+            raise Refused("invalid_tools", _(
+                "The tool %(name)s cannot be offered to the model: its parameters must be a JSON Schema of an "
+                "object. Nothing was stored.") % {"name": repr(name)})
+        names.add(name)
+    return tools
 
 
 def held_reads(thread_id):

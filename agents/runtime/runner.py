@@ -463,7 +463,8 @@ class Runner:
         for t in self.client_tools().values():
             specs.append({"type": "function", "function": {
                 "name": t["name"], "description": t.get("description", ""),
-                "parameters": t.get("parameters") or {"type": "object", "properties": {}},
+                # an object's schema (agents/agui/incoming.client_tools), whose `type` may be left out
+                "parameters": {"type": "object", "properties": {}, **(t.get("parameters") or {})},
             }})
         return specs
 

@@ -288,3 +288,36 @@ def test_only_a_taken_key_is_told_as_a_run_that_exists(demo):
     with pytest.raises(services.RunConflict) as conflict:
         services.start_run(thread, demo["alice"], "hi", run_id=run.pk)
     assert conflict.value.code == "run_exists"
+
+
+@pytest.mark.parametrize(("tools", "said"), [
+    ([{"name": "show chart", "description": "", "parameters": {"type": "object"}}], "'show chart'"),
+    ([{"name": "x" * 65, "description": "", "parameters": {}}], "'xxxx"),
+    ([{"name": "confirm", "description": "", "parameters": {}}, {"name": "confirm", "description": "", "parameters": {}}],
+     "'confirm'"),
+    ([{"name": "pick", "description": "", "parameters": {"type": "string"}}], "'pick'"),
+    ([{"name": "pick", "description": "", "parameters": ["a"]}], "'pick'"),
+])
+def test_frontend_tools_the_model_cannot_be_offered_are_refused_before_anything_is_stored(client, bearer, tools, said):
+    """The model's API answers such tools 400 (OpenAI: a name matches ^[a-zA-Z0-9_-]{1,64}$, the
+    parameters are an object's schema): every run of the thread failed so after its message was
+    stored, since a client sends its tools on every run."""
+    thread_id = fresh("thread")
+    error = refusal(post(client, bearer, thread_id, [user("hi")], tools=tools))
+    assert error["code"] == "invalid_tools" and said in error["message"]
+    assert not Message.objects.filter(thread_id=thread_id).exists() and not Run.objects.filter(thread_id=thread_id).exists()
+
+
+def test_frontend_tools_are_kept_as_sent_and_offered_as_objects(client, bearer):
+    from agents.runtime.runner import Runner
+
+    thread_id = fresh("thread")
+    tools = [{"name": "confirm_order", "description": "Ask", "parameters": {"properties": {"ok": {"type": "boolean"}}}},
+             {"name": "show-chart", "description": "Show"}]
+    assert post(client, bearer, thread_id, [user("hi")], tools=tools).status_code == 200
+    run = Run.objects.select_related("thread").get(thread_id=thread_id)
+    assert run.client_tools == tools
+    specs = {s["function"]["name"]: s["function"]["parameters"] for s in Runner(run).tool_specs()
+             if s["function"]["name"] in ("confirm_order", "show-chart")}
+    assert specs == {"confirm_order": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+                     "show-chart": {"type": "object", "properties": {}}}
