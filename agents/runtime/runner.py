@@ -73,6 +73,10 @@ class RunCancelled(Exception):
     pass
 
 
+class TurnLimit(Exception):
+    """The model was still calling tools when the run's turns (AGUI_MAX_TURNS) ran out."""
+
+
 class RunLost(Exception):
     """This worker no longer holds the run (recovery declared it lost): stop, write nothing more."""
 
@@ -306,6 +310,11 @@ class Runner:
             self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
         except RunLost:
             log.warning("run %s was taken over by recovery; this worker stops without writing", self.run.pk)
+        except TurnLimit:
+            # it ended `succeeded` without an answer: the person read tool results and nothing after them.
+            # A retry runs on the same history, results included: the model goes on from there
+            self.fail("turn_limit", _("The agent took %(turns)s steps without finishing its answer, so the run "
+                                      "stopped. Retry to let it go on.") % {"turns": settings.AGUI_MAX_TURNS})
         except (StreamUnavailable, redis.ConnectionError, redis.TimeoutError) as exc:
             # Redis stayed down past the retries: nobody can follow this run, so it stops here
             # (what it stored stays) and says so once Redis is back (the beat publishes the end)
@@ -413,7 +422,7 @@ class Runner:
             if interrupts or client_calls:
                 return interrupts, client_calls
         log.warning("run %s stopped after %s model turns", self.run.pk, settings.AGUI_MAX_TURNS)
-        return [], []
+        raise TurnLimit()
 
     def begin_turn(self):
         """Before each model turn (a workflow switches agents and opens its step here)."""

@@ -109,3 +109,24 @@ def test_a_transfer_cut_at_the_length_limit_is_not_made(start, fake_llm, monkeyp
     run = Run.objects.get(pk=run.pk)
     assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error") and "length limit" in run.error
     assert not ToolCall.objects.filter(thread=thread).exists() and len(fake_llm.requests) == 1
+
+
+def test_a_model_still_calling_tools_when_the_turns_run_out_ends_the_run_saying_so(start, fake_llm, settings):
+    """The loop gave up after AGUI_MAX_TURNS and ended the run `succeeded` with no answer: the
+    person read a row of tool results and nothing after them. A retry goes on from the results."""
+    settings.AGUI_MAX_TURNS = 2
+    thread, run = start()
+    for i in range(2):
+        fake_llm.push({"tool_calls": [{"id": f"again-{i}", "name": "check_balance", "arguments": BALANCE}]})
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "turn_limit")
+    assert run.error == "The agent took 2 steps without finishing its answer, so the run stopped. Retry to let it go on."
+    assert ToolCall.objects.filter(thread=thread, status=ToolCall.Status.SUCCEEDED).count() == 2
+
+    retry = services.start_run(thread, thread.owner)  # what the chat's Retry does (api.RunViewSet.retry)
+    fake_llm.push("You have 5432.10 USD.")
+    assert runner.run_agent(retry.pk)
+    assert Run.objects.get(pk=retry.pk).status == Run.Status.SUCCEEDED
+    assert [m["role"] for m in fake_llm.requests[-1]["messages"][1:]] == [
+        "user", "assistant", "tool", "assistant", "tool"]  # the results it had, not the calls again
