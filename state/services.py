@@ -444,9 +444,13 @@ def apply_patch(key, patch_ops, *, source, run_ref="", user=None, base_version=N
         new_data = _apply_bounded(state.data, patch.patch)  # StateInvalid: an operation that does not apply
         if jsoncheck.same(new_data, state.data):  # `test`s alone, or values as they were: no new version,
             return []  # which every other client's next change would have had to catch up with
-        _commit(state, new_data, list(patch_ops), source=source, run_ref=run_ref, user=user,
+        # the `test`s held here, against the document itself; passed on, a client compares them with
+        # its own copy in its own way (the chat's by JSON text, where key order counts) and may refuse
+        # the whole delta: it then showed the state as it was before
+        applied = [op for op in patch_ops if op.get("op") != "test"]
+        _commit(state, new_data, applied, source=source, run_ref=run_ref, user=user,
                 base_version=state.version, schema=schema)
-        return list(patch_ops)
+        return applied
 
 
 # --- predictions ----------------------------------------------------------------------------

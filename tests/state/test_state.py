@@ -188,3 +188,13 @@ def test_a_persons_test_or_copy_source_is_no_edit_of_that_key(demo):
     assert services.keys_changed_since(KEY, 1) == {"c"}
     services.apply_patch(KEY, [{"op": "move", "from": "/b", "path": "/d"}], source=StateChange.Source.USER)
     assert services.people_changed_since(KEY, 2, ["a", "b", "d"]) == {"b": None, "d": 2}  # a move writes both
+
+
+def test_the_patch_applied_is_told_without_its_tests(demo):
+    """The `test`s are held against the document itself; sent on in the STATE_DELTA, the chat page
+    compared them with its copy as JSON text (key order counts there) and dropped the whole delta."""
+    services.replace(KEY, {"a": {"x": 1, "y": 2}}, source=StateChange.Source.AGENT)  # v1
+    ops = [{"op": "test", "path": "/a", "value": {"y": 2, "x": 1}}, {"op": "add", "path": "/b", "value": 3}]
+    assert services.apply_patch(KEY, ops, source=StateChange.Source.USER, base_version=1) == [ops[1]]
+    assert services.snapshot(KEY) == ({"a": {"x": 1, "y": 2}, "b": 3}, 2)
+    assert changes()[-1]["patch"] == [ops[1]]
