@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 10  # tool results count: a lookup and its answer are two
 CANCEL_CHECK_SECONDS = 0.05  # how often a streaming run looks for a Stop
 ID_MAX_LENGTH = ToolCall._meta.pk.max_length
+NAME_MAX_LENGTH = ToolCall._meta.get_field("name").max_length
 NOT_BUILTIN = object()  # Runner.builtin_call: "not one of mine, handle it as a tool"
 
 
@@ -556,7 +557,9 @@ class Runner:
                     self.emit(TextMessageEndEvent(message_id=message_id))
                     self._text_open = False
                 call = calls[delta.index] = {
-                    "id": self.call_id(delta.id, calls), "name": delta.name or "", "arguments": ""
+                    # a name longer than a row holds is no tool's (theirs are at most 64 characters): cut
+                    # to fit, it is told to the model as a tool that does not exist, not an insert that fails
+                    "id": self.call_id(delta.id, calls), "name": (delta.name or "")[:NAME_MAX_LENGTH], "arguments": ""
                 }
                 self.emit(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"],
                                              parent_message_id=message_id))

@@ -68,6 +68,19 @@ def test_a_call_id_too_long_to_store_gets_one_that_fits(start, fake_llm):
     assert len(ToolCall.objects.get(thread=thread).pk) <= 200
 
 
+def test_a_tool_name_longer_than_a_row_holds_is_told_as_no_such_tool(start, fake_llm):
+    """A hallucinated name of 150 characters failed the call's insert (PostgreSQL: the column holds
+    100) and the run 'unexpectedly'."""
+    thread, run = start()
+    fake_llm.push({"tool_calls": [{"id": "long", "name": "n" * 150, "arguments": "{}"}]}, "Sorry.")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    call = ToolCall.objects.get(pk="long")
+    assert (call.name, call.status) == ("n" * 100, ToolCall.Status.INVALID)
+    told = thread.messages.get(role=Message.Role.TOOL).content
+    assert told == f"Error: there is no tool named {'n' * 100!r}."
+
+
 def chunk(delta, finish=None):
     return {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
