@@ -27,6 +27,7 @@ ROLES = (Message.Role.USER, Message.Role.TOOL)
 # the thread's person and tool messages, in order: read on every POST to a thread, compiled once
 _HELD = Prepared(Message, lambda thread_id: Message.objects.filter(thread_id=thread_id, role__in=ROLES).values_list(
     "id", "role", "content", "tool_call_id"))
+MESSAGE_ID_MAX = Message._meta.pk.max_length
 NOT_TAKEN = ("system", "developer", "assistant")  # told in-stream when not part of the thread
 # "reasoning" and "activity" messages are the client's record of what a stream showed, never
 # conversation the model reads: ignored without a word (the client resends them every turn)
@@ -156,10 +157,12 @@ def own_ids(new):
     """select()'s rows, each whose id another thread holds under an id of the server's own (None):
     message ids are global, but clients number their messages per thread ("1", "2", ...), so such a
     message is new here, not dropped. Read with the writes (endpoint.record), not before an early
-    RUN_STARTED: it changes which id is stored, not whether a run starts."""
-    ids = [s[0] for s in new if s[0]]
+    RUN_STARTED: it changes which id is stored, not whether a run starts. An id longer than a
+    message's column holds (200) is not stored either (PostgreSQL refused the insert: a 500, the
+    turn lost); MESSAGES_SNAPSHOT then gives the client the id the message has here."""
+    ids = [s[0] for s in new if s[0] and len(s[0]) <= MESSAGE_ID_MAX]
     elsewhere = set(Message.objects.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
-    return [(None, *s[1:]) if s[0] in elsewhere else s for s in new]
+    return [(None, *s[1:]) if s[0] in elsewhere or len(s[0] or "") > MESSAGE_ID_MAX else s for s in new]
 
 
 def _window(sent_turns, held_turns, has_history, ends_in_turn):

@@ -321,3 +321,19 @@ def test_frontend_tools_are_kept_as_sent_and_offered_as_objects(client, bearer):
              if s["function"]["name"] in ("confirm_order", "show-chart")}
     assert specs == {"confirm_order": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
                      "show-chart": {"type": "object", "properties": {}}}
+
+
+def test_a_message_id_longer_than_a_row_holds_is_stored_under_one_of_ours(client, bearer):
+    """An id over 200 characters failed the insert on PostgreSQL: a 500, the turn lost. The message
+    is stored under an id of the server's own (as one another thread holds); resent, it is known
+    by its place in the history, not stored twice."""
+    thread_id, long_id = fresh("thread"), "m" * 300
+    assert post(client, bearer, thread_id, [user("hi", msg_id=long_id)]).status_code == 200
+    stored = list(Message.objects.filter(thread_id=thread_id).values_list("id", "content"))
+    assert len(stored) == 1 and stored[0][1] == "hi" and len(stored[0][0]) <= 200
+    finish_runs(thread_id)
+    again = [user("hi", msg_id=long_id), {"id": "a1", "role": "assistant", "content": "Hello."},
+             user("and now?", msg_id="n" * 201)]
+    assert post(client, bearer, thread_id, again).status_code == 200
+    assert list(Message.objects.filter(thread_id=thread_id, role="user").order_by("seq")
+                .values_list("content", flat=True)) == ["hi", "and now?"]
