@@ -713,7 +713,7 @@ class Runner:
         except Paused as exc:  # awaiting the person's answer, its worker let go: the run pauses on it
             return exc.interrupt
         except OutcomeUnknown as exc:  # it went out and no answer came: reported, never repeated
-            msg = execution.report_unknown(tc.pk, self.run, str(exc))
+            msg = execution.report_unknown(tc.pk, self.run, jsoncheck.scrub(str(exc)))
             if msg:
                 self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=msg.content, role="tool"))
                 self.state.on_result(tc)
@@ -721,6 +721,9 @@ class Runner:
         except Exception:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
+        # what a tool read (a binary file's NUL bytes, an MCP server's text) is stored as the model's
+        # input: a NUL failed the write on PostgreSQL, the run 'unexpectedly', and left the call executing
+        output = jsoncheck.scrub(output)
         # the call's outcome and its message for the model commit together: one commit fewer before
         # the result is sent, and no finished call is left without its result by a worker that died
         with transaction.atomic():

@@ -1,5 +1,6 @@
-"""What a model answers that nobody expected (ids it reuses, refusals, answers cut short): the run
-ends properly, the person reads what happened, and the model's next turn is a valid conversation."""
+"""What a model answers that nobody expected (ids it reuses, refusals, answers cut short), and what
+its tools give back (bytes no database stores): the run ends properly, the person reads what
+happened, and the model's next turn is a valid conversation."""
 
 import json
 
@@ -143,3 +144,20 @@ def test_a_model_still_calling_tools_when_the_turns_run_out_ends_the_run_saying_
     assert Run.objects.get(pk=retry.pk).status == Run.Status.SUCCEEDED
     assert [m["role"] for m in fake_llm.requests[-1]["messages"][1:]] == [
         "user", "assistant", "tool", "assistant", "tool"]  # the results it had, not the calls again
+
+
+def test_a_tool_result_with_a_nul_byte_is_stored_and_told(start, fake_llm, settings, tmp_path):
+    """read_file of a binary file gave text with a NUL: PostgreSQL refused the result's write, the run
+    failed 'unexpectedly' and the call was left executing (recovery then called it lost)."""
+    settings.AGUI_SANDBOX_DIR = tmp_path
+    thread, run = start(agent="ops", text="Read /blob.bin")
+    home = tmp_path / "users" / str(thread.owner_id)
+    home.mkdir(parents=True)
+    (home / "blob.bin").write_bytes(b"ab\x00cd")
+    fake_llm.push({"tool_calls": [{"id": "read-blob", "name": "read_file", "arguments": json.dumps({"path": "/blob.bin"})}]},
+                  "It is binary.")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    call = ToolCall.objects.get(pk="read-blob")
+    assert (call.status, call.result) == (ToolCall.Status.SUCCEEDED, "ab\ufffdcd")
+    assert thread.messages.get(role=Message.Role.TOOL).content == "ab\ufffdcd"
