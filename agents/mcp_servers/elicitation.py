@@ -35,6 +35,7 @@ from agents.models import InputRequest, ToolCall
 from agents.runtime import inputs
 from agents.runtime.tools import Paused
 from agents.services import cancel_requested
+from agui_project import jsoncheck
 from agui_project.queries import one
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,9 @@ def park(ctx, tool, stopped):
 
 
 def _question(message, tool):
-    return _("%(question)s (asked by the MCP server %(server)s)") % {"question": message, "server": tool.server}
+    """The server's words as the person reads them (stored: a NUL in them failed the question's insert)."""
+    return _("%(question)s (asked by the MCP server %(server)s)") % {"question": jsoncheck.scrub(str(message)),
+                                                                    "server": tool.server}
 
 
 def _answered(call_id):

@@ -24,7 +24,7 @@ from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
 from agents.runtime import events
 from agents.transitions import continue_run, move_call
-from agui_project import json_schema
+from agui_project import json_schema, jsoncheck
 from agui_project.queries import one
 from approvals import argument_errors
 
@@ -43,6 +43,11 @@ class InputError(Exception):
 
 def check_schema(schema):
     """The schema an agent proposed, or InputError when it is not a JSON Schema."""
+    # an MCP server's requestedSchema comes from outside: text no database stores (a NUL, a lone
+    # surrogate) failed the question's insert, and the call with it
+    refusal = jsoncheck.problem(schema, prefix="responseSchema")
+    if refusal is not None:
+        raise InputError("invalid_schema", f"responseSchema is not usable JSON: {refusal.message}")
     try:
         json_schema.validator(schema)  # its patterns on RE2: the answer is checked in a web process
     except jsonschema.SchemaError as exc:

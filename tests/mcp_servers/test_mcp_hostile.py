@@ -56,6 +56,23 @@ def test_a_servers_question_referring_to_a_url_is_refused_and_never_fetched(inte
     assert asked == []
 
 
+@pytest.mark.parametrize("schema", [{"type": "object", "description": "pick\x00one"},
+                                    {"type": "object", "properties": {"a\ud800": {"type": "string"}}}])
+def test_a_servers_question_holding_text_no_database_stores_is_refused(schema):
+    """A NUL or a lone surrogate in an elicitation's requestedSchema failed the question's insert
+    on PostgreSQL (jsonb), and the call with it; refused, the server is told the question was declined."""
+    with pytest.raises(inputs.InputError) as exc:
+        inputs.check_schema(schema)
+    assert exc.value.code == "invalid_schema" and "not usable JSON" in exc.value.message
+
+
+def test_a_servers_question_is_stored_without_a_nul():
+    from agents.mcp_servers import elicitation
+
+    asked = elicitation._question("Archive\x00 note 1?", SimpleNamespace(server="notes"))
+    assert asked == "Archive\ufffd note 1? (asked by the MCP server notes)"
+
+
 def test_an_input_schemas_patterns_run_in_linear_time_or_the_tool_is_not_offered(demo):
     slow = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}}
     row = services.save_server("hostile", hostile_values([
