@@ -15,6 +15,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
+from agui_project import jsoncheck
+
 from . import catalog, client
 from .models import MCPServer
 
@@ -90,6 +92,11 @@ def tools_changed(name, tools):
 
 
 def _store_tools(name, tools):
+    # a listing holding text no database stores (a NUL, a lone surrogate: PostgreSQL's jsonb refuses
+    # them) failed the save with it: a 500 on POST /api/mcp-servers/, a beat check that stopped there
+    refusal = jsoncheck.problem(tools, prefix="tools")
+    if refusal is not None:
+        return mark_unhealthy(name, f"its tools/list cannot be stored: {refusal.message}")
     MCPServer.objects.filter(name=name).update(tools=tools, healthy=True, error="", checked_at=timezone.now(),
                                                revision=F("revision") + 1)
     transaction.on_commit(catalog.announce)

@@ -233,6 +233,18 @@ def test_a_tool_list_the_sdk_cannot_read_marks_the_server_unhealthy_not_a_500(ap
     assert services.check_due()["raw2"] is False
 
 
+def test_a_tool_list_holding_text_no_database_stores_marks_the_server_unhealthy_not_a_500(api, demo):
+    """A NUL in a tool's description failed the save of the listing on PostgreSQL (jsonb): the admin's
+    POST answered 500 and the beat's check stopped at that server."""
+    tools = [{"name": "fine", "description": "reads\u0000notes", "inputSchema": OK_SCHEMA,
+              "annotations": {"readOnlyHint": True}}]
+    resp = api("admin").post("/api/mcp-servers/", {"name": "hostile", **hostile_values(tools)}, format="json")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["healthy"] is False, resp.json()
+    assert resp.json()["error"].startswith("its tools/list cannot be stored: ") and "tools.0.description" in resp.json()["error"]
+    assert catalog.tools_for("notes") == [] and MCPServer.objects.get(name="hostile").tools in (None, [])
+
+
 def test_a_call_answered_with_something_that_is_not_mcp_has_an_unknown_outcome(demo):
     """It answered, so it may have acted: not 'failed' (which a model may try again), but unknown,
     reported and never repeated, like a call that got no answer."""
