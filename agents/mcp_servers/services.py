@@ -120,8 +120,9 @@ def check_due():
 
 def mark_unhealthy(name, error):
     """The server could not be reached or answered garbage: its tools are not offered until it answers."""
+    error = jsoncheck.scrub(error[:5000])  # the server's own words may hold a NUL, which no row of PostgreSQL stores
     changed = (MCPServer.objects.filter(name=name).exclude(healthy=False, error=error)
-               .update(healthy=False, error=error[:5000], checked_at=timezone.now(), revision=F("revision") + 1))
+               .update(healthy=False, error=error, checked_at=timezone.now(), revision=F("revision") + 1))
     if changed:
         log.warning("MCP server %s is unhealthy: %s", name, error)
         transaction.on_commit(catalog.announce)

@@ -245,6 +245,14 @@ def test_a_tool_list_holding_text_no_database_stores_marks_the_server_unhealthy_
     assert catalog.tools_for("notes") == [] and MCPServer.objects.get(name="hostile").tools in (None, [])
 
 
+def test_a_servers_error_holding_a_nul_is_stored_with_the_server_unhealthy(demo):
+    """Its words (an error it answered, an exception's text) failed the row's update on PostgreSQL."""
+    services.save_server("hostile", hostile_values([]), refresh=False)
+    services.mark_unhealthy("hostile", "boom\x00 at start-up")
+    row = MCPServer.objects.get(name="hostile")
+    assert (row.healthy, row.error) == (False, "boom\ufffd at start-up")
+
+
 def test_a_call_answered_with_something_that_is_not_mcp_has_an_unknown_outcome(demo):
     """It answered, so it may have acted: not 'failed' (which a model may try again), but unknown,
     reported and never repeated, like a call that got no answer."""
