@@ -108,7 +108,8 @@ class OpenAIChatModel:
                             raise ModelError(f"the model's stream held a tool call that is not an object: {data[:80]!r}")
                         said = calling = True
                         fn = tc.get("function") or {}
-                        yield ToolCallDelta(calls.index(tc), tc.get("id"), fn.get("name") and clean(str(fn["name"])),
+                        call_id = tc.get("id") if isinstance(tc.get("id"), str) else None  # the runner gives one otherwise
+                        yield ToolCallDelta(calls.index(tc), call_id, fn.get("name") and clean(str(fn["name"])),
                                             clean(arguments_of(fn.get("arguments"))))
         except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
                 openai.InternalServerError, sdk_http.TransportError) as exc:

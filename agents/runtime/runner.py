@@ -572,8 +572,10 @@ class Runner:
         """The id a new call is announced and stored under: the model's own, unless it cannot name
         this call alone. A call's id is its row's key across every thread, and servers that number
         their calls (`call_0` each turn) or repeat an id within one answer would otherwise make the
-        insert fail and the run with it; the model reads the id given here in its history."""
-        if (wanted and len(wanted) <= ID_MAX_LENGTH and all(c["id"] != wanted for c in calls.values())
+        insert fail and the run with it (so would an id too long, or holding a NUL); the model reads
+        the id given here in its history."""
+        if (wanted and len(wanted) <= ID_MAX_LENGTH and jsoncheck.scrub(wanted) == wanted  # no NUL: a key PostgreSQL stores
+                and all(c["id"] != wanted for c in calls.values())
                 and _CALL_TAKEN.one(wanted) is None):
             return wanted
         return f"call_{uuid.uuid4().hex[:24]}"

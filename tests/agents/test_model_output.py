@@ -61,12 +61,27 @@ def test_two_calls_of_one_answer_under_one_id_both_run(start, fake_llm):
     assert thread.messages.filter(role=Message.Role.TOOL).count() == 2
 
 
-def test_a_call_id_too_long_to_store_gets_one_that_fits(start, fake_llm):
+@pytest.mark.parametrize("given", ["c" * 300, "call\u0000x", 7])
+def test_a_call_id_that_cannot_be_stored_gets_one_that_can(start, fake_llm, monkeypatch, given):
+    """Too long for the column, a NUL PostgreSQL refuses, a number (servers that count their calls):
+    the insert failed, or the runner did, and the run 'unexpectedly'."""
     thread, run = start()
-    fake_llm.push({"tool_calls": [{"id": "c" * 300, "name": "check_balance", "arguments": BALANCE}]}, "Fine.")
+    real = fake_llm.chunks
+
+    def with_id(reply, model):
+        out = real(reply, model)
+        for chunk in out:
+            for tc in chunk["choices"][0]["delta"].get("tool_calls") or [] if chunk["choices"] else []:
+                if "id" in tc:
+                    tc["id"] = given
+        return out
+
+    monkeypatch.setattr(fake_llm, "chunks", with_id)
+    fake_llm.push({"tool_calls": [{"id": "placeholder", "name": "check_balance", "arguments": BALANCE}]}, "Fine.")
     assert runner.run_agent(run.pk)
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
-    assert len(ToolCall.objects.get(thread=thread).pk) <= 200
+    stored = ToolCall.objects.get(thread=thread).pk
+    assert stored.startswith("call_") and len(stored) <= 200 and "\x00" not in stored
 
 
 def test_a_tool_name_longer_than_a_row_holds_is_told_as_no_such_tool(start, fake_llm):
