@@ -365,6 +365,7 @@ class Runner:
         self.end(RunFinishedEvent(thread_id=self.thread.id, run_id=self.run.pk, **kwargs))
 
     def fail(self, code, message):
+        message = jsoncheck.scrub(message)  # it may quote the model's server: a NUL there failed the run's end
         self.state.release()
         if not move_run(self.run.pk, Run.Status.FAILED, leaving=[Run.Status.RUNNING], finished_at=timezone.now(),
                         error=message, error_code=code):

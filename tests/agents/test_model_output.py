@@ -176,3 +176,14 @@ def test_a_tool_result_with_a_nul_byte_is_stored_and_told(start, fake_llm, setti
     call = ToolCall.objects.get(pk="read-blob")
     assert (call.status, call.result) == (ToolCall.Status.SUCCEEDED, "ab\ufffdcd")
     assert thread.messages.get(role=Message.Role.TOOL).content == "ab\ufffdcd"
+
+
+def test_a_model_error_quoting_a_nul_ends_the_run(start, fake_llm):
+    """The run's error quotes the model's server: a NUL in it failed the failed run's write on
+    PostgreSQL, and the run was left running until recovery called its worker lost."""
+    thread, run = start()
+    fake_llm.push({"error": 400, "error_message": "bad\u0000request"})
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
+    assert "bad\ufffdrequest" in run.error
