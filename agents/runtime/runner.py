@@ -596,15 +596,17 @@ class Runner:
         if builtin is not NOT_BUILTIN:
             return builtin
         tool = self.agent.tool(call["name"])
-        if tool is None and call["name"] in self.client_tools():
-            move_call(tc.pk, ToolCall.Status.CLIENT)
-            return tc.pk
-        if tool is None:
+        if tool is None and call["name"] not in self.client_tools():
             return self.invalid(tc, f"Error: there is no tool named {call['name']!r}.")
         try:
             # the gate of input from outside: also what json reads and no database stores (NaN, a NUL,
             # an integer of 5,000 digits, which json fails on with a ValueError that is no JSONDecodeError)
             raw = jsoncheck.loads(call["arguments"] or "{}")
+            if tool is None:  # a frontend tool: the client runs it with what it reads of the arguments
+                if not isinstance(raw, dict):  # (the official client hands its subscribers {} for what does not parse)
+                    raise ArgumentsInvalid({"__root__": ["arguments must be a JSON object"]})
+                move_call(tc.pk, ToolCall.Status.CLIENT)
+                return tc.pk
             with translation.override(None):  # what is wrong goes to the model: in the words it reads
                 arguments = tool.validate(raw)
         except json.JSONDecodeError as exc:

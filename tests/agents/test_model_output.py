@@ -187,3 +187,28 @@ def test_a_model_error_quoting_a_nul_ends_the_run(start, fake_llm):
     run = Run.objects.get(pk=run.pk)
     assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
     assert "bad\ufffdrequest" in run.error
+
+
+@pytest.mark.parametrize("arguments", ['{"colour": "gold"', '["gold"]', '{"n": NaN}'])
+def test_a_frontend_tool_call_with_arguments_that_are_no_object_is_told_to_the_model(start, fake_llm, arguments):
+    """A frontend tool was handed to the client whatever its arguments: the official client reads {}
+    from text that does not parse, so the page ran its tool without them. The model is told, as
+    for the agent's own tools, and answers again."""
+    thread, run = start(text="celebrate")
+    Run.objects.filter(pk=run.pk).update(client_tools=[{"name": "show_confetti", "description": "Celebrate"}])
+    fake_llm.push({"tool_calls": [{"id": "confetti", "name": "show_confetti", "arguments": arguments}]}, "Sorry, no confetti.")
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    assert ToolCall.objects.get(pk="confetti").status == ToolCall.Status.INVALID
+    told = thread.messages.get(role=Message.Role.TOOL).content
+    assert told.startswith("Error: ") and "nothing was executed" in told
+    assert thread.messages.filter(role=Message.Role.ASSISTANT).last().content == "Sorry, no confetti."
+
+
+def test_a_frontend_tool_call_with_an_object_goes_to_the_client(start, fake_llm):
+    thread, run = start(text="celebrate")
+    Run.objects.filter(pk=run.pk).update(client_tools=[{"name": "show_confetti", "description": "Celebrate"}])
+    fake_llm.push({"tool_calls": [{"id": "confetti", "name": "show_confetti", "arguments": '{"colour": "gold"}'}]})
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    assert ToolCall.objects.get(pk="confetti").status == ToolCall.Status.CLIENT
