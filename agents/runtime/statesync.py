@@ -167,10 +167,28 @@ class StateSync:
             if before is None:
                 return
             self._shown[call["id"]] = set(before.view)
+        elif not self._within_limits(call, values):
+            return
         self.runner.emit(StateDeltaEvent(delta=predict.delta_ops(values, self._shown[call["id"]])))
         self._shown[call["id"]] |= set(values)
         if first:
             self.runner.emit(meta_event(state_services.document(self.key), force=True))
+
+    def _within_limits(self, call, values):
+        """A prediction that grew past the state's limits is shown no further (only its first values
+        were checked, as they were recorded: the model's streaming arguments then went to every client,
+        a delta of the whole growing value each time, however large); the call is refused when it
+        is about to run (check) and what was shown is reverted with a snapshot."""
+        try:
+            state_services.check_value(values)
+            size = state_services.size_of(values)
+        except state_services.StateInvalid:
+            size = None
+        if size is not None and size <= state_services.max_bytes():
+            return True
+        log.warning("tool call %s: prediction past the state's limits; not shown further", call["id"])
+        self._predictions[call["id"]] = None
+        return False
 
     # settling
 

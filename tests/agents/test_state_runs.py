@@ -298,3 +298,21 @@ def test_edits_of_other_keys_or_before_the_read_do_not_refuse_a_write(demo, fake
     assert ToolCall.objects.get(run=run).status == ToolCall.Status.SUCCEEDED
     recipe = state_services.snapshot(thread.state_key)[0]["recipe"]
     assert recipe["title"] == "Renamed before the run" and "Vegetarian" in recipe["special_preferences"]
+
+
+def test_a_prediction_that_outgrows_the_state_limit_is_shown_no_further(demo, settings):
+    """Only a prediction's first values were checked: the model's streaming arguments then went to
+    every client past the state's size limit, a delta of the whole growing value each time. Now
+    they stop at the limit, the call is refused as it would commit too much, and what was shown
+    is reverted."""
+    settings.AGUI_STATE_MAX_BYTES = 400  # the carbonara recipe is larger
+    alice = demo["alice"]
+    thread = services.create_thread(alice, "recipe")
+    run = run_prompt(thread, alice, CARBONARA_PROMPT)
+    events = of_run(stream_events(thread.pk), run.pk)
+    deltas = [e for e in events if e["type"] == "STATE_DELTA"]
+    assert deltas and all(state_services.size_of(d["delta"][0]["value"]) <= 400 for d in deltas)
+    assert ToolCall.objects.get(thread=thread).status == ToolCall.Status.FAILED
+    assert state_services.snapshot(thread.state_key) == ({}, 0)
+    assert replay_state(events)[-1] == ("STATE_SNAPSHOT", {})  # what was shown is taken back
+    assert run.status == Run.Status.SUCCEEDED  # the model read why and answered
