@@ -11,6 +11,11 @@ class ModelError(Exception):
     """The model answered, but not usefully (4xx, broken stream)."""
 
 
+class AnswerCut(ModelError):
+    """The answer reached the model's length limit (finish_reason "length"): what it said so far
+    stands, a call it was making is not made."""
+
+
 @dataclass
 class TextDelta:
     text: str

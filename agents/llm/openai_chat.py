@@ -13,7 +13,7 @@ from django.conf import settings
 
 from agui_project import jsoncheck
 
-from .deltas import ModelError, ModelUnavailable, ReasoningDelta, TextDelta, ToolCallDelta
+from .deltas import AnswerCut, ModelError, ModelUnavailable, ReasoningDelta, TextDelta, ToolCallDelta
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,9 @@ class OpenAIChatModel:
             raise ModelError("the model's stream ended without an answer")
         if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way
             raise ModelUnavailable("the model's stream was cut off before it finished")
-        if calling and reason == "length":  # its arguments end where the tokens ran out: no call to run
-            raise ModelError("the answer reached the model's length limit in the middle of a tool call, so no "
-                             "tool was called")
+        if reason == "length":  # the tokens ran out: a call's arguments end there (no call to run), text mid-word
+            raise AnswerCut("the answer reached the model's length limit in the middle of a tool call, so no "
+                            "tool was called" if calling else "the answer reached the model's length limit")
         if not said:  # no text, refusal or call (a content filter, or reasoning alone): the person heard nothing
             raise ModelError(f"the model's answer was empty (finish reason: {reason or 'none'})")
 

@@ -37,7 +37,7 @@ from django.utils.translation import gettext as _
 
 from agents import llm, presenters, selectors
 from agents.agui import custom_events
-from agents.llm import ModelError, ModelUnavailable, ReasoningDelta, TextDelta, get_model
+from agents.llm import AnswerCut, ModelError, ModelUnavailable, ReasoningDelta, TextDelta, get_model
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent, loop_for
 from agents.runtime import execution
@@ -325,6 +325,12 @@ class Runner:
         except ModelUnavailable as exc:
             log.warning("run %s: model unavailable: %s", self.run.pk, exc)
             self.fail("model_unavailable", _("The model could not be reached. Try again in a moment."))
+        except AnswerCut as exc:
+            # it ended `succeeded` mid-sentence, nobody told: a retry runs on the same history, its cut
+            # answer included, so the model may go on from it
+            log.warning("run %s: %s", self.run.pk, exc)
+            self.fail("answer_cut", _("The model's answer reached its length limit and was cut off; nothing it was "
+                                      "about to call was run. Retry to let it go on."))
         except ModelError as exc:
             log.warning("run %s: model error: %s", self.run.pk, exc)
             self.fail("model_error", _("The model returned an error: %(error)s") % {"error": exc})
@@ -486,7 +492,7 @@ class Runner:
         self._text_open = False
         try:
             self._stream_deltas(messages, message_id, text, calls)
-        except RunCancelled:
+        except (RunCancelled, AnswerCut):  # a Stop, or the model's length limit: the calls are not made
             self._close_open(message_id, calls)
             if text:  # keep what was already said
                 add_message(self.thread, Message.Role.ASSISTANT, "".join(text), run=self.run, message_id=message_id)

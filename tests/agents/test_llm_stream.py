@@ -7,7 +7,15 @@ import threading
 
 import pytest
 
-from agents.llm import ModelError, ModelUnavailable, OpenAIChatModel, TextDelta, ToolCallDelta, sse_data
+from agents.llm import (
+    AnswerCut,
+    ModelError,
+    ModelUnavailable,
+    OpenAIChatModel,
+    TextDelta,
+    ToolCallDelta,
+    sse_data,
+)
 from agents.llm.openai_chat import drain_later
 
 
@@ -245,8 +253,19 @@ def test_a_tool_call_cut_at_the_length_limit_is_model_error(fake_llm, monkeypatc
             {"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": "lo'}}]}),
         chunk({}, "length")])
     fake_llm.push("unused")
-    with pytest.raises(ModelError, match="length limit in the middle of a tool call"):
+    with pytest.raises(AnswerCut, match="length limit in the middle of a tool call"):
         drain()
+
+
+def test_text_cut_at_the_length_limit_is_said_after_it(fake_llm, monkeypatch):
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": "half an"}), chunk({}, "length")])
+    fake_llm.push("unused")
+    seen = []
+    with pytest.raises(AnswerCut, match="^the answer reached the model's length limit$"):
+        for delta in OpenAIChatModel().stream([{"role": "user", "content": "hi"}], []):
+            seen.append(delta)
+    assert seen == [TextDelta("half an")]
 
 
 def test_content_parts_decoded_arguments_and_calls_without_index(fake_llm, monkeypatch):

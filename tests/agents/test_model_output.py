@@ -136,8 +136,23 @@ def test_a_transfer_cut_at_the_length_limit_is_not_made(start, fake_llm, monkeyp
     fake_llm.push("unused")
     assert runner.run_agent(run.pk)
     run = Run.objects.get(pk=run.pk)
-    assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error") and "length limit" in run.error
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "answer_cut") and "length limit" in run.error
     assert not ToolCall.objects.filter(thread=thread).exists() and len(fake_llm.requests) == 1
+
+
+def test_an_answer_cut_at_the_length_limit_is_kept_and_said(start, fake_llm, monkeypatch):
+    """It ended `succeeded` mid-sentence and nobody was told. The text stays, the run says it was
+    cut, and a retry (on the same history) lets the model go on."""
+    thread, run = start()
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
+        chunk({"role": "assistant", "content": "Your balance is 5,4"}), chunk({}, "length")])
+    fake_llm.push("unused")
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "answer_cut")
+    assert run.error == ("The model's answer reached its length limit and was cut off; nothing it was about to call "
+                         "was run. Retry to let it go on.")
+    assert thread.messages.get(role=Message.Role.ASSISTANT).content == "Your balance is 5,4"
 
 
 def test_a_model_still_calling_tools_when_the_turns_run_out_ends_the_run_saying_so(start, fake_llm, settings):
