@@ -424,7 +424,9 @@ class Runner:
             )
             if not calls:
                 return [], []
-            outcomes = [self.handle_call(c, assistant) for c in calls]
+            most = settings.AGUI_MAX_TOOL_CALLS_PER_ANSWER
+            outcomes = [self.handle_call(c, assistant) if i < most else self.one_too_many(c, assistant, most)
+                        for i, c in enumerate(calls)]
             interrupts = [o for o in outcomes if isinstance(o, Interrupt)]
             client_calls = [o for o in outcomes if isinstance(o, str)]
             if interrupts or client_calls:
@@ -589,15 +591,24 @@ class Runner:
 
     # --- tool calls -----------------------------------------------------------------------
 
+    def record_call(self, call, assistant):
+        return _TOOL_CALL.create(id=call["id"], thread=self.thread, run=self.run, message=assistant,
+                                 name=call["name"], raw_arguments=call["arguments"])
+
+    def one_too_many(self, call, assistant, most):
+        """A call past AGUI_MAX_TOOL_CALLS_PER_ANSWER: recorded and answered, not made. A model (or a
+        text it was fed) asking for hundreds of calls at once would otherwise run them all, or file
+        as many approval requests into the reviewers' inbox."""
+        return self.invalid(self.record_call(call, assistant), (
+            f"Error: at most {most} tool calls are made from one answer, and this one was past them; nothing "
+            "was executed. Make it in a next answer if it is still needed."))
+
     def handle_call(self, call, assistant):
         """Validate, ask policy, then execute, refuse or pause.
 
         Returns an Interrupt when paused, the call's id when a frontend tool must run it.
         """
-        tc = _TOOL_CALL.create(
-            id=call["id"], thread=self.thread, run=self.run, message=assistant,
-            name=call["name"], raw_arguments=call["arguments"],
-        )
+        tc = self.record_call(call, assistant)
         builtin = self.builtin_call(tc, call)
         if builtin is not NOT_BUILTIN:
             return builtin

@@ -227,3 +227,20 @@ def test_a_frontend_tool_call_with_an_object_goes_to_the_client(start, fake_llm)
     assert runner.run_agent(run.pk)
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
     assert ToolCall.objects.get(pk="confetti").status == ToolCall.Status.CLIENT
+
+
+def test_calls_past_the_most_one_answer_makes_are_answered_not_made(start, fake_llm, settings):
+    """A model (or a page it read) asking for 20 transfers at once filed 20 approval requests into
+    the reviewers' inbox; an answer makes at most AGUI_MAX_TOOL_CALLS_PER_ANSWER calls and the
+    model is told the rest were not executed."""
+    settings.AGUI_MAX_TOOL_CALLS_PER_ANSWER = 3
+    thread, run = start()
+    transfer = json.dumps({"from_account": "1234567890", "to_account": "0987654321", "amount": 5000, "currency": "USD"})
+    fake_llm.push({"tool_calls": [{"id": f"t-{i}", "name": "transfer_money", "arguments": transfer} for i in range(5)]})
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.INTERRUPTED
+    calls = {c.pk: c.status for c in ToolCall.objects.filter(thread=thread)}
+    assert calls == {"t-0": "awaiting_approval", "t-1": "awaiting_approval", "t-2": "awaiting_approval",
+                     "t-3": "invalid", "t-4": "invalid"}
+    told = dict(thread.messages.filter(role=Message.Role.TOOL).values_list("tool_call_id", "content"))
+    assert set(told) == {"t-3", "t-4"} and all("at most 3 tool calls" in t for t in told.values())
