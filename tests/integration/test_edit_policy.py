@@ -11,6 +11,7 @@ from agents import services
 from agents.catalog.models import Account, Transfer
 from agents.models import Message, Run, Thread, ToolCall
 from agents.runtime import runner
+from approvals import policy
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 from tests.helpers import transfer_request
@@ -85,24 +86,23 @@ def test_edit_refusals_are_in_the_reviewers_language(demo, api):
 
 
 def test_an_edit_that_needs_another_approver_than_the_request_has_is_refused(demo):
-    req = approval_services.request(  # asked while the requester confirmed her own calls
-        tool_name="transfer_money", arguments={"from_account": ALICE, "to_account": BOB, "amount": 5.0,
-                                               "currency": "USD"},
-        requester=demo["alice"], verdict=_verdict("requester"), description="Transfer 5.00 USD",
-    )
-    # meanwhile an admin routes transfers to finance: alice may no longer approve a changed transfer
+    """A rule routes large transfers to two of finance; a small one waits for the requester's own
+    confirmation. Her edit to a large amount would have her approve what needs finance's two."""
     approval_services.save_policy("transfer_money", {
-        "mode": "always", "approver_kind": "group", "approver_group": _group("finance")}, demo["admin"])
+        "mode": "conditional", "approver_kind": "requester",
+        "conditions": [{"name": "large", "when": {"path": "args.amount", "op": "gt", "value": 10},
+                        "action": "gate", "route": {"group": "finance", "approvals": 2}},
+                       {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    arguments = {"from_account": ALICE, "to_account": BOB, "amount": 5.0, "currency": "USD"}
+    req = approval_services.request(
+        tool_name="transfer_money", arguments=arguments, requester=demo["alice"],
+        verdict=policy.evaluate("transfer_money", arguments, {"user": demo["alice"]}), description="Transfer 5.00 USD",
+    )
+    assert req.approver_kind == "requester"
     with pytest.raises(approval_services.EditNeedsOtherApprover) as exc:
         approval_services.decide(req.pk, demo["alice"], "approve", arguments={**req.arguments, "amount": 50})
-    assert "approval by finance" in exc.value.message
+    assert "approval by finance" in exc.value.message and "2 approvals" in exc.value.message
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
-
-
-def _verdict(kind):
-    from approvals.policy import Verdict
-
-    return Verdict("approve", approver_kind=kind, risk="high", timeout_seconds=3600)
 
 
 def test_an_edit_the_same_approver_may_make_goes_on(demo):
