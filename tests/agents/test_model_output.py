@@ -102,24 +102,26 @@ def chunk(delta, finish=None):
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-def test_a_refusal_is_said_and_kept(start, fake_llm, monkeypatch):
-    thread, run = start()
-    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
-        chunk({"role": "assistant", "content": None, "refusal": "I can't help with that."}), chunk({}, "stop")])
+def answered(run, fake_llm, monkeypatch, *chunks):
+    """`run` run on a model whose one answer streams `chunks` (raw chunks, any shape); the run as it ended."""
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: list(chunks))
     fake_llm.push("unused")
     assert runner.run_agent(run.pk)
-    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    return Run.objects.get(pk=run.pk)
+
+
+def test_a_refusal_is_said_and_kept(start, fake_llm, monkeypatch):
+    thread, run = start()
+    run = answered(run, fake_llm, monkeypatch,
+                   chunk({"role": "assistant", "content": None, "refusal": "I can't help with that."}), chunk({}, "stop"))
+    assert run.status == Run.Status.SUCCEEDED
     assert thread.messages.filter(role=Message.Role.ASSISTANT).get().content == "I can't help with that."
 
 
 def test_an_empty_answer_ends_the_run_saying_so(start, fake_llm, monkeypatch):
     """It ended `succeeded` with nothing to read: the chat showed no answer and no error."""
     thread, run = start()
-    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
-        chunk({"role": "assistant", "content": ""}), chunk({}, "stop")])
-    fake_llm.push("unused")
-    assert runner.run_agent(run.pk)
-    run = Run.objects.get(pk=run.pk)
+    run = answered(run, fake_llm, monkeypatch, chunk({"role": "assistant", "content": ""}), chunk({}, "stop"))
     assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
     assert "answer was empty" in run.error
 
@@ -128,14 +130,10 @@ def test_a_transfer_cut_at_the_length_limit_is_not_made(start, fake_llm, monkeyp
     """Cut where the tokens ran out, the call's arguments were given to the model as 'not valid
     JSON', and it tried again with as many tokens, turn after turn; the person was told nothing."""
     thread, run = start(text="Send 500 to 0987654321")
-    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
-        chunk({"role": "assistant", "content": None, "tool_calls": [
-            {"index": 0, "id": "cut", "type": "function",
-             "function": {"name": "transfer_money", "arguments": '{"from_account": "1234567890", "to_acc'}}]}),
-        chunk({}, "length")])
-    fake_llm.push("unused")
-    assert runner.run_agent(run.pk)
-    run = Run.objects.get(pk=run.pk)
+    run = answered(run, fake_llm, monkeypatch, chunk({"role": "assistant", "content": None, "tool_calls": [
+        {"index": 0, "id": "cut", "type": "function",
+         "function": {"name": "transfer_money", "arguments": '{"from_account": "1234567890", "to_acc'}}]}),
+        chunk({}, "length"))
     assert (run.status, run.error_code) == (Run.Status.FAILED, "answer_cut") and "length limit" in run.error
     assert not ToolCall.objects.filter(thread=thread).exists() and len(fake_llm.requests) == 1
 
@@ -144,11 +142,8 @@ def test_an_answer_cut_at_the_length_limit_is_kept_and_said(start, fake_llm, mon
     """It ended `succeeded` mid-sentence and nobody was told. The text stays, the run says it was
     cut, and a retry (on the same history) lets the model go on."""
     thread, run = start()
-    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [
-        chunk({"role": "assistant", "content": "Your balance is 5,4"}), chunk({}, "length")])
-    fake_llm.push("unused")
-    assert runner.run_agent(run.pk)
-    run = Run.objects.get(pk=run.pk)
+    run = answered(run, fake_llm, monkeypatch, chunk({"role": "assistant", "content": "Your balance is 5,4"}),
+                   chunk({}, "length"))
     assert (run.status, run.error_code) == (Run.Status.FAILED, "answer_cut")
     assert run.error == ("The model's answer reached its length limit and was cut off; nothing it was about to call "
                          "was run. Retry to let it go on.")
