@@ -40,6 +40,10 @@ class DjangoCelerySettings(Mapping):
         return len(self._settings)
 
 
+# the Redis time (ms) of recovery's last sweep, which the beat sends every 10 s and a worker runs
+# (agents/runtime/execution.py writes it): /healthz reads it to say whether the beat still sweeps
+SWEPT_KEY = "agui:leases:swept"
+
 # the pool kept between tasks (celery_fixup); tasks published straight to the broker's channel (broker.Task)
 app = Celery("agui_project", fixups=["agui_project.celery_fixup:fixup"], task_cls="agui_project.broker:Task")
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")

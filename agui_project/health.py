@@ -5,7 +5,8 @@ A load balancer asks this to decide whether to send users to this process. The w
 by every web process: without them pages, chats and decisions still work (runs wait, queued, until
 a worker is back), so a slow or restarting worker must not take every web process out of service.
 `?require=worker` is the readiness of the whole stack (start-up scripts, monitoring): 503 until a
-worker answers.
+worker answers. `sweeps` says whether recovery swept within a minute (the beat sends a sweep every
+10 s, a worker runs it); `?require=beat` (monitoring, `?require=worker,beat` for both) is 503 when not.
 
 The ping stops at the first reply (`limit=1`): a healthy probe takes milliseconds. Without a limit
 Celery listens for the whole timeout, and measured here a fixed 0.5 s ping missed a healthy worker's
@@ -23,6 +24,7 @@ import logging
 from django.db import connection
 from django.http import JsonResponse
 
+from agui_project.celery import SWEPT_KEY
 from agui_project.celery import app as celery_app
 from agui_project.redis_client import probe_client
 
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 LB_PING_TIMEOUT = 0.5  # the plain probe reports workers but never waits long for them
 WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s at most
+SWEEPS_LATE_AFTER = 60  # seconds without a sweep of recovery's (every 10 s): the beat, or every worker, is down
 DB_PROBE_TIMEOUT = 1.0  # for a pooled connection: as long as Redis's probe (redis_client.probe_client)
 
 
@@ -47,6 +50,23 @@ def _ask_database():
         conn.execute("SELECT 1")
 
 
+def _sweeps():
+    """Whether recovery swept lately: the beat sends its sweep every 10 s and a worker runs it. With
+    the beat down nothing else tells: deadlines pass without expiring or escalating, and runs of a
+    dead worker are never recovered, while every page and run still works."""
+    pipe = probe_client().pipeline(transaction=False)
+    pipe.time()
+    pipe.get(SWEPT_KEY)
+    try:
+        (seconds, micros), swept = pipe.execute()
+    except Exception as exc:  # reported, as the other parts are
+        return f"error: {exc.__class__.__name__}"
+    if swept is None:
+        return "none yet"
+    ago = (seconds * 1000 + micros // 1000 - int(swept)) // 1000
+    return "ok" if ago <= SWEEPS_LATE_AFTER else f"none for {ago} s"
+
+
 def _workers(timeouts):
     """1 when a worker answered one of the pings (each waits up to its timeout), else 0."""
     for timeout in timeouts:
@@ -60,7 +80,8 @@ def _workers(timeouts):
 
 
 def healthz(request):
-    require_worker = request.GET.get("require") == "worker"
+    required = set(request.GET.get("require", "").split(","))
+    require_worker = "worker" in required
     body, ok = {}, True
     try:
         _ask_database()
@@ -79,6 +100,12 @@ def healthz(request):
     body["worker"] = "ok" if workers else "no worker answered"
     if require_worker:
         ok = ok and workers > 0
+    if body["redis"] == "ok":
+        body["sweeps"] = _sweeps()
+        if "beat" in required:
+            ok = ok and body["sweeps"] == "ok"
+    elif "beat" in required:
+        ok = False
     response = JsonResponse(body, status=200 if ok else 503)
     if not ok:
         broken = body["db"] != "ok" or body["redis"] != "ok"

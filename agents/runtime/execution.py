@@ -29,6 +29,7 @@ from agents.registry import get_agent
 from agents.runtime import events
 from agents.runtime.leases import RENEW_EVERY, hold
 from agents.transitions import claim_call, move_call, move_run, start_continuation
+from agui_project.celery import SWEPT_KEY
 from agui_project.queries import Prepared, one
 from approvals import mail as approval_mail
 from approvals import notify as approval_notify
@@ -94,7 +95,7 @@ LEASES_SINCE_KEY = "agui:leases:since"
 # the Redis time (ms) recovery last read the leases: a silence longer than SWEEP_SILENCE means Redis was
 # out of reach (of the sweeps, and so of live holders' renewals too) though it kept its data (a restart
 # from its snapshot or log, a network cut): holders write again only at their next renewal
-LEASES_SWEPT_KEY = "agui:leases:swept"
+LEASES_SWEPT_KEY = SWEPT_KEY
 
 
 def sweep_silence_ms():

@@ -36,7 +36,7 @@ def test_a_worker_that_misses_its_first_pings_is_still_found(client, pings):
     fake = pings(silent=2)
     resp = client.get("/healthz?require=worker")
     assert resp.status_code == 200, resp.content
-    assert resp.json() == {"db": "ok", "redis": "ok", "workers": 1, "worker": "ok"}
+    assert resp.json() == {"db": "ok", "redis": "ok", "workers": 1, "worker": "ok", "sweeps": "none yet"}
     assert len(fake.calls) == 3
     assert all(limit == 1 for _, limit in fake.calls)  # each ping ends at the first reply
     assert sum(t for t, _ in fake.calls) >= 2.0  # more patience than the old single 0.5 s ping
@@ -55,7 +55,7 @@ def test_the_load_balancer_probe_is_healthy_without_a_worker(client, pings):
     fake = pings(silent=99)
     resp = client.get("/healthz")
     assert resp.status_code == 200
-    assert resp.json() == {"db": "ok", "redis": "ok", "workers": 0, "worker": "no worker answered"}
+    assert resp.json() == {"db": "ok", "redis": "ok", "workers": 0, "worker": "no worker answered", "sweeps": "none yet"}
     assert fake.calls == [(health.LB_PING_TIMEOUT, 1)]  # one short ping: the probe stays quick
 
 
@@ -200,3 +200,24 @@ def test_a_database_that_is_down_is_reported_within_the_probes_own_timeout(clien
     assert resp.status_code == 503
     assert resp.json()["db"] == "error: PoolTimeout"
     assert database_down == [0.2]  # the pool asked with the probe's timeout, not its own
+
+
+def test_a_beat_that_stopped_sweeping_is_told_and_fails_the_beats_probe(client, pings):
+    """With the beat down every page and run still worked, and nothing said that deadlines no longer
+    expired or escalated nor dead workers' runs were recovered: `sweeps` says when recovery last
+    swept, and `?require=beat` fails once that is over a minute ago (the beat sends one every 10 s)."""
+    from agents.runtime import execution
+    from agui_project.redis_client import redis_client
+
+    pings(silent=0)
+    assert client.get("/healthz?require=beat").status_code == 503  # none on record yet
+    execution.stuck_call_ids()  # a sweep, as the beat's task runs it
+    fresh = client.get("/healthz?require=worker,beat")
+    assert fresh.status_code == 200 and fresh.json()["sweeps"] == "ok", fresh.json()
+    seconds = redis_client().time()[0]
+    redis_client().set(execution.LEASES_SWEPT_KEY, (seconds - 300) * 1000)  # the last one, five minutes ago
+    plain = client.get("/healthz")
+    assert plain.status_code == 200  # the load balancer's probe: told only
+    late = plain.json()["sweeps"].removeprefix("none for ").removesuffix(" s")
+    assert late.isdigit() and 300 <= int(late) < 330, plain.json()  # (a second may turn meanwhile)
+    assert client.get("/healthz?require=beat").status_code == 503
