@@ -1086,11 +1086,15 @@
     "approval.rerouted"];
   let followInflight = false;
 
-  async function followDetail() {
+  async function followDetail(gone) {
     if (followInflight) return;
     followInflight = true;
     try {
       const res = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } });
+      if (gone && (res.status === 403 || res.status === 404)) {
+        leaveDetail();
+        return;
+      }
       if (!res.ok || res.redirected) return;
       const doc = new DOMParser().parseFromString(await res.text(), "text/html");
       const fresh = doc.getElementById("approval-detail");
@@ -1124,10 +1128,29 @@
     }
   }
 
+  /* A policy change gave the request to a group this reviewer is not in: the page can no longer be
+     read again, so it keeps what it shows but offers no decision (one would be refused) and says why. */
+  function leaveDetail() {
+    const dialogOpen = document.querySelector("dialog[open]");
+    if (dialogOpen) dialogOpen.close();
+    const text = gettext("A policy change gave this request to another group: you no longer decide it.");
+    const banner = el("p", "banner banner-warn", text);
+    banner.id = "gone-banner";
+    banner.setAttribute("role", "status");
+    const form = document.getElementById("decide") || document.getElementById("not-yours");
+    if (form) form.replaceWith(banner);
+    else detail.prepend(banner);
+    for (const node of detail.querySelectorAll(".countdown")) node.remove();
+    viewing(null);
+    announce(text);
+  }
+
   function onDetailNotice(notice) {
     const approval = notice.approval || {};
     if (String(approval.id) !== detail.dataset.approvalId) return;
-    if (FOLLOW.includes(notice.type) || (approval.status && approval.status !== detail.dataset.status)) followDetail();
+    // approval.gone: sent to the groups that no longer decide it (its id only)
+    if (notice.type === "approval.gone") followDetail(true);
+    else if (FOLLOW.includes(notice.type) || (approval.status && approval.status !== detail.dataset.status)) followDetail();
     else refreshPanels();
   }
 
