@@ -235,6 +235,8 @@ def _detail_context(request, approval):
             and not d.withdrawn_at and d.arguments_hash == arguments_hash(approval.current_arguments)]
     defaults = registry.get(approval.tool_name)
     held = selectors.held_by(user=request.user, request=approval) if approval.is_pending else None
+    # tools act for the requester: one whose account is switched off may be rejected, not approved
+    requester_off = approval.is_pending and not approval.requester.is_active
     return {
         "approval": approval,
         "quorum": selectors.quorum(approval=approval),
@@ -246,7 +248,9 @@ def _detail_context(request, approval):
         "already_approved": bool(mine),
         "editable": defaults is not None,
         # the answers this tool's policy offers: the form shows only those buttons
-        "offers": {d: approval.allows(d) for d in ("approve", "edit", "reject", "respond")},
+        "offers": {d: approval.allows(d) and not (requester_off and d in ("approve", "edit"))
+                   for d in ("approve", "edit", "reject", "respond")},
+        "requester_off": requester_off,
         "pending_count": inbox_query.pending_mine_count(request.user),
     }
 

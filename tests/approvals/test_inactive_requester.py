@@ -77,3 +77,26 @@ def test_an_approval_stops_counting_while_its_approvers_account_is_switched_off(
     page = login("admin").get(f"/inbox/{req.pk}/").content.decode()
     assert "Approvals 2 of 2" in page  # finn's approval, withdrawn when fay's found it switched off
     assert AuditEvent.objects.filter(request=req, action="withdrawn", before__approved_by=["finn"]).exists()
+
+
+def test_the_request_page_says_a_switched_off_requesters_call_can_only_be_rejected(demo, login):
+    """The page offered Approve (and an editor) as for anyone; only the click said, as an error, that the
+    account was switched off. It now says so first and offers Reject alone."""
+    req = transfer_request(demo["alice"], amount=50.0)
+    _switch_off(demo["alice"])
+    finn = login("finn")
+    page = finn.get(f"/inbox/{req.pk}/").content.decode()
+    assert "alice's account is switched off, so this call cannot run for them: you can only reject it." in page
+    assert 'id="approve"' not in page and 'id="reject"' in page
+    assert 'readonly aria-describedby="requester-off"' in page
+    preview = finn.get(f"/inbox/{req.pk}/?partial=preview").content.decode()
+    assert "alice's account is switched off: reject only." in preview and 'data-decide="approve"' not in preview
+    assert 'data-decide="reject"' in preview
+
+
+def test_an_approval_set_aside_for_a_switched_off_approver_says_why(demo, login):
+    req = make_request("alice", required=2)
+    services.decide(req.pk, demo["finn"], "approve")
+    _switch_off(demo["finn"])
+    page = login("admin").get(f"/inbox/{req.pk}/").content.decode()
+    assert "approval no longer counted: their account is switched off" in page
