@@ -11,6 +11,16 @@ class ModelError(Exception):
     """The model answered, but not usefully (4xx, broken stream)."""
 
 
+class NoAnswer(ModelError):
+    """The model ended its turn having said nothing (an empty answer, a content filter, reasoning alone,
+    no choice at all): its text is for the logs, the person is told in their own words."""
+
+
+class BrokenStream(ModelError):
+    """The model's stream held what no answer is made of (a chunk that is not JSON, content that is not
+    text): its text, quoting the chunk, is for the logs."""
+
+
 class AnswerCut(ModelError):
     """The answer reached the model's length limit (finish_reason "length"): what it said so far
     stands, a call it was making is not made."""

@@ -13,7 +13,16 @@ from django.conf import settings
 
 from agui_project import jsoncheck
 
-from .deltas import AnswerCut, ModelError, ModelUnavailable, ReasoningDelta, TextDelta, ToolCallDelta
+from .deltas import (
+    AnswerCut,
+    BrokenStream,
+    ModelError,
+    ModelUnavailable,
+    NoAnswer,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +84,9 @@ class OpenAIChatModel:
                     try:
                         chunk = json.loads(data)
                     except ValueError as exc:
-                        raise ModelError(f"the model's stream held a chunk that is not JSON: {data[:80]!r}") from exc
+                        raise BrokenStream(f"the model's stream held a chunk that is not JSON: {data[:80]!r}") from exc
                     if not isinstance(chunk, dict):
-                        raise ModelError(f"the model's stream held a chunk that is not an object: {data[:80]!r}")
+                        raise BrokenStream(f"the model's stream held a chunk that is not an object: {data[:80]!r}")
                     # a NUL or a lone surrogate ("\ud800") would poison the thread once stored: the
                     # strings taken are scrubbed (a pass over each delta; scanning the whole line for
                     # what could parse as one cost more than its json.loads)
@@ -91,7 +100,7 @@ class OpenAIChatModel:
                     answered = True
                     choice = choices[0]
                     if not isinstance(choice, dict) or not isinstance(choice.get("delta") or {}, dict):
-                        raise ModelError(f"the model's stream held a choice that is not an object: {data[:80]!r}")
+                        raise BrokenStream(f"the model's stream held a choice that is not an object: {data[:80]!r}")
                     reason = choice.get("finish_reason") or reason
                     finished = finished or bool(reason)
                     delta = choice.get("delta") or {}
@@ -105,7 +114,7 @@ class OpenAIChatModel:
                             yield TextDelta(clean(text_of(words, data)))
                     for tc in delta.get("tool_calls") or []:
                         if not isinstance(tc, dict) or not isinstance(tc.get("function") or {}, dict):
-                            raise ModelError(f"the model's stream held a tool call that is not an object: {data[:80]!r}")
+                            raise BrokenStream(f"the model's stream held a tool call that is not an object: {data[:80]!r}")
                         said = calling = True
                         fn = tc.get("function") or {}
                         call_id = tc.get("id") if isinstance(tc.get("id"), str) else None  # the runner gives one otherwise
@@ -121,14 +130,14 @@ class OpenAIChatModel:
         except openai.APIError as exc:
             raise ModelError(str(exc)) from exc
         if not answered:  # a 200 with no choice at all is no answer, not an empty success
-            raise ModelError("the model's stream ended without an answer")
+            raise NoAnswer("the model's stream ended without an answer")
         if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way
             raise ModelUnavailable("the model's stream was cut off before it finished")
         if reason == "length":  # the tokens ran out: a call's arguments end there (no call to run), text mid-word
             raise AnswerCut("the answer reached the model's length limit in the middle of a tool call, so no "
                             "tool was called" if calling else "the answer reached the model's length limit")
         if not said:  # no text, refusal or call (a content filter, or reasoning alone): the person heard nothing
-            raise ModelError(f"the model's answer was empty (finish reason: {reason or 'none'})")
+            raise NoAnswer(f"the model's answer was empty (finish reason: {reason or 'none'})")
 
 
 def text_of(content, data):
@@ -138,7 +147,7 @@ def text_of(content, data):
         return content
     if isinstance(content, list) and all(isinstance(p, dict) for p in content):
         return "".join(p["text"] for p in content if p.get("type") == "text" and isinstance(p.get("text"), str))
-    raise ModelError(f"the model's stream held content that is not text: {data[:80]!r}")
+    raise BrokenStream(f"the model's stream held content that is not text: {data[:80]!r}")
 
 
 def arguments_of(arguments):

@@ -37,7 +37,16 @@ from django.utils.translation import gettext as _
 
 from agents import llm, presenters, selectors
 from agents.agui import custom_events
-from agents.llm import AnswerCut, ModelError, ModelUnavailable, ReasoningDelta, TextDelta, get_model
+from agents.llm import (
+    AnswerCut,
+    BrokenStream,
+    ModelError,
+    ModelUnavailable,
+    NoAnswer,
+    ReasoningDelta,
+    TextDelta,
+    get_model,
+)
 from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent, loop_for
 from agents.runtime import execution
@@ -331,6 +340,15 @@ class Runner:
             log.warning("run %s: %s", self.run.pk, exc)
             self.fail("answer_cut", _("The model's answer reached its length limit and was cut off; nothing it was "
                                       "about to call was run. Retry to let it go on."))
+        except NoAnswer as exc:
+            # the adapter's sentence (English, a finish reason) is for the logs: the person reads theirs
+            log.warning("run %s: %s", self.run.pk, exc)
+            self.fail("model_error", _("The model ended its turn without an answer (its provider may have "
+                                       "withheld it). Retry, or put your request another way."))
+        except BrokenStream as exc:
+            log.warning("run %s: %s", self.run.pk, exc)
+            self.fail("model_error", _("The model's server sent something that is not an answer, so the run "
+                                       "stopped. Try again in a moment."))
         except ModelError as exc:
             log.warning("run %s: model error: %s", self.run.pk, exc)
             self.fail("model_error", _("The model returned an error: %(error)s") % {"error": exc})

@@ -123,7 +123,21 @@ def test_an_empty_answer_ends_the_run_saying_so(start, fake_llm, monkeypatch):
     thread, run = start()
     run = answered(run, fake_llm, monkeypatch, chunk({"role": "assistant", "content": ""}), chunk({}, "stop"))
     assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
-    assert "answer was empty" in run.error
+    # the person's words, not the adapter's English with its finish reason (a French chat read it so)
+    assert run.error == ("The model ended its turn without an answer (its provider may have withheld it). "
+                         "Retry, or put your request another way.")
+
+
+def test_a_stream_that_holds_no_answer_ends_the_run_without_quoting_it(start, fake_llm, monkeypatch):
+    """The chat read "The model returned an error: the model's stream held a chunk that is not an
+    object: '[1]'": the adapter's English and the raw chunk, on a page in any language."""
+    thread, run = start()
+    monkeypatch.setattr(fake_llm, "chunks", lambda reply, model: [[1]])
+    fake_llm.push("unused")
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
+    assert run.error == "The model's server sent something that is not an answer, so the run stopped. Try again in a moment."
 
 
 def test_a_transfer_cut_at_the_length_limit_is_not_made(start, fake_llm, monkeypatch):
