@@ -7,7 +7,7 @@ from django.utils.translation import gettext, gettext_lazy
 
 from approvals import services as approval_services
 from approvals.access import memberships
-from approvals.models import ApprovalRequest, ApproverKind
+from approvals.models import ApprovalRequest, ApproverKind, said
 from people import selectors as people
 
 from .registry import get_tool
@@ -140,7 +140,9 @@ def thread_standing(thread):
         word = ApprovalRequest.Status(status).label  # "Approved with edits", "Rejected", ...
     if status == ApprovalRequest.Status.MODIFIED:  # the description is of the call before the edit
         return status, word
-    return status, gettext("%(what)s: %(why)s") % {"what": word, "why": thread.last_action}
+    # in the reader's language (said in every language when asked), not the one the chat had then
+    what = said({"description": thread.last_action, "said": thread.last_said}, "description")
+    return status, gettext("%(what)s: %(why)s") % {"what": word, "why": what}
 
 
 def review_badge(mode, group=None):

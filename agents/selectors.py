@@ -72,12 +72,13 @@ def waiting_or_continued(run_id):
 
 def chat_list(user):
     """The person's latest chats, each annotated with its latest approval request (last_status,
-    last_action, last_group), in one query: two chats that began with the same words differ by
+    last_action, last_said, last_group), in one query: two chats that began with the same words differ by
     what became of them (presenters.thread_standing)."""
     latest = ApprovalRequest.objects.filter(thread_ref=OuterRef("pk")).order_by("-created_at")
     return (Thread.objects.filter(owner=user).order_by("-updated_at")
             .annotate(last_status=Subquery(latest.values("status")[:1]),
                       last_action=Subquery(latest.values("description")[:1]),
+                      last_said=Subquery(latest.values("said")[:1]),
                       last_group=Subquery(latest.values("approver_group__name")[:1]))[:100])
 
 

@@ -196,3 +196,16 @@ def test_approval_badges_say_how_calls_are_reviewed_not_the_models_instructions(
     for shown in (page, french):
         for description in descriptions:
             assert html.escape(description) not in shown and description not in html.unescape(shown), description
+
+
+def test_the_chat_list_says_the_latest_request_in_the_readers_language(login, demo):
+    """The list quoted the request's description as stored, in the language the chat had when it was
+    asked: after choosing French, alice read "En attente de finance : Transfer 500.00 USD from ..."."""
+    from agents import services
+
+    thread = services.create_thread(demo["alice"], "banking", title="Transfer $500")
+    request = transfer_request(demo["alice"])
+    ApprovalRequest.objects.filter(pk=request.pk).update(thread_ref=thread.pk, said={
+        "en": {"description": request.description}, "fr": {"description": "Virement de 500,00 USD"}})
+    body = login("alice").get("/chat/?partial=threads", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "Virement de 500,00 USD" in body and request.description not in body
