@@ -3,7 +3,7 @@ import logging
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from approvals.signals import approval_resolved
+from approvals.signals import approval_event, approval_resolved
 
 from . import services, thread_ids
 from .models import Thread
@@ -20,6 +20,13 @@ def on_approval_resolved(sender, request, **kwargs):
     except Exception:
         log.exception("the decision on %s is committed, but its run could not be continued now; "
                       "the beat continues it", request.pk)
+
+
+@receiver(approval_event, dispatch_uid="agents.approval_event")
+def on_approval_event(sender, kind, request, **kwargs):
+    """A request a policy change routed to other deciders: its chat hears who decides now."""
+    if kind == "rerouted":
+        services.tell_rerouted(request)
 
 
 @receiver(post_delete, sender=Thread)

@@ -9,7 +9,7 @@ import redis
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
 
@@ -152,6 +152,22 @@ def announce_unannounced(limit=100):
     if unannounced:
         log.warning("announced %d queued run(s) that could not be announced when they were made", len(unannounced))
     return unannounced
+
+
+def tell_rerouted(request):
+    """A policy change gave a paused call's request to other deciders: the chat's card and its
+    "waiting for" line say who decides now (they said the former group until a reload). After the
+    commit; a Redis outage loses only the notice (a reconnecting chat's snapshot carries it)."""
+    thread = Thread.objects.select_related("owner__profile").filter(pk=request.thread_ref).first() \
+        if request.tool_call_ref and request.thread_ref else None
+    if thread is None:  # an outside agent's request: no chat of ours shows it
+        return
+    with translation.override(selectors.user_language(thread.owner)):  # the card in its reader's words
+        event = custom_events.approval_request(request, viewer=thread.owner)
+    try:
+        events.append(thread.pk, event)
+    except redis.RedisError as exc:
+        log.warning("new deciders of request %s not told to its chat (Redis unreachable: %s)", request.pk, exc)
 
 
 def publish_end(run_id, thread_id, event):
