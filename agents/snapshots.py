@@ -1,16 +1,25 @@
 """What a client needs on (re)connect: messages, state, approval cards, and where the live run began."""
 
+from django.utils import translation
+
 from approvals.models import ApprovalRequest
 from state import services as state_services
 
-from . import presenters
+from . import presenters, selectors
 from .models import Message, Run, Thread, ToolCall, WorkflowInstance
 from .registry import get_agent
 from .runtime import inputs, statesync
 
 
 def thread_snapshot(thread_id):
-    thread = Thread.objects.select_related("owner").get(pk=thread_id)
+    thread = Thread.objects.select_related("owner__profile").get(pk=thread_id)
+    # the words for people (how a call ended, who decides) in the chat owner's language, as the
+    # worker wrote them live: the socket has no request for LocaleMiddleware to choose one from
+    with translation.override(selectors.user_language(thread.owner)):
+        return _snapshot(thread)
+
+
+def _snapshot(thread):
     doc = state_services.document(thread.state_key)  # predictions awaiting a decision stay visible
     active = thread.runs.filter(status__in=Run.ACTIVE).exclude(stream_id="").order_by("created_at").first()
     approvals = ApprovalRequest.objects.filter(thread_ref=thread.pk).select_related("approver_group", "decided_by")

@@ -126,3 +126,20 @@ def test_each_agent_offers_the_offline_models_prompts_and_says_whether_it_has_st
     assert "Transfer $500 from account 1234567890 to account 0987654321" in cards["banking"]["starters"]
     assert cards["support"]["starters"] and cards["ops"]["starters"]
     assert cards["recipe"]["hasState"] and not cards["banking"]["hasState"]
+
+
+@pytest.mark.django_db
+def test_the_snapshot_says_outcomes_in_the_chat_owners_language(demo):
+    """A French chat read "Retiré avant toute décision" live (the worker speaks the owner's language) and,
+    after a reload, "Withdrawn before anyone decided": the socket's snapshot had no language of its own."""
+    from people.models import Profile
+
+    Profile.objects.update_or_create(user=demo["alice"], defaults={"language": "fr"})
+    thread = services.create_thread(demo["alice"], "ops")
+    msg = services.add_message(thread, "assistant", "", run=Run.objects.create(thread=thread, status="interrupted"),
+                               tool_calls=[{"id": "call-c", "type": "function",
+                                            "function": {"name": "delete_file", "arguments": "{}"}}])
+    ToolCall.objects.create(id="call-c", run=msg.run, thread=thread, message=msg, name="delete_file",
+                            arguments={"path": "/tmp/x"}, status=ToolCall.Status.CANCELLED, result="Error: withdrawn")
+    snap = snapshots.thread_snapshot(thread.pk)
+    assert [o["message"] for o in snap["tool_outcomes"]] == ["Retiré avant toute décision, donc non exécuté."]
