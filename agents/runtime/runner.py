@@ -268,6 +268,7 @@ class Runner:
         self._reasoning = None  # the open reasoning message's id (a span of the same id around it)
         self._reviewed_elsewhere = set()  # approval ids of this run's calls someone else decides
         self._paused = []  # interrupts of calls settle() ran that stopped at a question (tools.Paused)
+        self._withdrawn_by_others = False  # settle(): a paused call someone else withdrew (a policy)
 
     def emit(self, event):
         self.stream.emit(event)
@@ -295,6 +296,7 @@ class Runner:
                     return
                 # the person withdrew every paused call: nothing to ask the model about them
                 withdrawn = bool(settled) and all(s == ToolCall.Status.CANCELLED for s in settled) \
+                    and not self._withdrawn_by_others \
                     and not Run.objects.filter(pk=self.run.parent_run_id, error_code="worker_lost").exists()
                 # (a lost run's calls were withdrawn by recovery, not the person: the model answers again)
                 # every settled call wrote state: the agent's confirmation strategy answers
@@ -802,7 +804,12 @@ class Runner:
     def settle(self):
         """A continuation first settles every decided call: execute it, or tell the model why not."""
         settled = []
-        for tc in _SETTLEABLE.all(self.thread.pk):
+        calls = list(_SETTLEABLE.all(self.thread.pk))
+        # a request withdrawn by someone else than the person (a policy now blocking the call): the
+        # model hears why and answers; the person did not stop anything
+        others = self.withdrawn_by_others([tc.approval_id for tc in calls if tc.status == ToolCall.Status.CANCELLED])
+        self._withdrawn_by_others = bool(others)
+        for tc in calls:
             tool = self.agent.tool(tc.name)
             settled.append(tc.status)
             if tc.status == ToolCall.Status.APPROVED and tool:
@@ -821,9 +828,18 @@ class Runner:
             elif tc.status == ToolCall.Status.EXPIRED:
                 self.result(tc, f"Error: nobody approved {tc.name} before its deadline (timed out), so it was not "
                                 "executed. Do not try to reach the same goal another way unless the user asks.")
+            elif tc.approval_id in others and tc.feedback:
+                self.result(tc, f"Error: {tc.name} was cancelled and not executed: {tc.feedback}")
             else:
                 self.result(tc, f"{tc.name} was cancelled and not executed.")
         return settled
+
+    def withdrawn_by_others(self, approval_ids):
+        """Of these cancelled requests, the ids of those someone other than the chat's owner withdrew."""
+        if not approval_ids:
+            return set()
+        return {str(pk) for pk in ApprovalRequest.objects.filter(pk__in=approval_ids).exclude(
+            decided_by_id=self.thread.owner_id).values_list("pk", flat=True)}
 
 
     def unavailable(self, tc):
