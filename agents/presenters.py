@@ -27,14 +27,16 @@ def approval(request, viewer=None):
         "runId": request.run_ref,  # the chat's Stop withdraws a paused run's requests
         "toolCallName": request.tool_name,
         "arguments": request.arguments,
-        "message": request.description,
+        # the headline in the reader's language (said in every language when asked, or when edited):
+        # the stored description is in the language of the moment it was written
+        "message": said(request, "description"),
         "status": request.status,
         "approver": approver(request),
         "canDecide": bool(viewer and request.is_pending and approval_services.can_decide(
             viewer, request, group_ids=memberships(viewer)[0])),
         "risk": request.risk,
         "reversible": request.reversible,
-        "impact": request.impact,
+        "impact": said(request, "impact"),
         "steps": [{"toolCallId": request.tool_call_ref, "toolCallName": request.tool_name, "arguments": request.arguments}],
         # the answers this tool's policy offers (approve, edit, reject, respond): the card shows only those
         "allowedDecisions": [d for d in ("approve", "edit", "reject", "respond") if request.allows(d)],

@@ -143,3 +143,17 @@ def test_the_snapshot_says_outcomes_in_the_chat_owners_language(demo):
                             arguments={"path": "/tmp/x"}, status=ToolCall.Status.CANCELLED, result="Error: withdrawn")
     snap = snapshots.thread_snapshot(thread.pk)
     assert [o["message"] for o in snap["tool_outcomes"]] == ["Retiré avant toute décision, donc non exécuté."]
+
+
+@pytest.mark.django_db
+def test_the_approval_card_reads_its_headline_in_the_readers_language(demo):
+    """The card quoted the description as stored: in the language of the moment it was asked (or, after an
+    edit, LANGUAGE_CODE's), whatever language the chat is read in now."""
+    from django.utils import translation
+
+    request = transfer_request(demo["alice"])
+    request.said = {"en": {"description": "Transfer 500.00 USD", "impact": "Moves 500.00 USD"},
+                    "fr": {"description": "Virement de 500,00 USD", "impact": "Sort 500,00 USD"}}
+    with translation.override("fr"):
+        card = presenters.approval(request, viewer=demo["alice"])
+    assert (card["message"], card["impact"]) == ("Virement de 500,00 USD", "Sort 500,00 USD")
