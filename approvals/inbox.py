@@ -54,7 +54,7 @@ AGE_DELTAS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1), "24h": tim
 RISKS = {"": _("Any risk"), **dict(Risk.choices), "high,critical": _("high or critical")}
 # the columns a row shows: the JSON blobs (schema, context, arguments) stay in the database
 ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "requester_id", "requester__username",
-              "requester__email", "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
+              "requester__email", "requester__is_active", "approver_kind", "approver_group_id", "approver_group__name", "escalation_group_id",
               "escalation_group__name", "escalated_at", "expires_at", "agent_name", "thread_ref", "created_at",
               "decided_at", "required_approvals", "decided_by__username")
 # the thread's name as its owner knows it (the runner records it beside the excerpt), not its id
@@ -313,6 +313,8 @@ def decorate(row, user, group_ids):
         row["approver_label"] = _("requester")
         row["can_decide"] = user.pk == row["requester_id"]
     row["can_decide"] = row["can_decide"] and row["status"] == Status.PENDING
+    # tools act for the requester: an account switched off may have its calls rejected, not approved
+    row["requester_off"] = row["status"] == Status.PENDING and not row.pop("requester__is_active")
     return row
 
 

@@ -763,7 +763,11 @@
         const decision = event.key === "a" ? "approve" : "reject";
         let ids = Array.from(checked);
         if (!ids.length && row && row.dataset.canDecide) ids = [row.dataset.approvalId];
-        if (ids.length) {
+        if (decision === "approve" && !checked.size && row && row.dataset.requesterOff) {
+          // its call cannot run for an account switched off: say so, not an approval dialog
+          event.preventDefault();
+          showResult(fmt(gettext("%(name)s's account is switched off: reject only."), { name: row.dataset.requesterOff }), []);
+        } else if (ids.length) {
           event.preventDefault();
           decideFromList(ids, decision);
         } else if (row) {

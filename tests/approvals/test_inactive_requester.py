@@ -100,3 +100,11 @@ def test_an_approval_set_aside_for_a_switched_off_approver_says_why(demo, login)
     _switch_off(demo["finn"])
     page = login("admin").get(f"/inbox/{req.pk}/").content.decode()
     assert "approval no longer counted: their account is switched off" in page
+
+
+def test_the_inbox_row_says_a_requesters_account_is_switched_off(demo, login):
+    req = transfer_request(demo["alice"], amount=50.0)
+    _switch_off(demo["alice"])
+    rows = login("finn").get("/inbox/?partial=rows").content.decode()
+    assert f'data-approval-id="{req.pk}"' in rows
+    assert 'data-requester-off="alice"' in rows and "account switched off" in rows
