@@ -1132,14 +1132,18 @@
     run.stopping = true;
     run.withdrawing = !run.active; // Stop on a paused run takes its waiting requests back
     updateComposer();
+    // a refusal says the Stop did not happen (a 503 alone read "try again in a moment": of what?)
+    const failed = (error) => showNotice(run.withdrawing
+      ? fmt(gettext("Could not withdraw the waiting request: %(error)s"), { error })
+      : fmt(gettext("Could not stop the run: %(error)s"), { error }));
     try {
       const res = await postJSON("/api/runs/" + encodeURIComponent(target) + "/cancel/", {});
-      if (!res.ok && res.status !== 409) showNotice(errorText(res.data, res.status));
+      if (!res.ok && res.status !== 409) failed(errorText(res.data, res.status));
       // 202: RUN_FINISHED (cancelled) follows on the socket; 409: the run had already ended.
       if (!res.ok) run.stopping = false;
     } catch (e) {
       run.stopping = false;
-      showNotice(fmt(gettext("Could not stop the run: %(error)s"), { error: e.message }));
+      failed(e.message);
     }
     updateComposer();
   }
