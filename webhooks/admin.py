@@ -14,6 +14,7 @@ EVENT_WORDS = {
     "approval.decided": _("A request is decided"),
     "approval.expired": _("A request's deadline passed"),
     "approval.escalated": _("A request is escalated"),
+    "approval.rerouted": _("A policy change gives a waiting request other deciders, quorum or risk"),
     "tool.outcome": _("A call's outcome is known"),
 }
 

@@ -6,7 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-EVENT_TYPES = ("approval.requested", "approval.decided", "approval.expired", "approval.escalated", "tool.outcome")
+EVENT_TYPES = ("approval.requested", "approval.decided", "approval.expired", "approval.escalated", "approval.rerouted",
+               "tool.outcome")
 
 
 def new_secret():

@@ -12,9 +12,10 @@ from . import services
 # that now blocks it, a stopped run) is settled as much as a decided one: approval.decided with status
 # "cancelled" (without it an outside agent waiting on its callback_url never heard its answer)
 EVENTS = {"requested": "approval.requested", "decided": "approval.decided", "cancelled": "approval.decided",
-          "expired": "approval.expired", "escalated": "approval.escalated"}
-# what a request's own callback_url hears: the answer, and that others were asked
-CALLBACK_EVENTS = {"approval.decided", "approval.expired", "approval.escalated"}
+          "expired": "approval.expired", "escalated": "approval.escalated", "rerouted": "approval.rerouted"}
+# what a request's own callback_url hears: the answer, and that others were asked (escalated, or a
+# policy change gave it other deciders, a larger quorum, a higher risk: rerouted)
+CALLBACK_EVENTS = {"approval.decided", "approval.expired", "approval.escalated", "approval.rerouted"}
 
 
 def _iso(moment):
@@ -28,7 +29,8 @@ def approval_data(req):
     return {
         "id": req.id, "status": req.status, "tool_name": req.tool_name, "arguments": req.arguments,
         "final_arguments": req.final_arguments, "feedback": req.feedback, "description": req.description,
-        "risk": req.risk, "thread": req.thread_ref or own["thread"] or None, "run": req.run_ref or own["run"] or None,
+        "risk": req.risk, "deciders": req.approver_label, "required_approvals": req.required_approvals,
+        "thread": req.thread_ref or own["thread"] or None, "run": req.run_ref or own["run"] or None,
         "tool_call": req.tool_call_ref or None, "decided_at": _iso(req.decided_at),
         "expires_at": _iso(req.expires_at), "escalated_at": _iso(req.escalated_at), "created_at": _iso(req.created_at),
     }

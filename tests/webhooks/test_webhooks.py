@@ -481,3 +481,49 @@ def test_an_endpoints_description_is_changed_by_patch_and_put(demo, api, endpoin
     replaced = admin.put(f"/api/webhooks/{hook.pk}/", {"url": hook.url, "events": [], "description": "billing"},
                          format="json")
     assert replaced.status_code == 200 and WebhookEndpoint.objects.get(pk=hook.pk).description == "billing"
+
+
+def test_a_request_a_policy_change_routes_elsewhere_is_sent(demo, endpoint, receiver, queued,
+                                                            django_capture_on_commit_callbacks):
+    """An admin gave large transfers to two of treasury: the pending request moved, its quorum and risk
+    rose, finance's approvals stopped counting, and an integrator mirroring requests heard nothing (its
+    copy still said finance, one approval, high risk). It now gets approval.rerouted with who decides."""
+    from django.contrib.auth.models import Group
+
+    hook, secret = endpoint
+    with django_capture_on_commit_callbacks(execute=True):
+        req = transfer_request(demo["alice"], amount=5000.0)
+    Group.objects.create(name="treasury")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_services.save_policy("transfer_money", {
+            "mode": "conditional", "approver_kind": "group", "approver_group": Group.objects.get(name="finance"),
+            "conditions": [{"name": "large", "when": {"path": "args.amount", "op": "gt", "value": 1000},
+                            "action": "gate", "route": {"group": "treasury", "approvals": 2, "risk": "critical"}},
+                           {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    run_queued(queued)
+    messages = receiver.verified(secret)
+    assert [m["type"] for m in messages] == ["approval.requested", "approval.rerouted"]
+    assert messages[0]["data"]["deciders"] == "finance" and messages[0]["data"]["required_approvals"] == 1
+    rerouted = messages[1]["data"]
+    assert rerouted["id"] == req.pk and rerouted["status"] == "pending"
+    assert (rerouted["deciders"], rerouted["required_approvals"], rerouted["risk"]) == ("treasury", 2, "critical")
+
+
+def test_an_outside_agents_callback_hears_its_request_was_rerouted(api, demo, receiver, queued, settings,
+                                                                    django_capture_on_commit_callbacks):
+    from django.contrib.auth.models import Group
+
+    settings.AGUI_WEBHOOK_CALLBACK_SECRET = ""
+    with django_capture_on_commit_callbacks(execute=True):
+        made = api("alice").post("/api/approvals/", {
+            "tool_name": "transfer_money", "callback_url": receiver.url,
+            "arguments": {"from_account": "1234567890", "to_account": "0987654321", "amount": 5000.0}}, format="json")
+    assert made.status_code == 201, made.content
+    Group.objects.create(name="treasury")
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_services.save_policy("transfer_money", {
+            "mode": "always", "approver_kind": "group", "approver_group": Group.objects.get(name="treasury")},
+            demo["admin"])
+    run_queued(queued)
+    (told,) = receiver.verified(services.callback_secret())
+    assert told["type"] == "approval.rerouted" and told["data"]["deciders"] == "treasury"
