@@ -1,12 +1,14 @@
 """GET/DELETE /api/auth/token/: the caller's API token (agui_project/auth.py says how tokens expire)."""
 
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agui_project.auth import token_expires_at
+from agui_project.serializers import ErrorSerializer
 
 
 class TokenInfoSerializer(serializers.Serializer):
@@ -26,6 +28,8 @@ class TokenView(APIView):
             return request.auth
         return Token.objects.filter(user=request.user).first()
 
+    @extend_schema(responses={200: TokenInfoSerializer, 404: OpenApiResponse(
+        ErrorSerializer, description="no_token: signed in with a session, the account has no API token")})
     def get(self, request):
         token = self._token(request)
         if token is None:

@@ -9,6 +9,7 @@ request), so the first instance's are kept and each instance gets copies of them
 import copy
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.permissions import IsAuthenticated
@@ -45,25 +46,40 @@ class ModelSerializer(serializers.ModelSerializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """What every refused API call answers (agui_project/api_errors.py), for the OpenAPI schema:
-    a `message`, most with a `code`; field errors (`{"field": ["..."]}`) and the call's own details
-    (`pending`, `snapshot`, ...) come alongside."""
+    """What every refused API call answers (agui_project/api_errors.py, limits.py, busy.py), for the
+    OpenAPI schema: a `message` and a `code`; field errors (`{"field": ["..."]}`) and the call's own
+    details (`pending`, `snapshot`, ...) come alongside."""
 
-    message = serializers.CharField()
-    code = serializers.CharField(required=False)
+    message = serializers.CharField(help_text="in the caller's language: for people")
+    code = serializers.CharField(help_text="what a program reads: the call's own, DRF's, or invalid_input")
     reason = serializers.ChoiceField(["unknown", "expired", "inactive"], required=False,
                                      help_text="401 invalid_token: why the token was refused")
+
+
+RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait before trying again"}}
+# answered in front of every view (agui_project/limits.py) to a call with a body
+BODY_REFUSALS = {"413": "body_too_large (with `limit`, in bytes)",
+                 "415": "unsupported_content_encoding: a compressed body; send it uncompressed"}
 
 
 class ApiSchema(AutoSchema):
     """The OpenAPI schema's operations with the refusals DRF itself answers, which no view's
     extend_schema names: 401 (no token, or a bad one), 403 (a permission stricter than being signed
     in: admins only), 404 (a path naming nothing the caller may see; a list page past its end) and
-    400 (a body its serializer refuses, a list's filter with a value it does not take). A client
-    generated from the schema met them as answers it was never told of."""
+    400 (a body its serializer refuses, a list's filter with a value it does not take); and the ones
+    made in front of every view: 503 (agui_project/busy.py) and, for a call with a body, 413 and 415
+    (agui_project/limits.py). A client generated from the schema met them as answers it was never told of."""
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
+        if direction == "response":
+            described = dict(BODY_REFUSALS) if self.method in ("POST", "PUT", "PATCH", "DELETE") else {}
+            described["503"] = "database_busy or redis_unavailable: try again after Retry-After"
+            for code, description in described.items():
+                if code not in responses:
+                    responses[code] = self._get_response_for_code(
+                        OpenApiResponse(ErrorSerializer, description=description), code, direction=direction)
+            responses["503"].setdefault("headers", {}).update(RETRY_AFTER)
         codes = ["401"]
         if any(not isinstance(p, IsAuthenticated) for p in self.view.get_permissions()):
             codes.append("403")

@@ -166,3 +166,45 @@ def test_the_refusals_drf_answers_are_documented(schema, api, client, demo):
     check(schema, "/api/approvals/", "GET", alice.get("/api/approvals/?page=9"))  # 404
     check(schema, "/api/approvals/", "GET", alice.get("/api/approvals/?status=bogus"))  # 400
     check(schema, "/api/threads/", "POST", alice.post("/api/threads/", {"agent": "nope"}, format="json"))  # 400
+
+
+def test_every_error_has_a_code_and_the_refusals_in_front_of_the_views_are_documented(schema, api, client, demo,
+                                                                                      settings, monkeypatch):
+    """Every refused call answers a `code` (the schema said "most"), and the answers made in front of
+    any view were in no operation: 413 (body too large), 415 (a compressed body), 503 (the database
+    busy, Redis away: with Retry-After), nor GET /api/auth/token/'s 404 no_token (signed in, no token).
+    A client generated from the schema met them as answers it was never told of."""
+    import redis
+
+    from agents.runtime import events
+
+    error = _resolve(schema, {"$ref": "#/components/schemas/Error"})
+    assert set(error["required"]) == {"message", "code"}
+    alice = api("alice")
+    settings.AGUI_MAX_BODY_BYTES = 100
+    big = alice.post("/api/threads/", {"agent": "banking", "title": "x" * 200}, format="json")
+    assert big.status_code == 413 and big.json()["code"] == "body_too_large"
+    check(schema, "/api/threads/", "POST", big)
+    settings.AGUI_MAX_BODY_BYTES = 2 * 1024 * 1024
+    packed = alice.post("/api/threads/", b"\x1f\x8b", content_type="application/json", HTTP_CONTENT_ENCODING="gzip")
+    assert packed.status_code == 415
+    check(schema, "/api/approvals/{id}/decide/", "POST", packed)
+
+    class Down:
+        def __getattr__(self, name):
+            raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:6391. Connection refused.")
+
+    from agents.models import Run, Thread
+
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING)
+    monkeypatch.setattr(events, "redis_client", lambda: Down())
+    away = alice.post(f"/api/runs/{run.pk}/cancel/")
+    assert away.status_code == 503 and away.json()["code"] == "redis_unavailable"
+    check(schema, "/api/runs/{id}/cancel/", "POST", away)
+    documented = schema["paths"]["/api/runs/{id}/cancel/"]["post"]["responses"]["503"]
+    assert "Retry-After" in documented["headers"]
+    assert all("503" in op["responses"] for ops in schema["paths"].values() for op in ops.values())
+
+    client.force_login(demo["bob"])  # signed in, never given a token
+    check(schema, "/api/auth/token/", "GET", client.get("/api/auth/token/"))
