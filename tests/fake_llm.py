@@ -22,6 +22,8 @@ Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}
     raw_unicode stream: JSON with non-ASCII characters as UTF-8, not \\u escapes (JSON allows both):
                 U+2028, U+2029 and U+0085 then appear as they are inside a data line
     line_end    stream: what ends each line of the event stream, "\\n" (default), "\\r\\n" or "\\r"
+    finish      stream: the last chunk's finish_reason ("length": cut at the model's limit); default
+                "tool_calls" with calls, else "stop"
 Queued replies are used in order; with the queue empty, `responder(request_json)` decides
 (default: agents.llm.scripted_reply, the offline demo model).
 
@@ -235,7 +237,7 @@ class FakeLLM:
                     for p in split_chars(call.get("arguments") or "", self.args_chunk_chars)]
         if not out:
             out.append(chunk({"role": "assistant", "content": ""}))
-        out.append(chunk({}, "tool_calls" if calls else "stop"))
+        out.append(chunk({}, reply.get("finish") or ("tool_calls" if calls else "stop")))
         return out
 
     @staticmethod

@@ -514,8 +514,11 @@ class Runner:
         self._text_open = False
         try:
             self._stream_deltas(messages, message_id, text, calls)
-        except (RunCancelled, AnswerCut):  # a Stop, or the model's length limit: the calls are not made
-            self._close_open(message_id, calls)
+        except (RunCancelled, AnswerCut) as exc:  # a Stop, or the model's length limit: the calls are not made
+            # A Stop's RUN_FINISHED (cancelled) needs its calls ENDed. A cut answer's stay open under the
+            # RUN_ERROR that ends the run: an END declared their cut arguments complete, and the official
+            # client then handed its subscribers the call (onNewToolCall, its arguments read as {})
+            self._close_open(message_id, calls if isinstance(exc, RunCancelled) else {})
             if text:  # keep what was already said
                 add_message(self.thread, Message.Role.ASSISTANT, "".join(text), run=self.run, message_id=message_id)
             raise

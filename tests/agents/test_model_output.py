@@ -9,6 +9,7 @@ import pytest
 from agents import services
 from agents.models import Message, Run, Thread, ToolCall
 from agents.runtime import runner
+from tests.conftest import stream_events
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -150,6 +151,10 @@ def test_a_transfer_cut_at_the_length_limit_is_not_made(start, fake_llm, monkeyp
         chunk({}, "length"))
     assert (run.status, run.error_code) == (Run.Status.FAILED, "answer_cut") and "length limit" in run.error
     assert not ToolCall.objects.filter(thread=thread).exists() and len(fake_llm.requests) == 1
+    # the call stays open under the RUN_ERROR: an END said its cut arguments were complete (ag-ui-validate:
+    # AGUI204), and the official client handed the call to its subscribers, its arguments read as {}
+    told = [e["type"] for e in stream_events(thread.pk) if e["type"].startswith(("TOOL_CALL", "RUN_"))]
+    assert told == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "RUN_ERROR"], told
 
 
 def test_an_answer_cut_at_the_length_limit_is_kept_and_said(start, fake_llm, monkeypatch):
