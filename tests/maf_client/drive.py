@@ -172,7 +172,49 @@ async def line_breaks():
         await chat.close()
 
 
-SCENARIOS = {f.__name__: f for f in (three_turns, server_tool, approval, errors, line_breaks)}
+async def run_ends():
+    """Runs a misbehaving model ends (tests/integration/test_maf_client_run_ends.py gives its
+    replies): past AGUI_MAX_TURNS, cut at its length limit, empty. Each is one readable error in MAF,
+    and the next turn (MAF resends the history, the failed run's calls and results included, with
+    new ids) is answered."""
+    said = {}
+    for prompt, code in (("[loop] check my balance forever", "turn_limit"),
+                         ("[cut] tell me everything", "answer_cut"), ("[empty] hello?", "model_error")):
+        chat = Chat()
+        try:
+            out = await chat.turn(prompt)
+            expect(len(out["errors"]) == 1 and out["errors"][0], f"{code}: one readable error", out)
+            again = await chat.turn("[plain] are you still there?")
+            expect(not again["errors"] and again["text"] == "Still here.", f"after {code}: the next turn", again)
+            said[code] = {"threadId": chat.thread_id, "error": out["errors"][0]}
+        finally:
+            await chat.close()
+    return said
+
+
+async def ids_reused():
+    """A model that numbers its calls call_0 in every answer: the second call gets an id of the
+    server's; MAF holds each call and result by the ids it was given and resends them."""
+    chat = Chat()
+    try:
+        ids = []
+        for prompt in ("[call0] balance of 1234567890", "[call0] balance of 1234567890 again"):
+            out = await chat.turn(prompt)
+            expect(not out["errors"] and len(out["tool_results"]) == 1, "the balance came back", out)
+            # MAF gives a function_call update per streamed piece of the arguments: all of one id
+            expect({c["call_id"] for c in out["calls"]} == {out["tool_results"][0]["call_id"]},
+                   "the call and its result under one id", out)
+            ids.append(out["tool_results"][0]["call_id"])
+        expect(ids[0] != ids[1], "the reused id was replaced", ids)
+        after = await chat.turn("[plain] and now?")
+        expect(not after["errors"] and after["text"] == "Still here.", "the next turn", after)
+        return {"threadId": chat.thread_id, "ids": ids}
+    finally:
+        await chat.close()
+
+
+CORE = (three_turns, server_tool, approval, errors, line_breaks)
+SCENARIOS = {f.__name__: f for f in (*CORE, run_ends, ids_reused)}
 
 
 async def main(names):
@@ -192,4 +234,4 @@ async def main(names):
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1].split(",") if len(sys.argv) > 1 else list(SCENARIOS))))
+    sys.exit(asyncio.run(main(sys.argv[1].split(",") if len(sys.argv) > 1 else [f.__name__ for f in CORE])))
