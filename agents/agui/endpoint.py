@@ -445,6 +445,11 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
         return plan
     # a new thread holds just the messages this run stored (start_run returns them)
     stored = run.new_messages if new_thread and run is not None else selectors.thread_messages(thread.pk)
+    if run is None:
+        # a resume: its continuation was published as the answers committed, and a quick worker has
+        # stored some of what it streams by now; the client gets those from the stream, not twice (a
+        # snapshot's message the stream then sends again doubled in the official client)
+        stored = [m for m in stored if m.run_id != agent_input.run_id]
     messages = [presenters.agui_message(m) for m in stored]
     if messages:
         plan.after_start.insert(0, MessagesSnapshotEvent(messages=messages))

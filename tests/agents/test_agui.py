@@ -382,3 +382,36 @@ def test_a_resume_that_resends_the_history_with_new_ids_stores_no_turn_again(
     assert resumed[-1]["type"] == "RUN_FINISHED" and resumed[-1].get("outcome", {"type": "success"})["type"] == "success"
     assert list(Message.objects.filter(thread_id=thread_id, role="user").values_list("content", flat=True)) == [
         "Cancel my subscription sub_123"]
+
+
+def test_a_resumes_snapshot_holds_none_of_what_its_stream_then_sends(celery_worker_live, fake_llm, client,
+                                                                     token_headers, monkeypatch):
+    """A resume's continuation is published when the answers commit; a worker quicker than the POST's
+    read of the conversation had stored the call's result and the answer by then, so MESSAGES_SNAPSHOT
+    held them and the stream sent them again: the official client kept the result twice (one id) and
+    the answer's text doubled (its TEXT_MESSAGE_CONTENT appended to the snapshot's copy). The
+    snapshot is the conversation before the continuation, as another reader's continuation_head is."""
+    from agents.agui import endpoint
+    from tests.conftest import wait_for_event
+
+    alice = token_headers("alice")
+    thread_id = f"thread-{uuid.uuid4()}"
+    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg("Cancel my subscription sub_123")]),
+                            **alice))
+    interrupt = first[-1]["outcome"]["interrupts"][0]
+    run_id = f"run-{uuid.uuid4()}"
+    read = endpoint.selectors.thread_messages
+
+    def after_the_worker(pk):  # the worker wins the race: the continuation ends before the read
+        wait_for_event(thread_id, lambda e: e["type"] == "RUN_FINISHED" and e["runId"] == run_id)
+        return read(pk)
+
+    monkeypatch.setattr(endpoint.selectors, "thread_messages", after_the_worker)
+    resumed = sse_events(post(client, "banking", run_input(thread_id, run_id=run_id, resume=[
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]), **alice))
+    types = [e["type"] for e in resumed]
+    assert types[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"] and types[-1] == "RUN_FINISHED", types
+    held = {m["id"] for m in resumed[1]["messages"]}
+    sent = {e["messageId"] for e in resumed[2:] if e["type"] in ("TOOL_CALL_RESULT", "TEXT_MESSAGE_START")}
+    assert sent and not held & sent, (held, sent)
+    assert Run.objects.get(pk=run_id).status == Run.Status.SUCCEEDED

@@ -14,7 +14,8 @@ from agents.models import Run, ToolCall
 from tests.integration.agui_stack import check_streams, drive_ok
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-SCENARIOS = ["ends_turn_limit", "ends_answer_cut", "ends_model_error", "ends_invalid_tools", "ids_reused"]
+SCENARIOS = ["ends_turn_limit", "ends_answer_cut", "ends_model_error", "ends_invalid_tools", "ids_reused",
+             "ids_reused_interrupt"]
 
 
 @pytest.fixture
@@ -49,9 +50,12 @@ def misbehaving_model(body):
         return {"text": ""}
     if prompt.startswith("[call0]"):
         if last["role"] == "tool":
-            return {"text": "Done: " + last["content"] if "confetti" in prompt else "The balance is in."}
+            return {"text": "Done: " + last["content"] if "balance" not in prompt else "The balance is in."}
         if "confetti" in prompt:
             return {"tool_calls": [{"id": "call_0", "name": "show_confetti", "arguments": json.dumps({"colour": "blue"})}]}
+        if "cancel" in prompt:  # alice approves it herself: an interrupt, then a resume
+            return {"tool_calls": [{"id": "call_0", "name": "cancel_subscription",
+                                    "arguments": json.dumps({"subscription_id": "sub_789"})}]}
         return balance_call()
     return None
 
@@ -67,3 +71,5 @@ def test_runs_a_misbehaving_model_ends_reach_the_client_whole(live_stack, node):
     ids = scenario["ids_reused"]["ids"]
     assert list(ToolCall.objects.filter(thread_id=scenario["ids_reused"]["threadId"]).order_by("created_at")
                 .values_list("pk", flat=True)) == ids
+    call = ToolCall.objects.get(pk=scenario["ids_reused_interrupt"]["toolCallId"])
+    assert call.pk != "call_0" and call.name == "cancel_subscription" and call.status == ToolCall.Status.SUCCEEDED

@@ -127,5 +127,33 @@ export default ({ CONFETTI_TOOL, expect, ofType, types, userMessage, run, finish
         "MESSAGES_SNAPSHOT holds the calls and their results by the same ids", snapshot);
       return { threadId: agent.threadId, ids: [...seen, callId] };
     },
+
+    ids_reused_interrupt: async () => {
+      // call_0 is taken (ids_reused): the approval's interrupt names the id the call was announced under
+      const agent = newAgent();
+      agent.addMessage(userMessage("[call0] cancel subscription sub_789"));
+      const first = await run(agent);
+      const outcome = finished(first, "interrupt");
+      const [callId] = oneIdPerCall(first);
+      expect(callId !== "call_0", "a fresh id", callId);
+      expect(outcome.interrupts.length === 1 && outcome.interrupts[0].toolCallId === callId,
+        "the interrupt names the announced call", outcome.interrupts);
+      const second = await run(agent, { resume: [{ interruptId: outcome.interrupts[0].id, status: "resolved",
+        payload: { approved: true } }] });
+      finished(second);
+      const result = ofType(second.events, "TOOL_CALL_RESULT");
+      expect(result.length === 1 && result[0].toolCallId === callId, "the result names it too", result);
+      const snapshot = snapshotOf(second);
+      expect(snapshot.some((m) => (m.toolCalls ?? []).some((c) => c.id === callId)), "the snapshot holds the call", snapshot);
+      // the snapshot is the conversation before the continuation: the result and the answer come once
+      // each, from the stream (a quick worker had stored them before the snapshot was read: the client
+      // kept the result twice, and the answer's text doubled)
+      expect(agent.messages.filter((m) => m.role === "tool" && m.toolCallId === callId).length === 1,
+        "the client holds one result for it", agent.messages);
+      const answers = agent.messages.filter((m) => m.role === "assistant" && m.content).map((m) => m.content);
+      expect(JSON.stringify(answers) === JSON.stringify(["Done: Subscription sub_789 (Family) is cancelled."]),
+        "and the answer once", answers);
+      return { threadId: agent.threadId, toolCallId: callId };
+    },
   };
 };
