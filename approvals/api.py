@@ -335,8 +335,9 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
                              "invalid_arguments, edit_denied, edit_needs_other_approver"),
         403: OpenApiResponse(ErrorSerializer, description="the caller may see the request but not decide it"),
         404: OpenApiResponse(ErrorSerializer, description="no such request, or not one the caller may see"),
-        409: OpenApiResponse(ErrorSerializer, description="already decided, already approved by the caller, or "
-                             "arguments_changed")})
+        409: OpenApiResponse(ErrorSerializer, description="already_decided; already_approved (by the caller); "
+                             "arguments_changed (another approver edited them since what arguments_hash names); "
+                             "requester_inactive (the requester's account is switched off: reject it)")})
     @action(detail=True, methods=["post"], serializer_class=DecideSerializer)
     def decide(self, request, pk=None):
         """The decision reads the request once, under its lock, and answers with that row: the

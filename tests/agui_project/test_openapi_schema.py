@@ -104,6 +104,9 @@ def test_decide_answers_as_documented(schema, api, demo):
     url, path = f"/api/approvals/{req.pk}/decide/", "/api/approvals/{id}/decide/"
     documented = schema["paths"][path]["post"]["responses"]
     assert {"200", "400", "403", "404", "409"} <= set(documented)
+    # the codes a program reads: requester_inactive was answered and not named
+    assert all(code in documented["409"]["description"]
+               for code in ("already_decided", "already_approved", "arguments_changed", "requester_inactive"))
     check(schema, path, "POST", api("alice").post(url, {"decision": "approve"}, format="json"))  # 403
     check(schema, path, "POST", api("bob").post(url, {"decision": "approve"}, format="json"))  # 404
     finn = api("finn")
