@@ -129,6 +129,16 @@ def run_agent(run_id, made=None):
     return bool(claimed)
 
 
+def arguments_refused(exc):
+    """What the model reads of arguments the JSON gate or the tool's schema refused."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"Error: the arguments are not valid JSON ({exc.msg}); nothing was executed."
+    if isinstance(exc, jsoncheck.Refused):
+        return f"Error: the arguments are not usable JSON ({exc.refusal.message}); nothing was executed."
+    problems = "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items())
+    return f"Error: invalid arguments ({problems}); nothing was executed."
+
+
 def runner_for(run):
     """The thread's agent may bring its own loop (a workflow: agents/runtime/workflows.py WorkflowRunner)."""
     return loop_for(get_agent(run.thread.agent), Runner)(run)
@@ -267,6 +277,11 @@ class Runner:
         self._text_open = False
         self._reasoning = None  # the open reasoning message's id (a span of the same id around it)
         self._reviewed_elsewhere = set()  # approval ids of this run's calls someone else decides
+        # frontend tools' calls are announced once their arguments are whole and pass the gate (a client
+        # hands a call it hears END to its tool; Agent Framework fails a response whose client call
+        # started and then met RUN_ERROR): {call id: (call, answer's message id)} not announced yet, and
+        # the ids of refused ones, which the client never hears of (the next MESSAGES_SNAPSHOT has them)
+        self._held, self._unsent = {}, set()
         self._paused = []  # interrupts of calls settle() ran that stopped at a question (tools.Paused)
         self._withdrawn_by_others = False  # settle(): a paused call someone else withdrew (a policy)
 
@@ -518,14 +533,28 @@ class Runner:
             # A Stop's RUN_FINISHED (cancelled) needs its calls ENDed. A cut answer's stay open under the
             # RUN_ERROR that ends the run: an END declared their cut arguments complete, and the official
             # client then handed its subscribers the call (onNewToolCall, its arguments read as {})
-            self._close_open(message_id, calls if isinstance(exc, RunCancelled) else {})
+            self._close_open(message_id, self._started(calls) if isinstance(exc, RunCancelled) else {})
             if text:  # keep what was already said
                 add_message(self.thread, Message.Role.ASSISTANT, "".join(text), run=self.run, message_id=message_id)
             raise
-        self._close_open(message_id, calls)
+        self._close_open(message_id, self._started(calls))
         for call in calls.values():
             self.state.on_end(call)  # the complete arguments settle the prediction
         return message_id, "".join(text), list(calls.values())
+
+    def _started(self, calls):
+        return {k: c for k, c in calls.items() if c["id"] not in self._held}
+
+    def announce(self, call_id):
+        """A held frontend tool call, as the client hears it: START, its whole arguments, END."""
+        held = self._held.pop(call_id, None)
+        if held is None:
+            return
+        call, message_id = held
+        self.emit(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"], parent_message_id=message_id))
+        if call["arguments"]:
+            self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=call["arguments"]))
+        self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
 
     def _close_open(self, message_id, calls):
         """END what was started, so the protocol stays balanced."""
@@ -593,11 +622,15 @@ class Runner:
                     # to fit, it is told to the model as a tool that does not exist, not an insert that fails
                     "id": self.call_id(delta.id, calls), "name": (delta.name or "")[:NAME_MAX_LENGTH], "arguments": ""
                 }
-                self.emit(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"],
-                                             parent_message_id=message_id))
+                if call["name"] in self.client_tools():
+                    self._held[call["id"]] = (call, message_id)  # announced when whole (Runner.announce)
+                else:
+                    self.emit(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"],
+                                                 parent_message_id=message_id))
             if delta.arguments:
                 call["arguments"] += delta.arguments
-                self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=delta.arguments))
+                if call["id"] not in self._held:
+                    self.emit(ToolCallArgsEvent(tool_call_id=call["id"], delta=delta.arguments))
                 self.state.on_args(call, delta.arguments)
 
     def call_id(self, wanted, calls):
@@ -646,17 +679,14 @@ class Runner:
                 if not isinstance(raw, dict):  # (the official client hands its subscribers {} for what does not parse)
                     raise ArgumentsInvalid({"__root__": ["arguments must be a JSON object"]})
                 move_call(tc.pk, ToolCall.Status.CLIENT)
+                self.announce(tc.pk)
                 return tc.pk
             with translation.override(None):  # what is wrong goes to the model: in the words it reads
                 arguments = tool.validate(raw)
-        except json.JSONDecodeError as exc:
-            return self.invalid(tc, f"Error: the arguments are not valid JSON ({exc.msg}); nothing was executed.")
-        except jsoncheck.Refused as exc:
-            return self.invalid(tc, f"Error: the arguments are not usable JSON ({exc.refusal.message}); nothing "
-                                    "was executed.")
-        except ArgumentsInvalid as exc:
-            problems = "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items())
-            return self.invalid(tc, f"Error: invalid arguments ({problems}); nothing was executed.")
+        except (json.JSONDecodeError, jsoncheck.Refused, ArgumentsInvalid) as exc:
+            if tool is None and self._held.pop(tc.pk, None):  # a frontend call the client is never sent
+                self._unsent.add(tc.pk)
+            return self.invalid(tc, arguments_refused(exc))
         tc.arguments = arguments
         tc.save(update_fields=["arguments"])
         try:  # the requester's own objects only, before policy is asked
@@ -787,6 +817,10 @@ class Runner:
         """`settled`: the call's fields as they now stand (pk, name, arguments, final_arguments,
         status, result), when the caller has just written them; `msg`: the tool message it stored."""
         msg = msg or add_message(self.thread, Message.Role.TOOL, content, run=self.run, tool_call_id=tc.pk)
+        if tc.pk in self._unsent:  # the model reads why; the client never heard of the call
+            self.state.on_result(tc)
+            return
+        self.announce(tc.pk)  # a held call answered here (a workflow's own tool, one past the limit)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
         settled = settled or ToolCall.objects.only(
             "pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)

@@ -232,6 +232,9 @@ def test_a_frontend_tool_call_with_arguments_that_are_no_object_is_told_to_the_m
     told = thread.messages.get(role=Message.Role.TOOL).content
     assert told.startswith("Error: ") and "nothing was executed" in told
     assert thread.messages.filter(role=Message.Role.ASSISTANT).last().content == "Sorry, no confetti."
+    # the client heard nothing of it: its START/ARGS/END reached it, and a page that runs its tools as
+    # their calls complete ran it with {} (the official client's onNewToolCall)
+    assert not [e for e in stream_events(thread.pk) if e["type"].startswith("TOOL_CALL")]
 
 
 def test_a_frontend_tool_call_with_an_object_goes_to_the_client(start, fake_llm):
@@ -241,6 +244,23 @@ def test_a_frontend_tool_call_with_an_object_goes_to_the_client(start, fake_llm)
     assert runner.run_agent(run.pk)
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
     assert ToolCall.objects.get(pk="confetti").status == ToolCall.Status.CLIENT
+    # announced once whole: START, the whole arguments, END
+    told = [(e["type"], e.get("delta")) for e in stream_events(thread.pk) if e["type"].startswith("TOOL_CALL")]
+    assert told == [("TOOL_CALL_START", None), ("TOOL_CALL_ARGS", '{"colour": "gold"}'), ("TOOL_CALL_END", None)]
+
+
+def test_a_frontend_tool_call_cut_at_the_length_limit_is_never_announced(start, fake_llm, monkeypatch):
+    """Cut mid-call, the client had heard the call start: Agent Framework's client then fails the whole
+    response at the RUN_ERROR ("invalidated partial output containing a local client tool call"), so
+    the person read an exception instead of the sentence saying the answer was cut."""
+    thread, run = start(text="celebrate")
+    Run.objects.filter(pk=run.pk).update(client_tools=[{"name": "show_confetti", "description": "Celebrate"}])
+    fake_llm.push({"text": "Here we go", "finish": "length",
+                   "tool_calls": [{"id": "confetti", "name": "show_confetti", "arguments": '{"colour": "go'}]})
+    assert runner.run_agent(run.pk)
+    assert Run.objects.get(pk=run.pk).error_code == "answer_cut"
+    told = [e["type"] for e in stream_events(thread.pk) if e["type"].startswith(("TOOL_CALL", "RUN_"))]
+    assert told == ["RUN_STARTED", "RUN_ERROR"], told
 
 
 def test_calls_past_the_most_one_answer_makes_are_answered_not_made(start, fake_llm, settings):

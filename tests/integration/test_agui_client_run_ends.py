@@ -14,8 +14,8 @@ from agents.models import Run, ToolCall
 from tests.integration.agui_stack import check_streams, drive_ok
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-SCENARIOS = ["ends_turn_limit", "ends_answer_cut", "ends_model_error", "ends_invalid_tools", "ids_reused",
-             "ids_reused_interrupt"]
+SCENARIOS = ["ends_turn_limit", "ends_answer_cut", "ends_model_error", "ends_invalid_tools", "frontend_refused",
+             "ids_reused", "ids_reused_interrupt"]
 
 
 @pytest.fixture
@@ -46,6 +46,10 @@ def misbehaving_model(body):
     if prompt.startswith("[cut]"):
         return {"text": "Here is the first part of a long answer", "finish": "length",
                 "tool_calls": [{"name": "show_confetti", "arguments": '{"colour": "bl'}]}
+    if prompt.startswith("[array]"):  # a frontend tool's arguments that are no object: the model is told
+        if last["role"] == "tool":
+            return {"text": "Told: " + last["content"]}
+        return {"tool_calls": [{"name": "show_confetti", "arguments": "[1, 2]"}]}
     if prompt.startswith("[empty]"):
         return {"text": ""}
     if prompt.startswith("[call0]"):

@@ -24,7 +24,7 @@ def test_agent_framework_hears_how_a_misbehaving_models_runs_end(maf_python, liv
     from agents.models import Run, ToolCall
 
     live_stack["model"].handlers.append(misbehaving_model)
-    summary, out, err, code = run_client(live_stack, [maf_python, "drive.py", "run_ends,ids_reused"], MAF_DIR,
+    summary, out, err, code = run_client(live_stack, [maf_python, "drive.py", "run_ends,ids_reused,frontend_tool"], MAF_DIR,
                                          {"AGUI_TOKEN": _seed()})
     assert summary and code == 0 and summary["ok"], (
         f"{summary and summary['failures']}\n{err[-6000:]}\n{_tails(live_stack['children'])}")

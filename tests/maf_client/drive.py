@@ -39,13 +39,14 @@ def expect(cond, message, detail=None):
 class Chat:
     """One MAF conversation on one server thread: Agent + AGUIChatClient + session, thread pinned."""
 
-    def __init__(self, thread_id=None, token=TOKEN):
+    def __init__(self, thread_id=None, token=TOKEN, tools=()):
         async def show(request):  # what MAF sent, for the test's failure message
             log(f"  POST {request.url}: {request.content.decode()[:1500]}")
 
         self.http = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60,
                                       event_hooks={"request": [show]})
-        self.agent = Agent(name="banking", client=AGUIChatClient(endpoint=ENDPOINT, http_client=self.http))
+        self.agent = Agent(name="banking", client=AGUIChatClient(endpoint=ENDPOINT, http_client=self.http),
+                           tools=list(tools))
         self.session = self.agent.create_session()
         self.thread_id = thread_id or f"maf-{uuid.uuid4().hex}"
 
@@ -213,8 +214,41 @@ async def ids_reused():
         await chat.close()
 
 
+async def frontend_tool():
+    """A tool of MAF's own (run by its function invocation), which the model calls under an id the
+    thread holds already (call_0): MAF runs it once, sends its result under the id it was given, and
+    the model reads it; then a call cut at the model's length limit is one readable error."""
+    from agent_framework import tool
+
+    ran = []
+
+    @tool
+    def show_confetti(colour: str) -> str:
+        """Celebrate in the user's browser with a burst of confetti"""
+        ran.append(colour)
+        return f"Confetti shown in {colour}"
+
+    chat = Chat(tools=[show_confetti])
+    try:
+        await chat.turn("[call0] balance of 1234567890")  # takes call_0 on this thread
+        out = await chat.turn("[call0] confetti please")
+        expect(not out["errors"] and ran == ["blue"], "MAF ran its tool once", {"out": out, "ran": ran})
+        expect(out["text"].endswith("Done: Confetti shown in blue"), "the model read its result", out)
+        told = await chat.turn("[array] confetti with a list")
+        expect(not told["errors"] and told["text"].startswith("Told: Error:"), "the model was told", told)
+        expect(ran == ["blue"], "MAF did not run the refused call", ran)
+        again = await chat.turn("[plain] and now?")
+        expect(not again["errors"] and again["text"] == "Still here.", "the next turn", again)
+        cut = await chat.turn("[cut] tell me everything")
+        expect(len(cut["errors"]) == 1 and "length limit" in cut["errors"][0], "the cut answer: readable", cut)
+        expect(ran == ["blue"], "the cut call was not run", ran)
+        return {"threadId": chat.thread_id}
+    finally:
+        await chat.close()
+
+
 CORE = (three_turns, server_tool, approval, errors, line_breaks)
-SCENARIOS = {f.__name__: f for f in (*CORE, run_ends, ids_reused)}
+SCENARIOS = {f.__name__: f for f in (*CORE, run_ends, ids_reused, frontend_tool)}
 
 
 async def main(names):

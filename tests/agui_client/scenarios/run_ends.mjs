@@ -73,6 +73,24 @@ export default ({ CONFETTI_TOOL, expect, ofType, types, userMessage, run, finish
       return { threadId: agent.threadId, message: error.message };
     },
 
+    frontend_refused: async () => {
+      // arguments that are no object: the model is told why and answers; the client never hears of the
+      // call (it heard START/ARGS/END, and a page running its tools as they complete ran it with them)
+      const agent = newAgent();
+      agent.addMessage(userMessage("[array] confetti with a list"));
+      const handed = [];
+      const watch = agent.subscribe({ onNewToolCall: ({ toolCall }) => { handed.push(toolCall.function.name); } });
+      const first = await run(agent, { tools: [CONFETTI_TOOL] });
+      watch.unsubscribe();
+      const outcome = finished(first);
+      expect(!ofType(first.events, "TOOL_CALL_START").length && !handed.length, "the client heard of no call",
+        { handed, events: types(first.events) });
+      expect(!(outcome.pendingToolCallIds ?? []).length, "nothing for the client to run", outcome);
+      expect(text(first).startsWith("Told: Error: invalid arguments"), "the model was told", text(first));
+      await goesOn(agent, { tools: [CONFETTI_TOOL] });
+      return { threadId: agent.threadId };
+    },
+
     ends_model_error: async () => {
       const agent = newAgent();
       agent.addMessage(userMessage("[empty] hello?"));
