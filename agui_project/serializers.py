@@ -59,7 +59,8 @@ class ErrorSerializer(serializers.Serializer):
 RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait before trying again"}}
 # answered in front of every view (agui_project/limits.py) to a call with a body
 BODY_REFUSALS = {"413": "body_too_large (with `limit`, in bytes)",
-                 "415": "unsupported_content_encoding: a compressed body; send it uncompressed"}
+                 "415": "unsupported_media_type (a body neither JSON nor a form) or unsupported_content_encoding "
+                        "(a compressed body; send it uncompressed)"}
 
 
 class ApiSchema(AutoSchema):

@@ -192,6 +192,10 @@ def test_every_error_has_a_code_and_the_refusals_in_front_of_the_views_are_docum
     packed = alice.post("/api/threads/", b"\x1f\x8b", content_type="application/json", HTTP_CONTENT_ENCODING="gzip")
     assert packed.status_code == 415
     check(schema, "/api/approvals/{id}/decide/", "POST", packed)
+    plain = alice.post("/api/threads/", "agent=banking", content_type="text/plain")
+    assert plain.status_code == 415 and plain.json()["code"] == "unsupported_media_type"
+    documented = schema["paths"]["/api/threads/"]["post"]["responses"]["415"]["description"]
+    assert "unsupported_media_type" in documented and "unsupported_content_encoding" in documented
 
     class Down:
         def __getattr__(self, name):
