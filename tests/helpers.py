@@ -14,6 +14,14 @@ from approvals import services as approval_services
 from approvals.models import ApprovalRequest
 
 
+def finance_decides_transfers(admin):
+    """transfer_money always asks finance, whatever its code defaults say (a policy row)."""
+    from django.contrib.auth.models import Group
+
+    approval_services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
+                                                     "approver_group": Group.objects.get(name="finance")}, admin)
+
+
 def transfer_request(requester, amount=500.0, **overrides):
     """A pending transfer_money request routed to finance, as the runner would record it."""
     args = {"from_account": "1234567890", "to_account": "0987654321", "amount": amount, "currency": "USD"}

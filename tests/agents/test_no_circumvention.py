@@ -5,13 +5,13 @@ reviewers again, until the user writes. Driven through the runner with the stric
 import json
 
 import pytest
-from django.contrib.auth.models import Group
 
 from agents import presenters, services
 from agents.models import Message, Run, Thread, ToolCall
 from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
+from tests.helpers import finance_decides_transfers
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -21,9 +21,7 @@ ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500,
 @pytest.fixture(autouse=True)
 def quick(monkeypatch, demo):
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    approval_services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
-                                                     "approver_group": Group.objects.get(name="finance")},
-                                  demo["admin"])
+    finance_decides_transfers(demo["admin"])
 
 
 def transfer(call_id, arguments):

@@ -7,13 +7,13 @@ answers; the person's own Stop still ends the run without asking it."""
 import json
 
 import pytest
-from django.contrib.auth.models import Group
 
 from agents import services
 from agents.models import Run, Thread
 from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
+from tests.helpers import finance_decides_transfers
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -23,9 +23,7 @@ ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500,
 @pytest.fixture(autouse=True)
 def quick(monkeypatch, demo):
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    approval_services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
-                                                     "approver_group": Group.objects.get(name="finance")},
-                                  demo["admin"])
+    finance_decides_transfers(demo["admin"])
 
 
 def run(run_id):
