@@ -655,9 +655,16 @@ class Runner:
         """A call past AGUI_MAX_TOOL_CALLS_PER_ANSWER: recorded and answered, not made. A model (or a
         text it was fed) asking for hundreds of calls at once would otherwise run them all, or file
         as many approval requests into the reviewers' inbox."""
-        return self.invalid(self.record_call(call, assistant), (
+        tc = self.record_call(call, assistant)
+        self.never_announced(tc)
+        return self.invalid(tc, (
             f"Error: at most {most} tool calls are made from one answer, and this one was past them; nothing "
             "was executed. Make it in a next answer if it is still needed."))
+
+    def never_announced(self, tc):
+        """A held frontend call refused: the client never hears of it (nor runs it); the model reads why."""
+        if self._held.pop(tc.pk, None):
+            self._unsent.add(tc.pk)
 
     def handle_call(self, call, assistant):
         """Validate, ask policy, then execute, refuse or pause.
@@ -684,8 +691,8 @@ class Runner:
             with translation.override(None):  # what is wrong goes to the model: in the words it reads
                 arguments = tool.validate(raw)
         except (json.JSONDecodeError, jsoncheck.Refused, ArgumentsInvalid) as exc:
-            if tool is None and self._held.pop(tc.pk, None):  # a frontend call the client is never sent
-                self._unsent.add(tc.pk)
+            if tool is None:
+                self.never_announced(tc)
             return self.invalid(tc, arguments_refused(exc))
         tc.arguments = arguments
         tc.save(update_fields=["arguments"])
@@ -820,7 +827,7 @@ class Runner:
         if tc.pk in self._unsent:  # the model reads why; the client never heard of the call
             self.state.on_result(tc)
             return
-        self.announce(tc.pk)  # a held call answered here (a workflow's own tool, one past the limit)
+        self.announce(tc.pk)  # a held call answered here (a workflow's own tool)
         self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=content, role="tool"))
         settled = settled or ToolCall.objects.only(
             "pk", "status", "result", "name", "arguments", "final_arguments").get(pk=tc.pk)

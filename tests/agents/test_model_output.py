@@ -278,3 +278,16 @@ def test_calls_past_the_most_one_answer_makes_are_answered_not_made(start, fake_
                      "t-3": "invalid", "t-4": "invalid"}
     told = dict(thread.messages.filter(role=Message.Role.TOOL).values_list("tool_call_id", "content"))
     assert set(told) == {"t-3", "t-4"} and all("at most 3 tool calls" in t for t in told.values())
+
+
+def test_a_frontend_call_past_the_most_one_answer_makes_is_never_announced(start, fake_llm, settings):
+    """Held until whole, a frontend call past the limit was answered (a TOOL_CALL_RESULT) though its
+    START never went out: a result for a call the client never heard of."""
+    settings.AGUI_MAX_TOOL_CALLS_PER_ANSWER = 1
+    thread, run = start(text="celebrate twice")
+    Run.objects.filter(pk=run.pk).update(client_tools=[{"name": "show_confetti", "description": "Celebrate"}])
+    fake_llm.push({"tool_calls": [{"id": f"confetti-{i}", "name": "show_confetti", "arguments": "{}"} for i in (1, 2)]})
+    assert runner.run_agent(run.pk)
+    assert ToolCall.objects.get(pk="confetti-2").status == ToolCall.Status.INVALID
+    told = [(e["type"], e.get("toolCallId")) for e in stream_events(thread.pk) if e["type"].startswith("TOOL_CALL")]
+    assert told == [("TOOL_CALL_START", "confetti-1"), ("TOOL_CALL_ARGS", "confetti-1"), ("TOOL_CALL_END", "confetti-1")]
