@@ -260,3 +260,22 @@ def test_sweeps_as_often_as_the_beat_sends_them_trust_the_leases(demo, settings)
     run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(minutes=5))
     client.set(execution.LEASES_SWEPT_KEY, int(client.time()[0]) * 1000 - 18_000)  # the beat's 10 s, late in a busy queue
     assert execution.recover_stuck_runs() == [run.pk]
+
+
+def test_a_sweep_with_nothing_to_judge_waits_without_a_warning(demo, settings, caplog):
+    """Each sweep is noted (a silence is an outage), so the beat's sweeps of a fresh Redis warned
+    "recovery waits: Redis's data is younger than a lease" every 10 s for the first lease after every
+    start, with no run or call to wait for; the warning is for a sweep that has some."""
+    import logging
+
+    from agents.runtime.events import redis_client
+
+    settings.AGUI_TOOL_LEASE_SECONDS = 30
+    redis_client().delete(SINCE)  # a fresh Redis (the suite's fixture has it long known)
+    with caplog.at_level(logging.WARNING, logger="agents.runtime.execution"):
+        assert execution.stuck_call_ids() == [] and execution.recover_stuck_runs() == []  # nothing stuck
+        assert not [r for r in caplog.records if "recovery waits" in r.getMessage()]
+        thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+        Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(minutes=1))
+        assert execution.recover_stuck_runs() == []  # one to judge: it waits, and says why
+        assert [r for r in caplog.records if "recovery waits" in r.getMessage()]
