@@ -1,3 +1,6 @@
+from django.db.models.functions import Lower, Trim
+from django.db.models.lookups import Exact
+
 from . import registry
 from .models import ToolPolicy
 
@@ -15,7 +18,13 @@ def approver_group_names():
 
 def mail_key(email):
     """An address as two accounts of one person share it (case and spaces aside); "" for none."""
-    return (email or "").strip().lower()  # as mail_links.group_members compares in SQL
+    return (email or "").strip().lower()
+
+
+def same_address(field, email):
+    """The SQL condition that the address in `field` is `email` as mail_key reads both (for a
+    non-empty `email`): the inbox's waiting list and the mail recipients apply four eyes with it."""
+    return Exact(Lower(Trim(field)), mail_key(email))
 
 
 def same_person(user, requester):

@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from . import registry, selectors
-from .access import approver_group_names, is_admin, mail_key, memberships, same_person
+from .access import approver_group_names, is_admin, mail_key, memberships, same_address, same_person
 from .filters import parse_moment
 from .models import ApprovalRequest, ApproverKind, Decision, Risk
 
@@ -112,7 +112,7 @@ def mine(user):
     requester-routed requests they confirm themselves."""
     routed = selectors.routed_to_groups(sorted(memberships(user)[0])) & ~Q(requester_id=user.pk)
     if mail_key(user.email):
-        routed &= ~Q(requester__email__iexact=user.email.strip())
+        routed &= ~Q(same_address("requester__email", user.email))
     waiting = routed | Q(approver_kind=ApproverKind.REQUESTER, requester_id=user.pk)
     # a decision the user holds (its undo window still open) is theirs already, and so is an approval of
     # theirs that counts while it waits (a quorum waits for others; an edit withdraws it): not waiting

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.mail import EmailMessage, get_connection
-from django.db.models.functions import Lower, Trim
 from django.template.loader import render_to_string
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
@@ -27,7 +26,7 @@ from django.utils.translation import gettext_lazy
 
 from people import selectors as people
 
-from .access import mail_key
+from .access import mail_key, same_address
 from .choices import ApproverKind
 from .models import ApprovalRequest, MailLink, NotificationSetting
 
@@ -73,7 +72,7 @@ def group_members(group_id, kind, requester=None):
     if requester is not None:
         qs = qs.exclude(pk=requester.pk)
         if mail_key(requester.email):
-            qs = qs.alias(mail_key=Lower(Trim("email"))).exclude(mail_key=mail_key(requester.email))
+            qs = qs.exclude(same_address("email", requester.email))
     return qs.distinct().order_by("pk")
 
 

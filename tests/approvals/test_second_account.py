@@ -45,3 +45,16 @@ def test_accounts_without_an_address_are_not_one_person(demo, django_capture_on_
     User.objects.filter(username__in=["alice", "finn"]).update(email="")
     req = _request(django_capture_on_commit_callbacks)
     assert services.decide(req.pk, User.objects.get(username="finn"), "approve").status == "approved"
+
+
+def test_the_requesters_address_is_read_as_four_eyes_reads_it_in_every_list(demo, alice_at_finance,
+                                                                             django_capture_on_commit_callbacks):
+    """The waiting list compared the requester's stored address case-blind but with its spaces, while
+    deciding and the mails trim them: a requester stored as " alice@example.com" had her request
+    listed as waiting for her second account, which may not decide it."""
+    from approvals import inbox
+
+    User.objects.filter(username="alice").update(email=" alice@example.com")
+    req = _request(django_capture_on_commit_callbacks)
+    assert not ApprovalRequest.objects.filter(inbox.mine(alice_at_finance), pk=req.pk).exists()
+    assert ApprovalRequest.objects.filter(inbox.mine(demo["finn"]), pk=req.pk).exists()
