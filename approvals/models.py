@@ -352,8 +352,9 @@ class AuditEvent(models.Model):
         GRANT_CREATED = "grant_created", _("Grant Created")
         GRANT_REVOKED = "grant_revoked", _("Grant Revoked")
         OUTCOME_UNKNOWN = "outcome_unknown", _("Outcome Unknown")  # a tool call interrupted mid-execution
-        RETRIED = "retried", _("Retried")  # an idempotent tool call re-run after such an interruption
-        OUTCOME_REPORTED = "outcome_reported", _("Outcome Reported")  # an outside agent said how its approved call went
+        RETRIED = "retried", _("Retried")  # a tool call re-run after such an interruption (idempotent, or not done)
+        # an outside agent said how its approved call went, or a tool's records did after its worker died
+        OUTCOME_REPORTED = "outcome_reported", _("Outcome Reported")
 
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)

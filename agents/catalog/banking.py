@@ -13,8 +13,8 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
-from agents.runtime.tools import Owned, ToolError, tool
-from agui_project.queries import Prepared
+from agents.runtime.tools import NOT_DONE, Owned, ToolError, tool
+from agui_project.queries import Prepared, one
 
 from . import money
 from .agent import Agent
@@ -67,6 +67,16 @@ def _subscription(a):
     return [Owned.lookup("subscription_id", gettext_noop("subscription"), a["subscription_id"], row and row[:2], state=state)]
 
 
+def _transfer_outcome(tool_call_id, _arguments):
+    """A transfer's row is written in the transaction that moves the money: whether a call whose
+    worker died moved it, and what it moved, is read there (recovery asks; runtime/execution.py)."""
+    made = one(Transfer.objects.filter(tool_call_ref=tool_call_id).select_related("from_account", "to_account"))
+    if made is None:
+        return NOT_DONE
+    return (f"Transferred {made.amount} {made.currency} from {made.from_account.number} to "
+            f"{made.to_account.number} (read back from the bank's records: the worker stopped after the transfer).")
+
+
 @tool(
     summary=gettext_noop("Transfer money from one account to another"),
     approval_mode="always",
@@ -80,6 +90,7 @@ def _subscription(a):
                              "undone from here") % {"amount": money.shown(a["amount"]), "currency": a["currency"],
                                                     "src": a["from_account"]},
     objects=_accounts(from_account=True, to_account=False),
+    outcome=_transfer_outcome,
 )
 def transfer_money(
     ctx,

@@ -4,13 +4,17 @@
   a second delivery of the same work finds nothing to claim.
 - lease(): while the tool runs, its worker renews a short Redis key. A call still `executing`
   whose lease lapsed belongs to a dead worker (killed, OOM, power loss).
-- recover_stuck_calls() (beat): such a call becomes `outcome_unknown` (the model hears it as the
-  call's result; operators get mail, an inbox notice and an audit row) and is never repeated,
-  unless its tool is declared idempotent=True: then it goes back to `approved` and runs again
-  (at most AGUI_TOOL_MAX_ATTEMPTS claims). Either way the dead run ends with RUN_ERROR
-  (worker_lost) and one continuation run picks the thread up.
+- recover_stuck_calls() (beat): a tool that keeps records of what it did (tools.tool's `outcome`)
+  is asked first: a call its records show done is settled with what they say; one they show not
+  done is run again (or, with no run left to run it, reported not executed). Otherwise the call
+  becomes `outcome_unknown` (the model hears it as the call's result; operators get mail, an inbox
+  notice and an audit row) and is never repeated, unless its tool is declared idempotent=True: then
+  it goes back to `approved` and runs again (at most AGUI_TOOL_MAX_ATTEMPTS claims, as a rerun
+  from records). Either way the dead run ends with RUN_ERROR (worker_lost) and one continuation run
+  picks the thread up.
 """
 
+import functools
 import logging
 from datetime import timedelta
 
@@ -28,6 +32,7 @@ from agents.models import Message, Run, ToolCall
 from agents.registry import get_agent
 from agents.runtime import events
 from agents.runtime.leases import RENEW_EVERY, hold
+from agents.runtime.tools import NOT_DONE
 from agents.transitions import claim_call, move_call, move_run, start_continuation
 from agui_project.celery import SWEPT_KEY
 from agui_project.queries import Prepared, one
@@ -198,38 +203,85 @@ def recover_call(call_id):
         request = one(ApprovalRequest.objects.filter(pk=call.approval_id)) if call.approval_id else None
         facts = {"tool_call": call.pk, "thread": run.thread_id, "run": run.pk, "attempts": call.attempts}
         run_was_live = run.status == Run.Status.RUNNING  # else it was stopped or ended: no continuation
-        if (run_was_live and tool is not None and tool.idempotent
+        recorded = _recorded_outcome(tool, call)
+        said = None
+        audit = functools.partial(approval_services.record, object_ref=f"toolcall:{call.pk}", tool_name=call.name,
+                                  request=request, before={"status": "executing", **facts})
+        if recorded not in (None, NOT_DONE):  # it took effect: its records say so, and what it did
+            outcome = "succeeded"
+            _settle_from_records(run, call, ToolCall.Status.SUCCEEDED, recorded)
+            audit(AuditEvent.Action.OUTCOME_REPORTED, after={"status": "succeeded", "read_from": "the tool's records"})
+        elif (run_was_live and tool is not None and (tool.idempotent or recorded == NOT_DONE)
                 and call.attempts < settings.AGUI_TOOL_MAX_ATTEMPTS):
-            outcome = "retry"
+            outcome, said = "retry", "retry" if tool.idempotent else "rerun"
             # claimable again: the continuation's settle runs it
             move_call(call.pk, ToolCall.Status.APPROVED, leaving=[ToolCall.Status.EXECUTING],
                       updated_at=timezone.now())
-            approval_services.record(AuditEvent.Action.RETRIED, object_ref=f"toolcall:{call.pk}", tool_name=call.name,
-                                     request=request, before={"status": "executing", **facts},
-                                     after={"status": "approved", "reason": "idempotent tool: run again"})
+            audit(AuditEvent.Action.RETRIED, after={"status": "approved", "reason": "idempotent tool: run again"
+                                                    if tool.idempotent else "its records show no effect: run again"})
+        elif recorded == NOT_DONE:  # no continuation to run it, or out of attempts: not executed, and said so
+            outcome = "failed"
+            _settle_from_records(run, call, ToolCall.Status.FAILED, not_done_text(call.name))
+            audit(AuditEvent.Action.OUTCOME_REPORTED, after={"status": "failed", "read_from": "the tool's records"})
         else:
             outcome = "outcome_unknown"
             text = unknown_text(call.name)
             move_call(call.pk, ToolCall.Status.OUTCOME_UNKNOWN, leaving=[ToolCall.Status.EXECUTING], result=text,
                       updated_at=timezone.now())
             msg = add_message(run.thread, Message.Role.TOOL, text, run=run, tool_call_id=call.pk)
-            approval_services.record(AuditEvent.Action.OUTCOME_UNKNOWN, object_ref=f"toolcall:{call.pk}",
-                                     tool_name=call.name, request=request, before={"status": "executing", **facts},
-                                     after={"status": "outcome_unknown", "repeated": False})
+            audit(AuditEvent.Action.OUTCOME_UNKNOWN, after={"status": "outcome_unknown", "repeated": False})
             transaction.on_commit(lambda: _tell_operators(call, run, msg))
             outcome_recorded(call.pk, "unknown")
         if run_was_live:
             # for the chat's owner (RUN_ERROR, the run's error), in their language: recovery runs in
             # the beat, which has no request to take a language from
             with translation.override(selectors.run_language(run.pk)):
-                message = (_("The worker stopped while %(tool)s was running; it will be run again (the tool is "
-                             "idempotent).") if outcome == "retry" else
-                           _("The worker stopped while %(tool)s was running; its outcome is unknown and it was not "
-                             "repeated.")) % {"tool": call.name}
+                message = LOST_MESSAGES[said or outcome]() % {"tool": call.name}
             # its continuation settles a retried call, then the model answers the person
             _declare_lost(run, message)
     log.warning("tool call %s (%s) recovered: %s", call_id, call.name, outcome)
     return outcome
+
+
+# what the chat's owner reads of a run whose worker died mid-call, by what recovery made of the call
+LOST_MESSAGES = {
+    "succeeded": lambda: _("The worker stopped while %(tool)s was running; it had taken effect, as its records "
+                           "show, and it was not repeated."),
+    "retry": lambda: _("The worker stopped while %(tool)s was running; it will be run again (the tool is "
+                       "idempotent)."),
+    "rerun": lambda: _("The worker stopped while %(tool)s was running; it had not taken effect, as its records "
+                       "show, and it will be run again."),
+    "failed": lambda: _("The worker stopped while %(tool)s was running; it had not taken effect and was not run "
+                        "again."),
+    "outcome_unknown": lambda: _("The worker stopped while %(tool)s was running; its outcome is unknown and it was "
+                                 "not repeated."),
+}
+
+
+def not_done_text(name):
+    return (f"Error: {name} was not executed: the worker running it stopped before it took effect, as the tool's "
+            "records show. Tell the user; run it again only if they ask.")
+
+
+def _recorded_outcome(tool, call):
+    """What the tool's own records say of the call (tools.tool's `outcome`): its result, NOT_DONE,
+    or None when it keeps none or cannot tell."""
+    read = getattr(tool, "outcome", None)  # an MCP server's tools keep no records of ours
+    if read is None:
+        return None
+    try:
+        with transaction.atomic():  # a failing read must not abort recovery's transaction
+            return read(call.pk, call.final_arguments if call.final_arguments is not None else call.arguments)
+    except Exception:
+        log.exception("tool %s could not say how call %s went; its outcome is unknown", call.name, call.pk)
+        return None
+
+
+def _settle_from_records(run, call, status, result):
+    """executing -> `status` with `result` read from the tool's records, told to the model."""
+    move_call(call.pk, status, leaving=[ToolCall.Status.EXECUTING], result=result, updated_at=timezone.now())
+    add_message(run.thread, Message.Role.TOOL, result, run=run, tool_call_id=call.pk)
+    outcome_recorded(call.pk, status, call)
 
 
 def _executing_run(run_id):

@@ -134,6 +134,9 @@ class Tool:
     policy: dict = field(default_factory=dict)  # further ToolDefaults: conditions, required_approvals, ...
     objects: Callable[[dict], list[Owned]] | None = None  # the objects a call acts on, and whose they are
     summary: str = ""  # what it does, for people (a gettext_noop msgid); the description is the model's
+    # what the tool's own records say of a call a dead worker left executing: recovery asks it
+    # before it reports the outcome unknown (see `tool`)
+    outcome: Callable[[str, dict], str | None] | None = None
 
     @property
     def schema(self):
@@ -241,8 +244,14 @@ def said_in_every_language(tool, arguments):
     return said
 
 
+# outcome(): the call certainly took no effect (what it would have changed was written in one
+# transaction with its record, and there is none): recovery may run it again
+NOT_DONE = "not done"
+
+
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",
-         risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, summary="", **policy):
+         risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, summary="", outcome=None,
+         **policy):
     """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments.
 
     approval_mode: never | always | conditional | deny | model; `policy` takes the other code
@@ -252,6 +261,9 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
     objects(arguments) -> [Owned]: what the call acts on and whose it is (see Owned).
     summary: what it does in words for people (gettext_noop), shown on the policy pages instead of
     the docstring, which is the model's instructions.
+    outcome(tool_call_id, arguments): for a call whose worker died while it ran, what the tool's own
+    records say: the result the model reads (it took effect), NOT_DONE (it certainly did not: it is
+    run again), or None (they cannot tell: the outcome is unknown, as for a tool without it).
     """
     unknown = set(policy) - {"conditions", "required_approvals", "timeout_action", "reminder_fraction",
                              "escalation", "escalation_fraction"}
@@ -284,6 +296,7 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
             policy=policy,
             objects=objects,
             summary=summary,
+            outcome=outcome,
         )
 
     return wrap

@@ -158,15 +158,16 @@ def test_a_continuation_lost_mid_call_is_the_calls_run_for_recovery(demo, monkey
     before the call itself was reported (the model then read a call without a result); the user never
     heard the call's fate, and an idempotent call was never retried."""
     monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    paused, continuation, call = _continuation_running_a_call(demo, "banking", "transfer_money", timedelta(0))
+    # a tool that keeps no record of its calls (a transfer's row tells: tests/agents/test_recorded_outcomes.py)
+    paused, continuation, call = _continuation_running_a_call(demo, "banking", "cancel_subscription", timedelta(0))
     assert execution.recover_stuck_runs() == []  # its call is still within its lease: the call's to settle
 
     ToolCall.objects.filter(pk=call.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
     assert execution.recover_stuck_calls() == {call.pk: "outcome_unknown"}
     lost = Run.objects.get(pk=continuation.pk)
     assert (lost.status, lost.error_code) == ("failed", "worker_lost")
-    assert lost.error == ("The worker stopped while transfer_money was running; its outcome is unknown and it was "
-                          "not repeated.")
+    assert lost.error == ("The worker stopped while cancel_subscription was running; its outcome is unknown and it "
+                          "was not repeated.")
     assert [e["message"] for e in stream_events(paused.thread_id) if e["type"] == "RUN_ERROR"] == [lost.error]
     told = paused.thread.messages.get(role="tool", tool_call_id=call.pk)
     assert told.run_id == continuation.pk and "was not run again" in told.content
