@@ -202,6 +202,27 @@ def test_an_idempotent_tool_is_retried_after_the_worker_dies(demo, fake_llm, blo
     assert mail.outbox == []  # nothing unknown to report
 
 
+def test_a_call_whose_record_shows_it_done_is_settled_from_it_after_the_worker_dies(demo, fake_llm, blocking,
+                                                                                   workers):
+    r, k, thread, run, call, second = kill_mid_tool(demo, fake_llm, workers, "block_recorded")
+    wait_until(lambda: execution.stuck_call_ids() == [call.pk], timeout=10, what="the call to look stuck")
+    assert execution.recover_stuck_calls() == {call.pk: "succeeded"}
+    call.refresh_from_db()
+    assert (call.status, call.result) == ("succeeded", "finished attempt 1 (from its record)")
+    assert Message.objects.get(thread=thread, role="tool", tool_call_id=call.pk).content == call.result
+    assert AuditEvent.objects.get(action="outcome_reported").object_ref == f"toolcall:{call.pk}"
+
+    continuation = Run.objects.get(parent_run=run)
+    event, _ = wait_for_event(thread.pk, lambda e: e["type"] in ("RUN_FINISHED", "RUN_ERROR")
+                              and e.get("runId") == continuation.pk, timeout=60)
+    assert event["type"] == "RUN_FINISHED", second.output()
+    assert fake_llm.requests[-1]["messages"][-1]["content"] == call.result  # the model read what it did
+    wait_until(lambda: r.hlen("unacked") == 0, timeout=30, what="the killed task's redelivery", worker=second)
+    assert int(r.get(k["calls"])) == 1  # never repeated
+    assert mail.outbox == []  # nothing unknown for the operators to check
+    r.rpush(k["release"], "go")
+
+
 def test_worker_killed_mid_stream_the_run_is_answered_again(demo, fake_llm, blocking, workers):
     """SIGKILL while the model streams (no tool running): the run ends worker_lost, a continuation
     on a restarted worker answers from the stored history, and nothing is lost or doubled."""
