@@ -4,6 +4,8 @@ from collections.abc import Mapping
 
 from celery import Celery, signals
 
+from . import beat  # noqa: F401  (its task_prerun: a worker frees a sweep's next send as the sweep starts)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
 
 

@@ -301,6 +301,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # An unacked task (worker killed) comes back after this many seconds, not the default hour.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 300, minimum=1)}
+# a sweep the workers have not picked up yet covers the next ticks: none pile up while they are down
+CELERY_BEAT_SCHEDULER = "agui_project.beat:Scheduler"
 CELERY_BEAT_SCHEDULE = {
     # reminders, escalations and expiry: every 2 s, so a request expires within 5 s of its deadline
     # even when its countdown task was lost (near deadlines also get their own countdown task)
