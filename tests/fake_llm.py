@@ -12,7 +12,7 @@ Reply (a dict, every key optional; a plain string is shorthand for {"text": ...}
     reasoning   the model's reasoning before the answer, streamed like text as `reasoning_content`
                 deltas (DeepSeek, vLLM); with reasoning_field "reasoning", as `reasoning` (OpenRouter)
     tool_calls  [{"id", "name", "arguments" (JSON text)}], arguments streamed ~8 chars a delta
-    error       HTTP status to answer with an OpenAI-style error body (message: error_message)
+    error       HTTP status to answer with an OpenAI-style error body (message: error_message, code: error_code)
     cut         stream: close the connection after half the chunks, no [DONE] (an incomplete
                 chunked body: openai raises APIConnectionError while iterating);
                 non-stream: close without an answer (APIConnectionError too)
@@ -282,10 +282,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, param: str | None = None) -> None:
+    def _error(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
         self._json(status, {"error": {"message": message,
                                       "type": ERROR_TYPES.get(status, "server_error"),
-                                      "param": param, "code": None}})
+                                      "param": param, "code": code}})
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
@@ -309,7 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(500, f"fake-llm responder raised {e!r}")
         model, delay = body.get("model") or MODEL, float(reply.get("delay") or 0)
         if reply.get("error"):
-            return self._error(int(reply["error"]), reply.get("error_message") or "fake error")
+            return self._error(int(reply["error"]), reply.get("error_message") or "fake error",
+                               code=reply.get("error_code"))
         try:
             if body.get("stream"):
                 self._stream(reply, model, delay, body)

@@ -93,7 +93,8 @@ class OpenAIChatModel:
                     clean = jsoncheck.scrub
                     if chunk.get("error"):
                         error = chunk["error"]
-                        raise ModelError(error.get("message", error) if isinstance(error, dict) else error)
+                        raise ModelError(error.get("message", error) if isinstance(error, dict) else error,
+                                         code=error.get("code") or error.get("type") if isinstance(error, dict) else None)
                     choices = chunk.get("choices") or []
                     if not choices:
                         continue
@@ -126,9 +127,9 @@ class OpenAIChatModel:
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
                 raise ModelUnavailable(str(exc)) from exc
-            raise ModelError(str(exc)) from exc
+            raise ModelError(str(exc), status=exc.status_code, code=exc.code or exc.type) from exc
         except openai.APIError as exc:
-            raise ModelError(str(exc)) from exc
+            raise ModelError(str(exc), code=exc.code or exc.type) from exc
         if not answered:  # a 200 with no choice at all is no answer, not an empty success
             raise NoAnswer("the model's stream ended without an answer")
         if not finished:  # neither [DONE] nor a finish_reason: the body stopped part-way

@@ -129,6 +129,30 @@ def run_agent(run_id, made=None):
     return bool(claimed)
 
 
+# the model's provider refused a request: what the person reads, by the error's code or HTTP status
+TOO_LONG = {"context_length_exceeded", "string_above_max_length", "request_too_large"}
+FILTERED = {"content_filter", "content_policy_violation"}
+
+
+def model_refusal(exc):
+    """(the person's sentence, whether it is the operators' to mend) for a ModelError: not the
+    provider's own text, which quotes its JSON and, for a wrong key, the key's tail."""
+    if exc.status in (401, 403):
+        return _("The model's provider refused this server's credentials, so the run stopped. An administrator "
+                 "needs to check the model settings."), True
+    if exc.status == 404:
+        return _("The model this agent uses was not found at its provider, so the run stopped. An administrator "
+                 "needs to check the model settings."), True
+    if exc.code in TOO_LONG or exc.status == 413:
+        return _("The conversation is too long for the model, so the run stopped. Start a new chat, or ask for "
+                 "less at once."), False
+    if exc.code in FILTERED:
+        return _("The model's provider declined this request under its content rules. Put your request another "
+                 "way."), False
+    return _("The model's provider refused the request, so the run stopped. Retry, or put your request another "
+             "way."), False
+
+
 def arguments_refused(exc):
     """What the model reads of arguments the JSON gate or the tool's schema refused."""
     if isinstance(exc, json.JSONDecodeError):
@@ -367,8 +391,11 @@ class Runner:
             self.fail("model_error", _("The model's server sent something that is not an answer, so the run "
                                        "stopped. Try again in a moment."))
         except ModelError as exc:
-            log.warning("run %s: model error: %s", self.run.pk, exc)
-            self.fail("model_error", _("The model returned an error: %(error)s") % {"error": exc})
+            said, operators = model_refusal(exc)
+            # the provider's own text (its JSON, an API key's tail) is for the operators' logs
+            log.log(logging.ERROR if operators else logging.WARNING, "run %s: model error (%s %s): %s",
+                    self.run.pk, exc.status, exc.code, exc)
+            self.fail("model_error", said)
         except Exception:
             log.exception("run %s failed", self.run.pk)
             self.fail("internal_error", _("The run failed unexpectedly; nothing further was executed."))

@@ -208,14 +208,43 @@ def test_a_tool_result_with_a_nul_byte_is_stored_and_told(start, fake_llm, setti
 
 
 def test_a_model_error_quoting_a_nul_ends_the_run(start, fake_llm):
-    """The run's error quotes the model's server: a NUL in it failed the failed run's write on
+    """The run's error quoted the model's server: a NUL in it failed the failed run's write on
     PostgreSQL, and the run was left running until recovery called its worker lost."""
     thread, run = start()
     fake_llm.push({"error": 400, "error_message": "bad\u0000request"})
     assert runner.run_agent(run.pk)
     run = Run.objects.get(pk=run.pk)
     assert (run.status, run.error_code) == (Run.Status.FAILED, "model_error")
-    assert "bad\ufffdrequest" in run.error
+    assert "bad" not in run.error  # the provider's text is the logs'
+
+
+@pytest.mark.parametrize(("status", "code", "said", "level"), [
+    (401, None, "The model's provider refused this server's credentials, so the run stopped. An administrator needs "
+                "to check the model settings.", "ERROR"),
+    (404, "model_not_found", "The model this agent uses was not found at its provider, so the run stopped. An "
+                             "administrator needs to check the model settings.", "ERROR"),
+    (400, "context_length_exceeded", "The conversation is too long for the model, so the run stopped. Start a new "
+                                     "chat, or ask for less at once.", "WARNING"),
+    (400, "content_filter", "The model's provider declined this request under its content rules. Put your request "
+                            "another way.", "WARNING"),
+    (422, None, "The model's provider refused the request, so the run stopped. Retry, or put your request another "
+                "way.", "WARNING"),
+])
+def test_a_model_error_is_told_in_a_sentence_for_the_person_and_quoted_to_the_logs(start, fake_llm, caplog, status,
+                                                                                   code, said, level):
+    """The chat read the provider's own text: "The model returned an error: Error code: 401 - {'error':
+    {'message': 'Incorrect API key provided: sk-proj-****wxyz', ...}}", its JSON and the tail of the
+    server's key, in English on a page in any language."""
+    thread, run = start()
+    raw = "Incorrect API key provided: sk-proj-****wxyz" if status == 401 else "the provider's own words"
+    fake_llm.push({"error": status, "error_message": raw, "error_code": code})
+    assert runner.run_agent(run.pk)
+    run = Run.objects.get(pk=run.pk)
+    assert (run.status, run.error_code, run.error) == (Run.Status.FAILED, "model_error", said)
+    ended = [e for e in stream_events(thread.pk) if e["type"] == "RUN_ERROR"]
+    assert [(e["code"], e["message"]) for e in ended] == [("model_error", said)]
+    logged = [r for r in caplog.records if raw in r.getMessage()]
+    assert [r.levelname for r in logged] == [level]  # the operators' to mend: an error their mail hears of
 
 
 @pytest.mark.parametrize("arguments", ['{"colour": "gold"', '["gold"]', '{"n": NaN}'])

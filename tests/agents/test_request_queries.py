@@ -247,7 +247,7 @@ def test_a_run_task_reads_its_owners_language_with_the_run_it_claims(demo, fake_
     with CaptureQueriesContext(connection) as queries:
         tasks.run_agent(run.pk)
     run.refresh_from_db()
-    assert run.status == Run.Status.FAILED and run.error.startswith("Le modèle a renvoyé une erreur")
+    assert run.status == Run.Status.FAILED and run.error.startswith("Le fournisseur du modèle a refusé la requête")
     reads = [q["sql"] for q in queries.captured_queries if "people_profile" in q["sql"]]
     assert len(reads) == 1 and '"agents_run"."forwarded_props"' in reads[0]  # the run's own read
     # no profile: LANGUAGE_CODE
@@ -256,7 +256,7 @@ def test_a_run_task_reads_its_owners_language_with_the_run_it_claims(demo, fake_
     fake_llm.push({"error": 400, "error_message": "no such model"})
     tasks.run_agent(other.pk)
     other.refresh_from_db()
-    assert other.error.startswith("The model returned an error")
+    assert other.error.startswith("The model's provider refused the request")
 
 
 @pytest.mark.django_db(transaction=True)
