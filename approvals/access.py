@@ -2,6 +2,7 @@ from django.db.models.functions import Lower, Trim
 from django.db.models.lookups import Exact
 
 from . import registry
+from .choices import ApproverKind
 from .models import ToolPolicy
 
 
@@ -35,6 +36,29 @@ def same_person(user, requester):
         return True
     email = mail_key(getattr(requester, "email", ""))
     return bool(email) and mail_key(getattr(user, "email", "")) == email
+
+
+def decider_group_ids(req):
+    """The groups that decide a request now: its approver group, and its escalation group once escalated."""
+    ids = [req.approver_group_id] if req.approver_group_id else []
+    if req.escalated_at and req.escalation_group_id:
+        ids.append(req.escalation_group_id)
+    return ids
+
+
+def may_decide(user, req, group_ids):
+    """Who may decide a request now, the one rule: a decision is refused by it (services.can_decide), and
+    an approval of a quorum counts only while its author still passes it (selectors.quorum; the next
+    approval withdraws it for good, services._decide). `group_ids`: the user's groups among those that
+    decide it, as read by the caller. An account switched off decides nothing; the requester never
+    decides a group's request, even as a member, nor through another account of theirs (four eyes)."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if req.approver_kind == ApproverKind.REQUESTER:
+        return user.pk == req.requester_id
+    if user.pk == req.requester_id or same_person(user, req.requester):  # the id first: no read of the requester
+        return False
+    return bool(set(decider_group_ids(req)) & set(group_ids))
 
 
 def is_admin(user):

@@ -5,12 +5,13 @@ services.py holds every change; the API, the pages and the tasks read through he
 arguments only (HackSoftware's Django-Styleguide).
 """
 
+from django.apps import apps
 from django.db.models import Q
 from django.utils import timezone
 
 from agui_project.queries import Prepared, is_prefetched, prefetched
 
-from . import registry
+from . import access, registry
 from .access import is_admin, memberships
 from .models import (
     ApprovalRequest,
@@ -103,22 +104,40 @@ def with_decisions(*, approval):
     return prefetched(approval, "decisions", _DECISIONS.all(approval.pk))
 
 
+def may_no_longer_decide(*, approval, decisions):
+    """The authors of `decisions` (with their users) who may not decide `approval` now, by the rule
+    that refuses a decision (access.may_decide): switched off, out of the groups that decide it, the
+    requester or another account of theirs. Their groups among the deciding ones: one read."""
+    users = {d.user_id: d.user for d in decisions}
+    deciders = access.decider_group_ids(approval)
+    if not users:
+        return set()
+    groups = {}
+    if approval.approver_kind == ApproverKind.GROUP and deciders:
+        rows = apps.get_model("auth", "User_groups").objects.filter(user_id__in=list(users), group_id__in=deciders)
+        for user_id, group_id in rows.values_list("user_id", "group_id"):
+            groups.setdefault(user_id, []).append(group_id)
+    return {pk for pk, user in users.items() if not access.may_decide(user, approval, groups.get(pk, ()))}
+
+
 def quorum(*, approval):
     """Who has approved the current arguments (counted: distinct approvers of exactly these
     arguments, the requester never for a group), whose approvals were of other arguments
     (`withdrawn`: by an edit), and whose approvals of these no longer count (`set_aside`: withdrawn
-    when the request moved to another group or its approver's account was switched off, or of an
-    account switched off while it waits; as a held decision of such an account is dropped, an
-    approval given before made a quorum of two with one person who still may decide). Reads
-    `approval.decisions.all()` and their users: prefetch them (with_decisions)."""
+    when the request moved to another group or its approver could no longer decide it, or, while it
+    waits, of someone who may not decide it now: switched off, out of its groups, four eyes;
+    may_no_longer_decide, the rule a decision is refused by). A decided request's approvals stay as
+    they were counted. Reads `approval.decisions.all()` and their users: prefetch them (with_decisions)."""
     digest = arguments_hash(approval.current_arguments)
+    approvals = [d for d in approval.decisions.all() if d.decision == Decision.Kind.APPROVE]
+    waiting = approval.status == Status.PENDING
+    gone = may_no_longer_decide(approval=approval, decisions=[
+        d for d in approvals if d.arguments_hash == digest and not d.withdrawn_at]) if waiting else set()
     counted, withdrawn, set_aside = [], [], []
-    for d in approval.decisions.all():
-        if d.decision != Decision.Kind.APPROVE:
-            continue
+    for d in approvals:
         if d.arguments_hash != digest:
             withdrawn.append(d)
-        elif d.withdrawn_at or (approval.status == Status.PENDING and not d.user.is_active):
+        elif d.withdrawn_at or d.user_id in gone:
             set_aside.append(d)
         elif not (approval.approver_kind == ApproverKind.GROUP and d.user_id == approval.requester_id):
             if all(c.user_id != d.user_id for c in counted):

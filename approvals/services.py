@@ -20,8 +20,7 @@ from django.utils.translation import gettext_lazy
 from agui_project.answer_first import later
 from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
 
-from . import mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
-from .access import same_person
+from . import access, mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -264,27 +263,19 @@ def _countdown(task_name, object_id, **when):
         log.warning("%s(%s) not sent (broker unreachable: %s); the beat's sweep does it", task_name, object_id, exc)
 
 
-def decider_group_ids(req):
-    ids = [req.approver_group_id] if req.approver_group_id else []
-    if req.escalated_at and req.escalation_group_id:
-        ids.append(req.escalation_group_id)
-    return ids
+decider_group_ids = access.decider_group_ids
 
 
 def can_decide(user, req, group_ids=None):
-    """`group_ids`: the user's groups as already read (a list of rows shows a button per row; a
-    decision reads them with its locked request, so a membership removed a moment ago counts)."""
-    if not user.is_authenticated or not user.is_active:  # an account switched off decides nothing (a held decision)
-        return False
-    if req.approver_kind == ApproverKind.REQUESTER:
-        return user.pk == req.requester_id
-    # four eyes: the requester never decides a group's request, even as a member, nor through another
-    # account of theirs (their address)
-    if user.pk == req.requester_id or same_person(user, req.requester):  # the id first: no read of the requester
-        return False
-    if group_ids is not None:
-        return bool(set(decider_group_ids(req)) & set(group_ids))
-    return any(_MEMBER.one(user.pk, group_id) is not None for group_id in decider_group_ids(req))
+    """access.may_decide, the groups read here unless given: `group_ids`, the user's groups as already
+    read (a list of rows shows a button per row; a decision reads them with its locked request, so a
+    membership removed a moment ago counts)."""
+    if group_ids is None:
+        if not user.is_authenticated or not user.is_active or req.approver_kind == ApproverKind.REQUESTER:
+            group_ids = ()  # decided without them
+        else:
+            group_ids = [g for g in decider_group_ids(req) if _MEMBER.one(user.pk, g) is not None]
+    return access.may_decide(user, req, group_ids)
 
 
 # whether a user is in a group, asked by every group decision: compiled once (agui_project/queries.Prepared)
@@ -444,13 +435,15 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             # one approval required: a pending request has none yet (the first one decides, and
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
             single = req.required_approvals <= 1
-            if not single:  # approvals of accounts switched off since stop counting (selectors.quorum), for good
-                off = active().filter(user__is_active=False)
-                names = list(off.values_list("user__username", flat=True))
-                if names:
-                    active().filter(user__is_active=False).update(withdrawn_at=now)
-                    _audit(Action.WITHDRAWN, req, actor=user, before={"approved_by": names},
-                           after={"reason": "the approvers' accounts are switched off"})
+            if not single:  # approvals of those who may no longer decide it stop counting (selectors.quorum), for good
+                earlier = list(active().exclude(user=user).select_related("user"))
+                gone = selectors.may_no_longer_decide(approval=req, decisions=earlier)
+                if gone:
+                    active().filter(user__in=gone).update(withdrawn_at=now)
+                    _audit(Action.WITHDRAWN, req, actor=user,
+                           before={"approved_by": sorted({d.user.username for d in earlier if d.user_id in gone})},
+                           after={"reason": "the approvers may no longer decide this request (account switched "
+                                            "off, no longer in a group that decides it, or four eyes)"})
             if not single and active().filter(user=user, arguments_hash=digest).exists():
                 raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
             made = _DECISION_ROW.add(
