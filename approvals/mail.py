@@ -56,7 +56,7 @@ def _facts(req):
                   "when": formats.date_format(timezone.localtime(req.expires_at), "DATETIME_FORMAT"),
                   "zone": timezone.get_current_timezone_name()}
         left = (_("It expires in %(minutes)s min %(seconds)s s (%(when)s %(zone)s); then it is approved "
-                  "automatically.") if req.timeout_action == "approve" else
+                  "automatically.") if req.approves_at_deadline else
                 _("It expires in %(minutes)s min %(seconds)s s (%(when)s %(zone)s); then it is rejected "
                   "automatically.")) % values + "\n"
     return "".join([

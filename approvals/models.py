@@ -235,6 +235,14 @@ class ApprovalRequest(models.Model):
         return self.feedback if self.status in decided and self.decided_by_id else ""
 
     @property
+    def approves_at_deadline(self):
+        """Whether the deadline approves it (services._expire_locked, and what the pages and mails say
+        of its deadline): a low-risk policy's call as it was asked, never edited. The policy judged those
+        arguments safe to run unattended; an edit is approved by the request's quorum only (one approver
+        of two edited, and the deadline ran the edit with one approval)."""
+        return self.timeout_action == TimeoutAction.APPROVE and self.risk == Risk.LOW and self.final_arguments is None
+
+    @property
     def current_arguments(self):
         """What an approval now approves: the latest edit, else the model's arguments."""
         return self.final_arguments if self.final_arguments is not None else self.arguments

@@ -647,16 +647,24 @@ def release_due():
 
 def _expire_locked(req):
     before = _snapshot(req)
-    if req.timeout_action == TimeoutAction.APPROVE and req.risk == Risk.LOW and req.requester.is_active:
+    reason = None
+    if req.approves_at_deadline and req.requester.is_active:
         _move(req, Status.APPROVED)
-        req.final_arguments = req.current_arguments
+        req.final_arguments = req.arguments
         req.feedback = "approved automatically when the deadline passed (low-risk policy)"
     else:
         _move(req, Status.EXPIRED)
-        req.feedback = "timed out: nobody decided before the deadline, so the action was not taken"
+        if req.timeout_action == TimeoutAction.APPROVE and req.final_arguments is not None:
+            reason = ("the arguments were edited, and an edit runs only with the approvals the request needs: the "
+                      "deadline approves a low-risk call as it was asked")
+            req.feedback = ("timed out: a reviewer edited the arguments and the edit was not approved by enough "
+                            "reviewers before the deadline, so it was not approved automatically and the action "
+                            "was not taken")
+        else:
+            req.feedback = "timed out: nobody decided before the deadline, so the action was not taken"
     req.decided_at = timezone.now()
     req.save()
-    _audit(Action.EXPIRED, req, before=before, after=_snapshot(req))
+    _audit(Action.EXPIRED, req, before=before, after={**_snapshot(req), **({"reason": reason} if reason else {})})
     _resolved(req, "expired")
 
 
