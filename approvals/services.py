@@ -859,19 +859,23 @@ def _reroute(request_id, verdict, actor):
         if req is None or req.status != Status.PENDING:
             return False
         before = {"deciders": req.approver_label, "required_approvals": req.required_approvals, "risk": req.risk}
-        former = [g for g in decider_group_ids(req) if g != getattr(verdict.group, "pk", None)]
+        deciders = decider_group_ids(req)
         regroup = (verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None
                    and verdict.group.pk != req.approver_group_id)
         required = max(req.required_approvals, verdict.required_approvals)
         risk = max(req.risk, verdict.risk, key=RISK_ORDER.index)
         if not regroup and required == req.required_approvals and risk == req.risk:
             return False
+        told = req.escalation_group_id if req.escalated_at else None  # the group an escalation told
         if regroup:
             req.approver_kind, req.approver_group = ApproverKind.GROUP, verdict.group
-            req.escalation_group, req.escalated_at = verdict.escalation_group, None
-            if req.escalation_group is None:
+            req.escalation_group = verdict.escalation_group
+            # a request escalates once, and nothing resets that: one escalated already stays so, the group
+            # the policy now names deciding at once (told below, when it is another one). Clearing it had the
+            # next sweep escalate it again: a second escalation, its mails and notices to a group told before.
+            if req.escalated_at is None and req.escalation_group is None:
                 req.escalate_at = None
-            elif req.escalate_at is None and req.expires_at:
+            elif req.escalated_at is None and req.escalate_at is None and req.expires_at:
                 fraction = verdict.escalation_fraction or DEFAULT_ESCALATION_FRACTION
                 req.escalate_at = req.created_at + (req.expires_at - req.created_at) * fraction
             withdrawn = list(req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True)
@@ -887,13 +891,19 @@ def _reroute(request_id, verdict, actor):
                                 "required_approvals", "risk", "matched_rule"])
         _audit(Action.POLICY_CHANGED, req, actor=actor, before=before, after={
             "deciders": req.approver_label, "required_approvals": required, "risk": risk,
-            "matched_rule": req.matched_rule})
+            "matched_rule": req.matched_rule,
+            **({"escalated_to": req.escalation_group.name} if req.escalated_at and req.escalation_group_id else {})})
+
+        former = [g for g in deciders if g not in decider_group_ids(req)]  # an escalation group kept still decides
+        newly_told = bool(req.escalated_at and req.escalation_group_id and req.escalation_group_id != told)
 
         def after_commit():
             notify.inbox_notice("rerouted", req)  # the new group's inboxes list it
             if regroup:
                 notify.gone_notice(req, former)
                 mail_links.request_mails(req)  # and its members get their one-click links
+            if newly_told:  # the escalation group it now has: told once, as its escalation would have
+                mail_links.escalation_mails(req)
 
         transaction.on_commit(after_commit)
     return True
