@@ -1,3 +1,4 @@
+from django.contrib.auth import get_user_model
 from django.db.models.functions import Lower, Trim
 from django.db.models.lookups import Exact
 
@@ -59,6 +60,18 @@ def may_decide(user, req, group_ids):
     if user.pk == req.requester_id or same_person(user, req.requester):  # the id first: no read of the requester
         return False
     return bool(set(decider_group_ids(req)) & set(group_ids))
+
+
+def deciders_in(group_id, requester=None):
+    """may_decide as SQL, for one group that decides a request of `requester`: its active members, never
+    the requester, by account or address (four eyes). Who is mailed (mail_links.group_members) and
+    whether anyone at all may decide (services' warning to the admins) both start here."""
+    qs = get_user_model().objects.filter(groups__pk=group_id, is_active=True)
+    if requester is not None:
+        qs = qs.exclude(pk=requester.pk)
+        if mail_key(requester.email):
+            qs = qs.exclude(same_address("email", requester.email))
+    return qs
 
 
 def is_admin(user):

@@ -78,3 +78,19 @@ def reminder(req, recipients):
 def operator_alert(compose):
     """compose() -> (subject, body), built in each staff member's language."""
     return _send(compose, staff_recipients())
+
+
+def nobody_decides(req, group, role):
+    """To the admins: nobody in `group` may decide `req` (role: approver | escalation), which would
+    otherwise wait, unseen, until its deadline."""
+    def compose():
+        values = {"group": group, "tool": req.tool_name, "id": req.pk, "requester": req.requester.get_username()}
+        said = (_("No one in %(group)s may decide the request of %(requester)s for %(tool)s (%(id)s): the group "
+                  "has no active member other than the requester.") if role == "approver" else
+                _("The request of %(requester)s for %(tool)s (%(id)s) was escalated to %(group)s, where no one may "
+                  "decide it: the group has no active member other than the requester.")) % values
+        advice = _("Add someone to the group or change the tool's policy; otherwise the request waits until its "
+                   "deadline.")
+        return _("Nobody can decide: %(tool)s (request %(id)s)") % values, f"{said}\n{advice}\n\n{_facts(req)}"
+
+    return operator_alert(compose)

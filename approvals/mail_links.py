@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy
 
 from people import selectors as people
 
-from .access import mail_key, same_address
+from .access import deciders_in
 from .choices import ApproverKind
 from .models import ApprovalRequest, MailLink, NotificationSetting
 
@@ -67,12 +67,7 @@ def group_members(group_id, kind, requester=None):
     requester, by account or address (four eyes: access.same_person)."""
     if not group_id:
         return get_user_model().objects.none()
-    qs = (get_user_model().objects.filter(groups__pk=group_id, is_active=True).exclude(email="")
-          .exclude(approval_notifications__mail__in=_muted(kind)))
-    if requester is not None:
-        qs = qs.exclude(pk=requester.pk)
-        if mail_key(requester.email):
-            qs = qs.exclude(same_address("email", requester.email))
+    qs = deciders_in(group_id, requester).exclude(email="").exclude(approval_notifications__mail__in=_muted(kind))
     return qs.distinct().order_by("pk")
 
 

@@ -363,6 +363,7 @@ class AuditEvent(models.Model):
         RETRIED = "retried", _("Retried")  # a tool call re-run after such an interruption (idempotent, or not done)
         # an outside agent said how its approved call went, or a tool's records did after its worker died
         OUTCOME_REPORTED = "outcome_reported", _("Outcome Reported")
+        NO_DECIDERS = "no_deciders", _("Nobody To Decide")  # a group routed to has nobody who may decide (admins told)
 
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)

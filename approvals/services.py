@@ -241,6 +241,7 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
             "approver": req.approver_label, "required_approvals": req.required_approvals,
             "expires_at": expires_at.isoformat() if expires_at else None,
         })
+        _warn_if_nobody_decides(req)
 
         def after_commit():
             notify.inbox_notice("requested", req)
@@ -251,6 +252,27 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
 
         transaction.on_commit(after_commit)
     return req
+
+
+def _warn_if_nobody_decides(req):
+    """The admins are told, once per request and group, when a group that decides it has nobody who may
+    (access.deciders_in: no member, every one switched off, or only the requester under four eyes): such a
+    request waited unseen until its deadline. Asked when it is requested, routed elsewhere, escalated and
+    reminded of (a group emptied meanwhile); the audit row (no_deciders) is the once, written under the
+    request's lock; the mail to staff and ADMINS and the staff's inbox notice follow the commit."""
+    groups = [(req.approver_group, "approver")] if req.approver_kind == ApproverKind.GROUP else []
+    if req.escalated_at and req.escalation_group_id:
+        groups.append((req.escalation_group, "escalation"))
+    for group, role in groups:
+        if group is None or access.deciders_in(group.pk, req.requester).exists():
+            continue
+        if AuditEvent.objects.filter(request=req, action=Action.NO_DECIDERS, after__group=group.name).exists():
+            continue
+        _audit(Action.NO_DECIDERS, req, after={"group": group.name, "as": role})
+        transaction.on_commit(lambda group=group.name, role=role: (
+            mail.nobody_decides(req, group, role),
+            notify.operator_notice("approval.no_deciders", {"approval": {
+                "id": str(req.pk), "tool_name": req.tool_name, "group": group, "as": role}})))
 
 
 def _countdown(task_name, object_id, **when):
@@ -699,6 +721,7 @@ def remind(request_id):
             return False
         req.reminded_at = now
         req.save(update_fields=["reminded_at"])
+        _warn_if_nobody_decides(req)
         recipients = _recipients(req)
         _audit(Action.REMINDED, req, after={"recipients": recipients, "expires_at": req.expires_at.isoformat()})
         transaction.on_commit(lambda: (mail.reminder(req, recipients), notify.inbox_notice("reminded", req)))
@@ -716,6 +739,7 @@ def escalate(request_id):
             return False
         req.escalated_at = now
         req.save(update_fields=["escalated_at"])
+        _warn_if_nobody_decides(req)
         recipients = mail.group_recipients(req.escalation_group_id, requester=req.requester,
                                               kind="escalation")
         _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
@@ -894,6 +918,7 @@ def _reroute(request_id, verdict, actor):
             "matched_rule": req.matched_rule,
             **({"escalated_to": req.escalation_group.name} if req.escalated_at and req.escalation_group_id else {})})
 
+        _warn_if_nobody_decides(req)
         former = [g for g in deciders if g not in decider_group_ids(req)]  # an escalation group kept still decides
         newly_told = bool(req.escalated_at and req.escalation_group_id and req.escalation_group_id != told)
 
