@@ -876,19 +876,24 @@ def _withdraw_blocked(tool_name, actor):
 def _reroute(request_id, verdict, actor):
     """A pending request given the stricter of its routing and `verdict`'s: the verdict's group when it
     names another one (the approvals given so far were the old deciders': withdrawn), the larger
-    quorum, the higher risk. Returns True when it changed."""
+    quorum, the higher risk, no approval at the deadline unless both say so. Returns True when it changed."""
     with transaction.atomic():
         req = one(ApprovalRequest.objects.select_for_update(of=("self",))
                   .select_related("approver_group", "escalation_group").filter(pk=request_id))
         if req is None or req.status != Status.PENDING:
             return False
-        before = {"deciders": req.approver_label, "required_approvals": req.required_approvals, "risk": req.risk}
+        before = {"deciders": req.approver_label, "required_approvals": req.required_approvals, "risk": req.risk,
+                  "timeout_action": req.timeout_action}
         deciders = decider_group_ids(req)
         regroup = (verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None
                    and verdict.group.pk != req.approver_group_id)
         required = max(req.required_approvals, verdict.required_approvals)
         risk = max(req.risk, verdict.risk, key=RISK_ORDER.index)
-        if not regroup and required == req.required_approvals and risk == req.risk:
+        # what runs unattended is the policy in force's to say, and it may only take that away: a policy
+        # that no longer approves at the deadline left its waiting requests approving themselves
+        at_deadline = req.timeout_action if verdict.timeout_action == TimeoutAction.APPROVE else TimeoutAction.REJECT
+        if not regroup and required == req.required_approvals and risk == req.risk \
+                and at_deadline == req.timeout_action:
             return False
         told = req.escalation_group_id if req.escalated_at else None  # the group an escalation told
         if regroup:
@@ -909,12 +914,12 @@ def _reroute(request_id, verdict, actor):
                     .update(withdrawn_at=timezone.now())
                 _audit(Action.WITHDRAWN, req, actor=actor, before={"approved_by": withdrawn},
                        after={"reason": "the policy routed the request to another group"})
-        req.required_approvals, req.risk = required, risk
+        req.required_approvals, req.risk, req.timeout_action = required, risk, at_deadline
         req.matched_rule = verdict.matched_rule[:200]
         req.save(update_fields=["approver_kind", "approver_group", "escalation_group", "escalated_at", "escalate_at",
-                                "required_approvals", "risk", "matched_rule"])
+                                "required_approvals", "risk", "timeout_action", "matched_rule"])
         _audit(Action.POLICY_CHANGED, req, actor=actor, before=before, after={
-            "deciders": req.approver_label, "required_approvals": required, "risk": risk,
+            "deciders": req.approver_label, "required_approvals": required, "risk": risk, "timeout_action": at_deadline,
             "matched_rule": req.matched_rule,
             **({"escalated_to": req.escalation_group.name} if req.escalated_at and req.escalation_group_id else {})})
 

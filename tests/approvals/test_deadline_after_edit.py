@@ -64,3 +64,17 @@ def test_the_reminder_of_an_edited_request_says_it_will_not_be_approved_by_itsel
         assert services.remind(low_risk.pk)
     bodies = "\n".join(m.body for m in mail.outbox)
     assert "then it is rejected automatically" in bodies and "approved automatically" not in bodies
+
+
+def test_a_policy_that_no_longer_approves_at_the_deadline_applies_to_waiting_requests(demo, low_risk):
+    """The same class: the policy in force says what runs unattended. A policy changed to reject at the
+    deadline left its waiting requests to approve themselves; a change the other way loosens none."""
+    services.save_policy("transfer_money", {"timeout_action": "reject"}, demo["admin"])
+    req = ApprovalRequest.objects.get(pk=low_risk.pk)
+    assert req.timeout_action == "reject" and not req.approves_at_deadline
+    assert AuditEvent.objects.filter(request=req, action="policy_changed", after__timeout_action="reject").exists()
+    services.save_policy("transfer_money", {"timeout_action": "approve"}, demo["admin"])
+    assert ApprovalRequest.objects.get(pk=low_risk.pk).timeout_action == "reject"  # never loosened
+    _due(low_risk)
+    assert services.expire(low_risk.pk)
+    assert ApprovalRequest.objects.get(pk=low_risk.pk).status == "expired"
