@@ -174,7 +174,8 @@ class ApprovalSerializer(ModelSerializer):
         return arguments_hash(obj.current_arguments)
 
     def get_approvals(self, obj) -> int:
-        """Approvals that count now: distinct approvers of the current arguments, not withdrawn."""
+        """Approvals that count now: distinct approvers of the current arguments, not withdrawn, who may
+        still decide it (selectors.quorum)."""
         return selectors.quorum(approval=obj)["have"]
 
 
