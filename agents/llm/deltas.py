@@ -9,12 +9,12 @@ class ModelUnavailable(Exception):
 
 class ModelError(Exception):
     """The model answered, but not usefully (4xx, broken stream). Its text is the provider's, for
-    the logs; `status` (HTTP) and `code` (the error body's, e.g. context_length_exceeded) say which
+    the logs; `http_status` and `code` (the error body's, e.g. context_length_exceeded) say which
     sentence the person reads (runtime/runner.py)."""
 
     def __init__(self, message="", status=None, code=None):
         super().__init__(message)
-        self.status, self.code = status, code if isinstance(code, str) else None
+        self.http_status, self.code = status, code if isinstance(code, str) else None
 
 
 class NoAnswer(ModelError):

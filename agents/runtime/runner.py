@@ -137,13 +137,13 @@ FILTERED = {"content_filter", "content_policy_violation"}
 def model_refusal(exc):
     """(the person's sentence, whether it is the operators' to mend) for a ModelError: not the
     provider's own text, which quotes its JSON and, for a wrong key, the key's tail."""
-    if exc.status in (401, 403):
+    if exc.http_status in (401, 403):
         return _("The model's provider refused this server's credentials, so the run stopped. An administrator "
                  "needs to check the model settings."), True
-    if exc.status == 404:
+    if exc.http_status == 404:
         return _("The model this agent uses was not found at its provider, so the run stopped. An administrator "
                  "needs to check the model settings."), True
-    if exc.code in TOO_LONG or exc.status == 413:
+    if exc.code in TOO_LONG or exc.http_status == 413:
         return _("The conversation is too long for the model, so the run stopped. Start a new chat, or ask for "
                  "less at once."), False
     if exc.code in FILTERED:
@@ -394,7 +394,7 @@ class Runner:
             said, operators = model_refusal(exc)
             # the provider's own text (its JSON, an API key's tail) is for the operators' logs
             log.log(logging.ERROR if operators else logging.WARNING, "run %s: model error (%s %s): %s",
-                    self.run.pk, exc.status, exc.code, exc)
+                    self.run.pk, exc.http_status, exc.code, exc)
             self.fail("model_error", said)
         except Exception:
             log.exception("run %s failed", self.run.pk)
