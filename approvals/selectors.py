@@ -6,6 +6,7 @@ arguments only (HackSoftware's Django-Styleguide).
 """
 
 from django.apps import apps
+from django.db import connections, router
 from django.db.models import Q
 from django.utils import timezone
 
@@ -93,6 +94,55 @@ def visible_requests(*, user):
         return qs
     groups = sorted(memberships(user)[0])  # ids, not a subquery: a plainer plan for every page
     return qs.filter(routed_to_groups(groups) | Q(requester=user))
+
+
+# visible_agent_names: the next agent name after the last one, for one key of a branch of
+# visible_requests' condition: one entry of an index that starts with the key and the name. The
+# keys are written exactly as the indexes' expressions are (models.ROUTED_TO, ESCALATED_TO,
+# NAMED_BY, as Django writes them in approvals 0017), or the index is not used.
+_BRANCHES = {  # name: the condition on {key}, a group's id or the user's
+    "every": "",  # an admin: approval_agent_decided_idx
+    "routed": f"CASE WHEN approver_kind = '{ApproverKind.GROUP}' THEN approver_group_id ELSE NULL END = {{key}} AND ",
+    "escalated": "CASE WHEN escalated_at IS NOT NULL THEN escalation_group_id ELSE NULL END = {key} AND ",
+    "own": "CASE WHEN agent_name > '' THEN requester_id ELSE NULL END = {key} AND ",
+}
+_NEXT_NAME = ("(SELECT agent_name FROM {table} WHERE {condition}agent_name > {after} "
+              "ORDER BY agent_name LIMIT 1)")
+
+
+def visible_agent_names(*, user, limit):
+    """The first `limit` distinct agent names (in order, none empty) of the requests visible_requests
+    shows `user`, in one statement that reads about one index entry per name and key.
+
+    visible_requests' condition is an OR of three branches (routed to one of the user's groups,
+    escalated to one, asked by the user); none of its indexes is in name order within a branch, so
+    a DISTINCT or a step from name to name over the OR read every request of the reader's groups
+    (40-50 ms at 100,000 on PostgreSQL). Here each branch and key (each group, the user) walks its
+    own index by recursion, name after name (a loose index scan), and the union is sorted.
+    A change of visible_requests' rule is a change here too: tests/approvals/test_agent_filter.py
+    compares the two for every kind of reader.
+    """
+    if is_admin(user):
+        branches = [("every", [0])]
+    else:
+        groups = sorted(memberships(user)[0])
+        branches = [("routed", groups), ("escalated", groups), ("own", [user.pk])] if groups else [("own", [user.pk])]
+    table = ApprovalRequest._meta.db_table
+    ctes, params = [], []
+    for name, keys in branches:
+        condition = _BRANCHES[name]
+        first = _NEXT_NAME.format(table=table, condition=condition.format(key="keys.column1"), after="''")
+        then = _NEXT_NAME.format(table=table, condition=condition.format(key=f"{name}.k"), after=f"{name}.name")
+        ctes.append(f"{name}(k, name, depth) AS ("
+                    f"SELECT keys.column1, {first}, 1 FROM (VALUES {', '.join(['(%s)'] * len(keys))}) AS keys "
+                    f"UNION ALL SELECT {name}.k, {then}, {name}.depth + 1 FROM {name} "
+                    f"WHERE {name}.name IS NOT NULL AND {name}.depth < {int(limit)})")
+        params += keys
+    union = " UNION ".join(f"SELECT name FROM {name} WHERE name IS NOT NULL" for name, _ in branches)
+    sql = f"WITH RECURSIVE {', '.join(ctes)} {union} ORDER BY 1 LIMIT {int(limit)}"
+    with connections[router.db_for_read(ApprovalRequest)].cursor() as cursor:
+        cursor.execute(sql, params)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def with_decisions(*, approval):
