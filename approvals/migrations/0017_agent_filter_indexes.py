@@ -7,7 +7,7 @@ The keys are expressions (models.ROUTED_TO, ESCALATED_TO, NAMED_BY) that no othe
 plain (approver_group_id, approver_kind, agent_name) and (requester_id, agent_name) indexes made
 PostgreSQL's planner weigh them for every arm of the inbox's ORs (0.3-1 ms more planning per
 statement), and on SQLite (requester_id, agent_name) in place of the requester's own index made
-a requester's count read the table out of order (1.7 -> 20-36 ms). Plain CREATE INDEX on both
+a requester's count read the table out of order (1.6-3.2 -> 17-37 ms). Plain CREATE INDEX on both
 databases (expression indexes: PostgreSQL, SQLite 3.9+).
 """
 
