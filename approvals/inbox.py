@@ -328,7 +328,8 @@ def is_waiting_for(user, approval_id):
 
 
 def choices(user):
-    """Options of the filter selects: tools, agents, groups a user could filter by."""
+    """Options of the filter selects (the inbox's and the stats page's): every tool, the agents of
+    the requests the user may see (agent_names), the groups a user could filter by."""
     tools = set(registry.all_tools())
     agents = agent_names(user=user)
     if is_admin(user):
