@@ -82,38 +82,55 @@ def _secure(scope, headers):
     return False
 
 
-def origin_allowed(scope):
+def origin_refusal(scope):
+    """None when the socket's Origin is the site's own or a trusted one; else why not, in words an
+    operator can act on (the proxy in front is the usual cause: a Host without the public port, or
+    no scheme header on the WebSocket path, so that the site takes itself for http://)."""
     headers = {k.lower(): v.decode("latin1") for k, v in scope.get("headers", [])}
     raw = headers.get(b"origin", "").strip()
     origin = _origin(raw)
     if origin is None:  # absent, "null" (sandboxed frames, file://) or not http(s)
-        return False
+        return f"Origin {raw!r} is not an http(s) origin"
     host = headers.get(b"host", "").strip()
     domain, _port = split_domain_port(host)
     if not domain or not validate_host(domain, _allowed_hosts()):
-        return False
-    if origin == _origin(("https://" if _secure(scope, headers) else "http://") + host):
-        return True
+        return f"Host {host!r} is not in DJANGO_ALLOWED_HOSTS"
+    own = ("https://" if _secure(scope, headers) else "http://") + host
+    if origin == _origin(own):
+        return None
     for trusted in settings.CSRF_TRUSTED_ORIGINS:
         if "*" in trusted:  # "https://*.example.com": that scheme, any subdomain (CSRF's own rule)
             parts = urlsplit(trusted)
             if parts.scheme.lower() == origin[0] and is_same_domain(urlsplit(raw).netloc.lower(),
                                                                     parts.netloc.lower().lstrip("*")):
-                return True
+                return None
         elif origin == _origin(trusted):
-            return True
-    return False
+            return None
+    return (f"Origin {raw!r} is neither this site ({own}, from the Host header and "
+            f"{_scheme_source()}) nor in DJANGO_CSRF_TRUSTED_ORIGINS")
+
+
+def _scheme_source():
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if not proxy:
+        return "the connection's scheme; AGUI_PROXY_SSL_HEADER is not set"
+    return f"the connection's scheme or the proxy's {proxy[0].removeprefix('HTTP_').replace('_', '-')} header"
 
 
 class SameOriginValidator:
-    """ASGI middleware: refuse a WebSocket whose Origin is not the site's own or a trusted one."""
+    """ASGI middleware: refuse a WebSocket whose Origin is not the site's own or a trusted one, and
+    say why in the log: Daphne's access log shows only WSREJECT, and a proxy that loses the scheme
+    or the port makes every socket of the site refused while its pages work."""
 
     def __init__(self, application):
         self.application = application
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "websocket" and not origin_allowed(scope):
-            return await WebsocketDenier()(scope, receive, send)
+        if scope["type"] == "websocket":
+            refusal = origin_refusal(scope)
+            if refusal is not None:
+                log.warning("WebSocket refused on %s: %s", scope.get("path", ""), refusal)
+                return await WebsocketDenier()(scope, receive, send)
         return await self.application(scope, receive, send)
 
 

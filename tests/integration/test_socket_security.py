@@ -205,3 +205,20 @@ async def test_a_thread_socket_named_with_a_nul_is_refused(demo):
     assert (await comm.connect(timeout=10))[0]  # accepted only to be told why (SignedInSocket.refuse)
     assert await comm.receive_output(timeout=10) == {"type": "websocket.close", "code": 4403}
     await comm.disconnect()
+
+
+async def test_a_refused_socket_says_why_in_the_log(demo, settings, caplog):
+    """Daphne's access log says only WSREJECT: behind a proxy that drops the scheme header on /ws/,
+    every socket of the site was refused and nothing said why."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.ALLOWED_HOSTS = ["chat.example.com"]
+    client = await signed_in(demo["finn"])
+    comm = socket("/ws/inbox/", client, origin="https://chat.example.com", host="chat.example.com")
+    with caplog.at_level("WARNING", logger="agui_project.sockets"):
+        assert not (await comm.connect(timeout=10))[0]
+    await comm.disconnect()
+    (record,) = [r for r in caplog.records if r.name == "agui_project.sockets"]
+    assert record.levelname == "WARNING"
+    message = record.getMessage()
+    assert "/ws/inbox/" in message and "'https://chat.example.com'" in message, message
+    assert "http://chat.example.com" in message and "X-FORWARDED-PROTO" in message, message
