@@ -50,6 +50,8 @@ def client_address(request):
     trusted = _networks(tuple(settings.AGUI_TRUSTED_PROXIES))
     peer = _ip(remote)
     if peer is None or not any(peer in net for net in trusted):
+        if peer is not None and request.META.get("HTTP_X_FORWARDED_FOR"):
+            _untrusted_forwarder(str(peer))
         return str(peer) if peer is not None else (remote or "unknown")
     for hop in reversed(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")):
         addr = _ip(hop)
@@ -59,6 +61,24 @@ def client_address(request):
             return str(addr)
         peer = addr
     return str(peer)  # every hop was a trusted proxy: the left-most one is as close as it gets
+
+
+_WARNED = set()  # peers already named in the log by this process (bounded: a client may send the header too)
+_WARNED_MAX = 64
+
+
+def _untrusted_forwarder(peer):
+    """Say once per process that a peer sends X-Forwarded-For without being a trusted proxy. Behind a
+    proxy left out of AGUI_TRUSTED_PROXIES (or a web process whose list differs from the others') every
+    client is that proxy's address: a few dozen failed sign-ins from anyone then refuse everyone behind
+    it (ADDRESS_FACTOR times the limit, over all accounts), and nothing said why."""
+    if peer in _WARNED or len(_WARNED) >= _WARNED_MAX:
+        return
+    _WARNED.add(peer)
+    log.warning("sign-in throttling: %s sends X-Forwarded-For but is not in AGUI_TRUSTED_PROXIES, so every "
+                "client reaching us through it counts as %s (after %s failed sign-ins over all accounts it refuses "
+                "them all); list it there if it is your proxy", peer, peer,
+                settings.AGUI_LOGIN_MAX_FAILURES * ADDRESS_FACTOR)
 
 
 def _keys(username, request):

@@ -142,3 +142,18 @@ def test_client_address(rf, settings, remote, forwarded, expected):
 def test_without_trusted_proxies_the_header_means_nothing(rf, settings):
     settings.AGUI_TRUSTED_PROXIES = []
     assert login_throttle.client_address(rf.get("/", REMOTE_ADDR="10.9.0.2", HTTP_X_FORWARDED_FOR="1.1.1.1")) == "10.9.0.2"
+
+
+def test_a_proxy_left_out_of_the_trusted_ones_is_named_in_the_log_once(client, demo, settings, caplog):
+    """Behind a proxy missing from AGUI_TRUSTED_PROXIES every client is the proxy's address: five times
+    the limit of failures from anyone, over all accounts, refuse everyone behind it. It said nothing."""
+    settings.AGUI_TRUSTED_PROXIES = []
+    login_throttle._WARNED.discard("10.9.0.2")
+    with caplog.at_level("WARNING", logger="agui_project.login_throttle"):
+        via_proxy(client, "alice", "wrong", "203.0.113.7")
+        via_proxy(client, "bob", "wrong", "198.51.100.4")
+        sign_in(client, "alice", "wrong", address="10.9.0.3")  # no header: a client of its own, nothing said
+    lines = [r.getMessage() for r in caplog.records if r.name == "agui_project.login_throttle"]
+    assert len(lines) == 1, lines
+    assert "10.9.0.2" in lines[0] and "AGUI_TRUSTED_PROXIES" in lines[0] and "after 15 failed" in lines[0], lines
+    assert redis_client().get("agui:login-failures-from:10.9.0.2") == b"2"  # both counted as the proxy
