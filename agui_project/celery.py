@@ -4,7 +4,8 @@ from collections.abc import Mapping
 
 from celery import Celery, signals
 
-from . import beat  # noqa: F401  (its task_prerun: a worker frees a sweep's next send as the sweep starts)
+# beat: its task_prerun frees a sweep's next send as a worker starts the sweep
+from agui_project import agreement, beat  # noqa: F401
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
 
@@ -64,3 +65,15 @@ def freeze_what_was_made_at_start(**kwargs):
     forever: a pass over all of it the first time, then over what was made since."""
     gc.collect()
     gc.freeze()
+
+
+@signals.worker_ready.connect
+def compare_settings_as_a_worker(sender=None, **kwargs):
+    """This worker's shared settings, written to Redis and compared with the other processes' while
+    it lives (agui_project/agreement.py): /healthz names the ones that differ."""
+    agreement.keep_checking("worker", getattr(sender, "hostname", None))
+
+
+@signals.beat_init.connect
+def compare_settings_as_the_beat(**kwargs):
+    agreement.keep_checking("beat")

@@ -7,6 +7,9 @@ a worker is back), so a slow or restarting worker must not take every web proces
 `?require=worker` is the readiness of the whole stack (start-up scripts, monitoring): 503 until a
 worker answers. `sweeps` says whether recovery swept within a minute (the beat sends a sweep every
 10 s, a worker runs it); `?require=beat` (monitoring, `?require=worker,beat` for both) is 503 when not.
+`settings` says whether every process (web, worker, beat) known in Redis has the shared settings of
+this one (agui_project/agreement.py), else which differ and where; `?require=settings` is 503 then.
+It is not part of the plain probe's verdict: the process that is right sees the difference as well.
 
 The ping stops at the first reply (`limit=1`): a healthy probe takes milliseconds. Without a limit
 Celery listens for the whole timeout, and measured here a fixed 0.5 s ping missed a healthy worker's
@@ -24,6 +27,7 @@ import logging
 from django.db import connection
 from django.http import JsonResponse
 
+from agui_project import agreement
 from agui_project.celery import SWEPT_KEY
 from agui_project.celery import app as celery_app
 from agui_project.redis_client import probe_client
@@ -106,6 +110,13 @@ def healthz(request):
             ok = ok and body["sweeps"] == "ok"
     elif "beat" in required:
         ok = False
+    if body["redis"] == "ok":
+        try:
+            body["settings"] = agreement.check("web", client=probe_client())
+        except Exception as exc:
+            body["settings"] = f"error: {exc.__class__.__name__}"
+    if "settings" in required:
+        ok = ok and body.get("settings") == "same"
     response = JsonResponse(body, status=200 if ok else 503)
     if not ok:
         broken = body["db"] != "ok" or body["redis"] != "ok"

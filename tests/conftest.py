@@ -50,6 +50,40 @@ def _no_sign_in_history():
         pass  # a test without Redis signs nobody in
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_settings_threads():
+    """A live worker started in this process (celery_worker_live) would start the thread that writes its
+    settings every 20 s (agui_project/agreement.py), reading them while a test has changed them."""
+    from celery import signals
+
+    from agui_project import celery
+
+    signals.worker_ready.disconnect(celery.compare_settings_as_a_worker)
+    signals.beat_init.disconnect(celery.compare_settings_as_the_beat)
+
+
+@pytest.fixture(autouse=True)
+def _settings_compared_among_its_own(request, monkeypatch):
+    """Each process's shared settings are written to Redis for a minute (agui_project/agreement.py): a
+    test compares only with what it wrote itself, not with a live stack's processes (their own
+    settings, in the same Redis) nor with an earlier test's."""
+    from agui_project import agreement
+
+    prefix = f"agui:settings:test:{id(request)}:"
+    monkeypatch.setattr(agreement, "KEY_PREFIX", prefix)
+    yield
+    import redis
+
+    from agents.runtime.events import redis_client
+
+    try:
+        keys = list(redis_client().scan_iter(prefix + "*", count=1000))
+        if keys:
+            redis_client().delete(*keys)
+    except redis.RedisError:
+        pass
+
+
 @pytest.fixture(autouse=True)
 def _redis_data_long_known():
     """Recovery trusts a lapsed lease only once Redis's data is older than a lease (a restart empties

@@ -1,0 +1,131 @@
+"""The settings every process must share (README "Running several processes"), compared across them.
+
+A web process with another DJANGO_SECRET_KEY turns away the sessions the others made (users behind a
+round-robin proxy are signed out on one request in N), a worker with another one signs mail links no
+web process takes, a worker on another queue never runs a run, a beat with other windows sweeps by
+them: each process works, each /healthz said 200, and only users saw it. So every process writes a
+digest of each shared setting to Redis under a key of its own, renewed while it lives (workers and
+the beat on a thread, started by Celery's worker_ready / beat_init; web processes on each /healthz
+probe), and compares them with the others': /healthz says which settings differ and in which
+processes (`settings`), `?require=settings` is 503 then, and each process logs a warning when what
+differs changes.
+
+Only digests are written (a secret's is a SHA-256 prefix, never the value). REDIS_URL is not compared:
+processes that see each other's keys share the Redis, and ones that do not cannot be compared here.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import threading
+
+from django.conf import settings
+
+from agui_project.redis_client import redis_client
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "agui:settings:"
+TTL = 60  # seconds a process's digests outlive its last renewal: a stopped process drops out
+RENEW_EVERY = 20
+
+
+def _database(s):
+    db = s.DATABASES["default"]
+    return [db["ENGINE"].rsplit(".", 1)[-1], str(db.get("NAME"))]
+
+
+# the README's table of settings that must be the same in every process (web, worker, beat)
+SHARED = {
+    "DJANGO_SECRET_KEY": lambda s: s.SECRET_KEY,
+    "DATABASE_URL": _database,
+    "CELERY_TASK_DEFAULT_QUEUE": lambda s: s.CELERY_TASK_DEFAULT_QUEUE,
+    "DJANGO_ALLOWED_HOSTS": lambda s: s.ALLOWED_HOSTS,
+    "DJANGO_CSRF_TRUSTED_ORIGINS": lambda s: s.CSRF_TRUSTED_ORIGINS,
+    "AGUI_HTTPS": lambda s: s.AGUI_HTTPS,
+    "AGUI_PROXY_SSL_HEADER": lambda s: getattr(s, "SECURE_PROXY_SSL_HEADER", None),
+    "AGUI_TRUSTED_PROXIES": lambda s: s.AGUI_TRUSTED_PROXIES,
+    "AGUI_EXTRA_AGENTS": lambda s: s.AGUI_EXTRA_AGENTS,
+    "AGUI_MODEL": lambda s: s.AGUI_MODEL,
+    "OPENAI_API_KEY": lambda s: s.OPENAI_API_KEY,
+    "OPENAI_BASE_URL": lambda s: s.OPENAI_BASE_URL,
+    "AGUI_MAX_TURNS": lambda s: s.AGUI_MAX_TURNS,
+    **{name: (lambda s, n=name: getattr(s, n)) for name in (
+        "AGUI_STREAM_MAXLEN", "AGUI_STREAM_TTL", "AGUI_STREAM_GRACE_SECONDS", "AGUI_ABANDONED_RUN_GRACE_SECONDS",
+        "AGUI_SSE_REVIEW_WAIT_SECONDS", "AGUI_UNDO_SECONDS", "AGUI_DEFAULT_APPROVAL_TIMEOUT",
+        "AGUI_TOOL_LEASE_SECONDS", "AGUI_RUN_REQUEUE_SECONDS", "AGUI_PUBLIC_URL")},
+    "AGUI_WEBHOOK_CALLBACK_SECRET": lambda s: s.AGUI_WEBHOOK_CALLBACK_SECRET,
+    "AGUI_SANDBOX_DIR": lambda s: str(s.AGUI_SANDBOX_DIR),
+}
+
+
+def digests():
+    """{setting: 16 hex digits} of this process's shared settings."""
+    return {name: hashlib.sha256(f"{name}={json.dumps(read(settings), default=str)}".encode()).hexdigest()[:16]
+            for name, read in SHARED.items()}
+
+
+def process_name(kind, name=None):
+    return f"{kind} {name or f'{socket.gethostname()}:{os.getpid()}'}"
+
+
+def publish(kind, name=None, client=None):
+    """Write this process's digests (they lapse TTL seconds after the last write)."""
+    who = process_name(kind, name)
+    (client or redis_client()).set(KEY_PREFIX + who, json.dumps(digests()), ex=TTL)
+    return who
+
+
+def differences(me, client=None):
+    """{setting: [other processes holding another value]} over every process known in Redis."""
+    client = client or redis_client()
+    keys = sorted(k for k in client.scan_iter(KEY_PREFIX + "*", count=1000) if k.decode() != KEY_PREFIX + me)
+    mine, differ = digests(), {}
+    for key, value in zip(keys, client.mget(keys) if keys else [], strict=True):
+        if value is None:  # lapsed between the scan and the read
+            continue
+        theirs = json.loads(value)
+        for name, digest in mine.items():
+            if name in theirs and theirs[name] != digest:
+                differ.setdefault(name, []).append(key.decode().removeprefix(KEY_PREFIX))
+    return differ
+
+
+def describe(differ):
+    if not differ:
+        return "same"
+    return "differ: " + "; ".join(f"{name} ({', '.join(who)})" for name, who in sorted(differ.items()))
+
+
+_last_told = {}  # what this process last logged, per process name: a warning when it changes
+
+
+def check(kind, name=None, client=None):
+    """Publish this process's digests, compare them with the others', log a change; the description."""
+    me = publish(kind, name, client)
+    said = describe(differences(me, client))
+    if _last_told.get(me, "same") != said:
+        if said == "same":
+            log.info("settings: %s now shares every setting of README's table with the other processes", me)
+        else:
+            log.warning("settings: %s and other processes disagree (README \"Running several processes\" "
+                        "lists what must be the same): %s", me, said.removeprefix("differ: "))
+    _last_told[me] = said
+    return said
+
+
+def keep_checking(kind, name=None):
+    """A daemon thread that checks every RENEW_EVERY seconds (a worker's or the beat's process)."""
+    def loop():
+        while not stop.is_set():
+            try:
+                check(kind, name)
+            except Exception as exc:  # Redis away: the next round tries again; nothing here may stop the process
+                log.debug("settings check skipped: %s", exc)
+            stop.wait(RENEW_EVERY)
+
+    stop = threading.Event()
+    threading.Thread(target=loop, name="agui-settings-check", daemon=True).start()
+    return stop
