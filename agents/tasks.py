@@ -32,9 +32,13 @@ def resume_stalled():
 
 @shared_task(ignore_result=True)
 def recover_stuck_calls():
-    """Beat: tool calls and runs a dead worker left, lost run messages, ends Redis could not take."""
-    execution.recover_stuck_calls()
-    execution.recover_stuck_runs()  # after the calls: a run with a stuck call is recover_call's
-    services.announce_unannounced()  # soon after Redis is back, before requeue_lost_runs' longer wait
-    execution.requeue_lost_runs()
-    execution.publish_undelivered_ends()
+    """Beat: tool calls and runs a dead worker left, lost run messages, ends Redis could not take.
+    One at a time: a second sweep at once (two beats, a slow sweep) leaves it to the first."""
+    with execution.one_sweep_at_a_time() as mine:
+        if not mine:
+            return
+        execution.recover_stuck_calls()
+        execution.recover_stuck_runs()  # after the calls: a run with a stuck call is recover_call's
+        services.announce_unannounced()  # soon after Redis is back, before requeue_lost_runs' longer wait
+        execution.requeue_lost_runs()
+        execution.publish_undelivered_ends()

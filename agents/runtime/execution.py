@@ -16,6 +16,8 @@
 
 import functools
 import logging
+import uuid
+from contextlib import contextmanager
 from datetime import timedelta
 
 import redis
@@ -101,6 +103,38 @@ LEASES_SINCE_KEY = "agui:leases:since"
 # out of reach (of the sweeps, and so of live holders' renewals too) though it kept its data (a restart
 # from its snapshot or log, a network cut): holders write again only at their next renewal
 LEASES_SWEPT_KEY = SWEPT_KEY
+
+
+# held by the sweep running now (a token of its own), so that a second one at once (two beats, or a
+# sweep slower than the beat's period) leaves it alone: each of its parts reads what is to do before it
+# writes that it is done, and two at once announced a run twice (two RUN_STARTED) and published an
+# end twice. It lapses after SWEEP_HOLD_MS should its worker die mid-sweep.
+SWEEP_KEY = "agui:leases:sweeping"
+SWEEP_HOLD_MS = 30_000
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+@contextmanager
+def one_sweep_at_a_time():
+    """True inside when this sweep may go on; False when another holds the turn. A Redis that cannot
+    be asked lets it go on, as before (its parts that need Redis fail on their own and say so)."""
+    token = uuid.uuid4().hex
+    try:
+        mine = bool(events.redis_client().set(SWEEP_KEY, token, nx=True, px=SWEEP_HOLD_MS))
+    except redis.RedisError:
+        yield True
+        return
+    if not mine:
+        log.info("recovery sweep skipped: another one is running (two beats, or a slow sweep)")
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        try:
+            events.redis_client().eval(_RELEASE, 1, SWEEP_KEY, token)
+        except redis.RedisError:
+            pass  # it lapses on its own
 
 
 def sweep_silence_ms():
