@@ -9,6 +9,7 @@ Django calls these only with DEBUG off for 404 and 500 (DEBUG shows its technica
 import logging
 import sys
 
+from django.conf import settings
 from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
@@ -58,11 +59,31 @@ def permission_denied(request, exception=None):
     return render(request, "403.html", {"reason": _reason(exception)}, status=403)
 
 
+def _deployment_hint(request, reason):
+    """What a refusal says of the deployment rather than of the person: every form of the site fails
+    so, and Django's reason alone ("CSRF cookie not set", "Origin checking failed") did not say why."""
+    if settings.CSRF_COOKIE_SECURE and not request.is_secure():
+        return ("this request came over plain HTTP while the cookies are Secure (DJANGO_DEBUG=0): browsers keep "
+                "no cookie from an http:// page, so no form of this site can be sent; serve it over HTTPS, and "
+                "behind a TLS-terminating proxy set AGUI_PROXY_SSL_HEADER so that requests are seen as such")
+    if reason.startswith("Origin checking failed"):
+        scheme = "https" if request.is_secure() else "http"
+        return (f"this site took itself for {scheme}://{request.get_host()} (the Host header, and the scheme of the "
+                "connection or of AGUI_PROXY_SSL_HEADER); a proxy in front must pass the Host the browser sent, port "
+                "and all, and its scheme header, or DJANGO_CSRF_TRUSTED_ORIGINS must name the public origin")
+    return None
+
+
 def csrf_failure(request, reason=""):
     """CSRF_FAILURE_VIEW: a form whose token was missing or stale (a page left open past a sign-in in
     another tab, blocked cookies), said so in the site's layout instead of Django's bare page; the
-    reason Django gives is for the log, not for people."""
-    log.info("CSRF check failed on %s: %s", request.path, reason)
+    reason Django gives is for the log, not for people. A refusal every form would get (plain HTTP
+    with Secure cookies, a proxy that loses the Host's port or the scheme) is a warning with its cause."""
+    hint = _deployment_hint(request, reason)
+    if hint:
+        log.warning("CSRF check failed on %s: %s; %s", request.path, reason, hint)
+    else:
+        log.info("CSRF check failed on %s: %s", request.path, reason)
     if wants_json(request):
         return _json(request, {"message": _("the request's CSRF token is missing or out of date: reload and retry"),
                                "code": "csrf_failed"}, 403)

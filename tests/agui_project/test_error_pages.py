@@ -147,3 +147,48 @@ def test_a_nul_under_the_api_is_still_named_and_a_big_form_still_413(api, client
     client.force_login(demo["finn"])
     resp = client.post("/inbox/bulk/", {"ids": ["x"], "decision": "reject", "feedback": "\x00" + "x" * 2000})
     assert resp.status_code == 413
+
+
+def csrf_lines(caplog):
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "agui_project.errors"]
+
+
+def test_every_form_refused_over_plain_http_with_secure_cookies_says_why(client, settings, caplog):
+    """DJANGO_DEBUG=0 makes the cookies Secure; served over plain HTTP (no TLS in front, or a TLS proxy
+    without AGUI_PROXY_SSL_HEADER), a browser keeps no cookie and every sign-in was a 403 whose log line
+    said only 'CSRF cookie not set'."""
+    from django.test import Client
+
+    settings.CSRF_COOKIE_SECURE = settings.SESSION_COOKIE_SECURE = True
+    with caplog.at_level("INFO", logger="agui_project.errors"):
+        resp = Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "alice", "password": "x"})
+    assert resp.status_code == 403
+    ((level, line),) = csrf_lines(caplog)
+    assert level == "WARNING" and "CSRF cookie not set" in line and "plain HTTP" in line, line
+    assert "AGUI_PROXY_SSL_HEADER" in line
+
+
+def test_a_form_refused_for_its_origin_names_the_origin_the_site_took_itself_for(client, settings, caplog):
+    """Behind a proxy that passes `Host: $host` (nginx drops the port) every sign-in was a CSRF 403."""
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.get("/accounts/login/")  # the CSRF cookie
+    token = browser.cookies["csrftoken"].value
+    with caplog.at_level("INFO", logger="agui_project.errors"):
+        resp = browser.post("/accounts/login/", {"username": "alice", "password": "x", "csrfmiddlewaretoken": token},
+                            HTTP_ORIGIN="http://testserver:8443")
+    assert resp.status_code == 403
+    ((level, line),) = csrf_lines(caplog)
+    assert level == "WARNING" and "http://testserver:8443" in line, line
+    assert "took itself for http://testserver " in line and "DJANGO_CSRF_TRUSTED_ORIGINS" in line, line
+
+
+def test_a_stale_form_is_not_a_deployment_warning(demo, caplog):
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(demo["finn"])
+    with caplog.at_level("INFO", logger="agui_project.errors"):
+        assert browser.post("/inbox/settings/", {"mail": "never"}).status_code == 403
+    assert [level for level, _ in csrf_lines(caplog)] == ["INFO"]
