@@ -1,4 +1,5 @@
-"""The settings every process must share (README "Running several processes"), compared across them.
+"""The settings every process must share (README "Running several processes": every AGUI_* setting but
+the per-process ones, and the Django ones its table names), compared across them.
 
 A web process with another DJANGO_SECRET_KEY turns away the sessions the others made (users behind a
 round-robin proxy are signed out on one request in N), a worker with another one signs mail links no
@@ -37,34 +38,39 @@ def _database(s):
     return [db["ENGINE"].rsplit(".", 1)[-1], str(db.get("NAME"))]
 
 
-# the README's table of settings that must be the same in every process (web, worker, beat)
-SHARED = {
+# what README's table names under other names than their own (and the Django settings it lists)
+NAMED = {
     "DJANGO_SECRET_KEY": lambda s: s.SECRET_KEY,
+    "DJANGO_DEBUG": lambda s: s.DEBUG,  # Secure cookies, the webhooks' allowed networks by default
+    "DJANGO_LANGUAGE_CODE": lambda s: s.LANGUAGE_CODE,  # pages in one, mail (composed in workers) in another
     "DATABASE_URL": _database,
     "CELERY_TASK_DEFAULT_QUEUE": lambda s: s.CELERY_TASK_DEFAULT_QUEUE,
+    "CELERY_VISIBILITY_TIMEOUT": lambda s: s.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout"),
     "DJANGO_ALLOWED_HOSTS": lambda s: s.ALLOWED_HOSTS,
     "DJANGO_CSRF_TRUSTED_ORIGINS": lambda s: s.CSRF_TRUSTED_ORIGINS,
-    "AGUI_HTTPS": lambda s: s.AGUI_HTTPS,
     "AGUI_PROXY_SSL_HEADER": lambda s: getattr(s, "SECURE_PROXY_SSL_HEADER", None),
-    "AGUI_TRUSTED_PROXIES": lambda s: s.AGUI_TRUSTED_PROXIES,
-    "AGUI_EXTRA_AGENTS": lambda s: s.AGUI_EXTRA_AGENTS,
-    "AGUI_MODEL": lambda s: s.AGUI_MODEL,
     "OPENAI_API_KEY": lambda s: s.OPENAI_API_KEY,
     "OPENAI_BASE_URL": lambda s: s.OPENAI_BASE_URL,
-    "AGUI_MAX_TURNS": lambda s: s.AGUI_MAX_TURNS,
-    **{name: (lambda s, n=name: getattr(s, n)) for name in (
-        "AGUI_STREAM_MAXLEN", "AGUI_STREAM_TTL", "AGUI_STREAM_GRACE_SECONDS", "AGUI_ABANDONED_RUN_GRACE_SECONDS",
-        "AGUI_SSE_REVIEW_WAIT_SECONDS", "AGUI_UNDO_SECONDS", "AGUI_DEFAULT_APPROVAL_TIMEOUT",
-        "AGUI_TOOL_LEASE_SECONDS", "AGUI_RUN_REQUEUE_SECONDS", "AGUI_PUBLIC_URL")},
-    "AGUI_WEBHOOK_CALLBACK_SECRET": lambda s: s.AGUI_WEBHOOK_CALLBACK_SECRET,
-    "AGUI_SANDBOX_DIR": lambda s: str(s.AGUI_SANDBOX_DIR),
 }
+# README: per process, and free to differ (each process's own connections and retries)
+PER_PROCESS = {"AGUI_DB_POOL", "AGUI_DB_POOL_SIZE", "AGUI_DB_PREPARE", "AGUI_STREAM_READER_CONNECTIONS",
+               "AGUI_REDIS_RETRIES"}
+
+
+def shared():
+    """{name: read(settings)} of every setting that must be the same in every process: the ones
+    above, and every AGUI_* setting but the per-process ones (one process writes or signs what another
+    reads or sweeps; a web process with other limits refuses what the others take), so that a new one
+    is compared without being listed."""
+    agui = {name: (lambda s, n=name: getattr(s, n))
+            for name in dir(settings) if name.startswith("AGUI_") and name not in PER_PROCESS}
+    return {**agui, **NAMED}
 
 
 def digests():
     """{setting: 16 hex digits} of this process's shared settings."""
     return {name: hashlib.sha256(f"{name}={json.dumps(read(settings), default=str)}".encode()).hexdigest()[:16]
-            for name, read in SHARED.items()}
+            for name, read in shared().items()}
 
 
 def process_name(kind, name=None):

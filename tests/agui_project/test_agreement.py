@@ -60,7 +60,7 @@ def test_only_digests_are_written_and_they_lapse(client, settings):
     (key,) = list(redis_client().scan_iter(agreement.KEY_PREFIX + "web *"))
     raw = redis_client().get(key)
     assert b"sk-secret-value" not in raw and settings.SECRET_KEY.encode() not in raw
-    assert set(json.loads(raw)) == set(agreement.SHARED)
+    assert set(json.loads(raw)) == set(agreement.shared()) and "AGUI_TOKEN_TTL_SECONDS" in raw.decode()
     assert 0 < redis_client().ttl(key) <= agreement.TTL  # a stopped process drops out
 
 
@@ -82,3 +82,12 @@ def test_the_thread_writes_at_once_and_again_until_stopped(settings):
             time.sleep(0.01)
     finally:
         stop.set()
+
+
+def test_every_agui_setting_is_compared_but_the_per_process_ones(client, settings):
+    """README's table named some; a web process whose tokens live another length (401 on one request
+    in N), whose limits differ, or a worker that mails in another language is as much a fault."""
+    another_process(settings, "web", "10.0.0.13:9", AGUI_TOKEN_TTL_SECONDS=60, AGUI_DB_POOL_SIZE=3,
+                    AGUI_STREAM_READER_CONNECTIONS=5, LANGUAGE_CODE="fr")
+    assert client.get("/healthz").json()["settings"] == (
+        "differ: AGUI_TOKEN_TTL_SECONDS (web 10.0.0.13:9); DJANGO_LANGUAGE_CODE (web 10.0.0.13:9)")
