@@ -24,12 +24,14 @@ never as django.request's ERROR "Service Unavailable".
 
 import logging
 
+from asgiref.sync import sync_to_async
 from django.db import connection
 from django.http import JsonResponse
 
 from agui_project import agreement
 from agui_project.celery import SWEPT_KEY
 from agui_project.celery import app as celery_app
+from agui_project.middleware import DualModeMiddleware
 from agui_project.redis_client import probe_client
 
 log = logging.getLogger(__name__)
@@ -123,3 +125,22 @@ def healthz(request):
         log.log(logging.WARNING if broken else logging.DEBUG, "health check: 503 %s", body)
         response._has_been_logged = True  # django.utils.log.log_response: not again as an ERROR
     return response
+
+
+class ProbeMiddleware(DualModeMiddleware):
+    """First in MIDDLEWARE: /healthz is answered before anything reads the Host header. A load balancer
+    or Kubernetes probes each web process at its own address (`Host: 10.0.0.11:8000`), which is no
+    public name in DJANGO_ALLOWED_HOSTS: Django's host check made every such probe a 400, and the
+    balancer took every web process out of service. The probe reveals nothing a Host could choose,
+    and every other path keeps the check (and the HTTPS redirect, which a plain-HTTP probe would read
+    as unhealthy)."""
+
+    def sync_call(self, request):
+        if request.path_info == "/healthz":
+            return healthz(request)
+        return self.get_response(request)
+
+    async def __acall__(self, request):
+        if request.path_info == "/healthz":
+            return await sync_to_async(healthz)(request)  # its database and Redis calls block
+        return await self.get_response(request)

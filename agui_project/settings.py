@@ -118,6 +118,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "agui_project.health.ProbeMiddleware",  # /healthz before the Host check: probes use the process's own address
     "agui_project.limits.RequestLimitsMiddleware",  # 413 for big bodies, JSON errors under /api/ and /agui/
     "django.middleware.security.SecurityMiddleware",
     "agui_project.static.StaticFilesMiddleware",  # WhiteNoise, async-capable (agui_project/static.py)

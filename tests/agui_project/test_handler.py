@@ -103,7 +103,7 @@ def test_grouped_hooks_behave_as_djangos_chain(path, inline, monkeypatch):
 def test_runs_of_classic_middleware_are_one_layer_each(settings):
     assert [name for name, _ in middleware_layers(MIDDLEWARE)] == ["Recordinga + Recordingb + Recordingc"]
     assert [name for name, _ in middleware_layers(settings.MIDDLEWARE)] == [
-        "agui_project.limits.RequestLimitsMiddleware", "SecurityMiddleware", "agui_project.static.StaticFilesMiddleware",
+        "agui_project.health.ProbeMiddleware", "agui_project.limits.RequestLimitsMiddleware", "SecurityMiddleware", "agui_project.static.StaticFilesMiddleware",
         "agui_project.csp.CSPMiddleware", "SessionMiddleware + LocaleMiddleware + CommonMiddleware + CsrfViewMiddleware + "
         "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + XFrameOptionsMiddleware"]
 

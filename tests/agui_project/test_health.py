@@ -223,3 +223,25 @@ def test_a_beat_that_stopped_sweeping_is_told_and_fails_the_beats_probe(client, 
     late = plain.json()["sweeps"].removeprefix("none for ").removesuffix(" s")
     assert late.isdigit() and 300 <= int(late) < 330, plain.json()  # (a second may turn meanwhile)
     assert client.get("/healthz?require=beat").status_code == 503
+
+
+@pytest.mark.parametrize("https", [False, True], ids=["http", "AGUI_HTTPS"])
+def test_a_probe_at_the_processs_own_address_is_answered(client, pings, settings, https):
+    """Load balancers and Kubernetes probe each web process at its address (Host: 10.0.0.11:8000), not
+    by the public name DJANGO_ALLOWED_HOSTS lists: every such probe was a 400 (DisallowedHost), and
+    the balancer took every web process out of service. Other paths keep the Host check."""
+    pings(silent=0)
+    settings.ALLOWED_HOSTS = ["agui.example"]
+    settings.SECURE_SSL_REDIRECT = https
+    resp = client.get("/healthz", HTTP_HOST="10.0.0.11:8000")
+    assert resp.status_code == 200, resp.content[:300]
+    assert resp.json()["db"] == "ok" and resp.json()["redis"] == "ok"
+    assert client.get("/accounts/login/", HTTP_HOST="10.0.0.11:8000").status_code == 400
+
+
+async def test_a_probe_at_the_processs_own_address_is_answered_under_asgi(async_client, pings, settings):
+    pings(silent=0)
+    settings.ALLOWED_HOSTS = ["agui.example"]
+    resp = await async_client.get("/healthz", headers={"host": "10.0.0.11:8000"})
+    assert resp.status_code == 200 and resp.json()["redis"] == "ok"
+    assert (await async_client.get("/accounts/login/", headers={"host": "10.0.0.11:8000"})).status_code == 400
