@@ -99,6 +99,16 @@ def differences(me, client=None):
     return differ
 
 
+def processes(client=None):
+    """{kind: how many processes of it wrote their settings within TTL}: the workers and beats alive
+    (a restarted one counts twice until its former key lapses), the web processes probed lately."""
+    counts = {}
+    for key in (client or redis_client()).scan_iter(KEY_PREFIX + "*", count=1000):
+        kind = key.decode().removeprefix(KEY_PREFIX).split(" ", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def describe(differ):
     if not differ:
         return "same"

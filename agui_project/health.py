@@ -10,6 +10,8 @@ worker answers. `sweeps` says whether recovery swept within a minute (the beat s
 `settings` says whether every process (web, worker, beat) known in Redis has the shared settings of
 this one (agui_project/agreement.py), else which differ and where; `?require=settings` is 503 then.
 It is not part of the plain probe's verdict: the process that is right sees the difference as well.
+`processes` counts the processes of each kind that wrote theirs within a minute: a worker that died is
+missing from it (`workers` only says that one answered), a second beat shows as `"beat": 2`.
 
 The ping stops at the first reply (`limit=1`): a healthy probe takes milliseconds. Without a limit
 Celery listens for the whole timeout, and measured here a fixed 0.5 s ping missed a healthy worker's
@@ -115,6 +117,7 @@ def healthz(request):
     if body["redis"] == "ok":
         try:
             body["settings"] = agreement.check("web", client=probe_client())
+            body["processes"] = agreement.processes(probe_client())
         except Exception as exc:
             body["settings"] = f"error: {exc.__class__.__name__}"
     if "settings" in required:

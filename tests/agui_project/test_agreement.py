@@ -91,3 +91,15 @@ def test_every_agui_setting_is_compared_but_the_per_process_ones(client, setting
                     AGUI_STREAM_READER_CONNECTIONS=5, LANGUAGE_CODE="fr")
     assert client.get("/healthz").json()["settings"] == (
         "differ: AGUI_TOKEN_TTL_SECONDS (web 10.0.0.13:9); DJANGO_LANGUAGE_CODE (web 10.0.0.13:9)")
+
+
+def test_the_probe_counts_the_processes_of_each_kind_it_heard_from(client, settings):
+    """One worker down left /healthz's `workers` at 1 (a ping stops at the first reply), and a second
+    beat showed nowhere."""
+    for name in ("w1@a", "w2@b"):
+        another_process(settings, "worker", name)
+    for name in ("a:1", "b:2"):
+        another_process(settings, "beat", name)
+    assert client.get("/healthz").json()["processes"] == {"beat": 2, "web": 1, "worker": 2}
+    redis_client().delete(agreement.KEY_PREFIX + "worker w2@b")  # stopped: its key lapsed
+    assert client.get("/healthz").json()["processes"] == {"beat": 2, "web": 1, "worker": 1}

@@ -37,7 +37,7 @@ def test_a_worker_that_misses_its_first_pings_is_still_found(client, pings):
     resp = client.get("/healthz?require=worker")
     assert resp.status_code == 200, resp.content
     assert resp.json() == {"db": "ok", "redis": "ok", "workers": 1, "worker": "ok", "sweeps": "none yet",
-                           "settings": "same"}
+                           "settings": "same", "processes": {"web": 1}}
     assert len(fake.calls) == 3
     assert all(limit == 1 for _, limit in fake.calls)  # each ping ends at the first reply
     assert sum(t for t, _ in fake.calls) >= 2.0  # more patience than the old single 0.5 s ping
@@ -57,7 +57,7 @@ def test_the_load_balancer_probe_is_healthy_without_a_worker(client, pings):
     resp = client.get("/healthz")
     assert resp.status_code == 200
     assert resp.json() == {"db": "ok", "redis": "ok", "workers": 0, "worker": "no worker answered", "sweeps": "none yet",
-                           "settings": "same"}
+                           "settings": "same", "processes": {"web": 1}}
     assert fake.calls == [(health.LB_PING_TIMEOUT, 1)]  # one short ping: the probe stays quick
 
 
