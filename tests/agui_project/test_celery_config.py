@@ -62,8 +62,11 @@ def test_a_worker_freezes_what_it_made_at_start_before_each_fork_and_once_ready(
         "frozen, left = gc.get_freeze_count(), len(gc.get_objects())\n"
         "made_since = [[] for _ in range(1000)]\n"
         "signals.worker_ready.send(sender=None)\n"
-        "print(tracked, frozen, left, gc.get_freeze_count() - frozen)", AGUI_VAR_DIR=str(tmp_path))
+        "collected = {id(o) for o in gc.get_objects()}\n"  # the generations' objects, not the frozen ones
+        "print(tracked, frozen, left, sum(id(o) in collected for o in made_since))", AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
-    tracked, frozen, left, later = map(int, out.stdout.split())
+    tracked, frozen, left, unfrozen = map(int, out.stdout.split())
     assert frozen > tracked * 0.8 and left < tracked * 0.05  # Django and the apps: tens of thousands
-    assert later >= 1000  # made after the first freeze: frozen when the worker is ready
+    # made after the first freeze: frozen when the worker is ready (a count of the frozen was off by a
+    # few when another thread's garbage went meanwhile)
+    assert unfrozen == 0
