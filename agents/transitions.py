@@ -15,7 +15,7 @@ from agui_project.queries import PreparedInsert, PreparedUpdate
 
 from . import selectors
 from .dispatch import announce_after_commit, note_stream
-from .models import Run, ToolCall
+from .models import Run, Thread, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +87,9 @@ _CLAIMS = {}  # database alias -> the claim's SQL and the statuses it leaves (ma
 
 
 def claim_call(call_id, run_id, now):
-    """proposed|approved -> executing (attempts + 1) while run `run_id` is running, in one
-    statement: True when claimed. On PostgreSQL the statement locks the run's row first (FOR
+    """proposed|approved -> executing (attempts + 1) while run `run_id` is running and the chat's
+    owner, whom tools act as, is an active account (one switched off since the run began, or since a
+    reviewer approved the call, has nothing run as it), in one statement: True when claimed. On PostgreSQL the statement locks the run's row first (FOR
     UPDATE in its subquery), as recovery locks it to declare the run lost, so the two never cross;
     waiting for that lock, it sees the run as recovery left it. SQLite runs a statement as a write
     transaction of its own. Written as SQL because Django compiles no FOR UPDATE outside a
@@ -98,6 +99,7 @@ def claim_call(call_id, run_id, now):
     made = _CLAIMS.get(alias)
     if made is None:
         call, run, q = ToolCall._meta, Run._meta, connection.ops.quote_name
+        thread, owner = Thread._meta, Thread._meta.get_field("owner").related_model._meta
         status, attempts = q(call.get_field("status").column), q(call.get_field("attempts").column)
         left = sorted(sources(ToolCall, ToolCall.Status.EXECUTING, ToolCall.CLAIMABLE))
         lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -105,12 +107,16 @@ def claim_call(call_id, run_id, now):
             f"UPDATE {q(call.db_table)} SET {status} = %s, {q(call.get_field('claimed_at').column)} = %s, "
             f"{attempts} = {attempts} + 1 WHERE {q(call.pk.column)} = %s AND {status} IN "
             f"({', '.join(['%s'] * len(left))}) AND EXISTS (SELECT 1 FROM {q(run.db_table)} WHERE "
-            f"{q(run.pk.column)} = %s AND {q(run.get_field('status').column)} = %s{lock})"
+            f"{q(run.pk.column)} = %s AND {q(run.get_field('status').column)} = %s{lock}) "
+            f"AND EXISTS (SELECT 1 FROM {q(thread.db_table)} INNER JOIN {q(owner.db_table)} ON "
+            f"{q(owner.db_table)}.{q(owner.pk.column)} = {q(thread.db_table)}.{q(thread.get_field('owner').column)} "
+            f"WHERE {q(thread.db_table)}.{q(thread.pk.column)} = {q(call.db_table)}.{q(call.get_field('thread').column)} "
+            f"AND {q(owner.db_table)}.{q(owner.get_field('is_active').column)} = %s)"
         ), left
     sql, left = made
     claimed_at = ToolCall._meta.get_field("claimed_at").get_db_prep_save(now, connection)
     with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
-        cursor.execute(sql, [ToolCall.Status.EXECUTING, claimed_at, call_id, *left, run_id, Run.Status.RUNNING])
+        cursor.execute(sql, [ToolCall.Status.EXECUTING, claimed_at, call_id, *left, run_id, Run.Status.RUNNING, True])
         return cursor.rowcount == 1
 
 

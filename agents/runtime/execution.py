@@ -52,19 +52,26 @@ def lease_key(call_id):
 
 
 RUN_LOST = "run_lost"
+OWNER_OFF = "owner_off"
 # whether the run still runs, after a claim found nothing: compiled once (agui_project/queries.Prepared)
 _RUNNING = Prepared(Run, lambda pk: Run.objects.filter(pk=pk, status=Run.Status.RUNNING).only("pk"))
+# whether the call's chat owner is switched off, after a claim found nothing (one read, never on a claim made)
+_OWNER_OFF = Prepared(ToolCall, lambda pk: ToolCall.objects.filter(pk=pk, thread__owner__is_active=False).only("pk"))
 
 
 def claim(call_id, run_id):
     """proposed|approved -> executing, at the moment of acting, while `run_id` (the run executing
     it) is still running: True; False when someone else got the call first; RUN_LOST when the
-    run is no longer this worker's (recovery declared it lost while it was stuck). The run's row
-    is locked for the claim, as recovery locks it to declare it lost, so the two never cross
-    (transitions.claim_call: one statement); which of the two refused is read only when one did."""
+    run is no longer this worker's (recovery declared it lost while it was stuck); OWNER_OFF when
+    the chat's owner, whom the tool would act as, is switched off (the call is left unclaimed for
+    the caller to settle). The run's row is locked for the claim, as recovery locks it to declare
+    it lost, so the two never cross (transitions.claim_call: one statement); which of them refused
+    is read only when one did."""
     if claim_call(call_id, run_id, timezone.now()):
         return True
-    return False if _RUNNING.one(run_id) is not None else RUN_LOST
+    if _RUNNING.one(run_id) is None:
+        return RUN_LOST
+    return OWNER_OFF if _OWNER_OFF.one(call_id) is not None else False
 
 
 def finish(call_id, status, output, call=None, tell=True):

@@ -807,6 +807,13 @@ class Runner:
         claimed = execution.claim(tc.pk, self.run.pk)  # proposed|approved -> executing, while this run is ours
         if claimed is execution.RUN_LOST:
             raise RunLost()
+        if claimed is execution.OWNER_OFF:  # never executed: denied as asked, failed once approved
+            output = (f"Error: {self.user.get_username()}'s account is switched off, so {tool.name} was not "
+                      "executed for them.")
+            if not move_call(tc.pk, ToolCall.Status.DENIED, leaving=[ToolCall.Status.PROPOSED], result=output):
+                move_call(tc.pk, ToolCall.Status.FAILED, leaving=[ToolCall.Status.APPROVED], result=output)
+            self.result(tc, output)
+            return None
         if not claimed:
             log.warning("tool call %s already claimed; not executing it again", tc.pk)
             return

@@ -1,0 +1,75 @@
+"""Tools act for the chat's owner: a call of an account switched off runs nothing, whenever it comes.
+Before, only an approval of a switched-off requester's request was refused: a transfer finance approved
+a moment before the account was switched off still moved the money when its continuation ran, and a run
+going on when the account was switched off kept running its tools that need no approval (a balance
+read, a note) as the person who had left."""
+
+import json
+
+import pytest
+
+from agents import services
+from agents.catalog.models import Transfer
+from agents.models import Run, Thread, ToolCall
+from agents.runtime import runner
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest
+from tests.helpers import finance_decides_transfers
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch, demo):
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    finance_decides_transfers(demo["admin"])
+
+
+def run(run_id):
+    assert runner.run_agent(run_id)
+    return Run.objects.get(pk=run_id)
+
+
+def switch_off(user):
+    user.is_active = False
+    user.save()
+
+
+def test_a_transfer_approved_before_its_requester_was_switched_off_does_not_run(demo, fake_llm):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push({"tool_calls": [{"id": "c1", "name": "transfer_money", "arguments": json.dumps(ARGS)}]})
+    first = run(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
+    assert first.status == "interrupted"
+    req = ApprovalRequest.objects.get(thread_ref=thread.id)
+    assert approval_services.decide(req.pk, demo["finn"], "approve").status == "approved"
+    switch_off(demo["alice"])  # she leaves before the continuation's worker reaches the call
+    fake_llm.push("I could not make the transfer.")
+    run(Run.objects.get(parent_run=first).pk)
+    assert not Transfer.objects.exists()
+    call = ToolCall.objects.get(pk="c1")
+    assert call.status != "succeeded"
+    told = next(m["content"] for m in fake_llm.requests[-1]["messages"] if m.get("tool_call_id") == "c1")
+    assert "switched off" in told and "not executed" in told
+
+
+def test_a_call_needing_no_approval_does_not_run_for_a_switched_off_owner(demo, fake_llm, monkeypatch):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    pk = services.start_run(thread, demo["alice"], "What is my balance?").pk
+    switch_off(demo["alice"])  # while the run waits in the queue (or runs)
+    fake_llm.push({"tool_calls": [{"id": "b1", "name": "check_balance", "arguments": json.dumps(
+        {"account": "1234567890"})}]}, "I cannot read it.")
+    ran = []
+    monkeypatch.setattr(runner.Runner, "execute_call", _spy(runner.Runner.execute_call, ran))
+    run(pk)
+    assert ran == ["b1"]  # the runtime got as far as executing it
+    call = ToolCall.objects.get(pk="b1")
+    assert call.status != "succeeded" and "switched off" in call.result
+
+
+def _spy(real, seen):
+    def spy(self, tc, *args, **kwargs):
+        seen.append(tc.pk)
+        return real(self, tc, *args, **kwargs)
+    return spy
