@@ -39,6 +39,17 @@ def _refused(request, error):
                   {"heading": error.heading, "message": error.message, "code": error.status}, status=error.status)
 
 
+def _not_theirs(recipient, req):
+    """The refusal of a link whose recipient may not decide its request (any more): a page without the
+    request, whose arguments, reason and impact (as edited since) they may no longer read, as the inbox
+    and the API answer 404 to someone who lost the group or whose group the request was routed from."""
+    # in the reader's language, as every page (the link's recipient may be one who lost the group)
+    return mail_links.LinkError(403, _("This link no longer works"), (
+        _("You asked for this call yourself, so someone else must decide it (four eyes).")
+        if recipient.pk == req.requester_id else
+        _("You are no longer among the people who may decide this request.")))
+
+
 def _decide(token, user, feedback, decision, seen=""):
     """Decide as the link's recipient and stamp the link used in the same transaction (a refused
     decision leaves it usable: e.g. a reject without the feedback the policy asks for). The inbox's
@@ -73,11 +84,7 @@ def confirm(request, token):
                # either link of the mail may instead answer with guidance, when the policy offers it
                "can_respond": req.allows("respond")}
     if not services.can_decide(recipient, req):
-        # in the reader's language, as every page (the link's recipient may be one who lost the group)
-        context["refusal"] = (_("You asked for this call yourself, so someone else must decide it (four eyes).")
-                              if recipient.pk == req.requester_id else
-                              _("You are no longer among the people who may decide this request."))
-        return render(request, "approvals/mail_confirm.html", context, status=403)
+        return _refused(request, _not_theirs(recipient, req))
     if request.method == "GET":
         return render(request, "approvals/mail_confirm.html", context)
     feedback = request.POST.get("feedback", "")[:FEEDBACK_MAX]
@@ -87,8 +94,8 @@ def confirm(request, token):
         decided = _decide(token, request.user, feedback, decision, seen=request.POST.get("seen", "")[:64])
     except mail_links.LinkError as exc:
         return _refused(request, exc)
-    except services.Forbidden as exc:
-        return render(request, "approvals/mail_confirm.html", {**context, "refusal": exc.message}, status=403)
+    except services.Forbidden:
+        return _refused(request, _not_theirs(recipient, req))
     except services.DecisionError as exc:
         errors = getattr(exc, "errors", {}) or {}
         return render(request, "approvals/mail_confirm.html", {
