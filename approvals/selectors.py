@@ -13,7 +13,7 @@ from django.utils import timezone
 from agui_project.queries import Prepared, is_prefetched, prefetched
 
 from . import access, registry
-from .access import is_admin, memberships
+from .access import is_admin, memberships, same_person
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -172,7 +172,7 @@ def may_no_longer_decide(*, approval, decisions):
 
 def quorum(*, approval):
     """Who has approved the current arguments (counted: distinct approvers of exactly these
-    arguments, the requester never for a group), whose approvals were of other arguments
+    arguments, two accounts of one address one approver, the requester never for a group), whose approvals were of other arguments
     (`withdrawn`: by an edit), and whose approvals of these no longer count (`set_aside`: withdrawn
     when the request moved to another group or its approver could no longer decide it, or, while it
     waits, of someone who may not decide it now: switched off, out of its groups, four eyes;
@@ -190,7 +190,8 @@ def quorum(*, approval):
         elif d.withdrawn_at or d.user_id in gone:
             set_aside.append(d)
         elif not (approval.approver_kind == ApproverKind.GROUP and d.user_id == approval.requester_id):
-            if all(c.user_id != d.user_id for c in counted):
+            # one approval per person: a second account with the same address is the same approver
+            if not any(same_person(c.user, d.user) for c in counted):
                 counted.append(d)
     required = approval.required_approvals
     return {"counted": counted, "withdrawn": withdrawn, "set_aside": set_aside, "required": required, "have": len(counted),

@@ -11,7 +11,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
@@ -21,6 +21,7 @@ from agui_project.answer_first import later
 from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
 
 from . import access, mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
+from .access import mail_key, same_address
 from .models import (
     ApprovalRequest,
     ApproverKind,
@@ -466,8 +467,12 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                            before={"approved_by": sorted({d.user.username for d in earlier if d.user_id in gone})},
                            after={"reason": "the approvers may no longer decide this request (account switched "
                                             "off, no longer in a group that decides it, or four eyes)"})
-            if not single and active().filter(user=user, arguments_hash=digest).exists():
-                raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
+            if not single:
+                # a quorum counts people: an approval by another account of the decider's (their address,
+                # access.same_person) is theirs already, as selectors.quorum counts it
+                mine = Q(user=user) | (Q(same_address("user__email", user.email)) if mail_key(user.email) else Q())
+                if active().filter(mine, arguments_hash=digest).exists():
+                    raise AlreadyApproved(_("you already approved these arguments; another approver is needed"))
             made = _DECISION_ROW.add(
                 request=req, user=user, decision=decision, arguments=proposed, arguments_hash=digest, feedback=feedback
             )

@@ -1,0 +1,47 @@
+"""A quorum counts people, not accounts: two accounts with one address (case and spaces aside, as four
+eyes reads it: access.same_person) are one approver. Before, a finance member's second account, also
+in finance, gave the second approval of a request that needs two, so one person alone moved money
+that policy said two people must approve."""
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from approvals import selectors, services
+from approvals.models import ApprovalRequest, arguments_hash
+from tests.inbox_helpers import make_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def finn_again(demo):
+    """finn's second account, in finance too, under his address written otherwise."""
+    user = User.objects.create_user("finn.two", email=" FINN@example.com", password="pw")
+    user.groups.add(Group.objects.get(name="finance"))
+    return user
+
+
+@pytest.fixture
+def fay(demo):
+    user = User.objects.create_user("fay", email="fay@example.com", password="pw")
+    user.groups.add(Group.objects.get(name="finance"))
+    return user
+
+
+def test_a_second_account_does_not_make_a_quorum_of_two(demo, finn_again, fay):
+    req = make_request("alice", group="finance", required=2)
+    assert services.decide(req.pk, demo["finn"], "approve").status == "pending"
+    with pytest.raises(services.AlreadyApproved):
+        services.decide(req.pk, finn_again, "approve")
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    assert services.decide(req.pk, fay, "approve").status == "approved"
+
+
+def test_the_quorum_counts_an_approval_per_person(demo, finn_again, fay):
+    """Also as read (the page's 'Approvals n of m'), whatever wrote the rows."""
+    req = make_request("alice", group="finance", required=2)
+    for user in (demo["finn"], finn_again):
+        req.decisions.create(user=user, decision="approve", arguments=req.arguments,
+                             arguments_hash=arguments_hash(req.arguments))
+    req = ApprovalRequest.objects.get(pk=req.pk)
+    assert selectors.quorum(approval=selectors.with_decisions(approval=req))["have"] == 1
