@@ -118,7 +118,9 @@ def mine(user):
     # theirs that counts while it waits (a quorum waits for others; an edit withdraws it): not waiting
     # for them. It came back after its undo window, in the list and the title's count, until the others
     # approved. What they decided stays in their list of the decided.
-    approved = Exists(Decision.objects.filter(request=OuterRef("pk"), user=user, decision=Decision.Kind.APPROVE,
+    # (an approval by another account of theirs, by address, too: the quorum counts it as theirs)
+    by_them = Q(user=user) | (Q(same_address("user__email", user.email)) if mail_key(user.email) else Q())
+    approved = Exists(Decision.objects.filter(by_them, request=OuterRef("pk"), decision=Decision.Kind.APPROVE,
                                               withdrawn_at__isnull=True))
     return waiting & ~Q(held_decisions__user=user) & ~(Q(status=Status.PENDING) & approved)
 

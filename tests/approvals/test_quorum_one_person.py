@@ -45,3 +45,12 @@ def test_the_quorum_counts_an_approval_per_person(demo, finn_again, fay):
                              arguments_hash=arguments_hash(req.arguments))
     req = ApprovalRequest.objects.get(pk=req.pk)
     assert selectors.quorum(approval=selectors.with_decisions(approval=req))["have"] == 1
+
+
+def test_a_request_one_account_approved_is_not_waiting_for_the_other(demo, finn_again, fay, client):
+    req = make_request("alice", group="finance", required=2)
+    services.decide(req.pk, demo["finn"], "approve")
+    client.force_login(finn_again)
+    assert f'data-approval-id="{req.pk}"' not in client.get("/inbox/?partial=rows").content.decode()
+    client.force_login(fay)
+    assert f'data-approval-id="{req.pk}"' in client.get("/inbox/?partial=rows").content.decode()
