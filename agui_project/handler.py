@@ -49,6 +49,7 @@ SESSIONLESS_INLINE = (
     "agui_project.common.CommonMiddleware", "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware", "people.middleware.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware", "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agui_project.private_pages.PrivateResponsesMiddleware",
 )
 
 

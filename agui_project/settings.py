@@ -132,6 +132,7 @@ MIDDLEWARE = [
     "people.middleware.UserLanguageMiddleware",  # a signed-in person's saved language wins
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agui_project.private_pages.PrivateResponsesMiddleware",  # a person's answers: Cache-Control no-store
 ]
 
 ROOT_URLCONF = "agui_project.urls"
