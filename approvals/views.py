@@ -25,7 +25,7 @@ from state import services as state_services
 
 from . import inbox as inbox_query
 from . import registry, selectors, services, stats
-from .access import is_reviewer
+from .access import is_reviewer, same_person
 from .filters import parse_row_id
 from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash, said
 
@@ -231,7 +231,8 @@ def _detail_context(request, approval):
     approval._prefetched_objects_cache = {"decisions": decisions}  # quorum reads them without a query
     for d in decisions:  # Decision.with_edits reads the request: this one, not a query per decision
         d.request = approval
-    mine = [d for d in decisions if d.user_id == request.user.pk and d.decision == Decision.Kind.APPROVE
+    # an approval by another account of this person's (their address) is theirs too: the quorum counts it so
+    mine = [d for d in decisions if same_person(request.user, d.user) and d.decision == Decision.Kind.APPROVE
             and not d.withdrawn_at and d.arguments_hash == arguments_hash(approval.current_arguments)]
     defaults = registry.get(approval.tool_name)
     held = selectors.held_by(user=request.user, request=approval) if approval.is_pending else None

@@ -54,3 +54,11 @@ def test_a_request_one_account_approved_is_not_waiting_for_the_other(demo, finn_
     assert f'data-approval-id="{req.pk}"' not in client.get("/inbox/?partial=rows").content.decode()
     client.force_login(fay)
     assert f'data-approval-id="{req.pk}"' in client.get("/inbox/?partial=rows").content.decode()
+
+
+def test_the_request_page_tells_the_other_account_its_approval_is_given(demo, finn_again, client):
+    req = make_request("alice", group="finance", required=2)
+    services.decide(req.pk, demo["finn"], "approve")
+    client.force_login(finn_again)
+    assert "You have approved these arguments; 1 more approval must come from someone else." in \
+        client.get(f"/inbox/{req.pk}/").content.decode()
