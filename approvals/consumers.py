@@ -114,4 +114,10 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
         })
 
     async def inbox_notice(self, message):
-        await self.send_json(message["notice"])
+        notice = message["notice"]
+        if notice.get("type") == "approval.gone" and self.viewing == (notice.get("approval") or {}).get("id") \
+                and not await self._may_see(self.viewing):
+            # routed away from the reviewer's groups (a policy change): they may no longer read it, nor
+            # who else has it open; they joined its viewers when they still could
+            await self._leave()
+        await self.send_json(notice)
