@@ -17,7 +17,9 @@ The ping stops at the first reply (`limit=1`): a healthy probe takes millisecond
 Celery listens for the whole timeout, and measured here a fixed 0.5 s ping missed a healthy worker's
 reply about every other time in its first seconds. A worker can also miss a ping outright (the
 broadcast goes over Redis pub/sub, and a worker subscribes a moment after it says "ready"), so the
-strict probe asks again, with longer waits, up to sum(WORKER_PING_TIMEOUTS).
+strict probe asks again, with longer waits, up to sum(WORKER_PING_TIMEOUTS). The probe needs no
+sign-in: a ping's answer serves the probes of the next PING_KEPT_SECONDS (a second), so a flood of
+probes sends the workers one ping a second per web process, not one a probe.
 
 A 503 is this probe's answer, not a server error: it is logged here (a warning when the database or
 Redis fails, DEBUG when only a worker has not answered yet, as during `make run`'s start-up wait),
@@ -25,6 +27,8 @@ never as django.request's ERROR "Service Unavailable".
 """
 
 import logging
+import threading
+import time
 
 from asgiref.sync import sync_to_async
 from django.db import connection
@@ -42,6 +46,7 @@ LB_PING_TIMEOUT = 0.5  # the plain probe reports workers but never waits long fo
 WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s at most
 SWEEPS_LATE_AFTER = 60  # seconds without a sweep of recovery's (every 10 s): the beat, or every worker, is down
 DB_PROBE_TIMEOUT = 1.0  # for a pooled connection: as long as Redis's probe (redis_client.probe_client)
+PING_KEPT_SECONDS = 1.0  # a ping's answer serves the probes that follow it this long (_Kept)
 
 
 def _ask_database():
@@ -75,6 +80,25 @@ def _sweeps():
     return "ok" if ago <= SWEEPS_LATE_AFTER else f"none for {ago} s"
 
 
+class _Kept:
+    """The workers' answer to this process's last ping, for PING_KEPT_SECONDS: /healthz needs no
+    sign-in, and each probe broadcast a ping that every worker answers, so a flood of probes kept
+    every worker answering pings and held a web thread a ping long per probe. Probes while a ping is
+    on its way wait for its answer rather than sending their own."""
+
+    def __init__(self, clock=time.monotonic):
+        self._lock, self._clock = threading.Lock(), clock
+        self.answers = {}  # ping timeouts -> (clock time, workers)
+
+    def workers(self, timeouts):
+        with self._lock:
+            at, workers = self.answers.get(timeouts, (None, 0))
+            if at is None or self._clock() - at >= PING_KEPT_SECONDS:
+                workers = _workers(timeouts)
+                self.answers[timeouts] = (self._clock(), workers)
+            return workers
+
+
 def _workers(timeouts):
     """1 when a worker answered one of the pings (each waits up to its timeout), else 0."""
     for timeout in timeouts:
@@ -85,6 +109,9 @@ def _workers(timeouts):
         if replies:
             return len(replies)
     return 0
+
+
+kept = _Kept()
 
 
 def healthz(request):
@@ -103,7 +130,7 @@ def healthz(request):
         body["redis"], ok = f"error: {exc.__class__.__name__}", False
     workers = 0
     if body["redis"] == "ok":
-        workers = _workers(WORKER_PING_TIMEOUTS if require_worker else (LB_PING_TIMEOUT,))
+        workers = kept.workers(WORKER_PING_TIMEOUTS if require_worker else (LB_PING_TIMEOUT,))
     body["workers"] = workers
     body["worker"] = "ok" if workers else "no worker answered"
     if require_worker:

@@ -85,6 +85,15 @@ def _settings_compared_among_its_own(request, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _workers_asked_anew(monkeypatch):
+    """/healthz keeps the workers' answer to its last ping for a second (agui_project/health._Kept):
+    each test's probes ask their own workers (or the test's stand-in for the ping)."""
+    from agui_project import health
+
+    monkeypatch.setattr(health, "kept", health._Kept())
+
+
+@pytest.fixture(autouse=True)
 def _redis_data_long_known():
     """Recovery trusts a lapsed lease only once Redis's data is older than a lease (a restart empties
     live holders' keys too: agents/runtime/execution._lapsed); the test Redis counts as long up."""

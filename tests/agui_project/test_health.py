@@ -61,6 +61,22 @@ def test_the_load_balancer_probe_is_healthy_without_a_worker(client, pings):
     assert fake.calls == [(health.LB_PING_TIMEOUT, 1)]  # one short ping: the probe stays quick
 
 
+def test_a_flood_of_probes_pings_the_workers_once_a_second(client, pings, monkeypatch):
+    """/healthz needs no sign-in, and each probe broadcast a ping every worker answers: a flood of
+    probes kept every worker answering pings. A ping's answer now serves the probes of the next second."""
+    fake = pings(silent=0)
+    now = [1000.0]
+    monkeypatch.setattr(health, "kept", health._Kept(clock=lambda: now[0]))
+    for _ in range(50):
+        assert client.get("/healthz").json()["workers"] == 1
+    assert fake.calls == [(health.LB_PING_TIMEOUT, 1)]
+    now[0] += health.PING_KEPT_SECONDS
+    client.get("/healthz")
+    assert len(fake.calls) == 2  # a second later the workers are asked again
+    client.get("/healthz?require=worker")  # the strict probe's own pings, kept apart
+    assert len(fake.calls) == 3
+
+
 def test_redis_down_is_unhealthy(client, pings, monkeypatch):
     fake = pings(silent=0)
 
