@@ -11,14 +11,17 @@ from django.utils import timezone
 
 CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
 CSV_LIMIT = 100_000
+FORMULA_STARTS = frozenset("=+-@＝＋－＠")
 
 
 def csv_cell(value):
     if isinstance(value, dict | list):
         value = json.dumps(value, sort_keys=True)
     text = "" if value is None else str(value)
-    # spreadsheet formula injection: a cell starting with = + - @ is shown as text
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    # spreadsheet formula injection: a cell starting with = + - @ (after any spaces and line breaks,
+    # which a spreadsheet may trim before it reads a formula; full-width ＝ ＋ － ＠ too) is shown as text
+    start = text.lstrip(" \t\r\n\u3000")[:1]
+    return "'" + text if start in FORMULA_STARTS or text[:1] in ("\t", "\r") else text
 
 
 def csv_rows(rows):

@@ -288,11 +288,14 @@ def test_audit_listing_filters_and_csv(demo, api, django_capture_on_commit_callb
     assert rows[1][3] == "finn" and rows[1][5] == "transfer_money" and '"status": "modified"' in rows[1][8]
 
 
-def test_csv_cells_cannot_smuggle_formulas(demo, api):
-    services.record("policy_changed", actor=demo["admin"], object_ref="=HYPERLINK(\"http://x\")", tool_name="t")
+@pytest.mark.parametrize("smuggled", ['=HYPERLINK("http://x")', ' =HYPERLINK("http://x")', '\n@SUM(1)',
+                                      '\u3000＝1+1', '\t-1'])
+def test_csv_cells_cannot_smuggle_formulas(demo, api, smuggled):
+    """A spreadsheet may trim a cell's leading spaces and line breaks before it reads a formula."""
+    services.record("policy_changed", actor=demo["admin"], object_ref=smuggled, tool_name="t")
     resp = api("admin").get("/api/audit/?format=csv&tool=t")
     rows = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
-    assert rows[1][6] == "'=HYPERLINK(\"http://x\")"
+    assert rows[1][6] == "'" + smuggled
 
 
 def test_openapi_schema_stays_valid(client):
