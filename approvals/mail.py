@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from people import selectors
 
 from . import mail_links
+from .access import mail_key
 from .models import said
 
 log = logging.getLogger(__name__)
@@ -21,9 +22,13 @@ log = logging.getLogger(__name__)
 def group_recipients(group_id, requester=None, kind="request", approved=()):
     """Active members of a group with an email address who want this kind of mail (request |
     escalation: their notification setting); the requester is never asked (four eyes), nor those
-    whose approval already counts (`approved`: user ids)."""
-    qs = mail_links.group_members(group_id, kind, requester=requester).exclude(pk__in=list(approved))
-    return sorted(set(qs.values_list("email", flat=True)))
+    whose approval already counts (`approved`: user ids), under any of their accounts (an address is
+    a person, as a quorum counts them: access.same_person)."""
+    approved = list(approved)
+    qs = mail_links.group_members(group_id, kind, requester=requester).exclude(pk__in=approved)
+    given = {mail_key(e) for e in get_user_model().objects.filter(pk__in=approved).values_list("email", flat=True)} \
+        if approved else set()
+    return sorted({e for e in qs.values_list("email", flat=True) if mail_key(e) not in given})
 
 
 def staff_recipients():

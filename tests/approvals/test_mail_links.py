@@ -380,6 +380,23 @@ def test_a_link_approves_only_the_arguments_its_page_showed(demo, fay, client, m
     assert req.status == "modified" and req.final_arguments["amount"] == 90000.0
 
 
+def test_the_reminder_skips_the_other_account_of_who_has_already_approved(demo, fay, mailoutbox,
+                                                                          django_capture_on_commit_callbacks):
+    """finn approved, 1 of 2; his second account (his address, written otherwise) is in finance too: the
+    reminder told that address the request awaited a decision the quorum will not take from him."""
+    from django.contrib.auth.models import Group, User
+
+    other = User.objects.create_user("finn.two", email=" FINN@example.com", password="x")
+    other.groups.add(Group.objects.get(name="finance"))
+    req = _request(django_capture_on_commit_callbacks, required=2)
+    services.decide(req.pk, demo["finn"], "approve")
+    ApprovalRequest.objects.filter(pk=req.pk).update(remind_at=timezone.now() - timedelta(seconds=1))
+    mailoutbox.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.remind(req.pk)
+    assert [m.to for m in mailoutbox] == [["fay@example.com"]]
+
+
 def test_the_reminder_skips_who_has_already_approved(demo, fay, mailoutbox, django_capture_on_commit_callbacks):
     """finn's approval, 1 of 2, counted; the reminder still told him the request awaited his decision."""
     req = _request(django_capture_on_commit_callbacks, required=2)
