@@ -22,6 +22,27 @@ def finance_decides_transfers(admin):
                                                      "approver_group": Group.objects.get(name="finance")}, admin)
 
 
+def finance_member(username, email):
+    """A member of finance (a second one beside the demo's finn, or someone's second account)."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(username, email=email, password="pw")
+    user.groups.add(Group.objects.get(name="finance"))
+    return user
+
+
+TRANSFER_ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}
+
+
+def run_here(run_id):
+    """A queued run executed on the test's thread, as its worker would: the run as it ended."""
+    from agents.models import Run
+    from agents.runtime import runner
+
+    assert runner.run_agent(run_id)
+    return Run.objects.get(pk=run_id)
+
+
 def transfer_request(requester, amount=500.0, **overrides):
     """A pending transfer_money request routed to finance, as the runner would record it."""
     args = {"from_account": "1234567890", "to_account": "0987654321", "amount": amount, "currency": "USD"}

@@ -11,26 +11,12 @@ from agents.models import Message, Run, Thread, ToolCall
 from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
-from tests.helpers import finance_decides_transfers
+from tests.helpers import TRANSFER_ARGS, run_here
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
-
-ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}
-
-
-@pytest.fixture(autouse=True)
-def quick(monkeypatch, demo):
-    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    finance_decides_transfers(demo["admin"])
-
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("transfers_to_finance")]
 
 def transfer(call_id, arguments):
     return {"tool_calls": [{"id": call_id, "name": "transfer_money", "arguments": arguments}]}
-
-
-def run(run_id):
-    assert runner.run_agent(run_id)
-    return Run.objects.get(pk=run_id)
 
 
 def tool_message(request_json, call_id):
@@ -39,8 +25,8 @@ def tool_message(request_json, call_id):
 
 def test_a_rejected_call_is_not_asked_again_until_the_user_writes(demo, fake_llm):
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
-    fake_llm.push(transfer("c1", json.dumps(ARGS)))
-    first = run(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
+    fake_llm.push(transfer("c1", json.dumps(TRANSFER_ARGS)))
+    first = run_here(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
     assert first.status == "interrupted"
     [req] = ApprovalRequest.objects.filter(thread_ref=thread.id)
     approval_services.decide(req.pk, demo["finn"], "reject", feedback="Not before the invoice arrives")
@@ -49,7 +35,7 @@ def test_a_rejected_call_is_not_asked_again_until_the_user_writes(demo, fake_llm
     again = json.dumps({"currency": "USD", "amount": 500.0, "to_account": "0987654321",
                         "from_account": "1234567890"})
     fake_llm.push(transfer("c2", again), "I will not send it; the reviewer wants the invoice first.")
-    cont = run(Run.objects.get(parent_run=first).pk)
+    cont = run_here(Run.objects.get(parent_run=first).pk)
     assert cont.status == "succeeded"
     assert ApprovalRequest.objects.filter(thread_ref=thread.id).count() == 1  # nobody was asked again
     call = ToolCall.objects.get(pk="c2")
@@ -63,15 +49,15 @@ def test_a_rejected_call_is_not_asked_again_until_the_user_writes(demo, fake_llm
     assert "Do not" not in outcome["message"]
 
     # other arguments are another call: asked as usual
-    fake_llm.push(transfer("c3", json.dumps({**ARGS, "amount": 450})))
-    other = run(services.start_run(thread, demo["alice"], "Then pay 450").pk)
+    fake_llm.push(transfer("c3", json.dumps({**TRANSFER_ARGS, "amount": 450})))
+    other = run_here(services.start_run(thread, demo["alice"], "Then pay 450").pk)
     assert other.status == "interrupted" and ToolCall.objects.get(pk="c3").status == "awaiting_approval"
     approval_services.cancel(ApprovalRequest.objects.get(tool_call_ref="c3").pk)
-    run(Run.objects.get(parent_run=other).pk)  # a withdrawn call ends the run without the model
+    run_here(Run.objects.get(parent_run=other).pk)  # a withdrawn call ends the run without the model
 
     # once the user has written since the rejection, the same call goes to the reviewers again
-    fake_llm.push(transfer("c4", json.dumps(ARGS)))
-    later = run(services.start_run(thread, demo["alice"], "The invoice is here now, please send the 500").pk)
+    fake_llm.push(transfer("c4", json.dumps(TRANSFER_ARGS)))
+    later = run_here(services.start_run(thread, demo["alice"], "The invoice is here now, please send the 500").pk)
     assert later.status == "interrupted"
     assert ToolCall.objects.get(pk="c4").status == "awaiting_approval"
     assert ApprovalRequest.objects.filter(thread_ref=thread.id, tool_call_ref="c4", status="pending").exists()
@@ -80,16 +66,16 @@ def test_a_rejected_call_is_not_asked_again_until_the_user_writes(demo, fake_llm
 
 def test_a_rejection_in_another_thread_does_not_count(demo, fake_llm):
     mine = Thread.objects.create(owner=demo["alice"], agent="banking")
-    fake_llm.push(transfer("d1", json.dumps(ARGS)))
-    first = run(services.start_run(mine, demo["alice"], "Pay Bob 500").pk)
+    fake_llm.push(transfer("d1", json.dumps(TRANSFER_ARGS)))
+    first = run_here(services.start_run(mine, demo["alice"], "Pay Bob 500").pk)
     approval_services.decide(ApprovalRequest.objects.get(tool_call_ref="d1").pk, demo["finn"], "reject",
                              feedback="No")
     fake_llm.push("Understood.")
-    run(Run.objects.get(parent_run=first).pk)
+    run_here(Run.objects.get(parent_run=first).pk)
 
     other = Thread.objects.create(owner=demo["alice"], agent="banking")
-    fake_llm.push(transfer("d2", json.dumps(ARGS)))
-    assert run(services.start_run(other, demo["alice"], "Pay Bob 500").pk).status == "interrupted"
+    fake_llm.push(transfer("d2", json.dumps(TRANSFER_ARGS)))
+    assert run_here(services.start_run(other, demo["alice"], "Pay Bob 500").pk).status == "interrupted"
     assert ToolCall.objects.get(pk="d2").status == "awaiting_approval"
 
 

@@ -10,31 +10,16 @@ import pytest
 
 from agents import services
 from agents.models import Run, Thread
-from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
-from tests.helpers import finance_decides_transfers
+from tests.helpers import TRANSFER_ARGS, run_here
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
-
-ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}
-
-
-@pytest.fixture(autouse=True)
-def quick(monkeypatch, demo):
-    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    finance_decides_transfers(demo["admin"])
-
-
-def run(run_id):
-    assert runner.run_agent(run_id)
-    return Run.objects.get(pk=run_id)
-
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("transfers_to_finance")]
 
 def paused_transfer(demo, fake_llm):
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
-    fake_llm.push({"tool_calls": [{"id": "c1", "name": "transfer_money", "arguments": json.dumps(ARGS)}]})
-    first = run(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
+    fake_llm.push({"tool_calls": [{"id": "c1", "name": "transfer_money", "arguments": json.dumps(TRANSFER_ARGS)}]})
+    first = run_here(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
     assert first.status == "interrupted"
     return thread, first
 
@@ -45,7 +30,7 @@ def test_a_call_a_policy_withdrew_is_told_to_the_model_which_answers(demo, fake_
                                                      "approver_group": None}, demo["admin"])
     assert ApprovalRequest.objects.get(thread_ref=thread.id).status == "cancelled"
     fake_llm.push("The transfer is no longer allowed, so I did not make it.")
-    cont = run(Run.objects.get(parent_run=first).pk)
+    cont = run_here(Run.objects.get(parent_run=first).pk)
     assert cont.status == "succeeded"
     told = next(m["content"] for m in fake_llm.requests[-1]["messages"] if m.get("tool_call_id") == "c1")
     assert told.startswith("Error: transfer_money was cancelled and not executed: ") and "policy" in told
@@ -57,5 +42,5 @@ def test_the_persons_own_stop_still_ends_the_run_without_asking_the_model(demo, 
     thread, first = paused_transfer(demo, fake_llm)
     asked = len(fake_llm.requests)
     assert services.cancel_run(Run.objects.get(pk=first.pk), demo["alice"])
-    cont = run(Run.objects.get(parent_run=first).pk)
+    cont = run_here(Run.objects.get(parent_run=first).pk)
     assert cont.status == "cancelled" and len(fake_llm.requests) == asked

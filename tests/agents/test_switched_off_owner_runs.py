@@ -14,23 +14,9 @@ from agents.models import Run, Thread, ToolCall
 from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
-from tests.helpers import finance_decides_transfers
+from tests.helpers import TRANSFER_ARGS, run_here
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
-
-ARGS = {"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD"}
-
-
-@pytest.fixture(autouse=True)
-def quick(monkeypatch, demo):
-    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
-    finance_decides_transfers(demo["admin"])
-
-
-def run(run_id):
-    assert runner.run_agent(run_id)
-    return Run.objects.get(pk=run_id)
-
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("transfers_to_finance")]
 
 def switch_off(user):
     user.is_active = False
@@ -39,14 +25,14 @@ def switch_off(user):
 
 def test_a_transfer_approved_before_its_requester_was_switched_off_does_not_run(demo, fake_llm):
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
-    fake_llm.push({"tool_calls": [{"id": "c1", "name": "transfer_money", "arguments": json.dumps(ARGS)}]})
-    first = run(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
+    fake_llm.push({"tool_calls": [{"id": "c1", "name": "transfer_money", "arguments": json.dumps(TRANSFER_ARGS)}]})
+    first = run_here(services.start_run(thread, demo["alice"], "Pay Bob 500").pk)
     assert first.status == "interrupted"
     req = ApprovalRequest.objects.get(thread_ref=thread.id)
     assert approval_services.decide(req.pk, demo["finn"], "approve").status == "approved"
     switch_off(demo["alice"])  # she leaves before the continuation's worker reaches the call
     fake_llm.push("I could not make the transfer.")
-    run(Run.objects.get(parent_run=first).pk)
+    run_here(Run.objects.get(parent_run=first).pk)
     assert not Transfer.objects.exists()
     call = ToolCall.objects.get(pk="c1")
     assert call.status != "succeeded"
@@ -62,7 +48,7 @@ def test_a_call_needing_no_approval_does_not_run_for_a_switched_off_owner(demo, 
         {"account": "1234567890"})}]}, "I cannot read it.")
     ran = []
     monkeypatch.setattr(runner.Runner, "execute_call", _spy(runner.Runner.execute_call, ran))
-    run(pk)
+    run_here(pk)
     assert ran == ["b1"]  # the runtime got as far as executing it
     call = ToolCall.objects.get(pk="b1")
     assert call.status != "succeeded" and "switched off" in call.result

@@ -3,29 +3,19 @@ out of the group (or whose group a policy change took the request from) was refu
 the refusal page still showed the request as it now stands: the arguments another approver had
 edited since, the agent's reason, its impact; the inbox and the API answer 404 to them."""
 
-import re
 
 import pytest
-from django.conf import settings
-from django.contrib.auth.models import Group, User
 
 from approvals import services
 from approvals.models import ApprovalRequest, Decision
+from tests.approvals.test_mail_links import _links, _mails_to
 from tests.inbox_helpers import make_request
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def fay(demo):
-    user = User.objects.create_user("fay", email="fay@example.com", password="pw")
-    user.groups.add(Group.objects.get(name="finance"))
-    return user
-
-
 def _approve_link(outbox, email):
-    body = next(m for m in outbox if m.to == [email]).body
-    return re.search(r"^Approve: +(\S+)$", body, re.M)[1][len(settings.AGUI_PUBLIC_URL.rstrip("/")):]
+    return _links(_mails_to(outbox, email)[0])["approve"]
 
 
 def test_a_recipient_who_left_the_group_reads_nothing_of_the_request(demo, fay, client, mailoutbox,

@@ -4,10 +4,10 @@ in finance, gave the second approval of a request that needs two, so one person 
 that policy said two people must approve."""
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from approvals import selectors, services
 from approvals.models import ApprovalRequest, arguments_hash
+from tests.helpers import finance_member
 from tests.inbox_helpers import make_request
 
 pytestmark = pytest.mark.django_db
@@ -16,16 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def finn_again(demo):
     """finn's second account, in finance too, under his address written otherwise."""
-    user = User.objects.create_user("finn.two", email=" FINN@example.com", password="pw")
-    user.groups.add(Group.objects.get(name="finance"))
-    return user
-
-
-@pytest.fixture
-def fay(demo):
-    user = User.objects.create_user("fay", email="fay@example.com", password="pw")
-    user.groups.add(Group.objects.get(name="finance"))
-    return user
+    return finance_member("finn.two", " FINN@example.com")
 
 
 def test_a_second_account_does_not_make_a_quorum_of_two(demo, finn_again, fay):

@@ -3,10 +3,11 @@ is the same person. Before, alice's second account in finance approved alice's t
 API showed it could, and the request mail sent the one-click Approve link to alice's own mailbox."""
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 
 from approvals import services
 from approvals.models import ApprovalRequest
+from tests.helpers import finance_member
 from tests.inbox_helpers import make_request
 
 pytestmark = pytest.mark.django_db
@@ -15,9 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def alice_at_finance(demo):
     """alice's second account, in finance, under her address written otherwise."""
-    user = User.objects.create_user("alice.fin", email="Alice@Example.com ", password="pw")
-    user.groups.add(Group.objects.get(name="finance"))
-    return user
+    return finance_member("alice.fin", "Alice@Example.com ")
 
 
 def _request(captured):
