@@ -291,8 +291,10 @@ def prefetched(instance, name, rows):
 
 
 def is_prefetched(instance, name):
-    """Whether `instance.<name>` has its rows already (prefetched() or prefetch_related())."""
-    cache_name = getattr(instance, name).field.remote_field.cache_name
+    """Whether `instance.<name>` has its rows already (prefetched() or prefetch_related()): a reverse
+    foreign key's or a many-to-many's (which names its cache itself)."""
+    manager = getattr(instance, name)
+    cache_name = getattr(manager, "prefetch_cache_name", None) or manager.field.remote_field.cache_name
     return cache_name in instance.__dict__.get("_prefetched_objects_cache", {})
 
 

@@ -241,8 +241,9 @@ class ListFilters:
 
 
 # the requests' decisions with their deciders: one query joined to the users (a prefetch of
-# decisions__user is two)
-DECISIONS = Prefetch("decisions", queryset=Decision.objects.select_related("user"))
+# decisions__user is two), and the deciders' groups in one more, which a row's count of approvals
+# reads (selectors.quorum: only those who may still decide count) instead of a query per row
+DECISIONS = Prefetch("decisions", queryset=Decision.objects.select_related("user").prefetch_related("user__groups"))
 
 
 def with_decisions(qs):

@@ -159,14 +159,17 @@ def may_no_longer_decide(*, approval, decisions):
     that refuses a decision (access.may_decide): switched off, out of the groups that decide it, the
     requester or another account of theirs. Their groups among the deciding ones: one read."""
     users = {d.user_id: d.user for d in decisions}
-    deciders = access.decider_group_ids(approval)
     if not users:
         return set()
+    deciders = access.decider_group_ids(approval)
     groups = {}
     if approval.approver_kind == ApproverKind.GROUP and deciders:
-        rows = apps.get_model("auth", "User_groups").objects.filter(user_id__in=list(users), group_id__in=deciders)
-        for user_id, group_id in rows.values_list("user_id", "group_id"):
-            groups.setdefault(user_id, []).append(group_id)
+        if all(is_prefetched(user, "groups") for user in users.values()):  # read with a page's decisions (API list)
+            groups = {pk: [g.pk for g in user.groups.all() if g.pk in deciders] for pk, user in users.items()}
+        else:
+            rows = apps.get_model("auth", "User_groups").objects.filter(user_id__in=list(users), group_id__in=deciders)
+            for user_id, group_id in rows.values_list("user_id", "group_id"):
+                groups.setdefault(user_id, []).append(group_id)
     return {pk for pk, user in users.items() if not access.may_decide(user, approval, groups.get(pk, ()))}
 
 

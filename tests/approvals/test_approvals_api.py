@@ -336,6 +336,33 @@ def test_the_list_says_who_may_decide_each_row_without_a_query_per_row(demo, api
     assert many == few  # one read of finn's groups, whatever the number of rows
 
 
+def test_the_list_counts_each_rows_approvals_without_a_query_per_row(demo, api, fay):
+    """A row's approvals count only those whose authors may still decide it (selectors.quorum), which
+    reads their groups: one read for the page, not one per row a quorum has begun on."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def begun(n):
+        for k in range(n):
+            req = transfer_request(demo["alice"], amount=20.0 + k)
+            ApprovalRequest.objects.filter(pk=req.pk).update(required_approvals=2)
+            services.decide(req.pk, fay, "approve")
+
+    finn = api("finn")
+
+    def listed():
+        with CaptureQueriesContext(connection) as ctx:
+            resp = finn.get("/api/approvals/?status=pending")
+        assert resp.status_code == 200 and all(r["approvals"] == 1 for r in resp.json()["results"])
+        return len(resp.json()["results"]), len(ctx.captured_queries)
+
+    begun(2)
+    rows, few = listed()
+    begun(8)
+    more, many = listed()
+    assert (rows, more) == (2, 10) and many == few
+
+
 @pytest.mark.parametrize("decision, feedback, required", [
     ("approve", "", 1), ("reject", "Not this month", 1), ("respond", "Ask for the invoice first", 1),
     ("approve", "", 2),
