@@ -44,6 +44,16 @@ class Session:
         self.ctx.close()
 
 
+def close_sessions(request, sessions):
+    """A fixture's teardown: each session closed (a picture of a failed test's pages), then the test
+    fails on any JavaScript error its pages met."""
+    rep = getattr(request.node, "rep_call", None)
+    for s in sessions:
+        s.close(failed=bool(rep and rep.failed))
+    errors = [e for s in sessions for e in s.errors]
+    assert not errors, f"JavaScript errors: {errors}"
+
+
 @contextmanager
 def frozen(live_stack, name):
     """SIGSTOP one process of the live stack for the block (SIGCONT after, whatever happens):

@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from chat_helpers import Session, manage_shell  # noqa: F401  (re-exported for the tests)
+from chat_helpers import Session, close_sessions, manage_shell  # noqa: F401  (re-exported for the tests)
 
 T = 15_000  # ms: the longest any single expectation may wait
 
@@ -82,8 +82,4 @@ def people(browser, live_stack, login, artifacts_dir, request):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    errors = [e for s in made for e in s.errors]
-    assert not errors, f"JavaScript errors: {errors}"
+    close_sessions(request, made)

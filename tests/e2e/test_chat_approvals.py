@@ -13,6 +13,7 @@ from chat_helpers import (
     Session,
     T,
     assert_same_as_server,
+    close_sessions,
     manage_shell,
     new_chat,
     run_events,
@@ -42,11 +43,7 @@ def people(browser, live_stack, login, artifacts_dir, request):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    errors = [e for s in made for e in s.errors]
-    assert not errors, f"JavaScript errors: {errors}"
+    close_sessions(request, made)
 
 
 def test_requester_routed_approval_decided_in_place(people):

@@ -3,7 +3,7 @@ question is a card in the chat, the answer goes back to the server and the tool'
 live, without a reload."""
 
 import pytest
-from chat_helpers import Session, T, manage_shell, new_chat, send
+from chat_helpers import Session, T, close_sessions, manage_shell, new_chat, send
 from conftest import DEMO_PASSWORD
 from playwright.sync_api import expect
 
@@ -30,9 +30,7 @@ def alice(browser, live_stack, artifacts_dir, request):
     assert healthy == "True"
     s = Session(browser, live_stack, sign_in(live_stack), "alice", artifacts_dir, prefix="mcp")
     yield s
-    rep = getattr(request.node, "rep_call", None)
-    s.close(failed=bool(rep and rep.failed))
-    assert not s.errors, f"JavaScript errors: {s.errors}"
+    close_sessions(request, [s])
 
 
 def test_the_servers_question_is_answered_in_the_chat(alice):

@@ -7,7 +7,7 @@ import re
 import uuid
 
 import pytest
-from chat_helpers import Session, T, csrf_headers, new_chat, send
+from chat_helpers import Session, T, close_sessions, csrf_headers, new_chat, send
 from playwright.sync_api import expect
 
 SIZES = {
@@ -33,11 +33,7 @@ def people(request, browser, live_stack, login, artifacts_dir):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    errors = [e for s in made for e in s.errors]
-    assert not errors, f"JavaScript errors: {errors}"
+    close_sessions(request, made)
 
 
 def assert_no_model_words(page):

@@ -5,7 +5,7 @@ import re
 from urllib.parse import urlparse
 
 import pytest
-from chat_helpers import Session, T, assert_same_as_server, csrf_headers, new_chat, send
+from chat_helpers import Session, T, assert_same_as_server, close_sessions, csrf_headers, new_chat, send
 from playwright.sync_api import expect
 
 
@@ -20,11 +20,7 @@ def people(browser, live_stack, login, artifacts_dir, request):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    errors = [e for s in made for e in s.errors]
-    assert not errors, f"JavaScript errors: {errors}"
+    close_sessions(request, made)
 
 
 def test_agent_picker_shows_which_tools_need_approval(people):

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from chat_helpers import Session, T, manage_shell, new_chat, send
+from chat_helpers import Session, T, close_sessions, manage_shell, new_chat, send
 from playwright.sync_api import expect
 
 SIZES = {
@@ -40,10 +40,7 @@ def session(request, browser, live_stack, login, artifacts_dir):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    assert not [e for s in made for e in s.errors]
+    close_sessions(request, made)
 
 
 def keep(path):

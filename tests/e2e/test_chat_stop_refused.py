@@ -5,7 +5,7 @@ again? The chat now says the Stop did not happen, and its button is there to pre
 import json
 
 import pytest
-from chat_helpers import Session, T, new_chat, send
+from chat_helpers import Session, T, close_sessions, new_chat, send
 from playwright.sync_api import expect
 
 REDIS_AWAY = {"message": "The live connection (Redis) is unavailable right now. Please try again in a moment.",
@@ -16,9 +16,7 @@ REDIS_AWAY = {"message": "The live connection (Redis) is unavailable right now. 
 def alice(browser, live_stack, login, artifacts_dir, request):
     s = Session(browser, live_stack, login, "alice", artifacts_dir, prefix="stop-refused")
     yield s
-    rep = getattr(request.node, "rep_call", None)
-    s.close(failed=bool(rep and rep.failed))
-    assert not s.errors, f"JavaScript errors: {s.errors}"
+    close_sessions(request, [s])
 
 
 def test_a_withdraw_the_server_refused_says_it_did_not_happen(alice):

@@ -4,7 +4,7 @@ support group (rita) approves in the inbox, the case completed — all live, wit
 import re
 
 import pytest
-from chat_helpers import Session, T, assert_same_as_server, new_chat, send
+from chat_helpers import Session, T, assert_same_as_server, close_sessions, new_chat, send
 from playwright.sync_api import expect
 
 
@@ -18,11 +18,7 @@ def people(browser, live_stack, login, artifacts_dir, request):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    errors = [e for s in made for e in s.errors]
-    assert not errors, f"JavaScript errors: {errors}"
+    close_sessions(request, made)
 
 
 def test_refund_workflow_question_approval_and_completion(people):

@@ -2,7 +2,7 @@
 step by a person's edit, and a draft that stays marked as predicted until it is approved or rejected."""
 
 import pytest
-from chat_helpers import Session, T, new_chat, send
+from chat_helpers import Session, T, close_sessions, new_chat, send
 from playwright.sync_api import expect
 
 # Records whether the recipe card was ever shown as a prediction, and how many ingredients it had then.
@@ -27,11 +27,7 @@ def people(browser, live_stack, login, artifacts_dir, request):
         return s
 
     yield make
-    rep = getattr(request.node, "rep_call", None)
-    for s in made:
-        s.close(failed=bool(rep and rep.failed))
-    errors = [e for s in made for e in s.errors]
-    assert not errors, f"JavaScript errors: {errors}"
+    close_sessions(request, made)
 
 
 def test_recipe_card_fills_in_and_two_tabs_stay_in_step(people):
