@@ -122,10 +122,16 @@ def create(*, requester, body, idempotency_key=None):
     earlier = selectors.earlier_outside_rejection(
         requester=requester, tool_name=tool_name, arguments=arguments, outside_thread=own["thread"],
         since=body.get("user_wrote_at")) if verdict.action == "approve" else None
+    # a tool of this project says what these arguments do, in every reader's language: the caller's own
+    # headline ("Transfer 5.00 USD" over an amount of 90,000) and its word that the call can be undone
+    # are not the reviewer's to trust (the caller may say it cannot be undone, never that it can)
+    defaults = registry.get(tool_name)
+    words = services.described(defaults, arguments, requester) or {
+        "description": body.get("description") or f"Call {tool_name}", "impact": body.get("impact", "")}
+    reversible = body.get("reversible", False) and (defaults is None or defaults.reversible)
     fields = dict(
         tool_name=tool_name, arguments=arguments, requester=requester, schema=schema,
-        description=body.get("description") or f"Call {tool_name}", reason=body.get("reason", ""),
-        reversible=body.get("reversible", False), impact=body.get("impact", ""),
+        reason=body.get("reason", ""), reversible=reversible, **words,
         agent_name=body.get("agent_name", ""), context={"outside": own, **({"objects": objects} if objects else {})},
     )
     try:

@@ -502,15 +502,25 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
     return req
 
 
+def described(defaults, arguments, requester):
+    """{"said", "description", "impact"} of a call as its tool says it (what these arguments do, in
+    every language), or None for a tool that describes none (an outside agent's own tool: its words
+    are all there is). Whoever asks, a tool of this project heads its request in its own words."""
+    if defaults is None or defaults.describe is None:
+        return None
+    said = defaults.describe(arguments, requester)
+    words = said.get(settings.LANGUAGE_CODE) or next(iter(said.values()), {})
+    return {"said": said, "description": words.get("description", ""), "impact": words.get("impact", "")}
+
+
 def _describe(req, defaults, proposed):
     """The request's headline says what its current arguments do: the list, the request page and a
     bulk selection showed the asked call's words over an edit another approver still had to approve.
     Returns the fields it changed, which the decision's UPDATE writes."""
-    if defaults.describe is None:  # an outside agent's words: its own, of the call it asked
+    words = described(defaults, proposed, req.requester)
+    if words is None:  # an outside agent's words: its own, of the call it asked
         return ()
-    said = defaults.describe(proposed, req.requester)
-    words = said.get(settings.LANGUAGE_CODE) or next(iter(said.values()), {})
-    req.said, req.description, req.impact = said, words.get("description", ""), words.get("impact", "")
+    req.said, req.description, req.impact = words["said"], words["description"], words["impact"]
     return ("said", "description", "impact")
 
 
