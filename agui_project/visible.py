@@ -18,12 +18,23 @@ from django.utils.translation import gettext
 # LRE RLE PDF LRO RLO, LRI RLI FSI PDI, LRM RLM, ALM
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 # characters that draw nothing at all, so that a value holding one reads as another ("ceo@example.com" with
-# a zero-width space passed a rule on ceo@example.com and looked like it): soft hyphen, combining grapheme
-# joiner, Hangul fillers, Khmer inherent vowels, Mongolian vowel separator, zero-width space, word joiner
-# and the invisible operators, zero-width no-break space (BOM). Not the joiners text needs (ZWJ in emoji,
-# ZWNJ in Persian and Indic words) nor variation selectors, which are part of what is drawn.
-INVISIBLE = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
-_CONTROL = re.compile(f"[{BIDI_CONTROLS}{INVISIBLE}]")
+# a zero-width space passed a rule on ceo@example.com and looked like it): Unicode's default-ignorable
+# characters (soft hyphen, combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian
+# selectors and vowel separator, zero-width space, word joiner, the invisible operators and deprecated
+# format controls, the BOM, shorthand and musical format controls, and the tags, which spell ASCII text
+# nobody sees), the interlinear annotation marks, the control characters (C0 but tab and line breaks, DEL,
+# C1) and the line and paragraph separators, which JSON leaves unescaped so that a value drew a line of
+# its own. Not the joiners text needs (ZWJ in emoji, ZWNJ in Persian and Indic words), nor a variation
+# selector after a character (❤️, an ideograph's variant): only one after another (a run is data, a byte
+# each, that nobody sees); nor the tags of a region's flag (🏴 gbsct).
+INVISIBLE = ("\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b"
+             "\u2028\u2029\u2060-\u2065\u206a-\u206f\u3164\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3"
+             "\U0001d173-\U0001d17a\U000e0000-\U000e00ff\U000e01f0-\U000e0fff")
+SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+FLAG = "\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{3,6}\U000e007f"
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+# a flag is matched whole (and left as it is) before its tags could be taken one by one
+_CONTROL = re.compile(f"{FLAG}|[{BIDI_CONTROLS}{INVISIBLE}]|(?<=[{SELECTORS}])[{SELECTORS}]")
 
 
 def mark(char: str) -> str:
@@ -31,24 +42,33 @@ def mark(char: str) -> str:
     return f"⟨U+{ord(char):04X}⟩"
 
 
+def _controls(text):
+    """The matches of what is written out (a region's flag is matched to be left as it is)."""
+    return (m for m in _CONTROL.finditer(text) if len(m.group()) == 1)
+
+
 def has_controls(text) -> bool:
-    return isinstance(text, str) and _CONTROL.search(text) is not None
+    return isinstance(text, str) and next(_controls(text), None) is not None
+
+
+def _marked(m):
+    return mark(m.group()) if len(m.group()) == 1 else m.group()
 
 
 def reveal_text(text) -> str:
     """Plain text (a mail, an attribute, a page title) with each control written out."""
-    return _CONTROL.sub(lambda m: mark(m.group()), str(text))
+    return _CONTROL.sub(_marked, str(text))
 
 
 def reveal_html(text) -> SafeString:
     """Escaped HTML, isolated in <bdi>, each control a marked span with its visible mark."""
     text = str(text)
-    if not _CONTROL.search(text):
+    if not has_controls(text):
         return mark_safe(f"<bdi>{escape(text)}</bdi>")
     titles = {}
     parts, last = [], 0
-    for m in _CONTROL.finditer(text):
-        invisible = m.group() in INVISIBLE
+    for m in _controls(text):
+        invisible = _BIDI.match(m.group()) is None
         if invisible not in titles:
             titles[invisible] = escape(gettext("An invisible character: shown here, not hidden") if invisible
                                        else gettext("A text-direction control character: shown here, not applied"))
@@ -59,7 +79,16 @@ def reveal_html(text) -> SafeString:
     return mark_safe("<bdi>" + "".join(parts) + "</bdi>")
 
 
+def _escape(char):
+    """A character's JSON escape; one past the BMP as its UTF-16 pair, as JSON writes it."""
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def json_escapes(text: str) -> str:
     """JSON text a person edits (the inbox's raw editor): each control as its JSON escape ("\\u202e"),
     which reads back as the same value, so the textarea shows it instead of obeying it."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _CONTROL.sub(lambda m: _escape(m.group()) if len(m.group()) == 1 else m.group(), text)

@@ -114,3 +114,24 @@ def test_text_direction_controls_are_shown_not_obeyed(people, live_stack):
     raw = r.locator("#arguments-json")
     raw.fill(raw.input_value().replace("see attachment", "see \u202eattachment"))
     expect(r.locator("#diff-preview")).to_contain_text("see ⟨U+202E⟩attachment")
+
+
+TAGGED = "Hello" + "".join(chr(0xE0000 + ord(c)) for c in "wire")  # tag characters: ASCII drawn as nothing
+
+
+def test_text_hidden_in_tag_characters_is_shown_live_too(people, live_stack):
+    """Tags (U+E0000-E007F) spell text nobody sees: the page's script writes them out as the server
+    does, in the form editor's note, the JSON editor (as their escapes) and a live diff."""
+    [rid] = make_requests(live_stack, [{
+        "requester": "alice", "tool": "send_email", "agent": "ops", "group": "reviewers",
+        "arguments": {"to": "frank@example.com", "subject": "Status", "body": TAGGED}}])
+    r = people("rita").page
+    r.goto(f"/inbox/{rid}/")
+    shown = "Hello⟨U+E0077⟩⟨U+E0069⟩⟨U+E0072⟩⟨U+E0065⟩"
+    expect(r.locator("#arg__body-bidi")).to_contain_text(shown)
+    r.get_by_role("button", name="JSON").click()
+    expect(r.locator("#arguments-json")).to_have_value(re.compile(r'"body": "Hello\\udb40\\udc77\\udb40\\udc69'))
+    raw = r.locator("#arguments-json")
+    raw.fill(raw.input_value().replace('"Status"', '"Status ' + chr(0xE0041) + '"'))
+    expect(r.locator("#diff-preview")).to_contain_text("Status ⟨U+E0041⟩")
+    assert chr(0xE0077) not in r.locator("#approval-detail").inner_text()
