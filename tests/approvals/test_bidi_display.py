@@ -88,3 +88,35 @@ def test_text_hidden_in_tag_characters_is_shown_on_every_surface(login, api, dem
     mail.outbox.clear()
     request_mails(ApprovalRequest.objects.get(pk=made["id"]))
     assert mail.outbox and all("Hello⟨U+E0077⟩" in m.body and "\U000e0077" not in m.body for m in mail.outbox)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mailed_links_confirmation_page_shows_them_too(demo, client, mailoutbox):
+    """The page a mailed link opens, whose button decides, obeyed the controls in the arguments, the
+    reason and the impact (only its title was written out): "Invoice exe.pdf" again, and a zero-width
+    space or tag characters hidden in what its button approves."""
+    import re
+
+    from django.conf import settings
+
+    req = make_request("alice", tool="send_email", agent="ops", group="reviewers",
+                       arguments={"to": "frank@example.com", "subject": SPOOF, "body": "see\u200b" + HIDDEN},
+                       description="Email frank", reason=f"Send {SPOOF}")
+    ApprovalRequest.objects.filter(pk=req.pk).update(impact=f"Sends {SPOOF}")
+    message = next(m for m in mailoutbox if m.to == ["rita@example.com"])
+    link = re.search(r"^Approve: +(\S+)$", message.body, re.M).group(1)[len(settings.AGUI_PUBLIC_URL.rstrip("/")):]
+    page = client.get(link).content.decode()
+    assert page.count("⟨U+202E⟩") >= 3 and "⟨U+200B⟩" in page and "⟨U+E0077⟩" in page
+    assert "\u202e" not in page and "\u200b" not in page and "\U000e0077" not in page
+
+
+def test_the_conversation_page_shows_the_chats_title_so_too(login, demo):
+    """The chat's title (its first words) stood unmarked in the conversation page's heading line."""
+    from agents.models import Thread
+
+    thread = Thread.objects.create(owner=demo["alice"], agent="ops", title=f"Mail {SPOOF}")
+    req = make_request("alice", tool="send_email", agent="ops", group="reviewers", thread=thread.pk,
+                       arguments={"to": "frank@example.com", "subject": "Hi", "body": "b"})
+    page = login("rita").get(f"/inbox/{req.pk}/conversation/").content.decode()
+    assert "Invoice <span class=\"bidi-control\"" in page
+    assert "\u202e" not in page
