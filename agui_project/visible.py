@@ -92,3 +92,35 @@ def json_escapes(text: str) -> str:
     """JSON text a person edits (the inbox's raw editor): each control as its JSON escape ("\\u202e"),
     which reads back as the same value, so the textarea shows it instead of obeying it."""
     return _CONTROL.sub(lambda m: _escape(m.group()) if len(m.group()) == 1 else m.group(), text)
+
+
+WORDS_LINES, WORDS_CHARS = 12, 1000
+_BLANK_RUN = re.compile(r"\n(?:[^\S\n]*\n)+")
+
+
+def words_head(text) -> tuple[str, str]:
+    """(what is shown at once, the rest) of a model's or requester's prose shown in a block above or among
+    what a reviewer judges (an agent's reason): runs of empty lines made one, and at most WORDS_LINES
+    lines or WORDS_CHARS characters at once, so that no text pushes the facts out of view (sixty empty
+    lines did) or fills a screen before them. The rest is for the caller to offer, saying how much."""
+    text = _BLANK_RUN.sub("\n\n", str(text or "").replace("\r\n", "\n").strip("\n"))
+    cut = min(len(text), WORDS_CHARS)
+    at = -1
+    for _line in range(WORDS_LINES):
+        at = text.find("\n", at + 1)
+        if at < 0:
+            break
+    if 0 <= at < cut:
+        cut = at
+    return text[:cut], text[cut:].lstrip("\n")
+
+
+def quoted_text(text, more) -> str:
+    """Plain text (a mail) of words_head's head, each line behind "> " so that none passes for a line of
+    the mail's own (a made-up "Arguments:" block, an "Approve: <link>"); `more(lines)`: the sentence
+    that says how many lines are left out, or None when none are."""
+    head, rest = words_head(text)
+    lines = [f"> {line}".rstrip() for line in reveal_text(head).split("\n")]
+    if rest:
+        lines.append(f"> … {more(rest.count(chr(10)) + 1)}")
+    return "\n".join(lines)

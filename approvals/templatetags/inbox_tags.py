@@ -223,3 +223,33 @@ def shown_text(value):
     from agui_project.visible import reveal_text
 
     return reveal_text("" if value is None else value)
+
+
+@register.filter(is_safe=True)
+def words(value):
+    """An agent's words in a block above what a reviewer judges: shown as `shown` does, empty-line runs
+    made one, a dozen lines at once and the rest behind a summary that says how many lines it holds
+    (agui_project/visible.words_head)."""
+    from django.utils.html import format_html
+    from django.utils.safestring import mark_safe
+
+    from agui_project.visible import reveal_html, words_head
+
+    head, rest = words_head("" if value is None else value)
+    if not rest:
+        return reveal_html(head)
+    count = rest.count("\n") + 1
+    summary = ngettext("Show the rest (%(count)s more line)", "Show the rest (%(count)s more lines)", count) % {
+        "count": count}
+    return mark_safe(reveal_html(head) + format_html('<details class="words-rest"><summary>{}</summary>{}</details>',
+                                                     summary, reveal_html(rest)))
+
+
+@register.filter
+def quoted(value):
+    """The same for a plain-text mail: each line quoted ("> "), what is left out said (visible.quoted_text)."""
+    from agui_project.visible import quoted_text
+
+    return quoted_text("" if value is None else value, lambda count: ngettext(
+        "%(count)s more line: read them in the inbox", "%(count)s more lines: read them in the inbox", count) % {
+        "count": count})
