@@ -823,13 +823,17 @@
     card.titleEl.hidden = !what;
     card.el.classList.toggle("has-title", !!what);
     const edited = approval.finalArguments && diffArgs(approval.requestedArguments || approval.arguments, approval.finalArguments).length;
-    card.shownArgs = !!edited;
+    // the arguments as the call was asked (validated: what runs, defaults filled in, an address as it is
+    // sent), not the model's streamed text, which showed "bob@EXAMPLE.COM" or left a default out
+    const asked = approval.requestedArguments || approval.arguments;
+    card.shownArgs = !!(edited || asked);  // the streamed text no longer replaces them
     if (edited) {
       V.set(card.argsEl, prettyJSON(JSON.stringify(parseArgs(approval.finalArguments))));
       card.argsLabel.textContent = gettext("Arguments, as approved");
     } else {
       card.argsLabel.textContent = gettext("Arguments");
-      if (card.argsText) V.set(card.argsEl, prettyJSON(card.argsText));
+      if (asked) V.set(card.argsEl, prettyJSON(JSON.stringify(parseArgs(asked))));
+      else if (card.argsText) V.set(card.argsEl, prettyJSON(card.argsText));
     }
     const status = approval.status || "pending";
     if (status === "pending") setCardStatus(card, "waiting");

@@ -135,3 +135,20 @@ def test_text_hidden_in_tag_characters_is_shown_live_too(people, live_stack):
     raw.fill(raw.input_value().replace('"Status"', '"Status ' + chr(0xE0041) + '"'))
     expect(r.locator("#diff-preview")).to_contain_text("Status ⟨U+E0041⟩")
     assert chr(0xE0077) not in r.locator("#approval-detail").inner_text()
+
+
+def test_the_chat_card_shows_the_arguments_that_run(people):
+    """The requester's card showed the model's streamed text ("bob@EXAMPLE.COM") under a title and an
+    inbox that read the address the mail goes to: it shows the arguments as validated, as the inbox does."""
+    page = people("alice").page
+    new_chat(page, "ops")
+    send(page, "Email bob@EXAMPLE.COM subject 'Status' saying 'All good'")
+    card = page.locator(".tool-card", has_text="send_email").last
+    expect(card.locator(".approval-card")).to_be_visible(timeout=T)
+    expect(card.locator(".tool-args")).to_contain_text('"to": "bob@example.com"')
+    assert "EXAMPLE" not in card.locator(".tool-args").inner_text()
+    page.reload()  # the snapshot's calls do not write the streamed text back over them
+    card = page.locator(".tool-card", has_text="send_email").last
+    expect(card.locator(".approval-card")).to_be_visible(timeout=T)
+    expect(card.locator(".tool-args")).to_contain_text('"to": "bob@example.com"')
+    assert "EXAMPLE" not in card.locator(".tool-args").inner_text()
