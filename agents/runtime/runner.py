@@ -73,6 +73,7 @@ from state import services as state_services
 
 log = logging.getLogger(__name__)
 EXCERPT_MESSAGES = 10  # tool results count: a lookup and its answer are two
+EXCERPT_CHARS = 1000  # of each message
 CANCEL_CHECK_SECONDS = 0.05  # how often a streaming run looks for a Stop
 ID_MAX_LENGTH = ToolCall._meta.pk.max_length
 NAME_MAX_LENGTH = ToolCall._meta.get_field("name").max_length
@@ -177,10 +178,19 @@ def conversation_excerpt(thread):
     excerpt = []
     for m in messages:
         if m.role == Message.Role.TOOL:
-            excerpt.append({"role": "tool", "name": names.get(m.tool_call_id) or "tool", "content": m.content[:1000]})
+            excerpt.append({"role": "tool", "name": names.get(m.tool_call_id) or "tool", **_excerpted(m.content)})
         elif m.content:
-            excerpt.append({"role": m.role, "content": m.content[:1000]})
+            excerpt.append({"role": m.role, **_excerpted(m.content)})
     return excerpt
+
+
+def _excerpted(content):
+    """A message's words for the excerpt: at most EXCERPT_CHARS, and how many more were cut (the
+    reviewer is told, and reads the rest in the whole conversation): a cut that said nothing left
+    out the end of a person's message, which may be the sentence that mattered."""
+    if len(content) <= EXCERPT_CHARS:
+        return {"content": content}
+    return {"content": content[:EXCERPT_CHARS], "cut": len(content) - EXCERPT_CHARS}
 
 
 def rejection_text(call):
