@@ -120,3 +120,20 @@ def test_the_conversation_page_shows_the_chats_title_so_too(login, demo):
     page = login("rita").get(f"/inbox/{req.pk}/conversation/").content.decode()
     assert "Invoice <span class=\"bidi-control\"" in page
     assert "\u202e" not in page
+
+
+def test_an_outside_agents_name_is_shown_so_too(login, api, demo):
+    """An agent running elsewhere names itself: "banking" with a zero-width space read as this project's
+    banking agent in the rows, the reading pane, the request page and the agent filter."""
+    made = api("alice").post("/api/approvals/", {
+        "tool_name": "crm.delete_contact", "agent_name": "banking\u200b", "arguments": {"email": "a@example.com"},
+        "schema": {"type": "object", "properties": {"email": {"type": "string"}}}}, format="json").json()
+    client = login("rita")
+    for url in (f"/inbox/{made['id']}/", f"/inbox/{made['id']}/?partial=preview", "/inbox/?scope=all&status=all",
+                "/inbox/stats/"):
+        body = client.get(url).content.decode().split('<script id="approval-arguments"')[0]
+        # the filter's value and the stats row's key: the name as it is, for the program, not shown
+        body = body.replace('value="banking\u200b"', "").replace('data-key="banking\u200b"', "")
+        assert "banking⟨U+200B⟩" in body.replace('<span class="bidi-control" title="An invisible character: shown '
+                                                 'here, not hidden">', "").replace("</span>", "") and \
+            "\u200b" not in body, url
