@@ -103,7 +103,7 @@ def words_head(text) -> tuple[str, str]:
     what a reviewer judges (an agent's reason): runs of empty lines made one, and at most WORDS_LINES
     lines or WORDS_CHARS characters at once, so that no text pushes the facts out of view (sixty empty
     lines did) or fills a screen before them. The rest is for the caller to offer, saying how much."""
-    text = _BLANK_RUN.sub("\n\n", str(text or "").replace("\r\n", "\n").strip("\n"))
+    text = _BLANK_RUN.sub("\n\n", str(text or "").replace("\r\n", "\n").replace("\r", "\n").strip("\n"))
     cut = min(len(text), WORDS_CHARS)
     at = -1
     for _line in range(WORDS_LINES):

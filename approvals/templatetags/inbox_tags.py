@@ -253,3 +253,16 @@ def quoted(value):
     return quoted_text("" if value is None else value, lambda count: ngettext(
         "%(count)s more line: read them in the inbox", "%(count)s more lines: read them in the inbox", count) % {
         "count": count})
+
+
+@register.filter
+def mail_line(value):
+    """A requester's words in a one-line place of a plain-text mail (a headline, "Impact: ..."): as
+    shown_text, or, holding a line break, quoted on lines of their own, so that none passes for a
+    line of the mail ("Risk: Low", "Arguments: {...}" in an outside agent's description)."""
+    from agui_project.visible import reveal_text
+
+    text = "" if value is None else str(value)
+    if "\n" not in text and "\r" not in text:  # the other line breaks are written out (visible.py)
+        return reveal_text(text)
+    return "\n" + quoted(text)
