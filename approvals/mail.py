@@ -15,6 +15,7 @@ from people import selectors
 from . import mail_links
 from .access import mail_key
 from .models import said
+from .templatetags.inbox_tags import mail_line
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +66,11 @@ def _facts(req):
                 _("It expires in %(minutes)s min %(seconds)s s (%(when)s %(zone)s); then it is rejected "
                   "automatically.")) % values + "\n"
     return "".join([
-        f"{said(req, 'description')}\n\n",
+        f"{mail_line(said(req, 'description'))}\n\n",
         _("Tool: %(tool)s") % {"tool": req.tool_name}, "\n",
         _("Risk: %(risk)s") % {"risk": req.get_risk_display()}, "\n",
         _("Reversible: %(answer)s") % {"answer": _("yes") if req.reversible else _("no")}, "\n",
-        _("Impact: %(impact)s") % {"impact": said(req, "impact") or "-"}, "\n",
+        _("Impact: %(impact)s") % {"impact": mail_line(said(req, "impact") or "-")}, "\n",
         _("Requested by: %(name)s") % {"name": req.requester.get_username()}, "\n", left, "\n",
         _("Decide: %(url)s") % {"url": f"{settings.AGUI_PUBLIC_URL.rstrip('/')}/inbox/{req.pk}/"}, "\n",
     ])

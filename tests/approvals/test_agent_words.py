@@ -72,3 +72,21 @@ def test_a_headline_of_several_lines_is_quoted_in_the_mail(api, demo):
     assert not re.search(r"^(Risk: Low|Reversible: yes|Arguments:\n\{\})$", body, re.M), body
     assert "\n> Risk: Low\n" in body and "\n> Arguments:\n" in body
     assert re.search(r"^Risk: High$", body, re.M) and re.search(r"^Reversible: no$", body, re.M)
+
+
+def test_the_reminder_mail_shows_the_words_as_the_request_mail_does(demo):
+    """The reminder's facts wrote the headline and impact as stored: a text-direction control obeyed
+    ("Invoice exe.pdf"), characters that draw nothing hidden, a headline of several lines made lines
+    of its own."""
+    from approvals import mail as approval_mail
+    from approvals.models import ApprovalRequest
+
+    req = make_request("alice", tool="crm.export_contacts", agent="crm", group="reviewers",
+                       description="Send Invoice \u202efdp.exe\nRisk: Low", arguments={"to": "x@example.com"})
+    ApprovalRequest.objects.filter(pk=req.pk).update(impact="none\u200b")
+    req.refresh_from_db()
+    mail.outbox.clear()
+    approval_mail.reminder(req, ["rita@example.com"])
+    body = mail.outbox[0].body
+    assert "Send Invoice ⟨U+202E⟩fdp.exe" in body and "\u202e" not in body and "none⟨U+200B⟩" in body
+    assert not re.search(r"^Risk: Low$", body, re.M) and "\n> Risk: Low\n" in body
