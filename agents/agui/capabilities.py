@@ -51,6 +51,8 @@ def capabilities(agent, card):
             "stateSchema": agent.state_schema if stated else None,
             # the base of a state change (the `version` of the last CUSTOM state_version event)
             "stateVersion": "forwardedProps.stateVersion",
+            # names a frontend tool may not take (a workflow's own tools among them: agents/agui/incoming.py)
+            "toolNamesTaken": sorted(agent.tool_names()),
             "maxNewMessages": getattr(settings, "AGUI_MAX_NEW_MESSAGES", 200),
             "maxContextChars": settings.AGUI_MAX_CONTEXT_CHARS,
             **({"maxImages": settings.AGUI_MAX_IMAGES, "maxImageBytes": settings.AGUI_MAX_IMAGE_BYTES}

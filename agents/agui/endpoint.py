@@ -308,7 +308,7 @@ def _check(request, agent_name, json_body, agent_input, invalid):
     try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
         new_messages = incoming.select(thread, agent_input)
         run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input)
-        incoming.client_tools(agent_input)
+        incoming.client_tools(agent_input, agent)
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
     return Accepted(agent, user, agent_input, thread, new_messages, run_context, ignored)
@@ -430,7 +430,7 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
                 thread, user, run_id=agent_input.run_id, messages=new_messages,
                 new_thread=new_thread,
                 forwarded_props=agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {},
-                client_tools=incoming.client_tools(agent_input),
+                client_tools=incoming.client_tools(agent_input, agent),
                 context=run_context, ignored=ignored,
             )
             if ignored:  # never silently: the client hears what of its history the model does not get

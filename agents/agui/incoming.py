@@ -85,17 +85,23 @@ def context(agent_input):
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def client_tools(agent_input):
+def client_tools(agent_input, agent):
     """RunAgentInput.tools as the run keeps them (Run.client_tools), or Refused: a tool the model's
     API refuses (a name outside its pattern, two of one name, parameters that are not an object's
-    schema) failed every run of the thread with the API's 400, after the message was stored."""
+    schema) failed every run of the thread with the API's 400, after the message was stored; one
+    named as a tool of the agent's own was never offered (theirs was, in its place, or beside it)."""
     tools, names = [t.model_dump(mode="json", exclude_none=True) for t in agent_input.tools or []], set()
+    own = agent.tool_names() if tools else set()
     for t in tools:
         name, parameters = t.get("name"), t.get("parameters")
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name) or name in names:
             raise Refused("invalid_tools", _(
                 "The tool %(name)s cannot be offered to the model: a tool's name is 1 to 64 letters, digits, "
                 "_ or -, and each tool has a name of its own. Nothing was stored.") % {"name": repr(name)[:80]})
+        if name in own:
+            raise Refused("invalid_tools", _(
+                "The tool %(name)s cannot be offered to the model: the agent has a tool of its own by that name. "
+                "Give yours another name. Nothing was stored.") % {"name": repr(name)})
         if parameters is not None and not (isinstance(parameters, dict) and parameters.get("type", "object") == "object"):
             raise Refused("invalid_tools", _(
                 "The tool %(name)s cannot be offered to the model: its parameters must be a JSON Schema of an "

@@ -24,6 +24,12 @@ class Agent:
         """What the model is offered: its own tools and its healthy MCP servers' tools."""
         return [*self.tools, *mcp_catalog.tools_for(self.name)]
 
+    def tool_names(self):
+        """Every name the server's own tools take in what its model may be offered: a client's
+        frontend tool of one of them is refused (agents/agui/incoming.client_tools), and never
+        offered beside it (Runner.client_tools)."""
+        return {t.name for t in self.all_tools()}
+
 
 def state_schema(**properties):
     """The JSON Schema of a state document whose top-level keys hold these (pydantic-typed) values.

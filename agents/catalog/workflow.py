@@ -11,6 +11,10 @@ from state import services as state_services
 
 from .agent import Agent
 
+# the tools every workflow gives its agents' models (agents/runtime/workflows.py runs them)
+HANDOFF_PREFIX = "handoff_to_"
+REQUEST_INFO = "request_info"
+
 
 def ends_with_case_complete(conversation):
     """The demo's termination condition: the last assistant message ends with "case complete."."""
@@ -61,6 +65,11 @@ class Workflow(Agent):
 
     def targets(self, source):
         return [h for h in self.handoffs if h.source == source]
+
+    def tool_names(self):
+        """Any participant may become the active one: each one's tools, and the workflow's own."""
+        return {REQUEST_INFO, *(HANDOFF_PREFIX + h.target for h in self.handoffs), *super().tool_names(),
+                *(name for a in self.participants for name in a.tool_names())}
 
     def card(self):
         """The graph for agent cards (GET /agui/, the chat's picker)."""

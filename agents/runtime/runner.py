@@ -546,8 +546,10 @@ class Runner:
         return out
 
     def client_tools(self):
-        """Frontend tools an AG-UI client offered; an agent's own tool of the same name wins."""
-        return {t["name"]: t for t in self.run.client_tools or [] if not self.agent.tool(t.get("name"))}
+        """Frontend tools an AG-UI client offered; the server's own tool of the same name wins (the
+        endpoint refuses such a name; an MCP tool may take it later, and a run keeps its tools)."""
+        own = get_agent(self.thread.agent).tool_names()  # a workflow's: every participant's and its own
+        return {t["name"]: t for t in self.run.client_tools or [] if t.get("name") not in own}
 
     def tool_specs(self):
         specs = [t.openai_spec() for t in self.agent.all_tools()]

@@ -36,7 +36,14 @@ from django.utils import timezone
 
 from agents import registry
 from agents.agui import custom_events
-from agents.catalog.workflow import Handoff, Workflow, ends_with_case_complete, merged_state
+from agents.catalog.workflow import (
+    HANDOFF_PREFIX,
+    REQUEST_INFO,
+    Handoff,
+    Workflow,
+    ends_with_case_complete,
+    merged_state,
+)
 from agents.models import InputRequest, Message, Run, ToolCall, WorkflowInstance
 from agents.runtime import inputs
 from agents.runtime.runner import NOT_BUILTIN, RunCancelled, Runner
@@ -47,9 +54,7 @@ __all__ = ["Handoff", "Workflow", "WorkflowRunner", "ends_with_case_complete", "
 
 log = logging.getLogger(__name__)
 
-HANDOFF_PREFIX = "handoff_to_"
 SUMMARY_STEPS = 40  # completed steps listed in a resume summary
-REQUEST_INFO = "request_info"
 DONE_STATUSES = (
     ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.REJECTED, ToolCall.Status.EXPIRED,
     ToolCall.Status.CANCELLED, ToolCall.Status.DENIED, ToolCall.Status.OUTCOME_UNKNOWN,

@@ -7,6 +7,7 @@ import sqlite3
 import uuid
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection
 
 from agents import services
@@ -337,3 +338,59 @@ def test_a_message_id_longer_than_a_row_holds_is_stored_under_one_of_ours(client
     assert post(client, bearer, thread_id, again).status_code == 200
     assert list(Message.objects.filter(thread_id=thread_id, role="user").order_by("seq")
                 .values_list("content", flat=True)) == ["hi", "and now?"]
+
+
+def first_events(resp):
+    """The stream's events up to its RUN_ERROR or MESSAGES_SNAPSHOT (a run under way, which with no
+    worker would be followed for ever)."""
+    async def read():
+        events, buffer = [], ""
+        async for chunk in resp.streaming_content:
+            buffer += chunk.decode()
+            *frames, buffer = buffer.split("\n\n")
+            events += [json.loads(f[len("data: "):]) for f in frames if f]
+            if {"RUN_ERROR", "MESSAGES_SNAPSHOT"} & {e["type"] for e in events}:
+                return events
+        return events
+
+    assert resp.status_code == 200, resp
+    return async_to_sync(read)()
+
+
+@pytest.mark.parametrize(("agent", "name"), [
+    ("banking", "check_balance"),  # the agent's own tool
+    ("support", "submit_refund"),  # a participant's, though the start agent (triage) has no such tool
+    ("support", "request_info"),  # the workflow's own: asking the person
+    ("support", "handoff_to_refund_agent"),  # the workflow's own: a handoff edge
+])
+def test_a_frontend_tool_named_as_one_of_the_agents_own_is_refused_before_anything_is_stored(client, bearer, agent,
+                                                                                             name):
+    """The agent's tool of that name was offered in its place without a word (or, for a workflow's
+    own tools, both went to the model under one name): the client's tool was never called, and a
+    client that runs its tool on the call's TOOL_CALL_END ran it for the server's call."""
+    thread_id = fresh("thread")
+    body = {"threadId": thread_id, "runId": fresh("run"), "messages": [user("hi")], "state": {}, "context": [],
+            "forwardedProps": {}, "tools": [{"name": name, "description": "mine", "parameters": {"type": "object"}}]}
+    events = first_events(client.post(f"/agui/{agent}/", json.dumps(body), content_type="application/json", **bearer))
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"], events  # not the run's MESSAGES_SNAPSHOT
+    assert events[1]["code"] == "invalid_tools" and repr(name) in events[1]["message"], events[1]
+    assert not Thread.objects.filter(pk=thread_id).exists() and not Message.objects.filter(thread_id=thread_id).exists()
+    # what the agent says it accepts names them
+    assert name in client.get(f"/agui/{agent}/", **bearer).json()["custom"]["toolNamesTaken"]
+
+
+def test_a_workflows_model_is_offered_one_tool_of_each_name_whatever_the_run_kept(demo):
+    """A run kept from before the endpoint refused such names (or an MCP tool added since it was
+    accepted): the workflow's own tools and every participant's win over the client's."""
+    from agents.registry import get_agent
+    from agents.runtime.workflows import WorkflowRunner
+
+    thread = services.create_thread(demo["alice"], "support")
+    mine = [{"name": n, "description": "mine"} for n in ("request_info", "handoff_to_refund_agent", "submit_refund",
+                                                         "show_chart")]
+    runner = WorkflowRunner(Run.objects.create(thread=thread, client_tools=mine))
+    runner.agent = get_agent("support").participant("triage_agent")  # the active agent, as execute() sets it
+    names = [s["function"]["name"] for s in runner.tool_specs()]
+    assert len(names) == len(set(names)), names
+    assert "show_chart" in names and not any(
+        s["function"].get("description") == "mine" for s in runner.tool_specs() if s["function"]["name"] != "show_chart")
