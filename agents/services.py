@@ -355,9 +355,10 @@ def _resume_decision(interrupt_id, payload):
     decision = payload.get("decision")
     approved = payload.get("approved", payload.get("accepted"))
     if decision is None:
-        if not isinstance(approved, bool):
-            raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.approved must be a boolean") % {
-                "id": interrupt_id})
+        if not isinstance(approved, bool):  # both ways, as the interrupt's responseSchema offers them
+            raise ResumeError("invalid_resume", _(
+                "interrupt %(id)s: the payload says neither decision (approve, edit, reject or respond) nor "
+                "approved (true or false)") % {"id": interrupt_id})
         return "approve" if approved else "reject"
     if decision not in RESUME_DECISIONS:
         raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.decision must be one of %(choices)s") % {

@@ -156,6 +156,19 @@ def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo
     assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
 
 
+@pytest.mark.parametrize("payload", [{}, {"feedback": "no"}, {"approved": "yes"}])
+def test_an_answer_that_says_no_decision_names_both_ways_to_say_one(client, bearer, demo, fake_llm, payload):
+    """The refusal named payload.approved alone, though the interrupt's responseSchema offers
+    `decision` first (either will do): a client built from the schema was sent the other way."""
+    thread, req = paused_cancellation(demo, fake_llm)
+    resume = [{"interruptId": req.pk, "status": "resolved", "payload": payload}]
+    error = refusal(post(client, bearer, body(thread.pk, resume=resume)))
+    assert error["code"] == "invalid_resume" and req.pk in error["message"]
+    assert "decision (approve, edit, reject or respond)" in error["message"] and "approved (true or false)" in \
+        error["message"], error["message"]
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
+
+
 def test_two_different_answers_to_one_interrupt_are_refused_and_one_answer_twice_is_one(client, bearer, demo, fake_llm):
     """The last of two answers was taken, silently: an approval then a rejection ran as the rejection."""
     thread, req = paused_cancellation(demo, fake_llm)
