@@ -205,8 +205,8 @@ def _check_parts(new):
             kind = part.get("type")
             if row[1] == Message.Role.TOOL or kind not in ("text", "image"):
                 raise Refused("unsupported_content",
-                              _("Message %(id)s holds a %(kind)s part; only text, and images in user messages, "
-                                "are accepted.") % {"id": row[0], "kind": kind})
+                              _("Message %(id)s holds a part of type %(kind)s; only text, and images in user "
+                                "messages, are accepted.") % {"id": row[0], "kind": repr(kind)})
             if kind == "image":
                 images += 1
                 _check_image(row[0], part["source"])

@@ -151,6 +151,8 @@ def test_media_other_than_images_is_refused(fake_llm, client, token_headers, set
         {"type": "audio", "source": {"type": "data", "value": PNG, "mimeType": "audio/wav"}}]}
     error = refused(post(client, "banking", run_input(new_thread(), [message]), **token_headers("alice")))
     assert error["code"] == "unsupported_content" and "audio" in error["message"]
+    # said as a sentence ("holds a audio part" was not one)
+    assert error["message"].startswith("Message m-audio holds a part of type 'audio';"), error["message"]
 
 
 def test_images_reach_a_vision_model_and_stay_in_the_thread(celery_worker_live, fake_llm, client, token_headers,
