@@ -105,6 +105,10 @@ export default ({ CONFETTI_TOOL, expect, ofType, types, userMessage, run, finish
       const spaced = { ...CONFETTI_TOOL, name: "show confetti" };
       const refused = runError(await run(agent, { tools: [spaced] }), "invalid_tools");
       expect(refused.message.includes("show confetti"), "the refusal names the tool", refused);
+      // a frontend tool named as one of the agent's own would never be the one called
+      const mine = { ...CONFETTI_TOOL, name: "check_balance" };
+      const taken = runError(await run(agent, { tools: [mine] }), "invalid_tools");
+      expect(taken.message.includes("check_balance"), "the refusal names the taken name", taken);
       // nothing was stored: the same message with valid tools is the thread's first turn
       const next = await run(agent, { tools: [CONFETTI_TOOL] });
       finished(next);
