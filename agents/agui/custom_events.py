@@ -117,8 +117,9 @@ def state_not_applied(code, message, version):
 
 IGNORED_REASON = (
     "This server keeps the conversation and the agent's instructions itself: system and developer "
-    "messages from the client are not given to the model, and assistant messages the conversation "
-    "does not hold are not added to it. Each is told once per conversation."
+    "messages from the client are not given to the model, assistant messages the conversation "
+    "does not hold are not added to it, and a message it holds is not changed by an edited copy sent "
+    "under its id (send the change as a new message). Each is told once per conversation."
 )
 
 

@@ -258,9 +258,13 @@ def ignored(thread, agent_input):
     and a framework's instructions (Agent Framework sends its agent's as a system message) or a
     chat widget's local greeting would otherwise bring the same notice on every turn, which its
     user learns to skip. An assistant message the thread holds (by id, by its text, or by its tool
-    calls: Agent Framework resends ours with new ids) is the thread's own and is not told.
+    calls: Agent Framework resends ours with new ids) is the thread's own and is not told. A user
+    message sent under the id of one the thread holds, with other text (a client that edited an
+    earlier turn in place), is not taken either (select() knows it by its id): it is told.
     """
-    candidates = [m for m in agent_input.messages if m.role in NOT_TAKEN]
+    edited = _edited(thread, agent_input)
+    candidates = [m for m in agent_input.messages
+                  if m.role in NOT_TAKEN or (m.role == Message.Role.USER and m.id in edited)]
     if not candidates:
         return []
     told, held_ids, held_texts, held_calls = set(), set(), set(), set()
@@ -273,7 +277,7 @@ def ignored(thread, agent_input):
         held_calls = set(ToolCall.objects.filter(thread=thread).values_list("pk", flat=True))
     out = []
     for m in candidates:
-        text = m.content if isinstance(m.content, str) else ""
+        text = _text(m) if m.role == Message.Role.USER else m.content if isinstance(m.content, str) else ""
         calls = [c.id for c in getattr(m, "tool_calls", None) or []]
         if m.role == "assistant" and (m.id in held_ids or (text or "").strip() in held_texts
                                       or (calls and set(calls) <= held_calls) or not (text or calls)):
@@ -284,6 +288,14 @@ def ignored(thread, agent_input):
             out.append({"id": m.id, "role": m.role, "key": key})
     return out
 
+
+def _edited(thread, agent_input):
+    """Ids of the client's user messages the thread holds under those ids with other text."""
+    if thread is None or not any(m.role == Message.Role.USER for m in agent_input.messages):
+        return set()
+    held = {h[0]: h[2] for h in _HELD.all(thread.pk) if h[1] == Message.Role.USER}
+    return {m.id for m in agent_input.messages
+            if m.role == Message.Role.USER and m.id in held and _text(m) != held[m.id]}
 
 
 def _tool_results(thread, new):

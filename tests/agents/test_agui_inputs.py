@@ -394,3 +394,22 @@ def test_a_workflows_model_is_offered_one_tool_of_each_name_whatever_the_run_kep
     assert len(names) == len(set(names)), names
     assert "show_chart" in names and not any(
         s["function"].get("description") == "mine" for s in runner.tool_specs() if s["function"]["name"] != "show_chart")
+
+
+def test_a_user_message_edited_in_place_is_not_taken_and_is_told_once(client, bearer):
+    """A client that edits an earlier turn and resends it under its id: the thread keeps the turn as
+    it was (select() knows it by its id), and the edit was dropped without a word."""
+    thread_id = fresh("thread")
+    first = user("hello", f"u1-{thread_id}")
+    assert post(client, bearer, thread_id, [first]).status_code == 200
+    finish_runs(thread_id)
+    edited, then = {**first, "content": "hello, edited"}, user("and then?")
+    assert post(client, bearer, thread_id, [edited, then]).status_code == 200
+    assert list(Message.objects.filter(thread_id=thread_id, role="user").order_by("seq")
+                .values_list("content", flat=True)) == ["hello", "and then?"]
+    run = Run.objects.get(thread_id=thread_id, status=Run.Status.QUEUED)
+    assert [(i["id"], i["role"]) for i in run.ignored_messages] == [(first["id"], "user")]
+    # resent again with the same edit: told once per conversation, as the others are
+    finish_runs(thread_id)
+    assert post(client, bearer, thread_id, [edited, then, user("more")]).status_code == 200
+    assert Run.objects.get(thread_id=thread_id, status=Run.Status.QUEUED).ignored_messages == []
