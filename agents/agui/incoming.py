@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass
 
+import jsonschema
 from django.conf import settings
 from django.utils.translation import gettext as _
 
@@ -106,6 +107,14 @@ def client_tools(agent_input, agent):
             raise Refused("invalid_tools", _(
                 "The tool %(name)s cannot be offered to the model: its parameters must be a JSON Schema of an "
                 "object. Nothing was stored.") % {"name": repr(name)})
+        if parameters:
+            try:  # by the draft it names ($schema), else the latest, as the model's API checks it
+                jsonschema.validators.validator_for(parameters).check_schema(parameters)
+            except jsonschema.SchemaError as exc:
+                raise Refused("invalid_tools", _(
+                    "The tool %(name)s cannot be offered to the model: its parameters are not a valid JSON Schema "
+                    "(at %(place)s). Nothing was stored.") % {
+                        "name": repr(name), "place": "/" + "/".join(str(p) for p in exc.path)}) from None
         names.add(name)
     return tools
 

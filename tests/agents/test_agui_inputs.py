@@ -413,3 +413,22 @@ def test_a_user_message_edited_in_place_is_not_taken_and_is_told_once(client, be
     finish_runs(thread_id)
     assert post(client, bearer, thread_id, [edited, then, user("more")]).status_code == 200
     assert Run.objects.get(thread_id=thread_id, status=Run.Status.QUEUED).ignored_messages == []
+
+
+@pytest.mark.parametrize("parameters", [
+    {"type": "object", "properties": {"colour": {"type": "colour"}}},  # no such type
+    {"type": "object", "properties": {"n": {"type": "integer", "minimum": "one"}}},
+    {"type": "object", "required": "colour"},
+])
+def test_frontend_tool_parameters_that_are_no_json_schema_are_refused_before_anything_is_stored(client, bearer,
+                                                                                              parameters):
+    """OpenAI answers such a function 400 (invalid_function_parameters): the run failed after its
+    message was stored, and every later run that offered the tool failed the same way."""
+    thread_id = fresh("thread")
+    tools = [{"name": "show_confetti", "description": "", "parameters": parameters}]
+    body = {"threadId": thread_id, "runId": fresh("run"), "messages": [user("hi")], "state": {}, "context": [],
+            "forwardedProps": {}, "tools": tools}
+    events = first_events(client.post("/agui/banking/", json.dumps(body), content_type="application/json", **bearer))
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"], events
+    assert events[1]["code"] == "invalid_tools" and "'show_confetti'" in events[1]["message"], events[1]
+    assert not Message.objects.filter(thread_id=thread_id).exists()
