@@ -145,6 +145,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 @admin.register(AuditEvent)
 class AuditEventAdmin(admin.ModelAdmin):
     list_display = ["created_at", "action", "actor", "tool_name", "object_ref"]
+    # the actor may be empty, so Django's list would read each row's on its own (100 per page)
+    list_select_related = ["actor"]
     list_filter = ["action", "tool_name"]
     search_fields = ["object_ref", "tool_name"]
 
@@ -163,6 +165,7 @@ class ThreadGrantAdmin(admin.ModelAdmin):
     """Visible here; revoked through the API (services.revoke_grant), never deleted."""
 
     list_display = ["tool_name", "thread_ref", "user", "created_at", "revoked_at", "revoked_by"]
+    list_select_related = ["user", "revoked_by"]  # revoked_by may be empty: not joined by default
     list_filter = ["tool_name"]
 
     def has_change_permission(self, request, obj=None):
