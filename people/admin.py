@@ -1,4 +1,13 @@
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from rest_framework.authtoken.admin import TokenAdmin
+from rest_framework.authtoken.models import TokenProxy
+
+from agui_project.auth import token_expires_at
 
 from .models import Profile
 
@@ -9,3 +18,41 @@ class ProfileAdmin(admin.ModelAdmin):
     list_filter = ("language",)
     search_fields = ("user__username", "user__email")
     autocomplete_fields = ("user",)
+
+
+admin.site.unregister(TokenProxy)
+
+
+def _token_title(token):
+    return gettext("token of %(name)s") % {"name": token.user.get_username()}
+
+
+# DRF's proxy exists for this page only; its name was the key, written into the page titles, the
+# delete confirmation and the admin's log of actions (django_admin_log, the index's recent actions)
+TokenProxy.__str__ = _token_title
+
+
+@admin.register(TokenProxy)
+class AccountTokenAdmin(TokenAdmin):
+    """DRF's Tokens page without the keys: a key is its account's way in, and the list showed every
+    account's to whoever could see the page. A key is read once, on the page that follows its making,
+    and only a superuser makes one (a token holds all its account may do: an admin's too)."""
+
+    list_display = ("user", "created", "expires")
+
+    @admin.display(description=_("expires"))
+    def expires(self, obj):
+        return token_expires_at(obj) or _("never")
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser and super().has_add_permission(request)
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied  # Django's add view would answer a staff member's POST the same
+        return super().add_view(request, form_url, extra_context)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return TemplateResponse(request, "admin/authtoken/key_once.html", {
+            **self.admin_site.each_context(request), "token": obj, "expires": token_expires_at(obj),
+            "back": reverse("admin:authtoken_tokenproxy_changelist")})

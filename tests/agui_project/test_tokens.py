@@ -159,3 +159,53 @@ def test_a_sign_in_that_upgrades_the_password_hash_keeps_the_token(demo, setting
                                  "django.contrib.auth.hashers.MD5PasswordHasher"]
     assert alice.check_password(settings.DEMO_PASSWORD) and alice.password.startswith("pbkdf2_sha256$")
     assert client_for(token, "Token").get("/api/threads/").status_code == 200
+
+
+@pytest.fixture
+def token_clerk(demo):
+    """A staff member an admin let see and make tokens (Django's view and add permissions), nothing else."""
+    from django.contrib.auth.models import Permission, User
+
+    clerk = User.objects.create_user("clerk", is_staff=True)
+    clerk.user_permissions.set(Permission.objects.filter(content_type__app_label="authtoken"))
+    client = Client()
+    client.force_login(clerk)
+    return client
+
+
+def test_the_admins_tokens_page_shows_no_key(demo, token_clerk):
+    """A key is its account's way in: the Tokens page listed every account's in full, so whoever
+    could see that page (a staff member given the view permission, a screen shared in a call)
+    could act as any of them, an admin included."""
+    admins = Token.objects.create(user=demo["admin"])
+    for client in (token_clerk, _admin_client(demo)):
+        listing = client.get("/admin/authtoken/tokenproxy/")
+        assert listing.status_code == 200 and "admin" in listing.content.decode()
+        assert admins.key not in listing.content.decode()
+        assert admins.key not in client.get(f"/admin/authtoken/tokenproxy/{demo['admin'].pk}/change/").content.decode()
+
+
+def _admin_client(demo):
+    client = Client()
+    client.force_login(demo["admin"])
+    return client
+
+
+def test_only_a_superuser_makes_a_token_and_reads_it_once(demo, token_clerk):
+    """A token is its account's whole power: a staff member with the add permission made one for the
+    admin and read it in the list, then called the API as the admin."""
+    refused = token_clerk.post("/admin/authtoken/tokenproxy/add/", {"user": demo["admin"].pk})
+    assert refused.status_code == 403
+    assert not Token.objects.filter(user=demo["admin"]).exists()
+
+    made = _admin_client(demo).post("/admin/authtoken/tokenproxy/add/", {"user": demo["alice"].pk})
+    token = Token.objects.get(user=demo["alice"])
+    assert made.status_code == 200 and token.key in made.content.decode()  # shown on this page, once
+    assert "shown this once" in made.content.decode()
+    assert client_for(token).get("/api/threads/").status_code == 200
+    from django.contrib.admin.models import LogEntry
+
+    assert [e.object_repr for e in LogEntry.objects.all()] == ["token of alice"]  # the admin's log keeps no key
+    assert token.key not in _admin_client(demo).get("/admin/").content.decode()  # its recent actions
+    deleting = _admin_client(demo).get(f"/admin/authtoken/tokenproxy/{demo['alice'].pk}/delete/")
+    assert deleting.status_code == 200 and token.key not in deleting.content.decode()
