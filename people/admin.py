@@ -36,7 +36,8 @@ TokenProxy.__str__ = _token_title
 class AccountTokenAdmin(TokenAdmin):
     """DRF's Tokens page without the keys: a key is its account's way in, and the list showed every
     account's to whoever could see the page. A key is read once, on the page that follows its making,
-    and only a superuser makes one (a token holds all its account may do: an admin's too)."""
+    and only a superuser makes one (a token holds all its account may do: an admin's too). A token
+    is made or revoked, never changed."""
 
     list_display = ("user", "created", "expires")
 
@@ -46,6 +47,10 @@ class AccountTokenAdmin(TokenAdmin):
 
     def has_add_permission(self, request):
         return request.user.is_superuser and super().has_add_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        # its one field was the user: a key its holder knew, moved to another account, acted as that account
+        return False
 
     def add_view(self, request, form_url="", extra_context=None):
         if not self.has_add_permission(request):

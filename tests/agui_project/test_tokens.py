@@ -209,3 +209,15 @@ def test_only_a_superuser_makes_a_token_and_reads_it_once(demo, token_clerk):
     assert token.key not in _admin_client(demo).get("/admin/").content.decode()  # its recent actions
     deleting = _admin_client(demo).get(f"/admin/authtoken/tokenproxy/{demo['alice'].pk}/delete/")
     assert deleting.status_code == 200 and token.key not in deleting.content.decode()
+
+
+def test_a_token_is_not_moved_to_another_account_in_the_admin(demo, token_clerk):
+    """The page's form had the token's user: a staff member with the change permission moved a
+    token whose key they held (their own) to the admin, and the key they knew acted as the admin."""
+    from django.contrib.auth.models import User
+
+    clerk = User.objects.get(username="clerk")
+    own = Token.objects.create(user=clerk)
+    for client in (token_clerk, _admin_client(demo)):
+        client.post(f"/admin/authtoken/tokenproxy/{clerk.pk}/change/", {"user": demo["admin"].pk})
+        assert Token.objects.get(pk=own.pk).user == clerk
