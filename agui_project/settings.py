@@ -72,6 +72,30 @@ def env_list(name, default=""):
     return [v.strip() for v in (default if value is None else value).split(",") if v.strip()]
 
 
+def env_choice(name, default, choices):
+    """One of `choices` (case and spaces aside): a misspelt word was taken and acted on later, elsewhere."""
+    value = (_env(name) or default).lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def env_url(name, default):
+    """The site's address as people reach it: scheme, host, and a path if the site lives under one."""
+    from urllib.parse import urlsplit
+
+    value = _env(name) or default
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an http:// or https:// address (the site's scheme, "
+                                   "host and port, and its path if it has one, such as https://inbox.example.com)")
+    return value
+
+
 def env_networks(name):
     """Comma-separated IP addresses or CIDR networks (`10.0.0.0/8, ::1`)."""
     try:
@@ -400,7 +424,7 @@ AGUI_DEFAULT_APPROVAL_TIMEOUT = env_int("AGUI_DEFAULT_APPROVAL_TIMEOUT", 3600, m
                                        maximum=30 * 24 * 3600)  # a policy's deadline is at most 30 days
 # a reviewer's decision from the inbox pages is held this long (Undo), then sent by the beat sweep
 AGUI_UNDO_SECONDS = env_float("AGUI_UNDO_SECONDS", 5, minimum=0)
-AGUI_PUBLIC_URL = os.environ.get("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
+AGUI_PUBLIC_URL = env_url("AGUI_PUBLIC_URL", "http://localhost:8000")  # links in mail
 # One-click decisions by mail (approvals/mail_links.py): a link dies with its request, and at the
 # latest this long after it was sent (for requests without a deadline)
 AGUI_MAIL_LINK_MAX_AGE_SECONDS = env_int("AGUI_MAIL_LINK_MAX_AGE_SECONDS", 7 * 24 * 3600, minimum=1)
@@ -458,7 +482,7 @@ AGUI_MCP_COMMANDS_BY_TOKEN = env_bool("AGUI_MCP_COMMANDS_BY_TOKEN", False)
 AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or (
     Path(os.environ["XDG_DATA_HOME"]) if os.path.isabs(os.environ.get("XDG_DATA_HOME", ""))
     else Path.home() / ".local" / "share") / "agui-inbox" / "sandbox")
-AGUI_SANDBOX_BWRAP = (os.environ.get("AGUI_SANDBOX_BWRAP") or "auto").strip().lower()
+AGUI_SANDBOX_BWRAP = env_choice("AGUI_SANDBOX_BWRAP", "auto", ("auto", "off", "required"))
 AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 # Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")

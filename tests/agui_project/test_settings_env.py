@@ -58,3 +58,26 @@ def test_numbers_read_from_the_environment(tmp_path):
                      CELERY_VISIBILITY_TIMEOUT="600", AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["3", "2.5", "5.0", "600"]
+
+
+@pytest.mark.parametrize("name,value,says", [
+    # taken at start and refused only when a person ran a command: the model read the setting's name
+    ("AGUI_SANDBOX_BWRAP", "require", "AGUI_SANDBOX_BWRAP='require' is not one of auto, off, required"),
+    # every mailed link (the decision links, "Decide: ...") went to an address nobody could open
+    ("AGUI_PUBLIC_URL", "inbox.example.com", "AGUI_PUBLIC_URL='inbox.example.com' is not an http:// or https:// address"),
+    ("AGUI_PUBLIC_URL", "https://", "AGUI_PUBLIC_URL='https://' is not an http:// or https:// address"),
+    ("AGUI_PUBLIC_URL", "https://inbox.example.com/?next=1",
+     "AGUI_PUBLIC_URL='https://inbox.example.com/?next=1' is not an http:// or https:// address"),
+])
+def test_a_bad_word_or_address_stops_the_start(name, value, says, tmp_path):
+    out = run_django("", **{name: value}, AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode != 0
+    assert "ImproperlyConfigured" in out.stderr and says in out.stderr
+
+
+def test_words_and_addresses_read_from_the_environment(tmp_path):
+    out = run_django("from django.conf import settings as s; print(s.AGUI_SANDBOX_BWRAP, s.AGUI_PUBLIC_URL)",
+                     AGUI_SANDBOX_BWRAP=" Required ", AGUI_PUBLIC_URL=" https://example.com/inbox/ ",
+                     AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["required", "https://example.com/inbox/"]
