@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.db.models.functions import Lower, Trim
 from django.db.models.lookups import Exact
+from django.utils.translation import gettext as _
 
 from . import registry
 from .choices import ApproverKind
@@ -16,6 +17,26 @@ def approver_group_names():
     for approver, escalation in ToolPolicy.objects.values_list("approver_group__name", "escalation_group__name"):
         names |= {n for n in (approver, escalation) if n}
     return names | {"reviewers"}
+
+
+def named_by(name):
+    """Where group `name` is named by its name, not by a relation that follows a rename (in words for
+    an admin): tools' code defaults, policies' rules, and outside agents' unknown tools (`reviewers`).
+    Renamed, each would route to a new, empty group of the old name (policy._named_group)."""
+    from .outside import UNKNOWN_TOOL_GROUP  # here: outside imports the engine, which imports this module
+
+    places = []
+    rows = dict(ToolPolicy.objects.values_list("tool_name", "conditions"))
+    for d in registry.all_tools().values():  # a tool's saved policy is in force instead of its defaults
+        if d.name not in rows and f"group:{name}" in (d.approver, d.escalation):
+            places.append(_("the code defaults of %(tool)s") % {"tool": d.name})
+    for tool_name, conditions in rows.items():
+        if any(isinstance(rule, dict) and isinstance(rule.get("route"), dict) and rule["route"].get("group") == name
+               for rule in conditions or []):
+            places.append(_("the rules of the policy of %(tool)s") % {"tool": tool_name})
+    if name == UNKNOWN_TOOL_GROUP:
+        places.append(_("requests of outside agents for tools nobody has set a policy for"))
+    return sorted(places)
 
 
 def mail_key(email):

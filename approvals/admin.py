@@ -2,11 +2,14 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.models import Group
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
-from . import registry, rule_words, services
+from people.admin import TeamAdmin
+
+from . import access, registry, rule_words, services
 from .choices import MODE_LABELS
 from .models import (
     ApprovalRequest,
@@ -202,3 +205,25 @@ class MailLinkAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class GroupForm(TeamAdmin.form):
+    def clean_name(self):
+        name, was = self.cleaned_data["name"], self.instance.name
+        places = access.named_by(was) if self.instance.pk and name != was else []
+        if places:  # renamed, each would route to a new, empty group of the old name
+            raise forms.ValidationError(_("%(group)s is named by %(places)s: renamed, their requests would go to "
+                                          "a new, empty group of the old name. Save a policy with this group for "
+                                          "those tools, or change their rules, in Policies first.")
+                                        % {"group": was, "places": "; ".join(places)})
+        return name
+
+
+admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class RoutedGroupAdmin(TeamAdmin):
+    """A group that rules name by its name keeps it (access.named_by)."""
+
+    form = GroupForm

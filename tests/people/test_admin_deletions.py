@@ -63,3 +63,44 @@ def test_a_person_without_history_is_deleted_as_before(admin, demo):
     assert "Are you sure" in body
     admin.post(f"/admin/auth/user/{newcomer.pk}/delete/", {"post": "yes"})
     assert not User.objects.filter(pk=newcomer.pk).exists()
+
+
+def group_form(group, name):
+    return {"name": name, "permissions": list(group.permissions.values_list("pk", flat=True))}
+
+
+def test_a_group_the_rules_name_is_not_renamed(admin, demo):
+    """Tools' code defaults, rules and outside agents' unknown tools name a group by its name: finance
+    renamed in the admin left transfers to a new, empty group of the old name, made silently at the
+    next transfer, while the people who decide them sat in the renamed one."""
+    from approvals import policy
+    from approvals import services as approval_services
+
+    finance = Group.objects.get(name="finance")
+    refused = admin.post(f"/admin/auth/group/{finance.pk}/change/", group_form(finance, "Finance team"))
+    assert refused.status_code == 200 and "transfer_money" in refused.content.decode()
+    assert Group.objects.get(pk=finance.pk).name == "finance"
+    assert policy.evaluate("transfer_money", {"from_account": "1", "to_account": "2", "amount": 5,
+                                              "currency": "USD"}).group == finance
+
+    reviewers = Group.objects.get(name="reviewers")  # where an outside agent's unknown tool goes
+    assert admin.post(f"/admin/auth/group/{reviewers.pk}/change/", group_form(reviewers, "QA")).status_code == 200
+    assert Group.objects.filter(pk=reviewers.pk, name="reviewers").exists()
+
+    auditors, night = Group.objects.create(name="auditors"), Group.objects.create(name="night shift")
+    approval_services.save_policy("send_email", {"mode": "conditional", "approver_kind": "group", "approver_group": auditors,
+                                                 "conditions": [{"name": "late", "when": {"path": "args.to", "op": "eq", "value": "x"}, "action": "gate",
+                                                                 "route": {"group": "night shift"}}]}, demo["admin"])
+    said = admin.post(f"/admin/auth/group/{night.pk}/change/", group_form(night, "nights")).content.decode()
+    assert "send_email" in said and Group.objects.filter(pk=night.pk, name="night shift").exists()
+
+    # a group a policy names only in its own fields (not by name) is renamed: the policy follows it
+    assert admin.post(f"/admin/auth/group/{auditors.pk}/change/", group_form(auditors, "Audit")).status_code == 302
+    assert Group.objects.get(pk=auditors.pk).name == "Audit"
+
+    # a saved policy is in force instead of the code defaults: finance is then named by its relation
+    approval_services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group",
+                                                     "approver_group": finance}, demo["admin"])
+    assert admin.post(f"/admin/auth/group/{finance.pk}/change/", group_form(finance, "Treasury")).status_code == 302
+    assert policy.evaluate("transfer_money", {"from_account": "1", "to_account": "2", "amount": 5,
+                                              "currency": "USD"}).group.name == "Treasury"
