@@ -56,9 +56,14 @@ def create_thread(user, agent, title="", thread_id=None):
         # and every caller lets it roll the whole transaction back
         with transaction.atomic(savepoint=False):
             thread_ids.claim(thread_id, user)
-            return _THREAD.create(id=thread_id, owner=user, agent=agent, title=title[:200])
+            thread = _THREAD.create(id=thread_id, owner=user, agent=agent, title=title[:200])
     except IntegrityError:  # a row that predates its claim
         raise thread_ids.ThreadIdTaken(thread_id) from None
+    # a new thread's stream starts empty: Redis may hold one under this id that the database no longer
+    # claims (a restored backup), whose events would replay to the new owner; before the run's
+    # RUN_STARTED, which start_run appends in a later on_commit callback of the same transaction
+    transaction.on_commit(lambda: thread_ids.drop_stream(thread_id))
+    return thread
 
 
 def _duplicate_key(exc):

@@ -65,11 +65,13 @@ def released(thread):
         ThreadIdClaim.objects.get_or_create(pk=thread.pk, defaults={"released_at": now})
     # the state document belongs to the thread alone (state knows nothing of threads: keyed by name)
     SharedState.objects.filter(key=thread.state_key).delete()
-    transaction.on_commit(lambda: _drop_stream(thread.pk))
+    transaction.on_commit(lambda: drop_stream(thread.pk))
 
 
-def _drop_stream(thread_id):
+def drop_stream(thread_id):
+    """Drop the stream under a deleted thread's id, or under a new one's (Redis may hold what a
+    restored database no longer claims)."""
     try:
         events.discard(thread_id)
-    except redis.RedisError as exc:  # the stream still expires (AGUI_STREAM_TTL); the id is never reused
-        log.warning("thread %s deleted but its event stream could not be: %r", thread_id, exc)
+    except redis.RedisError as exc:  # the stream still expires (AGUI_STREAM_TTL)
+        log.warning("the event stream of thread %s could not be dropped: %r", thread_id, exc)

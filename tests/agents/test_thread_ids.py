@@ -142,3 +142,20 @@ def test_an_id_no_route_can_name_is_refused_where_it_enters(api, client, demo, b
     resp = api("alice").post("/api/threads/", {"id": bad, "agent": "banking"}, format="json")
     assert resp.status_code == 400 and "id" in resp.json().get("errors", resp.json()), resp.content
     assert not Thread.objects.exists()
+
+
+def test_a_new_thread_starts_with_an_empty_stream_whatever_redis_holds(api, demo):
+    """A database restored from a backup has no claim of the chats made after it, while Redis
+    still holds their streams (AGUI_STREAM_TTL, a day): an id of such a chat, taken anew by
+    someone else, replayed its first owner's events (a tool's result) to the new owner."""
+    from django.db import connection
+
+    thread_id = fresh("restored")
+    assert api("alice").post("/api/threads/", {"id": thread_id, "agent": "banking"}, format="json").status_code == 201
+    events.append(thread_id, ToolCallResultEvent(message_id="m1", tool_call_id="call_1", content=SECRET))
+    with connection.cursor() as cur:  # the restore: rows gone as if never written, Redis untouched
+        cur.execute("DELETE FROM agents_thread WHERE id = %s", [thread_id])
+        cur.execute("DELETE FROM agents_threadidclaim WHERE id = %s", [thread_id])
+    assert api("bob").post("/api/threads/", {"id": thread_id, "agent": "banking"}, format="json").status_code == 201
+    entries = events.redis_client().xrange(events.stream_key(thread_id))
+    assert not any(SECRET in json.dumps(str(fields)) for _, fields in entries)
