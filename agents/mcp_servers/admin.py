@@ -81,6 +81,10 @@ class MCPServerAdmin(admin.ModelAdmin):
     def delete_model(self, request, obj):
         services.delete_server(obj.name)
 
+    def delete_queryset(self, request, queryset):  # "delete selected": every process hears of it too
+        for name in list(queryset.values_list("name", flat=True)):
+            services.delete_server(name)
+
     @admin.action(description=_("Ask the selected servers for their tools again"))
     def refresh(self, request, queryset):
         for row in queryset:

@@ -256,3 +256,20 @@ def test_put_replaces_a_server_but_keeps_its_write_only_secrets(api, settings):
     refused = token.put("/api/mcp-servers/notes/", {**same, "args": ["-c", "id"], "enabled": False}, format="json")
     assert refused.status_code == 403 and refused.json()["code"] == "commands_need_sign_in"
     assert MCPServer.objects.get(name="notes").args == notes["args"]
+
+
+def test_deleting_servers_with_the_admins_action_tells_every_process(login, demo, notes_file,
+                                                                   django_capture_on_commit_callbacks):
+    """The list's "delete selected" took the rows out without the service: no other process heard
+    of it (the change token in Redis stayed), so workers kept offering and calling the deleted
+    servers' tools; deleting one from its own page told them."""
+    services.save_server("notes", notes_values(notes_file), refresh=False)
+    row = MCPServer.objects.get(name="notes")
+    catalog.announce()
+    before = catalog._changes()
+    admin = login("admin")
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = admin.post("/admin/mcp_servers/mcpserver/", {
+            "action": "delete_selected", "_selected_action": [row.pk], "post": "yes"})
+    assert resp.status_code == 302 and not MCPServer.objects.filter(pk=row.pk).exists()
+    assert catalog._changes() != before
