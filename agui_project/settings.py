@@ -444,6 +444,16 @@ AGUI_WEBHOOK_RESPONSE_BODY_CHARS = env_int("AGUI_WEBHOOK_RESPONSE_BODY_CHARS", 1
 AGUI_WEBHOOK_MAX_URL_LENGTH = env_int("AGUI_WEBHOOK_MAX_URL_LENGTH", 2000, minimum=1)
 # callback_url deliveries are signed with this (whsec_...); empty: a secret derived from SECRET_KEY
 AGUI_WEBHOOK_CALLBACK_SECRET = _env("AGUI_WEBHOOK_CALLBACK_SECRET") or ""
+if AGUI_WEBHOOK_CALLBACK_SECRET:  # read as the deliveries read it, else every callback failed in the worker
+    from standardwebhooks import Webhook
+
+    try:
+        Webhook(AGUI_WEBHOOK_CALLBACK_SECRET)
+    except Exception:  # noqa: BLE001 -- the library's own errors (empty, bad base64); the value is a secret: not shown
+        raise ImproperlyConfigured(
+            "AGUI_WEBHOOK_CALLBACK_SECRET is not a signing secret: whsec_ then base64 (Standard Webhooks); "
+            "leave it unset for one derived from DJANGO_SECRET_KEY (manage.py webhook_callback_secret prints it)"
+        ) from None
 # SSRF guard: internal addresses (loopback, private, link-local) a webhook may reach; none by default
 # in production, loopback in development (DEBUG); set but empty: none
 AGUI_WEBHOOK_ALLOWED_NETWORKS = env_networks("AGUI_WEBHOOK_ALLOWED_NETWORKS") if os.environ.get(

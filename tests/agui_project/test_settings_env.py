@@ -81,3 +81,22 @@ def test_words_and_addresses_read_from_the_environment(tmp_path):
                      AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["required", "https://example.com/inbox/"]
+
+
+@pytest.mark.parametrize("value", ["whsec_@@@", "whsec_", "short"])
+def test_a_callback_secret_that_cannot_sign_stops_the_start(value, tmp_path):
+    """Taken at start, it failed in the worker at every callback delivery (Standard Webhooks reads
+    whsec_ and base64); the message names the variable and not the secret."""
+    out = run_django("", AGUI_WEBHOOK_CALLBACK_SECRET=value, AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode != 0
+    assert "ImproperlyConfigured: AGUI_WEBHOOK_CALLBACK_SECRET is not a signing secret" in out.stderr
+    said = out.stderr.replace("AGUI_WEBHOOK_CALLBACK_SECRET", "").replace("whsec_ then base64", "")
+    assert value not in said
+
+
+def test_a_callback_secret_that_signs_is_taken(tmp_path):
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    out = run_django("from django.conf import settings as s; print(s.AGUI_WEBHOOK_CALLBACK_SECRET)",
+                     AGUI_WEBHOOK_CALLBACK_SECRET=secret, AGUI_VAR_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [secret]
