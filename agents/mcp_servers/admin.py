@@ -55,6 +55,10 @@ class MCPServerAdmin(admin.ModelAdmin):
     readonly_fields = ["env_names", "header_names", "healthy", "error", "tools", "checked_at"]
     actions = ["refresh"]
 
+    def get_readonly_fields(self, request, obj=None):
+        # its tools are named after it, and their policies by those names: a new name made a second server
+        return [*self.readonly_fields, "name"] if obj else self.readonly_fields
+
     @admin.display(description=_("tools"))
     def tool_count(self, obj):
         return len(obj.tools or [])

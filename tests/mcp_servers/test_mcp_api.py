@@ -273,3 +273,16 @@ def test_deleting_servers_with_the_admins_action_tells_every_process(login, demo
             "action": "delete_selected", "_selected_action": [row.pk], "post": "yes"})
     assert resp.status_code == 302 and not MCPServer.objects.filter(pk=row.pk).exists()
     assert catalog._changes() != before
+
+
+def test_a_server_keeps_its_name_in_the_admin(login, demo, notes_file):
+    """Its tools are named after it (notes__search) and their policies by those names: the change
+    form took a new name and saved a second server under it, without the first one's environment,
+    leaving the first in place and the policies of its tools applying to neither's new names."""
+    services.save_server("notes", notes_values(notes_file), refresh=False)
+    row = MCPServer.objects.get(name="notes")
+    form = {"name": "notes2", "transport": "stdio", "command": row.command, "args": json.dumps(row.args),
+            "cwd": row.cwd, "url": "", "agents": json.dumps(["notes"]), "enabled": "", "new_env": "",
+            "new_headers": ""}
+    login("admin").post(f"/admin/mcp_servers/mcpserver/{row.pk}/change/", form)
+    assert list(MCPServer.objects.values_list("name", flat=True)) == ["notes"]
