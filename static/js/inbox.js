@@ -844,11 +844,20 @@
     approve.classList.toggle("with-edits", changes.length > 0);
   }
 
+  /* In form mode the editor is the truth and the textarea (what the form sends) its copy: written
+     again before it is shown or sent, since a browser may restore its earlier text on Back. */
+  function syncRaw() {
+    if (editor && !jsonMode) {
+      document.getElementById("arguments-json").value = window.aguiVisible.jsonEscapes(JSON.stringify(editor.value(), null, 2));
+    }
+  }
+
   function setMode(json) {
     const raw = document.getElementById("arguments-json");
     const rawField = document.getElementById("raw-json-field");
     const box = document.getElementById("args-editor");
     const rawError = document.getElementById("arguments-json-error");
+    if (json) syncRaw();
     if (!json && editor) {
       const v = draftValue();
       if (v === undefined) {
@@ -935,6 +944,7 @@
     }
 
     form.addEventListener("submit", (event) => {
+      syncRaw();
       const submitter = event.submitter;
       const feedback = document.getElementById("feedback");
       if (submitter && submitter.value === "reject" && !feedback.value.trim()) {
