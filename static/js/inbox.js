@@ -1100,6 +1100,14 @@
     "approval.rerouted"];
   let followInflight = false;
 
+  /* What a decision form asks: the arguments it was drawn for, the answers it offers, what is editable. */
+  function formShape(formEl) {
+    const seen = formEl.querySelector("#seen-field");
+    const raw = formEl.querySelector("#arguments-json");
+    const buttons = Array.from(formEl.querySelectorAll("button[name=action]"), (b) => b.value);
+    return JSON.stringify([seen ? seen.value : "", raw ? raw.readOnly : true, buttons]);
+  }
+
   async function followDetail(gone) {
     if (followInflight) return;
     followInflight = true;
@@ -1114,14 +1122,35 @@
       const fresh = doc.getElementById("approval-detail");
       const here = document.getElementById("approval-detail");
       if (!fresh || !here) return;
-      if (fresh.querySelector("#decide-form") && !here.querySelector("#decide-form")) {
+      const freshForm = fresh.querySelector("#decide-form");
+      const hereForm = here.querySelector("#decide-form");
+      if (freshForm && hereForm) {
+        // Still to decide here (another approver's approval of a quorum): the reviewer's edits and
+        // feedback stay; only the panels change. A form that asks something else (other arguments,
+        // other answers) is built afresh, and the page's draft carries the feedback over.
+        if (formShape(freshForm) !== formShape(hereForm)) location.reload();
+        else {
+          refreshPanels();
+          announce(gettext("This request changed."));
+        }
+        return;
+      }
+      if (freshForm) {
         location.reload(); // the form is back (an Undo): its editor needs the page's start-up
         return;
       }
       const dialogOpen = document.querySelector("dialog[open]");
       if (dialogOpen && fresh.dataset.status !== "pending") dialogOpen.close();
+      const hadFocus = here.contains(document.activeElement);
       here.replaceWith(document.importNode(fresh, true));
       detail = document.getElementById("approval-detail");
+      if (hadFocus) { // what had the focus is gone: it goes to what replaced the form
+        const target = document.getElementById("outcome-heading") || detail.querySelector("h1");
+        if (target) {
+          target.tabIndex = -1;
+          target.focus();
+        }
+      }
       for (const id of ["approval-arguments", "approval-current"]) {
         const old = document.getElementById(id);
         const neu = doc.getElementById(id);

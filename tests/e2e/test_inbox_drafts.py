@@ -4,7 +4,7 @@ what is approved is what the page shows, and nothing typed is silently lost."""
 import re
 
 import inbox_e2e
-from inbox_e2e import T, make_requests, statuses, tag, wait_status
+from inbox_e2e import T, make_requests, run, statuses, tag, wait_status
 from playwright.sync_api import expect
 
 people = inbox_e2e.people  # the fixture: a signed-in person per browser context
@@ -38,3 +38,51 @@ def test_after_back_the_approval_is_of_the_arguments_shown(people, live_stack):
     status, _feedback, final = statuses(live_stack, [rid])[rid]
     approved = (final or {"amount": 500})["amount"]
     assert approved == float(shown), f"the page showed {shown} ({changes!r}); {approved} was approved ({status})"
+
+
+def _fay(live_stack) -> None:
+    run(live_stack, "from django.contrib.auth.models import User\n"
+                    "from tests.helpers import finance_member\n"
+                    "if not User.objects.filter(username='fay').exists():\n"
+                    "    finance_member('fay', 'fay@example.com')")
+
+
+def _decide_as_fay(live_stack, rid, decision, feedback=""):
+    run(live_stack, "from django.contrib.auth.models import User\n"
+                    f"services.decide({rid!r}, User.objects.get(username='fay'), {decision!r}, feedback={feedback!r})")
+
+
+def test_another_approval_of_a_quorum_leaves_the_reviewers_draft_alone(people, live_stack):
+    """fay's approval (1 of 2) swapped finn's whole form for the server's: his edit and feedback went,
+    the editor became a bare JSON box with none of the page's checks, and the focus fell to the page."""
+    _fay(live_stack)
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Two ({t})", "required": 2}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
+    page.get_by_label("amount").fill("300")
+    feedback = page.locator("#feedback")
+    feedback.fill("Half a thought")
+    feedback.focus()
+    _decide_as_fay(live_stack, rid, "approve")
+    expect(page.locator("#quorum-panel")).to_contain_text("fay")
+    expect(page.get_by_label("amount")).to_have_value("300")
+    expect(page.locator("#diff-preview")).to_contain_text("amount: 500 → 300")
+    expect(feedback).to_have_value("Half a thought")
+    expect(feedback).to_be_focused()
+    expect(page.locator("#inbox-live")).to_have_text("This request changed.")
+
+
+def test_decided_elsewhere_is_announced_and_the_focus_kept_on_the_page(people, live_stack):
+    _fay(live_stack)
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Elsewhere ({t})"}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
+    page.locator("#feedback").focus()
+    _decide_as_fay(live_stack, rid, "reject", feedback="Not today")
+    expect(page.locator("#outcome")).to_contain_text("by fay")
+    expect(page.locator("#inbox-live")).to_have_text("This request is now Rejected.")
+    expect(page.locator("#outcome-heading")).to_be_focused()
