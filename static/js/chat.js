@@ -1271,15 +1271,18 @@
             applyInfo(bubble, true);
           }
         }
+        keepComposer(); // sent: the draft is what was typed since, if anything
         return true;
       }
       bubble.remove();
       if (!composer.value) composer.value = text;
+      keepComposer();
       showNotice(errorText(res.data, res.status));
       return false;
     } catch (e) {
       bubble.remove();
       if (!composer.value) composer.value = text;
+      keepComposer();
       showNotice(fmt(gettext("Could not send the message: %(error)s"), { error: e.message }));
       return false;
     } finally {
@@ -1287,6 +1290,18 @@
       updateComposer();
     }
   }
+
+  /* What is typed and not yet sent is kept for the tab (drafts.js): a reload, Back, or a sign-in
+     after the session lapsed brings it back. It is forgotten once the server has the message. */
+  const draftName = "chat." + threadId;
+  function keepComposer() {
+    if (window.aguiDrafts) window.aguiDrafts.write(draftName, composer.value ? { text: composer.value } : null);
+  }
+  if (window.aguiDrafts && !composer.value) {
+    const kept = window.aguiDrafts.read(draftName);
+    if (kept && kept.text) composer.value = kept.text;
+  }
+  composer.addEventListener("input", keepComposer);
 
   composerForm.addEventListener("submit", (event) => {
     event.preventDefault();

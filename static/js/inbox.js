@@ -844,6 +844,74 @@
     approve.classList.toggle("with-edits", changes.length > 0);
   }
 
+  /* The reviewer's draft (feedback, edited arguments) for this request, kept for the tab by
+     drafts.js: a reload, Back, or the sign-in a lapsed session asks for puts it back. Edits are put
+     back only onto the arguments they were made of (the form's digest). A decision sent marks
+     it; a page the server moves on to after it (the next request, the list) forgets it. */
+  const DRAFTS = window.aguiDrafts;
+  const draftName = detail ? "approval." + detail.dataset.approvalId : null;
+
+  function forgetSentDrafts() {
+    if (!DRAFTS) return;
+    for (const name of DRAFTS.names("approval.")) {
+      const kept = DRAFTS.read(name);
+      if (name !== draftName ? kept && kept.sent : !form) DRAFTS.write(name, null);
+    }
+  }
+
+  function keepDrafts(raw, editable) {
+    if (!DRAFTS) return;
+    const feedback = document.getElementById("feedback");
+    const seen = document.getElementById("seen-field").value;
+    const baseline = raw.value; // the arguments as drawn, before any edit
+    const kept = DRAFTS.read(draftName);
+    // after a refusal the server's page shows what was sent, and says why
+    if (kept && !document.getElementById("form-error")) {
+      const notes = [];
+      if (kept.feedback && !feedback.value) {
+        feedback.value = kept.feedback;
+        notes.push(gettext("What you typed here before was put back."));
+      }
+      if (kept.args && editable && kept.seen === seen) {
+        raw.value = kept.args;
+        let value;
+        try {
+          value = JSON.parse(kept.args);
+        } catch (e) {
+          value = undefined;
+        }
+        if (editor && value !== null && typeof value === "object" && !Array.isArray(value)) editor.setValue(value);
+        else if (editor) {
+          setMode(true); // not an object the form can show: the JSON as it was typed
+          raw.value = kept.args;
+        }
+        if (!notes.length) notes.push(gettext("What you typed here before was put back."));
+      } else if (kept.args && editable) {
+        notes.push(gettext("The arguments changed since you edited them: your edits were not put back."));
+      }
+      if (notes.length) {
+        const note = el("p", "banner", notes.join(" "));
+        note.id = "draft-note";
+        note.setAttribute("role", "status");
+        form.insertAdjacentElement("beforebegin", note);
+      }
+    }
+    const save = (sent) => {
+      syncRaw();
+      const args = editable && raw.value !== baseline ? raw.value : "";
+      DRAFTS.write(draftName, feedback.value || args ? { seen, feedback: feedback.value, args, sent } : null);
+    };
+    save(false);
+    form.addEventListener("input", () => save(false));
+    form.addEventListener("click", () => save(false)); // the editor's add and remove buttons
+    // registered after the page's checks: a submit they stopped is not a decision sent
+    form.addEventListener("submit", (event) => {
+      if (!event.defaultPrevented) save(true);
+    });
+  }
+
+  forgetSentDrafts();
+
   /* In form mode the editor is the truth and the textarea (what the form sends) its copy: written
      again before it is shown or sent, since a browser may restore its earlier text on Back. */
   function syncRaw() {
@@ -920,6 +988,7 @@
       const toolbar = document.getElementById("editor-toolbar");
       if (toolbar) toolbar.hidden = true;
     }
+    keepDrafts(raw, editable);
     raw.addEventListener("input", () => {
       const error = document.getElementById("arguments-json-error");
       const ok = draftValue() !== undefined;
@@ -1141,6 +1210,7 @@
       }
       const dialogOpen = document.querySelector("dialog[open]");
       if (dialogOpen && fresh.dataset.status !== "pending") dialogOpen.close();
+      if (DRAFTS && draftName) DRAFTS.write(draftName, null); // no form any more: nothing to send
       const hadFocus = here.contains(document.activeElement);
       here.replaceWith(document.importNode(fresh, true));
       detail = document.getElementById("approval-detail");

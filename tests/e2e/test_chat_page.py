@@ -252,3 +252,24 @@ def test_a_socket_refused_after_sign_out_says_so_and_stops_retrying(people):
     expect(page.locator("body")).to_have_attribute("data-ws-state", "closed")
     assert len(attempts) == 1, attempts  # the one reopening, refused with 4401 (not a handshake failure)
     alice.shoot("refused")
+
+
+def test_a_reload_or_back_keeps_what_was_typed_until_it_is_sent(people):
+    alice = people("alice")
+    page = alice.page
+    thread = new_chat(page)
+    composer = page.locator("#composer")
+    composer.fill("A long question\nhalf written")
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
+    expect(composer).to_have_value("A long question\nhalf written")
+    page.goto("/chat/")
+    page.go_back()
+    expect(page).to_have_url(re.compile(rf"/chat/{thread}/$"))
+    expect(composer).to_have_value("A long question\nhalf written")
+    composer.press("Enter")
+    expect(page.locator("#messages .msg-user .msg-body")).to_have_text("A long question\nhalf written")
+    expect(page.locator("#run-status")).to_be_hidden(timeout=T)
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
+    expect(composer).to_have_value("")  # sent: not offered again

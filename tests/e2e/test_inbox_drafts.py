@@ -86,3 +86,71 @@ def test_decided_elsewhere_is_announced_and_the_focus_kept_on_the_page(people, l
     expect(page.locator("#outcome")).to_contain_text("by fay")
     expect(page.locator("#inbox-live")).to_have_text("This request is now Rejected.")
     expect(page.locator("#outcome-heading")).to_be_focused()
+
+
+def _lapse(session) -> None:
+    """The session ends on the server's side (its cookie gone); the CSRF cookie stays, as it does."""
+    kept = [c for c in session.ctx.cookies() if c["name"] != "sessionid"]
+    session.ctx.clear_cookies()
+    session.ctx.add_cookies(kept)
+
+
+def _sign_in_here(page, who, password="agui-demo"):
+    page.fill("#id_username", who)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+
+
+def test_a_reload_keeps_the_reviewers_feedback_and_edits(people, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Reload ({t})"}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    page.get_by_label("amount").fill("250")
+    page.locator("#feedback").fill("Split it in two")
+    page.reload()
+    expect(page.get_by_label("amount")).to_have_value("250")
+    expect(page.locator("#diff-preview")).to_contain_text("amount: 500 → 250")
+    expect(page.locator("#feedback")).to_have_value("Split it in two")
+    expect(page.locator("#draft-note")).to_have_text("What you typed here before was put back.")
+
+
+def test_a_lapsed_session_loses_nothing_the_reviewer_typed(people, live_stack):
+    """Reject after the session ended: the login page, then the request page again, empty."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Lapsed ({t})"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    page.get_by_label("amount").fill("250")
+    page.locator("#feedback").fill("Ask alice which account first")
+    _lapse(finn)
+    page.locator("#reject").click()
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    _sign_in_here(page, "finn")
+    page.wait_for_url(re.compile(rf"/inbox/{rid}/$"))
+    expect(page.locator("#feedback")).to_have_value("Ask alice which account first")
+    expect(page.get_by_label("amount")).to_have_value("250")
+    page.locator("#reject").click()
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    assert wait_status(live_stack, rid, "rejected") == "rejected"
+    assert statuses(live_stack, [rid])[rid][1] == "Ask alice which account first"
+
+
+def test_a_draft_is_its_authors_only(people, live_stack):
+    """Someone else signing in on the same tab after a session lapsed gets an empty form."""
+    _fay(live_stack)
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Shared tab ({t})"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    page.locator("#feedback").fill("finn's words")
+    _lapse(finn)
+    page.reload()
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    _sign_in_here(page, "fay", password="pw")  # tests.helpers.finance_member's
+    page.wait_for_url(re.compile(rf"/inbox/{rid}/$"))
+    expect(page.locator("#reject")).to_be_visible()
+    expect(page.locator("#feedback")).to_have_value("")
+    expect(page.locator("#draft-note")).to_have_count(0)
