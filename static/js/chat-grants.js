@@ -39,7 +39,7 @@
       revoke.addEventListener("click", async () => {
         revoke.disabled = true;
         try {
-          const res = await fetch("/api/grants/" + encodeURIComponent(g.id) + "/revoke/", {
+          const res = await window.aguiFetch("/api/grants/" + encodeURIComponent(g.id) + "/revoke/", {
             method: "POST", credentials: "same-origin",
             headers: { Accept: "application/json", "X-CSRFToken": csrf() },
           });
@@ -63,7 +63,7 @@
 
   async function refresh() {
     try {
-      const res = await fetch("/api/grants/?active=true&thread=" + encodeURIComponent(threadId), {
+      const res = await window.aguiFetch("/api/grants/?active=true&thread=" + encodeURIComponent(threadId), {
         credentials: "same-origin", headers: { Accept: "application/json" },
       });
       if (!res.ok) return; // e.g. an older server without grants: show nothing

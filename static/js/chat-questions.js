@@ -40,7 +40,7 @@
   }
 
   async function post(body) {
-    const res = await fetch("/api/threads/" + encodeURIComponent(threadId) + "/answer/", {
+    const res = await window.aguiFetch("/api/threads/" + encodeURIComponent(threadId) + "/answer/", {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf() },
       body: JSON.stringify(body),

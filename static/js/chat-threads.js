@@ -31,7 +31,7 @@
   }
 
   async function request(method, url, body) {
-    const res = await fetch(url, {
+    const res = await window.aguiFetch(url, {
       method,
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": getCookie("csrftoken") },
@@ -216,7 +216,7 @@
     if (refreshing || list.querySelector(".editing") || list.contains(document.activeElement)) return;
     refreshing = true;
     try {
-      const res = await fetch(location.pathname + "?partial=threads", {
+      const res = await window.aguiFetch(location.pathname + "?partial=threads", {
         credentials: "same-origin", headers: { Accept: "text/html" },
       });
       if (!res.ok) return;

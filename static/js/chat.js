@@ -60,7 +60,7 @@
   }
 
   async function postJSON(url, body) {
-    const res = await fetch(url, {
+    const res = await window.aguiFetch(url, {
       method: "POST",
       credentials: "same-origin",
       headers: {

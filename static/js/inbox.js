@@ -178,7 +178,7 @@
       if (!body.get("csrfmiddlewaretoken")) body.append("csrfmiddlewaretoken", csrfToken());
       toast.querySelector("button").disabled = true;
       try {
-        const res = await fetch("/inbox/undo/", {
+        const res = await window.aguiFetch("/inbox/undo/", {
           method: "POST", body, credentials: "same-origin",
           headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
         });
@@ -190,8 +190,14 @@
           showResult(gettext("Undone: nothing was sent."), []);
           await refreshRows();
         } else showResult(gettext("Too late to undo: the decision has been sent."), []);
-      } catch (e) {
+      } catch (e) { // not undone: the toast says why (its role=status reads it out), Undo stays
         toast.querySelector("button").disabled = false;
+        let why = toast.querySelector(".undo-error");
+        if (!why) {
+          why = el("span", "undo-error");
+          toast.appendChild(why);
+        }
+        window.aguiVisible.set(why, " " + e.message);
       }
     });
   }
@@ -258,7 +264,7 @@
 
   async function refreshSummary(newId) {
     const url = "/inbox/summary/" + (newId ? "?id=" + encodeURIComponent(newId) : "");
-    const res = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
+    const res = await window.aguiFetch(url, { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
     if (!res.ok || res.redirected) throw new Error("HTTP " + res.status);
     const data = await res.json();
     setPendingCount(data.waiting);
@@ -333,9 +339,18 @@
     }
     if (id === previewShown && !force) return;
     const seq = ++previewSeq;
-    const res = await fetch("/inbox/" + encodeURIComponent(id) + "/?partial=preview", {
-      credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" },
-    });
+    let res;
+    try {
+      res = await window.aguiFetch("/inbox/" + encodeURIComponent(id) + "/?partial=preview", {
+        credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" },
+      });
+    } catch (e) { // out of reach: the pane says so; selecting it again (or a notice) tries again
+      if (seq === previewSeq) {
+        previewShown = null;
+        pane.replaceChildren(el("p", "muted reading-pane-empty", e.message));
+      }
+      return;
+    }
     if (seq !== previewSeq || !res.ok || res.redirected) return;
     const doc = new DOMParser().parseFromString(await res.text(), "text/html");
     const article = doc.getElementById("preview");
@@ -432,7 +447,7 @@
     try {
       do {
         again = false;
-        const res = await fetch(rowsUrl(), {
+        const res = await window.aguiFetch(rowsUrl(), {
           credentials: "same-origin",
           headers: { Accept: "text/html", "X-Requested-With": "XMLHttpRequest" },
           cache: "no-store",
@@ -511,7 +526,7 @@
     for (const id of ids) body.append("ids", id);
     body.append("decision", decision);
     body.append("feedback", feedback);
-    const res = await fetch("/inbox/bulk/", {
+    const res = await window.aguiFetch("/inbox/bulk/", {
       method: "POST",
       body,
       credentials: "same-origin",
@@ -1153,10 +1168,12 @@
     if (!box || panelsInflight) return;
     panelsInflight = true;
     try {
-      const res = await fetch(location.pathname + "?partial=live", { credentials: "same-origin", cache: "no-store" });
+      const res = await window.aguiFetch(location.pathname + "?partial=live", { credentials: "same-origin", cache: "no-store" });
       if (!res.ok || res.redirected) return;
       const doc = new DOMParser().parseFromString("<div>" + (await res.text()) + "</div>", "text/html");
       box.replaceChildren(...Array.from(doc.body.firstChild.childNodes).map((n) => document.importNode(n, true)));
+    } catch (e) {
+      /* out of reach: the panels stay as they were until the next notice */
     } finally {
       panelsInflight = false;
     }
@@ -1181,7 +1198,7 @@
     if (followInflight) return;
     followInflight = true;
     try {
-      const res = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } });
+      const res = await window.aguiFetch(location.pathname, { credentials: "same-origin", cache: "no-store", headers: { Accept: "text/html" } });
       if (gone && (res.status === 403 || res.status === 404)) {
         leaveDetail();
         return;
@@ -1236,6 +1253,8 @@
       tickCountdowns();
       announce(detail.dataset.status === "pending" ? gettext("This request changed.")
         : fmt(gettext("This request is now %(status)s."), { status: (detail.querySelector("#detail-status") || {}).textContent }));
+    } catch (e) {
+      /* out of reach: the page stays as it was until the next notice */
     } finally {
       followInflight = false;
     }

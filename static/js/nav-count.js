@@ -33,7 +33,7 @@
     }
     asking = true;
     try {
-      const res = await fetch("/inbox/summary/", { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
+      const res = await window.aguiFetch("/inbox/summary/", { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
       if (res.ok && !res.redirected) setPendingCount((await res.json()).waiting);
     } catch (e) {
       /* the badge is a nicety: the next notice or reconnection tries again */

@@ -1,0 +1,47 @@
+"""A person whose network drops: what they were doing stays on the page, what failed is said in
+the page's words (not the browser's "Failed to fetch"), no script error, and it works once back."""
+
+import inbox_e2e
+from chat_helpers import new_chat
+from inbox_e2e import make_requests, tag, wait_status
+from playwright.sync_api import expect
+
+people = inbox_e2e.people  # the fixture: a signed-in person per browser context; page errors fail the test
+
+OFFLINE = "Could not reach the server: check your connection and try again."
+
+
+def test_a_decision_from_the_list_while_offline(people, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Offline ({t})", "risk": "low"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
+    finn.ctx.set_offline(True)
+    page.keyboard.press("j")  # the reading pane cannot load it
+    expect(page.locator("#reading-pane")).to_contain_text(OFFLINE)
+    page.keyboard.press("r")
+    reason = page.locator("#decide-dialog-reason")
+    reason.fill("Wrong account")
+    page.locator("#decide-dialog-confirm").click()
+    expect(page.locator("#decide-dialog-error")).to_have_text(OFFLINE)
+    expect(reason).to_have_value("Wrong account")
+    finn.ctx.set_offline(False)
+    page.locator("#decide-dialog-confirm").click()
+    expect(page.locator("#decide-dialog")).to_be_hidden()
+    assert wait_status(live_stack, rid, "rejected") == "rejected"
+
+
+def test_a_message_sent_while_offline_stays_in_the_composer(people):
+    alice = people("alice")
+    page = alice.page
+    new_chat(page)
+    alice.ctx.set_offline(True)
+    page.locator("#composer").fill("Am I still there?")
+    page.locator("#composer").press("Enter")
+    expect(page.locator("#chat-notice-text")).to_have_text("Could not send the message: " + OFFLINE)
+    expect(page.locator("#composer")).to_have_value("Am I still there?")
+    alice.ctx.set_offline(False)
+    page.locator("#composer").press("Enter")
+    expect(page.locator("#messages .msg-user .msg-body")).to_have_text("Am I still there?")
