@@ -34,6 +34,36 @@ def test_a_message_over_the_limit_says_why(people):
     assert len(page.locator("#composer").input_value()) == limit + 1
 
 
+def test_what_a_field_cut_from_a_paste_is_said(people, live_stack):
+    """50,000 characters pasted into the composer became its 20,000 without a word, and a
+    reviewer's long feedback its 5,000: each field now says what it left out, until it fits."""
+    big = ("lorem ipsum dolor sit amet " * 2000)[:50_000]
+    alice = people("alice")
+    page = alice.page
+    new_chat(page, "banking")
+    composer = page.locator("#composer")
+    composer.focus()
+    page.keyboard.insert_text(big)
+    assert len(composer.input_value()) == 20_000
+    note = page.locator("#composer-limit")
+    expect(note).to_have_text(
+        "Only the first 20000 characters fit here: the rest of what you put in was left out.")
+    expect(composer).to_have_attribute("aria-describedby", re.compile(r"\bcomposer-limit\b"))
+    composer.press("Control+a")
+    composer.press("Backspace")
+    expect(note).to_be_hidden()
+    page.keyboard.insert_text("short")  # what fits says nothing
+    expect(note).to_be_hidden()
+
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": "Long feedback"}])
+    finn = people("finn").page
+    finn.goto(f"/inbox/{rid}/")
+    finn.locator("#feedback").focus()
+    finn.keyboard.insert_text(big)
+    expect(finn.locator("#feedback-limit")).to_have_text(
+        "Only the first 5000 characters fit here: the rest of what you put in was left out.")
+
+
 LONG = "https://example.com/" + "a" * 3000
 
 
