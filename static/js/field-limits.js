@@ -38,14 +38,13 @@
     if (!(field instanceof HTMLTextAreaElement || field instanceof HTMLInputElement) || !(field.maxLength > 0)) return;
     const text = inserted(event);
     const replaced = (field.selectionEnd || 0) - (field.selectionStart || 0);
-    field.dataset.cut = text && text.length > field.maxLength - (field.value.length - replaced) ? "1" : "";
+    // said now: a field already full takes nothing, and then no input event follows
+    if (text && text.length > field.maxLength - (field.value.length - replaced)) note(field, true);
   }, true);
 
   document.addEventListener("input", (event) => {
     const field = event.target;
     if (!(field instanceof HTMLTextAreaElement || field instanceof HTMLInputElement) || !(field.maxLength > 0)) return;
-    if (field.dataset.cut === "1") note(field, true);
-    else if (field.value.length < field.maxLength) note(field, false);
-    field.dataset.cut = "";
+    if (field.value.length < field.maxLength) note(field, false);
   }, true);
 })();

@@ -62,6 +62,12 @@ def test_what_a_field_cut_from_a_paste_is_said(people, live_stack):
     finn.keyboard.insert_text(big)
     expect(finn.locator("#feedback-limit")).to_have_text(
         "Only the first 5000 characters fit here: the rest of what you put in was left out.")
+    finn.keyboard.press("Backspace")
+    expect(finn.locator("#feedback-limit")).to_be_hidden()
+    finn.keyboard.insert_text("a")  # fits: the field is full now
+    expect(finn.locator("#feedback-limit")).to_be_hidden()
+    finn.keyboard.insert_text("b")  # a full field takes nothing, and no input event says so
+    expect(finn.locator("#feedback-limit")).to_be_visible()
 
 
 LONG = "https://example.com/" + "a" * 3000
