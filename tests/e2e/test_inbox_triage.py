@@ -213,3 +213,19 @@ services.decide(ids[0], user('finn'), 'approve')
         if size == "desktop":  # a number's right edge is its header's
             assert e["headAlign"] == "right" and abs(e["head"] - e["cell"]) < 1, e
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def test_the_chart_scrolls_from_the_keyboard_on_a_phone(people, live_stack):
+    """At 375 px the chart scrolls sideways in its box, which no key could reach (axe:
+    scrollable-region-focusable): a keyboard user saw only the last days."""
+    page = people("finn", viewport={"width": 375, "height": 667}).page
+    page.goto("/inbox/stats/")
+    box = page.locator(".chart-box")
+    expect(box).to_be_visible()
+    assert page.evaluate("() => { const b = document.querySelector('.chart-box'); return b.scrollWidth > b.clientWidth; }")
+    box.focus()
+    expect(box).to_be_focused()
+    expect(box).to_have_accessible_name(re.compile("Requests per (day|hour), by outcome"))
+    before = box.evaluate("b => b.scrollLeft")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("before => document.querySelector('.chart-box').scrollLeft !== before", arg=before)
