@@ -7,6 +7,9 @@ from . import registry
 from .choices import ApproverKind
 from .models import ToolPolicy
 
+# who decides an outside agent's call of a tool nobody has set a policy for (approvals/outside.py)
+UNKNOWN_TOOL_GROUP = "reviewers"
+
 
 def approver_group_names():
     names = set()
@@ -16,15 +19,13 @@ def approver_group_names():
                 names.add(spec.split(":", 1)[1])
     for approver, escalation in ToolPolicy.objects.values_list("approver_group__name", "escalation_group__name"):
         names |= {n for n in (approver, escalation) if n}
-    return names | {"reviewers"}
+    return names | {UNKNOWN_TOOL_GROUP}
 
 
 def named_by(name):
     """Where group `name` is named by its name, not by a relation that follows a rename (in words for
     an admin): tools' code defaults, policies' rules, and outside agents' unknown tools (`reviewers`).
     Renamed, each would route to a new, empty group of the old name (policy._named_group)."""
-    from .outside import UNKNOWN_TOOL_GROUP  # here: outside imports the engine, which imports this module
-
     places = []
     rows = dict(ToolPolicy.objects.values_list("tool_name", "conditions"))
     for d in registry.all_tools().values():  # a tool's saved policy is in force instead of its defaults

@@ -17,12 +17,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from . import policy, registry, schemas, selectors, services
+from .access import UNKNOWN_TOOL_GROUP
 from .models import ApprovalRequest, ApproverKind, AuditEvent, OutsideCall, Risk, arguments_hash
 from .signals import approval_event, tool_outcome
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOOL_GROUP = "reviewers"
 Status = ApprovalRequest.Status
 
 
