@@ -306,8 +306,9 @@ def _check(request, agent_name, json_body, agent_input, invalid):
     if selectors.run_exists(agent_input.run_id):
         return refuse(agent_input, "run_exists", _("run %(id)s already exists") % {"id": agent_input.run_id})
     try:  # what of the client's history is new, before anything is written (agents/agui/incoming.py)
-        new_messages = incoming.select(thread, agent_input)
-        run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input)
+        held = incoming.held(thread)
+        new_messages = incoming.select(thread, agent_input, held)
+        run_context, ignored = incoming.context(agent_input), incoming.ignored(thread, agent_input, held)
         incoming.client_tools(agent_input, agent)
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
@@ -354,8 +355,9 @@ def _made_meanwhile(accepted):
     if thread is None or thread.owner_id != accepted.user.pk or thread.agent != accepted.agent.name:
         return None
     try:
-        new_messages = incoming.select(thread, agent_input)
-        ignored = incoming.ignored(thread, agent_input)
+        held = incoming.held(thread)
+        new_messages = incoming.select(thread, agent_input, held)
+        ignored = incoming.ignored(thread, agent_input, held)
     except incoming.Refused as exc:
         return refuse(agent_input, exc.code, exc.message)
     if not new_messages:  # the other POST stored these very messages: its run answers them

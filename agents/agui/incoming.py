@@ -124,14 +124,18 @@ def held_reads(thread_id):
     return [(_HELD, (thread_id,))]
 
 
-def select(thread, agent_input):
+def held(thread):
+    """What the thread holds of the roles a client sends, for select() and ignored() (read once)."""
+    return _HELD.all(thread.pk) if thread is not None else []
+
+
+def select(thread, agent_input, held):
     """[(id, role, content, tool_call_id, parts, error)] to store, in order (own_ids() then says
     under which ids); raises Refused.
 
-    `thread` is None for a thread this request creates (it holds nothing yet).
+    `thread` is None for a thread this request creates (it holds nothing yet); `held`: held(thread).
     """
     sent = [_row(m) for m in agent_input.messages if m.role in ROLES]
-    held = _HELD.all(thread.pk) if thread is not None else []
     held_ids = {h[0] for h in held}
     # The person's turns decide what is new: a client that resends the whole conversation (whatever
     # its ids, with or without the tool results it saw) starts with the turns the thread holds;
@@ -259,7 +263,7 @@ def _key(role, content, call_ids=()):
     return role + ":" + hashlib.sha256(json.dumps([content, sorted(call_ids)]).encode()).hexdigest()[:24]
 
 
-def ignored(thread, agent_input):
+def ignored(thread, agent_input, held):
     """[{id, role, key}] of the client's messages this run does not take and has not told this
     thread about yet (the CUSTOM `ignored_messages` notice; Run.ignored_messages remembers the keys).
 
@@ -271,7 +275,7 @@ def ignored(thread, agent_input):
     message sent under the id of one the thread holds, with other text (a client that edited an
     earlier turn in place), is not taken either (select() knows it by its id): it is told.
     """
-    edited = _edited(thread, agent_input)
+    edited = _edited(agent_input, held)
     candidates = [m for m in agent_input.messages
                   if m.role in NOT_TAKEN or (m.role == Message.Role.USER and m.id in edited)]
     if not candidates:
@@ -280,9 +284,9 @@ def ignored(thread, agent_input):
     if thread is not None:
         told = {i.get("key") for row in Run.objects.filter(thread=thread).values_list("ignored_messages", flat=True)
                 for i in row or []}
-        held = thread.messages.filter(role=Message.Role.ASSISTANT).values_list("id", "content")
-        held_ids = {h[0] for h in held}
-        held_texts = {h[1].strip() for h in held if h[1].strip()}
+        assistants = list(thread.messages.filter(role=Message.Role.ASSISTANT).values_list("id", "content"))
+        held_ids = {h[0] for h in assistants}
+        held_texts = {h[1].strip() for h in assistants if h[1].strip()}
         held_calls = set(ToolCall.objects.filter(thread=thread).values_list("pk", flat=True))
     out = []
     for m in candidates:
@@ -298,13 +302,11 @@ def ignored(thread, agent_input):
     return out
 
 
-def _edited(thread, agent_input):
-    """Ids of the client's user messages the thread holds under those ids with other text."""
-    if thread is None or not any(m.role == Message.Role.USER for m in agent_input.messages):
-        return set()
-    held = {h[0]: h[2] for h in _HELD.all(thread.pk) if h[1] == Message.Role.USER}
+def _edited(agent_input, held):
+    """Ids of the client's user messages the thread holds (`held`) under those ids with other text."""
+    turns = {h[0]: h[2] for h in held if h[1] == Message.Role.USER}
     return {m.id for m in agent_input.messages
-            if m.role == Message.Role.USER and m.id in held and _text(m) != held[m.id]}
+            if m.role == Message.Role.USER and m.id in turns and _text(m) != turns[m.id]}
 
 
 def _tool_results(thread, new):
