@@ -170,3 +170,25 @@ def from_jsonschema(validator, instance, root="__root__", limit=None):
         if sentence not in said:  # `required` reports each missing name; the sentence names them all
             said.append(sentence)
     return errors
+
+
+# The largest whole number a double holds exactly. The pages (and most JSON readers) take a JSON
+# number as a double: a larger one was shown to its reviewer as a neighbour of itself (and sent back
+# as that neighbour by an edit), so a model could ask for 9007199254740993 where the page showed an
+# id it trusts. I-JSON (RFC 7493, 2.2) asks for no more precision than a double's.
+EXACT_LIMIT = 2**53 - 1
+
+
+def inexact(arguments, root="__root__"):
+    """{path: [sentence]} for each whole number in `arguments` past ±EXACT_LIMIT (empty when none)."""
+    found, stack = {}, [(arguments, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(node))
+        elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > EXACT_LIMIT:
+            found[path or root] = [_("A whole number this large (beyond %(limit)s either way) is not shown exactly "
+                                     "where calls are reviewed: send it as text.") % {"limit": EXACT_LIMIT}]
+    return found

@@ -32,6 +32,8 @@ def _validator(schema):
 def errors(schema, arguments):
     """{path: [sentences]} of the arguments against the schema (SchemaInvalid: the schema itself)."""
     validator = _validator(schema)
+    if inexact := argument_errors.inexact(arguments, root="arguments"):
+        return inexact
     try:
         return argument_errors.from_jsonschema(validator, arguments, root="arguments", limit=MAX_SCHEMA_ERRORS)
     except SchemaError as exc:  # a $ref that cannot be followed

@@ -103,6 +103,8 @@ class MCPTool:
             arguments = json.loads(json.dumps(arguments, allow_nan=False))
         except (TypeError, ValueError) as exc:
             raise registry.ArgumentsInvalid({"__root__": ["arguments must be plain JSON"]}) from exc
+        if inexact := argument_errors.inexact(arguments):
+            raise registry.ArgumentsInvalid(inexact)
         try:
             errors = argument_errors.from_jsonschema(self._validator, arguments)
         except jsonschema.SchemaError as exc:  # a $ref that cannot be followed: nothing is sent to the server

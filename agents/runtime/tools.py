@@ -156,6 +156,8 @@ class Tool:
     def _validate(self, arguments):
         if not isinstance(arguments, dict):
             raise registry.ArgumentsInvalid({"__root__": ["arguments must be a JSON object"]})
+        if inexact := argument_errors.inexact(arguments):
+            raise registry.ArgumentsInvalid(inexact)
         try:
             text = json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError) as exc:
