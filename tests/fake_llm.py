@@ -52,6 +52,26 @@ def default_responder(body: dict) -> dict:
 
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+MAX_TOOLS = 128  # OpenAI's chat completions take at most this many tools
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def invalid_tools(tools) -> tuple[str, str, str] | None:
+    """(message, param, code) of the 400 OpenAI answers to these tools, or None: their number and
+    their names, in its own words."""
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return "Invalid type for 'tools': expected an array.", "tools", "invalid_type"
+    if len(tools) > MAX_TOOLS:
+        return (f"Invalid 'tools': array too long. Expected an array with maximum length {MAX_TOOLS}, but got an "
+                f"array with length {len(tools)} instead.", "tools", "array_above_max_length")
+    for i, spec in enumerate(tools):
+        name = ((spec or {}).get("function") or {}).get("name") if isinstance(spec, dict) else None
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            return (f"Invalid 'tools[{i}].function.name': string does not match pattern. Expected a string that "
+                    "matches the pattern '^[a-zA-Z0-9_-]+$'.", f"tools[{i}].function.name", "invalid_value")
+    return None
 
 
 def invalid_messages(messages) -> tuple[str, str] | None:
@@ -298,7 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._error(404, f"no route {self.path}")
-        invalid = invalid_messages(body.get("messages"))
+        invalid = invalid_messages(body.get("messages")) or invalid_tools(body.get("tools"))
         if invalid:  # refused before any queued reply is used, as the real API would
             with self.llm._lock:
                 self.llm.rejected.append((body, invalid[0]))

@@ -84,6 +84,7 @@ def context(agent_input):
 
 # what chat-completions APIs take as a function's name (OpenAI's pattern and length)
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_TOOLS = 128  # the model's API (OpenAI's) refuses a request offering more
 
 
 def client_tools(agent_input, agent):
@@ -116,6 +117,10 @@ def client_tools(agent_input, agent):
                     "(at %(place)s). Nothing was stored.") % {
                         "name": repr(name), "place": "/" + "/".join(str(p) for p in exc.path)}) from None
         names.add(name)
+    if tools and len(tools) + len(own) > MAX_TOOLS:
+        raise Refused("invalid_tools", _(
+            "The model can be offered at most %(max)s tools, and the agent has %(own)s of its own: send at most "
+            "%(left)s. Nothing was stored.") % {"max": MAX_TOOLS, "own": len(own), "left": max(MAX_TOOLS - len(own), 0)})
     return tools
 
 

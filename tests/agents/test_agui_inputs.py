@@ -309,6 +309,22 @@ def test_frontend_tools_the_model_cannot_be_offered_are_refused_before_anything_
     assert not Message.objects.filter(thread_id=thread_id).exists() and not Run.objects.filter(thread_id=thread_id).exists()
 
 
+def test_no_more_frontend_tools_than_the_model_may_be_offered_beside_the_agents(client, bearer):
+    """The model's API refuses a request of more than 128 tools (tests/fake_llm.py): with the agent's
+    own, every run of the thread failed after its message was stored."""
+    from agents.registry import get_agent
+
+    left = 128 - len(get_agent("banking").tool_names())
+    tools = [{"name": f"widget_{i}", "description": "", "parameters": {"type": "object"}} for i in range(left + 1)]
+    thread_id = fresh("thread")
+    events = first_events(post(client, bearer, thread_id, [user("hi")], tools=tools))
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"], events  # not a run under way
+    assert events[1]["code"] == "invalid_tools" and f"send at most {left}" in events[1]["message"], events[1]
+    assert not Message.objects.filter(thread_id=thread_id).exists()
+    events = first_events(post(client, bearer, fresh("thread"), [user("hi")], tools=tools[:left]))
+    assert events[-1]["type"] == "MESSAGES_SNAPSHOT", events
+
+
 def test_frontend_tools_are_kept_as_sent_and_offered_as_objects(client, bearer):
     from agents.runtime.runner import Runner
 

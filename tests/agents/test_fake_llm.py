@@ -208,3 +208,19 @@ def test_product_maps_the_refusal_to_a_model_error(llm, settings):
     settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL = "test", llm.base_url
     with pytest.raises(ModelError, match="preceeding message with 'tool_calls'"):  # not "unavailable"
         list(OpenAIChatModel().stream([USER, tool("nope")], []))
+
+
+def fn(name):
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}
+
+
+def test_too_many_tools_or_a_name_out_of_pattern_is_refused(llm, client):
+    with pytest.raises(openai.BadRequestError) as info:
+        stream(client, tools=[fn(f"t{i}") for i in range(129)])
+    assert info.value.code == "array_above_max_length" and info.value.param == "tools"
+    assert "Expected an array with maximum length 128, but got an array with length 129" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        stream(client, tools=[fn("ok"), fn("show chart")])
+    assert info.value.param == "tools[1].function.name" and "does not match pattern" in info.value.message
+    assert len(llm.rejected) == 2 and llm.requests == []
+    assert stream(client, tools=[fn(f"t{i}") for i in range(128)])  # 128 is taken
