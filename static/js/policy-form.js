@@ -26,4 +26,5 @@
 
   mode.addEventListener("change", update);
   update();
+  window.addEventListener("pageshow", update); // on Back, Chromium restores the mode chosen after this ran
 })();

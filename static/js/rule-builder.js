@@ -35,6 +35,14 @@
 
   let model = [];
   let uid = 0;
+  /* The builder is the truth and the textarea (what the form sends) its copy, unless the JSON was typed
+     into since: Chromium restores the textarea's earlier text on Back after this script built the
+     builder from the server's, so the copy is written again before it is shown or sent. */
+  let copy = null; // the text the builder stands for (null: the builder could not read the JSON)
+  let typed = false;
+  function syncRaw() {
+    if (copy !== null && !typed) textarea.value = copy;
+  }
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -190,7 +198,8 @@
   }
 
   function sync() {
-    textarea.value = JSON.stringify(model.map(toRule), null, 2);
+    textarea.value = copy = JSON.stringify(model.map(toRule), null, 2);
+    typed = false;
     textarea.dispatchEvent(new Event("change", { bubbles: true }));
   }
 
@@ -359,6 +368,8 @@
     if (!Array.isArray(data)) return gettext("The rules must be a JSON list.");
     if (!data.every((r) => r && typeof r === "object" && !Array.isArray(r))) return gettext("Every rule must be an object.");
     model = data.map(fromRule);
+    copy = text; // as it came: a rule the builder shows in part is sent as it was
+    typed = false;
     render();
     return "";
   }
@@ -377,6 +388,16 @@
       root.replaceChildren(el("p", { className: "field-error" }, error));
     }
   });
+
+  textarea.addEventListener("input", () => {
+    typed = true; // the person's own JSON is sent as typed ("Load this JSON" brings it into the builder)
+  });
+  const details = document.getElementById("conditions-details");
+  details.addEventListener("toggle", () => {
+    if (details.open) syncRaw();
+  });
+  window.addEventListener("pageshow", syncRaw);
+  if (textarea.form) textarea.form.addEventListener("submit", syncRaw);
 
   const revert = document.getElementById("revert-form");
   if (revert) {

@@ -160,3 +160,50 @@ def test_the_rule_builder_names_operators_in_words(people):
     assert "is more than" in options and not [o for o in options if "(" in o and ">" in o], options
     assert card.get_by_label("Then").locator("option").all_inner_texts() == ["ask a person", "block the call",
                                                                           "let it run"]
+
+
+def test_after_back_the_draft_simulated_is_the_rules_shown(people):
+    """Chromium restores the rules' textarea (what the form sends) on Back after the builder was built
+    from the server's rules: the page showed one set of rules and sent another. Simulated, not saved."""
+    page = people("admin").page
+    page.goto("/policies/transfer_money/")
+    page.get_by_label("Mode").select_option("conditional")
+    builder = page.locator("#rule-builder")
+    names = builder.locator(".rule-card .field-name input")
+    before = names.count()
+    builder.get_by_role("button", name="Add rule").click()
+    card = builder.locator(".rule-card").last
+    card.get_by_label("Name").fill("back and forth")
+    card.get_by_label("Path").fill("args.amount")
+    card.get_by_label("Operator").select_option("gt")
+    card.get_by_label("Value").fill("99999")
+    expect(names).to_have_count(before + 1)
+    page.goto("/policies/")
+    page.go_back()
+    expect(builder.locator("#add-rule")).to_be_visible()
+    shown = names.evaluate_all("(inputs) => inputs.map((i) => i.value)")
+    page.get_by_role("button", name="Simulate the draft").click()
+    # simulated, or refused (a conditional mode with the rules shown, none): either way the page now holds what was sent
+    expect(page.locator("#sim-summary, #policy-errors").first).to_be_visible(timeout=T)
+    sent = names.evaluate_all("(inputs) => inputs.map((i) => i.value)")
+    assert sent == shown, f"the builder showed the rules {shown}; the draft sent had {sent}"
+
+
+def test_after_back_who_decides_follows_the_mode_shown(people):
+    """On Back, Chromium restores the Mode chosen after the page script hid or showed the approver
+    fields for the server's mode: "Block" was shown with its reviewers, or a reviewed mode with "nobody"."""
+    page = people("admin").page
+    page.goto("/policies/transfer_money/")
+    mode = page.get_by_label("Mode")
+    mode.select_option("deny")
+    expect(page.locator("#p-nobody")).to_be_visible()
+    page.goto("/policies/")
+    page.go_back()
+    expect(page.locator("#add-rule")).to_be_visible()
+    shown = mode.input_value()
+    if shown in ("deny", "never"):
+        expect(page.locator("#p-nobody")).to_be_visible()
+        expect(page.get_by_label("Who decides", exact=True)).to_be_hidden()
+    else:
+        expect(page.locator("#p-nobody")).to_be_hidden()
+        expect(page.get_by_label("Who decides", exact=True)).to_be_visible()
