@@ -71,11 +71,10 @@
       body: JSON.stringify(body),
     });
     let data = null;
-    const text = await res.text();
     try {
-      data = text ? JSON.parse(text) : {};
+      data = await window.aguiJSON(res);
     } catch (e) {
-      data = { message: text.slice(0, 300) };
+      data = { message: e.message }; // a page that is not JSON (a proxy's 502): a sentence, not its HTML
     }
     return { status: res.status, ok: res.ok, data: data || {} };
   }

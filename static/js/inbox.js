@@ -182,7 +182,7 @@
           method: "POST", body, credentials: "same-origin",
           headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
         });
-        const data = await res.json();
+        const data = await window.aguiJSON(res); // an error page says so in a sentence, not the parser's words
         clearTimeout(undoTimer);
         toast.hidden = true;
         if (data.recalled && data.recalled.length) {

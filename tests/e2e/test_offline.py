@@ -45,3 +45,41 @@ def test_a_message_sent_while_offline_stays_in_the_composer(people):
     alice.ctx.set_offline(False)
     page.locator("#composer").press("Enter")
     expect(page.locator("#messages .msg-user .msg-body")).to_have_text("Am I still there?")
+
+
+PROXY_502 = ("<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center>"
+             "<hr><center>nginx</center></body></html>")
+
+
+def test_a_proxys_error_page_is_said_in_a_sentence(people):
+    """A proxy in front of the server answered a message with its 502 HTML page: the chat showed
+    that markup. It says in the page's words that the server answered with an error."""
+    alice = people("alice")
+    page = alice.page
+    new_chat(page)
+    page.route("**/api/threads/*/messages/", lambda route: route.fulfill(
+        status=502, content_type="text/html", body=PROXY_502))
+    page.locator("#composer").fill("Anyone there?")
+    page.locator("#composer").press("Enter")
+    expect(page.locator("#chat-notice-text")).to_have_text(
+        "The server answered with an error page instead of a reply: try again in a moment.")
+    expect(page.locator("#composer")).to_have_value("Anyone there?")
+
+
+def test_an_undo_a_proxy_answered_with_its_error_page_says_so_in_a_sentence(people, live_stack):
+    """The Undo on the list read the proxy's 502 page as JSON: the toast showed the parser's words
+    and a piece of the markup ("Unexpected token '<', "<html><hea"... is not valid JSON")."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Undo 502 ({t})", "risk": "low"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
+    page.route("**/inbox/undo/", lambda route: route.fulfill(status=502, content_type="text/html", body=PROXY_502))
+    page.keyboard.press("j")
+    page.keyboard.press("a")  # low risk: held at once, with an Undo
+    expect(page.locator("#undo-toast")).to_contain_text(f"Approved: Undo 502 ({t})")
+    page.locator("#undo-button").click()
+    expect(page.locator("#undo-toast .undo-error")).to_have_text(
+        "The server answered with an error page instead of a reply: try again in a moment.")
+    assert wait_status(live_stack, rid, "approved") == "approved"  # not undone: sent when the window closed
