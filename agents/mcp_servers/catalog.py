@@ -18,6 +18,7 @@ from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from agents import registry as agents_registry
 from approvals import registry
 
 from . import client
@@ -127,6 +128,16 @@ def reset():
         _seen, _token = None, None
 
 
+MAX_TOOLS = 128  # the model's API (OpenAI's) refuses a request offering more: every run would fail
+
+
+def _room(agent_name):
+    """How many MCP tools the agent may be offered: the setting's, less what its own tools leave."""
+    agent = agents_registry.get_agent(agent_name)
+    own = len(getattr(agent, "tools", None) or [])
+    return max(min(settings.AGUI_MCP_MAX_TOOLS_PER_AGENT, MAX_TOOLS - own), 0)
+
+
 def _rebuild(servers):
     global _by_name, _offered, _skipped, _users
     by_name, offered, skipped, users = {}, {}, {}, {}
@@ -140,12 +151,12 @@ def _rebuild(servers):
             if server.healthy:
                 for agent in server.agents or []:
                     mine = offered.setdefault(agent, [])
-                    if len(mine) < settings.AGUI_MCP_MAX_TOOLS_PER_AGENT:
+                    if len(mine) < _room(agent):
                         mine.append(t)
                     else:  # the model API's own limit on tools: the rest said, not offered
                         skipped[server.name].append(
-                            f"{t.remote_name}: not offered to {agent}, which has "
-                            f"{settings.AGUI_MCP_MAX_TOOLS_PER_AGENT} MCP tools already (AGUI_MCP_MAX_TOOLS_PER_AGENT)")
+                            f"{t.remote_name}: not offered to {agent}, which is offered {len(mine)} MCP tools already "
+                            f"(AGUI_MCP_MAX_TOOLS_PER_AGENT, and at most {MAX_TOOLS} tools in all with its own)")
     for name in set(_by_name) - set(by_name):
         registry.unregister(name)
     for t in list(by_name.values()):

@@ -195,6 +195,19 @@ def test_a_server_listing_hundreds_of_tools_is_offered_up_to_the_limit(demo, set
     assert catalog.get("hostile__t149") is not None  # known (a call made before stays resolvable), not offered
 
 
+def test_at_the_settings_maximum_the_agents_own_tools_still_fit_the_models_limit(demo, settings):
+    """AGUI_MCP_MAX_TOOLS_PER_AGENT may be 128: with the agent's own tools beside them, every run
+    offered the model more than its API takes (a 400)."""
+    settings.AGUI_MCP_MAX_TOOLS_PER_AGENT = 128
+    many = [{"name": f"t{i:03d}", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+            for i in range(150)]
+    row = services.save_server("hostile", hostile_values(many, agents=("banking",)))
+    own = len(get_agent("banking").tools)
+    assert own > 0 and len(get_agent("banking").all_tools()) == 128
+    assert len(catalog.tools_for("banking")) == 128 - own
+    assert f"t{128 - own:03d}: not offered to banking" in row.error
+
+
 def test_a_tool_list_whose_pages_never_end_is_refused_not_read_forever(demo, settings):
     settings.AGUI_MCP_CONNECT_TIMEOUT = 30
     values = hostile_values([{"name": "t", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}])
