@@ -548,8 +548,10 @@ class Runner:
     def client_tools(self):
         """Frontend tools an AG-UI client offered; the server's own tool of the same name wins (the
         endpoint refuses such a name; an MCP tool may take it later, and a run keeps its tools)."""
+        if not self.run.client_tools:  # most runs: no catalog walk per model turn and per call
+            return {}
         own = get_agent(self.thread.agent).tool_names()  # a workflow's: every participant's and its own
-        return {t["name"]: t for t in self.run.client_tools or [] if t.get("name") not in own}
+        return {t["name"]: t for t in self.run.client_tools if t.get("name") not in own}
 
     def tool_specs(self):
         specs = [t.openai_spec() for t in self.agent.all_tools()]
