@@ -116,6 +116,8 @@ def claim_call(call_id, run_id, now):
     sql, left = made
     claimed_at = ToolCall._meta.get_field("claimed_at").get_db_prep_save(now, connection)
     with transaction.mark_for_rollback_on_error(using=alias), connection.cursor() as cursor:
+        if getattr(connection, "lazy_commits", False):  # queries.lazy_commits(): said in its round trip
+            connection.next_commits_lazily()
         cursor.execute(sql, [ToolCall.Status.EXECUTING, claimed_at, call_id, *left, run_id, Run.Status.RUNNING, True])
         return cursor.rowcount == 1
 

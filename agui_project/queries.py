@@ -197,11 +197,29 @@ def commit_lazily(using="default"):
     them (PostgreSQL's WAL is written in order, so that commit's flush covers them): a crash of the
     server in between may lose them, as it would had the crash come before they were made. A
     worker's claim of a run and its making of a decision's continuation (recovery finds such a run
-    again) are such writes, the claim of a tool call (synchronous: it precedes the side effect) is
-    not. Elsewhere nothing changes (SQLite runs with synchronous=NORMAL)."""
+    again) are such writes, the claim of a tool call is not (it precedes the side effect) unless the
+    tool's effects are rows of this database (lazy_commits). Elsewhere nothing changes (SQLite runs with synchronous=NORMAL)."""
     connection = connections[using]
     if connection.vendor == "postgresql" and connection.in_atomic_block:
         connection.commit_lazily()  # agui_project/postgresql: said with the transaction's BEGIN
+
+
+@contextmanager
+def lazy_commits(using="default"):
+    """On PostgreSQL, every transaction opened on `using` inside the block commits as
+    commit_lazily() says, under the same rule: a later commit that waits for the flush must make
+    them durable before anything outside the database acts on them (the caller's to see to). For a
+    tool whose every effect is rows of this database (Tool.in_database): its call's claim and its
+    own transactions, which the call's result then commits after them."""
+    connection = connections[using]
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield
+        return
+    connection.lazy_commits = True
+    try:
+        yield
+    finally:
+        connection.lazy_commits = False
 
 
 def unanswered(using="default"):

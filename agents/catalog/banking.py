@@ -91,6 +91,7 @@ def _transfer_outcome(tool_call_id, _arguments):
                                                     "src": a["from_account"]},
     objects=_accounts(from_account=True, to_account=False),
     outcome=_transfer_outcome,
+    in_database=True,
 )
 def transfer_money(
     ctx,
@@ -141,6 +142,7 @@ def transfer_money(
         "sub": a["subscription_id"]},
     impact=lambda a: gettext("Subscription %(sub)s ends immediately") % {"sub": a["subscription_id"]},
     objects=_subscription,
+    in_database=True,
 )
 def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
     """Cancel one of the user's subscriptions."""
@@ -157,7 +159,7 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
 
 @tool(summary=gettext_noop("Look up the balance of one of the user's accounts"),
       approval_mode="never", risk="low", reversible=True, describe=lambda a: gettext("Read the balance of %(account)s") % {"account": a["account"]},
-      objects=_accounts(account=True))
+      objects=_accounts(account=True), in_database=True)
 def check_balance(ctx, account: AccountNumber):
     """Look up the balance of one of the user's accounts."""
     acct = _OWN_ACCOUNT.one(account, ctx.user.pk)

@@ -49,7 +49,7 @@ def _client_context(ctx):
 # a read: safe to run again when a worker died while it ran (agents/runtime/execution.py retries it)
 @tool(summary=gettext_noop("Look up one of the customer's orders"),
       approval_mode="never", risk="low", reversible=True, idempotent=True,
-      describe=lambda a: _("Look up order %(order_id)s") % a, objects=_order_objects)
+      describe=lambda a: _("Look up order %(order_id)s") % a, objects=_order_objects, in_database=True)
 def lookup_order_details(ctx, order_id: OrderNumber):
     """Return the details of one of the customer's orders."""
     order = _order(ctx, order_id)
@@ -69,6 +69,7 @@ def lookup_order_details(ctx, order_id: OrderNumber):
     impact=lambda a: _("Pays %(amount)s back to the customer of order %(order_id)s; a refund cannot be taken back "
                        "from here") % {"amount": money.shown(a["amount"]), "order_id": a["order_id"]},
     objects=_order_objects,
+    in_database=True,
 )
 def submit_refund(
     ctx,
@@ -106,6 +107,7 @@ def submit_refund(
     describe=lambda a: _("Send a replacement for order %(order_id)s (%(shipping_preference)s shipping)") % a,
     impact=lambda a: _("Ships a new item for order %(order_id)s at no cost to the customer") % a,
     objects=_order_objects,
+    in_database=True,
 )
 def submit_replacement(
     ctx,

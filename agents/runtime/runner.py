@@ -4,6 +4,7 @@ import json
 import logging
 import time
 import uuid
+from contextlib import nullcontext
 from types import SimpleNamespace
 
 import jsonpatch
@@ -63,7 +64,7 @@ from agents.runtime.tools import (
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested, cancel_run
 from agents.transitions import claim_ahead, claim_run, move_call, move_run
 from agui_project import jsoncheck
-from agui_project.queries import Prepared, PreparedInsert, one, read_ahead
+from agui_project.queries import Prepared, PreparedInsert, lazy_commits, one, read_ahead
 from approvals import policy
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -818,7 +819,12 @@ class Runner:
     def execute_call(self, tc, tool, arguments, prefix=""):
         """Exactly once: the conditional claim precedes the side effect. Returns the Interrupt of a
         call that stopped at a question to the person (tools.Paused), else None."""
-        claimed = execution.claim(tc.pk, self.run.pk)  # proposed|approved -> executing, while this run is ours
+        # a tool whose effects are rows of this database only: its claim and its own transactions
+        # need not wait for the WAL's flush; the result's commit below waits, for them too, before
+        # anything leaves (a server crash in between leaves what a worker killed there leaves)
+        lazily = lazy_commits if tool.in_database else nullcontext
+        with lazily():
+            claimed = execution.claim(tc.pk, self.run.pk)  # proposed|approved -> executing, while this run is ours
         if claimed is execution.RUN_LOST:
             raise RunLost()
         if claimed is execution.OWNER_OFF:  # never executed: denied as asked, failed once approved
@@ -836,7 +842,7 @@ class Runner:
         try:
             self.state.check(tc, arguments)
             tool.authorize(self.user, arguments)  # again: an edit, or an object that changed hands
-            with execution.lease(tc.pk):  # a dead worker's lease lapses: recovery, not repetition
+            with execution.lease(tc.pk), lazily():  # a dead worker's lease lapses: recovery, not repetition
                 output, status = str(tool.run(ctx, arguments)), ToolCall.Status.SUCCEEDED
         except ToolError as exc:
             output, status = f"Error: {exc}", ToolCall.Status.FAILED

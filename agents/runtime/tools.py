@@ -137,6 +137,7 @@ class Tool:
     # what the tool's own records say of a call a dead worker left executing: recovery asks it
     # before it reports the outcome unknown (see `tool`)
     outcome: Callable[[str, dict], str | None] | None = None
+    in_database: bool = False  # all it changes is rows of this database, in its own transactions
 
     @property
     def schema(self):
@@ -253,7 +254,7 @@ NOT_DONE = "not done"
 
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",
          risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, summary="", outcome=None,
-         **policy):
+         in_database=False, **policy):
     """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments.
 
     approval_mode: never | always | conditional | deny | model; `policy` takes the other code
@@ -266,6 +267,10 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
     outcome(tool_call_id, arguments): for a call whose worker died while it ran, what the tool's own
     records say: the result the model reads (it took effect), NOT_DONE (it certainly did not: it is
     run again), or None (they cannot tell: the outcome is unknown, as for a tool without it).
+    in_database=True: everything the tool changes is rows of this database, in transactions of its
+    own; it sends nothing outside (mail, files, HTTP, MCP) and asks the person nothing. Its call's
+    claim and its transactions then commit without waiting for the WAL's flush (queries.lazy_commits):
+    the result's commit waits for them all before the result leaves.
     """
     unknown = set(policy) - {"conditions", "required_approvals", "timeout_action", "reminder_fraction",
                              "escalation", "escalation_fraction"}
@@ -299,6 +304,7 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
             objects=objects,
             summary=summary,
             outcome=outcome,
+            in_database=in_database,
         )
 
     return wrap

@@ -81,6 +81,8 @@ def adapt_choices(adapters):
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    lazy_commits = False  # queries.lazy_commits(): the transactions opened meanwhile commit lazily
+
     def get_connection_params(self):
         params = super().get_connection_params()
         adapters = params.get("context")  # Django's template (one per time zone), shared by connections
@@ -111,6 +113,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if not self.connection.autocommit:
                 self.connection.autocommit = True
             cursors.note_begin(self.connection, not autocommit)
+            if not autocommit and self.lazy_commits:
+                cursors.commit_lazily(self.connection)
 
     def _commit(self):
         conn = self.connection
@@ -157,6 +161,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
         else:
             with self.cursor() as cursor:
                 cursor.execute(cursors.LAZY.decode())
+
+    def next_commits_lazily(self):
+        """In autocommit, the next statement's transaction commits lazily (queries.lazy_commits)."""
+        self.ensure_connection()
+        cursors.next_commits_lazily(self.connection)
 
     def create_cursor(self, name=None):
         if name and self.connection is not None:

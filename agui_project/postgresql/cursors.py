@@ -60,6 +60,12 @@ def commit_lazily(connection):
         connection.execute(LAZY, prepare=False)
 
 
+def next_commits_lazily(connection):
+    """In autocommit: the next statement's own transaction commits without waiting for the flush
+    (said ahead of it, in its round trip)."""
+    _queued(connection).append((LAZY_ROUND_TRIP, None))
+
+
 @contextmanager
 def defer(connection):
     """The statements run on `connection` inside the block are queued (see the module)."""

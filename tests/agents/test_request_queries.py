@@ -192,9 +192,12 @@ def test_on_postgresql_a_continuation_claims_and_reads_in_two_round_trips_where_
     assert seen[:4] == [("UPDATE", '"agents_run"', True), ("SELECT", '"agents_run"', True),
                         ("SELECT", '"state_sharedstate"', True), ("SELECT", '"agents_toolcall"', True)], seen[:6]
     assert not seen[4][2]  # the call's claim after them, on its own
-    # the run's claim commits without waiting for the WAL's flush (the call's claim waits for it)
+    # the run's claim commits without waiting for the WAL's flush; so do the call's claim and the
+    # tool's own transaction, cancel_subscription's effects being rows of this database (its result
+    # waits for them: tests/agents/test_lazy_tool_commits.py)
     assert "set_config('synchronous_commit', 'off', true)" in sent(trips[0])[0] and len(sent(trips[0])) == 3
-    assert not any("synchronous_commit" in statement for trip in trips[1:] for statement in sent(trip))
+    lazy = [sent(trip) for trip in trips[1:] if any("synchronous_commit" in statement for statement in sent(trip))]
+    assert len(lazy) == 2 and '"claimed_at" = $' in lazy[0][1] and lazy[1][:2] == ["BEGIN", "SET LOCAL synchronous_commit TO OFF"]
     assert Run.objects.get(pk=plan.run_id).status == Run.Status.SUCCEEDED
     assert list(Message.objects.filter(run_id=plan.run_id).order_by("seq").values_list("role", "content")) == [
         ("tool", "Subscription sub_123 (Premium) is cancelled."), ("assistant", "Done: it is cancelled.")]
