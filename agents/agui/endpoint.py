@@ -33,7 +33,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 
 from agents import dispatch, presenters, selectors, services, thread_ids, watching
-from agents.agui import custom_events, incoming, replay
+from agents.agui import blank_ids, custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
 from agents.agui.relay import HAND_OVER_LATEST, Plan, frame, hand_over, hand_over_later, watched_relay
 from agents.catalog import get_agent, load_agents
@@ -115,10 +115,12 @@ def parse_input(body):
         # in the caller's language, as our APIs' are; each field by its place in the body
         errors = argument_errors.from_pydantic(exc, root="body", data=data)
         return None, error(422, _("invalid RunAgentInput"), code="invalid_input", errors=errors)
-    bad = {}
+    bad = blank_ids.blank(agent_input)
     length = _("must be 1 to %(max)s characters") % {"max": MAX_THREAD_ID}
     for field, value in (("threadId", agent_input.thread_id), ("runId", agent_input.run_id)):
-        if not value or len(value) > MAX_THREAD_ID:
+        if field in bad:
+            continue  # blank: said once
+        if len(value) > MAX_THREAD_ID:
             bad[field] = [length]
         elif thread_ids.unaddressable(value):
             bad[field] = [thread_ids.unaddressable(value)]
