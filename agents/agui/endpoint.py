@@ -301,7 +301,10 @@ def _check(request, agent_name, json_body, agent_input, invalid):
         return parse_input(json_text(request, request.body))[1]
     thread = selectors.thread_by_id(agent_input.thread_id)
     if thread and thread.owner_id != user.pk:
-        return refuse(agent_input, "forbidden", _("this thread belongs to someone else"))
+        # said as for an id a deleted chat had (record(): ThreadIdTaken): "belongs to someone else"
+        # told any caller which ids name somebody's live chat
+        taken = thread_ids.ThreadIdTaken(agent_input.thread_id)
+        return refuse(agent_input, taken.code, taken.message)
     if thread and thread.agent != agent.name:
         return refuse(agent_input, "agent_mismatch", _("thread %(thread)s belongs to agent %(agent)s") % {
             "thread": thread.pk, "agent": repr(thread.agent)})

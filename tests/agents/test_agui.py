@@ -308,7 +308,7 @@ def test_who_may_run(client, token_headers, demo):
     assert client.post("/agui/nope/", body, content_type="application/json", **token_headers("alice")).status_code == 404
     Thread.objects.create(id="t-owned", owner=demo["bob"], agent="banking")
     resp = client.post("/agui/banking/", body, content_type="application/json", **token_headers("alice"))
-    assert refusal(resp)["code"] == "forbidden" and not Run.objects.exists()
+    assert refusal(resp)["code"] == "thread_id_used" and not Run.objects.exists()  # as a deleted chat's id
     resp = client.post("/agui/banking/", body, content_type="application/json",
                        HTTP_AUTHORIZATION="Bearer wrong")
     assert resp.status_code == 401

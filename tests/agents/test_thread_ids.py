@@ -73,6 +73,28 @@ def test_a_deleted_threads_id_is_not_given_to_anyone(api, client, demo):
     assert not events.redis_client().exists(events.stream_key(thread_id))
 
 
+def test_a_live_chat_of_someone_else_is_answered_as_a_deleted_chats_id(api, client, demo, monkeypatch):
+    """An existence oracle: bob's POST on alice's live chat answered "this thread belongs to someone
+    else" (forbidden), on an id nobody holds it made his chat, on a deleted chat's id thread_id_used.
+    Her live chat's id now reads as a deleted one's: that an id is used, never whose or that it lives."""
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)  # the run is not what is tested
+    live, deleted = fresh("chat-live"), fresh("chat-gone")
+    assert api("alice").post("/api/threads/", {"id": live, "agent": "banking"}, format="json").status_code == 201
+    alices_deleted_thread(api, deleted)
+    answers = []
+    for thread_id in (live, deleted):
+        error = refusal(agui_post(client, thread_id, token(demo["bob"]), fresh("run-bob")))
+        answers.append((error["code"], error["message"]))
+        # the REST API and the socket already answer both alike: 404, 4403
+        assert api("bob").get(f"/api/threads/{thread_id}/").status_code == 404
+        assert api("bob").get(f"/api/threads/{thread_id}/messages/").status_code == 404
+    assert answers[0] == answers[1] and answers[0][0] == "thread_id_used", answers
+    assert not Thread.objects.filter(owner=demo["bob"]).exists()
+    # the owner's use is unchanged: her POST on her chat starts a run
+    assert agui_post(client, live, token(demo["alice"]), fresh("run-alice")).status_code == 200
+    assert Thread.objects.get(pk=live).runs.count() == 1
+
+
 async def test_bob_cannot_replay_alices_events_on_a_reused_id(api, demo):
     thread_id = fresh("chat-y")
     await sync_to_async(alices_deleted_thread)(api, thread_id)

@@ -114,7 +114,7 @@ def test_agent_framework_client_drives_the_live_stack(maf_python, live_stack, fa
     assert Message.objects.filter(thread_id=approval["threadId"], role="tool").count() == 1
 
     # (d) refusals are readable sentences in MAF, not ResponseNotRead; nothing reached bob's thread
-    assert "someone else" in scenario["errors"]["forbidden"]
+    assert "already taken" in scenario["errors"]["forbidden"]
     assert "no-such-interrupt" in scenario["errors"]["unknownInterrupt"]
     # what an HTTP error looks like in MAF (the 401 before authentication): the body is lost
     assert scenario["errors"]["http401"].startswith("ResponseNotRead")

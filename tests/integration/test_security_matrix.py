@@ -212,7 +212,7 @@ ROWS = [
     Row("AG-UI agents", "GET", "/agui/", expect=by_role(200, anon=401), **API),
     Row("AG-UI run, new thread", "POST", "/agui/banking/", body="new-run", expect=by_role(200, anon=401), **API),
     Row("AG-UI run on alice's thread", "POST", "/agui/banking/", body="run-on-thread",
-        expect=by_role(200, anon=401), stream_error={r: "forbidden" for r in ("bob", "rita", "finn", "admin")},
+        expect=by_role(200, anon=401), stream_error={r: "thread_id_used" for r in ("bob", "rita", "finn", "admin")},
         **API),
 ]
 

@@ -137,7 +137,7 @@ async def errors():
     mine = Chat()
     try:
         out = await foreign.turn("[maf] let me in")
-        expect(len(out["errors"]) == 1 and "someone else" in out["errors"][0], "another's thread: readable", out)
+        expect(len(out["errors"]) == 1 and "already taken" in out["errors"][0], "another's thread: readable", out)
         await mine.turn("[maf] a thread of my own")
         bogus = await mine.turn(None, resume=[{"interruptId": "no-such-interrupt", "status": "resolved",
                                                "payload": {"approved": True}}])

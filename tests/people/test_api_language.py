@@ -151,8 +151,9 @@ def test_the_agui_endpoint_refuses_in_the_saved_language(caller, demo):
                          HTTP_ACCEPT="text/event-stream", **headers)
     frames = [json.loads(f[len("data: "):]) for f in async_to_sync(_collect)(stream.streaming_content).decode()
               .split("\n\n") if f]
-    assert frames[-1]["type"] == "RUN_ERROR" and frames[-1]["code"] == "forbidden"
-    assert frames[-1]["message"] == "esta conversa pertence a outra pessoa"
+    assert frames[-1]["type"] == "RUN_ERROR" and frames[-1]["code"] == "thread_id_used"
+    assert frames[-1]["message"] == ("este id de conversa já está em uso ou pertencia a uma conversa excluída; "
+                                     "comece uma nova conversa com um novo id")
 
 
 @pytest.mark.django_db(transaction=True)
