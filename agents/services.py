@@ -534,8 +534,9 @@ def cancel_requested(run_id):
     return bool(events.redis_client().exists(cancel_key(run_id)))
 
 
-def cancel_run(run, user):
-    """Stop: a queued run never starts, a running one stops at its next check, a paused one withdraws its requests."""
+def cancel_run(run, user, reason="the user stopped the run"):
+    """Stop: a queued run never starts, a running one stops at its next check, a paused one withdraws
+    its requests. `user` None: the engine stops it (agents/account_off.py), `reason` saying why."""
     from ag_ui.core import RunFinishedCancelledOutcome, RunFinishedEvent
 
     with transaction.atomic():
@@ -552,12 +553,13 @@ def cancel_run(run, user):
             # stands: the others are still stopped, and the Stop is answered, not a 500
             for request in ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING):
                 try:
-                    approval_services.cancel(request.pk, user, reason="the user stopped the run")
+                    approval_services.cancel(request.pk, user, reason=reason)
                 except approval_services.NotPending:
                     pass
             for question in run.input_requests.filter(status=InputRequest.Status.PENDING):
                 try:
-                    inputs.cancel(question.pk, user, reason="the user stopped the run")
+                    # a question is the owner's to answer or withdraw: the engine withdraws it for them
+                    inputs.cancel(question.pk, user or run.thread.owner, reason=reason)
                 except inputs.InputError as exc:
                     if exc.code != "already_decided":
                         raise

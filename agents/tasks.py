@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from . import services
+from . import account_off, services
 from .runtime import execution, runner
 
 
@@ -42,3 +42,9 @@ def recover_stuck_calls():
         services.announce_unannounced()  # soon after Redis is back, before requeue_lost_runs' longer wait
         execution.requeue_lost_runs()
         execution.publish_undelivered_ends()
+
+
+@shared_task(ignore_result=True)
+def withdraw_switched_off():
+    """Beat: the requests and runs of accounts switched off without a save (agents/account_off.py)."""
+    account_off.sweep()

@@ -24,6 +24,12 @@ log = logging.getLogger(__name__)
 WATCHED = ("is_active", "password", "is_staff", "is_superuser")
 
 
+def changed(instance):
+    """Which of WATCHED the save of this user under way changes (read by post_save receivers elsewhere:
+    agents/receivers.py ends the work of an account switched off)."""
+    return getattr(instance, "_agui_access_changed", set())
+
+
 def recheck_sockets(user_ids):
     """Close the sockets of these users once the current transaction commits."""
     ids = sorted({pk for pk in user_ids if pk is not None})
@@ -51,12 +57,12 @@ def _note_access(sender, instance, raw=False, update_fields=None, **kwargs):
 
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
 def _saved(sender, instance, **kwargs):
-    changed = getattr(instance, "_agui_access_changed", set())
+    changes = changed(instance)
     # a sign-in that upgrades the hash (a new hasher or iteration count) keeps the password: Django
     # marks it so (_password None, as for its password_changed); the token stays
-    if "password" in changed and instance._password is not None:
+    if "password" in changes and instance._password is not None:
         Token.objects.filter(user=instance).delete()
-    if changed:
+    if changes:
         recheck_sockets([instance.pk])
 
 

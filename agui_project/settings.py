@@ -336,6 +336,8 @@ CELERY_BEAT_SCHEDULE = {
     # decisions whose undo window closed (each also has its own countdown task)
     "held-decisions": {"task": "approvals.tasks.held_decisions_due", "schedule": 2.0},
     "resume-stalled-runs": {"task": "agents.tasks.resume_stalled", "schedule": 30.0},
+    # pending requests and runs of accounts switched off by an update that sent no signal (a save ends them at once)
+    "switched-off-accounts": {"task": "agents.tasks.withdraw_switched_off", "schedule": 30.0},
     # tool calls and runs left `executing`/`running` by a dead worker: outcome_unknown (or a retry
     # when idempotent) / a continuation; queued runs whose task message was lost are sent again
     "recover-stuck-tool-calls": {"task": "agents.tasks.recover_stuck_calls", "schedule": 10.0},

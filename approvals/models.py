@@ -115,6 +115,12 @@ ESCALATED_TO = models.Case(models.When(escalated_at__isnull=False, then=models.F
 NAMED_BY = models.Case(models.When(agent_name__gt="", then=models.F("requester")))
 
 
+# the reason a request of an account switched off is withdrawn with (services.withdraw_switched_off): its
+# `feedback`, for the model, the API and the webhooks, in English as the engine's other reasons; pages say
+# it in their own words (requester_was_off)
+REQUESTER_OFF = "withdrawn: the requester's account was switched off, so the call will not run for them"
+
+
 class ApprovalRequest(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", _("Pending")
@@ -253,6 +259,11 @@ class ApprovalRequest(models.Model):
         in English on every page: the pages say those outcomes in their own words."""
         decided = (self.Status.APPROVED, self.Status.MODIFIED, self.Status.REJECTED, self.Status.RESPONDED)
         return self.feedback if self.status in decided and self.decided_by_id else ""
+
+    @property
+    def requester_was_off(self):
+        """Whether it was withdrawn because its requester's account was switched off."""
+        return self.status == self.Status.CANCELLED and self.feedback == REQUESTER_OFF
 
     @property
     def approves_at_deadline(self):

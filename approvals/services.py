@@ -23,6 +23,7 @@ from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, 
 from . import access, mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
 from .access import mail_key, same_address
 from .models import (
+    REQUESTER_OFF,
     ApprovalRequest,
     ApproverKind,
     AuditEvent,
@@ -789,6 +790,25 @@ def cancel(request_id, user=None, reason="cancelled", resolve_here=None):
         _audit(Action.CANCELLED, req, actor=user, before=before, after=_snapshot(req))
         _resolved(req, "cancelled", resolve_here)
     return req
+
+
+def withdraw_switched_off(*, requester_ids, limit=100):
+    """The pending requests of these accounts, when switched off, -> cancelled, each as cancel() does
+    (audit row, the inbox's notice, approval_resolved: its paused run ends; an outside agent's
+    callback hears it), with REQUESTER_OFF as the reason. Tools act for the requester: nobody may
+    approve these any more (decide() refuses RequesterInactive), and left pending they waited in
+    every reviewer's inbox until a deadline. An account switched on again meanwhile keeps its requests.
+    Returns the ids withdrawn (at most `limit`: the beat's sweep takes the rest)."""
+    ids = list(ApprovalRequest.objects.filter(status=Status.PENDING, requester_id__in=list(requester_ids),
+                                              requester__is_active=False).values_list("pk", flat=True)[:limit])
+    done = []
+    for pk in ids:
+        try:
+            cancel(pk, reason=REQUESTER_OFF)
+            done.append(pk)
+        except NotPending:  # decided (rejected) or expired meanwhile: that stands
+            pass
+    return done
 
 
 # --- "always allow in this thread" -------------------------------------------------------------

@@ -339,6 +339,11 @@ class Runner:
             with read_ahead(reads):
                 self.state.emit_snapshot()
                 settled = self.settle() if continuation else None
+            if not self.user.is_active:
+                # the owner was switched off (agents/account_off.py): their calls were settled above
+                # (withdrawn, or refused at the claim), and nothing more runs as them, the model neither
+                self.finish(Run.Status.CANCELLED, RunFinishedCancelledOutcome())
+                return
             if continuation:
                 if self._paused:  # a call it ran stopped at a question: the run pauses again
                     self.finish(Run.Status.INTERRUPTED, RunFinishedInterruptOutcome(interrupts=self._paused))

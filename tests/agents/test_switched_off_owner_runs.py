@@ -10,7 +10,7 @@ import pytest
 
 from agents import services
 from agents.catalog.models import Transfer
-from agents.models import Run, Thread, ToolCall
+from agents.models import Message, Run, Thread, ToolCall
 from agents.runtime import runner
 from approvals import services as approval_services
 from approvals.models import ApprovalRequest
@@ -19,8 +19,9 @@ from tests.helpers import TRANSFER_ARGS, run_here
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("transfers_to_finance")]
 
 def switch_off(user):
-    user.is_active = False
-    user.save()
+    """Without a save: the moment before agents/account_off.py ends the account's runs (an update that
+    sends no signal waits for the beat's sweep), when only the runtime's own checks stand."""
+    type(user).objects.filter(pk=user.pk).update(is_active=False)
 
 
 def test_a_transfer_approved_before_its_requester_was_switched_off_does_not_run(demo, fake_llm):
@@ -31,31 +32,34 @@ def test_a_transfer_approved_before_its_requester_was_switched_off_does_not_run(
     req = ApprovalRequest.objects.get(thread_ref=thread.id)
     assert approval_services.decide(req.pk, demo["finn"], "approve").status == "approved"
     switch_off(demo["alice"])  # she leaves before the continuation's worker reaches the call
-    fake_llm.push("I could not make the transfer.")
-    run_here(Run.objects.get(parent_run=first).pk)
+    asked = len(fake_llm.requests)
+    assert run_here(Run.objects.get(parent_run=first).pk).status == "cancelled"  # nothing more runs as her
     assert not Transfer.objects.exists()
     call = ToolCall.objects.get(pk="c1")
     assert call.status != "succeeded"
-    told = next(m["content"] for m in fake_llm.requests[-1]["messages"] if m.get("tool_call_id") == "c1")
+    told = Message.objects.get(thread=thread, role="tool", tool_call_id="c1").content  # the history's result
     assert "switched off" in told and "not executed" in told
+    assert len(fake_llm.requests) == asked  # the model is not asked again for an account switched off
 
 
 def test_a_call_needing_no_approval_does_not_run_for_a_switched_off_owner(demo, fake_llm, monkeypatch):
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
     pk = services.start_run(thread, demo["alice"], "What is my balance?").pk
-    switch_off(demo["alice"])  # while the run waits in the queue (or runs)
     fake_llm.push({"tool_calls": [{"id": "b1", "name": "check_balance", "arguments": json.dumps(
         {"account": "1234567890"})}]}, "I cannot read it.")
     ran = []
-    monkeypatch.setattr(runner.Runner, "execute_call", _spy(runner.Runner.execute_call, ran))
+    # switched off while the run runs: between the model's answer and the call
+    monkeypatch.setattr(runner.Runner, "execute_call", _spy(runner.Runner.execute_call, ran,
+                                                            before=lambda: switch_off(demo["alice"])))
     run_here(pk)
     assert ran == ["b1"]  # the runtime got as far as executing it
     call = ToolCall.objects.get(pk="b1")
     assert call.status != "succeeded" and "switched off" in call.result
 
 
-def _spy(real, seen):
+def _spy(real, seen, before=lambda: None):
     def spy(self, tc, *args, **kwargs):
         seen.append(tc.pk)
+        before()
         return real(self, tc, *args, **kwargs)
     return spy
