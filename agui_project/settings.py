@@ -454,7 +454,7 @@ if AGUI_WEBHOOK_CALLBACK_SECRET:  # read as the deliveries read it, else every c
     except Exception:  # noqa: BLE001 -- the library's own errors (empty, bad base64); the value is a secret: not shown
         raise ImproperlyConfigured(
             "AGUI_WEBHOOK_CALLBACK_SECRET is not a signing secret: whsec_ then base64 (Standard Webhooks); "
-            "leave it unset for one derived from DJANGO_SECRET_KEY (manage.py webhook_callback_secret prints it)"
+            "leave it unset to derive each account's from DJANGO_SECRET_KEY (manage.py webhook_callback_secret <user>)"
         ) from None
 # SSRF guard: internal addresses (loopback, private, link-local) a webhook may reach; none by default
 # in production, loopback in development (DEBUG); set but empty: none

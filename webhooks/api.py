@@ -1,12 +1,14 @@
 """REST for admins: /api/webhooks/ (endpoints; the create answer alone carries the secret) and
-/api/webhook-deliveries/ (with their attempts, and replay)."""
+/api/webhook-deliveries/ (with their attempts, and replay); for any account, its own callback secret
+(/api/webhooks/callback-secret/)."""
 
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import IsAdminUser
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
@@ -86,3 +88,18 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
                             status=status.HTTP_409_CONFLICT)
         delivery.refresh_from_db()
         return Response(self.get_serializer(delivery).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CallbackSecretSerializer(serializers.Serializer):
+    secret = serializers.CharField(help_text="The whsec_ secret that signs deliveries to your requests' callback_url")
+
+
+class CallbackSecretView(APIView):
+    """The caller's own callback secret: an outside agent verifies the callbacks of its account's
+    requests with it, and holds no other account's (services.callback_secret)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: CallbackSecretSerializer})
+    def get(self, request):
+        return Response({"secret": services.callback_secret(request.user.pk)})

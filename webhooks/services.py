@@ -5,7 +5,8 @@ Deliveries follow Standard Webhooks: headers webhook-id (the delivery's message 
 retry and replay so receivers can drop duplicates), webhook-timestamp (of the attempt) and
 webhook-signature (`v1,` + base64 HMAC-SHA256 of `id.timestamp.body`, by the `standardwebhooks`
 library). An endpoint's messages are signed with its own secret; a request's callback_url with the
-callback secret (AGUI_WEBHOOK_CALLBACK_SECRET, else one derived from SECRET_KEY: see callback_secret).
+secret of the account whose request it answers (derived from AGUI_WEBHOOK_CALLBACK_SECRET, else from
+SECRET_KEY: see callback_secret).
 """
 
 import base64
@@ -31,6 +32,7 @@ from standardwebhooks.webhooks import Webhook
 
 from agui_project import destinations
 from agui_project.queries import Prepared
+from approvals.models import ApprovalRequest
 
 from .models import EVENT_TYPES, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -96,18 +98,27 @@ def update_endpoint(endpoint, *, url=None, events=None, is_active=None, descript
     return endpoint
 
 
-def callback_secret():
-    """The secret of callback_url deliveries: AGUI_WEBHOOK_CALLBACK_SECRET, else derived from
-    SECRET_KEY (stable across restarts; `manage.py webhook_callback_secret` prints it for the
-    outside agents, and deriving it never reveals SECRET_KEY)."""
-    if settings.AGUI_WEBHOOK_CALLBACK_SECRET:
-        return settings.AGUI_WEBHOOK_CALLBACK_SECRET
-    raw = hmac.new(settings.SECRET_KEY.encode(), b"agui-webhook-callback", hashlib.sha256).digest()
+def callback_secret(user_id):
+    """The secret of callback_url deliveries answering the requests of account `user_id`: one per
+    account. With one site-wide secret, whoever received one account's callbacks (an outside agent's
+    operator) held what signs every account's, and could send another account's agent a callback that
+    verified, deciding its request ("approved") as nobody had. Derived (HMAC) from
+    AGUI_WEBHOOK_CALLBACK_SECRET, else SECRET_KEY: stable across restarts, nothing stored, and one
+    account's secret reveals neither the key nor another's. `GET /api/webhooks/callback-secret/` gives
+    an account its own; `manage.py webhook_callback_secret <username>` prints it."""
+    key = (settings.AGUI_WEBHOOK_CALLBACK_SECRET or settings.SECRET_KEY).encode()
+    raw = hmac.new(key, b"agui-webhook-callback:%d" % user_id, hashlib.sha256).digest()
     return "whsec_" + base64.b64encode(raw).decode()
 
 
 def secret_of(delivery):
-    return delivery.endpoint.secret if delivery.endpoint_id else callback_secret()
+    """An endpoint's own secret; for a callback_url, the secret of the account whose request it
+    answers (None: it names none, and nothing is sent)."""
+    if delivery.endpoint_id:
+        return delivery.endpoint.secret
+    requester = ApprovalRequest.objects.filter(pk=delivery.approval_ref).values_list(
+        "requester_id", flat=True).first() if delivery.approval_ref else None
+    return callback_secret(requester) if requester is not None else None
 
 
 # --- emitting ---------------------------------------------------------------------------------
@@ -217,13 +228,16 @@ def _post(delivery, body):
     problem, pin = _destination(delivery.url)
     if problem:
         return None, "", problem
+    secret = secret_of(delivery)
+    if secret is None:
+        return None, "", "not sent: it answers no request, so there is no account to sign it for"
     sent_at = datetime.now(UTC)
     headers = {
         "content-type": "application/json",
         "user-agent": "agui-inbox-webhooks",
         "webhook-id": delivery.message_id,
         "webhook-timestamp": str(int(sent_at.timestamp())),
-        "webhook-signature": Webhook(secret_of(delivery)).sign(delivery.message_id, sent_at, body),
+        "webhook-signature": Webhook(secret).sign(delivery.message_id, sent_at, body),
     }
     limit, timeout = settings.AGUI_WEBHOOK_RESPONSE_BODY_CHARS, settings.AGUI_WEBHOOK_TIMEOUT_SECONDS
     deadline = _Deadline(timeout)

@@ -192,7 +192,7 @@ def test_an_outside_agents_callback_url_and_outcome(demo, settings, api, receive
     with django_capture_on_commit_callbacks(execute=True):
         approval_services.decide(made.json()["id"], demo["rita"], "approve", feedback="once")
     run_queued(queued)
-    (answer,) = receiver.verified(services.callback_secret())
+    (answer,) = receiver.verified(services.callback_secret(demo["alice"].pk))
     assert answer["type"] == "approval.decided" and answer["data"]["feedback"] == "once"
     assert answer["data"]["final_arguments"] == {"email": "a@example.com"}
     # the agent's own thread and run, as it gave them, so it can find the conversation to wake
@@ -356,7 +356,7 @@ def test_a_request_policy_answers_at_once_is_sent_as_decided(demo, settings, api
     run_queued(queued)
     heard = {True: set(), False: set()}  # by the admins' endpoint / by the request's callback_url
     for headers, body in receiver.received:
-        for key in (secret, services.callback_secret()):
+        for key in (secret, services.callback_secret(demo["alice"].pk)):
             try:
                 message = Webhook(key).verify(body, headers)
             except WebhookVerificationError:
@@ -388,7 +388,7 @@ def test_a_request_withdrawn_by_a_policy_change_is_sent_as_decided(demo, setting
         approval_services.save_policy("crm.wipe", {"mode": "deny", "approver_kind": "requester"}, demo["admin"])
     assert ApprovalRequest.objects.get(pk=made.json()["id"]).status == "cancelled"
     run_queued(queued)
-    heard = _heard(receiver, endpoint=secret, callback=services.callback_secret())
+    heard = _heard(receiver, endpoint=secret, callback=services.callback_secret(demo["alice"].pk))
     reason = "The policy now blocks this call"
     for who in ("endpoint", "callback"):
         (message,) = heard[who]
@@ -525,5 +525,5 @@ def test_an_outside_agents_callback_hears_its_request_was_rerouted(api, demo, re
             "mode": "always", "approver_kind": "group", "approver_group": Group.objects.get(name="treasury")},
             demo["admin"])
     run_queued(queued)
-    (told,) = receiver.verified(services.callback_secret())
+    (told,) = receiver.verified(services.callback_secret(demo["alice"].pk))
     assert told["type"] == "approval.rerouted" and told["data"]["deciders"] == "treasury"
