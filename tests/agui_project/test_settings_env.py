@@ -33,6 +33,7 @@ def run_django(code, **env):
     ("AGUI_MAX_BODY_BYTES", "-1", "AGUI_MAX_BODY_BYTES='-1' must be at least 1"),
     ("AGUI_MODEL_TIMEOUT", "0", "AGUI_MODEL_TIMEOUT='0' must be more than 0"),
     ("AGUI_UNDO_SECONDS", "-5", "AGUI_UNDO_SECONDS='-5' must be at least 0"),
+    ("AGUI_SWITCHED_OFF_SWEEP_SECONDS", "-1", "AGUI_SWITCHED_OFF_SWEEP_SECONDS='-1' must be at least 0"),
     ("AGUI_MCP_MAX_TOOLS_PER_AGENT", "200", "AGUI_MCP_MAX_TOOLS_PER_AGENT='200' must be at most 128"),
     ("AGUI_DEFAULT_APPROVAL_TIMEOUT", "99999999", "AGUI_DEFAULT_APPROVAL_TIMEOUT='99999999' must be at most 2592000"),
 ])
@@ -100,3 +101,13 @@ def test_a_callback_secret_that_signs_is_taken(tmp_path):
                      AGUI_WEBHOOK_CALLBACK_SECRET=secret, AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [secret]
+
+
+@pytest.mark.parametrize("value,entry", [(None, 30.0), ("5", 5.0), ("0", None)])
+def test_the_switched_off_accounts_sweep_follows_its_setting(value, entry, tmp_path):
+    """agents/account_off.py's sweep: every AGUI_SWITCHED_OFF_SWEEP_SECONDS, none at 0."""
+    env = {"AGUI_VAR_DIR": str(tmp_path), **({"AGUI_SWITCHED_OFF_SWEEP_SECONDS": value} if value else {})}
+    out = run_django("from django.conf import settings as s\n"
+                     "print(s.CELERY_BEAT_SCHEDULE.get('switched-off-accounts', {}).get('schedule'))", **env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [str(entry)]

@@ -112,6 +112,9 @@ def live_stack(request):
         # a reviewer's Undo window, the product's own: the browser must act inside it, on a loaded CI
         "AGUI_UNDO_SECONDS": "5",
         "AGUI_NOTES_FILE": str(tmp / "mcp-notes.json"),  # seed_demo's MCP notes server keeps its notes here
+        # a test switches a requester off with an update (no signal) to show the inbox's "reject only": the
+        # beat's sweep would withdraw the request under it (agents/account_off.py)
+        "AGUI_SWITCHED_OFF_SWEEP_SECONDS": "0",
     })
     stack = LiveStack(url=f"http://127.0.0.1:{port}", env=env, log_dir=log_dir)
     failures_before = request.session.testsfailed
