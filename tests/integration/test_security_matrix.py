@@ -178,6 +178,8 @@ ROWS = [
     Row("webhook change", "PATCH", "/api/webhooks/{hook}/", body={"events": ["approval.decided"]},
         expect=by_role(403, anon=401, admin=200), **API),
     Row("webhook delete", "DELETE", "/api/webhooks/{hook}/", expect=by_role(403, anon=401, admin=204), **API),
+    # every account reads its own callback secret (what signs its requests' callbacks), no other
+    Row("own callback secret", "GET", "/api/webhooks/callback-secret/", expect=by_role(200, anon=401), **API),
     Row("webhook deliveries list", "GET", "/api/webhook-deliveries/", expect=by_role(403, anon=401, admin=200),
         **API),
     Row("webhook delivery read", "GET", "/api/webhook-deliveries/{delivery}/",
