@@ -504,8 +504,21 @@ AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
 
-EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_BACKEND = _env("DJANGO_EMAIL_BACKEND") or "django.core.mail.backends.console.EmailBackend"
 EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH") or None  # the filebased backend's folder
+# the SMTP backend's server: before, only a settings file could name it, so mail never left a stack
+# configured by its environment
+EMAIL_HOST = _env("DJANGO_EMAIL_HOST") or "localhost"
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = _env("DJANGO_EMAIL_HOST_USER") or ""
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS")
+EMAIL_USE_SSL = env_bool("DJANGO_EMAIL_USE_SSL")
+if EMAIL_USE_TLS and EMAIL_USE_SSL:  # Django refuses the pair only when the first mail is sent
+    raise ImproperlyConfigured("DJANGO_EMAIL_USE_TLS and DJANGO_EMAIL_USE_SSL are exclusive: set one (TLS: STARTTLS, "
+                               "port 587; SSL: implicit TLS, port 465)")
+# Django's default waits for an SMTP server for ever, holding the worker that sends the mail
+EMAIL_TIMEOUT = env_float("DJANGO_EMAIL_TIMEOUT", 10, above=0)
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "agui-inbox <noreply@localhost>")
 EMAIL_SUBJECT_PREFIX = "[agui-inbox] "
 

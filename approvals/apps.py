@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 from django.utils.translation import gettext_lazy as _
 
 
@@ -6,3 +9,13 @@ class ApprovalsConfig(AppConfig):
     name = "approvals"
     verbose_name = _("Approvals")  # the admin's heading
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # the requests' mail (approvals/mail.py) goes through it: a misspelt backend failed at the
+        # first mail, in a worker, with the request already made. Checked here, not in settings,
+        # since a backend of the project's own may import models
+        try:
+            import_string(settings.EMAIL_BACKEND)
+        except ImportError as exc:
+            raise ImproperlyConfigured(f"DJANGO_EMAIL_BACKEND={settings.EMAIL_BACKEND!r} cannot be loaded ({exc}); "
+                                       "use e.g. django.core.mail.backends.smtp.EmailBackend") from None
