@@ -49,6 +49,7 @@ from agui_project.auth import (
 )
 from agui_project.limits import json_text
 from agui_project.queries import read_ahead
+from agui_project.redis_client import unreachable
 from approvals import argument_errors
 from approvals.models import ApprovalRequest
 from state.services import StateError
@@ -299,6 +300,11 @@ def _check(request, agent_name, json_body, agent_input, invalid):
                      code="unsupported_media_type")
     if invalid:  # said again now that the caller's language is known (their token chose it)
         return parse_input(json_text(request, request.body))[1]
+    down = unreachable()
+    if down is not None:  # every answer below needs Redis (its stream, the worker's broker): refused unwritten
+        log.warning("AG-UI POST of %s refused: Redis unreachable (%s)", user, down)
+        return refuse(agent_input, "service_unavailable", _(
+            "The service is temporarily unavailable, so nothing was stored. Try again in a moment."))
     thread = selectors.thread_by_id(agent_input.thread_id)
     if thread and thread.owner_id != user.pk:
         # said as for an id a deleted chat had (record(): ThreadIdTaken): "belongs to someone else"

@@ -17,7 +17,7 @@ import redis.asyncio
 from ag_ui.core import BaseEvent, EventType, TextMessageContentEvent
 from django.conf import settings
 
-from agui_project.redis_client import redis_client
+from agui_project.redis_client import brief_client, redis_client
 
 # A batch goes as soon as the writer is free and at most one per FLUSH_SECONDS: an event after
 # a quiet spell leaves at once (the paced-stream latency), a burst is grouped (fewer XADD round
@@ -222,8 +222,9 @@ class EventStream:
 
 
 def discard(thread_id):
-    """Drop a deleted thread's stream (its replay buffer must not outlive it)."""
-    redis_client().delete(stream_key(thread_id))
+    """Drop a deleted thread's stream (its replay buffer must not outlive it). Asked of the brief
+    client: a request makes or deletes the thread, and a failure is only logged (the stream expires)."""
+    brief_client().delete(stream_key(thread_id))
 
 
 def before(entry_id):

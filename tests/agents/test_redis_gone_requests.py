@@ -1,0 +1,70 @@
+"""Requests made while Redis is down from the start: each says so within seconds, and an AG-UI POST
+writes nothing. Through the product's client (its retries ride out ~12 s per call) an AG-UI POST
+took 55 s to its RUN_ERROR and left a queued run behind, a sign-in 38 s, a new chat 12 s."""
+
+import socket
+import time
+import uuid
+
+import pytest
+
+from agents.models import Message, Run, Thread, ThreadIdClaim
+from tests.agents.test_agui import post, refusal, run_input, user_msg
+
+pytestmark = pytest.mark.django_db(transaction=True)
+QUICK = 3.0  # seconds: a refused connection is answered at once; two tries of a silent one take 2 s
+
+
+@pytest.fixture
+def redis_gone(settings, monkeypatch):
+    """Every Redis client of the process pointed at a port that refuses connections."""
+    from agui_project import redis_client as clients
+
+    original, closed = settings.REDIS_URL, socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    settings.REDIS_URL = f"redis://127.0.0.1:{closed.getsockname()[1]}/0"
+    settings.AGUI_STREAM_GRACE_SECONDS = 2  # so that the old behaviour fails in seconds, not a minute
+    for name in ("_client", "_probe", "_brief"):
+        monkeypatch.setattr(clients, name, None, raising=False)
+    yield
+    settings.REDIS_URL = original  # now: conftest's own teardowns use Redis before `settings` is undone
+    for name in ("_client", "_probe", "_brief"):
+        monkeypatch.setattr(clients, name, None, raising=False)
+    closed.close()
+
+
+def test_an_agui_post_is_refused_at_once_and_nothing_is_stored(client, demo, redis_gone, caplog):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.get_or_create(user=demo["alice"])[0].key
+    thread_id, run_id = f"thread-{uuid.uuid4()}", f"run-{uuid.uuid4()}"
+    began = time.monotonic()
+    error = refusal(post(client, "banking", run_input(thread_id, [user_msg("hello")], run_id=run_id),
+                         HTTP_AUTHORIZATION=f"Bearer {token}"))
+    took = time.monotonic() - began
+    assert error["code"] == "service_unavailable", error
+    assert error["message"] == "The service is temporarily unavailable, so nothing was stored. Try again in a moment."
+    assert took < QUICK, took
+    # nothing half-written: no thread, no message, no queued run to surprise the user later
+    assert not Thread.objects.filter(pk=thread_id).exists()
+    assert not ThreadIdClaim.objects.filter(pk=thread_id).exists()  # the id is free for the retry
+    assert not Run.objects.filter(pk=run_id).exists() and not Message.objects.exists()
+    assert "Redis unreachable" in caplog.text  # the operator's side of the story
+
+
+def test_a_sign_in_works_unthrottled_at_once(client, demo, redis_gone, caplog):
+    began = time.monotonic()
+    response = client.post("/accounts/login/", {"username": "alice", "password": "agui-demo"})
+    took = time.monotonic() - began
+    assert response.status_code == 302
+    assert took < QUICK, took
+    assert "sign-in throttle skipped: Redis unreachable" in caplog.text
+
+
+def test_a_new_chat_is_made_at_once(api, redis_gone):
+    began = time.monotonic()
+    response = api("alice").post("/api/threads/", {"agent": "banking"}, format="json")
+    took = time.monotonic() - began
+    assert response.status_code == 201, response.content
+    assert took < QUICK, took
+    assert Thread.objects.filter(pk=response.json()["id"]).exists()
