@@ -47,6 +47,9 @@ WORKER_PING_TIMEOUTS = (0.5, 0.75, 1.25)  # ?require=worker: three tries, 2.5 s 
 SWEEPS_LATE_AFTER = 60  # seconds without a sweep of recovery's (every 10 s): the beat, or every worker, is down
 DB_PROBE_TIMEOUT = 1.0  # for a pooled connection: as long as Redis's probe (redis_client.probe_client)
 PING_KEPT_SECONDS = 1.0  # a ping's answer serves the probes that follow it this long (_Kept)
+# what the body says of a part that failed: the probe needs no sign-in, so it names no exception (an
+# outsider learnt the driver and the kind of failure); the log has the exception for the operator
+DOWN = {"db": "error: the database did not answer", "redis": "error: Redis did not answer"}
 
 
 def _ask_database():
@@ -73,7 +76,8 @@ def _sweeps():
     try:
         (seconds, micros), swept = pipe.execute()
     except Exception as exc:  # reported, as the other parts are
-        return f"error: {exc.__class__.__name__}"
+        log.warning("health check: the sweeps' mark could not be read from Redis: %r", exc)
+        return DOWN["redis"]
     if swept is None:
         return "none yet"
     ago = (seconds * 1000 + micros // 1000 - int(swept)) // 1000
@@ -117,17 +121,17 @@ kept = _Kept()
 def healthz(request):
     required = set(request.GET.get("require", "").split(","))
     require_worker = "worker" in required
-    body, ok = {}, True
+    body, ok, why = {}, True, {}  # why: each failed part's exception, for the log only
     try:
         _ask_database()
         body["db"] = "ok"
     except Exception as exc:  # report, don't raise: this is the health probe
-        body["db"], ok = f"error: {exc.__class__.__name__}", False
+        body["db"], ok, why["db"] = DOWN["db"], False, exc
     try:
         probe_client().ping()
         body["redis"] = "ok"
     except Exception as exc:
-        body["redis"], ok = f"error: {exc.__class__.__name__}", False
+        body["redis"], ok, why["redis"] = DOWN["redis"], False, exc
     workers = 0
     if body["redis"] == "ok":
         workers = kept.workers(WORKER_PING_TIMEOUTS if require_worker else (LB_PING_TIMEOUT,))
@@ -146,13 +150,15 @@ def healthz(request):
             body["settings"] = agreement.check("web", client=probe_client())
             body["processes"] = agreement.processes(probe_client())
         except Exception as exc:
-            body["settings"] = f"error: {exc.__class__.__name__}"
+            log.warning("health check: the processes' settings could not be read from Redis: %r", exc)
+            body["settings"] = DOWN["redis"]
     if "settings" in required:
         ok = ok and body.get("settings") == "same"
     response = JsonResponse(body, status=200 if ok else 503)
     if not ok:
         broken = body["db"] != "ok" or body["redis"] != "ok"
-        log.log(logging.WARNING if broken else logging.DEBUG, "health check: 503 %s", body)
+        log.log(logging.WARNING if broken else logging.DEBUG, "health check: 503 %s%s", body,
+                "".join(f"; {part}: {exc!r}" for part, exc in why.items()))
         response._has_been_logged = True  # django.utils.log.log_response: not again as an ERROR
     return response
 

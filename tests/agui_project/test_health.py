@@ -77,7 +77,7 @@ def test_a_flood_of_probes_pings_the_workers_once_a_second(client, pings, monkey
     assert len(fake.calls) == 3
 
 
-def test_redis_down_is_unhealthy(client, pings, monkeypatch):
+def test_redis_down_is_unhealthy(client, pings, monkeypatch, caplog):
     fake = pings(silent=0)
 
     class Down:
@@ -87,7 +87,10 @@ def test_redis_down_is_unhealthy(client, pings, monkeypatch):
     monkeypatch.setattr(health, "probe_client", lambda: Down())
     resp = client.get("/healthz")
     assert resp.status_code == 503
-    assert resp.json()["redis"] == "error: ConnectionError"
+    # a sentence, not the exception: the probe needs no sign-in (it said "error: ConnectionError")
+    assert resp.json()["redis"] == "error: Redis did not answer"
+    assert "ConnectionError" not in resp.content.decode()
+    assert "; redis: network:ConnectionError" in caplog.text  # the operator's, in the 503's line (logging's own form)
     assert fake.calls == []  # the workers are reached through Redis: not asked
 
 
@@ -216,7 +219,7 @@ def test_a_database_that_is_down_is_reported_within_the_probes_own_timeout(clien
     pings(silent=0)
     resp = client.get("/healthz")
     assert resp.status_code == 503
-    assert resp.json()["db"] == "error: PoolTimeout"
+    assert resp.json()["db"] == "error: the database did not answer"  # it said "error: PoolTimeout"
     assert database_down == [0.2]  # the pool asked with the probe's timeout, not its own
 
 
