@@ -581,6 +581,8 @@ class Runner:
             # RUN_ERROR that ends the run: an END declared their cut arguments complete, and the official
             # client then handed its subscribers the call (onNewToolCall, its arguments read as {})
             self._close_open(message_id, self._started(calls) if isinstance(exc, RunCancelled) else {})
+            if isinstance(exc, RunCancelled):
+                self._said_not_run(self._started(calls))
             if text:  # keep what was already said
                 add_message(self.thread, Message.Role.ASSISTANT, "".join(text), run=self.run, message_id=message_id)
             raise
@@ -611,6 +613,13 @@ class Runner:
             self._text_open = False
         for call in calls.values():
             self.emit(ToolCallEndEvent(tool_call_id=call["id"]))
+
+    def _said_not_run(self, calls):
+        """Each call a Stop ENDed mid-answer (its arguments perhaps cut) is never stored nor run: said
+        to the person on its card, which showed its cut arguments as if complete and nothing more."""
+        for call in calls.values():
+            self.emit(custom_events.tool_outcome({"toolCallId": call["id"], "status": "stopped", "message": _(
+                "Not run: you stopped the answer while the assistant was still writing this.")}))
 
     def stop_if_asked(self):
         """A Stop that came while the calls were being asked for (after the last check) is done as
