@@ -10,6 +10,7 @@ import asyncio
 import functools
 import json
 import logging
+from urllib.parse import parse_qs
 
 from ag_ui.core import MessagesSnapshotEvent, StateSnapshotEvent
 from channels.db import database_sync_to_async
@@ -32,44 +33,56 @@ log = logging.getLogger(__name__)
 FRAME_MAX_CHARS = 256 * 1024
 
 
-def frames(payloads):
+def frames(payloads, after=None):
     """Encoded events (JSON texts, in order) -> frame texts: one event as itself, several as an
-    array, without decoding them again."""
-    group, size = [], 0
-    for payload in payloads:
+    array, without decoding them again. With `after` (a socket opened with ?positions=1): each
+    frame is {"after": the stream entry of its last event, "events": [...]}, so that the client
+    can reconnect from there (?after=) instead of a snapshot and a replay of the live run; `after`
+    gives each event's entry id, None for an event of a snapshot (its last frame alone says where
+    the snapshot stands, `snapshot_at`)."""
+    group, size, at = [], 0, None
+    for i, payload in enumerate(payloads):
         if group and size + len(payload) > FRAME_MAX_CHARS:
-            yield _frame(group)
+            yield _frame(group, at, after is not None)
             group, size = [], 0
         group.append(payload)
         size += len(payload) + 1
+        at = after[i] if after is not None else None
     if group:
-        yield _frame(group)
+        yield _frame(group, at, after is not None)
 
 
-def _frame(group):
+def _frame(group, at=None, positioned=False):
+    if positioned:
+        return '{"after":' + json.dumps(at) + ',"events":[' + ",".join(group) + "]}" if at else \
+            '{"events":[' + ",".join(group) + "]}"
     return group[0] if len(group) == 1 else "[" + ",".join(group) + "]"
 
 
-def batch_frames(batch):
+def batch_frames(batch, positioned=False):
     """frames() of a Batch, made once for all the sockets that read it (a shared read hands each
-    the same Batch)."""
-    made = batch.memo.get("frames")
+    the same Batch); each of the two forms once."""
+    key = "positioned" if positioned else "frames"
+    made = batch.memo.get(key)
     if made is None:
-        made = batch.memo["frames"] = list(frames(payload for _entry_id, payload in batch))
+        payloads = [payload for _entry_id, payload in batch]
+        made = batch.memo[key] = list(frames(payloads, [e for e, _p in batch] if positioned else None))
     return made
 
 
-def prepared_frames(batch):
+def prepared_frames(batch, positioned=False):
     """batch_frames() as autobahn's prepared messages, framed once for every Daphne socket
     (agui_project/daphne_frames.py)."""
-    made = batch.memo.get("prepared")
+    key = "prepared+" if positioned else "prepared"
+    made = batch.memo.get(key)
     if made is None:
-        made = batch.memo["prepared"] = [daphne_frames.prepare(text) for text in batch_frames(batch)]
+        made = batch.memo[key] = [daphne_frames.prepare(text) for text in batch_frames(batch, positioned)]
     return made
 
 
 class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logout
     pump = None  # the task reading the thread's stream for this socket
+    positioned = False  # frames say their stream position (?positions=1: _positions)
     rest = None  # (batch, how many of its frames went) when one could not go straight to the socket
 
     async def connect(self):
@@ -86,7 +99,8 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         await self.accept()
         self.watch = watching.Watch(self.thread_id)  # an abandoned run is not stopped while the chat is open
         await self.watch.renew()
-        self._start(after=None)
+        self.positioned, after = _positions(self.scope)
+        self._start(after=after)
 
     @database_sync_to_async
     def _owns_thread(self, user):
@@ -181,7 +195,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         (the socket closing, a frame over Daphne's limit): `rest` keeps what the pump sends then."""
         if pump is not self.pump:
             return False
-        for sent, prepared in enumerate(prepared_frames(batch)):
+        for sent, prepared in enumerate(prepared_frames(batch, self.positioned)):
             if not self.direct(prepared):
                 self.rest = (batch, sent)
                 return False
@@ -190,7 +204,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
     async def _send_batch(self, batch, sent=0):
         """The batch's frames from the `sent`-th on, through the ASGI send (not Daphne, or Daphne
         would not send them straight)."""
-        for text in batch_frames(batch)[sent:]:
+        for text in batch_frames(batch, self.positioned)[sent:]:
             await self.send(text)
 
     async def _send_snapshot(self):
@@ -218,7 +232,18 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             for entry_id, payload in await events.range_from(self.thread_id, snap["active_stream_id"]):
                 payloads.append(payload)
                 position = max(position, entry_id, key=events.entry_key)
-        for text in frames(payloads):
+        at = [None] * (len(payloads) - 1) + [position] if self.positioned else None
+        for text in frames(payloads, at):
             await self.send(text)
         return position
+
+
+def _positions(scope):
+    """(whether frames say their stream position, where to resume) from the socket's query string:
+    ?positions=1, and ?after=<entry id> of the last frame a former socket of this client received
+    (the pump then sends what followed it, or the snapshots when the stream no longer has that)."""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    positioned = query.get("positions") == ["1"]
+    after = (query.get("after") or [None])[0]
+    return positioned, after if positioned and after and events.is_entry_id(after) else None
 

@@ -1580,6 +1580,10 @@
 
   let attempt = 0;
   let reconnectTimer = null;
+  // The stream entry of the last frame received (frames say it: ?positions=1). A socket that
+  // replaces a lost one asks for what followed it (?after=): exactly what was missed, once, instead
+  // of the snapshots and the live run replayed from its start. A reload starts over (snapshots).
+  let streamAt = null;
 
   function setWsState(value) {
     document.body.dataset.wsState = value;
@@ -1596,7 +1600,8 @@
       setWsState("closed");
       return;
     }
-    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + config.wsPath;
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + config.wsPath +
+      "?positions=1" + (streamAt ? "&after=" + encodeURIComponent(streamAt) : "");
     let ws;
     try {
       ws = new WebSocket(url);
@@ -1620,6 +1625,11 @@
       } catch (e) {
         console.warn("Ignoring a frame that is not JSON");
         return;
+      }
+      if (data && Array.isArray(data.events)) {
+        // {after?, events}: the events, and where they leave this page in the thread's stream
+        if (typeof data.after === "string") streamAt = data.after;
+        data = data.events;
       }
       for (const ev of Array.isArray(data) ? data : [data]) {
         try {

@@ -16,6 +16,7 @@ from chat_helpers import (
     run_events,
     send,
     server_messages,
+    squash,
     xadd_events,
 )
 from playwright.sync_api import expect
@@ -34,14 +35,6 @@ WATCH_REPLY = """() => {
         const n = m ? m.textContent.length : 0;
         if (n && n !== window.__replySeen[window.__replySeen.length - 1]) window.__replySeen.push(n);
     }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
-}"""
-
-# After event n: a MESSAGES_SNAPSHOT, then the run's RUN_STARTED, then some of its text again.
-REPLAYED = """n => {
-    const types = window.aguiChat.events.slice(n).map(e => e.type);
-    const snap = types.indexOf('MESSAGES_SNAPSHOT');
-    const start = snap < 0 ? -1 : types.indexOf('RUN_STARTED', snap);
-    return start >= 0 && types.indexOf('TEXT_MESSAGE_CONTENT', start) > start;
 }"""
 
 
@@ -92,33 +85,37 @@ def test_socket_closed_mid_run_recovers_same_messages_as_server(alice, live_stac
         page.evaluate("window.aguiChat.ws.close()")
         page.wait_for_function("() => window.aguiChat.connects >= 2 && document.body.dataset.wsState === 'open'",
                                timeout=T)
-        # The new socket began with the snapshots, then replayed the live run from its RUN_STARTED:
-        # the half-told story is back on the page, still streaming, with nothing lost.
-        page.wait_for_function(REPLAYED, arg=before, timeout=T)
+        # The new socket resumed where the old one stopped (?after=, the last frame's position): the
+        # half-told story stays on the page, still streaming, and nothing is sent again.
         page.wait_for_function(STREAMING_LENGTH, arg=shown, timeout=T)
-        after = page.evaluate("n => window.aguiChat.events.slice(n).map(e => e.type)", before)
-        assert "RUN_FINISHED" not in after, after
         expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(1)
         alice.shoot("reconnected-mid-run")
 
-    # The worker goes on: the rest of the story reaches the new socket.
+    # The worker goes on: the rest of the story reaches the new socket, each event once.
     expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(0, timeout=T)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
     after = page.evaluate("n => window.aguiChat.events.slice(n).map(e => e.type)", before)
-    replayed = after.index("RUN_STARTED", after.index("MESSAGES_SNAPSHOT"))
-    assert "TEXT_MESSAGE_CONTENT" in after[replayed:], after
-    assert after[-1] == "RUN_FINISHED"
+    # before, a reconnect was the snapshots and the run replayed from its RUN_STARTED: all of it twice
+    assert "MESSAGES_SNAPSHOT" not in after and "RUN_STARTED" not in after and "TEXT_MESSAGE_START" not in after, after
+    assert "TEXT_MESSAGE_CONTENT" in after and after[-1] == "RUN_FINISHED", after
+    story = "".join(e["delta"] for e in run_events(page, ["TEXT_MESSAGE_CONTENT"]))
+    assert story.endswith("The end.") and story.count("The end.") == 1
     # Exactly the server's messages, each once, with the whole reply.
     assert_same_as_server(page, thread)
     assert [m["role"] for m in server_messages(page, thread)] == ["user", "assistant"]
+    assert squash(story) == squash(server_messages(page, thread)[-1]["content"])  # every delta once, in order
     expect(page.locator("#messages .msg-assistant .msg-body")).to_have_count(1)
     expect(page.locator("#messages .msg-assistant .msg-body")).to_contain_text("The end.")
     alice.shoot("recovered")
 
-    # A second drop after the run: the snapshot alone rebuilds the same page.
+    # A second drop after the run: the new socket resumes too, and the page stays the server's.
     page.evaluate("window.aguiChat.ws.close()")
     page.wait_for_function("() => window.aguiChat.connects >= 3 && document.body.dataset.wsState === 'open'",
                            timeout=T)
+    assert_same_as_server(page, thread)
+    # A reload has no position: the snapshots rebuild the same page.
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
     assert_same_as_server(page, thread)
 
 
