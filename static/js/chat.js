@@ -1647,6 +1647,9 @@
         showNotice(gettext("This chat is not available to you any more; sign in again or open another chat."));
         return;
       }
+      // 4011: Redis was away, and what could not be written to the stream meanwhile (a notice) is
+      // only in the database: the next socket starts over with the snapshots
+      if (event.code === 4011) streamAt = null;
       scheduleReconnect();
     });
   }
