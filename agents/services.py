@@ -170,7 +170,7 @@ def tell_rerouted(request):
     with translation.override(selectors.user_language(thread.owner)):  # the card in its reader's words
         event = custom_events.approval_request(request, viewer=thread.owner)
     try:
-        events.append(thread.pk, event)
+        events.notice(thread.pk, event)
     except redis.RedisError as exc:
         log.warning("new deciders of request %s not told to its chat (Redis unreachable: %s)", request.pk, exc)
 
@@ -180,7 +180,7 @@ def publish_end(run_id, thread_id, event):
     recovery's verdict). A Redis outage keeps it on the row, for the beat to publish once Redis
     answers (execution.publish_undelivered_ends): the change stands, answered, and never ends silently."""
     try:
-        events.append(thread_id, event)
+        events.notice(thread_id, event)
     except redis.RedisError as exc:
         log.warning("the end of run %s kept for the beat (Redis unreachable: %s)", run_id, exc)
         Run.objects.filter(pk=run_id).update(undelivered_end=events.encode(event))
@@ -190,7 +190,7 @@ def _tell_chat(thread_id, event):
     """A low-rate notice on the thread's stream after commit; a Redis outage loses only the notice
     (the chat reads the durable truth when the continuation's snapshot arrives)."""
     try:
-        events.append(thread_id, event)
+        events.notice(thread_id, event)
     except redis.RedisError as exc:
         log.warning("%s not sent to thread %s (Redis unreachable: %s)", getattr(event, "name", event.type),
                     thread_id, exc)

@@ -73,6 +73,16 @@ def append_encoded(thread_id, *payloads):
     return last_entry_id(pipe.execute())
 
 
+def notice(thread_id, *events):
+    """append() for a notice sent after a commit by a caller that has an answer without Redis (the
+    notice logged as lost, or a run's end kept for the beat): through the brief client, so that a
+    request does not wait out the product client's retries (~12 s) while Redis is down. A chat that
+    missed it gets the snapshots: its socket closed with 4011 meanwhile."""
+    pipe = brief_client().pipeline(transaction=False)
+    queue_append(pipe, thread_id, [encode(e) for e in events])
+    return last_entry_id(pipe.execute())
+
+
 def queue_append(pipe, thread_id, payloads):
     """append_encoded's commands, on the caller's pipeline; last_entry_id() reads its replies."""
     _xadd_all(pipe, stream_key(thread_id), payloads)

@@ -174,7 +174,7 @@ def _after(request):
 
     def tell():  # after the answer committed: a Redis outage loses only the notice (snapshots carry it)
         try:
-            events.append(request.thread_id, custom_events.request_info_response(value))
+            events.notice(request.thread_id, custom_events.request_info_response(value))
         except redis.RedisError as exc:
             log.warning("answer to question %s not broadcast (Redis unreachable: %s)", request.pk, exc)
 

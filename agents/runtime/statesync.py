@@ -280,7 +280,7 @@ def _broadcast(thread_id, key, ops):
     4011 meanwhile, and their fresh snapshot carries the state); the change stands and is answered."""
     doc = state_services.document(key)
     try:
-        events.append(thread_id, StateDeltaEvent(delta=ops), meta_event(doc, force=True))
+        events.notice(thread_id, StateDeltaEvent(delta=ops), meta_event(doc, force=True))
     except redis.RedisError as exc:
         log.warning("state change of thread %s not broadcast (Redis unreachable: %s)", thread_id, exc)
 

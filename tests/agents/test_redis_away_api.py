@@ -23,6 +23,7 @@ class Down:
 @pytest.fixture
 def redis_down(monkeypatch):
     monkeypatch.setattr(events, "redis_client", lambda: Down())
+    monkeypatch.setattr(events, "brief_client", lambda: Down())  # the notices after a commit (events.notice)
 
 
 def test_stop_of_a_running_run_while_redis_is_down_is_a_503_to_retry(demo, api, redis_down):
@@ -68,6 +69,7 @@ def test_an_answer_to_the_agents_question_while_redis_is_down_stands_and_is_answ
     thread = services.create_thread(demo["alice"], "support")
     assert run_prompt(thread, demo["alice"], REFUND_PROMPT).status == "interrupted"
     monkeypatch.setattr(events, "redis_client", lambda: Down())
+    monkeypatch.setattr(events, "brief_client", lambda: Down())
     from rest_framework.test import APIClient
 
     client = APIClient()

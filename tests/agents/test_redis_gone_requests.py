@@ -1,6 +1,7 @@
 """Requests made while Redis is down from the start: each says so within seconds, and an AG-UI POST
 writes nothing. Through the product's client (its retries ride out ~12 s per call) an AG-UI POST
-took 55 s to its RUN_ERROR and left a queued run behind, a sign-in 38 s, a new chat 12 s."""
+took 55 s to its RUN_ERROR and left a queued run behind, a sign-in 38 s, a new chat, a state change and
+a Stop of a queued run 12.5 s each (their notices after the commit)."""
 
 import socket
 import time
@@ -68,3 +69,26 @@ def test_a_new_chat_is_made_at_once(api, redis_gone):
     assert response.status_code == 201, response.content
     assert took < QUICK, took
     assert Thread.objects.filter(pk=response.json()["id"]).exists()
+
+
+def test_a_state_change_is_answered_at_once(api, demo, redis_gone):
+    from agents import services
+
+    thread = services.create_thread(demo["alice"], "planner")
+    began = time.monotonic()
+    response = api("alice").put(f"/api/threads/{thread.pk}/state/", {"base_version": 0, "state": {"preferences": {"a": 1}}},
+                                format="json")
+    took = time.monotonic() - began
+    assert response.status_code == 200, response.content  # the change stands; its notice is what is lost
+    assert took < QUICK, took
+
+
+def test_a_stop_of_a_queued_run_is_answered_at_once_and_its_end_kept(api, demo, redis_gone):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.QUEUED)
+    began = time.monotonic()
+    response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
+    took = time.monotonic() - began
+    assert response.status_code == 202, response.content
+    assert took < QUICK, took
+    assert '"RUN_FINISHED"' in Run.objects.get(pk=run.pk).undelivered_end  # for the beat, once Redis answers
