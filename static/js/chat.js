@@ -1584,6 +1584,7 @@
   // replaces a lost one asks for what followed it (?after=): exactly what was missed, once, instead
   // of the snapshots and the live run replayed from its start. A reload starts over (snapshots).
   let streamAt = null;
+  let outage = false; // the notice of a 4011 close is shown (hidden by the next socket's first frame)
 
   function setWsState(value) {
     document.body.dataset.wsState = value;
@@ -1619,6 +1620,10 @@
       // A frame (the snapshot comes first) shows the socket works. One closed with 4011 at once
       // (Redis away) sent none, so the backoff keeps growing instead of retrying twice a second.
       attempt = 0;
+      if (outage) {
+        outage = false;
+        notice.hidden = true;
+      }
       let data;
       try {
         data = JSON.parse(msg.data);
@@ -1649,7 +1654,12 @@
       }
       // 4011: Redis was away, and what could not be written to the stream meanwhile (a notice) is
       // only in the database: the next socket starts over with the snapshots
-      if (event.code === 4011) streamAt = null;
+      if (event.code === 4011) {
+        streamAt = null;
+        // said, not only "Reconnecting…": a message sent now is stored and answered once it is back
+        outage = true;
+        showNotice(gettext("The service is temporarily unavailable. What you send is kept and answered once it is back."));
+      }
       scheduleReconnect();
     });
   }

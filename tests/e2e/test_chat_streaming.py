@@ -6,6 +6,8 @@ paced reply (about 7 s), "Show me some raw HTML" answers with <script>, <img one
 javascript: link, "Simulate a model outage" fails the way an unreachable model does.
 """
 
+import re
+
 import pytest
 from chat_helpers import (
     Session,
@@ -121,6 +123,7 @@ def test_socket_closed_mid_run_recovers_same_messages_as_server(alice, live_stac
     page.wait_for_function("n => window.aguiChat.events.slice(n).some(e => e.type === 'MESSAGES_SNAPSHOT')",
                            arg=seen, timeout=T)
     assert_same_as_server(page, thread)
+    expect(page.locator("#chat-notice")).to_be_hidden()  # the outage's notice went with the next socket's snapshot
     # A reload has no position: the snapshots rebuild the same page.
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
@@ -284,3 +287,26 @@ def test_markdown_script_in_a_reply_renders_inert(alice):
     expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
     body = page.locator("#messages .msg-assistant .msg-body").last
     check()
+
+
+def test_a_socket_closed_for_an_outage_says_so_until_it_is_back(alice):
+    """With Redis down the thread socket closes with 4011 (the chat's message is still stored and
+    answered later): the page said only "Reconnecting…" in a corner, for as long as it lasted."""
+    page = alice.page
+    new_chat(page)
+    outage = {"on": True}
+
+    def socket(ws):  # the server's answer during the outage: accepted, then closed with 4011
+        if outage["on"]:
+            ws.close(code=4011, reason="Redis away")
+        else:
+            ws.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/threads/"), socket)
+    page.evaluate("window.aguiChat.ws.close()")
+    expect(page.locator("#chat-notice-text")).to_have_text(
+        "The service is temporarily unavailable. What you send is kept and answered once it is back.", timeout=T)
+    alice.shoot("outage")
+    outage["on"] = False  # Redis is back: the next socket gets the snapshots, and the notice goes
+    page.wait_for_function("() => document.body.dataset.wsState === 'open'", timeout=30_000)
+    expect(page.locator("#chat-notice")).to_be_hidden(timeout=T)
