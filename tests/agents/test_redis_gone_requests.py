@@ -92,3 +92,18 @@ def test_a_stop_of_a_queued_run_is_answered_at_once_and_its_end_kept(api, demo, 
     assert response.status_code == 202, response.content
     assert took < QUICK, took
     assert '"RUN_FINISHED"' in Run.objects.get(pk=run.pk).undelivered_end  # for the beat, once Redis answers
+
+
+def test_a_stop_of_a_running_run_is_a_503_at_once(api, demo, redis_gone):
+    """The Stop's Redis flag was set through the product client inside the run's row lock: ~12 s of
+    retries, every SQLite writer of the site waiting behind it, then the 503."""
+    from django.utils import timezone
+
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now())
+    began = time.monotonic()
+    response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
+    took = time.monotonic() - began
+    assert response.status_code == 503 and response.json()["code"] == "redis_unavailable", response.content
+    assert took < QUICK, took
+    assert Run.objects.get(pk=run.pk).status == "running"  # nothing stopped: the retry will
