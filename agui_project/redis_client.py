@@ -3,6 +3,8 @@ threads' event streams (agents/runtime/events.py), leases and cancel flags, logi
 /healthz's own (probe_client)."""
 
 import threading
+import time
+from typing import NamedTuple
 
 import redis
 from django.conf import settings
@@ -35,17 +37,25 @@ def redis_client():
     return _client
 
 
+class _Of(NamedTuple):
+    """A client of the quick ones and the REDIS_URL it was made for: a process whose setting changed
+    (a test's own Redis) gets one for the new address, not the last one's."""
+    url: str
+    client: redis.Redis
+
+
 def probe_client():
     """A client that asks once and answers within ~1 s, for /healthz: through redis_client()'s
     retries a probe of a Redis that is down took 12 s, so a load balancer's probes (every few
     seconds, from each balancer) held web threads instead of getting their 503."""
     global _probe
-    if _probe is None:
+    if _probe is None or _probe.url != settings.REDIS_URL:
         with _client_lock:
-            if _probe is None:
-                _probe = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1,
-                                              retry=Retry(NoBackoff(), 0), retry_on_error=[])
-    return _probe
+            if _probe is None or _probe.url != settings.REDIS_URL:
+                _probe = _Of(settings.REDIS_URL, redis.Redis.from_url(
+                    settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1,
+                    retry=Retry(NoBackoff(), 0), retry_on_error=[]))
+    return _probe.client
 
 
 def brief_client():
@@ -55,19 +65,33 @@ def brief_client():
     Through redis_client()'s retries every such call held its request ~12 s: a sign-in took 38 s
     and an AG-UI POST 55 s before saying anything useful."""
     global _brief
-    if _brief is None:
+    if _brief is None or _brief.url != settings.REDIS_URL:
         with _client_lock:
-            if _brief is None:
-                _brief = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1,
-                                              retry=Retry(NoBackoff(), 1),
-                                              retry_on_error=[redis.ConnectionError, redis.TimeoutError])
-    return _brief
+            if _brief is None or _brief.url != settings.REDIS_URL:
+                _brief = _Of(settings.REDIS_URL, redis.Redis.from_url(
+                    settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 1),
+                    retry_on_error=[redis.ConnectionError, redis.TimeoutError]))
+    return _brief.client
+
+
+# a PING answered this recently stands for the next asker: every AG-UI POST asks before its
+# RUN_STARTED, and a round trip each (0.1-0.3 ms in a busy stack) would sit on that path
+ANSWERED_FOR = 1.0  # seconds
+_answered = ("", float("-inf"))  # (REDIS_URL, when its PING was answered)
+_clock = time.monotonic
 
 
 def unreachable():
-    """Why Redis does not answer a PING through brief_client() (the exception), or None when it does."""
+    """Why Redis does not answer a PING through brief_client() (the exception), or None when it does
+    or did less than ANSWERED_FOR ago (a Redis lost meanwhile fails the request's own calls, slowly,
+    as before this check)."""
+    global _answered
+    now, url = _clock(), settings.REDIS_URL
+    if _answered[0] == url and now - _answered[1] < ANSWERED_FOR:
+        return None
     try:
         brief_client().ping()
     except redis.RedisError as exc:
         return exc
+    _answered = (url, now)
     return None

@@ -107,3 +107,53 @@ def test_a_stop_of_a_running_run_is_a_503_at_once(api, demo, redis_gone):
     assert response.status_code == 503 and response.json()["code"] == "redis_unavailable", response.content
     assert took < QUICK, took
     assert Run.objects.get(pk=run.pk).status == "running"  # nothing stopped: the retry will
+
+
+def test_a_ping_answered_within_a_second_stands_for_the_next_asker(monkeypatch):
+    """Every AG-UI POST asks whether Redis answers: one PING a second per process, not one a POST."""
+    from agui_project import redis_client as clients
+
+    pings, clock = [], [100.0]
+
+    class Client:
+        def ping(self):
+            pings.append(clock[0])
+
+    monkeypatch.setattr(clients, "brief_client", Client)
+    monkeypatch.setattr(clients, "_answered", ("", float("-inf")))
+    monkeypatch.setattr(clients, "_clock", lambda: clock[0])
+    assert clients.unreachable() is None and clients.unreachable() is None and pings == [100.0]
+    clock[0] += clients.ANSWERED_FOR - 0.01
+    assert clients.unreachable() is None and pings == [100.0]
+    clock[0] += 0.02
+    assert clients.unreachable() is None and len(pings) == 2
+
+
+def test_a_failed_ping_is_asked_again_by_the_next_asker(monkeypatch):
+    import redis
+
+    from agui_project import redis_client as clients
+
+    answers = [redis.ConnectionError("refused"), None]
+
+    class Client:
+        def ping(self):
+            if (answer := answers.pop(0)) is not None:
+                raise answer
+
+    monkeypatch.setattr(clients, "brief_client", Client)
+    monkeypatch.setattr(clients, "_answered", ("", float("-inf")))
+    assert isinstance(clients.unreachable(), redis.ConnectionError)
+    assert clients.unreachable() is None and not answers
+
+
+def test_the_quick_clients_follow_a_changed_redis_url(settings):
+    """Kept for the address they were made for: a test that gave the process a Redis of its own left
+    them on that one once it was gone, and every later AG-UI POST of the session was refused."""
+    from agui_project import redis_client as clients
+
+    before = clients.brief_client(), clients.probe_client()
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    after = clients.brief_client(), clients.probe_client()
+    assert all(a is not b and b.connection_pool.connection_kwargs["port"] == 1 for a, b in zip(before, after))
+    assert (clients.brief_client(), clients.probe_client()) == after  # kept while the address stands
