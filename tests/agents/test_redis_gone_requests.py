@@ -155,5 +155,5 @@ def test_the_quick_clients_follow_a_changed_redis_url(settings):
     before = clients.brief_client(), clients.probe_client()
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     after = clients.brief_client(), clients.probe_client()
-    assert all(a is not b and b.connection_pool.connection_kwargs["port"] == 1 for a, b in zip(before, after))
+    assert all(a is not b and b.connection_pool.connection_kwargs["port"] == 1 for a, b in zip(before, after, strict=True))
     assert (clients.brief_client(), clients.probe_client()) == after  # kept while the address stands
