@@ -86,6 +86,7 @@ class MCPTool:
             self.approval_mode, self.approver, self.risk, self.reversible = "never", "requester", "medium", False
         self.timeout_seconds = None
         self.objects = None
+        self.in_database = False  # what it changes is the server's: its claim waits for the WAL's flush
 
     def __repr__(self):
         return f"<MCPTool {self.name}>"
