@@ -155,7 +155,9 @@ def policy_edit(request, tool_name):
             except ValidationError as exc:  # a concurrent change made it invalid
                 errors = exc.message_dict
             else:
-                messages.success(request, gettext("Policy for %(tool)s saved.") % {"tool": tool_name})
+                # the tag tells the page's draft (static/js/policy-drafts.js) that what was typed is saved
+                messages.success(request, gettext("Policy for %(tool)s saved.") % {"tool": tool_name},
+                                 extra_tags="draft-done")
                 return redirect(f"/policies/{tool_name}/")
     elif action == "revert":
         if services.delete_policy(tool_name, request.user):
