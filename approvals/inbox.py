@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.contrib.auth.models import Group
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -58,7 +58,10 @@ ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "reque
               "escalation_group__name", "escalated_at", "expires_at", "agent_name", "thread_ref", "created_at",
               "decided_at", "required_approvals", "decided_by__username")
 # the thread's name as its owner knows it (the runner records it beside the excerpt), not its id
-ROW_NAMES = {"thread_title": KT("context__thread_title")}
+ROW_NAMES = {"thread_title": KT("context__thread_title"),
+             # ApprovalRequest.edited, compared in the database: the JSON blobs stay there
+             "edited": ExpressionWrapper(Q(final_arguments__isnull=False) & ~Q(final_arguments=F("arguments")),
+                                         output_field=BooleanField())}
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def _facts(req):
                 _("It expires in %(minutes)s min %(seconds)s s (%(when)s %(zone)s); then it is rejected "
                   "automatically.")) % values + "\n"
     return "".join([
-        f"{mail_line(said(req, 'description'))}\n\n",
+        f"{mail_line(said(req, 'description'))}\n", edited_line(req), "\n",
         _("Tool: %(tool)s") % {"tool": req.tool_name}, "\n",
         _("Risk: %(risk)s") % {"risk": req.get_risk_display()}, "\n",
         _("Reversible: %(answer)s") % {"answer": _("yes") if req.reversible else _("no")}, "\n",
@@ -74,6 +74,16 @@ def _facts(req):
         _("Requested by: %(name)s") % {"name": req.requester.get_username()}, "\n", left, "\n",
         _("Decide: %(url)s") % {"url": f"{settings.AGUI_PUBLIC_URL.rstrip('/')}/inbox/{req.pk}/"}, "\n",
     ])
+
+
+def edited_line(req):
+    """Under a request's headline: a reviewer edited its arguments (and, an outside agent's headline
+    being its own words, that the headline is of the call as asked)."""
+    if not req.edited:
+        return ""
+    return (_("A reviewer edited the arguments: what runs is not what the agent asked.") if req.said else
+            _("The line above is the agent's own words, written for the arguments it asked; a reviewer has "
+              "edited them since.")) + "\n"
 
 
 def reminder(req, recipients):

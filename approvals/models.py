@@ -274,6 +274,12 @@ class ApprovalRequest(models.Model):
         return self.timeout_action == TimeoutAction.APPROVE and self.risk == Risk.LOW and self.final_arguments is None
 
     @property
+    def edited(self):
+        """A reviewer edited the arguments: what runs (or would) is not what the agent asked. The
+        inbox list asks the database the same (inbox.ROW_NAMES). By digest: 1 == 1.0 in Python."""
+        return self.final_arguments is not None and arguments_hash(self.final_arguments) != arguments_hash(self.arguments)
+
+    @property
     def current_arguments(self):
         """What an approval now approves: the latest edit, else the model's arguments."""
         return self.final_arguments if self.final_arguments is not None else self.arguments

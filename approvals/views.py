@@ -327,7 +327,7 @@ def detail(request, approval_id):
         "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
         "current_json": json.dumps(current, indent=2, ensure_ascii=False),
         "seen": arguments_hash(current),
-        "edited_before": approval.final_arguments is not None and approval.final_arguments != approval.arguments,
+        "edited_before": approval.edited,
         "next": safe_next(request, default=""),
     })
     return render(request, "approvals/detail.html", context, status=400 if form_error else 200)

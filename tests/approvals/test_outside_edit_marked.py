@@ -1,0 +1,65 @@
+"""An outside agent's request whose arguments a reviewer edited keeps the agent's own headline (there
+are no other words for it), which described the call as asked: the inbox row, the reading pane, the
+request page and the mail said "Delete the contact a@example.com" over an edit to b@example.com, with
+no mark anywhere on the list. Each now says that the arguments were edited."""
+
+import pytest
+from django.core import mail
+
+from approvals import services
+from approvals.mail_links import request_mails
+from approvals.models import ApprovalRequest
+
+pytestmark = pytest.mark.django_db
+
+NOTE = "own words, written for the arguments it asked; a reviewer has edited them since."
+MAIL_NOTE = "The line above is the agent's own words, written for the arguments it asked"
+
+
+def _asked(api, email="a@example.com"):
+    resp = api("alice").post("/api/approvals/", {
+        "tool_name": "crm.delete_contact", "arguments": {"email": email},
+        "schema": {"type": "object", "properties": {"email": {"type": "string"}}},
+        "description": f"Delete the contact {email}"}, format="json")
+    assert resp.status_code == 201, resp.content
+    req = ApprovalRequest.objects.get(pk=resp.json()["id"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(required_approvals=2)  # the edit waits for a second
+    return req
+
+
+def _pages(client, req):
+    return {url: client.get(url).content.decode() for url in (
+        "/inbox/?scope=all&status=all&partial=rows", f"/inbox/{req.pk}/?partial=preview", f"/inbox/{req.pk}/")}
+
+
+def test_an_edited_outside_request_says_so_everywhere(api, login, demo):
+    req = _asked(api)
+    services.decide(req.pk, demo["rita"], "approve", arguments={"email": "b@example.com"})
+    req.refresh_from_db()
+    assert req.status == "pending" and req.description == "Delete the contact a@example.com"
+    for url, page in _pages(login("finn"), req).items():
+        assert "edited-mark" in page, url
+        assert NOTE in page, url
+    mail.outbox.clear()
+    request_mails(req)
+    assert mail.outbox and all(MAIL_NOTE in m.body and "b@example.com" in m.body for m in mail.outbox)
+
+
+def test_a_request_nobody_edited_has_no_mark(api, login, demo):
+    req = _asked(api, "c@example.com")
+    for url, page in _pages(login("finn"), req).items():
+        assert "edited-mark" not in page and NOTE not in page, url
+    mail.outbox.clear()
+    request_mails(req)
+    assert mail.outbox and not any(MAIL_NOTE in m.body for m in mail.outbox)
+
+
+def test_an_edited_own_tools_row_is_marked(api, login, demo):
+    """Our own tools describe the edit anew; the row still says the arguments are not as asked."""
+    from tests.inbox_helpers import make_request
+
+    req = make_request("alice", required=2)
+    services.decide(req.pk, demo["finn"], "approve", arguments={**req.arguments, "amount": 250})
+    rows = login("admin").get("/inbox/?scope=all&status=all&partial=rows").content.decode()
+    row = rows.split(f'data-approval-id="{req.pk}"')[1].split("</tr>")[0]
+    assert "edited-mark" in row and "what runs is not what the agent asked" in row
