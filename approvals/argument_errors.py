@@ -20,6 +20,13 @@ from agui_project.json_schema import iter_errors
 from agui_project.schema_sentences import form, jsonschema_sentence, number
 
 
+def json_syntax(exc):
+    """Where typed JSON (a json.JSONDecodeError) stops parsing, in the reader's language: json's own
+    words ("Expecting ',' delimiter") are English and a parser's."""
+    return _("not valid JSON near line %(line)s, column %(column)s: check its quotes, commas and brackets") % {
+        "line": exc.lineno, "column": exc.colno}
+
+
 def _pydantic_sentence(err, description):
     kind, ctx = err.get("type", ""), err.get("ctx") or {}
     if kind == "missing":

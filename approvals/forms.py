@@ -13,6 +13,7 @@ from django.utils.translation import gettext, gettext_lazy
 
 from agui_project import jsoncheck
 
+from . import argument_errors
 from .choices import DEFAULT_DECISIONS, ApproverKind, Mode, Risk, TimeoutAction
 from .models import ToolPolicy
 from .services import POLICY_FIELDS
@@ -73,8 +74,7 @@ class PolicyForm(forms.ModelForm):
         except jsoncheck.Refused as exc:
             raise forms.ValidationError(exc.refusal.translated()) from exc
         except json.JSONDecodeError as exc:
-            raise forms.ValidationError(gettext("not valid JSON: %(error)s (line %(line)s, column %(column)s)") % {
-                "error": exc.msg, "line": exc.lineno, "column": exc.colno}) from exc
+            raise forms.ValidationError(argument_errors.json_syntax(exc)) from exc
         except ValueError as exc:  # what json refuses beyond its grammar (an integer of more than 4300 digits): was a 500
             raise forms.ValidationError(gettext("not valid JSON")) from exc
 

@@ -23,8 +23,8 @@ from agui_project.queries import one
 from agui_project.visible import json_escapes
 from state import services as state_services
 
+from . import argument_errors, registry, selectors, services, stats
 from . import inbox as inbox_query
-from . import registry, selectors, services, stats
 from .access import is_reviewer, same_person
 from .filters import parse_row_id
 from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash, said
@@ -369,12 +369,12 @@ def _parse_arguments(text):
     except json.JSONDecodeError as exc:
         raise services.InvalidArguments(
             _("The arguments are not valid JSON."),
-            {"__root__": [f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]}) from exc
+            {"__root__": [argument_errors.json_syntax(exc)]}) from exc
     except ValueError as exc:  # what json refuses beyond its grammar (an integer of more than 4300 digits): was a 500
         raise services.InvalidArguments(_("The arguments are not valid JSON."), {"__root__": [_("not valid JSON")]}) from exc
     if not isinstance(value, dict):
         raise services.InvalidArguments(_("The arguments must be a JSON object."),
-                                        {"__root__": ["must be a JSON object"]})
+                                        {"__root__": [_("must be a JSON object")]})
     twice = _named_twice(text)
     if twice is not None:
         message = _("The arguments name %(key)s twice; write each one once.") % {"key": json.dumps(twice)}
