@@ -43,7 +43,7 @@
             method: "POST", credentials: "same-origin",
             headers: { Accept: "application/json", "X-CSRFToken": csrf() },
           });
-          if (!res.ok && res.status !== 409) throw new Error("HTTP " + res.status);
+          if (!res.ok && res.status !== 409) throw new Error(window.aguiStatus(res));
           await refresh();
         } catch (e) {
           revoke.disabled = false;

@@ -54,7 +54,7 @@
         .map(([k, v]) => k + ": " + v.join(" "));
       return fields.length ? fields.join("; ") : data.message;
     }
-    return fmt(gettext("Request failed (HTTP %(status)s)."), { status });
+    return window.aguiStatus(status);
   }
 
   function el(tag, attrs, ...children) {

@@ -99,7 +99,7 @@
       if (typeof data.detail === "string" && data.detail) return data.detail;
       if (typeof data.error === "string" && data.error) return data.error;
     }
-    return fmt(gettext("Request failed (HTTP %(status)s)."), { status });
+    return window.aguiStatus(status);
   }
 
   function prettyJSON(text) {
@@ -972,7 +972,7 @@
         try {
           args = JSON.parse(editText.value);
         } catch (e) {
-          showError([fmt(gettext("The arguments are not valid JSON: %(error)s"), { error: e.message })]);
+          showError([window.aguiJSONProblem(editText.value)]);
           return;
         }
         if (!args || typeof args !== "object" || Array.isArray(args)) {

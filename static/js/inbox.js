@@ -183,6 +183,7 @@
           headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
         });
         const data = await window.aguiJSON(res); // an error page says so in a sentence, not the parser's words
+        if (!res.ok) throw new Error(data.message || window.aguiStatus(res)); // not "too late": nothing was undone
         clearTimeout(undoTimer);
         toast.hidden = true;
         if (data.recalled && data.recalled.length) {
@@ -265,7 +266,7 @@
   async function refreshSummary(newId) {
     const url = "/inbox/summary/" + (newId ? "?id=" + encodeURIComponent(newId) : "");
     const res = await window.aguiFetch(url, { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
-    if (!res.ok || res.redirected) throw new Error("HTTP " + res.status);
+    if (!res.ok || res.redirected) throw new Error(window.aguiStatus(res));
     const data = await res.json();
     setPendingCount(data.waiting);
     return data;
@@ -534,11 +535,12 @@
     });
     let data = {};
     try {
-      data = await res.json();
+      data = await window.aguiJSON(res);
     } catch (e) {
-      /* an HTML error page */
+      if (res.ok) throw e; // the sign-in page (a lapsed session) or an error page: decided nothing
     }
-    if (!res.ok) throw new Error(data.message || fmt(gettext("The server answered %(status)s."), { status: res.status }));
+    // the server's sentence for people, else one for its status (a proxy's 502 has no JSON)
+    if (!res.ok) throw new Error(data.message || window.aguiStatus(res));
     return data;
   }
 

@@ -363,7 +363,7 @@
     try {
       data = JSON.parse(text.trim() || "[]");
     } catch (e) {
-      return fmt(gettext("The JSON is not valid (%(error)s)."), { error: e.message });
+      return window.aguiJSONProblem(text.trim());
     }
     if (!Array.isArray(data)) return gettext("The rules must be a JSON list.");
     if (!data.every((r) => r && typeof r === "object" && !Array.isArray(r))) return gettext("Every rule must be an object.");
