@@ -48,6 +48,10 @@ class ToolDefaults:
     # what the tool does, for people (the policy pages): a gettext_noop msgid, said per reader; the
     # description is the model's (instructions in English), shown to no reviewer
     summary: str = ""
+    # {argument path ("steps.*.status" for an array's items): label msgid} the tool's author gave
+    # (pydantic Field titles, gettext_noop): the argument editor's labels, said per reader
+    # (approvals/reader_schema.py); none for a tool whose schema is someone else's (an MCP server's)
+    labels: dict = field(default_factory=dict)
 
 
 _registry: dict[str, ToolDefaults] = {}

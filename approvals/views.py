@@ -23,7 +23,7 @@ from agui_project.queries import one
 from agui_project.visible import json_escapes
 from state import services as state_services
 
-from . import argument_errors, registry, selectors, services, stats
+from . import argument_errors, reader_schema, registry, selectors, services, stats
 from . import inbox as inbox_query
 from .access import is_reviewer, same_person
 from .filters import parse_row_id
@@ -247,7 +247,8 @@ def _detail_context(request, approval):
         "can_decide": approval.is_pending and services.can_decide(request.user, approval) and held is None,
         "held": held,  # this reviewer's decision, inside its undo window
         "already_approved": bool(mine),
-        "editable": defaults is not None,
+        # an outside agent's tool is edited against the schema it was asked with (services.decide)
+        "editable": defaults is not None or bool(approval.schema),
         # the answers this tool's policy offers: the form shows only those buttons
         "offers": {d: approval.allows(d) and not (requester_off and d in ("approve", "edit"))
                    for d in ("approve", "edit", "reject", "respond")},
@@ -314,7 +315,8 @@ def detail(request, approval_id):
     context.update({
         "undo": undo_toast(request),
         "state": thread_state(approval),
-        "schema": approval.schema or {},
+        "schema": reader_schema.described(approval.tool_name, approval.schema or {}),
+        "labels": reader_schema.labels(approval.tool_name),
         # text-direction controls as JSON escapes ("\\u202e"): the same value, shown instead of obeyed
         "draft_text": json_escapes(draft_text if draft_text and draft_text.strip()
                                    else json.dumps(current, indent=2, ensure_ascii=False)),

@@ -20,7 +20,9 @@ from . import money
 from .agent import Agent
 from .models import Account, Subscription, Transfer
 
-AccountNumber = Annotated[str, Field(pattern=r"^[0-9]{6,20}$", description="Account number, digits only")]
+# titles and descriptions are msgids: the argument editor says them in the reviewer's language
+AccountNumber = Annotated[str, Field(pattern=r"^[0-9]{6,20}$", title=gettext_noop("Account"),
+                                     description=gettext_noop("Account number, digits only"))]
 CENTS = Decimal("0.01")
 
 
@@ -95,10 +97,11 @@ def _transfer_outcome(tool_call_id, _arguments):
 )
 def transfer_money(
     ctx,
-    from_account: AccountNumber,
-    to_account: AccountNumber,
-    amount: money.amount(le=1_000_000, description="Amount to move"),
-    currency: Annotated[Literal["USD", "EUR", "GBP"], Field(description="ISO currency code")] = "USD",
+    from_account: Annotated[AccountNumber, Field(title=gettext_noop("From account"))],
+    to_account: Annotated[AccountNumber, Field(title=gettext_noop("To account"))],
+    amount: money.amount(le=1_000_000, description=gettext_noop("Amount to move")),
+    currency: Annotated[Literal["USD", "EUR", "GBP"], Field(title=gettext_noop("Currency"),
+                                                            description=gettext_noop("ISO currency code"))] = "USD",
 ):
     """Transfer money from one account to another."""
     value = _money(amount)
@@ -144,7 +147,8 @@ def transfer_money(
     objects=_subscription,
     in_database=True,
 )
-def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64)]):
+def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1, max_length=64,
+                                                                   title=gettext_noop("Subscription"))]):
     """Cancel one of the user's subscriptions."""
     with transaction.atomic():
         sub = _OWN_SUBSCRIPTION.one(subscription_id, ctx.user.pk)

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from pydantic import AfterValidator, Field
 
 
@@ -19,9 +20,13 @@ def _whole_cents(value: float) -> float:
     return value
 
 
-def amount(*, le, description):
-    """A positive amount of at most `le`, in whole cents."""
-    return Annotated[float, Field(gt=0, le=le, description=description), AfterValidator(_whole_cents)]
+AMOUNT = gettext_noop("Amount")
+
+
+def amount(*, le, description, title=AMOUNT):
+    """A positive amount of at most `le`, in whole cents. `description` (the model's) and `title`
+    (the editor's label) are msgids: reviewers read them in their language (approvals/reader_schema)."""
+    return Annotated[float, Field(gt=0, le=le, title=title, description=description), AfterValidator(_whole_cents)]
 
 
 def shown(amount) -> str:

@@ -133,7 +133,8 @@ def canonical(path: str) -> str:
 _checked = canonical
 
 SandboxPath = Annotated[str, AfterValidator(_checked),
-                        Field(description='A path inside the sandbox; "/" is its root', max_length=500)]
+                        Field(title=gettext_noop("Path"), description=gettext_noop('A path inside the sandbox; "/" is its root'),
+                              max_length=500)]
 
 
 def _checked_email(value: str) -> str:
@@ -493,8 +494,8 @@ def _describe_write(a):
                       if a["overwrite"] else _("A new file %(path)s appears in the sandbox")) % a,
 )
 def write_file(ctx, path: SandboxPath,
-               content: Annotated[str, Field(max_length=MAX_FILE_BYTES)],
-               overwrite: bool = False):
+               content: Annotated[str, Field(max_length=MAX_FILE_BYTES, title=gettext_noop("Content"))],
+               overwrite: Annotated[bool, Field(title=gettext_noop("Overwrite"))] = False):
     """Write a text file in the sandbox. Set overwrite to replace an existing file."""
     target = _at(path)
     if target.is_dir():
@@ -516,7 +517,8 @@ def write_file(ctx, path: SandboxPath,
                          "%(source)s (refused if %(destination)s exists)") % a,
     impact=lambda a: _("%(source)s no longer exists afterwards; its content lives on as %(destination)s") % a,
 )
-def rename_file(ctx, source: SandboxPath, destination: SandboxPath):
+def rename_file(ctx, source: Annotated[SandboxPath, Field(title=gettext_noop("Current path"))],
+                destination: Annotated[SandboxPath, Field(title=gettext_noop("New path"))]):
     """Rename (move) a file inside the sandbox. It copies the file, then deletes the original."""
     src, dst = _at(source), _at(destination)
     if not src.is_file():
@@ -580,9 +582,10 @@ def delete_directory(ctx, path: SandboxPath):
     impact=lambda a: _("The email goes to %(to)s and cannot be recalled once sent") % a,
 )
 def send_email(ctx,
-               to: Annotated[str, AfterValidator(_checked_email), Field(max_length=254)],
-               subject: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=200)],
-               body: Annotated[str, Field(max_length=20_000)]):
+               to: Annotated[str, AfterValidator(_checked_email), Field(max_length=254, title=gettext_noop("Recipient"))],
+               subject: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=200,
+                                                                        title=gettext_noop("Subject"))],
+               body: Annotated[str, Field(max_length=20_000, title=gettext_noop("Message"))]):
     """Send an email (through the site's mail server)."""
     EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [to],
                  headers={"X-Agui-Tool-Call": ctx.tool_call_id}).send(fail_silently=False)
@@ -596,7 +599,7 @@ def send_email(ctx,
     impact=lambda a: _("Read-only: it lists or prints files in the sandbox; nothing is changed"),
 )
 def execute_command(ctx, command: Annotated[str, AfterValidator(_checked_command),
-                                            Field(max_length=500, description=(
+                                            Field(max_length=500, title=gettext_noop("Command"), description=(
                                                 f"One of: {', '.join(ALLOWED_COMMANDS)}, with that program's own "
                                                 "options only; every other argument is a path in the sandbox"))]):
     """Run an allow-listed read-only command in the sandbox (no shell: no pipes or redirection).

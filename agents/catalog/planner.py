@@ -17,12 +17,13 @@ class TaskStep(BaseModel):
     """A single task step."""
 
     model_config = ConfigDict(extra="forbid")
-    description: Annotated[str, Field(min_length=1, max_length=300)]
-    status: Literal["pending", "completed", "skipped"] = "pending"
-    estimated_duration: Annotated[str, Field(max_length=40)] = "5 min"
+    # titles are msgids: the argument editor's labels in the reviewer's language
+    description: Annotated[str, Field(min_length=1, max_length=300, title=gettext_noop("Description"))]
+    status: Annotated[Literal["pending", "completed", "skipped"], Field(title=gettext_noop("Status"))] = "pending"
+    estimated_duration: Annotated[str, Field(max_length=40, title=gettext_noop("Estimated duration"))] = "5 min"
 
 
-Steps = Annotated[list[TaskStep], Field(min_length=1, max_length=30)]
+Steps = Annotated[list[TaskStep], Field(min_length=1, max_length=30, title=gettext_noop("Steps"))]
 Preferences = dict[str, Any]
 
 

@@ -21,7 +21,9 @@ from .agent import Agent
 from .models import Order, OrderAction
 from .workflow import Handoff, Workflow
 
-OrderNumber = Annotated[str, Field(pattern=r"^[0-9]{4,12}$", description="The order number, digits only")]
+# titles and descriptions are msgids: the argument editor says them in the reviewer's language
+OrderNumber = Annotated[str, Field(pattern=r"^[0-9]{4,12}$", title=gettext_noop("Order number"),
+                                   description=gettext_noop("The order number, digits only"))]
 CENTS = Decimal("0.01")
 
 
@@ -74,8 +76,9 @@ def lookup_order_details(ctx, order_id: OrderNumber):
 def submit_refund(
     ctx,
     order_id: OrderNumber,
-    amount: money.amount(le=100_000, description="Amount to refund, in the order's currency"),
-    refund_description: Annotated[str, Field(min_length=1, max_length=500, description="Why the refund is due")],
+    amount: money.amount(le=100_000, description=gettext_noop("Amount to refund, in the order's currency")),
+    refund_description: Annotated[str, Field(min_length=1, max_length=500, title=gettext_noop("Reason"),
+                                             description=gettext_noop("Why the refund is due"))],
 ):
     """Submit a refund for one of the customer's orders (reviewed by the support team first)."""
     value = Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
@@ -112,8 +115,10 @@ def submit_refund(
 def submit_replacement(
     ctx,
     order_id: OrderNumber,
-    shipping_preference: Annotated[Literal["standard", "express"], Field(description="How to ship it")],
-    replacement_note: Annotated[str, Field(min_length=1, max_length=500, description="What is wrong")],
+    shipping_preference: Annotated[Literal["standard", "express"], Field(title=gettext_noop("Shipping"),
+                                                                         description=gettext_noop("How to ship it"))],
+    replacement_note: Annotated[str, Field(min_length=1, max_length=500, title=gettext_noop("Note"),
+                                           description=gettext_noop("What is wrong"))],
 ):
     """Send the customer a replacement for one of their orders (the customer confirms first)."""
     try:

@@ -12,6 +12,7 @@ import copy
 import functools
 import inspect
 import json
+import typing
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -115,6 +116,34 @@ def _json_schema(model):
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     return schema
+
+
+def _inner_model(annotation):
+    """(the pydantic model a field holds, whether in a list), else (None, False)."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _inner_model(args[0])
+    if typing.get_origin(annotation) in (list, tuple) and args:
+        model, _listed = _inner_model(args[0])
+        return model, model is not None
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return annotation, False
+    return None, False
+
+
+@functools.cache
+def _labels(model, prefix=""):
+    """{argument path: title msgid} of the fields given a title (Field(title=gettext_noop(...))):
+    the argument editor's labels in the reader's language. The titles are kept out of the model's
+    schema (_json_schema); pydantic's own titles (made from the names) are English, so none is used."""
+    out = {}
+    for name, info in model.model_fields.items():
+        if info.title:
+            out[prefix + name] = info.title
+        inner, listed = _inner_model(info.annotation)
+        if inner is not None:
+            out.update(_labels(inner, prefix + name + (".*." if listed else ".")))
+    return out
 
 
 @dataclass
@@ -230,6 +259,7 @@ class Tool:
             authorize=self.authorize_for if self.objects else None,
             describe=self.said_for,
             summary=self.summary,
+            labels=_labels(self.model),
             **self.policy,
         )
 

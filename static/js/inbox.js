@@ -975,6 +975,7 @@
     if (editable && window.SchemaEditor && schema && Object.keys(schema).length) {
       const box = document.getElementById("args-editor");
       editor = window.SchemaEditor.create(box, schema, initial, {
+        labels: readJSONScript("approval-labels") || {}, // our own tools' labels, in the page's language
         onChange(value) {
           if (!jsonMode) raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(value, null, 2));
           updateDecision();

@@ -1,7 +1,7 @@
 /*
  * schema-editor.js — an arguments editor generated from a tool's JSON schema (pydantic output).
  *
- *   const ed = SchemaEditor.create(container, schema, value, {onChange(value, problems) {}});
+ *   const ed = SchemaEditor.create(container, schema, value, {onChange(value, problems) {}, labels: {path: label}});
  *   ed.value()  ed.setValue(v)  ed.showErrors({"steps.0.description": ["..."]})  ed.focusFirst()
  *
  * Typed inputs: strings (a textarea when long), numbers and integers, booleans and enums as
@@ -175,6 +175,11 @@
     let serverErrors = {};
 
     const idFor = (path) => "arg__" + (path.length ? path.join("__") : "root");
+    // a field's label: the one the server gave for its path (an array's items as "*": our own tools'
+    // labels in the page's language), else its name as the schema has it
+    const labels = opts.labels || {};
+    const labelOf = (path) => labels[path.map((p) => (typeof p === "number" ? "*" : p)).join(".")]
+      || String(path[path.length - 1]).replace(/_/g, " ");
     const changed = () => {
       if (opts.onChange) opts.onChange(clone(value), new Map(problems));
     };
@@ -332,7 +337,7 @@
       }
       const req = new Set(node.required || []);
       for (const [prop, sub] of Object.entries(node.properties || {})) {
-        box.appendChild(field(sub, path.concat(prop), prop.replace(/_/g, " "), req.has(prop)));
+        box.appendChild(field(sub, path.concat(prop), labelOf(path.concat(prop)), req.has(prop)));
       }
       const slot = errorSlot(path);
       box.appendChild(slot);
