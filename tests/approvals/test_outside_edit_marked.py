@@ -63,3 +63,16 @@ def test_an_edited_own_tools_row_is_marked(api, login, demo):
     rows = login("admin").get("/inbox/?scope=all&status=all&partial=rows").content.decode()
     row = rows.split(f'data-approval-id="{req.pk}"')[1].split("</tr>")[0]
     assert "edited-mark" in row and "what runs is not what the agent asked" in row
+
+
+def test_an_outside_request_is_edited_on_its_page(api, login, demo):
+    """Its page said the tool could not be edited, while the API took edits against its schema."""
+    req = _asked(api, "d@example.com")
+    ApprovalRequest.objects.filter(pk=req.pk).update(required_approvals=1)
+    finn = login("finn")
+    page = finn.get(f"/inbox/{req.pk}/").content.decode()
+    assert 'id="not-editable"' not in page and 'id="approval-schema"' in page
+    resp = finn.post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": '{"email": "e@example.com"}'})
+    assert resp.status_code == 302, resp.content.decode()[:500]
+    req.refresh_from_db()
+    assert req.status == "modified" and req.final_arguments == {"email": "e@example.com"}
