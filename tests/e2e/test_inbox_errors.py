@@ -66,3 +66,16 @@ def test_rules_that_are_not_json_are_said_in_a_sentence(people):
     problem = page.locator("#rule-builder .field-error")
     expect(problem).to_have_text(re.compile(
         r"^This is not valid JSON near line 2, column \d+: check its quotes, commas and brackets\.$"))
+
+
+def test_an_undo_refused_is_not_called_too_late(people, live_stack):
+    """A refusal with the server's JSON sentence read "Too late to undo: the decision has been sent."
+    while nothing had been sent yet; the toast now says the server's sentence and Undo stays."""
+    _finn, page, _rid = _listed(people, live_stack)
+    page.route("**/inbox/undo/", lambda route: route.fulfill(
+        status=403, content_type="application/json", body='{"message": "You may not undo this decision."}'))
+    page.keyboard.press("a")  # low risk: held at once, with an Undo
+    expect(page.locator("#undo-toast")).to_be_visible()
+    page.locator("#undo-button").click()
+    expect(page.locator("#undo-toast .undo-error")).to_have_text("You may not undo this decision.")
+    expect(page.locator("#decide-result", has_text="Too late")).to_have_count(0)
