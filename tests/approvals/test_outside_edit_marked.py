@@ -6,6 +6,7 @@ no mark anywhere on the list. Each now says that the arguments were edited."""
 import pytest
 from django.core import mail
 
+from approvals import mail as approval_mail
 from approvals import services
 from approvals.mail_links import request_mails
 from approvals.models import ApprovalRequest
@@ -43,6 +44,9 @@ def test_an_edited_outside_request_says_so_everywhere(api, login, demo):
     mail.outbox.clear()
     request_mails(req)
     assert mail.outbox and all(MAIL_NOTE in m.body and "b@example.com" in m.body for m in mail.outbox)
+    mail.outbox.clear()
+    approval_mail.reminder(req, ["finn@example.com"])
+    assert [MAIL_NOTE in m.body for m in mail.outbox] == [True]
 
 
 def test_a_request_nobody_edited_has_no_mark(api, login, demo):
