@@ -83,3 +83,17 @@ def people(browser, live_stack, login, artifacts_dir, request):
 
     yield make
     close_sessions(request, made)
+
+
+def lapse(session) -> None:
+    """The session ends on the server's side (its cookie gone); the CSRF cookie stays, as it does."""
+    kept = [c for c in session.ctx.cookies() if c["name"] != "sessionid"]
+    session.ctx.clear_cookies()
+    session.ctx.add_cookies(kept)
+
+
+def sign_in_here(page, who, password="agui-demo") -> None:
+    """The sign-in form the page was sent to, filled and sent."""
+    page.fill("#id_username", who)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")

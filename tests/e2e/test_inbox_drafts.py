@@ -4,7 +4,7 @@ what is approved is what the page shows, and nothing typed is silently lost."""
 import re
 
 import inbox_e2e
-from inbox_e2e import T, make_requests, run, statuses, tag, wait_status
+from inbox_e2e import T, lapse, make_requests, run, sign_in_here, statuses, tag, wait_status
 from playwright.sync_api import expect
 
 people = inbox_e2e.people  # the fixture: a signed-in person per browser context
@@ -88,19 +88,6 @@ def test_decided_elsewhere_is_announced_and_the_focus_kept_on_the_page(people, l
     expect(page.locator("#outcome-heading")).to_be_focused()
 
 
-def _lapse(session) -> None:
-    """The session ends on the server's side (its cookie gone); the CSRF cookie stays, as it does."""
-    kept = [c for c in session.ctx.cookies() if c["name"] != "sessionid"]
-    session.ctx.clear_cookies()
-    session.ctx.add_cookies(kept)
-
-
-def _sign_in_here(page, who, password="agui-demo"):
-    page.fill("#id_username", who)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-
-
 def test_a_reload_keeps_the_reviewers_feedback_and_edits(people, live_stack):
     t = tag()
     [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Reload ({t})"}])
@@ -124,10 +111,10 @@ def test_a_lapsed_session_loses_nothing_the_reviewer_typed(people, live_stack):
     page.goto(f"/inbox/{rid}/")
     page.get_by_label("amount").fill("250")
     page.locator("#feedback").fill("Ask alice which account first")
-    _lapse(finn)
+    lapse(finn)
     page.locator("#reject").click()
     page.wait_for_url(re.compile(r"/accounts/login/"))
-    _sign_in_here(page, "finn")
+    sign_in_here(page, "finn")
     page.wait_for_url(re.compile(rf"/inbox/{rid}/$"))
     expect(page.locator("#feedback")).to_have_value("Ask alice which account first")
     expect(page.get_by_label("amount")).to_have_value("250")
@@ -146,10 +133,10 @@ def test_a_draft_is_its_authors_only(people, live_stack):
     page = finn.page
     page.goto(f"/inbox/{rid}/")
     page.locator("#feedback").fill("finn's words")
-    _lapse(finn)
+    lapse(finn)
     page.reload()
     page.wait_for_url(re.compile(r"/accounts/login/"))
-    _sign_in_here(page, "fay", password="pw")  # tests.helpers.finance_member's
+    sign_in_here(page, "fay", password="pw")  # tests.helpers.finance_member's
     page.wait_for_url(re.compile(rf"/inbox/{rid}/$"))
     expect(page.locator("#reject")).to_be_visible()
     expect(page.locator("#feedback")).to_have_value("")

@@ -4,25 +4,12 @@ for leads back to the policy page with the draft put back, for that admin only; 
 import re
 
 import inbox_e2e
-from inbox_e2e import run
+from inbox_e2e import lapse, run, sign_in_here
 from playwright.sync_api import expect
 
 people = inbox_e2e.people  # the fixture: a signed-in person per browser context
 
 TOOL = "read_file"  # a tool no other browser test reads or saves a policy of
-
-
-def _lapse(session) -> None:
-    """The session ends on the server's side (its cookie gone); the CSRF cookie stays, as it does."""
-    kept = [c for c in session.ctx.cookies() if c["name"] != "sessionid"]
-    session.ctx.clear_cookies()
-    session.ctx.add_cookies(kept)
-
-
-def _sign_in_here(page, who, password="agui-demo"):
-    page.fill("#id_username", who)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
 
 
 def _drop_policy(live_stack):
@@ -37,10 +24,10 @@ def test_a_lapsed_session_loses_nothing_the_admin_typed(people, live_stack):
     page.get_by_label("Mode").select_option("always")
     page.get_by_label("Timeout (seconds)").fill("4321")
     page.get_by_label("Remind at (fraction)").fill("0.4")
-    _lapse(admin)
+    lapse(admin)
     page.locator("#save-policy").click()
     page.wait_for_url(re.compile(r"/accounts/login/"))
-    _sign_in_here(page, "admin")
+    sign_in_here(page, "admin")
     page.wait_for_url(re.compile(rf"/policies/{TOOL}/$"))
     expect(page.get_by_label("Timeout (seconds)")).to_have_value("4321")
     expect(page.get_by_label("Remind at (fraction)")).to_have_value("0.4")
@@ -68,10 +55,10 @@ def test_a_policy_draft_is_its_authors_only(people, live_stack):
     page.goto(f"/policies/{TOOL}/")
     drawn = page.get_by_label("Risk").input_value()
     page.get_by_label("Risk").select_option("critical")
-    _lapse(admin)
+    lapse(admin)
     page.reload()
     page.wait_for_url(re.compile(r"/accounts/login/"))
-    _sign_in_here(page, "ada", password="pw")
+    sign_in_here(page, "ada", password="pw")
     page.wait_for_url(re.compile(rf"/policies/{TOOL}/$"))
     expect(page.get_by_label("Risk")).to_have_value(drawn)
     expect(page.locator("#draft-note")).to_have_count(0)
