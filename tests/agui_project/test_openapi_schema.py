@@ -206,6 +206,7 @@ def test_every_error_has_a_code_and_the_refusals_in_front_of_the_views_are_docum
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
     run = Run.objects.create(thread=thread, status=Run.Status.RUNNING)
     monkeypatch.setattr(events, "redis_client", lambda: Down())
+    monkeypatch.setattr(events, "brief_client", lambda: Down())  # a Stop's flag goes through it (services.cancel_run)
     away = alice.post(f"/api/runs/{run.pk}/cancel/")
     assert away.status_code == 503 and away.json()["code"] == "redis_unavailable"
     check(schema, "/api/runs/{id}/cancel/", "POST", away)

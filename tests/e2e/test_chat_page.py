@@ -269,6 +269,9 @@ def test_a_reload_or_back_keeps_what_was_typed_until_it_is_sent(people):
     expect(composer).to_have_value("A long question\nhalf written")
     composer.press("Enter")
     expect(page.locator("#messages .msg-user .msg-body")).to_have_text("A long question\nhalf written")
+    # the bubble shows at once, pending until the server has the message: the draft is forgotten then
+    # (a reload while the POST is on its way offers it again, since it may not have arrived)
+    expect(page.locator("#messages .msg-user.pending")).to_have_count(0)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-ws-state", "open")
