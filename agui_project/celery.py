@@ -77,3 +77,16 @@ def compare_settings_as_a_worker(sender=None, **kwargs):
 @signals.beat_init.connect
 def compare_settings_as_the_beat(**kwargs):
     agreement.keep_checking("beat")
+
+
+@signals.after_setup_logger.connect
+def filter_celerys_own_handlers(logger=None, **kwargs):
+    """Celery puts handlers of its own on the root logger in the worker and the beat, so the filters
+    settings.LOGGING gives the console (a mail link's token hidden, a Redis outage's tracebacks once a
+    minute) go on those too."""
+    from agui_project.logs import OutageLines, SecretPaths
+
+    for handler in getattr(logger, "handlers", ()):
+        if not any(isinstance(f, OutageLines) for f in handler.filters):
+            handler.addFilter(SecretPaths())
+            handler.addFilter(OutageLines())

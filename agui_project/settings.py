@@ -534,8 +534,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"routine": {"()": "agui_project.logs.RoutineLines"}, "secrets": {"()": "agui_project.logs.SecretPaths"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets"]}},
+    "filters": {"routine": {"()": "agui_project.logs.RoutineLines"}, "secrets": {"()": "agui_project.logs.SecretPaths"},
+                "outage": {"()": "agui_project.logs.OutageLines"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets", "outage"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Django's own handlers on "django" (a console one while DEBUG) wrote its records a second time,
