@@ -12,8 +12,6 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 _client = None
-_probe = None
-_brief = None
 _client_lock = threading.Lock()
 
 
@@ -38,24 +36,33 @@ def redis_client():
 
 
 class _Of(NamedTuple):
-    """A client of the quick ones and the REDIS_URL it was made for: a process whose setting changed
-    (a test's own Redis) gets one for the new address, not the last one's."""
     url: str
     client: redis.Redis
+
+
+_quick = {}  # the quick clients by kind: each with the REDIS_URL it was made for
+
+
+def _quick_client(kind, tries, retry_on_error):
+    """A client whose every call is tried `tries` times, each within ~1 s. Kept for the REDIS_URL it
+    was made for: a process whose setting changed (a test's own Redis) gets one for the new address;
+    the one kept stayed on a Redis that was gone, and every later AG-UI POST was refused."""
+    url, made = settings.REDIS_URL, _quick.get(kind)
+    if made is None or made.url != url:
+        with _client_lock:
+            made = _quick.get(kind)
+            if made is None or made.url != url:
+                made = _quick[kind] = _Of(url, redis.Redis.from_url(
+                    url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), tries - 1),
+                    retry_on_error=retry_on_error))
+    return made.client
 
 
 def probe_client():
     """A client that asks once and answers within ~1 s, for /healthz: through redis_client()'s
     retries a probe of a Redis that is down took 12 s, so a load balancer's probes (every few
     seconds, from each balancer) held web threads instead of getting their 503."""
-    global _probe
-    if _probe is None or _probe.url != settings.REDIS_URL:
-        with _client_lock:
-            if _probe is None or _probe.url != settings.REDIS_URL:
-                _probe = _Of(settings.REDIS_URL, redis.Redis.from_url(
-                    settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1,
-                    retry=Retry(NoBackoff(), 0), retry_on_error=[]))
-    return _probe.client
+    return _quick_client("probe", 1, [])
 
 
 def brief_client():
@@ -64,14 +71,7 @@ def brief_client():
     pooled connection a Redis restart left stale is replaced by the second try), each within ~1 s.
     Through redis_client()'s retries every such call held its request ~12 s: a sign-in took 38 s
     and an AG-UI POST 55 s before saying anything useful."""
-    global _brief
-    if _brief is None or _brief.url != settings.REDIS_URL:
-        with _client_lock:
-            if _brief is None or _brief.url != settings.REDIS_URL:
-                _brief = _Of(settings.REDIS_URL, redis.Redis.from_url(
-                    settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 1),
-                    retry_on_error=[redis.ConnectionError, redis.TimeoutError]))
-    return _brief.client
+    return _quick_client("brief", 2, [redis.ConnectionError, redis.TimeoutError])
 
 
 # a PING answered this recently stands for the next asker: every AG-UI POST asks before its

@@ -25,12 +25,10 @@ def redis_gone(settings, monkeypatch):
     closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
     settings.REDIS_URL = f"redis://127.0.0.1:{closed.getsockname()[1]}/0"
     settings.AGUI_STREAM_GRACE_SECONDS = 2  # so that the old behaviour fails in seconds, not a minute
-    for name in ("_client", "_probe", "_brief"):
-        monkeypatch.setattr(clients, name, None, raising=False)
+    monkeypatch.setattr(clients, "_client", None)  # the quick clients follow REDIS_URL
     yield
     settings.REDIS_URL = original  # now: conftest's own teardowns use Redis before `settings` is undone
-    for name in ("_client", "_probe", "_brief"):
-        monkeypatch.setattr(clients, name, None, raising=False)
+    monkeypatch.setattr(clients, "_client", None)
     closed.close()
 
 

@@ -154,12 +154,10 @@ def hanging_up(settings, monkeypatch):
 
     server = HangingUp()
     settings.REDIS_URL = server.url
-    monkeypatch.setattr(clients, "_probe", None)
-    monkeypatch.setattr(clients, "_client", None)
+    monkeypatch.setattr(clients, "_client", None)  # the quick clients follow REDIS_URL
     yield server
     server.close()
-    monkeypatch.setattr(clients, "_probe", None)
-    monkeypatch.setattr(clients, "_client", None)
+    monkeypatch.setattr(clients, "_client", None)  # the quick clients follow REDIS_URL
 
 
 def test_a_redis_that_is_down_is_asked_once(client, hanging_up):
