@@ -1,7 +1,8 @@
 """Rows by key: one(), Prepared (a read whose SQL is compiled once), read_ahead() (several such
 reads in one round trip to PostgreSQL), PreparedUpdate (the same for an UPDATE of rows found by
 key), PreparedInsert (for create() and add()), prefetched(); and on PostgreSQL unanswered() (writes
-sent with the next statement) and commit_lazily() (a commit that does not wait for the WAL)."""
+sent with the next statement), commit_lazily() (a commit that does not wait for the WAL) and
+flush_after_hand_over() (a commit whose wait for the WAL follows the hand-over of its work)."""
 
 import json
 import logging
@@ -11,7 +12,7 @@ import uuid
 from contextlib import contextmanager, nullcontext
 
 from django.apps import apps
-from django.db import connections, router, transaction
+from django.db import ProgrammingError, connections, router, transaction
 from django.db.models import Expression, signals
 from django.db.models.query import ModelIterable, ValuesListIterable, get_related_populators
 from django.db.models.sql import InsertQuery, UpdateQuery
@@ -198,7 +199,8 @@ def commit_lazily(using="default"):
     server in between may lose them, as it would had the crash come before they were made. A
     worker's claim of a run and its making of a decision's continuation (recovery finds such a run
     again) are such writes, the claim of a tool call is not (it precedes the side effect) unless the
-    tool's effects are rows of this database (lazy_commits). Elsewhere nothing changes (SQLite runs with synchronous=NORMAL)."""
+    tool's effects are rows of this database (lazy_commits); an AG-UI resume's decisions are, once
+    their continuation is handed on (flush_after_hand_over). Elsewhere nothing changes (SQLite runs with synchronous=NORMAL)."""
     connection = connections[using]
     if connection.vendor == "postgresql" and connection.in_atomic_block:
         connection.commit_lazily()  # agui_project/postgresql: said with the transaction's BEGIN
@@ -220,6 +222,47 @@ def lazy_commits(using="default"):
         yield
     finally:
         connection.lazy_commits = False
+
+
+# a WAL record and a transaction id: its commit waits for the flush (one without any WAL does not)
+_FLUSH = "SELECT pg_logical_emit_message(true, 'agui-inbox', 'flush')"
+_flush_refused = set()  # the aliases whose role may not call it (a DBA revoked it): a row is rewritten instead
+
+
+def flush_after_hand_over(model, pk, using="default"):
+    """Inside atomic(), right after the commit hook that hands this transaction's work to a worker (a
+    decision's continuation): on PostgreSQL the transaction commits as commit_lazily() says and its
+    next commit hook waits for the flush, so that the hand-over leaves before the disk is written
+    and the worker's first steps overlap the flush; the caller's answer and the hooks registered
+    later (the inbox's notice, mail, webhooks) come after it, as durable as before. The worker acts
+    outside the database only after a commit of its own that waits (a tool's claim, or its result
+    for a tool declared in_database), whose flush covers the decision too (the WAL is written in
+    order). A crash of the server in between loses the decision as one before its commit would:
+    its decider had no answer yet. `model`, `pk`: the row the transaction wrote, rewritten as it is
+    to wait for the flush when the role may not call pg_logical_emit_message. Elsewhere nothing
+    changes. The wait is registered once per transaction."""
+    connection = connections[using]
+    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+        return
+    if any(getattr(func, "_agui_flush", False) for _sids, func, _robust in connection.run_on_commit):
+        return
+
+    def wait_for_flush():
+        with connection.cursor() as cursor:
+            if using not in _flush_refused:
+                try:
+                    cursor.execute(_FLUSH)
+                    return
+                except ProgrammingError as exc:  # not permitted (or no such function): the statement failed alone
+                    log.warning("pg_logical_emit_message refused (%s): a decision's row is rewritten to wait for "
+                                "the flush", exc)
+                    _flush_refused.add(using)
+            table, key = model._meta.db_table, connection.ops.quote_name(model._meta.pk.column)
+            cursor.execute(f"UPDATE {connection.ops.quote_name(table)} SET {key} = {key} WHERE {key} = %s", [pk])
+
+    wait_for_flush._agui_flush = True
+    connection.commit_lazily()
+    transaction.on_commit(wait_for_flush, using=using)
 
 
 def unanswered(using="default"):

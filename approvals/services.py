@@ -18,7 +18,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from agui_project.answer_first import later
-from agui_project.queries import Prepared, PreparedInsert, PreparedUpdate, one, prefetched, unanswered
+from agui_project.queries import (
+    Prepared,
+    PreparedInsert,
+    PreparedUpdate,
+    flush_after_hand_over,
+    one,
+    prefetched,
+    unanswered,
+)
 
 from . import access, mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
 from .access import mail_key, same_address
@@ -180,8 +188,8 @@ def _resolved(req, kind, resolve_here=None):
     for after commit still goes before the inbox's notice."""
     if resolve_here is None:
         transaction.on_commit(lambda: approval_resolved.send(sender=ApprovalRequest, request=req), robust=True)
-    else:
-        resolve_here(req)
+    elif resolve_here(req) is not None:  # a continuation, announced after commit: the worker's first steps
+        flush_after_hand_over(ApprovalRequest, req.pk)  # overlap the commit's flush; what follows waits for it
     _tell_inbox(kind, req)
 
 

@@ -48,16 +48,19 @@ def begin_pending(connection):
 
 
 def writes_pending(connection):
-    return any(sql not in _OPENING for sql, _params in _queued(connection))
+    """Whether the COMMIT has something to carry: a write, or in a transaction already open its SET LOCAL."""
+    if begin_pending(connection):
+        return any(sql not in _OPENING for sql, _params in _queued(connection))
+    return bool(_queued(connection))
 
 
 def commit_lazily(connection):
     """The transaction open on `connection` commits without waiting for the WAL's flush: said with
-    its BEGIN when that is not sent yet, else now."""
+    its BEGIN when that is not sent yet, else with the next statement (or the COMMIT)."""
     if begin_pending(connection):
         _queued(connection).insert(1, (LAZY, None))
     else:
-        connection.execute(LAZY, prepare=False)
+        _queued(connection).append((LAZY, None))
 
 
 def next_commits_lazily(connection):

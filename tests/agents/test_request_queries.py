@@ -145,11 +145,14 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_25(
     transaction, without savepoints (a BEGIN, a COMMIT and two savepoints' round trips fewer). 21:
     whether a call of the run still waits and whether it was continued, asked in one statement.
     The continuation, 25: its call claimed in one statement that locks the run (was a transaction
-    of four: BEGIN, the run's lock, the claim, COMMIT)."""
+    of four: BEGIN, the run's lock, the claim, COMMIT). On PostgreSQL the POST makes one more, after
+    its commit and the continuation's hand-over: the wait for the flush (queries.flush_after_hand_over)."""
+    from django.db import connection
+
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
-    with django_assert_max_num_queries(21) as captured:
+    with django_assert_max_num_queries(21 + (connection.vendor == "postgresql")) as captured:  # + the flush's wait
         plan = endpoint.prepare(request, "banking")
     statements = [q["sql"].split()[0] for q in captured.captured_queries]
     assert statements.count("BEGIN") == statements.count("COMMIT") == 1 and "SAVEPOINT" not in statements
@@ -321,7 +324,7 @@ def test_on_postgresql_a_decisions_continuation_made_in_a_worker_commits_without
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, fake_llm):
+def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, fake_llm, monkeypatch):
     """Round trips, read from libpq's trace (not counting psycopg's preparing of a statement): the
     resume's request until its COMMIT (its reads ahead, then one transaction: the answers' locks,
     the decision, its audit row, the call's fate and the continuation), and the worker's
@@ -338,6 +341,8 @@ def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, 
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
     request = agui_request(demo["alice"], thread.pk, resume=[
         {"interruptId": req.pk, "status": "resolved", "payload": {"approved": True}}])
+    connection.ensure_connection()  # its statements by their text, not a name prepared in an earlier test
+    monkeypatch.setattr(connection.connection, "prepare_threshold", None)
     with traced() as web:
         plan = endpoint.prepare(request, "banking")
     assert plan.error is None
@@ -348,8 +353,11 @@ def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, 
     committed = next((i for i, trip in enumerate(web) if "COMMIT" in trip), None)
     assert committed is not None and committed + 1 == 5, web
     assert web[1][0] == "BEGIN" and len(web[0]) == 6  # the reads ahead: token, thread, run id, history, answers
-    # the answers' locks; the decision, its audit row, the call; the run's lock, the call's fate, what stands; COMMIT
-    assert [len(trip) for trip in web[1:5]] == [3, 4, 3, 2], web
+    # the answers' locks; the decision, its audit row, the call; the run's lock, the call's fate, what stands;
+    # the continuation and COMMIT, which does not wait for the flush: the wait follows the continuation's hand-over
+    assert [len(trip) for trip in web[1:5]] == [3, 4, 3, 3], web
+    assert web[4][1:] == ["SET LOCAL synchronous_commit TO OFF", "COMMIT"], web
+    assert web[5][0].startswith('UPDATE "agents_run" SET "stream_id"') and "pg_logical_emit_message" in web[6][0], web
     # the tool's own transaction commits first, then the result: the call's outcome, the counter and
     # the message (its INSERT with the COMMIT; a statement prepared earlier shows as "(prepared)")
     commits = [i for i, trip in enumerate(worker) if trip[-1] == "COMMIT"]
