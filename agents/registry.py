@@ -15,6 +15,7 @@ _LOOPS = {}  # agent class -> the Runner class that runs agents of that class
 def register_agent(agent):
     """Add an agent and register its tools' code defaults (policy rules are validated here)."""
     AGENTS[agent.name] = agent
+    tool_registry.register_agent_name(agent.name)
     for t in agent.tools:
         tool_registry.register(t.defaults())
         TOOLS.setdefault(t.name, t)

@@ -95,7 +95,9 @@ class OutsideRequestSerializer(serializers.Serializer):
                                    help_text="May raise the risk policy gives, never lower it")
     thread = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
     run = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
-    agent_name = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+    agent_name = serializers.CharField(required=False, allow_blank=True, max_length=100, default="",
+                                       help_text="Your agent's name, shown to reviewers; not the name of one of "
+                                       "this project's agents")
     schema = serializers.DictField(required=False, help_text="JSON Schema of the arguments, for a tool this "
                                    "project does not know (the arguments are checked against it)")
     callback_url = serializers.URLField(required=False, allow_blank=True, max_length=2000, validators=[_http_url],
@@ -103,6 +105,13 @@ class OutsideRequestSerializer(serializers.Serializer):
     user_wrote_at = serializers.DateTimeField(
         required=False, help_text="When the person last wrote in `thread`: the same call rejected earlier in that "
         "thread is rejected again at once with the earlier feedback, unless the rejection came before this moment")
+
+    def validate_agent_name(self, value):
+        if registry.names_an_agent_here(value):
+            raise serializers.ValidationError(
+                _("“%(name)s” is the name of an agent of this project: reviewers would take this agent for it. "
+                  "Give your agent a name of its own.") % {"name": value.strip()})
+        return value
 
 
 class OutcomeSerializer(serializers.Serializer):

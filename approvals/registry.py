@@ -56,6 +56,7 @@ class ToolDefaults:
 
 _registry: dict[str, ToolDefaults] = {}
 _sources = []  # refresh hooks of tools registered from data (agents' MCP servers): asked before answering
+_agent_names = set()  # this project's agents' names, casefolded (register_agent_name)
 
 
 class InvalidDefaults(Exception):
@@ -76,6 +77,18 @@ def register(defaults: ToolDefaults):
     if errors:
         raise InvalidDefaults(f"tool {defaults.name}: {errors}")
     _registry[defaults.name] = defaults
+
+
+def register_agent_name(name):
+    """One of this project's agents (agents.registry): its name is not an outside agent's to take."""
+    _agent_names.add(name.strip().casefold())
+
+
+def names_an_agent_here(name) -> bool:
+    """Whether `name` is, but for case and spaces, the name of one of this project's agents: the inbox
+    shows a request "via <name>" and filters by it, so a service account calling itself "banking"
+    had its requests pass for those of the project's banking agent."""
+    return name.strip().casefold() in _agent_names
 
 
 def unregister(name):

@@ -369,3 +369,17 @@ def test_the_agent_that_asked_withdraws_its_pending_request(api, demo):
     refused = api("alice").post(f"/api/approvals/{ours.pk}/withdraw/", {}, format="json")
     assert refused.status_code == 409 and refused.json()["code"] == "not_outside"
 
+
+
+@pytest.mark.parametrize("name", ["banking", " Banking ", "SUPPORT"])
+def test_an_outside_agent_may_not_take_the_name_of_an_agent_of_this_project(api, name):
+    """The inbox shows a request "via <agent>" and filters by it: a service account calling itself
+    "banking" had its requests pass for the project's banking agent's. Nothing is recorded."""
+    resp = api("alice").post("/api/approvals/", body(agent_name=name), format="json")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["agent_name"] == [
+        f"“{name.strip()}” is the name of an agent of this project: reviewers would take this agent for it. "
+        "Give your agent a name of its own."]
+    assert not ApprovalRequest.objects.exists()
+    made = api("alice").post("/api/approvals/", body(agent_name="crm-bot"), format="json")
+    assert made.status_code == 201 and made.json()["agent_name"] == "crm-bot"
