@@ -24,7 +24,7 @@ class TaskStep(BaseModel):
 
 
 Steps = Annotated[list[TaskStep], Field(min_length=1, max_length=30, title=gettext_noop("Steps"))]
-Preferences = dict[str, Any]
+Preferences = Annotated[dict[str, Any], Field(title=gettext_noop("Preferences"))]
 
 
 def _describe(a):

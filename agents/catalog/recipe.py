@@ -20,32 +20,42 @@ class Ingredient(BaseModel):
     """An ingredient with its details."""
 
     model_config = ConfigDict(extra="forbid")
-    icon: Annotated[str, Field(max_length=16, description="Emoji icon representing the ingredient (e.g. 🥕)")]
-    name: Annotated[str, Field(min_length=1, max_length=120, description="Name of the ingredient")]
-    amount: Annotated[str, Field(max_length=80, description="Amount or quantity of the ingredient")]
+    # titles are msgids (the argument editor's labels), descriptions too (the model reads them in English)
+    icon: Annotated[str, Field(max_length=16, title=gettext_noop("Icon"),
+                                description=gettext_noop("Emoji icon representing the ingredient (e.g. 🥕)"))]
+    name: Annotated[str, Field(min_length=1, max_length=120, title=gettext_noop("Name"),
+                                description=gettext_noop("Name of the ingredient"))]
+    amount: Annotated[str, Field(max_length=80, title=gettext_noop("Amount"),
+                                  description=gettext_noop("Amount or quantity of the ingredient"))]
 
 
 class Recipe(BaseModel):
     """A complete recipe."""
 
     model_config = ConfigDict(extra="forbid")
-    title: Annotated[str, Field(min_length=1, max_length=200, description="The title of the recipe")]
-    skill_level: Annotated[SkillLevel, Field(description="The skill level required")]
+    title: Annotated[str, Field(min_length=1, max_length=200, title=gettext_noop("Title"),
+                                 description=gettext_noop("The title of the recipe"))]
+    skill_level: Annotated[SkillLevel, Field(title=gettext_noop("Skill level"),
+                                             description=gettext_noop("The skill level required"))]
     special_preferences: Annotated[
         list[Annotated[str, Field(max_length=60)]],
-        Field(max_length=20, description="Dietary preferences (e.g. Vegetarian, Gluten-free)"),
+        Field(max_length=20, title=gettext_noop("Dietary preferences"),
+              description=gettext_noop("Dietary preferences (e.g. Vegetarian, Gluten-free)")),
     ] = []
-    cooking_time: Annotated[CookingTime, Field(description="The estimated cooking time")]
-    ingredients: Annotated[list[Ingredient], Field(max_length=60, description="Complete list of ingredients")]
+    cooking_time: Annotated[CookingTime, Field(title=gettext_noop("Cooking time"),
+                                               description=gettext_noop("The estimated cooking time"))]
+    ingredients: Annotated[list[Ingredient], Field(max_length=60, title=gettext_noop("Ingredients"),
+                                                   description=gettext_noop("Complete list of ingredients"))]
     instructions: Annotated[
-        list[Annotated[str, Field(max_length=1000)]], Field(max_length=60, description="Step-by-step instructions")
+        list[Annotated[str, Field(max_length=1000)]],
+        Field(max_length=60, title=gettext_noop("Instructions"), description=gettext_noop("Step-by-step instructions"))
     ]
 
 
 @tool(summary=gettext_noop("Update the recipe card"),
       approval_mode="never", risk="low", reversible=True,
       describe=lambda a: _("Update the recipe card: %(title)s") % {"title": a["recipe"].get("title", "")})
-def update_recipe(ctx, recipe: Recipe):
+def update_recipe(ctx, recipe: Annotated[Recipe, Field(title=gettext_noop("Recipe"))]):
     """Update the recipe with new or modified content.
 
     You MUST write the complete recipe with ALL fields, even when changing only a few items.

@@ -28,7 +28,9 @@ class Document(BaseModel):
                                    "Save the document “%(title)s” (%(words)s words)", len(a["content"].split()))
       % {"title": a["title"], "words": len(a["content"].split())},
       impact="Replaces the document of this chat")
-def create_document(ctx, title: Title, content: Content, metadata: dict[str, Any] = {}):  # noqa: B006 (pydantic copies)
+def create_document(ctx, title: Annotated[Title, Field(title=gettext_noop("Title"))],
+                    content: Annotated[Content, Field(title=gettext_noop("Content"))],
+                    metadata: Annotated[dict[str, Any], Field(title=gettext_noop("Metadata"))] = {}):  # noqa: B006 (pydantic copies)
     """Create or rewrite the document: write the complete title, content (Markdown) and metadata."""
     return f"Document “{title}” saved."
 
