@@ -5,6 +5,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
+from approvals import reader_schema
 from approvals import services as approval_services
 from approvals.access import memberships
 from approvals.models import ApprovalRequest, ApproverKind, said
@@ -50,6 +51,9 @@ def approval(request, viewer=None):
                 data["finalMessage"] = tool.description_for(request.final_arguments)
     if request.schema:  # how the card formats values (integers, money with its currency)
         data["argumentsSchema"] = request.schema
+    labels = reader_schema.labels(request.tool_name)  # how it names them (our own tools', in the active language)
+    if labels:
+        data["argumentLabels"] = labels
     if request.expires_at:
         data["expiresAt"] = request.expires_at.isoformat()
     if request.created_at:  # "waiting for finance since 12:03"

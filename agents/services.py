@@ -240,7 +240,8 @@ def approval_resolved(request):
             # nothing else waits (nor a question to answer): the notice goes with the continuation's
             # RUN_STARTED, in one write, so the worker is woken a round trip sooner
             waiting, continued = selectors.waiting_or_continued(run.pk)
-        event = custom_events.approval_response(request, viewer=owner)
+        with translation.override(selectors.user_language(owner)):  # the card in its reader's words (a worker's
+            event = custom_events.approval_response(request, viewer=owner)  # language is the site's)
         continuation = None if waiting else continue_run(run, notices=(event,), continued=continued)
         if continuation is None:
             transaction.on_commit(lambda: _tell_chat(call.thread_id, event))

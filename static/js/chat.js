@@ -783,7 +783,8 @@
               el(
                 "li",
                 null,
-                el("code", { text: c.field }),
+                // the field by the label the server gave (our own tools', in the reader's language)
+                el("span", { class: "diff-field", text: (approval.argumentLabels || {})[c.field] || c.field.replace(/_/g, " ") }),
                 ": ",
                 el("del", { text: formatArg(c.field, c.from, requested, schema) }),
                 " → ",

@@ -813,10 +813,13 @@
   let jsonMode = false;
   let rawProblem = "";
 
+  const labels = readJSONScript("approval-labels") || {}; // our own tools' labels, in the page's language
+
   function diffItems(changes) {
     return changes.map((c) => {
       const li = el("li");
-      li.appendChild(el("code", null, c.path));
+      li.dataset.path = c.path;
+      li.appendChild(el("span", "diff-field", window.SchemaEditor.nameOf(c.segments || c.path, labels)));
       li.appendChild(document.createTextNode(": "));
       li.appendChild(el("del", null, window.SchemaEditor.display(c.before)));
       li.appendChild(document.createTextNode(" → "));
@@ -848,7 +851,8 @@
     if (blocked) {
       preview.replaceChildren(el("li", "text-danger",
         draft === undefined ? gettext("The JSON is not a valid object: fix it or switch back to the form.")
-                            : fmt(gettext("Fix the marked arguments first (%(fields)s)."), { fields: Array.from(problems.keys()).join(", ") })));
+                            : fmt(gettext("Fix the marked arguments first (%(fields)s)."), {
+                              fields: Array.from(problems.keys()).map((k) => window.SchemaEditor.nameOf(k, labels)).join(", ") })));
     } else if (changes.length) preview.replaceChildren(...diffItems(changes));
     else preview.replaceChildren(el("li", "muted", gettext("No changes: approving runs the call as requested.")));
     form.dataset.changes = String(changes.length);
@@ -975,7 +979,7 @@
     if (editable && window.SchemaEditor && schema && Object.keys(schema).length) {
       const box = document.getElementById("args-editor");
       editor = window.SchemaEditor.create(box, schema, initial, {
-        labels: readJSONScript("approval-labels") || {}, // our own tools' labels, in the page's language
+        labels,
         onChange(value) {
           if (!jsonMode) raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(value, null, 2));
           updateDecision();

@@ -133,12 +133,29 @@
 
   /* ---------------------------------------------------------------- diff (old → new) */
 
-  function flatten(value, prefix, out) {
-    if (Array.isArray(value) && value.length) value.forEach((v, i) => flatten(v, prefix.concat(i), out));
+  function flatten(value, prefix, out, paths) {
+    if (Array.isArray(value) && value.length) value.forEach((v, i) => flatten(v, prefix.concat(i), out, paths));
     else if (isObject(value) && Object.keys(value).length) {
-      for (const k of Object.keys(value)) flatten(value[k], prefix.concat(k), out);
-    } else out.set(prefix.join("."), value);
+      for (const k of Object.keys(value)) flatten(value[k], prefix.concat(k), out, paths);
+    } else {
+      out.set(prefix.join("."), value);
+      if (paths) paths.set(prefix.join("."), prefix);
+    }
     return out;
+  }
+
+  /* A field as people read it: each key by the label the server gave for its path (our own tools',
+     in the page's language; an array's items as "*"), else by its name with spaces, as the editor
+     labels its fields; an item of a list by its number. `path`: ["steps", 2, "status"], or the
+     editor's "steps.2.status". */
+  function nameOf(path, labels) {
+    const parts = Array.isArray(path) ? path : String(path).split(".").map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+    const names = parts.map((p, i) => {
+      if (typeof p === "number") return "#" + (p + 1);
+      const key = parts.slice(0, i + 1).map((q) => (typeof q === "number" ? "*" : q)).join(".");
+      return (labels && labels[key]) || String(p).replace(/_/g, " ");
+    });
+    return names.length ? names.join(" › ") : gettext("(arguments)");
   }
 
   function display(v) {
@@ -155,12 +172,13 @@
 
   /** [{path, before, after}] for every leaf that differs, in a stable order. */
   function diff(before, after) {
-    const a = flatten(before, [], new Map());
-    const b = flatten(after, [], new Map());
+    const paths = new Map();
+    const a = flatten(before, [], new Map(), paths);
+    const b = flatten(after, [], new Map(), paths);
     const keys = Array.from(new Set([...a.keys(), ...b.keys()]));
     return keys
       .filter((k) => !same(a.get(k), b.get(k)))
-      .map((k) => ({ path: k || "(arguments)", before: a.get(k), after: b.get(k) }));
+      .map((k) => ({ path: k || "(arguments)", segments: paths.get(k), before: a.get(k), after: b.get(k) }));
   }
 
   /* ---------------------------------------------------------------- the editor */
@@ -459,5 +477,5 @@
     };
   }
 
-  window.SchemaEditor = { create, diff, display };
+  window.SchemaEditor = { create, diff, display, nameOf };
 })();

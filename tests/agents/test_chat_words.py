@@ -157,3 +157,30 @@ def test_the_approval_card_reads_its_headline_in_the_readers_language(demo):
     with translation.override("fr"):
         card = presenters.approval(request, viewer=demo["alice"])
     assert (card["message"], card["impact"]) == ("Virement de 500,00 USD", "Sort 500,00 USD")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decisions_card_made_in_a_worker_names_the_arguments_in_the_chat_owners_language(demo, api, monkeypatch):
+    """The edited card's diff named the fields by the schema ("amount"); it now has the tool's labels,
+    and a decision made over the API is carded by a worker, whose language is the site's: in the chat
+    owner's, as the rest of the chat."""
+    from django.utils import translation
+
+    from agents.agui import custom_events
+    from people.models import Profile
+    from tests.helpers import paused_transfer
+
+    Profile.objects.update_or_create(user=demo["alice"], defaults={"language": "fr"})
+    run, req = paused_transfer(demo["alice"], "call-labels")
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)
+    assert api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve",
+                            "arguments": {**req.arguments, "amount": 450}}, format="json").status_code == 200
+    cards, made = [], custom_events.approval_response
+    monkeypatch.setattr(custom_events, "approval_response", lambda *a, **k: cards.append(made(*a, **k)) or cards[-1])
+    with translation.override("en"):  # the worker's
+        services.continue_decided(req.pk)
+    card = cards[0].value
+    assert card["argumentLabels"]["amount"] == "Montant" and card["argumentLabels"]["to_account"] == "Compte crédité"
+    assert card["message"].startswith("Virement de 450,00")
+    with translation.override("en"):
+        assert presenters.approval(ApprovalRequest.objects.get(pk=req.pk))["argumentLabels"]["amount"] == "Amount"

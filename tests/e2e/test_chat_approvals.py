@@ -110,7 +110,7 @@ def test_requester_edits_or_rejects_in_place(people, how):
         alice.shoot("editing")
         approval.get_by_role("button", name="Approve with edits").click()
         expect(approval.locator(".status-badge")).to_have_text("Approved with edits", timeout=T)
-        expect(approval.locator(".approval-diff")).to_have_text("subscription_id: sub_700 → sub_701")
+        expect(approval.locator(".approval-diff")).to_have_text("Subscription: sub_700 → sub_701")
         # the tool ran with the edited arguments
         expect(page.locator(".tool-card .tool-outcome")).to_have_text("This did not work: no subscription sub_701 belongs to you.", timeout=T)
         expect(page.locator(".tool-card .tool-status")).to_have_text("Failed")

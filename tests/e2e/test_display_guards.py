@@ -109,7 +109,7 @@ def test_a_long_unbroken_value_wraps_in_its_box(people):
     edited = json.loads(r.locator("#arguments-json").input_value())
     edited["body"] = LONG + "b"
     r.locator("#arguments-json").fill(json.dumps(edited))
-    expect(r.locator("#diff-preview")).to_contain_text("body:")
+    expect(r.locator("#diff-preview")).to_contain_text("Message:")
     _fits(r, "#diff-preview")
     r.locator("#approve").click()
     if r.locator("#decide-dialog").is_visible():

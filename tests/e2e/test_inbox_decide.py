@@ -34,9 +34,9 @@ def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, art
     expect(third).to_be_focused()
     third.fill("Label the boxes")
     diff = page.locator("#diff-preview")
-    expect(diff).to_contain_text("steps.0.description: Pack the boxes → Pack the boxes carefully")
-    expect(diff).to_contain_text("steps.1.status: pending → completed")
-    expect(diff).to_contain_text("steps.2.description: (none) → Label the boxes")
+    expect(diff).to_contain_text("Steps › #1 › Description: Pack the boxes → Pack the boxes carefully")
+    expect(diff).to_contain_text("Steps › #2 › Status: pending → completed")
+    expect(diff).to_contain_text("Steps › #3 › Description: (none) → Label the boxes")
     expect(page.locator("#approve")).to_have_text(re.compile(r"^Approve with edits \(\d+ changes\)$"))
     finn.shoot("detail-edited")
     page.screenshot(path=str(artifacts_dir / "inbox-detail.png"), full_page=True)
@@ -57,7 +57,7 @@ def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, art
     finn.shoot("server-error")
 
     page.locator("#arg__steps__0__description").fill("Pack the boxes carefully")
-    expect(page.locator("#diff-preview")).to_contain_text("steps.2.description: (none) → Label the boxes")
+    expect(page.locator("#diff-preview")).to_contain_text("Steps › #3 › Description: (none) → Label the boxes")
     page.locator("#approve").click()
     page.locator("#decide-dialog-confirm").click()
     page.wait_for_url(re.compile(r"held="), timeout=T)  # on to the next request, with an Undo
@@ -70,7 +70,7 @@ def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, art
 
     # the decided request shows what changed
     page.goto(f"/inbox/{rid}/")
-    expect(page.locator("#final-diff")).to_contain_text("steps.2.description: (none) → Label the boxes")
+    expect(page.locator("#final-diff")).to_contain_text("Steps › #3 › Description: (none) → Label the boxes")
     expect(page.locator("#quorum-panel")).to_contain_text(re.compile("approved with edits by finn", re.I))
 
 
@@ -85,8 +85,8 @@ def test_the_raw_json_fallback(people, live_stack):
     raw.fill('{"from_account": "1234567890", "to_account": "0987654321", "amount": 75, "currency": "EUR"')
     expect(page.locator("#approve")).to_be_disabled()
     raw.fill('{"from_account": "1234567890", "to_account": "0987654321", "amount": 75, "currency": "EUR"}')
-    expect(page.locator("#diff-preview")).to_contain_text("amount: 500 → 75")
-    expect(page.locator("#diff-preview")).to_contain_text("currency: USD → EUR")
+    expect(page.locator("#diff-preview")).to_contain_text("Amount: 500 → 75")
+    expect(page.locator("#diff-preview")).to_contain_text("Currency: USD → EUR")
     page.get_by_role("button", name="Form").click()
     expect(page.locator("#arg__amount")).to_have_value("75")
     expect(page.locator("#arg__currency")).to_have_js_property("tagName", "SELECT")
@@ -136,7 +136,7 @@ def test_keyboard_on_the_detail_page(people, live_stack):
     page.locator("#arg__amount").fill("450")
     page.locator("body").click(position={"x": 5, "y": 300})
     page.keyboard.press("a")
-    expect(page.locator("#decide-dialog")).to_contain_text("amount: 500 → 450")
+    expect(page.locator("#decide-dialog")).to_contain_text("Amount: 500 → 450")
     page.keyboard.press("Escape")
     page.keyboard.press("r")
     expect(page.locator("#feedback")).to_be_focused()

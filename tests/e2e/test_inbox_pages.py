@@ -75,7 +75,7 @@ def test_xss_in_arguments_is_shown_as_text(people, live_stack):
     expect(page.locator(".excerpt")).to_contain_text(payload)
     expect(page.locator("#arg__to_account")).to_have_value(payload)
     page.locator("#arg__to_account").fill(payload + "!")
-    expect(page.locator("#diff-preview")).to_contain_text(f"to_account: {payload} → {payload}!")
+    expect(page.locator("#diff-preview")).to_contain_text(f"To account: {payload} → {payload}!")
     page.locator("details.args-raw summary").click()
     expect(page.locator("#requested-arguments")).to_contain_text(payload.replace('"', '\\"'))
     assert page.evaluate("window.__xss") is None

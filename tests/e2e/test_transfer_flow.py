@@ -91,7 +91,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         amount = finn.locator("#arg__amount")
         expect(amount).to_have_value(re.compile(r"^500(\.0+)?$"))
         amount.fill("450")
-        expect(finn.locator("#diff-preview")).to_contain_text("amount: 500 → 450")
+        expect(finn.locator("#diff-preview")).to_contain_text("Amount: 500 → 450")
         shoot("detail-edited")
         finn.locator("#approve").click()
         finn.locator("#decide-dialog-confirm").click()  # edits (and high risk): the page asks first
@@ -103,7 +103,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         # alice's page: the approval shows the edit, the tool ran with 450, the agent answers.
         approval = card.locator(".approval-card")
         expect(approval.locator(".status-badge")).to_have_text("Approved with edits", timeout=T)
-        expect(approval.locator(".approval-diff")).to_contain_text("amount: 500.00 USD → 450.00 USD")
+        expect(approval.locator(".approval-diff")).to_contain_text("Amount: 500.00 USD → 450.00 USD")
         expect(approval).to_contain_text("finn")
         expect(card.locator(".tool-result")).to_contain_text("450.00", timeout=T)
         final = alice.locator(".msg-assistant .msg-body", has_text="Transferred 450.00 USD")
@@ -117,7 +117,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         expect(alice.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
         expect(alice.locator(".tool-card", has_text="transfer_money")).to_have_count(1, timeout=T)
         expect(alice.locator(".msg-user")).to_have_count(1)
-        expect(alice.locator(".approval-card .approval-diff")).to_contain_text("amount: 500.00 USD → 450.00 USD")
+        expect(alice.locator(".approval-card .approval-diff")).to_contain_text("Amount: 500.00 USD → 450.00 USD")
         expect(alice.locator(".tool-card .tool-result")).to_contain_text("450.00")
         shoot("reloaded")
 
