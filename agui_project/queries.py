@@ -237,8 +237,9 @@ def flush_after_hand_over(model, pk, using="default"):
     later (the inbox's notice, mail, webhooks) come after it, as durable as before. The worker acts
     outside the database only after a commit of its own that waits (a tool's claim, or its result
     for a tool declared in_database), whose flush covers the decision too (the WAL is written in
-    order). A crash of the server in between loses the decision as one before its commit would:
-    its decider had no answer yet. `model`, `pk`: the row the transaction wrote, rewritten as it is
+    order). A crash of the server in between loses the decision as one before its commit would: its
+    decider had no answer yet (at most the continuation's RUN_STARTED, as when a worker dies).
+    `model`, `pk`: the row the transaction wrote, rewritten as it is
     to wait for the flush when the role may not call pg_logical_emit_message. Elsewhere nothing
     changes. The wait is registered once per transaction."""
     connection = connections[using]
