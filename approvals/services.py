@@ -462,7 +462,9 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                     _audit(Action.WITHDRAWN, req, actor=user, before={"approved_by": withdrawn},
                            after={"reason": "the arguments were edited", "arguments": proposed})
                 _audit(Action.EDITED, req, actor=user, before={"arguments": current}, after={"arguments": proposed})
-                req.final_arguments = proposed
+                # an edit back to the arguments asked stores them as asked: the inbox list compares the two
+                # in the database, where on SQLite JSON is text and key order counts
+                req.final_arguments = req.arguments if digest == arguments_hash(req.arguments) else proposed
                 described = _describe(req, defaults, proposed)
             # one approval required: a pending request has none yet (the first one decides, and
             # nothing returns to pending), so there is nothing to look up and this one is the quorum
