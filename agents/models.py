@@ -74,6 +74,8 @@ class Run(models.Model):
     queued_messages = models.JSONField(_("queued messages"), default=list, blank=True)
     # the run's RUN_FINISHED / RUN_ERROR when Redis could not take it: published later by the beat
     undelivered_end = models.TextField(_("undelivered end"), blank=True, default="")
+    # a Stop of the running run that Redis could not take: passed on by the beat (services.pass_on_stops)
+    stop_unsent_at = models.DateTimeField(_("stop not passed on since"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
@@ -84,6 +86,8 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["thread", "status"], name="run_thread_status_idx"),  # active run lookup
             models.Index(fields=["finished_at"], condition=~models.Q(undelivered_end=""), name="run_undelivered_idx"),
+            models.Index(fields=["stop_unsent_at"], condition=models.Q(stop_unsent_at__isnull=False),
+                         name="run_stop_unsent_idx"),
         ]
 
     def __str__(self):

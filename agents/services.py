@@ -549,8 +549,14 @@ def cancel_run(run, user, reason="the user stopped the run"):
                 thread_id=run.thread_id, run_id=run.pk, outcome=RunFinishedCancelledOutcome())))
         elif run.status == Run.Status.RUNNING:
             # brief: the run's row is locked (on SQLite, every writer waits): with Redis down the
-            # product client's retries held it ~12 s before the Stop's 503; now the 503 comes at once
-            events.brief_client().set(cancel_key(run.pk), "1", ex=3600)
+            # product client's retries held it ~12 s
+            try:
+                events.brief_client().set(cancel_key(run.pk), "1", ex=3600)
+            except redis.RedisError as exc:
+                # the Stop stands, as a queued run's does: the beat passes it on once Redis answers
+                # (pass_on_stops). It was a 503 that left the person to try again until Redis came back
+                log.warning("run %s: the Stop could not reach Redis (%s); the beat passes it on", run.pk, exc)
+                Run.objects.filter(pk=run.pk).update(stop_unsent_at=timezone.now())
         elif run.status == Run.Status.INTERRUPTED:
             # a request decided (a question answered) between this read and its lock came first and
             # stands: the others are still stopped, and the Stop is answered, not a 500
@@ -569,6 +575,22 @@ def cancel_run(run, user, reason="the user stopped the run"):
         else:
             return False
     return True
+
+
+def pass_on_stops(limit=100):
+    """Beat: the Stops cancel_run could not hand to Redis. A run still running gets its flag (it stops
+    at its next check); one that paused meanwhile is stopped as a paused run is (its requests
+    withdrawn); one that ended keeps its end. Returns the ids of the runs it stopped or flagged."""
+    done = []
+    for run in Run.objects.filter(stop_unsent_at__isnull=False).select_related("thread__owner")[:limit]:
+        if run.status == Run.Status.RUNNING:
+            events.redis_client().set(cancel_key(run.pk), "1", ex=3600)
+            done.append(run.pk)
+        elif run.status == Run.Status.INTERRUPTED and cancel_run(run, run.thread.owner):
+            done.append(run.pk)
+        # a later Stop that also failed keeps its own time: it is passed on at the next sweep
+        Run.objects.filter(pk=run.pk, stop_unsent_at=run.stop_unsent_at).update(stop_unsent_at=None)
+    return done
 
 
 SUPERSEDE_POLL_SECONDS = 0.1  # between looks at the old run while it stops (woken early by its events)

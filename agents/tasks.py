@@ -42,6 +42,7 @@ def recover_stuck_calls():
         services.announce_unannounced()  # soon after Redis is back, before requeue_lost_runs' longer wait
         execution.requeue_lost_runs()
         execution.publish_undelivered_ends()
+        services.pass_on_stops()
 
 
 @shared_task(ignore_result=True)

@@ -1,6 +1,6 @@
-"""A Redis outage met by the REST API: a Stop that could not be sent is a 503 with Retry-After, not a
-500 after the client's retries; a change that committed before Redis was needed stands and is
-answered as made (its live notice is what is lost, or kept for the beat)."""
+"""A Redis outage met by the REST API: a change that committed before Redis was needed stands and is
+answered as made (its live notice is what is lost, or kept for the beat); a Stop is kept for the beat
+too, which passes it on once Redis answers."""
 
 import pytest
 import redis
@@ -26,15 +26,49 @@ def redis_down(monkeypatch):
     monkeypatch.setattr(events, "brief_client", lambda: Down())  # the notices after a commit (events.notice)
 
 
-def test_stop_of_a_running_run_while_redis_is_down_is_a_503_to_retry(demo, api, redis_down):
+def test_stop_of_a_running_run_while_redis_is_down_stands_and_the_beat_passes_it_on(demo, api, redis_down,
+                                                                                   monkeypatch):
+    """It was a 503 to retry: the person had to press Stop again until Redis was back."""
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
     run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now())
     response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
-    assert response.status_code == 503, response.content  # was a 500 "internal error"
-    assert response["Retry-After"] == "1"
-    assert response.json()["code"] == "redis_unavailable"
-    assert "Redis" in response.json()["message"]
-    assert Run.objects.get(pk=run.pk).status == "running"  # nothing stopped: the retry will
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] == "running"  # it stops at its next check, once told
+    assert Run.objects.get(pk=run.pk).stop_unsent_at is not None
+
+    monkeypatch.undo()  # Redis answers again
+    assert not services.cancel_requested(run.pk)
+    assert services.pass_on_stops() == [run.pk]  # the beat
+    assert services.cancel_requested(run.pk)
+    assert Run.objects.get(pk=run.pk).stop_unsent_at is None
+    assert services.pass_on_stops() == []  # once
+
+
+def test_a_stop_the_beat_passes_on_to_a_run_that_paused_meanwhile_withdraws_its_request(demo, api, redis_down,
+                                                                                       monkeypatch):
+    """The run paused before it could hear of the Stop: it is stopped as Stop stops a paused run."""
+    from approvals.models import ApprovalRequest
+    from tests.helpers import paused_transfer
+
+    run, req = paused_transfer(demo["alice"], "call-stop-unsent")
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    assert api("alice").post(f"/api/runs/{run.pk}/cancel/").status_code == 202
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.INTERRUPTED)  # it paused, not having heard
+    monkeypatch.undo()
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)
+    assert services.pass_on_stops() == [run.pk]
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.CANCELLED
+    assert Run.objects.get(pk=run.pk).stop_unsent_at is None
+
+
+def test_a_stop_kept_for_a_run_that_ended_meanwhile_is_dropped(demo, api, redis_down, monkeypatch):
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now())
+    assert api("alice").post(f"/api/runs/{run.pk}/cancel/").status_code == 202
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    monkeypatch.undo()
+    assert services.pass_on_stops() == []
+    assert not services.cancel_requested(run.pk) and Run.objects.get(pk=run.pk).stop_unsent_at is None
 
 
 def test_stop_of_a_queued_run_while_redis_is_down_stands_and_its_end_waits_for_the_beat(demo, api, redis_down,

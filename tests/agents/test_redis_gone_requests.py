@@ -92,9 +92,9 @@ def test_a_stop_of_a_queued_run_is_answered_at_once_and_its_end_kept(api, demo, 
     assert '"RUN_FINISHED"' in Run.objects.get(pk=run.pk).undelivered_end  # for the beat, once Redis answers
 
 
-def test_a_stop_of_a_running_run_is_a_503_at_once(api, demo, redis_gone):
+def test_a_stop_of_a_running_run_is_answered_at_once_and_kept(api, demo, redis_gone):
     """The Stop's Redis flag was set through the product client inside the run's row lock: ~12 s of
-    retries, every SQLite writer of the site waiting behind it, then the 503."""
+    retries, every SQLite writer of the site waiting behind it, then a 503 (later a 503 at once)."""
     from django.utils import timezone
 
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
@@ -102,9 +102,9 @@ def test_a_stop_of_a_running_run_is_a_503_at_once(api, demo, redis_gone):
     began = time.monotonic()
     response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
     took = time.monotonic() - began
-    assert response.status_code == 503 and response.json()["code"] == "redis_unavailable", response.content
+    assert response.status_code == 202, response.content
     assert took < QUICK, took
-    assert Run.objects.get(pk=run.pk).status == "running"  # nothing stopped: the retry will
+    assert Run.objects.get(pk=run.pk).stop_unsent_at is not None  # for the beat, once Redis answers
 
 
 def test_a_ping_answered_within_a_second_stands_for_the_next_asker(monkeypatch):

@@ -177,9 +177,8 @@ def test_every_error_has_a_code_and_the_refusals_in_front_of_the_views_are_docum
     any view were in no operation: 413 (body too large), 415 (a compressed body), 503 (the database
     busy, Redis away: with Retry-After), nor GET /api/auth/token/'s 404 no_token (signed in, no token).
     A client generated from the schema met them as answers it was never told of."""
-    import redis
-
-    from agents.runtime import events
+    import psycopg
+    from django.db import connections
 
     error = _resolve(schema, {"$ref": "#/components/schemas/Error"})
     assert set(error["required"]) == {"message", "code"}
@@ -197,18 +196,19 @@ def test_every_error_has_a_code_and_the_refusals_in_front_of_the_views_are_docum
     documented = schema["paths"]["/api/threads/"]["post"]["responses"]["415"]["description"]
     assert "unsupported_media_type" in documented and "unsupported_content_encoding" in documented
 
-    class Down:
-        def __getattr__(self, name):
-            raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:6391. Connection refused.")
-
     from agents.models import Run, Thread
+    from tests.agui_project.test_busy import as_django
 
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
     run = Run.objects.create(thread=thread, status=Run.Status.RUNNING)
-    monkeypatch.setattr(events, "redis_client", lambda: Down())
-    monkeypatch.setattr(events, "brief_client", lambda: Down())  # a Stop's flag goes through it (services.cancel_run)
-    away = alice.post(f"/api/runs/{run.pk}/cancel/")
-    assert away.status_code == 503 and away.json()["code"] == "redis_unavailable"
+
+    def gone(self):
+        raise as_django(psycopg.OperationalError("connection failed: Connection refused"))
+
+    with monkeypatch.context() as database_away:  # answered as a busy database (agui_project/busy.py)
+        database_away.setattr(type(connections["default"]), "ensure_connection", gone)
+        away = alice.post(f"/api/runs/{run.pk}/cancel/")
+    assert away.status_code == 503 and away.json()["code"] == "database_busy", away.content
     check(schema, "/api/runs/{id}/cancel/", "POST", away)
     documented = schema["paths"]["/api/runs/{id}/cancel/"]["post"]["responses"]["503"]
     assert "Retry-After" in documented["headers"]
