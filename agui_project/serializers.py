@@ -67,15 +67,17 @@ class ApiSchema(AutoSchema):
     """The OpenAPI schema's operations with the refusals DRF itself answers, which no view's
     extend_schema names: 401 (no token, or a bad one), 403 (a permission stricter than being signed
     in: admins only), 404 (a path naming nothing the caller may see; a list page past its end) and
-    400 (a body its serializer refuses, a list's filter with a value it does not take); and the ones
-    made in front of every view: 503 (agui_project/busy.py) and, for a call with a body, 413 and 415
-    (agui_project/limits.py). A client generated from the schema met them as answers it was never told of."""
+    400 (a body its serializer refuses, a list's filter with a value it does not take), 406 (an Accept
+    header it cannot satisfy); and the ones made in front of every view: 503 (agui_project/busy.py)
+    and, for a call with a body, 413 and 415 (agui_project/limits.py). A client generated from the schema met them as answers it was never told of."""
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
         if direction == "response":
             described = dict(BODY_REFUSALS) if self.method in ("POST", "PUT", "PATCH", "DELETE") else {}
             described["503"] = "database_busy or redis_unavailable: try again after Retry-After"
+            # DRF's content negotiation, before the view: an Accept header naming no type the call answers
+            described["406"] = "not_acceptable: the Accept header names no type this call answers"
             for code, description in described.items():
                 if code not in responses:
                     responses[code] = self._get_response_for_code(

@@ -168,6 +168,10 @@ def test_the_refusals_drf_answers_are_documented(schema, api, client, demo):
     check(schema, "/api/threads/{id}/", "DELETE", alice.delete("/api/threads/nope/"))  # 404
     check(schema, "/api/approvals/", "GET", alice.get("/api/approvals/?page=9"))  # 404
     check(schema, "/api/approvals/", "GET", alice.get("/api/approvals/?status=bogus"))  # 400
+    refused = alice.post("/api/threads/", {"agent": "banking"}, format="json", HTTP_ACCEPT="application/xml")
+    assert refused.status_code == 406 and refused.json()["code"] == "not_acceptable", refused.content
+    check(schema, "/api/threads/", "POST", refused)
+    assert all("406" in op["responses"] for ops in schema["paths"].values() for op in ops.values())
     check(schema, "/api/threads/", "POST", alice.post("/api/threads/", {"agent": "nope"}, format="json"))  # 400
 
 
