@@ -109,19 +109,28 @@ def processes(client=None):
     return dict(sorted(counts.items()))
 
 
-def describe(differ):
+def describe(differ, named=True):
+    """"same", or each differing setting with the processes that hold another value: by name (host:pid,
+    a worker's node name), or, not `named`, by kind only (what /healthz, which anyone may ask, says)."""
     if not differ:
         return "same"
-    return "differ: " + "; ".join(f"{name} ({', '.join(who)})" for name, who in sorted(differ.items()))
+
+    def holders(who):
+        return who if named else sorted({process.split(" ", 1)[0] for process in who})
+
+    return "differ: " + "; ".join(f"{name} ({', '.join(holders(who))})" for name, who in sorted(differ.items()))
 
 
 _last_told = {}  # what this process last logged, per process name: a warning when it changes
 
 
 def check(kind, name=None, client=None):
-    """Publish this process's digests, compare them with the others', log a change; the description."""
+    """Publish this process's digests, compare them with the others', log a change (the processes by
+    name); the description, the processes by kind: /healthz answers anyone, and its probes need not
+    learn the hosts behind the proxy."""
     me = publish(kind, name, client)
-    said = describe(differences(me, client))
+    differ = differences(me, client)
+    said = describe(differ)
     if _last_told.get(me, "same") != said:
         if said == "same":
             log.info("settings: %s now shares every setting of README's table with the other processes", me)
@@ -129,7 +138,7 @@ def check(kind, name=None, client=None):
             log.warning("settings: %s and other processes disagree (README \"Running several processes\" "
                         "lists what must be the same): %s", me, said.removeprefix("differ: "))
     _last_told[me] = said
-    return said
+    return describe(differ, named=False)
 
 
 def keep_checking(kind, name=None):
