@@ -69,7 +69,8 @@ class ApiSchema(AutoSchema):
     in: admins only), 404 (a path naming nothing the caller may see; a list page past its end) and
     400 (a body its serializer refuses, a list's filter with a value it does not take), 406 (an Accept
     header it cannot satisfy); and the ones made in front of every view: 503 (agui_project/busy.py)
-    and, for a call with a body, 413 and 415 (agui_project/limits.py). A client generated from the schema met them as answers it was never told of."""
+    and, for a call with a body, 413 and 415 (agui_project/limits.py). A client generated from the
+    schema met them as answers it was never told of."""
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
