@@ -24,7 +24,7 @@ from agui_project.sockets import CLOSE_LOGGED_OUT, CLOSE_NOT_YOURS, CLOSE_RETRY,
 from . import watching
 from .agui import custom_events
 from .models import Thread
-from .runtime import events, statesync
+from .runtime import events, notices, statesync
 from .snapshots import thread_snapshot
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
 
     async def _pump(self, after):
         try:
-            if after is not None and not await events.continues_after(self.thread_id, after):
+            if after is not None and not await self._continues(after):
                 after = None  # what followed it is gone, or it was never there: start over, as a new socket
             if after is None:
                 after = await self._send_snapshot()
@@ -168,6 +168,12 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         except Exception:  # not an outage: a bug, with its traceback; the page still reconnects
             log.exception("thread socket %s: stream read failed", self.thread_id)
             await self.close(code=CLOSE_RETRY)
+
+    async def _continues(self, after):
+        """Reading after `after` gives everything that followed it: the stream still holds it, and no
+        notice for the thread was lost since (Redis away: agents/runtime/notices.py)."""
+        return await events.continues_after(self.thread_id, after) and not await database_sync_to_async(
+            notices.missed_since)(self.thread_id, after)
 
     async def _follow(self, after):
         """Daphne's socket: the thread's batches written to it by the shared reads as they arrive

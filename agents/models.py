@@ -18,6 +18,9 @@ class Thread(models.Model):
     agent = models.CharField(_("agent"), max_length=100)
     title = models.CharField(_("title"), max_length=200, blank=True, default="")
     message_seq = models.PositiveIntegerField(_("last message number"), default=0)  # last Message.seq handed out
+    # when a notice for its chats could not be written to the stream (Redis away): a socket resuming
+    # from a position before it gets the snapshots, not what followed (agents/runtime/notices.py)
+    notice_lost_at = models.DateTimeField(_("notice lost at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 

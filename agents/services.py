@@ -31,7 +31,7 @@ from .agui import custom_events
 from .dispatch import REDIS_DOWN, announce, announce_after_commit  # noqa: F401  (re-exported)
 from .messages import add_message, add_messages  # noqa: F401  (re-exported: callers write services.add_message)
 from .models import InputRequest, Message, Run, Thread, ToolCall, new_id
-from .runtime import events, inputs
+from .runtime import events, inputs, notices
 from .transitions import RUN_ROWS, continue_run, move_call, move_call_ahead, move_run
 
 log = logging.getLogger(__name__)
@@ -169,10 +169,7 @@ def tell_rerouted(request):
         return
     with translation.override(selectors.user_language(thread.owner)):  # the card in its reader's words
         event = custom_events.approval_request(request, viewer=thread.owner)
-    try:
-        events.notice(thread.pk, event)
-    except redis.RedisError as exc:
-        log.warning("new deciders of request %s not told to its chat (Redis unreachable: %s)", request.pk, exc)
+    notices.tell(thread.pk, event, what=f"the new deciders of request {request.pk}")
 
 
 def publish_end(run_id, thread_id, event):
@@ -189,11 +186,7 @@ def publish_end(run_id, thread_id, event):
 def _tell_chat(thread_id, event):
     """A low-rate notice on the thread's stream after commit; a Redis outage loses only the notice
     (the chat reads the durable truth when the continuation's snapshot arrives)."""
-    try:
-        events.notice(thread_id, event)
-    except redis.RedisError as exc:
-        log.warning("%s not sent to thread %s (Redis unreachable: %s)", getattr(event, "name", event.type),
-                    thread_id, exc)
+    notices.tell(thread_id, event, what=getattr(event, "name", event.type))
 
 
 _CALL_STATUS = {

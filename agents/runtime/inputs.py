@@ -12,7 +12,6 @@ import logging
 import time
 
 import jsonschema
-import redis
 from ag_ui.core import Interrupt
 from django.db import transaction
 from django.db.models import F
@@ -22,7 +21,7 @@ from django.utils.translation import gettext as _
 from agents import selectors
 from agents.agui import custom_events
 from agents.models import InputRequest, Run, ToolCall
-from agents.runtime import events
+from agents.runtime import events, notices
 from agents.transitions import continue_run, move_call
 from agui_project import json_schema, jsoncheck
 from agui_project.queries import one
@@ -173,10 +172,8 @@ def _after(request):
     value = payload(request)
 
     def tell():  # after the answer committed: a Redis outage loses only the notice (snapshots carry it)
-        try:
-            events.notice(request.thread_id, custom_events.request_info_response(value))
-        except redis.RedisError as exc:
-            log.warning("answer to question %s not broadcast (Redis unreachable: %s)", request.pk, exc)
+        notices.tell(request.thread_id, custom_events.request_info_response(value),
+                     what=f"the answer to question {request.pk}")
 
     transaction.on_commit(tell)
     run = Run.objects.get(pk=request.run_id)

@@ -21,7 +21,6 @@ import uuid
 from dataclasses import dataclass
 
 import jsonpatch
-import redis
 from ag_ui.core import (
     StateDeltaEvent,
     StateSnapshotEvent,
@@ -38,7 +37,7 @@ from agents.agui import custom_events
 from agents.messages import add_message
 from agents.models import Message, Thread, ToolCall
 from agents.registry import get_agent
-from agents.runtime import events
+from agents.runtime import notices
 from agents.runtime.tools import ToolError
 from agui_project import jsoncheck
 from agui_project.queries import one
@@ -279,10 +278,7 @@ def _broadcast(thread_id, key, ops):
     """After the change committed: a Redis outage loses only the notice (the chats' sockets close with
     4011 meanwhile, and their fresh snapshot carries the state); the change stands and is answered."""
     doc = state_services.document(key)
-    try:
-        events.notice(thread_id, StateDeltaEvent(delta=ops), meta_event(doc, force=True))
-    except redis.RedisError as exc:
-        log.warning("state change of thread %s not broadcast (Redis unreachable: %s)", thread_id, exc)
+    notices.tell(thread_id, StateDeltaEvent(delta=ops), meta_event(doc, force=True), what="a state change")
 
 
 def _schema(thread):

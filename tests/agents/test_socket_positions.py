@@ -66,3 +66,49 @@ async def test_a_socket_that_asks_for_no_positions_gets_plain_events(demo):
     await sync_to_async(stream.append)(thread.pk, CustomEvent(name="alone", value=1))
     assert json.loads(await comm.receive_from(timeout=10))["name"] == "alone"
     await comm.disconnect()
+
+
+class Away:
+    """Redis gone, for the notice's own client."""
+
+    def __getattr__(self, name):
+        import redis
+
+        raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:6391. Connection refused.")
+
+
+async def test_a_resume_from_before_a_notice_lost_to_a_redis_outage_gets_the_snapshots(demo, monkeypatch):
+    """The notice (a card, a state change) was never on the stream: what followed the position lacks it,
+    and a socket closed before the outage never got the 4011 that sends the others to the snapshots."""
+    from agents.models import Thread
+    from agents.runtime import notices
+
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+    path = f"/ws/threads/{thread.pk}/?positions=1"
+    first = communicator(path, alice)
+    assert (await first.connect())[0]
+    seen = json.loads(await first.receive_from(timeout=10))["after"]
+    await first.disconnect()
+    with monkeypatch.context() as outage:
+        outage.setattr(stream, "brief_client", lambda: Away())
+        assert await sync_to_async(notices.tell)(thread.pk, CustomEvent(name="lost", value=1), what="a card") is None
+    await sync_to_async(stream.append)(thread.pk, CustomEvent(name="after", value=2))  # Redis back
+
+    again = communicator(f"{path}&after={seen}", alice)
+    assert (await again.connect())[0]
+    assert names(json.loads(await again.receive_from(timeout=10)))[:2] == ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
+    await again.disconnect()
+
+    # a loss well before the position: what followed it is whole, and the resume is one
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    await sync_to_async(Thread.objects.filter(pk=thread.pk).update)(notice_lost_at=timezone.now() - timedelta(minutes=5))
+    later = await sync_to_async(stream.append)(thread.pk, CustomEvent(name="seen", value=3))
+    await sync_to_async(stream.append)(thread.pk, CustomEvent(name="next", value=4))
+    resumed = communicator(f"{path}&after={later}", alice)
+    assert (await resumed.connect())[0]
+    assert names(json.loads(await resumed.receive_from(timeout=10))) == ["next"]
+    await resumed.disconnect()
