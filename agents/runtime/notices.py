@@ -8,6 +8,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import redis
+from django.db import DatabaseError
 from django.utils import timezone
 
 from agents.models import Thread
@@ -28,7 +29,10 @@ def tell(thread_id, *notices, what):
         return events.notice(thread_id, *notices)
     except redis.RedisError as exc:
         log.warning("%s not sent to thread %s (Redis unreachable: %s)", what, thread_id, exc)
-        Thread.objects.filter(pk=thread_id).update(notice_lost_at=timezone.now())
+        try:
+            Thread.objects.filter(pk=thread_id).update(notice_lost_at=timezone.now())
+        except DatabaseError as db_exc:  # after a commit that stands: said, not turned into a 500
+            log.warning("thread %s: the lost notice could not be noted either (%s)", thread_id, db_exc)
         return None
 
 
