@@ -215,20 +215,34 @@ def written_keys(ops):
     return keys
 
 
+OPS = ("add", "remove", "replace", "move", "copy", "test")
+
+
+def _op_problem(op):
+    """What makes `op` no RFC 6902 operation, in the reader's language, or None. jsonpatch says it in
+    English, and checks a pointer only when the operation is applied."""
+    if op.get("op") not in OPS:
+        return _('its "op" is none of %(ops)s') % {"ops": ", ".join(OPS)}
+    for key in ("path", "from") if op["op"] in ("move", "copy") else ("path",):
+        try:
+            jsonpointer.JsonPointer(op[key])
+        except (KeyError, TypeError, AttributeError, jsonpointer.JsonPointerException):
+            return _('its "%(key)s" is not a JSON Pointer such as /items/0') % {"key": key}
+    if op["op"] in ("add", "replace", "test") and "value" not in op:
+        return _('it has no "value"')
+    return None
+
+
 def _check_ops(ops):
     if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
         raise StateInvalid(_("a patch is a list of RFC 6902 operations"),
                            [{"path": "", "message": _("not a list of objects")}])
-    try:
-        patch = jsonpatch.JsonPatch(ops)
-        for op in ops:  # JsonPatch checks lazily; check the pointers now
-            for ref in (op.get("path"), op.get("from")):
-                if ref is not None:
-                    jsonpointer.JsonPointer(ref)
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
-        raise StateInvalid(_("not a valid JSON Patch: %(error)s") % {"error": exc},
-                           [{"path": "", "message": str(exc)}]) from exc
-    return patch
+    for i, op in enumerate(ops):
+        problem = _op_problem(op)
+        if problem:
+            raise StateInvalid(_("Operation %(number)s is not a JSON Patch operation: %(problem)s.") % {
+                "number": i + 1, "problem": problem}, [{"path": f"patch.{i}", "message": problem}])
+    return jsonpatch.JsonPatch(ops)
 
 
 # --- limits ---------------------------------------------------------------------------------
