@@ -24,21 +24,34 @@ def csv_cell(value):
     return "'" + text if start in FORMULA_STARTS or text[:1] in ("\t", "\r") else text
 
 
+CHUNK_CHARS = 64 * 1024  # a streamed chunk: one per row was 100,000 writes to the socket for a full export
+
+
 def csv_rows(rows):
-    """CSV text of an iterable of rows (lists of cells, cell rule applied), one chunk per row."""
+    """CSV text of an iterable of rows (lists of cells, cell rule applied), in chunks of whole rows
+    of about CHUNK_CHARS."""
     buf = io.StringIO()
     writer = csv.writer(buf)
     for row in rows:
         writer.writerow([csv_cell(v) for v in row])
+        if buf.tell() >= CHUNK_CHARS:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate(0)
+    if buf.tell():
         yield buf.getvalue()
-        buf.seek(0)
-        buf.truncate(0)
+
+
+AUDIT_CSV_FIELDS = ("pk", "created_at", "action", "actor__username", "request_id", "tool_name", "object_ref",
+                    "before", "after")
 
 
 def audit_csv_response(events):
-    """A streamed download of audit events (a queryset, select_related("actor"))."""
-    rows = ([e.pk, e.created_at.isoformat(), e.action, e.actor.username if e.actor_id else "", e.request_id or "",
-             e.tool_name, e.object_ref, e.before, e.after] for e in events[:CSV_LIMIT].iterator(chunk_size=1000))
+    """A streamed download of audit events (a queryset). Their columns only: the model instances, and
+    the request each joined with its arguments, schema and context, cost most of a full export."""
+    rows = ([pk, created.isoformat(), action, actor or "", request or "", tool, ref, before, after]
+            for pk, created, action, actor, request, tool, ref, before, after
+            in events[:CSV_LIMIT].values_list(*AUDIT_CSV_FIELDS).iterator(chunk_size=2000))
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     response = StreamingHttpResponse(csv_rows(itertools.chain([CSV_COLUMNS], rows)),
                                      content_type="text/csv; charset=utf-8")

