@@ -528,6 +528,11 @@ def cancel_requested(run_id):
     return bool(events.redis_client().exists(cancel_key(run_id)))
 
 
+def _flag_stop(run_id, client):
+    """The flag a running run looks for at its next check (cancel_requested)."""
+    client.set(cancel_key(run_id), "1", ex=3600)
+
+
 def cancel_run(run, user, reason="the user stopped the run"):
     """Stop: a queued run never starts, a running one stops at its next check, a paused one withdraws
     its requests. `user` None: the engine stops it (agents/account_off.py), `reason` saying why."""
@@ -544,7 +549,7 @@ def cancel_run(run, user, reason="the user stopped the run"):
             # brief: the run's row is locked (on SQLite, every writer waits): with Redis down the
             # product client's retries held it ~12 s
             try:
-                events.brief_client().set(cancel_key(run.pk), "1", ex=3600)
+                _flag_stop(run.pk, events.brief_client())
             except redis.RedisError as exc:
                 # the Stop stands, as a queued run's does: the beat passes it on once Redis answers
                 # (pass_on_stops). It was a 503 that left the person to try again until Redis came back
@@ -577,7 +582,7 @@ def pass_on_stops(limit=100):
     done = []
     for run in Run.objects.filter(stop_unsent_at__isnull=False).select_related("thread__owner")[:limit]:
         if run.status == Run.Status.RUNNING:
-            events.redis_client().set(cancel_key(run.pk), "1", ex=3600)
+            _flag_stop(run.pk, events.redis_client())
             done.append(run.pk)
         elif run.status == Run.Status.INTERRUPTED and cancel_run(run, run.thread.owner):
             done.append(run.pk)
