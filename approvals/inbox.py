@@ -16,7 +16,9 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.contrib.auth.models import Group
-from django.db.models import BooleanField, Exists, ExpressionWrapper, F, OuterRef, Q
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, TextField
+from django.db.models.functions import Cast
+from django.db.models.lookups import Exact
 from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -59,9 +61,11 @@ ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "reque
               "decided_at", "required_approvals", "decided_by__username")
 # the thread's name as its owner knows it (the runner records it beside the excerpt), not its id
 ROW_NAMES = {"thread_title": KT("context__thread_title"),
-             # ApprovalRequest.edited, compared in the database: the JSON blobs stay there
-             "edited": ExpressionWrapper(Q(final_arguments__isnull=False) & ~Q(final_arguments=F("arguments")),
-                                         output_field=BooleanField())}
+             # ApprovalRequest.edited, compared in the database: the JSON blobs stay there. As text,
+             # as the digest compares: jsonb's own equality holds 500 = 500.0 (jsonb keeps the number
+             # as written and its keys in one order, so its text differs only where the digest does)
+             "edited": ExpressionWrapper(Q(final_arguments__isnull=False) & ~Q(Exact(
+                 Cast("final_arguments", TextField()), Cast("arguments", TextField()))), output_field=BooleanField())}
 
 
 @dataclass(frozen=True)

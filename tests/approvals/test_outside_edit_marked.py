@@ -105,3 +105,19 @@ def test_an_edit_back_to_the_arguments_asked_leaves_no_mark_whatever_its_key_ord
     assert req.status == "pending" and req.final_arguments == req.arguments and not req.edited
     for url, page in _pages(login("admin"), req).items():
         assert "edited-mark" not in page, url
+
+
+def test_the_list_and_the_page_agree_on_a_number_written_otherwise(api, login, demo):
+    """500 edited to 500.0 is an edit by digest (what an approval approves, the page's mark, the
+    status): PostgreSQL's jsonb equality, where 500 = 500.0, left the list's row unmarked."""
+    req = _asked(api, "f@example.com")
+    ApprovalRequest.objects.filter(pk=req.pk).update(
+        arguments={"email": "f@example.com", "limit": 500},
+        schema={"type": "object", "properties": {"email": {"type": "string"}, "limit": {"type": "number"}}})
+    services.decide(req.pk, demo["rita"], "approve", arguments={"email": "f@example.com", "limit": 500.0})
+    req.refresh_from_db()
+    assert req.final_arguments == {"email": "f@example.com", "limit": 500.0} and req.edited
+    pages = _pages(login("finn"), req)
+    row = pages["/inbox/?scope=all&status=all&partial=rows"].split(f'data-approval-id="{req.pk}"')[1].split("</tr>")[0]
+    assert "edited-mark" in row
+    assert "edited-mark" in pages[f"/inbox/{req.pk}/"]
