@@ -17,9 +17,9 @@ from datetime import timedelta
 
 from django.contrib.auth.models import Group
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, TextField
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.db.models.lookups import Exact
-from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
