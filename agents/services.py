@@ -24,7 +24,7 @@ from agui_project.queries import (
     unanswered,
 )
 from approvals import services as approval_services
-from approvals.models import ApprovalRequest, ApproverKind
+from approvals.models import REQUESTER_OFF, ApprovalRequest, ApproverKind
 
 from . import dispatch, selectors, thread_ids, watching
 from .agui import custom_events
@@ -584,8 +584,12 @@ def pass_on_stops(limit=100):
         if run.status == Run.Status.RUNNING:
             _flag_stop(run.pk, events.redis_client())
             done.append(run.pk)
-        elif run.status == Run.Status.INTERRUPTED and cancel_run(run, run.thread.owner):
-            done.append(run.pk)
+        elif run.status == Run.Status.INTERRUPTED:
+            # an owner switched off since (the Stop may be account_off's own) does not withdraw:
+            # the engine does, saying why, as the account-off sweep would have
+            owner = run.thread.owner
+            if cancel_run(run, owner) if owner.is_active else cancel_run(run, None, reason=REQUESTER_OFF):
+                done.append(run.pk)
         # a later Stop that also failed keeps its own time: it is passed on at the next sweep
         Run.objects.filter(pk=run.pk, stop_unsent_at=run.stop_unsent_at).update(stop_unsent_at=None)
     return done

@@ -61,6 +61,28 @@ def test_a_stop_the_beat_passes_on_to_a_run_that_paused_meanwhile_withdraws_its_
     assert Run.objects.get(pk=run.pk).stop_unsent_at is None
 
 
+def test_a_kept_stop_of_an_account_switched_off_withdraws_in_the_engines_name(demo, redis_down, monkeypatch):
+    """Switching the account off stops its running run (account_off); with Redis down that Stop waits
+    for the beat, and the run paused meanwhile. Its request was withdrawn in the owner's name, as
+    "the user stopped the run": the account-off sweep, had it come first, says why and names nobody."""
+    from django.contrib.auth.models import User
+
+    from approvals.models import REQUESTER_OFF, ApprovalRequest
+    from tests.helpers import paused_transfer
+
+    run, req = paused_transfer(demo["alice"], "call-stop-off")
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    assert services.cancel_run(run, None, reason=REQUESTER_OFF)  # agents/account_off.withdraw
+    assert Run.objects.get(pk=run.pk).stop_unsent_at is not None
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.INTERRUPTED)  # it paused, not having heard
+    User.objects.filter(pk=demo["alice"].pk).update(is_active=False)  # no save(): no receiver ran
+    monkeypatch.undo()
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda request_id: None)
+    assert services.pass_on_stops() == [run.pk]
+    req = ApprovalRequest.objects.get(pk=req.pk)
+    assert (req.status, req.feedback, req.decided_by_id) == (ApprovalRequest.Status.CANCELLED, REQUESTER_OFF, None)
+
+
 def test_a_stop_kept_for_a_run_that_ended_meanwhile_is_dropped(demo, api, redis_down, monkeypatch):
     thread = Thread.objects.create(owner=demo["alice"], agent="banking")
     run = Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now())
