@@ -63,7 +63,8 @@ ROW_FIELDS = ("id", "status", "tool_name", "description", "said", "risk", "reque
 ROW_NAMES = {"thread_title": KT("context__thread_title"),
              # ApprovalRequest.edited, compared in the database: the JSON blobs stay there. As text,
              # as the digest compares: jsonb's own equality holds 500 = 500.0 (jsonb keeps the number
-             # as written and its keys in one order, so its text differs only where the digest does)
+             # as written and its keys in one order, so its text differs where the digest does, but
+             # for -0.0, which its numeric reads as 0)
              "edited": ExpressionWrapper(Q(final_arguments__isnull=False) & ~Q(Exact(
                  Cast("final_arguments", TextField()), Cast("arguments", TextField()))), output_field=BooleanField())}
 
