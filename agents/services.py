@@ -183,12 +183,6 @@ def publish_end(run_id, thread_id, event):
         Run.objects.filter(pk=run_id).update(undelivered_end=events.encode(event))
 
 
-def _tell_chat(thread_id, event):
-    """A low-rate notice on the thread's stream after commit; a Redis outage loses only the notice
-    (the chat reads the durable truth when the continuation's snapshot arrives)."""
-    notices.tell(thread_id, event, what=getattr(event, "name", event.type))
-
-
 _CALL_STATUS = {
     ApprovalRequest.Status.APPROVED: ToolCall.Status.APPROVED,
     ApprovalRequest.Status.MODIFIED: ToolCall.Status.APPROVED,
@@ -237,7 +231,7 @@ def approval_resolved(request):
             event = custom_events.approval_response(request, viewer=owner)  # language is the site's)
         continuation = None if waiting else continue_run(run, notices=(event,), continued=continued)
         if continuation is None:
-            transaction.on_commit(lambda: _tell_chat(call.thread_id, event))
+            transaction.on_commit(lambda: notices.tell(call.thread_id, event, what=event.name))
         else:  # its thread, owner and profile as read with the call: a worker running it need not read them again
             continuation.thread = call.thread
     return continuation
@@ -587,8 +581,11 @@ def pass_on_stops(limit=100):
         elif run.status == Run.Status.INTERRUPTED:
             # an owner switched off since (the Stop may be account_off's own) does not withdraw:
             # the engine does, saying why, as the account-off sweep would have
-            owner = run.thread.owner
-            if cancel_run(run, owner) if owner.is_active else cancel_run(run, None, reason=REQUESTER_OFF):
+            if run.thread.owner.is_active:
+                stopped = cancel_run(run, run.thread.owner)
+            else:
+                stopped = cancel_run(run, None, reason=REQUESTER_OFF)
+            if stopped:
                 done.append(run.pk)
         # a later Stop that also failed keeps its own time: it is passed on at the next sweep
         Run.objects.filter(pk=run.pk, stop_unsent_at=run.stop_unsent_at).update(stop_unsent_at=None)

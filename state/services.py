@@ -215,6 +215,7 @@ def written_keys(ops):
     return keys
 
 
+# RFC 6902's operations in its order, as refusals list them (jsonpatch.JsonPatch.operations: the same names)
 OPS = ("add", "remove", "replace", "move", "copy", "test")
 
 
