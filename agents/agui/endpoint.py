@@ -135,8 +135,9 @@ def _answers(thread, resume):
 
     A `cancelled` entry for an interrupt that has already closed (expired, or decided in the
     inbox) is dropped: the official client insists that every interrupt it saw is answered, and
-    cancelling is its way past one that can no longer be answered; the run then goes on as a
-    new turn. Answering a closed interrupt (`resolved`) still gets already_decided / expired.
+    cancelling is its way past one that can no longer be answered. With a new message the run goes
+    on as a new turn; with none, the client hears what became of them (settled()). Answering a
+    closed interrupt (`resolved`) still gets already_decided / expired.
     """
     if resume is None:
         return None
@@ -416,6 +417,8 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
         caught = catch_up(thread, agent_input, position)
         if caught:
             return caught
+    if agent_input.resume and not resume and not new_messages:
+        return settled(thread, user, agent_input, position)
     try:
         run = None
         if resume or (resume is not None and not new_thread and awaits_answer(thread)):
@@ -496,18 +499,40 @@ def acknowledged(thread, user, agent_input, entries, position):
     paused = services.release_resume_id(thread, agent_input.run_id)
     if not paused or selectors.run_exists(agent_input.run_id) or not replay.awaits_review(paused):
         return None  # (a continuation that took the client's id meanwhile is relayed as usual by the caller)
-    ids = [e[0] for e in entries]
     head = RunStartedEvent(thread_id=thread.pk, run_id=agent_input.run_id, protocol_version=PROTOCOL_VERSION)
-    answered = [custom_events.approval_response(r, viewer=user) for r in ApprovalRequest.objects.filter(
-        pk__in=ids).exclude(status=ApprovalRequest.Status.PENDING).select_related("approver_group", "decided_by")]
-    answered += [custom_events.request_info_response(inputs.payload(q))
-                 for q in InputRequest.objects.filter(pk__in=ids, thread=thread)]
+    answered = _outcomes(thread, user, [e[0] for e in entries])
     waiting = [custom_events.approval_status(r) for r in ApprovalRequest.objects.filter(
         run_ref=paused, status=ApprovalRequest.Status.PENDING).select_related("approver_group").order_by("created_at")
         if not services.answered_by_requester(r)]
     end = RunFinishedEvent(thread_id=thread.pk, run_id=agent_input.run_id)
     return Plan(thread_id=thread.pk, replayed=[head, *answered, *waiting, end], parent_run_id=paused,
                 position=position, review_wait=settings.AGUI_SSE_REVIEW_WAIT_SECONDS)
+
+
+def settled(thread, user, agent_input, position):
+    """A resume whose every entry cancels an interrupt already closed, with no new message: nothing
+    is left to answer, and the model is not asked again (a turn on the conversation as it stands
+    repeats its last call, and under an "always allow" grant runs it once more). The client hears
+    what became of them: the runs it has not seen (catch_up), else a run of its runId with no Run
+    row (RUN_STARTED, the outcome of each, RUN_FINISHED). Either ends with a RUN_FINISHED that
+    clears the interrupts it holds."""
+    caught = catch_up(thread, agent_input, position)
+    if caught:
+        return caught
+    head = RunStartedEvent(thread_id=thread.pk, run_id=agent_input.run_id, protocol_version=PROTOCOL_VERSION)
+    outcomes = _outcomes(thread, user, [r.interrupt_id for r in agent_input.resume])
+    end = RunFinishedEvent(thread_id=thread.pk, run_id=agent_input.run_id)
+    return Plan(thread_id=thread.pk, replayed=[head, *outcomes, end], position=position)
+
+
+def _outcomes(thread, user, ids):
+    """approval_response / request_info_response of each of the thread's interrupts named that is
+    no longer pending."""
+    closed = ApprovalRequest.objects.filter(pk__in=ids, thread_ref=thread.pk).exclude(
+        status=ApprovalRequest.Status.PENDING).select_related("approver_group", "decided_by")
+    return [custom_events.approval_response(r, viewer=user) for r in closed] + [
+        custom_events.request_info_response(inputs.payload(q))
+        for q in InputRequest.objects.filter(pk__in=ids, thread=thread).exclude(status=InputRequest.Status.PENDING)]
 
 
 def catch_up(thread, agent_input, position):
