@@ -109,7 +109,7 @@ def create(*, requester, body, idempotency_key=None):
     # (thread_ref is where our chats, runs and the reviewer's conversation page look): a ref that
     # happened to name someone's thread here must not attach the request to it.
     own = {"thread": body.get("thread") or "", "run": body.get("run") or ""}
-    verdict = policy.evaluate(tool_name, arguments, {"user": requester})
+    verdict = policy.evaluate(tool_name, arguments, {"user": requester, "agent": body.get("agent_name", "")})
     if policy.effective(tool_name) is None:  # never seen: a reviewer decides, at high risk
         verdict.approver_kind = ApproverKind.GROUP
         verdict.group = Group.objects.get_or_create(name=UNKNOWN_TOOL_GROUP)[0]

@@ -189,6 +189,8 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
             log.error("policy of %s: %s", tool_name, exc)
             return Verdict("approve", matched_rule=f"{source}: a rule could not be evaluated, so a person decides",
                            **common)
+        except rules.Unjudgeable as exc:  # refused, not gated: a person who approves it would skip the rule
+            return Verdict("deny", matched_rule=f"{source}: {exc.label}", **common)
         if match:
             label = f"{source}: {match.label}"
             if match.action == "deny":

@@ -9,6 +9,7 @@ shape known here (an outside agent's, an older wording) is shown as stored.
 
 import re
 
+from django.utils.text import get_text_list
 from django.utils.timesince import TIME_STRINGS
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -18,6 +19,7 @@ from .choices import Risk
 
 _SOURCES = ("policy", "default")
 _RULE = re.compile(r"^rule (\d+) \((.*)\): (gate|deny|allow)(?: \((.*)\))?$", re.S)  # rules.Match.label
+_UNJUDGED = re.compile(r"^rule (\d+) \((.*)\): cannot judge (\S+) \((\w+) where it compares (.+)\)$", re.S)  # rules.Unjudgeable
 _APPROVALS = re.compile(r"^(\d+) approvals?$")
 _RISK = re.compile(r"^(" + "|".join(rules.RISKS) + r") risk$")
 _DEADLINE = re.compile(r"^(\d+) (d|h|min|s) to decide$")
@@ -91,6 +93,13 @@ def _what(rest):
     }
     if rest in words:
         return words[rest]
+    unjudged = _UNJUDGED.match(rest)
+    if unjudged:
+        number, name, path, got, wanted = unjudged.groups()
+        return _("rule %(number)s (%(name)s): blocked, because it cannot judge %(path)s given as %(got)s "
+                 "(it compares %(wanted)s)") % {
+            "number": number, "name": name, "path": path, "got": _kind(got),
+            "wanted": get_text_list([_kind(k) for k in wanted.split(" or ")], _("or"))}
     rule = _RULE.match(rest)
     if not rule:
         return None
@@ -102,6 +111,12 @@ def _what(rest):
         return text
     routed = _route(route)
     return f"{text} ({routed})" if routed is not None else None
+
+
+def _kind(kind):
+    """A JSON kind (rules._json_kind) in words."""
+    return {"string": _("text"), "number": _("a number"), "boolean": _("true or false"), "array": _("a list"),
+            "object": _("an object"), "null": _("nothing")}.get(kind, kind)
 
 
 def route_said(route):

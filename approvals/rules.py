@@ -24,8 +24,11 @@ saved pattern such as `^(\w+\s?)*$` hold a worker for minutes on a 30-character 
 the GIL with it, so the run's lease lapsed). Patterns RE2 cannot run (backreferences,
 lookaround) are refused when saved.
 
-A leaf whose path is absent, or whose value has the wrong type for the operator, does not
-match (it never raises). Bad rules are refused when saved (`validate`), never at run time.
+A leaf whose path is absent (or null) does not match. An argument of a kind the leaf does not
+compare (text, a list or an object where it compares a number; a number where it matches text)
+cannot be judged, and the call is refused (`Unjudgeable`): a tool that reads "5000" as 5000 would
+otherwise run what a `deny when amount gt 1000` exists to stop. Bad rules are refused when saved
+(`validate`), never at run time.
 """
 
 import fnmatch
@@ -407,6 +410,21 @@ class RuleBroken(Exception):
     """A stored rule that cannot be evaluated (saved before today's checks): a person decides."""
 
 
+class Unjudgeable(Exception):
+    """An argument of a kind a rule does not compare. Only the arguments' kinds are the caller's to
+    choose (an outside agent sends its own schema, and a tool's schema may leave a type open); the
+    user's, agent's, thread's and tool's facts are the server's. `label`: matched_rule's words."""
+
+    def __init__(self, path, wanted, got, index=None, name=""):
+        super().__init__(path, wanted, got)
+        self.path, self.wanted, self.got, self.index, self.name = path, wanted, got, index, name
+
+    @property
+    def label(self):
+        return (f"rule {self.index + 1} ({self.name}): cannot judge {self.path} "
+                f"({self.got} where it compares {' or '.join(self.wanted)})")
+
+
 def _resolve(path, scope):
     node = scope
     for seg in path.split("."):
@@ -435,11 +453,28 @@ def _ordered(actual, expected):
     return isinstance(actual, str) and isinstance(expected, str)
 
 
+def _compared(op, expected):
+    """The JSON kinds of argument a leaf compares (empty: any)."""
+    if op in ("eq", "ne"):
+        return [] if expected is None else [_json_kind(expected)]
+    if op in ("in", "not_in"):
+        return sorted({_json_kind(v) for v in expected if v is not None})
+    if op in ("gt", "gte", "lt", "lte"):
+        return [_json_kind(expected)]
+    if op == "contains":
+        return ["array", "object", "string"]
+    return ["string"]  # matches, glob
+
+
 def _leaf(cond, scope):
     actual = _resolve(cond["path"], scope)
-    if actual is _MISSING:
+    if actual is _MISSING or actual is None:
         return False
     op, expected = cond["op"], cond["value"]
+    if cond["path"].startswith("args."):
+        wanted = _compared(op, expected)
+        if wanted and _json_kind(actual) not in wanted:
+            raise Unjudgeable(cond["path"], wanted, _json_kind(actual))
     if op == "eq":
         return _same(actual, expected)
     if op == "ne":
@@ -499,8 +534,13 @@ def scope_for(tool_name, arguments, context=None):
 
 
 def first_match(conditions, scope):
-    """The first rule whose condition holds, or None."""
+    """The first rule whose condition holds, or None. Unjudgeable names the rule that could not judge."""
     for i, rule in enumerate(conditions or []):
-        if "when" not in rule or holds(rule["when"], scope):
-            return Match(i, rule.get("name") or f"rule {i + 1}", rule["action"], rule.get("route") or None)
+        name = rule.get("name") or f"rule {i + 1}"
+        try:
+            hit = "when" not in rule or holds(rule["when"], scope)
+        except Unjudgeable as exc:
+            raise Unjudgeable(exc.path, exc.wanted, exc.got, i, name) from None
+        if hit:
+            return Match(i, name, rule["action"], rule.get("route") or None)
     return None

@@ -77,7 +77,10 @@ def judge(policy, tool_name, scope, with_route=False):
     if mode == Mode.ALWAYS:
         return "gated", "mode always"
     if policy.conditions:
-        match = rules.first_match(policy.conditions, scope)
+        try:
+            match = rules.first_match(policy.conditions, scope)
+        except rules.Unjudgeable as exc:
+            return "denied", exc.label
         if match:
             return {"gate": "gated", "deny": "denied", "allow": "allowed"}[match.action], match.label
     if mode == Mode.CONDITIONAL:

@@ -41,12 +41,10 @@ CASES = [
     (leaf("args.path", "glob", "/etc/*"), True),
     (leaf("args.path", "glob", "/var/*"), False),
     (leaf("args.overwrite", "eq", True), True),
-    (leaf("args.count", "eq", True), False),  # a number is not a boolean
     (leaf("args.recipient.address.country", "eq", "DE"), True),  # dotted path into nested arguments
     (leaf("args.items.1.sku", "eq", "B-2"), True),  # digits index lists
     (leaf("args.items.5.sku", "eq", "B-2"), False),  # out of range: no match, no error
     (leaf("args.missing", "ne", "x"), False),  # absent path never matches
-    (leaf("args.note", "gt", 5), False),  # wrong type for the operator: no match, no error
     (leaf("args.currency", "gt", "EUR"), True),  # strings compare as strings
     (leaf("user.username", "eq", "alice"), True),
     (leaf("user.groups", "contains", "finance"), False),
@@ -69,6 +67,16 @@ def test_operators_and_nesting(condition, expected, demo):
     rules.validate([{"name": "r", "when": condition, "action": "gate"}])  # every case is a valid rule
     scope = rules.scope_for("transfer_money", ARGS, {"user": demo["alice"], "agent": "banking", "thread": "t-1"})
     assert rules.holds(condition, scope) is expected
+
+
+@pytest.mark.parametrize("condition", [
+    leaf("args.count", "eq", True),  # a number is not a boolean
+    leaf("args.note", "gt", 5),  # text where the rule compares a number
+])
+def test_an_argument_of_a_kind_the_leaf_does_not_compare_cannot_be_judged(condition, demo):
+    scope = rules.scope_for("transfer_money", ARGS, {"user": demo["alice"], "agent": "banking", "thread": "t-1"})
+    with pytest.raises(rules.Unjudgeable):
+        rules.holds(condition, scope)
 
 
 BAD = [
