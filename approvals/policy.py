@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group
 from agui_project.queries import Prepared
 
 from . import registry, rule_words, rules
-from .choices import DEFAULT_DECISIONS
+from .choices import DEFAULT_DECISIONS, TimeoutAction
 from .models import ApproverKind, Mode, ThreadGrant, ToolPolicy
 
 log = logging.getLogger(__name__)
@@ -167,6 +167,9 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
 
     def gate(matched_rule, reason="", route=None):
         settings_ = {**common, **_routed(route)} if route else common
+        if route and (route.get("group") or (route.get("approvals") or 1) > 1):
+            # a rule that asks another group or more people: the clock never approves in their place
+            settings_["timeout_action"] = TimeoutAction.REJECT
         if settings_["approver_kind"] == ApproverKind.REQUESTER:
             grant = active_grant(tool_name, context)
             if grant:

@@ -120,3 +120,29 @@ def test_the_simulator_shows_the_route(client, demo, treasury):
     routes = [r["route"] for r in resp.context["simulation"].results]
     assert routes == ["treasury, 2 approvals, critical risk, 15 minutes to decide", ""]
     assert "Review: treasury, 2 approvals, critical risk, 15 minutes to decide" in resp.content.decode()
+
+
+@pytest.mark.parametrize("route,at_deadline", [
+    ({"approvals": 2}, "reject"),  # four eyes the rule asks for: not one approval, nor none
+    ({"group": "treasury"}, "reject"),
+    ({"deadline": "5 min"}, "approve"),  # a shorter deadline only: the policy's own at the deadline
+])
+def test_the_deadline_approves_no_call_a_rule_routes_to_more_people(demo, route, at_deadline):
+    """A low-risk policy that approves at the deadline approved a call its rule sent to two approvers
+    with none of them."""
+    from approvals.models import ApprovalRequest
+
+    Group.objects.create(name="treasury")
+    rule = {"name": "big", "when": {"path": "args.amount", "op": "gt", "value": 100}, "action": "gate", "route": route}
+    services.save_policy("transfer_money", {
+        "mode": "conditional", "conditions": [rule, {"name": "rest", "action": "gate"}], "approver_kind": "group",
+        "approver_group": Group.objects.get(name="finance"), "risk": "low", "timeout_action": "approve",
+        "timeout_seconds": 3600}, demo["admin"])
+    assert policy.evaluate("transfer_money", transfer(500), {"user": demo["alice"]}).timeout_action == at_deadline
+    assert policy.evaluate("transfer_money", transfer(50), {"user": demo["alice"]}).timeout_action == "approve"
+    verdict = policy.evaluate("transfer_money", transfer(500), {"user": demo["alice"]})
+    req = services.request(tool_name="transfer_money", arguments=transfer(500), requester=demo["alice"],
+                           verdict=verdict, description="Transfer 500 USD")
+    ApprovalRequest.objects.filter(pk=req.pk).update(expires_at=req.expires_at - timedelta(hours=2))
+    assert services.expire(req.pk)
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ("approved" if at_deadline == "approve" else "expired")
