@@ -130,9 +130,11 @@ def gone_notice(request, group_ids):
     return _send(targets, {"type": "approval.gone", "approval": {"id": request.id}}) if targets else None
 
 
-def user_notice(user_id, kind, request):
-    """For one reviewer's own pages (kind: held | undone): their list drops or gets back a request."""
-    return _send([group_for_user(user_id)], _approval_notice(kind, request))
+def user_notice(user_id, kind, request, **extra):
+    """For one reviewer's own pages (kind: held | undone: their list drops or gets back a request;
+    sent | not_sent, with `held` and for not_sent `by`: what became of a held decision, which the
+    Undo toast tells once its window closes)."""
+    return _send([group_for_user(user_id)], {**_approval_notice(kind, request), **extra})
 
 
 def operator_notice(kind, payload):

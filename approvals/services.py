@@ -672,17 +672,23 @@ def release(held_id, *, now=None):
                    .filter(pk=held_id, due_at__lte=now))
         if held is None:
             return None
+        held_pk = held.pk
         held.delete()
         try:
             with transaction.atomic():
                 # made before any deadline (its dry run checked), so a deadline inside the window has no say
-                return decide(held.request_id, held.user, held.decision, arguments=held.arguments,
-                              feedback=held.feedback, in_time=True, seen=held.seen)
+                req = decide(held.request_id, held.user, held.decision, arguments=held.arguments,
+                             feedback=held.feedback, in_time=True, seen=held.seen)
         except DecisionError as exc:
             log.info("held %s of %s by %s not sent: %s", held.decision, held.request_id, held.user, exc.message)
-            transaction.on_commit(lambda: notify.user_notice(held.user_id, "undone", held.request))
             expire(held.request_id)  # refused: a deadline that passed meanwhile applies now
+            req = ApprovalRequest.objects.select_related("decided_by").get(pk=held.request_id)
+            # the reviewer's page said "sent in 5 s": it says now that it was not, and who came first
+            by = req.decided_by.get_username() if req.decided_by_id and req.decided_by_id != held.user_id else ""
+            transaction.on_commit(lambda: notify.user_notice(held.user_id, "not_sent", req, held=held_pk, by=by))
             return None
+        transaction.on_commit(lambda: notify.user_notice(held.user_id, "sent", req, held=held_pk))
+        return req
 
 
 def release_due():

@@ -157,16 +157,58 @@
     toast.querySelector("input[name=held]").value = heldIds.join(",");
     toast.querySelector(".undo-text").textContent = text;
     toast.querySelector("button").disabled = false;
+    toast.querySelector("form").hidden = false;
+    toast.querySelector(".undo-error")?.remove();
     armUndo(toast);
   }
 
   function armUndo(toast) {
     clearTimeout(undoTimer);
     const left = Date.parse(toast.dataset.due) - Date.now();
+    undoTimer = setTimeout(() => awaitSent(toast), Math.max(0, left));
+  }
+
+  /* The window closed: the server sends each held decision, or finds someone else decided first, and
+     says which (approval.sent / approval.not_sent, by held id). Until it has, nothing is claimed; a
+     page that hears nothing (its socket away) lets the toast go without a word. */
+  const SENT_WAIT_MS = 20000;
+  let sending = null;
+
+  function awaitSent(toast) {
+    const ids = (toast.dataset.held || "").split(",").filter(Boolean);
+    sending = { ids: new Set(ids), total: ids.length, firsts: [] };
+    toast.querySelector("form").hidden = true;
+    toast.querySelector(".undo-text").textContent = gettext("Sending…");
     undoTimer = setTimeout(() => {
       toast.hidden = true;
+      sending = null;
+    }, SENT_WAIT_MS);
+  }
+
+  function onHeldOutcome(notice) {
+    if (!sending || !sending.ids.delete(String(notice.held))) return;
+    if (notice.type === "approval.not_sent") sending.firsts.push(notice.by || "");
+    if (sending.ids.size) return;
+    clearTimeout(undoTimer);
+    const toast = document.getElementById("undo-toast");
+    const { firsts, total } = sending;
+    sending = null;
+    if (!firsts.length) {
+      if (toast) toast.hidden = true;
       announce(gettext("Sent."));
-    }, Math.max(0, left));
+      return;
+    }
+    const text = total > 1
+      ? fmt(ngettext("%(count)s of %(total)s decisions was not sent: someone else decided first.",
+        "%(count)s of %(total)s decisions were not sent: someone else decided first.", firsts.length),
+      { count: firsts.length, total })
+      : firsts[0] ? fmt(gettext("Not sent: %(who)s decided this request first."), { who: firsts[0] })
+        : gettext("Not sent: the request was closed before your decision could be sent.");
+    if (toast) {
+      toast.querySelector(".undo-text").textContent = text;
+      toast.hidden = false;
+    }
+    announce(text);
   }
 
   function bindUndo(toast) {
@@ -1190,7 +1232,7 @@
      held decision sent or recalled), the page is fetched again and its request part swapped in:
      the header's status, no countdown, the outcome where the form was. */
   const FOLLOW = ["approval.decided", "approval.expired", "approval.cancelled", "approval.held", "approval.undone",
-    "approval.rerouted"];
+    "approval.rerouted", "approval.sent", "approval.not_sent"];
   let followInflight = false;
 
   /* What a decision form asks: the arguments it was drawn for, the answers it offers, what is editable. */
@@ -1345,6 +1387,7 @@
       return;
     }
     state.notices.push(notice);
+    if (notice.type === "approval.sent" || notice.type === "approval.not_sent") onHeldOutcome(notice);
     const approval = notice.approval || {};
     if (rowsBody) {
       refreshRows();

@@ -56,6 +56,31 @@ def test_a_decision_is_held_then_sent_once_and_the_next_request_follows(login, u
     assert not HeldDecision.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_reviewer_hears_whether_a_held_decision_was_sent_or_someone_else_came_first(
+        login, undo_window, monkeypatch):
+    """The Undo toast used to say "Sent." when its window closed, whatever the server then did: a
+    reviewer whose approval came second to another's rejection was told it was sent."""
+    from approvals import notify
+
+    told = []
+    monkeypatch.setattr(notify, "_send", lambda targets, notice: told.append(notice))
+    mine, raced = make_request("alice", group="reviewers"), make_request("alice", group="reviewers")
+    finn = login("finn")
+    for req in (mine, raced):
+        finn.post("/inbox/bulk/", {"ids": [req.pk], "decision": "approve"}, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    login("rita").post("/inbox/bulk/", {"ids": [raced.pk], "decision": "reject", "feedback": "No"},
+              HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    held = {h.request_id: h.pk for h in HeldDecision.objects.filter(user=user("finn"))}
+    services.release(HeldDecision.objects.get(user=user("rita")).pk, now=later())  # rita's window closed first
+    told.clear()
+    for request_id in (mine.pk, raced.pk):
+        services.release(held[request_id], now=later())
+    outcomes = [(n["type"], n["held"], n.get("by")) for n in told if n["type"] in ("approval.sent", "approval.not_sent")]
+    assert outcomes == [("approval.sent", held[mine.pk], None), ("approval.not_sent", held[raced.pk], "rita")]
+    assert ApprovalRequest.objects.get(pk=raced.pk).status == "rejected"
+
+
 @pytest.mark.django_db
 def test_the_beat_sweep_sends_what_a_closed_tab_left_behind(login, undo_window):
     req = make_request("alice")

@@ -99,6 +99,34 @@ def test_approve_moves_on_with_an_undo(people, live_stack, size):
     assert statuses(live_stack, [second, third]) == {second: ["pending", "", None], third: ["pending", "", None]}
 
 
+def test_a_held_approval_that_came_second_is_told_not_sent(people, live_stack):
+    """The toast used to say "Sent." when the window closed: finn's approval, held while rita's
+    rejection went through the API, was dropped, and nothing he saw said so."""
+    import httpx
+
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "group": "reviewers", "description": f"Raced {t}",
+                                        "risk": "low", "timeout": 600}])
+    key = run(live_stack, "from rest_framework.authtoken.models import Token\n"
+                          "result = Token.objects.get_or_create(user=user('rita'))[0].key")
+    finn = people("finn", viewport=SIZES["desktop"])
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.locator("#approve").click()  # low risk, no edits: held at once, with an Undo
+    toast = page.locator("#undo-toast")
+    expect(toast).to_contain_text(f"Approved: Raced {t}", timeout=T)
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    # inside finn's window (AGUI_UNDO_SECONDS), rita rejects through the API, which holds nothing
+    rejected = httpx.post(f"{live_stack.url}/api/approvals/{rid}/decide/", json={"decision": "reject", "feedback": "Paid already"},
+                          headers={"Authorization": f"Token {key}"}, timeout=10)
+    assert rejected.status_code == 200 and rejected.json()["status"] == "rejected", rejected.text
+    expect(toast).to_contain_text("Not sent: rita decided this request first.", timeout=T)
+    expect(toast).to_be_visible()
+    finn.shoot("not-sent")
+    assert statuses(live_stack, [rid])[rid][0] == "rejected"
+
+
 @sizes
 def test_one_confirmation_rule_for_the_button_and_the_key(people, live_stack, size):
     t = tag()
