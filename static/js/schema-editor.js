@@ -117,6 +117,19 @@
     return m[2] ? fmt(gettext("%(min)s to %(max)s digits"), { min: m[1], max: m[2] }) : fmt(gettext("%(count)s digits"), { count: m[1] });
   }
 
+  /* What the field's help says of its bounds, checked as the reviewer types (the server checks again):
+     "" when `x` is inside them. */
+  function outOfBounds(n, x) {
+    if (n.exclusiveMinimum !== undefined && !(x > n.exclusiveMinimum)) return fmt(gettext("must be more than %(limit)s"), { limit: n.exclusiveMinimum });
+    if (n.minimum !== undefined && !(x >= n.minimum)) return fmt(gettext("must be at least %(limit)s"), { limit: n.minimum });
+    if (n.exclusiveMaximum !== undefined && !(x < n.exclusiveMaximum)) return fmt(gettext("must be less than %(limit)s"), { limit: n.exclusiveMaximum });
+    if (n.maximum !== undefined && !(x <= n.maximum)) return fmt(gettext("must be at most %(limit)s"), { limit: n.maximum });
+    if (n.multipleOf !== undefined && n.multipleOf > 0 && Math.abs(Math.round(x / n.multipleOf) * n.multipleOf - x) > 1e-9 * Math.max(1, Math.abs(x))) {
+      return fmt(gettext("must be a multiple of %(step)s"), { step: n.multipleOf });
+    }
+    return "";
+  }
+
   function constraintsText(n) {
     const parts = [];
     if (n.exclusiveMinimum !== undefined) parts.push("> " + n.exclusiveMinimum);
@@ -271,12 +284,17 @@
           const raw = input.value.trim();
           if (raw === "") {
             setIn(value, path, optional ? undefined : null);
-            markProblem(input, path, optional ? "" : "required");
+            markProblem(input, path, optional ? "" : gettext("required"));
           } else {
             const n = Number(raw);
+            const outside = Number.isFinite(n) ? outOfBounds(node, n) : "";
             if (!Number.isFinite(n)) markProblem(input, path, gettext("not a number"));
             else if (kind === "integer" && !Number.isInteger(n)) markProblem(input, path, gettext("a whole number"));
-            else {
+            else if (outside) markProblem(input, path, outside);
+            else if (Number.isInteger(n) && !Number.isSafeInteger(n)) {
+              // the browser's number would not be the one typed (99999999999999999999 reads 1e20)
+              markProblem(input, path, gettext("too large to be kept exactly"));
+            } else {
               setIn(value, path, n);
               markProblem(input, path, "");
             }

@@ -178,3 +178,27 @@ def test_bulk_reject_with_one_reason(people, live_stack):
     result = statuses(live_stack, ids + [other])
     assert all(result[r][:2] == ["rejected", "Duplicate of yesterday's batch"] for r in ids)
     assert result[other][0] == "pending"
+
+
+def test_the_editor_checks_the_bounds_its_help_gives(people, live_stack):
+    """The help said "> 0, ≤ 1000000" and -5, 1e30 and 0 went to the confirm dialog, for the server
+    to refuse; 99999999999999999999 was shown as 100000000000000000000."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Bounds {t}"}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    amount, approve = page.locator("#arg__amount"), page.locator("#approve")
+    error = page.locator('[data-error-for="amount"]')
+    for typed, said in (("-5", "must be more than 0"), ("0", "must be more than 0"),
+                        ("1e30", "must be at most 1000000"), ("99999999999999999999", "must be at most 1000000"),
+                        ("", "required")):
+        amount.fill(typed)
+        expect(error).to_have_text(said)
+        expect(approve).to_be_disabled()
+        expect(page.locator("#diff-preview")).to_contain_text("Fix the marked arguments first (Amount).")
+    finn.shoot("bounds")
+    amount.fill("1000000")
+    expect(error).to_be_hidden()
+    expect(approve).to_be_enabled()
+    expect(page.locator("#diff-preview")).to_contain_text("Amount: 500 → 1000000")
