@@ -304,15 +304,16 @@ class ResumeError(Exception):
         self.code, self.message = code, message
 
 
-def _said_with_fields(message, errors):
-    """A refusal and what it found wrong, field by field, as sentences: "invalid arguments:
-    subscription_id: Must be at most 64 characters long." (an AG-UI RUN_ERROR has only a message).
-    Sentences that only repeat the message, or concern the whole ("__root__"), go without a name."""
+def _said_with_fields(message, errors, labels=None):
+    """A refusal and what it found wrong, field by field, as sentences: "The edited arguments are not
+    valid: Subscription: Must be at most 64 characters long." (an AG-UI RUN_ERROR has only a message;
+    each field by the label its editor shows, `labels`, else its name). Sentences that only repeat
+    the message, or concern the whole ("__root__"), go without a name."""
     details = []
     for field, sentences in (errors or {}).items():
         for sentence in sentences if isinstance(sentences, list | tuple) else [sentences]:
             sentence = str(sentence)
-            said = sentence if field in ("__root__", "") else f"{field}: {sentence}"
+            said = sentence if field in ("__root__", "") else f"{(labels or {}).get(field, field)}: {sentence}"
             if sentence != message and said not in details:
                 details.append(said)
     if not details:
@@ -508,7 +509,8 @@ def apply_resume(thread, user, entries, run_id, messages=()):
             # record it again now, on its own (a no-op for requests still in time)
             for interrupt_id in answered:
                 approval_services.expire(interrupt_id)
-        raise ResumeError(code, _said_with_fields(exc.message, exc.errors)) from exc
+        labels = exc.labels if isinstance(exc, approval_services.InvalidArguments) else None
+        raise ResumeError(code, _said_with_fields(exc.message, exc.errors, labels)) from exc
     except inputs.InputError as exc:
         raise ResumeError(exc.code, exc.message) from exc
     return answered_rows, list(replies)

@@ -49,6 +49,8 @@ def _error_response(exc):
     data = {"message": exc.message, "code": exc.code}
     if isinstance(exc, services.InvalidArguments):
         data["arguments"] = exc.errors
+        if exc.labels:  # what a page names each argument by ("Amount"), in the caller's language
+            data["labels"] = {field: exc.labels[field] for field in exc.errors if field in exc.labels}
     elif exc.errors:
         data.update(exc.errors)
     return Response(data, status=exc.status_code)

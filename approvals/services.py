@@ -28,7 +28,19 @@ from agui_project.queries import (
     unanswered,
 )
 
-from . import access, mail, mail_links, notify, policy, registry, rule_words, schemas, selectors, validators
+from . import (
+    access,
+    mail,
+    mail_links,
+    notify,
+    policy,
+    reader_schema,
+    registry,
+    rule_words,
+    schemas,
+    selectors,
+    validators,
+)
 from .access import mail_key, same_address
 from .models import (
     REQUESTER_OFF,
@@ -94,6 +106,10 @@ class NotFound(DecisionError):
 
 class InvalidArguments(DecisionError):
     code = "invalid_arguments"
+
+    def __init__(self, message, errors=None, labels=None):
+        super().__init__(message, errors)
+        self.labels = labels or {}  # argument -> the label readers know it by (reader_schema.labels)
 
 
 class FeedbackRequired(DecisionError):
@@ -437,7 +453,8 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                 try:
                     proposed = defaults.validate(arguments, requester=req.requester)
                 except registry.ArgumentsInvalid as exc:
-                    raise InvalidArguments(_("invalid arguments"), exc.errors) from exc
+                    raise InvalidArguments(_("The edited arguments are not valid"), exc.errors,
+                                           reader_schema.labels(req.tool_name)) from exc
                 # anything but the arguments as asked and never edited is judged by the policy in force: an
                 # edit back to the arguments first asked too (a policy changed since may block them)
                 if arguments_hash(proposed) != arguments_hash(req.arguments) or req.final_arguments is not None:

@@ -312,16 +312,18 @@ def detail(request, approval_id):
         approval.refresh_from_db()
     context = _detail_context(request, approval)
     context.update(_evidence(approval))
+    labels = reader_schema.labels(approval.tool_name)
     context.update({
         "undo": undo_toast(request),
         "state": thread_state(approval),
         "schema": reader_schema.described(approval.tool_name, approval.schema or {}),
-        "labels": reader_schema.labels(approval.tool_name),
+        "labels": labels,
         # text-direction controls as JSON escapes ("\\u202e"): the same value, shown instead of obeyed
         "draft_text": json_escapes(draft_text if draft_text and draft_text.strip()
                                    else json.dumps(current, indent=2, ensure_ascii=False)),
         "errors": errors,
-        "error_items": sorted(errors.items()),
+        # each field by the label the editor shows it under ("Amount"), the key where it has none
+        "error_items": [(labels.get(path), path, msgs) for path, msgs in sorted(errors.items())],
         "root_errors": errors.get("__root__", []),
         "form_error": form_error,
         "feedback_value": feedback_value,

@@ -934,8 +934,10 @@
         const lines = [];
         const data = res.data || {};
         if (data.arguments && typeof data.arguments === "object") {
+          const labels = data.labels && typeof data.labels === "object" ? data.labels : {};
           for (const [field, errs] of Object.entries(data.arguments)) {
-            lines.push(fmt(gettext("%(field)s: %(errors)s"), { field, errors: Array.isArray(errs) ? errs.join(" ") : displayValue(errs) }));
+            lines.push(fmt(gettext("%(field)s: %(errors)s"), { field: typeof labels[field] === "string" ? labels[field] : field,
+              errors: Array.isArray(errs) ? errs.join(" ") : displayValue(errs) }));
           }
         }
         if (data.feedback) lines.push(fmt(gettext("feedback: %(errors)s"), { errors: Array.isArray(data.feedback) ? data.feedback.join(" ") : displayValue(data.feedback) }));

@@ -150,9 +150,11 @@ def test_an_invalid_edit_in_a_resume_is_said_field_by_field(client, bearer, demo
 
     error = answer({"subscription_id": "x" * 100})
     assert error["code"] == "invalid_arguments"
-    assert error["message"] == "invalid arguments: subscription_id: Must be at most 64 characters long.", error["message"]
+    assert error["message"] == (  # each field by the label the editor shows it under
+        "The edited arguments are not valid: Subscription: Must be at most 64 characters long."), error["message"]
     error = answer({"subscription_id": "sub_1", "zzz": 1})
-    assert error["message"] == "invalid arguments: zzz: This is not one of the tool's arguments.", error["message"]
+    assert error["message"] == (  # one the tool does not have keeps its name
+        "The edited arguments are not valid: zzz: This is not one of the tool's arguments."), error["message"]
     assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
 
 

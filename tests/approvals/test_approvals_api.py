@@ -444,3 +444,14 @@ def test_policy_numbers_out_of_range_are_refused_by_field(demo, api, body, field
 def test_a_policy_deadline_of_30_days_is_taken(demo, api):
     resp = api("admin").put("/api/policies/transfer_money/", {**POLICY, "timeout_seconds": 30 * 86400}, format="json")
     assert resp.status_code in (200, 201) and resp.json()["timeout_seconds"] == 30 * 86400
+
+
+def test_an_invalid_edit_names_its_arguments_by_their_labels_too(demo, api):
+    """The chat's card listed `subscription_id: …`: the refusal now gives each argument's label."""
+    req = transfer_request(demo["alice"])
+    resp = api("finn").post(f"/api/approvals/{req.pk}/decide/", {
+        "decision": "approve", "arguments": {**req.arguments, "amount": -5, "currency": "XXX"}}, format="json")
+    data = resp.json()
+    assert resp.status_code == 400 and data["code"] == "invalid_arguments", data
+    assert data["message"] == "The edited arguments are not valid"
+    assert data["labels"] == {"amount": "Amount", "currency": "Currency"} and set(data["arguments"]) == {"amount", "currency"}

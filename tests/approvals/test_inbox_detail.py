@@ -119,6 +119,17 @@ def test_an_argument_typed_twice_is_refused_not_read_past(login):
     assert resp.status_code == 400 and "&quot;status&quot; twice" in resp.content.decode()
 
 
+def test_an_invalid_edit_names_each_argument_by_its_label(login):
+    """The refusal listed `amount` (the key, in code type) under "invalid arguments"."""
+    req = make_request("alice")
+    edited = {**req.arguments, "amount": -5}
+    resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": json.dumps(edited)})
+    body = resp.content.decode()
+    assert resp.status_code == 400 and "The edited arguments are not valid" in body
+    assert "<li>Amount: Must be greater than 0.</li>" in body and "<code>amount</code>" not in body
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
 def test_invalid_json_is_refused_with_a_message(login):
     req = make_request("alice")
     resp = login("finn").post(f"/inbox/{req.pk}/", {"action": "approve", "arguments_json": '{"amount": 4'})
