@@ -199,14 +199,18 @@ class Tool:
             # the paths as the arguments have them (pydantic names a union's members: "limit.int")
             raise registry.ArgumentsInvalid(argument_errors.from_pydantic(exc, self.model, data=arguments)) from exc
 
-    def authorize(self, user, arguments) -> list[dict]:
+    def authorize(self, user, arguments, strict=False) -> list[dict]:
         """The objects the call acts on, for the people who judge it ([{object, owner}]); NotYours
-        when one that must be the requester's is not."""
+        when one that must be the requester's is not. `strict` (arguments a person wrote: an edit, an
+        outside agent's request): one that must be theirs and does not exist is not theirs either, said
+        before anyone approves rather than by the tool's failure after (and alike whether it exists)."""
         if self.objects is None:
             return []
         with _for(user):
             touched = self.objects(arguments)
         for obj in touched:
+            if obj.mine and not obj.exists and strict:
+                raise NotYours(obj)
             if obj.mine and obj.exists and (obj.owner_id is None or obj.owner_id != getattr(user, "pk", None)):
                 raise NotYours(obj)
         # for the reviewer's page, in the requester's words (the run's worker speaks their language); the
@@ -218,7 +222,7 @@ class Tool:
     def authorize_for(self, arguments, requester):
         """approvals' view of authorize (an edited call): the refusal names the requester."""
         try:
-            return self.authorize(requester, arguments)
+            return self.authorize(requester, arguments, strict=True)
         except NotYours as exc:
             raise registry.ArgumentsInvalid(
                 {exc.obj.field: [gettext("%(object)s is not %(user)s's") % {

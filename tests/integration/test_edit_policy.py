@@ -120,6 +120,26 @@ def test_an_edit_may_not_point_a_transfer_at_someone_elses_account(demo):
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
 
 
+def test_an_edit_to_an_object_that_does_not_exist_is_refused_as_not_the_requesters(demo):
+    """alice approved her own cancellation edited to sub_999, which is nobody's: it was taken and
+    the tool failed after it ("no subscription sub_999 belongs to you"), and the chat said "Done."
+    The refusal reads as for someone else's, so it does not tell whether sub_999 exists."""
+    from agents.catalog.models import Subscription
+
+    assert Subscription.objects.get(ref="sub_123").owner == demo["alice"]  # the demo's
+    Subscription.objects.create(ref="sub_bob", owner=demo["bob"], plan="Basic")
+    arguments = {"subscription_id": "sub_123"}
+    req = approval_services.request(
+        tool_name="cancel_subscription", arguments=arguments, requester=demo["alice"],
+        verdict=policy.evaluate("cancel_subscription", arguments, {"user": demo["alice"]}),
+        description="Cancel subscription sub_123")
+    for other in ("sub_999", "sub_bob"):
+        with pytest.raises(approval_services.InvalidArguments) as exc:
+            approval_services.decide(req.pk, demo["alice"], "approve", arguments={"subscription_id": other})
+        assert exc.value.errors == {"subscription_id": [f"subscription {other} is not alice's"]}
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+
+
 def ops_write(tmp_path, settings, demo, path):
     """alice's own overwrite of `path`, paused for her confirmation (write_file: overwrite -> gate)."""
     from approvals import policy
