@@ -82,3 +82,15 @@ def test_every_agents_starters_are_answered_in_the_language_they_were_typed_in(c
             if reply["text"] == english["text"]:
                 english_only.append(f"{agent}: {prompt}")
     assert not english_only, english_only
+
+
+def test_a_failure_after_an_edits_note_is_not_retold_as_done():
+    """The result of an edited call begins with the note of the edit; the demo model said "Done."
+    about the error that followed it."""
+    result = ('You changed subscription_id from "sub_123" to "sub_999" before approving. '
+              "Error: no subscription sub_999 belongs to you")
+    reply = scripted_reply([{"role": "user", "content": "Cancel my subscription sub_123"},
+                            {"role": "tool", "tool_call_id": "c1", "content": result}], BANKING_TOOLS)
+    assert reply["text"].startswith("That did not work:") and "Done." not in reply["text"]
+    unknown = scripted_reply([{"role": "user", "content": "What is the meaning of life?"}], BANKING_TOOLS)
+    assert "A new chat with this assistant lists them." in unknown["text"]  # not "the prompts above the box"

@@ -101,7 +101,7 @@ def _reply(messages, tools):
                     or "not executed" in lower:
                 lines.append(_("I did not go ahead: %(why)s I won't try to do this another way unless you ask me "
                                "to.") % {"why": retell(result)})
-            elif lower.startswith("error"):
+            elif lower.startswith("error") or ". error:" in lower:  # after an edit's note, too
                 lines.append(_("That did not work: %(why)s") % {"why": retell(result)})
             else:
                 lines.append(_("Done. %(result)s") % {"result": retell(result)})
@@ -125,5 +125,6 @@ def _reply(messages, tools):
         return state_demo
     if "write_file" in names:
         return {"text": OPS_HELP}
-    return {"text": _("I'm the offline demo model, so I only understand the demo requests. Try one of the "
-                      "prompts above the message box.")}
+    # the chat shows the demo requests in an empty conversation only
+    return {"text": _("I'm the offline demo model, so I only understand the demo requests. A new chat with "
+                      "this assistant lists them.")}
