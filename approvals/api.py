@@ -537,6 +537,12 @@ class AuditSerializer(ModelSerializer):
         model = AuditEvent
         fields = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
 
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        staff = bool(request and request.user.is_staff)
+        return {**data, "before": exports.audit_for(data["before"], staff), "after": exports.audit_for(data["after"], staff)}
+
 
 class CSVRenderer(BaseRenderer):
     """Declares text/csv so that ?format=csv negotiates; AuditViewSet.list streams the rows itself."""
@@ -568,7 +574,7 @@ class AuditViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 
     def list(self, request, *args, **kwargs):
         if getattr(request.accepted_renderer, "format", None) == "csv":
-            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()))
+            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()), staff=request.user.is_staff)
         return super().list(request, *args, **kwargs)
 
 

@@ -46,10 +46,23 @@ AUDIT_CSV_FIELDS = ("pk", "created_at", "action", "actor__username", "request_id
                     "before", "after")
 
 
-def audit_csv_response(events):
+PRIVATE_AUDIT_KEYS = ("recipients",)  # the reviewers' mail addresses a reminder or an escalation went to
+
+
+def audit_for(data, staff):
+    """An audit row's `before` / `after` as a reader outside the staff may see it: without the
+    addresses mail went to (a requester, an end user or an outside agent's account, reads the
+    events of its own requests)."""
+    if staff or not isinstance(data, dict) or not any(k in data for k in PRIVATE_AUDIT_KEYS):
+        return data
+    return {k: v for k, v in data.items() if k not in PRIVATE_AUDIT_KEYS}
+
+
+def audit_csv_response(events, staff=True):
     """A streamed download of audit events (a queryset). Their columns only: the model instances, and
     the request each joined with its arguments, schema and context, cost most of a full export."""
-    rows = ([pk, created.isoformat(), action, actor or "", request or "", tool, ref, before, after]
+    rows = ([pk, created.isoformat(), action, actor or "", request or "", tool, ref, audit_for(before, staff),
+             audit_for(after, staff)]
             for pk, created, action, actor, request, tool, ref, before, after
             in events[:CSV_LIMIT].values_list(*AUDIT_CSV_FIELDS).iterator(chunk_size=2000))
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")

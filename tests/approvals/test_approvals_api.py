@@ -455,3 +455,18 @@ def test_an_invalid_edit_names_its_arguments_by_their_labels_too(demo, api):
     assert resp.status_code == 400 and data["code"] == "invalid_arguments", data
     assert data["message"] == "The edited arguments are not valid"
     assert data["labels"] == {"amount": "Amount", "currency": "Currency"} and set(data["arguments"]) == {"amount", "currency"}
+
+
+def test_a_requester_reads_no_reviewers_addresses_in_the_audit(demo, api, monkeypatch):
+    """A reminder's and an escalation's audit rows keep the addresses they were mailed to; the
+    requester (an end user, an outside agent's account) read them through /api/audit/."""
+    req = transfer_request(demo["alice"])
+    monkeypatch.setattr(services, "_recipients", lambda _req: ["finn@example.com"])
+    ApprovalRequest.objects.filter(pk=req.pk).update(remind_at=timezone.now() - timedelta(seconds=1))
+    assert services.remind(req.pk)
+    for who, sees in (("alice", False), ("admin", True)):
+        rows = api(who).get(f"/api/audit/?request={req.pk}&action=reminded").json()["results"]
+        assert len(rows) == 1 and ("recipients" in rows[0]["after"]) is sees, rows
+        assert "expires_at" in rows[0]["after"]  # the rest of the row stays
+        csv_text = b"".join(api(who).get(f"/api/audit/?format=csv&request={req.pk}").streaming_content).decode()
+        assert ("finn@example.com" in csv_text) is sees
