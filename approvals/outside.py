@@ -11,6 +11,7 @@ sets its policy; its arguments are checked against the JSON Schema the caller se
 import logging
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -56,6 +57,11 @@ class OutcomeReported(OutsideError):
 class NotApproved(OutsideError):
     status_code = 409
     code = "not_approved"
+
+
+class TooManyPending(OutsideError):
+    status_code = 429
+    code = "too_many_pending"
 
 
 def body_hash(body):
@@ -134,6 +140,8 @@ def create(*, requester, body, idempotency_key=None):
         reason=body.get("reason", ""), reversible=reversible, **words,
         agent_name=body.get("agent_name", ""), context={"outside": own, **({"objects": objects} if objects else {})},
     )
+    if earlier is None and verdict.action == "approve":
+        _within_pending_limit(requester)
     try:
         with transaction.atomic():
             if earlier is not None:
@@ -152,6 +160,17 @@ def create(*, requester, body, idempotency_key=None):
     if req.status != Status.PENDING:  # answered by policy at once: the same "decided" moment as a reviewer's
         transaction.on_commit(lambda: _decided(req))
     return req, True
+
+
+def _within_pending_limit(requester):
+    """Any account may ask, and each request is mailed to every reviewer who decides it: an account
+    waits on at most AGUI_MAX_PENDING_PER_REQUESTER requests at once (our own agents are bounded by
+    their runs: AGUI_MAX_TOOL_CALLS_PER_ANSWER a turn, one turn at a time)."""
+    limit = settings.AGUI_MAX_PENDING_PER_REQUESTER
+    if ApprovalRequest.objects.filter(outside__requester=requester, status=Status.PENDING)[:limit].count() >= limit:
+        raise TooManyPending(_("%(count)s requests of this account are still waiting for a decision, the most "
+                               "one account may have; ask again once some are decided or withdrawn.")
+                             % {"count": limit})
 
 
 def _decided(req):

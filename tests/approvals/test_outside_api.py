@@ -383,3 +383,18 @@ def test_an_outside_agent_may_not_take_the_name_of_an_agent_of_this_project(api,
     assert not ApprovalRequest.objects.exists()
     made = api("alice").post("/api/approvals/", body(agent_name="crm-bot"), format="json")
     assert made.status_code == 201 and made.json()["agent_name"] == "crm-bot"
+
+
+def test_an_account_waits_on_a_bounded_number_of_requests(api, settings):
+    """Any signed-in account may ask, and every request is mailed to each of its reviewers: an end
+    user filed 25 in 2 s, and nothing stopped 25,000."""
+    settings.AGUI_MAX_PENDING_PER_REQUESTER = 3
+    asked = [api("alice").post("/api/approvals/", body(arguments={"email": f"{i}@example.com"}), format="json")
+             for i in range(4)]
+    assert [r.status_code for r in asked] == [201, 201, 201, 429]
+    assert asked[-1].json()["code"] == "too_many_pending" and "3 requests" in asked[-1].json()["message"]
+    assert ApprovalRequest.objects.filter(requester__username="alice").count() == 3  # the fourth stored nothing
+    assert api("bob").post("/api/approvals/", body(), format="json").status_code == 201  # per account
+    # a decided one makes room
+    api("rita").post(f"/api/approvals/{asked[0].json()['id']}/decide/", {"decision": "approve"}, format="json")
+    assert api("alice").post("/api/approvals/", body(arguments={"email": "x@example.com"}), format="json").status_code == 201
