@@ -1108,7 +1108,7 @@
         }
       }
       composer.placeholder = waiting.kind === "others"
-        ? fmt(gettext("You can write again once %(who)s has decided."), { who: waiting.who })
+        ? fmt(gettext("You can write again after a decision by %(who)s."), { who: waiting.who })
         : waiting.kind === "you" ? gettext("Decide on the request above to continue.") : gettext("Answer the question above to continue.");
     } else {
       for (const node of [stateSince, stateUntil]) {

@@ -1200,6 +1200,7 @@
 
     renderFinalDiff();
   }
+  renderHeldDiff();
 
   // Decided requests: what changed between the requested and the approved arguments.
   function renderFinalDiff() {
@@ -1209,6 +1210,14 @@
     const now = readJSONScript("approval-current") || asked;
     const changes = window.SchemaEditor.diff(asked, now);
     finalDiff.replaceChildren(...(changes.length ? diffItems(changes) : [el("li", "muted", gettext("As requested (no edits)."))]));
+  }
+
+  // The reviewer's own approval with edits, held for its undo window: what it will send.
+  function renderHeldDiff() {
+    const heldDiff = document.getElementById("held-diff");
+    if (!heldDiff || !window.SchemaEditor) return;
+    const standing = readJSONScript("approval-current") || readJSONScript("approval-arguments") || {};
+    heldDiff.replaceChildren(...diffItems(window.SchemaEditor.diff(standing, readJSONScript("held-arguments") || standing)));
   }
 
   let panelsInflight = false;
@@ -1298,6 +1307,7 @@
         if (toast && Date.parse(toast.dataset.due) <= Date.now()) toast.hidden = true;
       }
       renderFinalDiff();
+      renderHeldDiff();
       renderViewers();
       tickCountdowns();
       announce(detail.dataset.status === "pending" ? gettext("This request changed.")

@@ -51,7 +51,7 @@ def test_the_requesters_chat_says_who_decides_after_a_policy_change(people, live
     try:
         run(live_stack, ROUTE_TO_SUPPORT)
         expect(approval).to_contain_text("Awaiting review by support", timeout=T)
-        expect(page.locator("#composer")).to_have_attribute("placeholder", "You can write again once support has decided.")
+        expect(page.locator("#composer")).to_have_attribute("placeholder", "You can write again after a decision by support.")
         alice.shoot("routed-chat")
     finally:
         run(live_stack, "services.delete_policy('transfer_money', user('admin'))")

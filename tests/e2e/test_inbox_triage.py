@@ -127,6 +127,27 @@ def test_a_held_approval_that_came_second_is_told_not_sent(people, live_stack):
     assert statuses(live_stack, [rid])[rid][0] == "rejected"
 
 
+def test_the_reviewers_other_tab_shows_the_held_edit_as_his(people, live_stack):
+    """finn's second tab, during his undo window, said "You can see this request, but finance decides
+    it" and showed the amount as asked, not the 450 he was sending."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Two tabs {t}", "timeout": 600}])
+    finn = people("finn")
+    other = finn.page.context.new_page()
+    for page in (finn.page, other):
+        page.goto(f"/inbox/{rid}/")
+        expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    finn.page.locator("#arg__amount").fill("450")
+    finn.page.locator("#approve").click()
+    finn.page.locator("#decide-dialog-confirm").click()
+    expect(finn.page.locator("#undo-toast")).to_contain_text("Approved with edits", timeout=T)
+    expect(other.locator("#outcome-heading")).to_have_text("You approved this request with edits", timeout=T)
+    expect(other.locator("#held-diff")).to_contain_text("Amount: 500 → 450")
+    expect(other.locator("#not-yours")).to_have_count(0)
+    other.screenshot(path=str(finn.artifacts_dir / f"{finn.prefix}-held-other-tab.png"), full_page=True)
+    assert wait_status(live_stack, rid, "modified") == "modified"
+
+
 @sizes
 def test_one_confirmation_rule_for_the_button_and_the_key(people, live_stack, size):
     t = tag()
