@@ -182,6 +182,7 @@
     undoTimer = setTimeout(() => {
       toast.hidden = true;
       sending = null;
+      forgetSentDrafts();
     }, SENT_WAIT_MS);
   }
 
@@ -193,6 +194,7 @@
     const toast = document.getElementById("undo-toast");
     const { firsts, total } = sending;
     sending = null;
+    forgetSentDrafts(); // no Undo now: what was typed for them went (or cannot go) with the decisions
     if (!firsts.length) {
       if (toast) toast.hidden = true;
       announce(gettext("Sent."));
@@ -916,6 +918,8 @@
 
   function forgetSentDrafts() {
     if (!DRAFTS) return;
+    const toast = document.getElementById("undo-toast");
+    if (toast && !toast.hidden && !sending) return; // an Undo brings them back: kept until the window closes
     for (const name of DRAFTS.names("approval.")) {
       const kept = DRAFTS.read(name);
       if (name !== draftName ? kept && kept.sent : !form) DRAFTS.write(name, null);

@@ -127,6 +127,31 @@ def test_a_held_approval_that_came_second_is_told_not_sent(people, live_stack):
     assert statuses(live_stack, [rid])[rid][0] == "rejected"
 
 
+def test_undo_gives_back_what_the_reviewer_typed(people, live_stack):
+    """Undo brought the request back with its arguments as asked and no feedback: the edit and the
+    note the reviewer had undone it to fix were gone."""
+    t = tag()
+    ids = make_requests(live_stack, [{"requester": "alice", "description": f"Undo draft {i} {t}", "timeout": 600}
+                                     for i in (2, 1)])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{ids[1]}/?next=/inbox/%3Fq%3D{t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.locator("#arg__amount").fill("450")
+    page.locator("#feedback").fill("my note")
+    page.locator("#approve").click()
+    page.locator("#decide-dialog-confirm").click()
+    page.wait_for_url(re.compile(rf"/inbox/{ids[0]}/\?"), timeout=T)
+    page.locator("#undo-button").click()
+    page.wait_for_url(re.compile(rf"/inbox/{ids[1]}/$"), timeout=T)
+    expect(page.locator("#arg__amount")).to_have_value("450")
+    expect(page.locator("#feedback")).to_have_value("my note")
+    expect(page.locator("#draft-note")).to_contain_text("What you typed here before was put back.")
+    expect(page.locator("#diff-preview")).to_contain_text("Amount: 500 → 450")
+    finn.shoot("undo-draft")
+    assert statuses(live_stack, [ids[1]])[ids[1]][0] == "pending"
+
+
 def test_the_reviewers_other_tab_shows_the_held_edit_as_his(people, live_stack):
     """finn's second tab, during his undo window, said "You can see this request, but finance decides
     it" and showed the amount as asked, not the 450 he was sending."""
