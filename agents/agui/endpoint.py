@@ -66,6 +66,13 @@ def error(status, message, **extra):
     return JsonResponse({"message": message, **extra}, status=status)
 
 
+def unauthenticated(message, code, **extra):
+    """401, with the challenge RFC 9110 requires of one and the code the REST API answers with."""
+    response = error(401, message, code=code, **extra)
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
 def authenticate(request):
     """(user, None) or (None, error response): a token header, else the session (with CSRF).
 
@@ -79,15 +86,16 @@ def authenticate(request):
                 found = scheme.authenticate(request)
                 if found is not None:
                     return found[0], None
-            return None, error(401, _("unsupported Authorization header; use Bearer <token> or Token <token>"))
+            return None, unauthenticated(_("unsupported Authorization header; use Bearer <token> or Token <token>"),
+                                         "not_authenticated")
         user = request.user
         if not user.is_authenticated:
-            return None, error(401, _("authentication required"))
+            return None, unauthenticated(_("authentication required"), "not_authenticated")
         SESSION.enforce_csrf(request)  # a session is a browser: the usual CSRF rules apply
         return user, None
     except exceptions.AuthenticationFailed as exc:
-        return None, error(401, str(exc.detail), code="invalid_token",
-                           **({"reason": exc.reason} if isinstance(exc, TokenRefused) else {}))
+        return None, unauthenticated(str(exc.detail), "invalid_token",
+                                     **({"reason": exc.reason} if isinstance(exc, TokenRefused) else {}))
     except exceptions.PermissionDenied:
         return None, error(403, _("CSRF check failed"))
 

@@ -304,14 +304,18 @@ def test_malformed_bodies_get_400_and_invalid_inputs_422(client, token_headers, 
 
 def test_who_may_run(client, token_headers, demo):
     body = json.dumps(run_input("t-owned", [user_msg("hi")]))
-    assert client.post("/agui/banking/", body, content_type="application/json").status_code == 401
+    anonymous = client.post("/agui/banking/", body, content_type="application/json")
+    # RFC 9110: a 401 names its challenge; the code is the REST API's
+    assert anonymous.status_code == 401 and anonymous["WWW-Authenticate"] == "Bearer"
+    assert anonymous.json()["code"] == "not_authenticated"
     assert client.post("/agui/nope/", body, content_type="application/json", **token_headers("alice")).status_code == 404
     Thread.objects.create(id="t-owned", owner=demo["bob"], agent="banking")
     resp = client.post("/agui/banking/", body, content_type="application/json", **token_headers("alice"))
     assert refusal(resp)["code"] == "thread_id_used" and not Run.objects.exists()  # as a deleted chat's id
     resp = client.post("/agui/banking/", body, content_type="application/json",
                        HTTP_AUTHORIZATION="Bearer wrong")
-    assert resp.status_code == 401
+    assert resp.status_code == 401 and resp["WWW-Authenticate"] == "Bearer" and resp.json()["code"] == "invalid_token"
+    assert client.get("/agui/")["WWW-Authenticate"] == "Bearer"
     listing = client.get("/agui/", **token_headers("alice")).json()
     banking = next(a for a in listing["agents"] if a["name"] == "banking")
     assert {t["name"]: t["approval"] for t in banking["tools"]}["transfer_money"] == "always"
