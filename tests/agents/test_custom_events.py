@@ -29,7 +29,10 @@ def post_sse(client, token, thread_id, **body):
 def test_approval_response_has_one_shape_on_both_streams(celery_worker_live, fake_llm, client, demo):
     from rest_framework.authtoken.models import Token
 
+    from agents.catalog.models import Subscription
+
     token = Token.objects.get_or_create(user=demo["alice"])[0].key
+    Subscription.objects.create(ref="sub_999", owner=demo["alice"], plan="Student")  # an edit names hers
     thread_id = f"thread-{uuid.uuid4()}"
     message = {"id": f"msg-{uuid.uuid4()}", "role": "user", "content": "Cancel my subscription sub_789"}
     first = post_sse(client, token, thread_id, messages=[message])
