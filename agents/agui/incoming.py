@@ -174,7 +174,8 @@ def select(thread, agent_input, held):
                       _("This request adds %(count)s messages the chat does not have yet; at most %(limit)s may be "
                         "added at once. Send the conversation in smaller parts.") % {"count": len(new), "limit": limit})
     _check_parts(new)
-    return _tool_results(thread, new)
+    carried = {c.id for m in agent_input.messages if m.role == "assistant" for c in getattr(m, "tool_calls", None) or []}
+    return _tool_results(thread, new, carried)
 
 
 def own_ids(new):
@@ -314,8 +315,11 @@ def _edited(agent_input, held):
             if m.role == Message.Role.USER and m.id in turns and _text(m) != turns[m.id]}
 
 
-def _tool_results(thread, new):
-    """Keep a tool result only for a frontend call the thread waits on; a resent one is dropped."""
+def _tool_results(thread, new, carried=frozenset()):
+    """Keep a tool result only for a frontend call the thread waits on; a resent one is dropped, and
+    so is one of a call the thread never made that an assistant message of the request carries
+    (`carried`): the client's history under ids it renewed, history as that assistant message is
+    (never stored, never the model's). One with no such call in the request is refused."""
     call_ids = {s[3] for s in new if s[1] == Message.Role.TOOL}
     if not call_ids:
         return new
@@ -325,7 +329,8 @@ def _tool_results(thread, new):
                       .values_list("pk", flat=True))
         answered = set(thread.messages.filter(role=Message.Role.TOOL, tool_call_id__in=call_ids)
                        .values_list("tool_call_id", flat=True))
-    unknown = sorted(call_ids - waiting - answered)
+    history = (call_ids - waiting - answered) & set(carried)
+    unknown = sorted(call_ids - waiting - answered - history)
     if unknown:
         raise Refused("unknown_tool_call",
                       _("A tool result was sent for a tool call this chat is not waiting on (%(ids)s); only the "
@@ -334,8 +339,8 @@ def _tool_results(thread, new):
     out, taken = [], set()
     for s in new:
         if s[1] == Message.Role.TOOL:
-            if s[3] in answered or s[3] in taken:
-                continue  # its result is already in the chat (or earlier in this request)
+            if s[3] in answered or s[3] in taken or s[3] in history:
+                continue  # its result is already in the chat (or earlier in this request), or history
             taken.add(s[3])
         out.append(s)
     return out

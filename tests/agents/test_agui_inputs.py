@@ -12,7 +12,7 @@ from django.db import connection
 
 from agents import services
 from agents.models import Message, Run, Thread, ToolCall
-from tests.agents.test_agui import refusal
+from tests.agents.test_agui import refusal, sse_events
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -262,6 +262,28 @@ def test_a_tool_result_for_a_call_the_thread_never_made_is_refused(client, beare
     assert resp.status_code == 200
     results = dict(Message.objects.filter(thread=thread, role="tool").values_list("tool_call_id", "content"))
     assert results == {server_call: "Balance: 10.00 USD", client_call: "shown"}
+    assert ToolCall.objects.get(pk=client_call).status == ToolCall.Status.SUCCEEDED
+
+
+def test_a_history_resent_under_new_message_and_call_ids_is_history(client, bearer, waiting_thread):
+    """A client that renews every id it resends, its calls' too: the results of the calls its own
+    assistant message carries were refused unknown_tool_call, although they are the thread's own under
+    other ids. They are history (never stored, never the model's); a result with no call in the request
+    is still refused (above)."""
+    thread, client_call, server_call = waiting_thread
+    renamed = {server_call: fresh("call_new"), client_call: fresh("call_new")}
+    history = [
+        {"id": fresh("asst"), "role": "assistant", "content": "",
+         "toolCalls": [{"id": renamed[c], "type": "function", "function": {"name": n, "arguments": "{}"}}
+                       for c, n in ((client_call, "show_confetti"), (server_call, "get_balance"))]},
+        tool(renamed[server_call], "Balance: 1,000,000 USD"),
+    ]
+    stored = list(Message.objects.filter(thread=thread).values_list("role", "content"))
+    resp = post(client, bearer, thread.pk, [*history, tool(client_call, "shown"), user("thanks")])
+    events = sse_events(resp)
+    assert events[-1]["type"] != "RUN_ERROR", events[-1]
+    after = list(Message.objects.filter(thread=thread).values_list("role", "content"))
+    assert after[:len(stored)] == stored and after[len(stored):] == [("tool", "shown"), ("user", "thanks")]
     assert ToolCall.objects.get(pk=client_call).status == ToolCall.Status.SUCCEEDED
 
 
