@@ -44,11 +44,15 @@ class StateConflict(StateError):
     code = "state_conflict"
 
     def __init__(self, document, base_version=None):
-        super().__init__(
-            _("the state changed since version %(base)s; the current version is %(version)s") % {
+        if base_version is None:
+            message = _("the current version is %(version)s") % {"version": document.version}
+        elif base_version > document.version:  # not a change made meanwhile: a version never given out
+            message = _("there is no version %(base)s of the state yet; the current version is %(version)s") % {
                 "base": base_version, "version": document.version}
-            if base_version is not None else _("the current version is %(version)s") % {"version": document.version}
-        )
+        else:
+            message = _("the state changed since version %(base)s; the current version is %(version)s") % {
+                "base": base_version, "version": document.version}
+        super().__init__(message)
         self.document = document
 
 

@@ -192,7 +192,9 @@ def accept_state(thread, user, agent_input):
     props = agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {}
     base = props.get("stateVersion")
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
-        return refuse(agent_input, "state_invalid", _("forwardedProps.stateVersion must be a non-negative integer")), []
+        return refuse(agent_input, "state_invalid", _(
+            "The state version this request starts from (forwardedProps.stateVersion) must be a whole number, 0 or "
+            "more.")), []
     try:
         outcome = statesync.apply_client_state(thread, user, agent_input.state, base)
     except StateError as exc:

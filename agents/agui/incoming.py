@@ -233,8 +233,8 @@ def _check_parts(new):
         return
     if not takes_images():
         raise Refused("images_unsupported",
-                      _("This agent's model does not take images (AGUI_MODEL_VISION is off); send the message "
-                        "as text."))
+                      # the setting that turns images on (AGUI_MODEL_VISION) is the operator's, not the person's
+                      _("This agent's model does not take images; send the message as text."))
     if images > settings.AGUI_MAX_IMAGES:
         raise Refused("too_many_images",
                       _("This request adds %(count)s images; at most %(limit)s are accepted at once.") % {

@@ -39,8 +39,12 @@ def test_a_stale_base_version_is_refused_with_the_current_document():
     with pytest.raises(services.StateConflict) as caught:
         services.apply_patch(KEY, [{"op": "replace", "path": "/a", "value": 99}], source="user", base_version=1)
     assert caught.value.document.version == 2 and caught.value.document.view == {"a": 2}
+    assert str(caught.value) == "the state changed since version 1; the current version is 2"
     with pytest.raises(services.StateConflict):
         services.replace(KEY, {"a": 99}, source="user", base_version=0)
+    with pytest.raises(services.StateConflict) as caught:  # a version never given out: not "changed since"
+        services.replace(KEY, {"a": 99}, source="user", base_version=999)
+    assert str(caught.value) == "there is no version 999 of the state yet; the current version is 2"
     assert services.snapshot(KEY) == ({"a": 2}, 2)  # never a lost update
 
 
