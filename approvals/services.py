@@ -453,8 +453,11 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
                 try:
                     proposed = defaults.validate(arguments, requester=req.requester)
                 except registry.ArgumentsInvalid as exc:
+                    _refuse_unless_allowed(req, "edit")  # not the arguments that stand: an edit, offered or not
                     raise InvalidArguments(_("The edited arguments are not valid"), exc.errors,
                                            reader_schema.labels(req.tool_name)) from exc
+                if arguments_hash(proposed) != arguments_hash(current):
+                    _refuse_unless_allowed(req, "edit")  # an edit the policy does not offer is not judged
                 # anything but the arguments as asked and never edited is judged by the policy in force: an
                 # edit back to the arguments first asked too (a policy changed since may block them)
                 if arguments_hash(proposed) != arguments_hash(req.arguments) or req.final_arguments is not None:

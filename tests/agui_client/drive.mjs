@@ -297,7 +297,7 @@ scenarios.resume_approve = async () => {
   const bad = runError(await run(agent, {
     resume: [{ interruptId: it.id, status: "resolved", payload: { approved: true, arguments: { subscription_id: "" } } }],
   }), "invalid_arguments");
-  expect(bad.message.includes("subscription_id"), "invalid_arguments names the field", bad);
+  expect(bad.message.includes("Subscription:"), "invalid_arguments names the field by its label", bad);
   const resume = [{ interruptId: it.id, status: "resolved", payload: { approved: true } }];
   const approved = await run(agent, { resume });
   finished(approved);
