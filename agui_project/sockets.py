@@ -17,12 +17,14 @@ Redis away: a socket whose Redis calls fail (the channel layer's, the thread's s
 import asyncio
 import hashlib
 import logging
+import random
+from time import monotonic
 from urllib.parse import urlsplit
 
 import redis
 from asgiref.sync import async_to_sync
 from channels.auth import AuthMiddleware
-from channels.db import aclose_old_connections
+from channels.db import aclose_old_connections, database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.layers import get_channel_layer
 from channels.security.websocket import WebsocketDenier
@@ -32,6 +34,8 @@ from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
+
+from agui_project import socket_standing
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +266,9 @@ class ClosesWhenRedisIsAway:
 # after its group_expiry (a day), and an emptied Redis (FLUSHALL) drops them all at once; the socket
 # stays open and hears nothing (no inbox notice, no logout) unless it joins again
 REJOIN_SECONDS = 300.0
+# how often it asks whether its user may still hear it (socket_standing.py): about as soon as the
+# beat's sweep finds an account switched off without a signal (agents/account_off.py)
+STANDING_SECONDS = 30.0
 
 
 class SignedInSocket(ClosesWhenRedisIsAway):
@@ -270,16 +277,22 @@ class SignedInSocket(ClosesWhenRedisIsAway):
 
     _signed_out = False
     _rejoining = None
+    _group_ids = None  # the user's groups when its standing was first read: a change closes it (4012)
 
     def memberships(self):
         """The channel-layer groups this socket hears on (a consumer with groups of its own adds them)."""
         return list(self.groups)
 
     async def _keep_memberships(self):
+        joined = monotonic()
         while True:
-            await asyncio.sleep(REJOIN_SECONDS)
-            if self._closed:
+            # spread: sockets opened together (a page's reconnect after a restart) do not ask together
+            await asyncio.sleep(min(REJOIN_SECONDS, STANDING_SECONDS) * random.uniform(0.8, 1.2))
+            if self._closed or await self._standing_lost():
                 return
+            if monotonic() - joined < REJOIN_SECONDS:
+                continue
+            joined = monotonic()
             try:
                 for group in self.memberships():
                     await self.channel_layer.group_add(group, self.channel_name)
@@ -291,6 +304,23 @@ class SignedInSocket(ClosesWhenRedisIsAway):
         if self._rejoining is not None:
             self._rejoining.cancel()
         await super().websocket_disconnect(message)
+
+    async def _standing_lost(self):
+        """Closes the socket when its session ended or its user lost access unannounced
+        (socket_standing.py); True when it did."""
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return False
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        ended, groups = await database_sync_to_async(socket_standing.standing)(user.pk, session_key)
+        if ended is None and self._group_ids in (None, groups):
+            self._group_ids = groups
+            return False
+        code = CLOSE_LOGGED_OUT if ended == socket_standing.SESSION else CLOSE_RECHECK
+        self._signed_out = True  # frames in flight are dropped, as after a logout
+        await self.close(code=code)
+        await self.disconnect(code)
+        return True
 
     def _session_tag(self):
         session = self.scope.get("session")

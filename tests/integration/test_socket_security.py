@@ -123,6 +123,49 @@ async def test_logout_closes_that_browsers_sockets_and_they_take_no_more_patches
         await comm.disconnect()
 
 
+async def test_ends_that_send_no_signal_close_the_sockets_too(demo, monkeypatch):
+    """Signing in as someone else in the same browser (login() flushes the old session and sends no
+    user_logged_out), a session deleted on the server, an account switched off by an update that
+    sends no signal: each left the sockets open, the inbox hearing new requests and the chat taking
+    patches as a user who was no longer there. Each socket now asks for itself."""
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.models import Session
+
+    from agui_project import sockets
+
+    monkeypatch.setattr(sockets, "STANDING_SECONDS", 0.05)
+    alice = demo["alice"]
+    thread = await sync_to_async(services.create_thread)(alice, "banking")
+
+    browser = await signed_in(alice)  # alice's chat, then bob signs in on the same browser
+    chat = socket(f"/ws/threads/{thread.pk}/", browser)
+    assert (await chat.connect(timeout=10))[0]
+    await until_snapshot_done(chat)
+    await sync_to_async(browser.force_login)(demo["bob"])
+    assert await chat.receive_output(timeout=10) == {"type": "websocket.close", "code": 4401}
+    await chat.send_to(text_data=json.dumps(PATCH))  # too late: dropped
+    assert (await sync_to_async(state_services.snapshot)(thread.state_key)) == ({}, 0)
+
+    finn = await signed_in(demo["finn"])  # finn's session deleted on the server (admin, clearsessions)
+    inbox = socket("/ws/inbox/", finn)
+    assert (await inbox.connect(timeout=10))[0]
+    assert await inbox.receive_nothing(timeout=0.3)  # standing: asked, and it stays open
+    await sync_to_async(Session.objects.filter(session_key=finn.session.session_key).delete)()
+    assert await inbox.receive_output(timeout=10) == {"type": "websocket.close", "code": 4401}
+
+    rita = await signed_in(demo["rita"])  # rita switched off, or out of her group, by an update
+    for change in (lambda: User.objects.filter(username="rita").update(is_active=False),
+                   lambda: User.groups.through.objects.filter(user__username="rita").delete()):
+        inbox = socket("/ws/inbox/", rita)
+        assert (await inbox.connect(timeout=10))[0]
+        assert await inbox.receive_nothing(timeout=0.3)
+        await sync_to_async(change)()
+        assert await inbox.receive_output(timeout=10) == {"type": "websocket.close", "code": 4012}
+        await sync_to_async(User.objects.filter(username="rita").update)(is_active=True)
+    for comm in (chat, inbox):
+        await comm.disconnect()
+
+
 async def test_the_socket_stack_resolves_session_and_user_and_leaves_send_unwrapped(demo):
     """What reaches a consumer: the signed-in user and the session from the cookie, and the
     server's own send (channels' session wrapper would look at the session on every frame)."""
