@@ -48,12 +48,29 @@ def pinned(url, allowed, setting):
                         {"sni_hostname": parsed.host} if parsed.scheme == "https" else {})
 
 
+# IPv6 prefixes that carry an IPv4 address a gateway forwards to: NAT64 (RFC 6052, 8215) and the
+# deprecated IPv4-compatible form (::a.b.c.d). Python's is_global holds for 64:ff9b::a9fe:a9fe, so
+# on an IPv6 network with NAT64 the metadata service was one callback_url away.
+_EMBEDS_IPV4 = [ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96")]
+
+
+def _ipv4_inside(address):
+    """The IPv4 address an IPv6 one reaches (mapped, 6to4, NAT64, IPv4-compatible), else None."""
+    if address.ipv4_mapped:
+        return address.ipv4_mapped
+    if address.sixtofour:
+        return address.sixtofour
+    if any(address in n for n in _EMBEDS_IPV4) and not (address.is_loopback or address.is_unspecified):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def _judge(host, infos, allowed, setting):
     networks = [ipaddress.ip_network(n) for n in allowed]
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if address.version == 6 and address.ipv4_mapped:
-            address = address.ipv4_mapped
+        if address.version == 6:
+            address = _ipv4_inside(address) or address
         if not address.is_global and not any(address in n for n in networks):
             return f"refused: {host} resolves to {address}, an internal address ({setting})"
     return None

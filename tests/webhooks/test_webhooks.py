@@ -412,14 +412,29 @@ def _heard(receiver, **secrets):
     return heard
 
 
-@pytest.mark.parametrize("url", ["http://100.64.0.1/hook", "http://[::ffff:10.0.0.1]/hook", "http://169.254.169.254/"])
+@pytest.mark.parametrize("url", [
+    "http://100.64.0.1/hook", "http://[::ffff:10.0.0.1]/hook", "http://169.254.169.254/",
+    # IPv6 forms of internal IPv4 addresses a gateway forwards to (is_global holds for each):
+    "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "http://[64:ff9b:1::a00:1]/",  # NAT64
+    "http://[2002:7f00:1::]:9377/",  # 6to4 of 127.0.0.1
+    "http://[::a9fe:a9fe]/",  # IPv4-compatible
+])
 def test_every_address_that_is_not_global_is_internal(settings, url):
     """Shared (carrier-grade NAT) space was let through: it is neither private nor reserved to
-    Python, but it is not global either (agui_project/destinations.py)."""
+    Python, but it is not global either (agui_project/destinations.py). So were NAT64, 6to4 and
+    IPv4-compatible forms of internal addresses."""
     from webhooks.services import destination_refused
 
-    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["192.168.0.0/16"]
     assert "an internal address (AGUI_WEBHOOK_ALLOWED_NETWORKS)" in (destination_refused(url) or "")
+
+
+def test_a_global_ipv6_address_and_an_allowed_loopback_stay_allowed(settings):
+    from webhooks.services import destination_refused
+
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["::1/128"]
+    assert destination_refused("http://[2606:4700:4700::1111]/hook") is None
+    assert destination_refused("http://[::1]:8000/hook") is None
 
 
 def test_an_endpoint_switched_off_gets_none_of_its_pending_retries(demo, api, endpoint, receiver, queued,
