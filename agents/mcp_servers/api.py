@@ -175,8 +175,11 @@ class MCPServerViewSet(viewsets.GenericViewSet):
         by_token = self.request.auth is not None  # TokenAuthentication sets it; a session leaves it None
         # what the server would run changes (a PUT restates the rest; the same values change nothing)
         changes = {f for f in _COMMAND_FIELDS & set(values) if row is None or getattr(row, f) != values[f]}
-        if (transport == MCPServer.Transport.STDIO and by_token and changes
-                and not settings.AGUI_MCP_COMMANDS_BY_TOKEN):
+        # kept on an http server, a command, its folder or its environment (write-only, never shown) wait
+        # for whoever turns it to stdio: a token sets none of them whatever the transport
+        planted = {f for f in changes - {"transport"} if values[f] not in ("", [], {}, None)}  # clearing is harmless
+        if (by_token and not settings.AGUI_MCP_COMMANDS_BY_TOKEN
+                and ((transport == MCPServer.Transport.STDIO and changes) or planted)):
             return Response({"message": str(COMMANDS_NEED_SIGN_IN), "code": "commands_need_sign_in"},
                             status=status.HTTP_403_FORBIDDEN)
         try:

@@ -219,6 +219,15 @@ def test_a_stdio_command_is_set_by_a_signed_in_admin_not_by_a_token(api, demo, n
     web = token.post("/api/mcp-servers/", {"name": "web", "transport": "http", "url": "http://127.0.0.1:9/mcp"},
                      format="json")
     assert web.status_code == 201, web.content
+    # nor kept on an http server for whoever turns it to stdio later: its environment (write-only, never
+    # shown) ran with the command a signed-in admin typed then
+    for planted in ({"env": {"PYTHONPATH": "/tmp/evil"}}, {"command": "/bin/sh", "args": ["-c", "id"]},
+                    {"cwd": "/tmp/evil"}):
+        sent = token.post("/api/mcp-servers/", {"name": "web2", "transport": "http", "url": "http://127.0.0.1:9/mcp",
+                                                **planted}, format="json")
+        assert sent.status_code == 403 and sent.json()["code"] == "commands_need_sign_in", (planted, sent.content)
+        assert token.patch("/api/mcp-servers/web/", planted, format="json").status_code == 403
+    assert not MCPServer.objects.filter(name="web2").exists() and MCPServer.objects.get(name="web").env == {}
 
     session = APIClient()
     session.force_login(demo["admin"])
