@@ -257,14 +257,38 @@ def _post(delivery, body):
         return None, "", f"{type(exc).__name__}: {exc}"[:500]
 
 
+# seconds a delivery waits for its sender's attempt in flight before it asks again
+TURN_SECONDS = 2
+
+
+def _sender_busy(delivery, now):
+    """Whether an earlier delivery of the same sender is being attempted: the same endpoint, or for
+    a callback_url the same account's requests. An attempt holds a worker until its receiver answers
+    (AGUI_WEBHOOK_TIMEOUT_SECONDS at most), and workers run the agents too: any account may set a
+    callback_url, and four slow ones held every worker, the chats waiting behind them."""
+    flying = WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, claimed_until__gt=now,
+                                            pk__lt=delivery.pk)  # the earlier goes first: two never wait on each other
+    if delivery.endpoint_id:
+        return flying.filter(endpoint_id=delivery.endpoint_id).exists()
+    requester = ApprovalRequest.objects.filter(pk=delivery.approval_ref).values("requester_id")
+    return flying.filter(endpoint=None, approval_ref__in=ApprovalRequest.objects.filter(
+        requester_id__in=requester).values("pk")).exists()
+
+
 def deliver(delivery_id):
     """Attempt a due delivery once; record the attempt; on failure schedule the next one with
     exponential backoff until AGUI_WEBHOOK_MAX_ATTEMPTS, then mark it failed. Returns the attempt
-    (None when the delivery was not due, already done, or being attempted elsewhere)."""
+    (None when the delivery was not due, already done, being attempted elsewhere, or waiting its
+    turn behind its sender's attempt in flight: one at a time, not counted as an attempt)."""
     now = timezone.now()
     if not _claim(delivery_id, now):
         return None
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
+    if _sender_busy(delivery, now):
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            claimed_until=None, next_attempt_at=now + timedelta(seconds=TURN_SECONDS))
+        enqueue(delivery.pk, countdown=TURN_SECONDS)
+        return None
     switched_off = delivery.endpoint_id is not None and not delivery.endpoint.is_active
     if delivery.endpoint_id:  # an endpoint's messages go where it is now (an admin corrected or moved it)
         delivery.url = delivery.endpoint.url

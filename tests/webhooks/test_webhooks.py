@@ -542,3 +542,34 @@ def test_an_outside_agents_callback_hears_its_request_was_rerouted(api, demo, re
     run_queued(queued)
     (told,) = receiver.verified(services.callback_secret(demo["alice"].pk))
     assert told["type"] == "approval.rerouted" and told["data"]["deciders"] == "treasury"
+
+
+def test_one_attempt_at_a_time_per_sender(demo, settings, api, receiver, queued, django_capture_on_commit_callbacks):
+    """An attempt holds a worker until its receiver answers, and the workers run the agents too: any
+    account may set a callback_url, and four slow ones held every worker while chats waited. A
+    sender's next delivery waits its turn (not counted as an attempt); another account's goes on."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    def ask(who, n):
+        made = api(who).post("/api/approvals/", {
+            "tool_name": "crm.delete_contact", "arguments": {"n": n}, "schema": {"type": "object"},
+            "callback_url": f"{receiver.url}/{who}/{n}"}, format="json")
+        assert made.status_code == 201, made.content
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api(who).post(f"/api/approvals/{made.json()['id']}/withdraw/").status_code == 200
+        return WebhookDelivery.objects.get(approval_ref=made.json()["id"])
+
+    first, second, bobs = ask("alice", 1), ask("alice", 2), ask("bob", 1)
+    queued.clear()
+    in_flight = timezone.now() + timedelta(seconds=30)  # alice's first is being attempted by another worker
+    WebhookDelivery.objects.filter(pk=first.pk).update(claimed_until=in_flight)
+    assert services.deliver(second.pk) is None and services.deliver(bobs.pk).succeeded
+    second.refresh_from_db()
+    assert (second.status, second.attempts, second.claimed_until) == ("pending", 0, None)  # waits, uncounted
+    assert queued == [(second.pk, services.TURN_SECONDS)]
+    WebhookDelivery.objects.filter(pk=first.pk).update(claimed_until=None)  # its attempt ended
+    WebhookDelivery.objects.filter(pk=second.pk).update(next_attempt_at=timezone.now())
+    assert services.deliver(second.pk).succeeded
+    assert len(receiver.received) == 2 and WebhookDelivery.objects.get(pk=first.pk).attempts == 0
