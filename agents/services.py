@@ -529,6 +529,16 @@ def _flag_stop(run_id, client):
     client.set(cancel_key(run_id), "1", ex=3600)
 
 
+def stop_lost_worker(run_id):
+    """After recovery declared a run lost: the flag its worker, if it was only stuck (a process paused
+    past its lease, then woken), finds at its next check, so that it stops streaming into the thread.
+    What it would write is refused anyway (runner.Runner.ours); without Redis, that is all."""
+    try:
+        _flag_stop(run_id, events.brief_client())
+    except redis.RedisError as exc:
+        log.info("run %s: the flag for its lost worker was not set (%s)", run_id, exc)
+
+
 def cancel_run(run, user, reason="the user stopped the run"):
     """Stop: a queued run never starts, a running one stops at its next check, a paused one withdraws
     its requests. `user` None: the engine stops it (agents/account_off.py), `reason` saying why."""

@@ -343,6 +343,7 @@ def _declare_lost(run, message):
              error=message, error_code="worker_lost")
     transaction.on_commit(lambda: agent_services.publish_end(run.pk, run.thread_id,
                                                              RunErrorEvent(message=message, code="worker_lost")))
+    transaction.on_commit(lambda: agent_services.stop_lost_worker(run.pk))
     # requests the dead worker filed before it could pause the run: no run would carry out a decision
     # on them (this one failed, its continuation answers from the history), so they are withdrawn
     # now, each call's fate with them, and the model hears the call was not run

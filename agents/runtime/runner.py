@@ -493,13 +493,15 @@ class Runner:
             self.check_cancelled(force=True)
             self.begin_turn()
             message_id, text, calls = self.stream_model(self.model_messages())
-            assistant = add_message(
-                self.thread, Message.Role.ASSISTANT, text, run=self.run, message_id=message_id,
-                tool_calls=[
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                    for c in calls
-                ],
-            )
+            with transaction.atomic():
+                self.ours()
+                assistant = add_message(
+                    self.thread, Message.Role.ASSISTANT, text, run=self.run, message_id=message_id,
+                    tool_calls=[
+                        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                        for c in calls
+                    ],
+                )
             if not calls:
                 return [], []
             most = settings.AGUI_MAX_TOOL_CALLS_PER_ANSWER
@@ -511,6 +513,16 @@ class Runner:
                 return interrupts, client_calls
         log.warning("run %s stopped after %s model turns", self.run.pk, settings.AGUI_MAX_TURNS)
         raise TurnLimit()
+
+    def ours(self):
+        """RunLost unless the run is still running, so still this worker's. Inside the transaction of
+        a write that a run taken over must not make (its answer, a request for a person), with the
+        run's row locked so recovery cannot come in between: a worker stuck past its lease (a process
+        paused, then woken) found its run declared lost and continued elsewhere, and went on: it
+        stored a second answer and filed a second request for the same call, whose approval the next
+        continuation on the thread then executed (two transfers for one)."""
+        if not Run.objects.select_for_update().filter(pk=self.run.pk, status=Run.Status.RUNNING).exists():
+            raise RunLost()
 
     def begin_turn(self):
         """Before each model turn (a workflow switches agents and opens its step here)."""
@@ -803,6 +815,7 @@ class Runner:
         excerpt = conversation_excerpt(self.thread)
         assistant_text = tc.message.content
         with transaction.atomic():
+            self.ours()
             request = approval_services.request(
                 tool_name=tool.name,
                 arguments=arguments,
@@ -878,6 +891,8 @@ class Runner:
         # the result is sent, and no finished call is left without its result by a worker that died
         with transaction.atomic():
             if not execution.finish(tc.pk, status, output, call=tc, tell=False):
+                if not Run.objects.filter(pk=self.run.pk, status=Run.Status.RUNNING).exists():
+                    raise RunLost()  # taken over while this worker was stuck: its next model turn is not this one's
                 return  # recovery already told the model
             msg = add_message(self.thread, Message.Role.TOOL, prefix + output, run=self.run, tool_call_id=tc.pk)
         # the call as finish() just wrote it: result() need not read the row back

@@ -280,3 +280,41 @@ def test_a_sweep_with_nothing_to_judge_waits_without_a_warning(demo, settings, c
         Run.objects.create(thread=thread, status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(minutes=1))
         assert execution.recover_stuck_runs() == []  # one to judge: it waits, and says why
         assert [r for r in caplog.records if "recovery waits" in r.getMessage()]
+
+
+@pytest.mark.parametrize("stuck_in", ["the model's answer", "the policy"])
+def test_a_worker_woken_after_its_run_was_taken_over_files_no_request_and_stores_no_answer(
+        demo, fake_llm, monkeypatch, stuck_in):
+    """Seen with a worker paused (SIGSTOP) past its lease, then woken: its run was declared lost and
+    continued elsewhere, and it went on with the dead run: a second answer stored, a second request
+    for the same transfer, whose approval the next continuation on the thread executed (two
+    transfers for one). What it would write now is refused, and it stops."""
+    from agents.models import Message
+    from approvals.models import ApprovalRequest
+
+    monkeypatch.setattr("agents.tasks.run_agent.delay", lambda run_id: None)
+    thread = Thread.objects.create(owner=demo["alice"], agent="banking")
+    fake_llm.push({"tool_calls": [{"id": "c-zombie", "name": "transfer_money", "arguments": json.dumps(
+        {"from_account": "1234567890", "to_account": "0987654321", "amount": 300, "currency": "USD"})}]})
+    run = services.start_run(thread, demo["alice"], "Transfer $300 from account 1234567890 to account 0987654321")
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, started_at=timezone.now() - timedelta(hours=1))
+
+    def taken_over():  # while this worker is stuck (no lease: nobody renews it), the beat declares the run lost
+        assert execution.recover_stuck_runs() == [run.pk]
+
+    if stuck_in == "the model's answer":
+        streamed = runner.Runner.stream_model
+        monkeypatch.setattr(runner.Runner, "stream_model",
+                            lambda self, messages: (streamed(self, messages), taken_over())[0])
+    else:
+        evaluate = policy.evaluate
+        monkeypatch.setattr(policy, "evaluate", lambda *a, **k: (taken_over(), evaluate(*a, **k))[1])
+    runner.Runner(Run.objects.select_related("thread", "thread__owner").get(pk=run.pk)).execute()
+
+    assert Run.objects.get(pk=run.pk).status == "failed"
+    assert not ApprovalRequest.objects.filter(run_ref=run.pk).exists()  # nobody is asked about a dead run's call
+    stored = Message.objects.filter(run=run, role="assistant").count()
+    assert stored == (0 if stuck_in == "the model's answer" else 1)  # its answer, once (stored before it stuck)
+    assert not ToolCall.objects.filter(run=run).exclude(status="proposed").exists()
+    assert Run.objects.filter(parent_run_id=run.pk).count() == 1
+    assert services.cancel_requested(run.pk)  # and the flag that stops a stuck worker's stream when it wakes
