@@ -455,6 +455,9 @@ def requeue_lost_runs(limit=100):
             dispatch.enqueue_run(run_id)
         else:
             dispatch.announce(run_id)
+    if lost:  # the operator's one clue that a broker lost tasks (an emptied Redis): /healthz was ok all along
+        log.warning("sent again %d run(s) still queued after %s s, their task lost (a broker restart?): %s",
+                    len(lost), settings.AGUI_RUN_REQUEUE_SECONDS, ", ".join(r for r, _ in lost[:10]))
     return [run_id for run_id, _ in lost]
 
 

@@ -337,7 +337,8 @@ def test_a_decision_whose_process_died_before_the_call_heard_of_it(demo, fake_ll
     assert_transferred_once(thread, run, req, demo["finn"], "450.00")
 
 
-def test_a_continuation_whose_announce_was_lost_is_sent_by_the_beat(demo, fake_llm, workers, monkeypatch, settings):
+def test_a_continuation_whose_announce_was_lost_is_sent_by_the_beat(demo, fake_llm, workers, monkeypatch, settings,
+                                                                    caplog):
     """The continuation row commits but its process dies before announcing it (no RUN_STARTED, no
     task): after AGUI_RUN_REQUEUE_SECONDS the beat's requeue_lost_runs announces it."""
     worker = workers("worker1", fake_llm)
@@ -350,7 +351,9 @@ def test_a_continuation_whose_announce_was_lost_is_sent_by_the_beat(demo, fake_l
 
     assert execution.requeue_lost_runs() == []  # younger than AGUI_RUN_REQUEUE_SECONDS: maybe only slow
     settings.AGUI_RUN_REQUEUE_SECONDS = 0
-    assert execution.requeue_lost_runs() == [continuation.pk]
+    with caplog.at_level("WARNING", logger="agents.runtime.execution"):
+        assert execution.requeue_lost_runs() == [continuation.pk]
+    assert f"sent again 1 run(s) still queued after 0 s, their task lost (a broker restart?): {continuation.pk}" in caplog.text
     assert_transferred_once(thread, run, req, demo["finn"], "450.00")
     started = [e for e in stream_events(thread.pk) if e["type"] == "RUN_STARTED" and e["runId"] == continuation.pk]
     assert len(started) == 1
