@@ -12,7 +12,7 @@ from django.db import connection
 
 from agents import services
 from agents.models import Message, Run, Thread, ToolCall
-from tests.agents.test_agui import refusal, sse_events
+from tests.agents.test_agui import refusal
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -280,8 +280,7 @@ def test_a_history_resent_under_new_message_and_call_ids_is_history(client, bear
     ]
     stored = list(Message.objects.filter(thread=thread).values_list("role", "content"))
     resp = post(client, bearer, thread.pk, [*history, tool(client_call, "shown"), user("thanks")])
-    events = sse_events(resp)
-    assert events[-1]["type"] != "RUN_ERROR", events[-1]
+    assert resp.status_code == 200  # its stream follows a run no worker takes here: what it stored tells
     after = list(Message.objects.filter(thread=thread).values_list("role", "content"))
     assert after[:len(stored)] == stored and after[len(stored):] == [("tool", "shown"), ("user", "thanks")]
     assert ToolCall.objects.get(pk=client_call).status == ToolCall.Status.SUCCEEDED
