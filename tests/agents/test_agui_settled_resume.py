@@ -55,16 +55,24 @@ def test_a_stale_cancel_after_an_always_allow_asks_no_model_and_runs_nothing(
     assert not Run.objects.filter(pk=run_id).exists()
 
 
-def test_a_stale_cancel_after_the_inbox_decided_replays_the_continuation(
-        celery_worker_live, fake_llm, client, api, token_headers):
-    alice = token_headers("alice")
+def decided_elsewhere(client, api, alice, decision):
+    """alice's cancellation, paused for her, then decided through the REST API (the inbox, another
+    tab) while her client holds the interrupt: (thread id, the first run's events, the interrupt,
+    the messages the client held), once the continuation has ended."""
     thread_id = f"thread-{uuid.uuid4()}"
     first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(CANCEL)]), **alice))
     interrupt = first[-1]["outcome"]["interrupts"][0]
-    held = held_by_client(thread_id)  # what the client holds when its interrupt is decided elsewhere
-    answer = api("alice").post(f"/api/approvals/{interrupt['id']}/decide/", {"decision": "approve"}, format="json")
+    held = held_by_client(thread_id)
+    answer = api("alice").post(f"/api/approvals/{interrupt['id']}/decide/", {"decision": decision}, format="json")
     assert answer.status_code == 200, answer.content
     wait_for_event(thread_id, lambda e: e["type"] == "RUN_FINISHED" and e.get("runId") != first[0]["runId"])
+    return thread_id, first, interrupt, held
+
+
+def test_a_stale_cancel_after_the_inbox_decided_replays_the_continuation(
+        celery_worker_live, fake_llm, client, api, token_headers):
+    alice = token_headers("alice")
+    thread_id, first, interrupt, held = decided_elsewhere(client, api, alice, "approve")
     runs, asked = Run.objects.count(), len(fake_llm.requests)
 
     stale = sse_events(post(client, "banking", run_input(thread_id, held, resume=cancel(interrupt["id"])), **alice))
@@ -81,11 +89,7 @@ def test_a_stale_cancel_with_a_new_message_is_a_turn_on_that_message(
         celery_worker_live, fake_llm, client, api, token_headers):
     """The official client's way past an interrupt decided elsewhere, with something new to say."""
     alice = token_headers("alice")
-    thread_id = f"thread-{uuid.uuid4()}"
-    first = sse_events(post(client, "banking", run_input(thread_id, [user_msg(CANCEL)]), **alice))
-    interrupt = first[-1]["outcome"]["interrupts"][0]
-    api("alice").post(f"/api/approvals/{interrupt['id']}/decide/", {"decision": "reject"}, format="json")
-    wait_for_event(thread_id, lambda e: e["type"] == "RUN_FINISHED" and e.get("runId") != first[0]["runId"])
+    thread_id, _first, interrupt, _held = decided_elsewhere(client, api, alice, "reject")
     fake_llm.push({"text": "Nothing was cancelled."})
     turn = sse_events(post(client, "banking", run_input(
         thread_id, [*held_by_client(thread_id), user_msg("What happened?")], resume=cancel(interrupt["id"])), **alice))
