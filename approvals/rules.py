@@ -24,7 +24,7 @@ saved pattern such as `^(\w+\s?)*$` hold a worker for minutes on a 30-character 
 the GIL with it, so the run's lease lapsed). Patterns RE2 cannot run (backreferences,
 lookaround) are refused when saved.
 
-A leaf whose path is absent (or null) does not match. An argument of a kind the leaf does not
+A leaf whose path is absent does not match. An argument of a kind the leaf does not
 compare (text, a list or an object where it compares a number; a number where it matches text)
 cannot be judged, and the call is refused (`Unjudgeable`): a tool that reads "5000" as 5000 would
 otherwise run what a `deny when amount gt 1000` exists to stop. Bad rules are refused when saved
@@ -468,10 +468,10 @@ def _compared(op, expected):
 
 def _leaf(cond, scope):
     actual = _resolve(cond["path"], scope)
-    if actual is _MISSING or actual is None:
+    if actual is _MISSING:
         return False
     op, expected = cond["op"], cond["value"]
-    if cond["path"].startswith("args."):
+    if actual is not None and cond["path"].startswith("args."):  # null: no value of any kind (eq null matches it)
         wanted = _compared(op, expected)
         if wanted and _json_kind(actual) not in wanted:
             raise Unjudgeable(cond["path"], wanted, _json_kind(actual))

@@ -89,6 +89,10 @@ def test_kinds_are_checked_for_every_operator_on_the_arguments_only():
     assert judged({"path": "args.n", "op": "in", "value": [3, "3"]}, scope)  # either kind is compared
     assert judged({"path": "args.n", "op": "ne", "value": None}, scope)  # null compares with anything
     assert judged({"path": "args.missing", "op": "gt", "value": 1}, scope) is None
+    nothing = rules.scope_for("t", {"cc": None})  # null is no value of any kind: compared as before
+    assert judged({"path": "args.cc", "op": "eq", "value": None}, nothing)
+    assert judged({"path": "args.cc", "op": "ne", "value": "x@ok.com"}, nothing)
+    assert judged({"path": "args.cc", "op": "glob", "value": "*"}, nothing) is None
     # the caller does not choose the server's facts: a rule that cannot meet them simply does not match
     assert judged({"path": "tool", "op": "gt", "value": 5}, scope) is None
 
