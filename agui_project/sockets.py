@@ -312,7 +312,11 @@ class SignedInSocket(ClosesWhenRedisIsAway):
         if user is None or not user.is_authenticated:
             return False
         session_key = getattr(self.scope.get("session"), "session_key", None)
-        ended, groups = await database_sync_to_async(socket_standing.standing)(user.pk, session_key)
+        try:
+            ended, groups = await database_sync_to_async(socket_standing.standing)(user.pk, session_key)
+        except Exception as exc:  # noqa: BLE001  (the database away: asked again next time; the socket stays)
+            log.info("socket %s: its standing could not be read (%s)", self.scope.get("path"), exc)
+            return False
         if ended is None and self._group_ids in (None, groups):
             self._group_ids = groups
             return False
