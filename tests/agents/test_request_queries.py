@@ -128,7 +128,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_25(
+def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_26(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -145,8 +145,11 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_25(
     transaction, without savepoints (a BEGIN, a COMMIT and two savepoints' round trips fewer). 21:
     whether a call of the run still waits and whether it was continued, asked in one statement.
     The continuation, 25: its call claimed in one statement that locks the run (was a transaction
-    of four: BEGIN, the run's lock, the claim, COMMIT). On PostgreSQL the POST makes one more, after
-    its commit and the continuation's hand-over: the wait for the flush (queries.flush_after_hand_over)."""
+    of four: BEGIN, the run's lock, the claim, COMMIT). 26: the model's answer is stored with the run's
+    row locked and only while it is still running (Runner.ours: a worker stuck past its lease and
+    woken after recovery took its run over filed a second request for a call, which then ran twice).
+    On PostgreSQL the POST makes one more, after its commit and the continuation's hand-over: the wait
+    for the flush (queries.flush_after_hand_over)."""
     from django.db import connection
 
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
@@ -163,7 +166,7 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_25(
     assert [(e.value["approvalId"], e.value["approved"]) for e in responses] == [(req.pk, True)]
 
     fake_llm.push({"text": "Done: it is cancelled."})
-    with django_assert_max_num_queries(25):
+    with django_assert_max_num_queries(26):
         assert runner.run_agent(continuation.pk)
     assert Run.objects.get(pk=continuation.pk).status == Run.Status.SUCCEEDED
     assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED
