@@ -90,7 +90,7 @@ def test_requester_routed_approval_decided_in_place(people):
 
 
 @pytest.mark.parametrize("how", ["edit", "reject"])
-def test_requester_edits_or_rejects_in_place(people, how):
+def test_requester_edits_or_rejects_in_place(people, live_stack, how):
     alice = people("alice")
     page = alice.page
     thread = new_chat(page)
@@ -99,12 +99,22 @@ def test_requester_edits_or_rejects_in_place(people, how):
     expect(approval.locator(".status-badge")).to_have_text("Pending", timeout=T)
 
     if how == "edit":
+        manage_shell(live_stack, "from django.contrib.auth.models import User\n"
+                                 "from agents.catalog.models import Subscription\n"
+                                 "Subscription.objects.get_or_create(ref='sub_701', defaults={\n"
+                                 "    'owner': User.objects.get(username='alice'), 'plan': 'Basic'})\n")
         approval.get_by_role("button", name="Edit").click()
         editor = approval.get_by_label("Arguments (JSON)")
         expect(editor).to_be_focused()
         editor.fill('{"subscription_id": 7}')
         approval.get_by_role("button", name="Approve with edits").click()
-        expect(approval.locator(".approval-error")).to_contain_text("subscription_id", timeout=T)  # schema says string
+        # the schema says text; the argument is named by its label
+        expect(approval.locator(".approval-error")).to_contain_text("Subscription:", timeout=T)
+        expect(approval.locator(".status-badge")).to_have_text("Pending")
+        # one that is nobody's is refused before anyone approves it, as someone else's would be
+        editor.fill('{"subscription_id": "sub_799"}')
+        approval.get_by_role("button", name="Approve with edits").click()
+        expect(approval.locator(".approval-error")).to_contain_text("subscription sub_799 is not alice's", timeout=T)
         expect(approval.locator(".status-badge")).to_have_text("Pending")
         editor.fill('{"subscription_id": "sub_701"}')
         alice.shoot("editing")
@@ -112,8 +122,8 @@ def test_requester_edits_or_rejects_in_place(people, how):
         expect(approval.locator(".status-badge")).to_have_text("Approved with edits", timeout=T)
         expect(approval.locator(".approval-diff")).to_have_text("Subscription: sub_700 → sub_701")
         # the tool ran with the edited arguments
-        expect(page.locator(".tool-card .tool-outcome")).to_have_text("This did not work: no subscription sub_701 belongs to you.", timeout=T)
-        expect(page.locator(".tool-card .tool-status")).to_have_text("Failed")
+        expect(page.locator(".tool-card .tool-result")).to_contain_text("Subscription sub_701 (Basic) is cancelled.",
+                                                                       timeout=T)
     else:
         approval.get_by_role("button", name="Reject", exact=True).click()
         feedback = approval.get_by_label("Feedback for the agent (optional)")
