@@ -1289,7 +1289,9 @@
       }
       const dialogOpen = document.querySelector("dialog[open]");
       if (dialogOpen && fresh.dataset.status !== "pending") dialogOpen.close();
-      if (DRAFTS && draftName) DRAFTS.write(draftName, null); // no form any more: nothing to send
+      // decided: nothing to send. Held (still pending, this reviewer's own decision, which can come in
+      // while its POST is on its way): an Undo brings the draft back, so it stays
+      if (DRAFTS && draftName && fresh.dataset.status !== "pending") DRAFTS.write(draftName, null);
       const hadFocus = here.contains(document.activeElement);
       here.replaceWith(document.importNode(fresh, true));
       detail = document.getElementById("approval-detail");
