@@ -891,8 +891,7 @@ class Runner:
         # the result is sent, and no finished call is left without its result by a worker that died
         with transaction.atomic():
             if not execution.finish(tc.pk, status, output, call=tc, tell=False):
-                if not Run.objects.filter(pk=self.run.pk, status=Run.Status.RUNNING).exists():
-                    raise RunLost()  # taken over while this worker was stuck: its next model turn is not this one's
+                self.ours()  # taken over while this worker was stuck: its next model turn is not this one's
                 return  # recovery already told the model
             msg = add_message(self.thread, Message.Role.TOOL, prefix + output, run=self.run, tool_call_id=tc.pk)
         # the call as finish() just wrote it: result() need not read the row back
