@@ -1,6 +1,7 @@
 """Mail through Django's mail framework (console in development, locmem in tests): reminders and
-operator alerts (request and escalation mails carry links: approvals.mail_links). Sent after
-commit; a mail failure never fails the caller."""
+operator alerts (request and escalation mails carry links: approvals.mail_links). A request's mails
+are sent after commit by a task of their own (services.mail_later, deliver); a mail failure never
+fails the caller."""
 
 import logging
 
@@ -14,7 +15,7 @@ from people import selectors
 
 from . import mail_links
 from .access import mail_key
-from .models import said
+from .models import ApprovalRequest, said
 from .templatetags.inbox_tags import mail_line
 
 log = logging.getLogger(__name__)
@@ -110,3 +111,26 @@ def nobody_decides(req, group, role):
         return _("Nobody can decide: %(tool)s (request %(id)s)") % values, f"{said}\n{advice}\n\n{_facts(req)}"
 
     return operator_alert(compose)
+
+
+def deliver(kind, req, *args):
+    """A request's mails of one kind: request | escalation (with one-click links), reminder (to
+    `args[0]`, the recipients its audit row names), nobody (to the staff: `args` the group and its
+    role). `req`: the request or its id (the task's, read afresh). A request decided since it was
+    filed, escalated or reminded of asks no one any more: nothing is sent."""
+    if not isinstance(req, ApprovalRequest):
+        req = ApprovalRequest.objects.select_related("requester", "approver_group", "escalation_group") \
+            .filter(pk=req).first()
+        if req is None:
+            return 0
+    if kind == "nobody":
+        return nobody_decides(req, *args)
+    if req.status != ApprovalRequest.Status.PENDING:
+        return 0
+    if kind == "request":
+        return mail_links.request_mails(req)
+    if kind == "escalation":
+        return mail_links.escalation_mails(req)
+    if kind == "reminder":
+        return reminder(req, *args)
+    raise ValueError(f"no mail of kind {kind!r}")

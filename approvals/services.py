@@ -31,7 +31,6 @@ from agui_project.queries import (
 from . import (
     access,
     mail,
-    mail_links,
     notify,
     policy,
     reader_schema,
@@ -65,6 +64,7 @@ DEFAULT_ESCALATION_FRACTION = 0.75
 BULK_LIMIT = 200
 DEADLINE_TASK = "approvals.tasks.deadline_due"
 HELD_TASK = "approvals.tasks.held_due"
+MAIL_TASK = "approvals.tasks.mail_due"
 Status = ApprovalRequest.Status
 Action = AuditEvent.Action
 
@@ -271,7 +271,7 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
 
         def after_commit():
             notify.inbox_notice("requested", req)
-            mail_links.request_mails(req)  # the group's members, with one-click links
+            mail_later("request", req)  # the group's members, with one-click links
             for moment in {m for m in (remind_at, escalate_at, expires_at) if m}:
                 if (moment - now).total_seconds() <= ETA_HORIZON_SECONDS:
                     _countdown(DEADLINE_TASK, req.id, eta=moment)
@@ -296,7 +296,7 @@ def _warn_if_nobody_decides(req):
             continue
         _audit(Action.NO_DECIDERS, req, after={"group": group.name, "as": role})
         transaction.on_commit(lambda group=group.name, role=role: (
-            mail.nobody_decides(req, group, role),
+            mail_later("nobody", req, group, role),
             notify.operator_notice("approval.no_deciders", {"approval": {
                 "id": str(req.pk), "tool_name": req.tool_name, "group": group, "as": role}})))
 
@@ -309,6 +309,18 @@ def _countdown(task_name, object_id, **when):
         signature(task_name, args=(object_id,), app=current_app).apply_async(**when)
     except (redis.RedisError, kombu.exceptions.OperationalError) as exc:
         log.warning("%s(%s) not sent (broker unreachable: %s); the beat's sweep does it", task_name, object_id, exc)
+
+
+def mail_later(kind, req, *args):
+    """After a commit: a request's mails (mail.deliver's kinds) go out from a task of their own. Sent
+    here, an SMTP server slow to answer held what filed the request: the run (its card, its pause, a
+    worker slot) or the HTTP request of an outside agent or of a policy change. A broker away: sent
+    here after all, as before; a mail is never worth losing for speed."""
+    try:
+        signature(MAIL_TASK, args=(kind, str(req.pk), *args), app=current_app).apply_async()
+    except (redis.RedisError, kombu.exceptions.OperationalError) as exc:
+        log.warning("%s mail for %s sent in place (broker unreachable: %s)", kind, req.pk, exc)
+        mail.deliver(kind, req, *args)
 
 
 decider_group_ids = access.decider_group_ids
@@ -776,7 +788,7 @@ def remind(request_id):
         _warn_if_nobody_decides(req)
         recipients = _recipients(req)
         _audit(Action.REMINDED, req, after={"recipients": recipients, "expires_at": req.expires_at.isoformat()})
-        transaction.on_commit(lambda: (mail.reminder(req, recipients), notify.inbox_notice("reminded", req)))
+        transaction.on_commit(lambda: (mail_later("reminder", req, recipients), notify.inbox_notice("reminded", req)))
         return True
 
 
@@ -797,7 +809,7 @@ def escalate(request_id):
         _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
                after={"deciders": [req.approver_label, req.escalation_group.name], "recipients": recipients})
         # with one-click links: the escalation group may decide now
-        transaction.on_commit(lambda: (mail_links.escalation_mails(req), notify.inbox_notice("escalated", req)))
+        transaction.on_commit(lambda: (mail_later("escalation", req), notify.inbox_notice("escalated", req)))
         return True
 
 
@@ -1002,9 +1014,9 @@ def _reroute(request_id, verdict, actor):
             notify.inbox_notice("rerouted", req)  # the new group's inboxes list it
             if regroup:
                 notify.gone_notice(req, former)
-                mail_links.request_mails(req)  # and its members get their one-click links
+                mail_later("request", req)  # and its members get their one-click links
             if newly_told:  # the escalation group it now has: told once, as its escalation would have
-                mail_links.escalation_mails(req)
+                mail_later("escalation", req)
 
         transaction.on_commit(after_commit)
     return True

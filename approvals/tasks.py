@@ -3,7 +3,7 @@ Tasks take ids and are safe to run twice (services check and stamp under a row l
 
 from celery import shared_task
 
-from . import selectors, services
+from . import mail, selectors, services
 
 
 @shared_task(name=services.DEADLINE_TASK, ignore_result=True)  # services enqueue it by this name
@@ -30,6 +30,12 @@ def held_decisions_due():
     """Beat: held decisions past their window whatever their countdown task did (a lost task, a
     worker restart), so a decision made in a tab closed since is still sent."""
     services.release_due()
+
+
+@shared_task(name=services.MAIL_TASK, ignore_result=True)
+def mail_due(kind, request_id, *args):
+    """A request's mails, off the path of what filed it (services.mail_later)."""
+    mail.deliver(kind, request_id, *args)
 
 
 # the names the first slice used; kept so already queued tasks still resolve

@@ -129,6 +129,18 @@ def _decisions_woken_here(request, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _mails_sent_here(request, monkeypatch):
+    """A request's mails go out from a task of their own (approvals.services.mail_later). A test
+    without a worker has that task's body run at once, after the commit, as the worker would (from
+    the request's id); with `celery_worker_live`, or marked `mail_by_task`, the task is sent."""
+    if "celery_worker_live" in request.fixturenames or request.node.get_closest_marker("mail_by_task"):
+        return
+    from approvals import mail
+
+    monkeypatch.setattr("approvals.services.mail_later", lambda kind, req, *args: mail.deliver(kind, req.pk, *args))
+
+
+@pytest.fixture(autouse=True)
 def _language_of_its_own():
     """Each test starts in the default language: a request answered in a person's saved language
     leaves it active on the test's thread (a server's next request activates its own), and the
