@@ -277,7 +277,9 @@ class SignedInSocket(ClosesWhenRedisIsAway):
 
     _signed_out = False
     _rejoining = None
-    _group_ids = None  # the user's groups when its standing was first read: a change closes it (4012)
+    # the user's groups the socket heard for (the inbox's, read as it joined them), else as its standing
+    # was first read: a change closes it (4012)
+    _group_ids = None
 
     def memberships(self):
         """The channel-layer groups this socket hears on (a consumer with groups of its own adds them)."""

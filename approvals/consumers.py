@@ -39,8 +39,10 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
     def _targets(self, user):
         if not is_reviewer(user):
             return None
+        group_ids = list(user.groups.values_list("pk", flat=True))
+        self._group_ids = frozenset(group_ids)  # what its standing compares with (sockets.SignedInSocket)
         targets = [notify.group_for_user(user.pk)]
-        targets += [notify.group_for_approver_group(g) for g in user.groups.values_list("pk", flat=True)]
+        targets += [notify.group_for_approver_group(g) for g in group_ids]
         if user.is_staff:
             targets.append(notify.STAFF_GROUP)
         return targets

@@ -166,6 +166,22 @@ async def test_ends_that_send_no_signal_close_the_sockets_too(demo, monkeypatch)
         await comm.disconnect()
 
 
+async def test_an_inbox_socket_compares_its_groups_with_those_it_joined(demo, monkeypatch):
+    """A membership removed without a signal before the socket's first standing read was taken for
+    the baseline, and the inbox went on hearing the group it had joined."""
+    from django.contrib.auth.models import User
+
+    from agui_project import sockets
+
+    monkeypatch.setattr(sockets, "STANDING_SECONDS", 0.05)
+    rita = await signed_in(demo["rita"])
+    inbox = socket("/ws/inbox/", rita)
+    assert (await inbox.connect(timeout=10))[0]
+    await sync_to_async(User.groups.through.objects.filter(user__username="rita").delete)()  # at once
+    assert await inbox.receive_output(timeout=10) == {"type": "websocket.close", "code": 4012}
+    await inbox.disconnect()
+
+
 async def test_the_socket_stack_resolves_session_and_user_and_leaves_send_unwrapped(demo):
     """What reaches a consumer: the signed-in user and the session from the cookie, and the
     server's own send (channels' session wrapper would look at the session on every frame)."""
