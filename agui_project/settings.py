@@ -155,6 +155,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "people.middleware.UserLanguageMiddleware",  # a signed-in person's saved language wins
     "django.contrib.messages.middleware.MessageMiddleware",
+    "people.middleware.SessionEndedMiddleware",  # the sign-in page says a session ended
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "agui_project.private_pages.PrivateResponsesMiddleware",  # a person's answers: Cache-Control no-store
 ]

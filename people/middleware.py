@@ -6,8 +6,11 @@ session and kept in the session, so a page costs no query for it; the picker
 (people.views.set_language) updates both.
 """
 
+from django.conf import settings
+from django.contrib import messages
 from django.utils import translation
 from django.utils.deprecation import MiddlewareMixin
+from django.utils.translation import gettext as _
 
 from . import selectors
 
@@ -25,3 +28,22 @@ class UserLanguageMiddleware(MiddlewareMixin):
         if language and language != request.LANGUAGE_CODE:
             translation.activate(language)
             request.LANGUAGE_CODE = translation.get_language()
+
+
+class SessionEndedMiddleware(MiddlewareMixin):
+    """A browser that sent a session cookie and was not signed in by it had its session end under it
+    (expired, deleted on the server, a password changed elsewhere): when it is sent to sign in, the
+    sign-in page says so. A click on Approve or Send turned into that page with no word of why. (That
+    redirect deletes the cookie, so the sign-in page itself cannot tell; Django's messages carry it
+    there.) After MessageMiddleware: its response runs first. Read as the request comes in, so a
+    logout's own redirect is not taken for it."""
+
+    def process_request(self, request):
+        request.session_ended = (bool(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
+                                 and not request.user.is_authenticated)
+
+    def process_response(self, request, response):
+        if (getattr(request, "session_ended", False) and response.status_code == 302
+                and response.get("Location", "").startswith(settings.LOGIN_URL)):
+            messages.info(request, _("Your session has ended. Log in again to go on where you were."))
+        return response
