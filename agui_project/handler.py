@@ -48,7 +48,8 @@ SESSIONLESS_INLINE = (
     "django.contrib.sessions.middleware.SessionMiddleware", "django.middleware.locale.LocaleMiddleware",
     "agui_project.common.CommonMiddleware", "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware", "people.middleware.UserLanguageMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware", "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware", "people.middleware.SessionEndedMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "agui_project.private_pages.PrivateResponsesMiddleware",
 )
 

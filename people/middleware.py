@@ -31,19 +31,16 @@ class UserLanguageMiddleware(MiddlewareMixin):
 
 
 class SessionEndedMiddleware(MiddlewareMixin):
-    """A browser that sent a session cookie and was not signed in by it had its session end under it
-    (expired, deleted on the server, a password changed elsewhere): when it is sent to sign in, the
-    sign-in page says so. A click on Approve or Send turned into that page with no word of why. (That
-    redirect deletes the cookie, so the sign-in page itself cannot tell; Django's messages carry it
-    there.) After MessageMiddleware: its response runs first. Read as the request comes in, so a
-    logout's own redirect is not taken for it."""
-
-    def process_request(self, request):
-        request.session_ended = (bool(request.COOKIES.get(settings.SESSION_COOKIE_NAME))
-                                 and not request.user.is_authenticated)
+    """A browser that sent a session cookie and is sent to sign in before going on (`?next=`: not a
+    logout's own redirect) while not signed in had its session end under it (expired, deleted on the
+    server, a password changed elsewhere): the sign-in page says so. A click on Approve or Send turned
+    into that page with no word of why. (That redirect deletes the cookie, so the sign-in page itself
+    cannot tell; Django's messages carry it there.) After MessageMiddleware: its response comes first.
+    A hook of the classic middleware's group (agui_project/handler.py): no thread hop of its own."""
 
     def process_response(self, request, response):
-        if (getattr(request, "session_ended", False) and response.status_code == 302
-                and response.get("Location", "").startswith(settings.LOGIN_URL)):
+        if (response.status_code == 302 and request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+                and response.get("Location", "").startswith(f"{settings.LOGIN_URL}?next=")
+                and not request.user.is_authenticated):
             messages.info(request, _("Your session has ended. Log in again to go on where you were."))
         return response

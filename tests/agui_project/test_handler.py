@@ -105,8 +105,8 @@ def test_runs_of_classic_middleware_are_one_layer_each(settings):
     assert [name for name, _ in middleware_layers(settings.MIDDLEWARE)] == [
         "agui_project.health.ProbeMiddleware", "agui_project.limits.RequestLimitsMiddleware", "SecurityMiddleware", "agui_project.static.StaticFilesMiddleware",
         "agui_project.csp.CSPMiddleware", "SessionMiddleware + LocaleMiddleware + CommonMiddleware + CsrfViewMiddleware + "
-        "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + XFrameOptionsMiddleware + "
-        "PrivateResponsesMiddleware"]
+        "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + SessionEndedMiddleware + "
+        "XFrameOptionsMiddleware + PrivateResponsesMiddleware"]
 
 
 @pytest.mark.parametrize("cookie, most", [(None, 3), ("sessionid=nothing-valid", 5)])
