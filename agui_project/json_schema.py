@@ -10,6 +10,14 @@ schema refused when checked. `additionalProperties` runs them too (the propertie
 names), so it is RE2's as well; `unevaluatedProperties` beside patterns is refused (jsonschema's code
 for it calls `re` itself).
 
+Their work is bounded too: jsonschema follows a `$ref` afresh at each use (a 1.5 KB chain of
+`allOf: [{$ref: next}, {$ref: next}]` took 2^depth steps: 14 s at depth 19), compares `uniqueItems`
+pairwise (22 s for 4,000 small objects) and scans an `enum` for each value. A check counts its steps
+(each keyword applied, each value of an `enum` scanned, each item of a `uniqueItems` array, which is
+hashed here, not compared pairwise) and stops past MAX_STEPS: TooCostly, a SchemaError, said to whoever
+sent the schema or the value. A `$schema` inside a subschema is dropped from the copy validated with:
+jsonschema took it to switch to its own validator class there, patterns on `re` and all.
+
 A `$ref` is followed only inside the schema: jsonschema fetched any reference it could not resolve
 (urllib, no timeout: `http://169.254.169.254/...`, `file:///...`) and read the answer as a schema, so
 its words came back in our errors. A reference to another document is refused when the schema is
@@ -20,6 +28,7 @@ cannot be followed (a place that is not there; a loop) is the schema's fault too
 import copy
 import functools
 import json
+import threading
 
 import jsonschema
 import re2
@@ -31,6 +40,46 @@ _NONE = object()
 SKIPPED = frozenset({"const", "enum", "default", "examples"})  # values, not schemas: their keys are data
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 _NOTHING_RETRIEVED = referencing.Registry()  # no `retrieve`: a reference it does not hold is unresolvable
+# steps one check of a value may take: a tool's arguments with a thousand objects of five keywords
+# each take ~5,000; a step costs 1-11 µs (a $ref's the most), so one check holds a process < 0.6 s
+MAX_STEPS = 50_000
+_checking = threading.local()  # the steps left to the check running on this thread (errors())
+
+
+class TooCostly(SchemaError):
+    """The check of a value against a schema took more than MAX_STEPS."""
+
+
+def _spend(steps):
+    left = getattr(_checking, "left", None)
+    if left is None:  # each use goes through errors(), which bounds it: a new one that did not is a bug
+        raise RuntimeError("a json_schema validator ran outside json_schema.errors(): its work is unbounded")
+    _checking.left = left - steps
+    if _checking.left < 0:
+        raise TooCostly(f"checking the value against the schema takes more than {MAX_STEPS} steps (its $refs, "
+                        f"enums or uniqueItems, over the value's size)")
+
+
+def _counted(keyword, check):
+    def counted(validator, value, instance, schema):
+        _spend(len(value) if keyword == "enum" and isinstance(value, list) else 1)
+        return check(validator, value, instance, schema)
+
+    return counted
+
+
+def _same(value):
+    """`value` as a hashable key that two values share when JSON Schema calls them equal (1 and 1.0
+    are; true and 1 are not; an object's keys in any order)."""
+    if isinstance(value, bool) or value is None:
+        return (type(value).__name__, value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("array", tuple(_same(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((k, _same(v)) for k, v in value.items()))
+    return (type(value).__name__, value)
 
 
 def _options():
@@ -80,10 +129,34 @@ def _additional_properties(validator, additional, instance, schema):
                               f"{'was' if len(extras) == 1 else 'were'} unexpected)")
 
 
+def _unique_items(validator, unique, instance, schema):
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    _spend(len(instance))
+    seen = set()
+    for item in instance:
+        key = _same(item)
+        if key in seen:
+            yield ValidationError(f"{instance!r} has non-unique elements")  # jsonschema's words
+            return
+        seen.add(key)
+
+
 @functools.cache
 def _ours(cls):
-    return jsonschema.validators.extend(cls, {"pattern": _pattern, "patternProperties": _pattern_properties,
-                                              "additionalProperties": _additional_properties})
+    keywords = {**cls.VALIDATORS, "pattern": _pattern, "patternProperties": _pattern_properties,
+                "additionalProperties": _additional_properties, "uniqueItems": _unique_items}
+    return jsonschema.validators.extend(cls, {k: _counted(k, check) for k, check in keywords.items()})
+
+
+def _one_dialect(schema, top=True):
+    """`schema` without the `$schema` of its subschemas (a copy where it had any)."""
+    if isinstance(schema, list):
+        return [_one_dialect(v, False) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: (v if k in SKIPPED else _one_dialect(v, False)) for k, v in schema.items()
+            if top or k != "$schema"}
 
 
 def _walk(schema):
@@ -136,20 +209,33 @@ def validator(schema, default=jsonschema.Draft202012Validator, max_bytes=None):
                               f"backreferences or lookaround)") from exc
     if patterns and any("unevaluatedProperties" in node for node in _walk(schema)):
         raise SchemaError("patternProperties or pattern beside unevaluatedProperties is not supported here")
+    if any("$schema" in node for node in _walk(schema) if node is not schema):
+        schema = _one_dialect(schema)
     checked = _ours(cls)(schema, registry=_NOTHING_RETRIEVED)
-    for _error in iter_errors(checked, None):  # a schema that loops on itself loops on any value: refused now
-        pass
+    errors(checked, None)  # a schema that loops on itself loops on any value: refused now
     return checked
 
 
-def iter_errors(validator_, instance):
-    """validator_.iter_errors(instance), with a `$ref` that cannot be followed said as SchemaError."""
+def errors(validator_, instance, limit=None):
+    """The first `limit` (all: None) of validator_.iter_errors(instance), within MAX_STEPS (TooCostly
+    past them), with a `$ref` that cannot be followed said as SchemaError."""
+    outer = getattr(_checking, "left", None)
+    if outer is None:
+        _checking.left = MAX_STEPS
     try:
-        yield from validator_.iter_errors(instance)
+        found = []
+        for error in validator_.iter_errors(instance):
+            found.append(error)
+            if limit is not None and len(found) >= limit:
+                break
+        return found
     except referencing.exceptions.Unresolvable as exc:
         raise SchemaError(f"a $ref of the schema cannot be followed: {str(exc)[:200]}") from exc
     except RecursionError as exc:
         raise SchemaError("the schema refers to itself without end (its $refs loop)") from exc
+    finally:
+        if outer is None:
+            _checking.left = None
 
 
 def _local(root, node):
@@ -185,7 +271,7 @@ def with_defaults(validator_, instance):
                 default = sub.get("default", _NONE) if isinstance(sub, dict) else _NONE
                 if default is _NONE:
                     default = _local(root, sub).get("default", _NONE)
-                if default is not _NONE and validator_.evolve(schema=sub).is_valid(default):
+                if default is not _NONE and not errors(validator_.evolve(schema=sub), default, limit=1):
                     value[name] = fill(sub, copy.deepcopy(default))
         elif isinstance(value, list) and isinstance(schema.get("items"), dict):
             value = [fill(schema["items"], item) for item in value]

@@ -11,12 +11,11 @@ active language; an unknown kind keeps the library's own message. Where the word
 validates with the translation off (the model reads English).
 """
 
-import itertools
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from agui_project.json_schema import iter_errors
+from agui_project.json_schema import errors as schema_errors
 from agui_project.schema_sentences import form, jsonschema_sentence, number
 
 
@@ -170,7 +169,7 @@ def from_jsonschema(validator, instance, root="__root__", limit=None):
     `root`: the key of what concerns the whole object; `limit`: at most that many errors read.
     SchemaError: the schema has a $ref that cannot be followed."""
     errors = {}
-    found = itertools.islice(iter_errors(validator, instance), limit)
+    found = schema_errors(validator, instance, limit)
     for err in sorted(found, key=lambda e: [str(p) for p in e.absolute_path]):
         said = errors.setdefault(".".join(str(p) for p in err.absolute_path) or root, [])
         sentence = jsonschema_sentence(err, _not_among)

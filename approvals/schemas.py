@@ -36,6 +36,10 @@ def errors(schema, arguments):
         return inexact
     try:
         return argument_errors.from_jsonschema(validator, arguments, root="arguments", limit=MAX_SCHEMA_ERRORS)
+    except json_schema.TooCostly as exc:
+        raise SchemaInvalid(_("these arguments cannot be checked against the schema: it takes more than %(steps)s "
+                              "steps (its $refs, enums or uniqueItems, over the arguments' size)")
+                            % {"steps": json_schema.MAX_STEPS}) from exc
     except SchemaError as exc:  # a $ref that cannot be followed
         raise SchemaInvalid(_("the schema is not a valid JSON Schema: %(error)s") % {"error": exc.message}) from exc
 
