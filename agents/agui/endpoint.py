@@ -35,7 +35,15 @@ from rest_framework.authentication import SessionAuthentication
 from agents import dispatch, presenters, selectors, services, thread_ids, watching
 from agents.agui import blank_ids, custom_events, incoming, replay
 from agents.agui.capabilities import capabilities
-from agents.agui.relay import HAND_OVER_LATEST, Plan, frame, hand_over, hand_over_later, watched_relay
+from agents.agui.relay import (
+    HAND_OVER_LATEST,
+    Plan,
+    frame,
+    hand_over,
+    hand_over_later,
+    released,
+    watched_relay,
+)
 from agents.catalog import get_agent, load_agents
 from agents.models import InputRequest
 from agents.runtime import events, inputs, statesync
@@ -570,7 +578,7 @@ async def run_endpoint(request, agent_name):
         return other
     if request.method in ("GET", "HEAD"):
         return without_body(request, await sync_to_async(describe)(request, agent_name))
-    checked = await sync_to_async(prepare)(request, agent_name)
+    checked = await sync_to_async(released(prepare))(request, agent_name)  # the stream holds no connection
     if isinstance(checked, JsonResponse):
         return checked
     # under an ASGI server a new run's RUN_STARTED goes out before its writes (early_start); a sync

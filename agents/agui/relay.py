@@ -8,6 +8,7 @@ run's RUN_FINISHED: @ag-ui/client's verifier accepts a new run after a finished 
 """
 
 import asyncio
+import functools
 import json
 import logging
 from asyncio import sleep
@@ -18,6 +19,7 @@ import redis
 from ag_ui.core import PROTOCOL_VERSION, MessagesSnapshotEvent, RunErrorEvent, RunStartedEvent
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 from django.utils.translation import gettext as _
 
 from agents import dispatch, watching
@@ -56,6 +58,21 @@ def frame(payload):
     if "\u2028" in payload or "\u2029" in payload or "\x85" in payload:
         payload = payload.translate(_SPLITLINES_BREAKS)
     return f"data: {payload}\n\n"
+
+
+def released(fn):
+    """fn, then this thread's database connections given back (to the pool): a stream waits on Redis
+    for as long as its run (and a review) lasts and holds none meanwhile. Ten open streams held a web
+    process's whole pool (AGUI_DB_POOL_SIZE) until they ended, and every other request of the process
+    waited 10 s for a 503."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return run
 
 
 HAND_OVER_LATEST = 1.0  # seconds: a plan's deferred run goes to a worker by then even if nothing was sent
@@ -199,7 +216,7 @@ async def relay(plan):
                     if not plan.start_sent:
                         chunk.append(frame(payload))
                     if following:  # what the resume's POST would have sent: decisions, the conversation
-                        head = await sync_to_async(replay.continuation_head)(json.loads(payload)["runId"])
+                        head = await sync_to_async(released(replay.continuation_head))(json.loads(payload)["runId"])
                         chunk.extend(frame(events.encode(e)) for e in head)
                     chunk.extend(frame(events.encode(e)) for e in plan.after_start)
                 else:
@@ -215,7 +232,7 @@ async def relay(plan):
             # Redis lost the stream before this relay saw the run begin (a restart): the run goes
             # on unseen, so the database says when it has ended, and the client gets that ending
             checked = monotonic()
-            ended = await sync_to_async(replay.ended_run)(plan.run_id)
+            ended = await sync_to_async(released(replay.ended_run))(plan.run_id)
             # its RUN_STARTED preceded its ending: a start written since the read above is read next
             try:
                 unread = await events.range_from(plan.thread_id, after) if ended else []
@@ -242,7 +259,7 @@ async def follow_review(plan, payload, entry_id):
     if not plan.review_wait or not payload.startswith('{"type":"RUN_FINISHED"'):
         return
     ended = json.loads(payload)["runId"]
-    if await sync_to_async(replay.awaits_review)(ended):
+    if await sync_to_async(released(replay.awaits_review))(ended):
         nxt = Plan(thread_id=plan.thread_id, parent_run_id=ended, position=entry_id, review_wait=plan.review_wait)
         async for chunk in relay(nxt):
             yield chunk
