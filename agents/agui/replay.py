@@ -89,11 +89,25 @@ def continuation_head(run_id):
     """What follows a continuation's RUN_STARTED for a client that did not send the decision:
     the conversation before it, then the decisions that started it (as a resume's POST sends)."""
     run = Run.objects.select_related("thread__owner").get(pk=run_id)
-    messages = MessagesSnapshotEvent(
-        messages=[presenters.agui_message(m) for m in run.thread.messages.exclude(run=run)])
+    messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in before_answer(run.thread, run)])
     decided = (ApprovalRequest.objects.filter(run_ref=run.parent_run_id).exclude(status=ApprovalRequest.Status.PENDING)
                .select_related("approver_group", "decided_by").order_by("created_at")) if run.parent_run_id else []
     return [messages, *(custom_events.approval_response(r, viewer=run.thread.owner) for r in decided)]
+
+
+def before_answer(thread, live):
+    """The thread's messages for a client that joins `live` (a run still going) at its RUN_STARTED:
+    all but what that run streams, its answer. The person's turn it answers is kept: start_run stores
+    it with the run, a user message never comes as events, and a MESSAGES_SNAPSHOT replaces the
+    client's list (it lost the question: on a first turn the list was emptied). What the run stores
+    after its first answer (text sent with a resume, after the calls' results) comes in its stream."""
+    kept, answering = [], False
+    for m in thread.messages.all():
+        if m.run_id == live.pk and (answering or m.role != Message.Role.USER):
+            answering = True
+            continue
+        kept.append(m)
+    return kept
 
 
 def _started(run):
@@ -133,7 +147,7 @@ def catch_up(thread, seen_message_ids):
     for run in ended:
         replayed.append(_started(run))
         if len(replayed) == 1:  # the conversation as it stands, the live run's part excepted (it streams)
-            held = thread.messages.exclude(run=live) if live else thread.messages.all()
+            held = before_answer(thread, live) if live else thread.messages.all()
             replayed.append(MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in held]))
         decided = ApprovalRequest.objects.filter(run_ref=run.parent_run_id).exclude(
             status=ApprovalRequest.Status.PENDING).select_related("approver_group", "decided_by").order_by(
