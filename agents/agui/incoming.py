@@ -141,7 +141,10 @@ def select(thread, agent_input, held):
     `thread` is None for a thread this request creates (it holds nothing yet); `held`: held(thread).
     """
     sent = [_row(m) for m in agent_input.messages if m.role in ROLES]
-    held_ids = {h[0] for h in held}
+    # a message is held under its id only in its own role: a new turn sent under the id of a tool
+    # result the thread holds was dropped without a word and the model answered nothing new; it is
+    # new, as one under an assistant message's id is (own_ids stores it under an id of ours)
+    held_ids = {(h[0], h[1]) for h in held}
     # The person's turns decide what is new: a client that resends the whole conversation (whatever
     # its ids, with or without the tool results it saw) starts with the turns the thread holds;
     # only the ones after them are new. Tool results are sorted out by _tool_results. A resent
@@ -159,7 +162,7 @@ def select(thread, agent_input, held):
     for s in sent:
         if s[1] == Message.Role.USER and skip:
             skip -= 1
-        elif s[0] not in held_ids:
+        elif (s[0], s[1]) not in held_ids:
             new.append(s)
     seen = set()
     for s in new:  # one id, two messages: which one the id names is a guess, and the second store would fail

@@ -246,6 +246,20 @@ def tool(call_id, content):
     return {"id": fresh("tool"), "role": "tool", "toolCallId": call_id, "content": content}
 
 
+@pytest.mark.parametrize("role", ["assistant", "tool"])
+def test_a_new_turn_under_the_id_of_a_held_reply_is_stored_and_answered(client, bearer, waiting_thread, role):
+    """A client that numbers its own messages can give a new turn the id of a message of ours. Under
+    a tool result's id the turn was dropped without a word, and the model took a turn on nothing new
+    (under an assistant message's id it was stored, as here)."""
+    thread, _client_call, _server_call = waiting_thread
+    taken = Message.objects.filter(thread=thread, role=role).values_list("pk", flat=True).first()
+    resp = post(client, bearer, thread.pk, [user("Cancel my subscription sub_123", msg_id=taken)])
+    assert resp.status_code == 200
+    turn = Message.objects.get(thread=thread, role="user", content="Cancel my subscription sub_123")
+    assert turn.pk != taken and Message.objects.get(pk=taken).role == role  # stored under an id of ours
+    assert Run.objects.get(thread=thread, status=Run.Status.QUEUED).messages.filter(pk=turn.pk).exists()
+
+
 def test_a_tool_result_for_a_call_the_thread_never_made_is_refused(client, bearer, waiting_thread):
     thread, client_call, server_call = waiting_thread
     before = Message.objects.filter(thread=thread).count()
