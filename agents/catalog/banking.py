@@ -76,7 +76,7 @@ def _transfer_outcome(tool_call_id, _arguments):
     if made is None:
         return NOT_DONE
     return (f"Transferred {made.amount} {made.currency} from {made.from_account.number} to "
-            f"{made.to_account.number} (read back from the bank's records: the worker stopped after the transfer).")
+            f"{made.to_account.number} (read back from the bank's records: the transfer's own answer was lost).")
 
 
 @tool(
@@ -128,7 +128,10 @@ def transfer_money(
                 from_account=src, to_account=dst, amount=value, currency=currency, tool_call_ref=ctx.tool_call_id
             )
     except IntegrityError as exc:  # the unique tool_call_ref: this call already moved the money
-        raise ToolError("this transfer was already executed") from exc
+        made = _transfer_outcome(ctx.tool_call_id, None)
+        if made == NOT_DONE:
+            raise ToolError("this transfer could not be recorded") from exc
+        return made  # what its record says it did: the call succeeded, once (it read "failed")
     return (
         f"Transferred {value} {currency} from {from_account} to {to_account}. "
         f"New balance of {from_account}: {src.balance} {currency}."

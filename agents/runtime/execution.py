@@ -23,7 +23,7 @@ from datetime import timedelta
 import redis
 from ag_ui.core import RunErrorEvent
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -316,6 +316,22 @@ def _recorded_outcome(tool, call):
     except Exception:
         log.exception("tool %s could not say how call %s went; its outcome is unknown", call.name, call.pk)
         return None
+
+
+def read_after_lost_connection(tool, call):
+    """A call whose database connection broke while its tool ran (a COMMIT whose answer never came:
+    the money may have moved, or not): the broken connection is closed and the tool's records read
+    on another. (status, output) when they tell; None when the tool keeps none or they cannot be
+    read, and its outcome is unknown. It was reported `failed`, the money having moved, and the person
+    asked again."""
+    connection.close()
+    recorded = _recorded_outcome(tool, call)
+    if recorded is None:
+        return None
+    if recorded == NOT_DONE:
+        return ToolCall.Status.FAILED, (f"Error: {call.name} was not executed: its database connection broke before "
+                                        "it took effect, as the tool's records show.")
+    return ToolCall.Status.SUCCEEDED, recorded
 
 
 def _settle_from_records(run, call, status, result):

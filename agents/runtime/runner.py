@@ -31,6 +31,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from django import db
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone, translation
@@ -843,6 +844,12 @@ class Runner:
             self.emit(custom_events.approval_status(request))
         return interrupt_for(request)
 
+    def _outcome_unknown(self, tc, detail):
+        msg = execution.report_unknown(tc.pk, self.run, jsoncheck.scrub(detail))
+        if msg:
+            self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=msg.content, role="tool"))
+            self.state.on_result(tc)
+
     def execute_call(self, tc, tool, arguments, prefix=""):
         """Exactly once: the conditional claim precedes the side effect. Returns the Interrupt of a
         call that stopped at a question to the person (tools.Paused), else None."""
@@ -876,11 +883,17 @@ class Runner:
         except Paused as exc:  # awaiting the person's answer, its worker let go: the run pauses on it
             return exc.interrupt
         except OutcomeUnknown as exc:  # it went out and no answer came: reported, never repeated
-            msg = execution.report_unknown(tc.pk, self.run, jsoncheck.scrub(str(exc)))
-            if msg:
-                self.emit(ToolCallResultEvent(message_id=msg.pk, tool_call_id=tc.pk, content=msg.content, role="tool"))
-                self.state.on_result(tc)
+            self._outcome_unknown(tc, str(exc))
             return
+        except (db.OperationalError, db.InterfaceError) as exc:
+            # the connection broke under the tool: its COMMIT may have been made and its answer lost;
+            # its records say which (on a new connection), else the outcome is unknown: never `failed`
+            log.warning("tool %s: its database connection broke (%s); asking its records", tool.name, exc)
+            settled = execution.read_after_lost_connection(tool, tc)
+            if settled is None:
+                self._outcome_unknown(tc, "its database connection broke while it ran")
+                return
+            status, output = settled
         except Exception:
             log.exception("tool %s failed", tool.name)
             output, status = f"Error: {tool.name} failed unexpectedly.", ToolCall.Status.FAILED
