@@ -178,15 +178,15 @@ def refuse(agent_input, code, message, before=()):
                 error=RunErrorEvent(code=code, message=message), after_start=list(before))
 
 
-def _state_refusal(agent_input, payload):
-    """A refused state as RUN_ERROR: its message alone, which names the place (state/services.py);
-    `errors` repeat it for the REST API's fields, and RUN_ERROR has no field for them."""
-    message = payload["message"]
-    before = []
-    if "snapshot" in payload:  # what to retry from: the state as it is now, and its version
-        before = [StateSnapshotEvent(snapshot=payload["snapshot"]),
-                  custom_events.state_version(payload["version"], {})]
-    return refuse(agent_input, payload["code"], message, before)
+def _state_refusal(thread, agent_input, code, message):
+    """A refused state as RUN_ERROR: its message alone, which names the place (state/services.py;
+    `errors` repeat it for the REST API's fields, and RUN_ERROR has no field for them), after the
+    state as it is now and its version, whatever the refusal: a stock client sends its last state on
+    every run, so without them it sent the refused one again and every later turn was refused too
+    (a new thread's: the empty state it starts from)."""
+    doc = state_doc(thread.state_key)
+    return refuse(agent_input, code, message, [StateSnapshotEvent(snapshot=doc.view),
+                                               custom_events.state_version(doc.version, doc.provisional)])
 
 
 def accept_state(thread, user, agent_input):
@@ -200,13 +200,14 @@ def accept_state(thread, user, agent_input):
     props = agent_input.forwarded_props if isinstance(agent_input.forwarded_props, dict) else {}
     base = props.get("stateVersion")
     if base is not None and (not isinstance(base, int) or isinstance(base, bool) or base < 0):
-        return refuse(agent_input, "state_invalid", _(
+        return _state_refusal(thread, agent_input, "state_invalid", _(
             "The state version this request starts from (forwardedProps.stateVersion) must be a whole number, 0 or "
             "more.")), []
     try:
         outcome = statesync.apply_client_state(thread, user, agent_input.state, base)
     except StateError as exc:
-        return _state_refusal(agent_input, statesync.error_payload(exc)), []
+        payload = statesync.error_payload(exc)
+        return _state_refusal(thread, agent_input, payload["code"], payload["message"]), []
     if isinstance(outcome, statesync.NotApplied):  # the run goes on with the server's state, and says so
         doc = state_doc(thread.state_key)
         return None, [StateSnapshotEvent(snapshot=doc.view), custom_events.state_not_applied(

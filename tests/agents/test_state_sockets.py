@@ -265,6 +265,32 @@ def test_a_refused_state_on_a_new_thread_leaves_no_thread_behind(client, alice_t
     assert post(client, alice_token, thread_id, {"recipe": CARBONARA}).status_code == 200  # the id still works
 
 
+def test_every_refused_state_comes_with_the_current_state_to_retry_from(client, alice_token, no_enqueue, demo):
+    """A stock client sends its last state on every run: told only state_invalid, it sent the refused
+    state again and every later turn of the chat was refused (only a conflict said the current state)."""
+    thread_id = f"thread-{uuid.uuid4()}"
+    assert post(client, alice_token, thread_id, {"recipe": CARBONARA}).status_code == 200  # v1
+    services.Run.objects.filter(thread_id=thread_id).update(status="succeeded")
+
+    def told(state, **props):
+        events = sse_events(post(client, alice_token, thread_id, state, **props))
+        assert [e["type"] for e in events] == ["RUN_STARTED", "STATE_SNAPSHOT", "CUSTOM", "RUN_ERROR"], events
+        assert events[1]["snapshot"] == {"recipe": CARBONARA}
+        assert events[2]["name"] == "state_version" and events[2]["value"] == {"version": 1, "provisional": []}
+        return events[-1]["code"]
+
+    assert told({"recipe": {**CARBONARA, "title": ""}}) == "state_invalid"  # the schema's minLength
+    assert told({"recipe": CARBONARA}, stateVersion="one") == "state_invalid"
+    assert told({"recipe": {**CARBONARA, "title": "x" * 300_000}}) == "state_too_large"
+    # the client took the snapshot it was sent: its next turn goes through
+    assert post(client, alice_token, thread_id, {"recipe": CARBONARA}).status_code == 200
+    assert services.Run.objects.filter(thread_id=thread_id, status="queued").exists()
+    # on a new thread the state to retry from is the empty one it starts with
+    events = sse_events(post(client, alice_token, f"thread-{uuid.uuid4()}", {"recipe": "soup"}))
+    assert [(e["type"], e.get("snapshot", e.get("value"))) for e in events[1:3]] == [
+        ("STATE_SNAPSHOT", {}), ("CUSTOM", {"version": 0, "provisional": []})]
+
+
 async def test_two_tabs_watching_a_predictive_run_end_on_the_committed_state(demo, no_enqueue, monkeypatch, settings):
     from agents.runtime import runner
 
