@@ -266,6 +266,16 @@ def flush_after_hand_over(model, pk, using="default"):
     transaction.on_commit(wait_for_flush, using=using)
 
 
+def drop_if_hung_up(using="default"):
+    """After a long wait outside the database (a model's answer, streamed for seconds): a connection
+    the server ended meanwhile (a restart, a failover, pg_terminate_backend, an idle-session killer)
+    is closed, and the next statement opens another instead of failing the run on it. One poll of
+    its socket, no round trip (agui_project/postgresql/base.hung_up); SQLite's never hang up."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        connection.drop_if_hung_up()
+
+
 def unanswered(using="default"):
     """Inside atomic() on PostgreSQL, the statements run in the block go to the server with the next
     statement that needs an answer, or with the COMMIT, in that one's round trip, without waiting

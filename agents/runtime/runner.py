@@ -65,7 +65,7 @@ from agents.runtime.tools import (
 from agents.services import add_message, add_messages, answered_by_requester, cancel_requested, cancel_run
 from agents.transitions import claim_ahead, claim_run, move_call, move_run
 from agui_project import jsoncheck
-from agui_project.queries import Prepared, PreparedInsert, lazy_commits, one, read_ahead
+from agui_project.queries import Prepared, PreparedInsert, drop_if_hung_up, lazy_commits, one, read_ahead
 from approvals import policy
 from approvals import selectors as approval_selectors
 from approvals import services as approval_services
@@ -494,6 +494,7 @@ class Runner:
             self.check_cancelled(force=True)
             self.begin_turn()
             message_id, text, calls = self.stream_model(self.model_messages())
+            drop_if_hung_up()  # the server may have ended the connection while the model answered
             with transaction.atomic():
                 self.ours()
                 assistant = add_message(
@@ -900,6 +901,7 @@ class Runner:
         # what a tool read (a binary file's NUL bytes, an MCP server's text) is stored as the model's
         # input: a NUL failed the write on PostgreSQL, the run 'unexpectedly', and left the call executing
         output = jsoncheck.scrub(output)
+        drop_if_hung_up()  # a tool of another server may have taken long enough for the database to hang up
         # the call's outcome and its message for the model commit together: one commit fewer before
         # the result is sent, and no finished call is left without its result by a worker that died
         with transaction.atomic():

@@ -137,6 +137,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
             super()._rollback()
         self._next_begins()
 
+    def drop_if_hung_up(self):
+        """queries.drop_if_hung_up(): close (give back) this idle connection when the server ended it."""
+        if self.connection is not None and not self.in_atomic_block and hung_up(self.connection):
+            self.close()
+
     def unanswered(self):
         """queries.unanswered(): inside a transaction opened here, statements queued for the next."""
         self.ensure_connection()
