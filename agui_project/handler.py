@@ -449,8 +449,23 @@ class ASGIHandler(DjangoASGIHandler):
 
 
 def get_asgi_application():
-    """django.core.asgi.get_asgi_application, with this handler."""
+    """django.core.asgi.get_asgi_application, with this handler, in a web process: its PostgreSQL
+    connections wait at most AGUI_WEB_LOCK_TIMEOUT for a row lock."""
     import django
 
     django.setup(set_prefix=False)
+    bound_lock_waits()
     return ASGIHandler()
+
+
+def bound_lock_waits():
+    """A web request waited for a row lock as long as it was held (a locking migration, a long admin
+    transaction, a reviewer's decision on a stuck row): ten such waits held the process's whole pool
+    and every other request got a 503 after 10 s. With `lock_timeout` (a startup option of each new
+    connection: no round trip) the wait ends in 55P03, answered 503 `database_busy` with a sentence
+    (agui_project/busy.py). Web processes only: a worker's run waits its turn. 0 turns it off (a
+    pooler that refuses startup options, PgBouncer's, takes it as `ignore_startup_parameters`)."""
+    db, seconds = settings.DATABASES["default"], settings.AGUI_WEB_LOCK_TIMEOUT
+    if db["ENGINE"].endswith("postgresql") and seconds:
+        options = db.setdefault("OPTIONS", {})
+        options["options"] = f"{options.get('options', '')} -c lock_timeout={int(seconds * 1000)}".strip()

@@ -211,6 +211,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # statement run twice on a connection is prepared there (psycopg's prepare_threshold; Django turns it
 # off unless asked, for transaction-mode poolers such as PgBouncer's: AGUI_DB_PREPARE=0 there).
 # Prepared statements need the server to bind the parameters (server_side_binding).
+# how long a web request waits for a row lock before it is answered 503 database_busy (PostgreSQL;
+# agui_project/handler.bound_lock_waits): 0, as long as the lock is held
+AGUI_WEB_LOCK_TIMEOUT = env_float("AGUI_WEB_LOCK_TIMEOUT", 5, minimum=0)
 AGUI_DB_PREPARE = env_bool("AGUI_DB_PREPARE", True)
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and AGUI_DB_PREPARE:
     DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=2)
