@@ -571,10 +571,15 @@
     return path.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
   }
 
+  /* A pointer's token names the document's own member only: "__proto__" or "constructor" in a
+     patch (state the agent or a person wrote) is a key like any other, never Object.prototype. */
+  const hasOwn = (node, t) => Object.prototype.hasOwnProperty.call(node, t);
+  const put = (node, t, value) => Object.defineProperty(node, t, { value, writable: true, enumerable: true, configurable: true });
+
   function resolveParent(doc, tokens) {
     let node = doc;
     for (const t of tokens.slice(0, -1)) {
-      if (node === null || typeof node !== "object" || !(t in node)) throw new Error("missing " + t);
+      if (node === null || typeof node !== "object" || !hasOwn(node, t)) throw new Error("missing " + t);
       node = node[t];
     }
     if (node === null || typeof node !== "object") throw new Error("not a container");
@@ -584,7 +589,7 @@
   function getAt(doc, path) {
     let node = doc;
     for (const t of decodePointer(path)) {
-      if (node === null || typeof node !== "object" || !(t in node)) throw new Error("missing " + t);
+      if (node === null || typeof node !== "object" || !hasOwn(node, t)) throw new Error("missing " + t);
       node = node[t];
     }
     return node;
@@ -608,7 +613,7 @@
     const parent = resolveParent(doc, tokens);
     const last = tokens[tokens.length - 1];
     if (Array.isArray(parent)) parent.splice(arrayIndex(parent, last, true), 0, value);
-    else parent[last] = value;
+    else put(parent, last, value);
     return doc;
   }
 
@@ -618,7 +623,7 @@
     const parent = resolveParent(doc, tokens);
     const last = tokens[tokens.length - 1];
     if (Array.isArray(parent)) parent.splice(arrayIndex(parent, last, false), 1);
-    else if (last in parent) delete parent[last];
+    else if (hasOwn(parent, last)) delete parent[last];
     else throw new Error("missing " + last);
     return doc;
   }
@@ -629,7 +634,7 @@
     const parent = resolveParent(doc, tokens);
     const last = tokens[tokens.length - 1];
     if (Array.isArray(parent)) parent[arrayIndex(parent, last, false)] = value;
-    else if (last in parent) parent[last] = value;
+    else if (hasOwn(parent, last)) put(parent, last, value);
     else throw new Error("missing " + last);
     return doc;
   }
@@ -704,7 +709,8 @@
 
   /* A value as the tool's schema says: money with two decimals and its currency, 500 not 500.0. */
   function formatArg(field, value, args, schema) {
-    const prop = (schema && schema.properties && schema.properties[field]) || {};
+    const props = (schema && schema.properties) || {};
+    const prop = (Object.prototype.hasOwnProperty.call(props, field) && props[field]) || {};
     if (typeof value === "number") {
       const currency = args && typeof args.currency === "string" ? args.currency : "";
       // money in the reader's digits ("1,234.50 USD", "1.234,50 USD", "1 234,50 USD"), the code kept as sent

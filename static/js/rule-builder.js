@@ -120,7 +120,7 @@
 
   function fromRule(rule) {
     const b = { name: rule.name || "", action: rule.action || "gate", always: !("when" in rule), match: "all", conds: [], raw: null,
-                route: rule.route && typeof rule.route === "object" ? Object.assign({}, rule.route) : {} };
+                route: rule.route && typeof rule.route === "object" ? { ...rule.route } : {} }; // own keys, no setter
     if (b.always) return b;
     const when = rule.when;
     const single = leafOf(when);
@@ -156,8 +156,7 @@
     }
     rule.action = b.action;
     // a gate rule's route (who decides, approvals, risk, deadline); empty parts are left out
-    const route = {};
-    for (const [k, v] of Object.entries(b.route || {})) if (v !== "" && v !== null && v !== undefined) route[k] = v;
+    const route = Object.fromEntries(Object.entries(b.route || {}).filter(([, v]) => v !== "" && v !== null && v !== undefined));
     if (b.action === "gate" && Object.keys(route).length) rule.route = route;
     return rule;
   }

@@ -29,11 +29,18 @@
   const clone = (v) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
   const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
+  /* A key that comes with data (a caller's schema, its arguments, the server's labels and errors) is
+     read and written as the object's own property only: "__proto__", "constructor" or "prototype"
+     is then a field like any other, never Object.prototype (the page's every object and fetch). */
+  const hasOwn = (o, k) => o !== null && typeof o === "object" && Object.prototype.hasOwnProperty.call(o, k);
+  const own = (o, k) => (hasOwn(o, k) ? o[k] : undefined);
+  const put = (o, k, v) => Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+
   function getIn(root, path) {
     let node = root;
     for (const seg of path) {
       if (node === null || typeof node !== "object") return undefined;
-      node = node[seg];
+      node = own(node, seg);
     }
     return node;
   }
@@ -42,14 +49,15 @@
     let node = root;
     for (let i = 0; i < path.length - 1; i++) {
       const seg = path[i];
-      if (node[seg] === null || typeof node[seg] !== "object") node[seg] = typeof path[i + 1] === "number" ? [] : {};
-      node = node[seg];
+      const next = own(node, seg);
+      if (next === null || typeof next !== "object") put(node, seg, typeof path[i + 1] === "number" ? [] : {});
+      node = own(node, seg);
     }
     const last = path[path.length - 1];
     if (value === undefined) {
       if (Array.isArray(node)) node[last] = null;
-      else delete node[last];
-    } else node[last] = value;
+      else if (hasOwn(node, last)) delete node[last];
+    } else put(node, last, value);
   }
 
   /* ---------------------------------------------------------------- schema helpers */
@@ -58,7 +66,7 @@
     const defs = (root && (root.$defs || root.definitions)) || {};
     return function resolve(node) {
       let guard = 0;
-      while (node && node.$ref && guard++ < 20) node = defs[String(node.$ref).split("/").pop()] || {};
+      while (node && node.$ref && guard++ < 20) node = own(defs, String(node.$ref).split("/").pop()) || {};
       return node || {};
     };
   }
@@ -91,13 +99,13 @@
       const out = {};
       for (const [name, prop] of Object.entries(n.properties || {})) {
         const p = resolve(prop);
-        if (p.default !== undefined) out[name] = clone(p.default);
+        if (p.default !== undefined) put(out, name, clone(p.default));
         else if ((n.required || []).includes(name)) {
           const k = kindOf(prop, resolve).kind;
-          if (k === "string") out[name] = "";
-          else if (k === "enum") out[name] = resolve(prop).enum[0];
-          else if (k === "array") out[name] = [];
-          else if (k === "object") out[name] = defaultFor(prop, resolve);
+          if (k === "string") put(out, name, "");
+          else if (k === "enum") put(out, name, resolve(prop).enum[0]);
+          else if (k === "array") put(out, name, []);
+          else if (k === "object") put(out, name, defaultFor(prop, resolve));
         }
       }
       return out;
@@ -166,7 +174,7 @@
     const names = parts.map((p, i) => {
       if (typeof p === "number") return "#" + (p + 1);
       const key = parts.slice(0, i + 1).map((q) => (typeof q === "number" ? "*" : q)).join(".");
-      return (labels && labels[key]) || String(p).replace(/_/g, " ");
+      return own(labels, key) || String(p).replace(/_/g, " ");
     });
     return names.length ? names.join(" › ") : gettext("(arguments)");
   }
@@ -209,7 +217,7 @@
     // a field's label: the one the server gave for its path (an array's items as "*": our own tools'
     // labels in the page's language), else its name as the schema has it
     const labels = opts.labels || {};
-    const labelOf = (path) => labels[path.map((p) => (typeof p === "number" ? "*" : p)).join(".")]
+    const labelOf = (path) => own(labels, path.map((p) => (typeof p === "number" ? "*" : p)).join("."))
       || String(path[path.length - 1]).replace(/_/g, " ");
     const changed = () => {
       if (opts.onChange) opts.onChange(clone(value), new Map(problems));
@@ -243,7 +251,7 @@
       if (message) problems.set(key, message);
       else problems.delete(key);
       const slot = container.querySelector('[data-error-for="' + CSS.escape(key) + '"]');
-      const server = (serverErrors[key] || []).join("; ");
+      const server = (own(serverErrors, key) || []).join("; ");
       if (slot) {
         slot.textContent = message || server;
         slot.hidden = !(message || server);
