@@ -16,16 +16,20 @@ from agui_project.handler import get_asgi_application  # noqa: E402  (Django's, 
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from agents.routing import websocket_urlpatterns as agent_ws  # noqa: E402
-from agui_project.sockets import SameOriginValidator, socket_stack  # noqa: E402
+from agui_project.sockets import SameOriginValidator, no_such_socket, socket_stack  # noqa: E402
 from approvals.routing import websocket_urlpatterns as approval_ws  # noqa: E402
+
+# any other path is refused at its handshake (4404), not a 500 and a traceback per attempt
+unrouted = [re_path(r"", no_such_socket)]
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # the Origin must be this site (scheme, host and port) or a CSRF-trusted origin (agui_project/sockets.py)
-        "websocket": SameOriginValidator(socket_stack(URLRouter(agent_ws + approval_ws))),
+        "websocket": SameOriginValidator(socket_stack(URLRouter(agent_ws + approval_ws + unrouted))),
     }
 )
 

@@ -48,6 +48,8 @@ CLOSE_RETRY = 4011
 # the user's access changed (agui_project/access_changes.py): the pages reconnect at once, and the
 # handshake decides anew (4401 for an account switched off, the inbox's groups as they are now)
 CLOSE_RECHECK = 4012
+# a path no socket is served on: refused at the handshake (Daphne answers it with HTTP 403)
+CLOSE_NO_SUCH_SOCKET = 4404
 # redis-py's errors (channels-redis raises them too); OSError: a socket error it left unwrapped
 REDIS_AWAY = (redis.RedisError, OSError)
 
@@ -154,6 +156,16 @@ class SocketSessionMiddleware(SessionMiddleware):
 def socket_stack(inner):
     """channels' AuthMiddlewareStack (cookies, session, user) for the site's WebSockets."""
     return CookieMiddleware(SocketSessionMiddleware(AuthMiddleware(inner)))
+
+
+async def no_such_socket(scope, receive, send):
+    """The WebSockets' last route: a path no consumer serves (`/zzz`, `/ws/threads/`) is refused at
+    its handshake with one INFO line. Without it channels' URLRouter raised ValueError("No route
+    found"), which Daphne answered with a 500 and a traceback in the log, per anonymous attempt."""
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        log.info("WebSocket refused on %r: no socket is served there", scope.get("path", "")[:200])
+        await send({"type": "websocket.close", "code": CLOSE_NO_SUCH_SOCKET})
 
 
 # --- logout ------------------------------------------------------------------------------------
