@@ -38,6 +38,7 @@ from agents.agui.capabilities import capabilities
 from agents.agui.relay import (
     HAND_OVER_LATEST,
     Plan,
+    closed_on_error,
     frame,
     hand_over,
     hand_over_later,
@@ -598,6 +599,9 @@ async def run_endpoint(request, agent_name):
         if plan.deferred:  # a response that never starts (the client already gone) still hands it over
             hand_over_later(plan)
         body = watched_relay(plan)
+    ids = ((checked.agent_input.thread_id, checked.agent_input.run_id) if isinstance(checked, Accepted)
+           else (checked.thread_id, checked.run_id or checked.parent_run_id))
+    body = closed_on_error(body, *ids)
     response = StreamingHttpResponse(body, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

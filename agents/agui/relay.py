@@ -133,6 +133,29 @@ async def watched_relay(plan):
         await watch.leave(abandoned=not ended)
 
 
+async def closed_on_error(body, thread_id, run_id):
+    """`body`'s frames, and after an exception inside it (a wait for a pooled connection that ran
+    out while the run was handed over) a RUN_ERROR that ends the stream (or nothing more, after a
+    run's end): past the first frame, Daphne can send no error page and left the response open and
+    silent until the client's own timeout. The run itself goes on (a worker has it or recovery will)."""
+    sent = ended = False
+    try:
+        async for chunk in body:
+            sent, ended = True, _ends(chunk)
+            yield chunk
+    except Exception:  # noqa: BLE001  (not the client going away: that is CancelledError / GeneratorExit)
+        log.exception("AG-UI stream of run %s (thread %s) failed", run_id, thread_id)
+        if ended:
+            return
+        lost = RunErrorEvent(code="stream_failed", message=_(
+            "The server lost this stream; the run may still finish. Reconnect to follow the thread."))
+        head = "" if sent else frame(events.encode(RunStartedEvent(thread_id=thread_id, run_id=run_id,
+                                                                      protocol_version=PROTOCOL_VERSION)))
+        yield head + frame(events.encode(lost))
+    finally:
+        await body.aclose()  # its own ending (a watcher's leave, a hand-over) runs now, not at collection
+
+
 def _ends(chunk):
     """Whether the chunk's last frame is a run's end (frames are split by a blank line, which
     JSON text cannot hold)."""
