@@ -7,6 +7,8 @@ a worker is back), so a slow or restarting worker must not take every web proces
 `?require=worker` is the readiness of the whole stack (start-up scripts, monitoring): 503 until a
 worker answers. `sweeps` says whether recovery swept within a minute (the beat sends a sweep every
 10 s, a worker runs it); `?require=beat` (monitoring, `?require=worker,beat` for both) is 503 when not.
+With no mark of a sweep in Redis (a new stack, or a Redis that restarted empty) it is `none yet` for a
+minute from this process's first look, then `none for N s` counted from that look.
 `settings` says whether every process (web, worker, beat) known in Redis has the shared settings of
 this one (agui_project/agreement.py), else which differ and where; `?require=settings` is 503 then.
 It is not part of the plain probe's verdict: the process that is right sees the difference as well.
@@ -66,6 +68,28 @@ def _ask_database():
         conn.execute("SELECT 1")
 
 
+class _Unswept:
+    """Since when this process has found no sweeps' mark in Redis. A mark is missing before the
+    first sweep of a new stack, and also after Redis restarted empty, or failed over, with the beat
+    down: "none yet" then lasted for as long as the beat stayed down. It is "none yet" for
+    SWEEPS_LATE_AFTER from this process's first look, then late, as a lapsed mark is."""
+
+    def __init__(self, clock=time.monotonic):
+        self._clock, self.since = clock, None
+
+    def missing_for(self):
+        now = self._clock()
+        if self.since is None:
+            self.since = now
+        return now - self.since
+
+    def found(self):
+        self.since = None
+
+
+unswept = _Unswept()
+
+
 def _sweeps():
     """Whether recovery swept lately: the beat sends its sweep every 10 s and a worker runs it. With
     the beat down nothing else tells: deadlines pass without expiring or escalating, and runs of a
@@ -79,7 +103,9 @@ def _sweeps():
         log.warning("health check: the sweeps' mark could not be read from Redis: %r", exc)
         return DOWN["redis"]
     if swept is None:
-        return "none yet"
+        missing = int(unswept.missing_for())  # at least that long, as far as this process can tell
+        return "none yet" if missing <= SWEEPS_LATE_AFTER else f"none for {missing} s"
+    unswept.found()
     ago = (seconds * 1000 + micros // 1000 - int(swept)) // 1000
     return "ok" if ago <= SWEEPS_LATE_AFTER else f"none for {ago} s"
 

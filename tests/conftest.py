@@ -87,10 +87,13 @@ def _settings_compared_among_its_own(request, monkeypatch):
 @pytest.fixture(autouse=True)
 def _workers_asked_anew(monkeypatch):
     """/healthz keeps the workers' answer to its last ping for a second (agui_project/health._Kept):
-    each test's probes ask their own workers (or the test's stand-in for the ping)."""
+    each test's probes ask their own workers (or the test's stand-in for the ping). It also counts
+    from its first look how long the sweeps' mark has been missing (health._Unswept): each test's
+    Redis starts without one, so each test's count starts anew."""
     from agui_project import health
 
     monkeypatch.setattr(health, "kept", health._Kept())
+    monkeypatch.setattr(health, "unswept", health._Unswept())
 
 
 @pytest.fixture(autouse=True)

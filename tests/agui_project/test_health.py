@@ -221,6 +221,34 @@ def test_a_database_that_is_down_is_reported_within_the_probes_own_timeout(clien
     assert database_down == [0.2]  # the pool asked with the probe's timeout, not its own
 
 
+def test_a_sweeps_mark_lost_with_redis_turns_late_a_minute_after_this_process_missed_it(client, pings, monkeypatch):
+    """Redis restarted empty while the beat was down: the sweeps' mark was gone, and `sweeps` said
+    "none yet", as on a new stack, for as long as the beat stayed down (outside test, faults.md F6).
+    It is "none yet" for SWEEPS_LATE_AFTER from this process's first look without a mark, then late."""
+    from agents.runtime import execution
+    from agui_project.redis_client import redis_client
+
+    now = [1000.0]
+    monkeypatch.setattr(health, "unswept", health._Unswept(clock=lambda: now[0]))
+    pings(silent=0)
+    assert client.get("/healthz").json()["sweeps"] == "none yet"
+    now[0] += health.SWEEPS_LATE_AFTER
+    assert client.get("/healthz").json()["sweeps"] == "none yet"
+    now[0] += 30
+    plain = client.get("/healthz")
+    assert plain.status_code == 200  # the load balancer's probe: told only, as for a lapsed mark
+    assert plain.json()["sweeps"] == f"none for {health.SWEEPS_LATE_AFTER + 30} s"
+    assert client.get("/healthz?require=beat").status_code == 503
+
+    execution.stuck_call_ids()  # the beat is back: a sweep
+    assert client.get("/healthz?require=beat").json()["sweeps"] == "ok"
+    redis_client().delete(execution.LEASES_SWEPT_KEY)  # Redis restarted empty, the beat down again
+    now[0] += 600
+    assert client.get("/healthz").json()["sweeps"] == "none yet"  # counted from this look, not the last
+    now[0] += health.SWEEPS_LATE_AFTER + 1
+    assert client.get("/healthz").json()["sweeps"] == f"none for {health.SWEEPS_LATE_AFTER + 1} s"
+
+
 def test_a_beat_that_stopped_sweeping_is_told_and_fails_the_beats_probe(client, pings):
     """With the beat down every page and run still worked, and nothing said that deadlines no longer
     expired or escalated nor dead workers' runs were recovered: `sweeps` says when recovery last
