@@ -23,6 +23,9 @@ strict probe asks again, with longer waits, up to sum(WORKER_PING_TIMEOUTS). The
 sign-in: a ping's answer serves the probes of the next PING_KEPT_SECONDS (a second), so a flood of
 probes sends the workers one ping a second per web process, not one a probe.
 
+`db` says `no free connection in this process's pool` rather than that the database did not answer
+when every connection of this process's pool is lent out: PostgreSQL may be answering every other one.
+
 A 503 is this probe's answer, not a server error: it is logged here (a warning when the database or
 Redis fails, DEBUG when only a worker has not answered yet, as during `make run`'s start-up wait),
 never as django.request's ERROR "Service Unavailable".
@@ -35,6 +38,7 @@ import time
 from asgiref.sync import sync_to_async
 from django.db import connection
 from django.http import JsonResponse
+from psycopg_pool import PoolTimeout
 
 from agui_project import agreement
 from agui_project.celery import SWEPT_KEY
@@ -51,7 +55,9 @@ DB_PROBE_TIMEOUT = 1.0  # for a pooled connection: as long as Redis's probe (red
 PING_KEPT_SECONDS = 1.0  # a ping's answer serves the probes that follow it this long (_Kept)
 # what the body says of a part that failed: the probe needs no sign-in, so it names no exception (an
 # outsider learnt the driver and the kind of failure); the log has the exception for the operator
-DOWN = {"db": "error: the database did not answer", "redis": "error: Redis did not answer"}
+DOWN = {"db": "error: the database did not answer", "redis": "error: Redis did not answer",
+        # every connection of this process's pool lent out: PostgreSQL may well answer the others
+        "pool": "error: no free connection in this process's pool"}
 
 
 def _ask_database():
@@ -66,6 +72,13 @@ def _ask_database():
     pool.open()  # as Django's backend does before each connection: opened on first use
     with pool.connection(timeout=DB_PROBE_TIMEOUT) as conn:
         conn.execute("SELECT 1")
+
+
+def _pool_used_up():
+    """Whether this process's own PostgreSQL pool has every connection lent out (LifoPool.used_up):
+    its PoolTimeout then says nothing of the database, which answered every other process."""
+    pool = connection.pool if connection.vendor == "postgresql" else None
+    return bool(pool is not None and getattr(pool, "used_up", None) and pool.used_up())
 
 
 class _Unswept:
@@ -152,7 +165,8 @@ def healthz(request):
         _ask_database()
         body["db"] = "ok"
     except Exception as exc:  # report, don't raise: this is the health probe
-        body["db"], ok, why["db"] = DOWN["db"], False, exc
+        down = DOWN["pool"] if isinstance(exc, PoolTimeout) and _pool_used_up() else DOWN["db"]
+        body["db"], ok, why["db"] = down, False, exc
     try:
         probe_client().ping()
         body["redis"] = "ok"

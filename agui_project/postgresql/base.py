@@ -48,6 +48,26 @@ def hung_up(conn):
 
 
 class LifoPool(ConnectionPool):
+    # connections handed out and not given back yet: /healthz tells a pool this process used up
+    # (every connection lent, PoolTimeout) from a database that does not answer (PoolTimeout too)
+    lent = 0
+
+    def getconn(self, timeout=None):
+        conn = super().getconn(timeout)
+        with self._lock:
+            self.lent += 1
+        return conn
+
+    def putconn(self, conn):
+        super().putconn(conn)
+        with self._lock:
+            self.lent -= 1
+
+    def used_up(self):
+        """Whether every connection the pool may open is lent out (a wait for one is then a wait
+        for another request of this process to give one back, whatever the database does)."""
+        return self.lent >= self.max_size
+
     def _get_ready_connection(self, timeout):
         # called under the pool's lock; it takes from the left of the queue, connections come
         # back on the right: the one returned last goes to the front first. One the server hung up

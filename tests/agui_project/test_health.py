@@ -221,6 +221,42 @@ def test_a_database_that_is_down_is_reported_within_the_probes_own_timeout(clien
     assert database_down == [0.2]  # the pool asked with the probe's timeout, not its own
 
 
+@pytest.fixture
+def small_pool(django_db_blocker, monkeypatch):
+    """`health.connection` as a pooled PostgreSQL connection whose pool holds one connection."""
+    from django.conf import settings
+    from django.db.utils import ConnectionHandler
+
+    db = settings.DATABASES["default"]
+    if not db["ENGINE"].endswith("postgresql"):
+        pytest.skip("the pool is PostgreSQL's")
+    handler = ConnectionHandler({"default": {**db, "OPTIONS": {}}, "small": {
+        **db, "OPTIONS": {**db["OPTIONS"], "pool": {"min_size": 1, "max_size": 1, "timeout": 5}}}})
+    monkeypatch.setattr(health, "connection", handler["small"])
+    monkeypatch.setattr(health, "DB_PROBE_TIMEOUT", 0.2, raising=False)
+    with django_db_blocker.unblock():
+        yield handler["small"].pool
+        handler["small"].close_pool()
+
+
+def test_a_pool_used_up_by_this_process_is_not_blamed_on_the_database(client, pings, small_pool):
+    """Every connection of this process's pool lent out (open SSE streams, requests waiting on a row
+    lock): its PoolTimeout said "the database did not answer" while PostgreSQL answered every other
+    process, and an operator went looking at PostgreSQL (outside test, faults.md F7)."""
+    pings(silent=0)
+    assert client.get("/healthz").json()["db"] == "ok"
+    held = small_pool.getconn()
+    try:
+        assert small_pool.lent == 1 and small_pool.used_up()
+        resp = client.get("/healthz")
+        assert resp.status_code == 503
+        assert resp.json()["db"] == "error: no free connection in this process's pool"
+    finally:
+        small_pool.putconn(held)
+    assert small_pool.lent == 0
+    assert client.get("/healthz").json()["db"] == "ok"
+
+
 def test_a_sweeps_mark_lost_with_redis_turns_late_a_minute_after_this_process_missed_it(client, pings, monkeypatch):
     """Redis restarted empty while the beat was down: the sweeps' mark was gone, and `sweeps` said
     "none yet", as on a new stack, for as long as the beat stayed down (outside test, faults.md F6).
