@@ -393,6 +393,7 @@ AGUI_MAX_TOOL_CALLS_PER_ANSWER = env_int("AGUI_MAX_TOOL_CALLS_PER_ANSWER", 16, m
 # The largest request body accepted (413 beyond); Django's own form limit follows it.
 # an account's requests through POST /api/approvals/ waiting at once (each is mailed to its reviewers)
 AGUI_MAX_PENDING_PER_REQUESTER = env_int("AGUI_MAX_PENDING_PER_REQUESTER", 100, minimum=1)
+AGUI_MAX_REQUESTS_PER_HOUR = env_int("AGUI_MAX_REQUESTS_PER_HOUR", 600, minimum=1)
 AGUI_MAX_BODY_BYTES = env_int("AGUI_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
 # Messages one AG-UI request may add to a thread (413 beyond): a resent history it holds does not count.

@@ -53,7 +53,8 @@ def _error_response(exc):
             data["labels"] = {field: exc.labels[field] for field in exc.errors if field in exc.labels}
     elif exc.errors:
         data.update(exc.errors)
-    return Response(data, status=exc.status_code)
+    retry_after = getattr(exc, "retry_after", None)
+    return Response(data, status=exc.status_code, headers={"Retry-After": str(retry_after)} if retry_after else None)
 
 
 # --- approvals ------------------------------------------------------------------------------------
@@ -287,7 +288,9 @@ class ApprovalViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
                                                                  "same Idempotency-Key: the same request"),
                    400: OpenApiResponse(ErrorSerializer, description="field errors, unknown_tool, invalid_schema, "
                                         "invalid_arguments"),
-                   422: OpenApiResponse(ErrorSerializer, description="idempotency_key_reused")},
+                   422: OpenApiResponse(ErrorSerializer, description="idempotency_key_reused"),
+                   429: OpenApiResponse(ErrorSerializer, description="too_many_pending, too_many_requests "
+                                        "(with Retry-After)")},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description=(
             "A retry with the same key returns the same request (200); the same key with another body is 422"))],
         description="Ask for approval of a call by an agent running elsewhere (a user's or a service "

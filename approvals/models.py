@@ -505,6 +505,8 @@ class OutsideCall(models.Model):
             models.UniqueConstraint(fields=["requester", "idempotency_key"], name="outside_idempotency_uniq",
                                     condition=models.Q(idempotency_key__isnull=False)),
         ]
+        # an account's requests of the last hour, counted before each new one (outside._within_hourly_limit)
+        indexes = [models.Index(fields=["requester", "created_at"], name="outside_requester_recent")]
 
 
 class NotificationSetting(models.Model):

@@ -9,7 +9,7 @@ sets its policy; its arguments are checked against the JSON Schema the caller se
 """
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -62,6 +62,15 @@ class NotApproved(OutsideError):
 class TooManyPending(OutsideError):
     status_code = 429
     code = "too_many_pending"
+
+
+class TooManyRequests(OutsideError):
+    status_code = 429
+    code = "too_many_requests"
+
+    def __init__(self, message, retry_after):
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds: the Retry-After header
 
 
 def body_hash(body):
@@ -140,8 +149,10 @@ def create(*, requester, body, idempotency_key=None):
         reason=body.get("reason", ""), reversible=reversible, **words,
         agent_name=body.get("agent_name", ""), context={"outside": own, **({"objects": objects} if objects else {})},
     )
-    if earlier is None and verdict.action == "approve":
-        _within_pending_limit(requester)
+    if earlier is None:
+        _within_hourly_limit(requester)
+        if verdict.action == "approve":
+            _within_pending_limit(requester)
     try:
         with transaction.atomic():
             if earlier is not None:
@@ -171,6 +182,20 @@ def _within_pending_limit(requester):
         raise TooManyPending(_("%(count)s requests of this account are still waiting for a decision, the most "
                                "one account may have; ask again once some are decided or withdrawn.")
                              % {"count": limit})
+
+
+def _within_hourly_limit(requester):
+    """At most AGUI_MAX_REQUESTS_PER_HOUR new requests an account, whatever became of them: the pending
+    limit alone let one account ask and withdraw without end (300 mails to the reviewers in 8 s), and
+    requests policy answers at once (denied, approved) cost rows and a signed callback each, unbounded."""
+    limit, now = settings.AGUI_MAX_REQUESTS_PER_HOUR, timezone.now()
+    recent = OutsideCall.objects.filter(requester=requester, created_at__gt=now - timedelta(hours=1))
+    if recent[:limit].count() < limit:
+        return
+    oldest = recent.order_by("-created_at").values_list("created_at", flat=True)[limit - 1]
+    raise TooManyRequests(_("This account asked for %(count)s approvals in the last hour, the most one account "
+                            "may; ask again later.") % {"count": limit},
+                          retry_after=max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1))
 
 
 def _decided(req):

@@ -398,3 +398,34 @@ def test_an_account_waits_on_a_bounded_number_of_requests(api, settings):
     # a decided one makes room
     api("rita").post(f"/api/approvals/{asked[0].json()['id']}/decide/", {"decision": "approve"}, format="json")
     assert api("alice").post("/api/approvals/", body(arguments={"email": "x@example.com"}), format="json").status_code == 201
+
+
+def test_an_account_asks_a_bounded_number_of_times_an_hour_whatever_became_of_its_requests(api, settings):
+    """The pending bound alone let one account ask and withdraw without end (300 mails to the
+    reviewers in 8 s), and requests policy answers at once (a deny) were never counted: each cost
+    rows and a signed callback. Every new request of the last hour counts; a retry does not."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals.models import OutsideCall
+
+    settings.AGUI_MAX_REQUESTS_PER_HOUR = 3
+    first = api("bob").post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    api("bob").post(f"/api/approvals/{first.json()['id']}/withdraw/", {}, format="json")
+    denied = api("bob").post("/api/approvals/", {"tool_name": "delete_directory", "arguments": {"path": "x"}},
+                             format="json")
+    assert denied.status_code == 201 and denied.json()["status"] == "denied", denied.content  # policy: deny
+    third = api("bob").post("/api/approvals/", body(arguments={"email": "c@example.com"}), format="json")
+    assert third.status_code == 201
+    refused = api("bob").post("/api/approvals/", body(arguments={"email": "d@example.com"}), format="json")
+    assert refused.status_code == 429 and refused.json()["code"] == "too_many_requests", refused.content
+    assert refused.json()["message"] == ("This account asked for 3 approvals in the last hour, the most one account "
+                                         "may; ask again later.")
+    assert 3500 < int(refused["Retry-After"]) <= 3601
+    assert OutsideCall.objects.filter(requester__username="bob").count() == 3  # nothing more stored
+    again = api("bob").post("/api/approvals/", body(), format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]  # a retry is the same request
+    assert api("alice").post("/api/approvals/", body(), format="json").status_code == 201  # per account
+    OutsideCall.objects.filter(requester__username="bob").update(created_at=timezone.now() - timedelta(hours=2))
+    assert api("bob").post("/api/approvals/", body(arguments={"email": "f@example.com"}), format="json").status_code == 201
