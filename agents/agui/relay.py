@@ -70,7 +70,9 @@ def released(fn):
         try:
             return fn(*args, **kwargs)
         finally:
-            connections.close_all()
+            for conn in connections.all(initialized_only=True):
+                if not conn.in_atomic_block:  # a caller's open transaction (a test's) is left to it
+                    conn.close()
 
     return run
 
