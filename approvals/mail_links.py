@@ -29,6 +29,7 @@ from people import selectors as people
 from .access import deciders_in
 from .choices import ApproverKind
 from .models import ApprovalRequest, MailLink, NotificationSetting
+from .templatetags.inbox_tags import as_read
 
 log = logging.getLogger(__name__)
 SALT = "approvals.mail-link"
@@ -172,7 +173,7 @@ def _send(req, recipients, template, subject, group=None, escalated=False):
     recipients = list(recipients)
     if not recipients:
         return 0
-    arguments = json.dumps(req.current_arguments, indent=2, ensure_ascii=False, sort_keys=True)
+    arguments = json.dumps(as_read(req.current_arguments), indent=2, ensure_ascii=False, sort_keys=True)
     messages = []
     for person in recipients:
         with translation.override(people.language_of(person) or settings.LANGUAGE_CODE):

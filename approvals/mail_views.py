@@ -30,6 +30,7 @@ from agui_project.answer_first import answer_first
 from . import mail_links, selectors, services
 from .access import is_reviewer
 from .models import MailLink, NotificationSetting, arguments_hash
+from .templatetags.inbox_tags import as_read
 
 FEEDBACK_MAX = 5000
 
@@ -77,7 +78,7 @@ def confirm(request, token):
         return _refused(request, exc)
     req, recipient = checked.request, checked.link.user
     context = {"approval": req, "decision": checked.decision, "recipient": recipient, "feedback": "",
-               "arguments": json.dumps(req.current_arguments, indent=2, ensure_ascii=False, sort_keys=True),
+               "arguments": json.dumps(as_read(req.current_arguments), indent=2, ensure_ascii=False, sort_keys=True),
                "seen": arguments_hash(req.current_arguments),  # what the page shows is what its button approves
                "quorum": selectors.quorum(approval=req), "feedback_required":
                checked.decision == "reject" and req.approver_kind == "group",

@@ -28,6 +28,7 @@ from . import inbox as inbox_query
 from .access import is_reviewer, same_person
 from .filters import parse_row_id
 from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash, said
+from .templatetags.inbox_tags import pretty_json
 
 # kept for bench/djtasks.py, which EXPLAINs these filters
 STATUS_FILTERS = {
@@ -328,8 +329,8 @@ def detail(request, approval_id):
         "form_error": form_error,
         "feedback_value": feedback_value,
         "feedback_error": feedback_error,
-        "arguments_json": json.dumps(approval.arguments, indent=2, ensure_ascii=False),
-        "current_json": json.dumps(current, indent=2, ensure_ascii=False),
+        "arguments_json": pretty_json(approval.arguments),  # read-only: 500.0 written 500 (as_read)
+        "current_json": pretty_json(current),
         "seen": arguments_hash(current),
         "edited_before": approval.edited,
         "next": safe_next(request, default=""),

@@ -74,12 +74,24 @@ def urlencode_dict(params):
     return urlencode(params)
 
 
+def as_read(value):
+    """`value` with its whole numbers written as people write them: JSON's 500.0 and 500 are one
+    number, and the arguments' read-only view showed 500.0 where the editor and the headline say 500."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    if isinstance(value, list):
+        return [as_read(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_read(v) for k, v in value.items()}
+    return value
+
+
 @register.filter
 def tojson(value):
     """Compact JSON for display (the template escapes it like any text)."""
     import json
 
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return json.dumps(as_read(value), ensure_ascii=False, sort_keys=True)
 
 
 def _short(value, limit=120):
@@ -91,7 +103,7 @@ def _short(value, limit=120):
         moment = parse_datetime(value)  # an ISO timestamp (a deadline): as people read a time
         if moment is not None:
             return when(moment)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = value if isinstance(value, str) else json.dumps(as_read(value), ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -205,7 +217,7 @@ def pretty_json(value):
     """Indented JSON for reading (the template escapes it like any text)."""
     import json
 
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    return json.dumps(as_read(value), indent=2, ensure_ascii=False)
 
 
 @register.filter(is_safe=True)
