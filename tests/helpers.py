@@ -136,3 +136,13 @@ def json_service():
 
     with http_server(Handler) as url:
         yield url, asked
+
+
+def accept_each(listener, handle):
+    """handle(conn) for each connection `listener` takes, until it is closed (a test's own server)."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        handle(conn)

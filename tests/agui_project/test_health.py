@@ -6,6 +6,7 @@ import pytest
 import redis
 
 from agui_project import health
+from tests.helpers import accept_each
 
 pytestmark = pytest.mark.django_db
 PONG = [{"celery@test": {"ok": "pong"}}]
@@ -133,16 +134,11 @@ class HangingUp:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"redis://127.0.0.1:{self.listener.getsockname()[1]}/0"
         self.accepted = 0
-        threading.Thread(target=self._serve, daemon=True).start()
+        threading.Thread(target=accept_each, args=(self.listener, self._hang_up), daemon=True).start()
 
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
+    def _hang_up(self, conn):
+        self.accepted += 1
+        conn.close()
 
     def close(self):
         self.listener.close()

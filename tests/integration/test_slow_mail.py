@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests.agents.test_custom_events import post_sse
+from tests.helpers import accept_each
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -21,18 +22,12 @@ class SilentSMTP:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.accepted, self.connected, self.hung_up = [], threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        threading.Thread(target=accept_each, args=(self.listener, self._hold), daemon=True).start()
 
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.accepted.append(conn)
-            self.connected.set()
-            threading.Thread(target=self._watch, args=(conn,), daemon=True).start()
+    def _hold(self, conn):
+        self.accepted.append(conn)
+        self.connected.set()
+        threading.Thread(target=self._watch, args=(conn,), daemon=True).start()
 
     def _watch(self, conn):
         try:
