@@ -182,6 +182,9 @@ class ToolCall(models.Model):
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls",
                                 verbose_name=_("message"))
     name = models.CharField(_("tool name"), max_length=100)
+    # the agent that made the call: a workflow's active participant, not the thread's workflow, as
+    # policy judged it (the simulator replays it so; "" for calls recorded before it was kept)
+    agent = models.CharField(_("agent"), max_length=100, blank=True, default="")
     raw_arguments = models.TextField(_("raw arguments"), blank=True, default="")
     arguments = models.JSONField(_("arguments"), null=True, blank=True)  # validated
     final_arguments = models.JSONField(_("final arguments"), null=True, blank=True)  # what a reviewer approved

@@ -719,7 +719,7 @@ class Runner:
 
     def record_call(self, call, assistant):
         return _TOOL_CALL.create(id=call["id"], thread=self.thread, run=self.run, message=assistant,
-                                 name=call["name"], raw_arguments=call["arguments"])
+                                 name=call["name"], agent=self.agent.name, raw_arguments=call["arguments"])
 
     def one_too_many(self, call, assistant, most):
         """A call past AGUI_MAX_TOOL_CALLS_PER_ANSWER: recorded and answered, not made. A model (or a

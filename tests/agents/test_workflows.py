@@ -460,3 +460,28 @@ def test_a_participants_shared_state_streams_and_commits_inside_a_workflow(demo,
                                    predict_state_config={"recipe": {"tool": "x", "tool_argument": "*"}})
     with pytest.raises(ValueError, match="predict state key 'recipe' differently"):
         merged_state([recipe.AGENT, other], "broken")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_simulator_replays_a_workflows_call_by_the_agent_that_made_it(demo, direct):
+    """Policy judges a workflow's call by its participant (refund_agent); the simulator replayed it
+    by the thread's workflow (support): a rule on `agent eq support` read "a person decides" for every
+    recorded refund, and ran none of them past a person once saved."""
+    from approvals import simulate
+    from approvals.models import ToolPolicy
+
+    alice = demo["alice"]
+    thread = support_thread(alice)
+    run_prompt(thread, alice, "Hi, I have a question")
+    run_prompt(thread, alice, "I want a refund for order 12346, it stopped working")
+    call = ToolCall.objects.get(thread=thread, name="submit_refund")
+    assert call.agent == "refund_agent" and call.status == "awaiting_approval"
+
+    def replayed(agent):
+        draft = ToolPolicy(tool_name="submit_refund", mode="conditional", conditions=[
+            {"name": "by agent", "when": {"path": "agent", "op": "eq", "value": agent}, "action": "gate"},
+            {"name": "rest", "action": "allow"}])
+        return dict(simulate.simulate(draft, 50).counts)
+
+    assert replayed("refund_agent").get("gated") == 1 and not replayed("refund_agent").get("allowed")
+    assert replayed("support").get("allowed") == 1 and not replayed("support").get("gated")
