@@ -28,7 +28,8 @@ def recorded_calls(tool_name, limit):
     return [
         simulate.RecordedCall(
             id=c.pk, tool_name=c.name, arguments=c.arguments, created_at=c.created_at, user=c.thread.owner,
-            agent=c.agent or c.thread.agent, thread=c.thread_id,  # the participant policy judged outcome=_outcome(c), status=c.status,
+            # the agent policy judged the call by: a workflow's participant, not the thread's workflow
+            agent=c.agent or c.thread.agent, thread=c.thread_id, outcome=_outcome(c), status=c.status,
         )
         for c in calls
     ]
