@@ -956,10 +956,17 @@ def _withdraw_blocked(tool_name, actor):
             _reroute(req.pk, verdict, actor)
 
 
+def _asked(req):
+    """The routing a request was asked with (its `requested` audit row): {"required_approvals", "risk"}."""
+    row = AuditEvent.objects.filter(request=req, action=Action.REQUESTED).values_list("after", flat=True).first()
+    return row or {}
+
+
 def _reroute(request_id, verdict, actor):
-    """A pending request given the stricter of its routing and `verdict`'s: the verdict's group when it
-    names another one (the approvals given so far were the old deciders': withdrawn), the larger
-    quorum, the higher risk, no approval at the deadline unless both say so. Returns True when it changed."""
+    """A pending request given the stricter of the routing it was asked with and `verdict`'s: the
+    verdict's group when it names another one (the approvals given so far were the old deciders':
+    withdrawn), the larger quorum, the higher risk, no approval at the deadline unless both say so.
+    Returns True when it changed."""
     with transaction.atomic():
         req = one(ApprovalRequest.objects.select_for_update(of=("self",))
                   .select_related("approver_group", "escalation_group").filter(pk=request_id))
@@ -970,8 +977,15 @@ def _reroute(request_id, verdict, actor):
         deciders = decider_group_ids(req)
         regroup = (verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None
                    and verdict.group.pk != req.approver_group_id)
-        required = max(req.required_approvals, verdict.required_approvals)
-        risk = max(req.risk, verdict.risk, key=RISK_ORDER.index)
+        # the stricter of the verdict and the request as it was asked, not as the last change left it:
+        # a quorum raised a moment by mistake stuck (3 of a group of 2, a request that could only expire).
+        # Never below the approvals it has (+1): lowered to them, it would stand approved undecided.
+        asked = _asked(req)
+        given = 0 if regroup else req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True,
+                                                         arguments_hash=arguments_hash(req.current_arguments)).count()
+        required = max(asked.get("required_approvals") or 1, verdict.required_approvals,
+                       min(req.required_approvals, given + 1))
+        risk = max(asked.get("risk") or req.risk, verdict.risk, key=RISK_ORDER.index)
         # what runs unattended is the policy in force's to say, and it may only take that away: a policy
         # that no longer approves at the deadline left its waiting requests approving themselves
         at_deadline = req.timeout_action if verdict.timeout_action == TimeoutAction.APPROVE else TimeoutAction.REJECT

@@ -146,3 +146,31 @@ def test_the_new_group_hears_of_a_rerouted_request_and_the_former_one_only_that_
     assert sent[-1] == ({notify.group_for_approver_group(finance.pk)}, {"type": "approval.gone",
                                                                          "approval": {"id": large.pk}})
     assert sorted(m.to[0] for m in mailoutbox) == ["bob@example.com", "rita@example.com"]
+
+
+def test_a_quorum_raised_a_moment_falls_back_to_the_one_asked_not_below_it(demo):
+    """The quorum compared with the request's last one, not the one it was asked with: raised to 3 by
+    mistake for a group of two and set back to 2, a waiting request kept needing 3 and could only
+    expire. It falls back to what was asked, and never to the approvals it already has."""
+    finance = Group.objects.get(name="finance")
+
+    def quorum(n):
+        services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
+                                                "required_approvals": n, "conditions": []}, demo["admin"])
+
+    quorum(2)
+    req = transfer_request(demo["alice"], amount=50.0)
+    assert ApprovalRequest.objects.get(pk=req.pk).required_approvals == 2
+    quorum(3)
+    assert ApprovalRequest.objects.get(pk=req.pk).required_approvals == 3
+    quorum(2)
+    assert ApprovalRequest.objects.get(pk=req.pk).required_approvals == 2  # as asked
+    quorum(1)
+    assert ApprovalRequest.objects.get(pk=req.pk).required_approvals == 2  # never below what was asked
+    quorum(3)
+    services.decide(req.pk, demo["finn"], "approve")
+    demo["bob"].groups.add(finance)
+    services.decide(req.pk, demo["bob"], "approve")  # 2 of 3
+    quorum(2)
+    req = ApprovalRequest.objects.get(pk=req.pk)
+    assert (req.status, req.required_approvals) == ("pending", 3)  # not approved by a policy change
