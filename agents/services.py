@@ -341,6 +341,25 @@ _RESUME_CODES = {
     approval_services.DecisionNotAllowed: "decision_not_allowed",
 }
 RESUME_DECISIONS = ("approve", "edit", "reject", "respond")
+FEEDBACK_MAX = 5000  # characters of a decision's feedback, as REST's decide takes (approvals/api.py)
+
+
+def _resume_feedback(interrupt_id, payload):
+    """payload.feedback as the decision stores it: text of at most FEEDBACK_MAX characters, as REST's
+    decide and the interrupt's responseSchema have it ("" when absent). Anything else was stored as
+    str() of it, unbounded (an object as its Python repr; 0 and false as no feedback at all), and went
+    to the audit, the webhooks and the model's context."""
+    feedback = payload.get("feedback")
+    if feedback is None:
+        return ""
+    if not isinstance(feedback, str):
+        raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.feedback must be text") % {
+            "id": interrupt_id})
+    if len(feedback) > FEEDBACK_MAX:
+        raise ResumeError("invalid_resume", _(
+            "interrupt %(id)s: payload.feedback holds %(length)s characters; at most %(max)s are accepted") % {
+                "id": interrupt_id, "length": len(feedback), "max": FEEDBACK_MAX})
+    return feedback
 
 
 def _resume_decision(interrupt_id, payload):
@@ -354,6 +373,9 @@ def _resume_decision(interrupt_id, payload):
                 "interrupt %(id)s: the payload says neither decision (approve, edit, reject or respond) nor "
                 "approved (true or false)") % {"id": interrupt_id})
         return "approve" if approved else "reject"
+    if approved is not None and not isinstance(approved, bool):  # 1 read as true, "no" as a contradiction
+        raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.approved must be true or false") % {
+            "id": interrupt_id})
     if decision not in RESUME_DECISIONS:
         raise ResumeError("invalid_resume", _("interrupt %(id)s: payload.decision must be one of %(choices)s") % {
             "id": interrupt_id, "choices": ", ".join(RESUME_DECISIONS)})
@@ -498,7 +520,7 @@ def apply_resume(thread, user, entries, run_id, messages=()):
                                                           "boolean") % {"id": interrupt_id})
                 answered_rows.append(approval_services.decide(
                     interrupt_id, user, decision,
-                    arguments=arguments, feedback=str(payload.get("feedback") or ""), always_allow_in_thread=allow,
+                    arguments=arguments, feedback=_resume_feedback(interrupt_id, payload), always_allow_in_thread=allow,
                     resolve_here=approval_resolved,
                 ))
     except approval_services.DecisionError as exc:

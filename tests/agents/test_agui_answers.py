@@ -14,7 +14,7 @@ from approvals.models import ApprovalRequest
 from tests.agents.test_agui import refusal
 
 # no worker (the autouse no_enqueue), as the input tests have it; alice's `bearer`: conftest.py
-from tests.agents.test_agui_inputs import fresh, no_enqueue  # noqa: F401
+from tests.agents.test_agui_inputs import first_events, fresh, no_enqueue  # noqa: F401
 from tests.helpers import run_prompt
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -169,6 +169,36 @@ def test_an_answer_that_says_no_decision_names_both_ways_to_say_one(client, bear
     assert "decision (approve, edit, reject or respond)" in error["message"] and "approved (true or false)" in \
         error["message"], error["message"]
     assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
+
+
+@pytest.mark.parametrize(("payload", "said"), [
+    ({"approved": False, "feedback": "x" * 5001}, "payload.feedback holds 5001 characters; at most 5000"),
+    ({"approved": False, "feedback": "x" * 200_000}, "payload.feedback holds 200000 characters; at most 5000"),
+    ({"approved": False, "feedback": {"a": [1, 2]}}, "payload.feedback must be text"),
+    ({"approved": True, "feedback": ["list"]}, "payload.feedback must be text"),
+    ({"approved": False, "feedback": 12.5}, "payload.feedback must be text"),
+    ({"approved": False, "feedback": False}, "payload.feedback must be text"),
+    ({"decision": "approve", "approved": 1}, "payload.approved must be true or false"),
+])
+def test_a_resumes_feedback_is_text_bounded_as_the_decide_api_has_it(client, bearer, demo, fake_llm, payload, said):
+    """REST's decide takes a string of at most 5000 characters; a resume stored str() of anything,
+    unbounded (an object as its Python repr), into the request, the audit, webhooks and the model's
+    context; `approved: 1` with a decision was read as true."""
+    thread, req = paused_cancellation(demo, fake_llm)
+    resume = [{"interruptId": req.pk, "status": "resolved", "payload": payload}]
+    events = first_events(post(client, bearer, body(thread.pk, resume=resume)))  # taken, the run would go on
+    error = events[-1]
+    assert error["type"] == "RUN_ERROR" and error["code"] == "invalid_resume", [e["type"] for e in events]
+    assert said in error["message"] and req.pk in error["message"], error
+    assert ApprovalRequest.objects.get(pk=req.pk).status == ApprovalRequest.Status.PENDING
+
+
+def test_a_resumes_feedback_up_to_the_limit_is_stored_as_sent(client, bearer, demo, fake_llm):
+    thread, req = paused_cancellation(demo, fake_llm)
+    resume = [{"interruptId": req.pk, "status": "resolved", "payload": {"approved": False, "feedback": "é" * 5000}}]
+    assert post(client, bearer, body(thread.pk, resume=resume)).status_code == 200
+    req.refresh_from_db()
+    assert req.status == ApprovalRequest.Status.REJECTED and req.feedback == "é" * 5000
 
 
 def test_two_different_answers_to_one_interrupt_are_refused_and_one_answer_twice_is_one(client, bearer, demo, fake_llm):
