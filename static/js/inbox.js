@@ -3,7 +3,9 @@
  *
  * /inbox/ (the list): listens on /ws/inbox/ and, on every notice, refetches the rows of the current
  * filters and page (`?partial=rows&...`, rendered and escaped by Django) and swaps the table body,
- * keeping the keyboard-selected row, the ticked checkboxes and the focus. Bulk and single decisions
+ * keeping the keyboard-selected row, the ticked checkboxes and the focus (a selected request that left
+ * the list stays in the reading pane with its outcome; no other becomes the target of a / r until the
+ * reviewer moves with j / k or a click). Bulk and single decisions
  * (checkboxes, a / r) go through a confirmation dialog and POST /inbox/bulk/. Keys: j k x a r e o / ?
  *
  * /inbox/<id>/ (the detail): the arguments editor (schema-editor.js) with a JSON fallback, the
@@ -320,6 +322,10 @@
 
   let selectedId = null;
   let knownIds = null;
+  // the request the reviewer was reading when it left the list (decided or moved elsewhere): the
+  // pane keeps showing what became of it and no other request becomes the keys' target unasked;
+  // j / k go on from where it stood, a click chooses another
+  let gone = null; // {id, index}
   const checked = new Set();
 
   function rows() {
@@ -337,6 +343,7 @@
       else r.removeAttribute("aria-selected");
     }
     selectedId = row ? row.dataset.approvalId : null;
+    if (row) gone = null;
     if (row && focus) {
       const link = row.querySelector("a.row-link") || row;
       link.focus();
@@ -374,7 +381,7 @@
 
   async function loadPreview(force) {
     if (!splitOn()) return;
-    const id = selectedId;
+    const id = selectedId || (gone && gone.id);
     if (!id) {
       previewShown = null;
       viewing(null);
@@ -455,6 +462,7 @@
     const fresh = doc.querySelector("tbody");
     const newRows = Array.from(fresh.children).map((node) => document.importNode(node, true));
     const before = knownIds || new Set(rows().map((r) => r.dataset.approvalId));
+    const wasAt = selectedId ? rows().findIndex((r) => r.dataset.approvalId === selectedId) : -1;
     rowsBody.replaceChildren(...newRows);
     const ids = new Set();
     for (const r of rows()) {
@@ -468,9 +476,18 @@
       selectRow(keep, false);
       if (hadFocus) (focusedCheck && keep.querySelector(".row-check") || keep.querySelector("a.row-link") || keep).focus();
     } else {
+      // Nothing else is selected in its place: a key pressed next (a, r) must not fall on a
+      // request the reviewer never opened. The pane shows what became of it (decided by whom).
+      if (selectedId && !gone) {
+        gone = { id: selectedId, index: Math.max(0, wasAt) };
+        announce(gettext("The request you were reading has left the list; j or k to go on."));
+      }
       selectedId = null;
-      if (hadFocus && rows().length) selectRow(rows()[0], true);
-      else loadPreview(true);
+      for (const r of rows()) {
+        r.classList.remove("selected");
+        r.removeAttribute("aria-selected");
+      }
+      loadPreview(true);
     }
     tickCountdowns();
   }
@@ -797,16 +814,25 @@
         return;
       }
       const list = rows();
+      if ((event.key === "a" || event.key === "r") && gone && !selectedId && !checked.size) {
+        // the request read last left the list: no other one takes its place as the target
+        event.preventDefault();
+        showResult(gettext("The request you were reading has left the list (decided or moved elsewhere): the pane shows what became of it. Choose another with j / k or a click."), []);
+        return;
+      }
       if (!list.length) return;
       const index = list.findIndex((r) => r.dataset.approvalId === selectedId);
       const row = index >= 0 ? list[index] : null;
       const onControl = event.target && event.target.closest && event.target.closest("a,button,input");
       if (event.key === "j" || event.key === "ArrowDown") {
         event.preventDefault();
-        selectRow(list[Math.min(list.length - 1, index + 1)], true);
+        // after a request that left the list: the one now in its place (the next one down)
+        const to = index < 0 && gone ? Math.min(list.length - 1, gone.index) : Math.min(list.length - 1, index + 1);
+        selectRow(list[to], true);
       } else if (event.key === "k" || event.key === "ArrowUp") {
         event.preventDefault();
-        selectRow(list[Math.max(0, index < 0 ? 0 : index - 1)], true);
+        const to = index < 0 && gone ? Math.max(0, gone.index - 1) : Math.max(0, index < 0 ? 0 : index - 1);
+        selectRow(list[to], true);
       } else if ((event.key === "Enter" || event.key === "o") && row && !(event.key === "Enter" && onControl)) {
         event.preventDefault();
         window.location.assign(row.querySelector("a.row-link").href);
