@@ -44,3 +44,18 @@ def test_a_message_after_abort_run_is_answered_and_the_abandoned_run_ends_cancel
     assert LONG_TEXT.startswith(stored[1][2]) and 0 < len(stored[1][2]) < len(LONG_TEXT)  # stopped mid-stream
     assert stored[3][2] == "The short version: savings accounts earn interest."
     assert check_streams(live_stack, summary, aborted=["abort"]) == 1
+
+
+def test_a_client_that_comes_back_mid_answer_keeps_its_question(live_stack, node):
+    """runAgent() with nothing new while the answer streams: its MESSAGES_SNAPSHOT left out the question
+    the live run answers, and @ag-ui/client's list became [assistant] (on a first turn it was emptied)."""
+    from agents.models import Run
+
+    def replies(body):
+        return {"text": LONG_TEXT, "delay": 0.05} if _text(body["messages"][-1]).startswith("[long]") else None
+
+    live_stack["model"].handlers.append(replies)
+    scenario = drive_ok(live_stack, node, ["rejoin"])["scenarios"]["rejoin"]
+    assert scenario["answer"] == LONG_TEXT  # the whole answer, once
+    assert list(Run.objects.filter(thread_id=scenario["threadId"]).values_list("pk", "status")) == [
+        (scenario["runId"], Run.Status.SUCCEEDED)]  # not a new turn

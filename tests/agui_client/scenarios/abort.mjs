@@ -23,4 +23,21 @@ export default ({ newAgent, userMessage, run, finished, ofType, types, expect, t
     expect(stored[0][1].startsWith("[long]") && stored[2][1] === "Just the short version, please", "in order", stored);
     return { abandonedRunId: gone.runId, runId: next.runId, threadId: agent.threadId };
   },
+  // the client comes back while the answer still streams (a reload, a stream cut): runAgent() with
+  // nothing new is relayed the live run after a MESSAGES_SNAPSHOT, which replaces the client's list;
+  // it left out the question (the run's own user turn), so a first turn's list was emptied
+  rejoin: async () => {
+    const agent = newAgent();
+    agent.addMessage(userMessage("[long] Tell me a long story"));
+    const gone = await run(agent, {}, { onEvent: (e) => { if (e.type === "TEXT_MESSAGE_CONTENT") agent.abortRun(); } });
+    expect(!gone.error, `an aborted run resolves quietly: ${gone.error?.message}`);
+    const back = await run(agent);
+    expect(!back.error && back.events[0].runId === gone.runId && types(back.events).at(-1) === "RUN_FINISHED",
+      "the live run is relayed to its end", types(back.events));
+    const held = agent.messages.map((m) => [m.role, (m.content || "").slice(0, 40)]);
+    expect(JSON.stringify(held.map(([role]) => role)) === JSON.stringify(["user", "assistant"]),
+      "the question and its answer", held);
+    expect(held[0][1] === "[long] Tell me a long story", "the question is the client's own", held);
+    return { runId: gone.runId, threadId: agent.threadId, answer: agent.messages[1].content };
+  },
 });
