@@ -29,6 +29,7 @@ import copy
 import functools
 import json
 import threading
+from contextlib import contextmanager
 
 import jsonschema
 import re2
@@ -43,26 +44,45 @@ _NOTHING_RETRIEVED = referencing.Registry()  # no `retrieve`: a reference it doe
 # steps one check of a value may take: a tool's arguments with a thousand objects of five keywords
 # each take ~5,000; a step costs 1-11 µs (a $ref's the most), so one check holds a process < 0.6 s
 MAX_STEPS = 50_000
-_checking = threading.local()  # the steps left to the check running on this thread (errors())
+
+
+class _Check(threading.local):
+    left = None  # the steps left to the check running on this thread (budget())
+    keys = None  # {id(an enum's list) or ("const", id(its schema)): the keys (_same), made once a check
+
+
+_checking = _Check()
 
 
 class TooCostly(SchemaError):
     """The check of a value against a schema took more than MAX_STEPS."""
 
 
+@contextmanager
+def budget():
+    """MAX_STEPS for what runs inside (a check within one shares its steps)."""
+    if _checking.left is not None:
+        yield
+        return
+    _checking.left, _checking.keys = MAX_STEPS, {}
+    try:
+        yield
+    finally:
+        _checking.left = _checking.keys = None
+
+
 def _spend(steps):
-    left = getattr(_checking, "left", None)
-    if left is None:  # each use goes through errors(), which bounds it: a new one that did not is a bug
+    if _checking.left is None:  # each use runs inside budget(): a new one that did not is a bug
         raise RuntimeError("a json_schema validator ran outside json_schema.errors(): its work is unbounded")
-    _checking.left = left - steps
+    _checking.left -= steps
     if _checking.left < 0:
         raise TooCostly(f"checking the value against the schema takes more than {MAX_STEPS} steps (its $refs, "
-                        f"enums or uniqueItems, over the value's size)")
+                        f"patterns, enums or uniqueItems, over the value's size)")
 
 
-def _counted(keyword, check):
+def _counted(check):
     def counted(validator, value, instance, schema):
-        _spend(len(value) if keyword == "enum" and isinstance(value, list) else 1)
+        _spend(1)
         return check(validator, value, instance, schema)
 
     return counted
@@ -70,16 +90,38 @@ def _counted(keyword, check):
 
 def _same(value):
     """`value` as a hashable key that two values share when JSON Schema calls them equal (1 and 1.0
-    are; true and 1 are not; an object's keys in any order)."""
-    if isinstance(value, bool) or value is None:
-        return (type(value).__name__, value)
-    if isinstance(value, (int, float)):
-        return ("number", value)
-    if isinstance(value, list):
-        return ("array", tuple(_same(v) for v in value))
-    if isinstance(value, dict):
-        return ("object", frozenset((k, _same(v)) for k, v in value.items()))
-    return (type(value).__name__, value)
+    are; true and 1 are not; an object's keys in any order), a step spent for each of its values."""
+    nodes = [0]
+
+    def key(v):
+        nodes[0] += 1
+        if isinstance(v, bool) or v is None:
+            return (type(v).__name__, v)
+        if isinstance(v, (int, float)):
+            return ("number", v)
+        if isinstance(v, list):
+            return ("array", tuple(key(x) for x in v))
+        if isinstance(v, dict):
+            return ("object", frozenset((k, key(x)) for k, x in v.items()))
+        return (type(v).__name__, v)
+
+    made = key(value)
+    _spend(nodes[0])
+    return made
+
+
+def _size(value):
+    """How many values `value` holds (itself included), a step spent for each."""
+    count, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        count += 1
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    _spend(count)
+    return count
 
 
 def _options():
@@ -88,7 +130,7 @@ def _options():
     return options
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)  # a schema's patterns all stay compiled (at most 64 KB of them)
 def regex(pattern):
     """`pattern` compiled on RE2 (re2.error when RE2 cannot run it): schemas' patterns and policy
     rules' `matches` (approvals/rules.py)."""
@@ -110,6 +152,7 @@ def _pattern(validator, pattern, instance, schema):
 def _pattern_properties(validator, pattern_properties, instance, schema):
     if not validator.is_type(instance, "object"):
         return
+    _spend(len(instance) * len(pattern_properties))  # a search per name and pattern
     for pattern, subschema in pattern_properties.items():
         for name, value in instance.items():
             if _search(pattern, name):
@@ -120,6 +163,7 @@ def _additional_properties(validator, additional, instance, schema):
     if not validator.is_type(instance, "object"):
         return
     known, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    _spend(len(instance) * max(1, len(patterns)))
     extras = [name for name in instance if name not in known and not any(_search(p, name) for p in patterns)]
     if validator.is_type(additional, "object"):
         for name in extras:
@@ -132,7 +176,6 @@ def _additional_properties(validator, additional, instance, schema):
 def _unique_items(validator, unique, instance, schema):
     if not unique or not validator.is_type(instance, "array"):
         return
-    _spend(len(instance))
     seen = set()
     for item in instance:
         key = _same(item)
@@ -142,11 +185,37 @@ def _unique_items(validator, unique, instance, schema):
         seen.add(key)
 
 
+def _keys(values):
+    """The keys (_same) of a schema's enum list, or of its const in a list of one, made once a check:
+    the schema's values live as long as it does."""
+    keys = _checking.keys.get(id(values))
+    if keys is None:
+        keys = _checking.keys[id(values)] = frozenset(_same(v) for v in values)
+    return keys
+
+
+def _enum(validator, enums, instance, schema):
+    if _same(instance) not in _keys(enums):
+        yield ValidationError(f"{instance!r} is not one of {enums!r}")  # jsonschema's words
+
+
+def _const(validator, const, instance, schema):
+    known = _checking.keys.get(("const", id(schema)))
+    if known is None:
+        known = _checking.keys[("const", id(schema))] = _same(const)
+    if _same(instance) != known:
+        yield ValidationError(f"{const!r} was expected")  # jsonschema's words
+
+
 @functools.cache
 def _ours(cls):
     keywords = {**cls.VALIDATORS, "pattern": _pattern, "patternProperties": _pattern_properties,
                 "additionalProperties": _additional_properties, "uniqueItems": _unique_items}
-    return jsonschema.validators.extend(cls, {k: _counted(k, check) for k, check in keywords.items()})
+    if "enum" in keywords:
+        keywords["enum"] = _enum  # compared by hashed keys, not each value with each (jsonschema's)
+    if "const" in keywords:
+        keywords["const"] = _const
+    return jsonschema.validators.extend(cls, {k: _counted(check) for k, check in keywords.items()})
 
 
 def _one_dialect(schema, top=True):
@@ -219,23 +288,18 @@ def validator(schema, default=jsonschema.Draft202012Validator, max_bytes=None):
 def errors(validator_, instance, limit=None):
     """The first `limit` (all: None) of validator_.iter_errors(instance), within MAX_STEPS (TooCostly
     past them), with a `$ref` that cannot be followed said as SchemaError."""
-    outer = getattr(_checking, "left", None)
-    if outer is None:
-        _checking.left = MAX_STEPS
     try:
-        found = []
-        for error in validator_.iter_errors(instance):
-            found.append(error)
-            if limit is not None and len(found) >= limit:
-                break
-        return found
+        with budget():
+            found = []
+            for error in validator_.iter_errors(instance):
+                found.append(error)
+                if limit is not None and len(found) >= limit:
+                    break
+            return found
     except referencing.exceptions.Unresolvable as exc:
         raise SchemaError(f"a $ref of the schema cannot be followed: {str(exc)[:200]}") from exc
     except RecursionError as exc:
         raise SchemaError("the schema refers to itself without end (its $refs loop)") from exc
-    finally:
-        if outer is None:
-            _checking.left = None
 
 
 def _local(root, node):
@@ -258,6 +322,7 @@ def with_defaults(validator_, instance):
     the value that will be used (`"dryRun": false` left out made a rule `dryRun eq false -> gate` miss
     a call that wrote for real). Validate `instance` first; this adds only what the schema allows."""
     root = validator_.schema
+    valid = {}  # id(a property's schema) -> whether its default is valid there: asked once, not per item
 
     def fill(schema, value):
         schema = _local(root, schema)
@@ -271,10 +336,16 @@ def with_defaults(validator_, instance):
                 default = sub.get("default", _NONE) if isinstance(sub, dict) else _NONE
                 if default is _NONE:
                     default = _local(root, sub).get("default", _NONE)
-                if default is not _NONE and not errors(validator_.evolve(schema=sub), default, limit=1):
+                if default is _NONE:
+                    continue
+                if id(sub) not in valid:
+                    valid[id(sub)] = not errors(validator_.evolve(schema=sub), default, limit=1)
+                if valid[id(sub)]:
+                    _size(default)  # each copy counted: a big default in each of many items was 12 MB
                     value[name] = fill(sub, copy.deepcopy(default))
         elif isinstance(value, list) and isinstance(schema.get("items"), dict):
             value = [fill(schema["items"], item) for item in value]
         return value
 
-    return fill(root, instance)
+    with budget():  # the whole filling, its checks of defaults included, within one check's steps
+        return fill(root, instance)

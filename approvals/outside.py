@@ -104,11 +104,11 @@ def _checked_arguments(tool_name, arguments, schema, requester):
         return arguments, {}, []
     try:
         errors = schemas.errors(schema, arguments)
+        if errors:
+            raise services.InvalidArguments(_("the arguments do not fit the schema"), errors)
+        return schemas.filled(schema, arguments), schema, []
     except schemas.SchemaInvalid as exc:
         raise InvalidSchema(exc.message, {"schema": [exc.message]}) from exc
-    if errors:
-        raise services.InvalidArguments(_("the arguments do not fit the schema"), errors)
-    return schemas.filled(schema, arguments), schema, []
 
 
 def create(*, requester, body, idempotency_key=None):
@@ -118,6 +118,7 @@ def create(*, requester, body, idempotency_key=None):
         found = _retry(requester, idempotency_key, digest)
         if found is not None:
             return found, False
+    _within_hourly_limit(requester)  # before any work on the body: a refused account costs a count
     tool_name = body["tool_name"]
     arguments, schema, objects = _checked_arguments(tool_name, body["arguments"], body.get("schema"), requester)
     # The caller's thread and run are its own names, kept apart from this project's conversations
@@ -149,10 +150,8 @@ def create(*, requester, body, idempotency_key=None):
         reason=body.get("reason", ""), reversible=reversible, **words,
         agent_name=body.get("agent_name", ""), context={"outside": own, **({"objects": objects} if objects else {})},
     )
-    if earlier is None:
-        _within_hourly_limit(requester)
-        if verdict.action == "approve":
-            _within_pending_limit(requester)
+    if earlier is None and verdict.action == "approve":
+        _within_pending_limit(requester)
     try:
         with transaction.atomic():
             if earlier is not None:

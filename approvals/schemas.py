@@ -37,17 +37,25 @@ def errors(schema, arguments):
     try:
         return argument_errors.from_jsonschema(validator, arguments, root="arguments", limit=MAX_SCHEMA_ERRORS)
     except json_schema.TooCostly as exc:
-        raise SchemaInvalid(_("these arguments cannot be checked against the schema: it takes more than %(steps)s "
-                              "steps (its $refs, enums or uniqueItems, over the arguments' size)")
-                            % {"steps": json_schema.MAX_STEPS}) from exc
+        raise _too_costly() from exc
     except SchemaError as exc:  # a $ref that cannot be followed
         raise SchemaInvalid(_("the schema is not a valid JSON Schema: %(error)s") % {"error": exc.message}) from exc
 
 
+def _too_costly():
+    return SchemaInvalid(_("these arguments cannot be checked against the schema: it takes more than %(steps)s "
+                           "steps (its $refs, enums or uniqueItems, over the arguments' size)")
+                         % {"steps": json_schema.MAX_STEPS})
+
+
 def filled(schema, arguments):
     """Valid `arguments` with the schema's defaults of what they leave out (agui_project/json_schema):
-    the values the caller's tool will take, which policy and reviewers read."""
-    return json_schema.with_defaults(_validator(schema), arguments)
+    the values the caller's tool will take, which policy and reviewers read. SchemaInvalid when that
+    takes more than a check's steps (a big default copied into each of many items)."""
+    try:
+        return json_schema.with_defaults(_validator(schema), arguments)
+    except json_schema.TooCostly as exc:
+        raise _too_costly() from exc
 
 
 def defaults_for(req):
@@ -61,7 +69,10 @@ def defaults_for(req):
             raise registry.ArgumentsInvalid({"arguments": [exc.message]}) from exc
         if problems:
             raise registry.ArgumentsInvalid(problems)
-        return filled(req.schema, arguments)
+        try:
+            return filled(req.schema, arguments)
+        except SchemaInvalid as exc:
+            raise registry.ArgumentsInvalid({"arguments": [exc.message]}) from exc
 
     return registry.ToolDefaults(name=req.tool_name, description=req.description, schema=req.schema,
                                  validate=validate)

@@ -114,7 +114,11 @@ class MCPTool:
         if errors:
             raise registry.ArgumentsInvalid(errors)
         # what the server will take for what is left out: policy and the reviewer read it, and it is sent
-        return json_schema.with_defaults(self._validator, arguments)
+        try:
+            return json_schema.with_defaults(self._validator, arguments)
+        except json_schema.TooCostly as exc:  # a big default copied into each of many items
+            raise registry.ArgumentsInvalid({"__root__": [_("the tool's inputSchema cannot be read: %(error)s") % {
+                "error": exc.message}]}) from exc
 
     def authorize(self, user, arguments):
         return []  # an MCP server's objects are its own: the server is trusted with them, its policy decides

@@ -25,10 +25,17 @@ def ask(api, schema, arguments):
                            format="json")
 
 
+PATTERNS = {"type": "object", "patternProperties": {f"^k{i}$": {"type": "integer"} for i in range(300)}}
+BIG_DEFAULT = {"type": "object", "properties": {"xs": {"type": "array", "items": {
+    "type": "object", "properties": {"tags": {"type": "array", "default": list(range(200))}}}}}}
+
+
 @pytest.mark.parametrize("schema, arguments", [
     (fan_out(25), {"x": 1}),  # 2^25 applications of the last level
-    ({"type": "object", "properties": {"xs": {"type": "array", "items": {"enum": list(range(8000))}}}},
-     {"xs": [7999] * 2000}),  # 16 million comparisons
+    (PATTERNS, {f"k{i}": i for i in range(300)}),  # a search per name and pattern: 90,000
+    ({"type": "object", "properties": {"xs": {"type": "array", "uniqueItems": True}}},
+     {"xs": [[i] * 600 for i in range(100)]}),  # 60,000 values hashed
+    (BIG_DEFAULT, {"xs": [{}] * 1000}),  # a default of 201 values copied into each of 1,000 items
 ])
 def test_a_check_past_its_steps_is_refused_as_the_schemas_fault(api, schema, arguments):
     resp = ask(api, schema, arguments)
@@ -41,18 +48,18 @@ def test_the_same_schema_with_fewer_levels_or_values_is_checked(api):
     assert ask(api, fan_out(8), {"x": 1}).status_code == 201  # 2^8 steps
     refused = ask(api, fan_out(8), {"x": "one"})
     assert refused.status_code == 400 and refused.json()["code"] == "invalid_arguments", refused.content
-    enum = {"type": "object", "properties": {"xs": {"type": "array", "items": {"enum": list(range(100))}}}}
-    assert ask(api, enum, {"xs": [99] * 100}).status_code == 201
+    enum = {"type": "object", "properties": {"xs": {"type": "array", "items": {"enum": list(range(8000))}}}}
+    assert ask(api, enum, {"xs": [7999] * 2000}).status_code == 201  # hashed once, not 16 million comparisons
+    assert ask(api, BIG_DEFAULT, {"xs": [{}] * 100}).status_code == 201
 
 
 def test_a_reviewers_edit_is_bounded_the_same_way(api):
     from approvals.models import ApprovalRequest
 
-    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {"enum": list(range(8000))}}}}
-    made = ask(api, schema, {"xs": [1]})
+    made = ask(api, BIG_DEFAULT, {"xs": [{}]})
     assert made.status_code == 201, made.content
     resp = api("rita").post(f"/api/approvals/{made.json()['id']}/decide/",
-                            {"decision": "approve", "arguments": {"xs": [7999] * 2000}}, format="json")
+                            {"decision": "approve", "arguments": {"xs": [{}] * 1000}}, format="json")
     assert resp.status_code == 400, resp.content
     assert ApprovalRequest.objects.get(pk=made.json()["id"]).status == "pending"
 
@@ -95,3 +102,12 @@ def test_a_validator_used_outside_errors_refuses_to_run():
     checked = json_schema.validator({"type": "object"})
     with pytest.raises(RuntimeError, match="outside json_schema.errors"):
         list(checked.iter_errors({}))
+
+
+def test_enum_and_const_by_hashing_say_what_jsonschema_says():
+    atoms = [0, 1, 1.0, True, False, None, "1", [1], [1.0], {"a": 1}, {"a": 1.0}, {"b": 1, "a": 2}, {"a": 2, "b": 1}]
+    for allowed in atoms:
+        for value in atoms:
+            for schema in ({"enum": [allowed, "other"]}, {"const": allowed}):
+                theirs = jsonschema.Draft202012Validator(schema).is_valid(value)
+                assert (not json_schema.errors(json_schema.validator(schema), value)) == theirs, (schema, value)
