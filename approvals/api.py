@@ -27,7 +27,7 @@ from rest_framework.settings import api_settings
 from agui_project.answer_first import answer_first
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
-from . import exports, outside, registry, selectors, services
+from . import exports, outside, policy_versions, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
 from .models import (
@@ -445,8 +445,46 @@ def _plain(data):
 
 
 _TOOL_NAME = OpenApiParameter("tool_name", str, OpenApiParameter.PATH, description="The tool's name")
+_IF_MATCH = OpenApiParameter(
+    "If-Match", str, OpenApiParameter.HEADER, required=False,
+    description="The ETag a GET of this policy answered: the change is made only if the policy still says what it "
+                "said then (else 412, code policy_changed). Without it the change is made whatever happened since.")
+_CHANGED = OpenApiResponse(ErrorSerializer, description="policy_changed: another change was saved since the ETag "
+                                                        "sent in If-Match; GET the policy again")
 _POLICY_SAVED = {200: PolicySerializer, 201: OpenApiResponse(PolicySerializer, description="the tool had no policy "
-                                                               "row: created"), 400: ErrorSerializer}
+                                                               "row: created"), 400: ErrorSerializer, 412: _CHANGED}
+
+
+def _if_match(request):
+    """The version an If-Match header names (its first entity tag, quotes and W/ dropped), or None: no
+    precondition. `*` asks only that the policy exist, which every tool's does (its code defaults)."""
+    header = request.headers.get("If-Match", "").strip()
+    if not header or header == "*":
+        return None
+    tag = header.split(",")[0].strip()
+    if tag.startswith("W/"):
+        tag = tag[2:]
+    return tag.strip('"')
+
+
+def _etag(policy):
+    return f'"{policy_versions.version_of(policy)}"'
+
+
+def _changed(exc):
+    """412 for a change based on a policy version that is no longer the policy's."""
+    current = selectors.policy_for(tool_name=exc.tool_name)
+    if exc.by and exc.at:
+        message = _("%(name)s changed this policy at %(when)s, after the version you sent in If-Match: nothing was "
+                    "changed. Read it again (GET) and send your change with its new ETag.") % {
+            "name": exc.by, "when": exc.at.isoformat()}
+    else:
+        message = _("This policy changed after the version you sent in If-Match: nothing was changed. Read it again "
+                    "(GET) and send your change with its new ETag.")
+    body = {"message": message, "code": "policy_changed", "changed_by": exc.by,
+            "changed_at": exc.at.isoformat() if exc.at else None}
+    headers = {"ETag": _etag(current)} if current is not None else {}
+    return Response(body, status=status.HTTP_412_PRECONDITION_FAILED, headers=headers)
 
 
 # the tool's name is a path parameter of the detail routes only (the list's path has none)
@@ -454,15 +492,18 @@ _POLICY_SAVED = {200: PolicySerializer, 201: OpenApiResponse(PolicySerializer, d
     create=extend_schema(responses={201: PolicySerializer, 400: ErrorSerializer,
                                     409: OpenApiResponse(ErrorSerializer, description="exists: use PUT or PATCH")}),
     retrieve=extend_schema(parameters=[_TOOL_NAME], responses={200: PolicySerializer, 404: ErrorSerializer}),
-    update=extend_schema(parameters=[_TOOL_NAME], responses=_POLICY_SAVED),
-    partial_update=extend_schema(parameters=[_TOOL_NAME], responses=_POLICY_SAVED),
-    destroy=extend_schema(parameters=[_TOOL_NAME], responses={204: None, 404: ErrorSerializer}),
+    update=extend_schema(parameters=[_TOOL_NAME, _IF_MATCH], responses=_POLICY_SAVED),
+    partial_update=extend_schema(parameters=[_TOOL_NAME, _IF_MATCH], responses=_POLICY_SAVED),
+    destroy=extend_schema(parameters=[_TOOL_NAME, _IF_MATCH], responses={204: None, 404: ErrorSerializer,
+                                                                          412: _CHANGED}),
 )
 class PolicyViewSet(viewsets.GenericViewSet):
     """Tool policies, admins only. Every registered tool is listed (source "default" until an admin
     saves a row); PUT/PATCH create or change the row (PUT replaces it whole: a field left out takes
     the model's default; PATCH changes only what it sends), DELETE returns the tool to its code defaults.
-    Every change is audited with before/after."""
+    Every change is audited with before/after. A policy's GET and every save answer its ETag (the
+    digest of what it says); PUT, PATCH and DELETE sent with If-Match are refused with 412
+    (policy_changed) once the policy says something else; without If-Match they are made as before."""
 
     serializer_class = PolicySerializer
     permission_classes = [IsAdminUser]
@@ -478,7 +519,7 @@ class PolicyViewSet(viewsets.GenericViewSet):
         policy = selectors.policy_for(tool_name=tool_name)
         if policy is None:
             raise NotFound(_("no policy or registered tool by that name"))
-        return Response(PolicySerializer(policy).data)
+        return Response(PolicySerializer(policy).data, headers={"ETag": _etag(policy)})
 
     def create(self, request):
         body = PolicySerializer(data=_plain(request.data))
@@ -496,7 +537,11 @@ class PolicyViewSet(viewsets.GenericViewSet):
         return self._write(request, tool_name, partial=True)
 
     def destroy(self, request, tool_name=None):
-        if not services.delete_policy(tool_name, request.user):
+        try:
+            deleted = policy_versions.delete_policy(tool_name, request.user, seen=_if_match(request))
+        except policy_versions.PolicyChanged as exc:
+            return _changed(exc)
+        if not deleted:
             raise NotFound(_("this tool has no policy row (it runs on its code defaults)"))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -523,10 +568,12 @@ class PolicyViewSet(viewsets.GenericViewSet):
         values = {} if merge else {f: getattr(base, f) for f in services.POLICY_FIELDS}
         values.update({k: v for k, v in validated.items() if k in services.POLICY_FIELDS})
         try:
-            row = services.save_policy(tool_name, values, self.request.user)
+            row = policy_versions.save_policy(tool_name, values, self.request.user, seen=_if_match(self.request))
         except DjangoValidationError as exc:  # a concurrent change made it invalid
             raise ValidationError(exc.message_dict) from exc
-        return Response(PolicySerializer(row).data, status=code)
+        except policy_versions.PolicyChanged as exc:
+            return _changed(exc)
+        return Response(PolicySerializer(row).data, status=code, headers={"ETag": _etag(row)})
 
 
 # --- audit -----------------------------------------------------------------------------------------

@@ -16,13 +16,14 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext, gettext_lazy
 
-from . import exports, registry, rules, selectors, services, simulate
+from . import exports, policy_versions, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
 from .access import is_admin
 from .choices import MODE_LABELS
 from .filters import AuditPageFilter, parse_moment, parse_row_id
 from .forms import DECISION_CHOICES, PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
+from .templatetags.inbox_tags import when
 from .views import audit_rows, reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
@@ -128,8 +129,12 @@ def policy_edit(request, tool_name):
     if current is None:
         raise Http404("no policy or registered tool by that name")
     defaults = registry.get(tool_name)
-    errors, simulation, limit, confirm_loosening = {}, None, 50, ""
+    errors, simulation, limit, confirm_loosening, stale = {}, None, 50, "", None
     action = request.POST.get("action", "") if request.method == "POST" else ""
+    # the version the page was drawn from: a save or revert of a policy changed since is refused
+    # (policy_versions); a form sent without one (an old page, a script) saves as before
+    seen = request.POST.get("version") or None
+    version = policy_versions.version_of(current)
     form = None
     if action in ("save", "save-loosening", "simulate"):
         # the draft: a fresh row of this tool, so that what the form leaves out is the model's default
@@ -144,25 +149,39 @@ def policy_edit(request, tool_name):
         if action == "simulate":
             if valid:  # judge only a draft the engine would accept: a bad rule is reported, not replayed
                 simulation = simulate.simulate(form.instance, limit)
+        elif seen is not None and seen != version:  # changed since the page was drawn: nothing to confirm
+            stale = policy_versions.PolicyChanged(tool_name)
         elif valid and action == "save" and simulate.has_call_source():
             # a save that would give recorded calls less review than they had asks first (the simulator
             # over the same calls), whatever sent it; "save-loosening" is the confirmed save
             simulation = simulate.simulate(form.instance, limit, baseline=current)
             confirm_loosening = simulation.loosening if simulation.loosened_now else ""
-        if valid and action != "simulate" and not confirm_loosening:
+        if valid and action != "simulate" and not confirm_loosening and stale is None:
             try:
-                services.save_policy(tool_name, form.values(), request.user)
+                policy_versions.save_policy(tool_name, form.values(), request.user, seen=seen)
             except ValidationError as exc:  # a concurrent change made it invalid
                 errors = exc.message_dict
+            except policy_versions.PolicyChanged as exc:  # changed between this read and the save
+                stale = exc
+                current = selectors.policy_for(tool_name=tool_name)
+                version = policy_versions.version_of(current)
             else:
                 # the tag tells the page's draft (static/js/policy-drafts.js) that what was typed is saved
                 messages.success(request, gettext("Policy for %(tool)s saved.") % {"tool": tool_name},
                                  extra_tags="draft-done")
                 return redirect(f"/policies/{tool_name}/")
     elif action == "revert":
-        if services.delete_policy(tool_name, request.user):
-            messages.success(request, gettext("%(tool)s is back on its code defaults.") % {"tool": tool_name})
+        try:
+            if policy_versions.delete_policy(tool_name, request.user, seen=seen):
+                messages.success(request, gettext("%(tool)s is back on its code defaults.") % {"tool": tool_name})
+        except policy_versions.PolicyChanged as exc:
+            messages.error(request, _changed_since(exc) + " " + gettext(
+                "It was not reverted: the page now shows the policy as it stands."))
         return redirect(f"/policies/{tool_name}/")
+    if stale is not None:  # the draft stays in the form; what the policy now says where they differ
+        stale = {"said": _changed_since(stale), "changes": _differences(current, form.instance)}
+    elif form is not None and seen is not None:
+        version = seen  # a draft shown again (simulated, refused) is still based on what the page first read
     shown = form.instance if form is not None else current
     conditions_text = (request.POST.get("conditions") if form is not None
                        else json.dumps(current.conditions or [], indent=2, ensure_ascii=False))
@@ -183,6 +202,8 @@ def policy_edit(request, tool_name):
         "nobody_decides": NOBODY_DECIDES.get(shown.mode, ""),
         "nobody_map": {str(k): v for k, v in NOBODY_DECIDES.items()},
         "confirm_loosening": confirm_loosening,
+        "stale": stale,
+        "version": version,
         "errors": errors,
         "error_fields": sorted(errors),
         "modes": [(v, MODE_LABELS.get(v, label)) for v, label in Mode.choices],
@@ -197,7 +218,22 @@ def policy_edit(request, tool_name):
         "has_source": simulate.has_call_source(),
         "history": history(tool_name),
         "pending_count": inbox_query.pending_mine_count(request.user),
-    }, status=400 if errors else 200)
+    }, status=409 if stale else 400 if errors else 200)
+
+
+def _changed_since(exc):
+    """Who changed the policy after the page was drawn, and when, as far as the audit log says."""
+    if exc.by and exc.at:
+        return gettext("Not saved: %(name)s changed this policy (%(when)s) after you opened it.") % {
+            "name": exc.by, "when": when(exc.at)}
+    return gettext("Not saved: this policy changed after you opened it.")
+
+
+def _differences(current, draft):
+    """The fields where the draft differs from the policy as it stands: [{field, now, draft}]."""
+    now, mine = services.policy_snapshot(current), services.policy_snapshot(draft)
+    return [{"field": f, "now": _show(now.get(f)), "draft": _show(mine.get(f))}
+            for f in services.POLICY_FIELDS if now.get(f) != mine.get(f)]
 
 
 # --- the audit trail --------------------------------------------------------------------------

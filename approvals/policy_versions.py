@@ -1,0 +1,63 @@
+"""Optimistic concurrency for tool policies: a save based on a stale read is refused, never a silent
+overwrite of another admin's change (two admins on one policy: the second save wiped the first's deny
+rule, and was told "saved").
+
+A policy's version is the digest of what it says (`services.policy_snapshot`: its row, else the
+tool's code defaults), so a save that changed nothing (a row made with what the defaults said, a
+save of the same values) does not make other editors' pages stale. The console's form carries it (a hidden field), the REST API gives it as the ETag and honours
+If-Match. A save given no version saves as before (existing clients).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import transaction
+
+from . import selectors, services
+from .models import AuditEvent, ToolPolicy
+
+POLICY_ACTIONS = (AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED)
+
+
+def version_of(policy) -> str:
+    """The version of `policy` (a row, a code-defaults policy not saved, or None: no such tool)."""
+    text = json.dumps(services.policy_snapshot(policy), sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+class PolicyChanged(Exception):
+    """The policy changed since the version the caller read: who changed it last and when, if the
+    audit log says."""
+
+    def __init__(self, tool_name: str):
+        super().__init__(tool_name)
+        self.tool_name = tool_name
+        event = (AuditEvent.objects.filter(tool_name=tool_name, action__in=POLICY_ACTIONS)  # audit_tool_idx
+                 .select_related("actor").order_by("-created_at", "-id").first())
+        self.by = event.actor.username if event and event.actor else None
+        self.at = event.created_at if event else None
+
+
+def _check(tool_name: str, seen: str | None) -> None:
+    """Inside the caller's transaction: the row locked (IMMEDIATE on SQLite), then compared."""
+    if seen is None:
+        return
+    row = ToolPolicy.objects.select_for_update().filter(tool_name=tool_name).first()
+    if version_of(row or selectors.policy_for(tool_name=tool_name)) != seen:
+        raise PolicyChanged(tool_name)
+
+
+def save_policy(tool_name, values, actor, seen=None):
+    """services.save_policy, refused (PolicyChanged) when the policy is no longer at version `seen`."""
+    with transaction.atomic():
+        _check(tool_name, seen)
+        return services.save_policy(tool_name, values, actor)
+
+
+def delete_policy(tool_name, actor, seen=None):
+    """services.delete_policy, refused (PolicyChanged) when the policy is no longer at version `seen`."""
+    with transaction.atomic():
+        _check(tool_name, seen)
+        return services.delete_policy(tool_name, actor)
