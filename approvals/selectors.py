@@ -47,6 +47,11 @@ def earlier_rejection(*, tool_name, arguments, thread_ref, since=None):
                                                             status=Status.REJECTED), arguments, since)
 
 
+def waiting_count(*, requester, limit):
+    """How many of `requester`'s requests wait for a decision, counted up to `limit`."""
+    return ApprovalRequest.objects.filter(requester=requester, status=ApprovalRequest.Status.PENDING)[:limit].count()
+
+
 def earlier_outside_rejection(*, requester, tool_name, arguments, outside_thread, since=None):
     """The same for an agent that runs elsewhere: its own thread ref (context["outside"]["thread"],
     never one of our threads) and its own requests only."""

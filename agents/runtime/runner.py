@@ -788,6 +788,13 @@ class Runner:
             move_call(tc.pk, ToolCall.Status.REPEATED, feedback=earlier.feedback)
             self.result(tc, repeat_text(tc, earlier))
             return None
+        most = settings.AGUI_MAX_PENDING_PER_REQUESTER  # as for outside agents: chats in many threads
+        if approval_selectors.waiting_count(requester=self.user, limit=most) >= most:  # filed 70 in 2 s
+            move_call(tc.pk, ToolCall.Status.DENIED)
+            self.result(tc, f"Error: {tool.name} was not sent for review: {most} requests of "
+                            f"{self.user.get_username()} are already waiting for a decision, the most one account "
+                            "may have. Tell the user; it can be asked again once some are decided.")
+            return None
         return self.pause(tc, tool, arguments, verdict, objects)
 
     def earlier_rejection(self, tool, arguments):
