@@ -104,3 +104,25 @@ def test_a_group_the_rules_name_is_not_renamed(admin, demo):
     assert admin.post(f"/admin/auth/group/{finance.pk}/change/", group_form(finance, "Treasury")).status_code == 302
     assert policy.evaluate("transfer_money", {"from_account": "1", "to_account": "2", "amount": 5,
                                               "currency": "USD"}).group.name == "Treasury"
+
+
+def test_a_group_the_rules_name_is_not_deleted(admin, demo):
+    """Deleted, a group a rule routes to by its name came back empty at the next request it routed
+    (policy._named_group), which waited there unseen; renaming it was refused already."""
+    from approvals import services as approval_services
+
+    auditors, night = Group.objects.create(name="auditors"), Group.objects.create(name="night shift")
+    approval_services.save_policy("send_email", {"mode": "conditional", "approver_kind": "group", "approver_group": auditors,
+                                                 "conditions": [{"name": "late", "when": {"path": "args.to", "op": "eq", "value": "x"}, "action": "gate",
+                                                                 "route": {"group": "night shift"}}]}, demo["admin"])
+    body = admin.get(f"/admin/auth/group/{night.pk}/delete/").content.decode()
+    assert ("the rules of the policy of send_email name night shift: deleted, its requests would go to a new, "
+            "empty group of that name") in body
+    admin.post(f"/admin/auth/group/{night.pk}/delete/", {"post": "yes"})
+    assert Group.objects.filter(pk=night.pk).exists()
+    chosen = admin.post("/admin/auth/group/", {"action": "delete_selected", "_selected_action": [night.pk],
+                                               "post": "yes"})
+    assert chosen.status_code in (200, 302) and Group.objects.filter(pk=night.pk).exists()
+    spare = Group.objects.create(name="spare")  # named by nothing: deleted as before
+    admin.post(f"/admin/auth/group/{spare.pk}/delete/", {"post": "yes"})
+    assert not Group.objects.filter(pk=spare.pk).exists()
