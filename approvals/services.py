@@ -301,13 +301,20 @@ def _warn_if_nobody_decides(req):
                 "id": str(req.pk), "tool_name": req.tool_name, "group": group, "as": role}})))
 
 
-def _countdown(task_name, object_id, **when):
-    """A task for a near moment, sent after a commit. The beat's sweeps (every few seconds) do the
-    same work whatever became of it, so a broker away is logged, never raised into a change that
-    is committed (the reviewer got a 500 for a decision that stood)."""
+def _sent(task_name, args, **when):
+    """A task sent after a commit; the broker's error when it is away, never raised into a change
+    that is committed (the reviewer got a 500 for a decision that stood)."""
     try:  # by name: tasks import this module, so this one does not import tasks
-        signature(task_name, args=(object_id,), app=current_app).apply_async(**when)
+        signature(task_name, args=args, app=current_app).apply_async(**when)
     except (redis.RedisError, kombu.exceptions.OperationalError) as exc:
+        return exc
+    return None
+
+
+def _countdown(task_name, object_id, **when):
+    """A task for a near moment. The beat's sweeps (every few seconds) do the same work whatever
+    became of it, so a broker away is only logged."""
+    if (exc := _sent(task_name, (object_id,), **when)) is not None:
         log.warning("%s(%s) not sent (broker unreachable: %s); the beat's sweep does it", task_name, object_id, exc)
 
 
@@ -316,11 +323,15 @@ def mail_later(kind, req, *args):
     here, an SMTP server slow to answer held what filed the request: the run (its card, its pause, a
     worker slot) or the HTTP request of an outside agent or of a policy change. A broker away: sent
     here after all, as before; a mail is never worth losing for speed."""
-    try:
-        signature(MAIL_TASK, args=(kind, str(req.pk), *args), app=current_app).apply_async()
-    except (redis.RedisError, kombu.exceptions.OperationalError) as exc:
+    if (exc := _sent(MAIL_TASK, (kind, str(req.pk), *args))) is not None:
         log.warning("%s mail for %s sent in place (broker unreachable: %s)", kind, req.pk, exc)
         mail.deliver(kind, req, *args)
+
+
+def _standing_approvals(req):
+    """The approvals of the request's arguments as they now stand (an edit withdraws the others)."""
+    return req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True,
+                                arguments_hash=arguments_hash(req.current_arguments))
 
 
 decider_group_ids = access.decider_group_ids
@@ -770,8 +781,7 @@ def _recipients(req):
     if req.approver_kind == ApproverKind.REQUESTER:
         return [req.requester.email] if req.requester.email else []
     # who has approved these arguments is not asked again ("awaits your decision": theirs is made)
-    approved = req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True,
-                                    arguments_hash=arguments_hash(req.current_arguments)).values_list("user_id", flat=True)
+    approved = _standing_approvals(req).values_list("user_id", flat=True)
     return mail.group_recipients(req.approver_group_id, requester=req.requester, approved=approved)
 
 
@@ -981,8 +991,7 @@ def _reroute(request_id, verdict, actor):
         # a quorum raised a moment by mistake stuck (3 of a group of 2, a request that could only expire).
         # Never below the approvals it has (+1): lowered to them, it would stand approved undecided.
         asked = _asked(req)
-        given = 0 if regroup else req.decisions.filter(decision=Decision.Kind.APPROVE, withdrawn_at__isnull=True,
-                                                         arguments_hash=arguments_hash(req.current_arguments)).count()
+        given = 0 if regroup else _standing_approvals(req).count()
         required = max(asked.get("required_approvals") or 1, verdict.required_approvals,
                        min(req.required_approvals, given + 1))
         risk = max(asked.get("risk") or req.risk, verdict.risk, key=RISK_ORDER.index)

@@ -25,7 +25,7 @@ from ag_ui.core import (
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
-from django.db import connections, transaction
+from django.db import transaction
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -683,10 +683,7 @@ def record_alone(accepted, sent):
     client goes after the POST); its connections are closed (returned to the pool) after. The
     relay joins the watcher as it starts, and hands the run to a worker once it has sent what
     the writes add (the conversation): the worker it wakes does not compete with that frame."""
-    try:
-        return record(accepted, defer=True, join=False, sent=sent)
-    finally:
-        connections.close_all()
+    return released(record)(accepted, defer=True, join=False, sent=sent)
 
 
 def _recorded(task):
