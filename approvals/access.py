@@ -88,7 +88,17 @@ def deciders_in(group_id, requester=None):
     """may_decide as SQL, for one group that decides a request of `requester`: its active members, never
     the requester, by account or address (four eyes). Who is mailed (mail_links.group_members) and
     whether anyone at all may decide (services' warning to the admins) both start here."""
-    qs = get_user_model().objects.filter(groups__pk=group_id, is_active=True)
+    return _people_who_may(get_user_model().objects.filter(groups__pk=group_id, is_active=True), requester)
+
+
+def deciders_among(group_ids, requester=None):
+    """deciders_in for several groups at once (a request escalated is decided by both), each person once:
+    whether a quorum can be reached at all (services' and the policy page's warnings)."""
+    return _people_who_may(get_user_model().objects.filter(groups__pk__in=group_ids, is_active=True).distinct(),
+                           requester)
+
+
+def _people_who_may(qs, requester):
     if requester is not None:
         qs = qs.exclude(pk=requester.pk)
         if mail_key(requester.email):

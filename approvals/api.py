@@ -27,7 +27,7 @@ from rest_framework.settings import api_settings
 from agui_project.answer_first import answer_first
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
-from . import exports, outside, policy_versions, registry, selectors, services
+from . import exports, outside, policy_versions, reach, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
 from .models import (
@@ -404,10 +404,13 @@ class PolicySerializer(ModelSerializer):
     source = serializers.SerializerMethodField(help_text="policy: an admin's row; default: the tool's code defaults")
     registered = serializers.SerializerMethodField(help_text="Whether a loaded agent offers this tool")
     server = serializers.SerializerMethodField(help_text="The MCP server the tool comes from; null for our own tools")
+    quorum_warnings = serializers.SerializerMethodField(
+        help_text="Where the approvals this policy asks for outnumber the active members of the groups that would "
+                  "give them, as the groups stand now (such requests can never be approved): a sentence each")
 
     class Meta:
         model = ToolPolicy
-        fields = ["tool_name", "source", "registered", "server", "mode", "conditions", "approver_kind", "approver_group",
+        fields = ["tool_name", "source", "registered", "server", "quorum_warnings", "mode", "conditions", "approver_kind", "approver_group",
                   "required_approvals", "timeout_seconds", "timeout_action", "risk", "reminder_fraction",
                   "escalation_group", "escalation_fraction", "allowed_decisions", "updated_at"]
         read_only_fields = ["updated_at"]
@@ -423,6 +426,9 @@ class PolicySerializer(ModelSerializer):
     def get_server(self, obj) -> str | None:
         defaults = registry.get(obj.tool_name)
         return (defaults.extra or {}).get("server") if defaults else None
+
+    def get_quorum_warnings(self, obj) -> list[str]:
+        return reach.short_quorums(obj)
 
     def validate(self, attrs):
         """The one policy validator (also behind ToolPolicy.clean and the admin form)."""

@@ -16,7 +16,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext, gettext_lazy
 
-from . import exports, policy_versions, registry, rules, selectors, services, simulate
+from . import exports, policy_versions, reach, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
 from .access import is_admin
 from .choices import MODE_LABELS
@@ -200,6 +200,7 @@ def policy_edit(request, tool_name):
         "rule_label": gettext("rule %(number)s"),  # how the rules' messages begin (the builder finds each one's card)
         "mode_labels": MODE_LABELS,
         "nobody_decides": NOBODY_DECIDES.get(shown.mode, ""),
+        "short_quorums": [] if errors else reach.short_quorums(shown),
         "nobody_map": {str(k): v for k, v in NOBODY_DECIDES.items()},
         "confirm_loosening": confirm_loosening,
         "stale": stale,

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from people import selectors
 
@@ -113,10 +114,28 @@ def nobody_decides(req, group, role):
     return operator_alert(compose)
 
 
+def too_few_decide(req, groups, needed, can):
+    """To the admins: the people of `groups` who may decide `req` are fewer than the approvals it needs."""
+    def compose():
+        values = {"groups": ", ".join(groups), "tool": req.tool_name, "id": req.pk, "needed": needed, "can": can,
+                  "requester": req.requester.get_username()}
+        said = ngettext("The request of %(requester)s for %(tool)s (%(id)s) needs %(needed)s approvals, and only "
+                        "%(can)s person may decide it (%(groups)s, the requester left out): it can never be approved.",
+                        "The request of %(requester)s for %(tool)s (%(id)s) needs %(needed)s approvals, and only "
+                        "%(can)s people may decide it (%(groups)s, the requester left out): it can never be approved.",
+                        can) % values
+        advice = _("Add people to the group or ask for fewer approvals in the tool's policy; otherwise the request "
+                   "waits until its deadline.")
+        return _("Too few can decide: %(tool)s (request %(id)s)") % values, f"{said}\n{advice}\n\n{_facts(req)}"
+
+    return operator_alert(compose)
+
+
 def deliver(kind, req, *args):
     """A request's mails of one kind: request | escalation (with one-click links), reminder (to
     `args[0]`, the recipients its audit row names), nobody (to the staff: `args` the group and its
-    role). `req`: the request or its id (the task's, read afresh). A request decided since it was
+    role), too_few (to the staff: `args` the groups, the approvals needed and the people who may give
+    them). `req`: the request or its id (the task's, read afresh). A request decided since it was
     filed, escalated or reminded of asks no one any more: nothing is sent."""
     if not isinstance(req, ApprovalRequest):
         req = ApprovalRequest.objects.select_related("requester", "approver_group", "escalation_group") \
@@ -125,6 +144,8 @@ def deliver(kind, req, *args):
             return 0
     if kind == "nobody":
         return nobody_decides(req, *args)
+    if kind == "too_few":
+        return too_few_decide(req, *args)
     if req.status != ApprovalRequest.Status.PENDING:
         return 0
     if kind == "request":

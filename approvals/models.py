@@ -401,6 +401,8 @@ class AuditEvent(models.Model):
         # an outside agent said how its approved call went, or a tool's records did after its worker died
         OUTCOME_REPORTED = "outcome_reported", _("Outcome Reported")
         NO_DECIDERS = "no_deciders", _("Nobody To Decide")  # a group routed to has nobody who may decide (admins told)
+        # fewer people may decide a request than the approvals it needs (admins told)
+        TOO_FEW_DECIDERS = "too_few_deciders", _("Too Few To Decide")
 
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     # PROTECT: a person with history is deactivated, not deleted (the trail keeps who did it)

@@ -299,6 +299,27 @@ def _warn_if_nobody_decides(req):
             mail_later("nobody", req, group, role),
             notify.operator_notice("approval.no_deciders", {"approval": {
                 "id": str(req.pk), "tool_name": req.tool_name, "group": group, "as": role}})))
+    _warn_if_too_few_decide(req, [group for group, _role in groups if group is not None])
+
+
+def _warn_if_too_few_decide(req, groups):
+    """The same for a quorum out of reach: fewer people may decide than the approvals the request needs
+    (none at all is said above, per group). Before its escalation and after it (both groups decide then),
+    once each, as above; a policy page says it too while the policy is set (reach.short_quorums)."""
+    needed = req.required_approvals
+    if needed <= 1 or not groups:
+        return
+    can = access.deciders_among([group.pk for group in groups], req.requester).count()
+    stage = "escalation" if len(groups) > 1 else "approver"
+    if not 0 < can < needed or AuditEvent.objects.filter(
+            request=req, action=Action.TOO_FEW_DECIDERS, after__as=stage).exists():
+        return
+    names = [group.name for group in groups]
+    _audit(Action.TOO_FEW_DECIDERS, req, after={"groups": names, "as": stage, "needed": needed, "can": can})
+    transaction.on_commit(lambda: (
+        mail_later("too_few", req, names, needed, can),
+        notify.operator_notice("approval.too_few_deciders", {"approval": {
+            "id": str(req.pk), "tool_name": req.tool_name, "groups": names, "needed": needed, "can": can}})))
 
 
 def _sent(task_name, args, **when):
