@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
-from django.db.models.functions import Lower, Trim
-from django.db.models.lookups import Exact
+from django.db.models import Case, CharField, Q, Value, When
+from django.db.models.functions import Concat, Lower, StrIndex, Substr, Trim
+from django.db.models.lookups import Exact, GreaterThan, LessThan
 from django.utils.translation import gettext as _
 
 from . import registry
@@ -41,14 +42,28 @@ def named_by(name):
 
 
 def mail_key(email):
-    """An address as two accounts of one person share it (case and spaces aside); "" for none."""
-    return (email or "").strip().lower()
+    """An address as two accounts of one person share it, "" for none: case and spaces aside, and a
+    sub-address's tag dropped (alice+review@example.com is delivered to alice@example.com's mailbox,
+    RFC 5233: her one-click links too), so `same_person` holds for it as for her own address."""
+    address = (email or "").strip().lower()
+    local, at, domain = address.partition("@")
+    base = local.split("+", 1)[0]
+    return f"{base}{at}{domain}" if at and base else address
+
+
+def _mail_key_sql(field):
+    """mail_key in SQL, on SQLite and PostgreSQL alike (their regular expressions differ)."""
+    address = Lower(Trim(field))
+    plus, at = StrIndex(address, Value("+")), StrIndex(address, Value("@"))
+    tagged = Q(GreaterThan(plus, 1)) & Q(LessThan(plus, at))
+    return Case(When(tagged, then=Concat(Substr(address, 1, plus - 1), Substr(address, at))),
+                default=address, output_field=CharField())
 
 
 def same_address(field, email):
     """The SQL condition that the address in `field` is `email` as mail_key reads both (for a
     non-empty `email`): the inbox's waiting list and the mail recipients apply four eyes with it."""
-    return Exact(Lower(Trim(field)), mail_key(email))
+    return Exact(_mail_key_sql(field), mail_key(email))
 
 
 def same_person(user, requester):

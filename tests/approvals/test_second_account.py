@@ -57,3 +57,41 @@ def test_the_requesters_address_is_read_as_four_eyes_reads_it_in_every_list(demo
     req = _request(django_capture_on_commit_callbacks)
     assert not ApprovalRequest.objects.filter(inbox.mine(alice_at_finance), pk=req.pk).exists()
     assert ApprovalRequest.objects.filter(inbox.mine(demo["finn"]), pk=req.pk).exists()
+
+
+@pytest.mark.parametrize("address", ["Alice+Finance@Example.com", " alice+a+b@example.com"])
+def test_a_sub_address_of_the_requester_is_her_mailbox_too(demo, client, mailoutbox, address,
+                                                           django_capture_on_commit_callbacks):
+    """alice+finance@example.com is delivered to alice@example.com (RFC 5233): an account under it was
+    another person, approved alice's requests and was mailed their one-click Approve links."""
+    from approvals import access, inbox
+
+    second = finance_member("alice.plus", address)
+    assert access.same_person(second, demo["alice"]) and access.mail_key(address) == "alice@example.com"
+    req = _request(django_capture_on_commit_callbacks)
+    assert sorted(m.to[0] for m in mailoutbox) == ["finn@example.com"]
+    with pytest.raises(services.Forbidden):
+        services.decide(req.pk, second, "approve")
+    assert not ApprovalRequest.objects.filter(inbox.mine(second), pk=req.pk).exists()
+    client.force_login(second)
+    assert client.get(f"/api/approvals/{req.pk}/").json()["can_decide"] is False
+    # and the other way round: her request from the tagged account, her plain one in finance
+    User.objects.filter(pk=demo["alice"].pk).update(email="x@example.com")
+    plain = finance_member("alice.plain", "alice@example.com")
+    with django_capture_on_commit_callbacks(execute=True):
+        own = make_request(second, group="finance")
+    assert not ApprovalRequest.objects.filter(inbox.mine(plain), pk=own.pk).exists()
+    with pytest.raises(services.Forbidden):
+        services.decide(own.pk, plain, "approve")
+
+
+@pytest.mark.parametrize("address", ["alicia@example.com", "+alice@example.com", "alice@example+x.com"])
+def test_other_addresses_stay_other_people(demo, address, django_capture_on_commit_callbacks):
+    """No tag, a tag with nothing before it, a plus after the @: not alice's mailbox, in Python and SQL alike."""
+    from approvals import access, inbox
+
+    other = finance_member("someone", address)
+    assert not access.same_person(other, demo["alice"])
+    req = _request(django_capture_on_commit_callbacks)
+    assert ApprovalRequest.objects.filter(inbox.mine(other), pk=req.pk).exists()
+    assert services.decide(req.pk, other, "approve").status == "approved"
