@@ -158,6 +158,7 @@ MIDDLEWARE = [
     "people.middleware.SessionEndedMiddleware",  # the sign-in page says a session ended
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "agui_project.private_pages.PrivateResponsesMiddleware",  # a person's answers: Cache-Control no-store
+    "approvals.account_audit.AskingMiddleware",  # who changed an account or a group; last: no thread hop
 ]
 
 ROOT_URLCONF = "agui_project.urls"

@@ -27,7 +27,7 @@ from rest_framework.settings import api_settings
 from agui_project.answer_first import answer_first
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
-from . import exports, outside, policy_versions, reach, registry, selectors, services
+from . import account_audit, exports, outside, policy_versions, reach, registry, selectors, services
 from .access import memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
 from .models import (
@@ -588,10 +588,17 @@ class PolicyViewSet(viewsets.GenericViewSet):
 class AuditSerializer(ModelSerializer):
     actor = serializers.CharField(source="actor.username", read_only=True, default=None, allow_null=True)
     request = serializers.CharField(source="request_id", read_only=True, default=None, allow_null=True)
+    summary = serializers.SerializerMethodField(
+        help_text="What an account or group event says, in the reader's language (\"finn added to finance\", "
+                  "\"bob switched off\"); null for the other events")
 
     class Meta:
         model = AuditEvent
-        fields = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+        fields = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after",
+                  "summary"]
+
+    def get_summary(self, obj) -> str | None:
+        return account_audit.summary(obj) or None
 
     def to_representation(self, instance):
         data = super().to_representation(instance)

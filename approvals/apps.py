@@ -11,6 +11,8 @@ class ApprovalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from . import account_audit  # noqa: F401  account and membership changes in the audit log (its receivers)
+
         # the requests' mail (approvals/mail.py) goes through it: a misspelt backend failed at the
         # first mail, in a worker, with the request already made. Checked here, not in settings,
         # since a backend of the project's own may import models

@@ -5,11 +5,16 @@ import csv
 import io
 import itertools
 import json
+from types import SimpleNamespace
 
 from django.http import StreamingHttpResponse
-from django.utils import timezone
+from django.utils import timezone, translation
 
-CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+from .account_audit import ACCOUNT_ACTIONS, summary
+
+# summary: what an account or group event says in words ("finn added to finance"), empty for the others
+CSV_COLUMNS = ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after",
+               "summary"]
 CSV_LIMIT = 100_000
 FORMULA_STARTS = frozenset("=+-@＝＋－＠")
 
@@ -61,8 +66,15 @@ def audit_for(data, staff):
 def audit_csv_response(events, staff=True):
     """A streamed download of audit events (a queryset). Their columns only: the model instances, and
     the request each joined with its arguments, schema and context, cost most of a full export."""
+    language = translation.get_language()  # the rows are written after the view has returned
+
+    def said(action, ref, before, after):
+        if action not in ACCOUNT_ACTIONS:
+            return ""
+        return summary(SimpleNamespace(action=action, object_ref=ref, before=before, after=after), language)
+
     rows = ([pk, created.isoformat(), action, actor or "", request or "", tool, ref, audit_for(before, staff),
-             audit_for(after, staff)]
+             audit_for(after, staff), said(action, ref, before, after)]
             for pk, created, action, actor, request, tool, ref, before, after
             in events[:CSV_LIMIT].values_list(*AUDIT_CSV_FIELDS).iterator(chunk_size=2000))
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")

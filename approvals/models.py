@@ -396,6 +396,14 @@ class AuditEvent(models.Model):
         POLICY_DELETED = "policy_deleted", _("Policy Deleted")
         GRANT_CREATED = "grant_created", _("Grant Created")
         GRANT_REVOKED = "grant_revoked", _("Grant Revoked")
+        # who could decide: accounts, their groups, groups' names (approvals/account_audit.py; staff read them)
+        ACCOUNT_CREATED = "account_created", _("Account Created")
+        ACCOUNT_CHANGED = "account_changed", _("Account Changed")  # address, name, switched off/on, staff, superuser
+        ACCOUNT_DELETED = "account_deleted", _("Account Deleted")
+        MEMBER_ADDED = "member_added", _("Added To Group")
+        MEMBER_REMOVED = "member_removed", _("Removed From Group")
+        GROUP_RENAMED = "group_renamed", _("Group Renamed")
+        GROUP_DELETED = "group_deleted", _("Group Deleted")
         OUTCOME_UNKNOWN = "outcome_unknown", _("Outcome Unknown")  # a tool call interrupted mid-execution
         RETRIED = "retried", _("Retried")  # a tool call re-run after such an interruption (idempotent, or not done)
         # an outside agent said how its approved call went, or a tool's records did after its worker died

@@ -270,7 +270,9 @@ def policies():
 
 
 def audit_events(*, user):
-    """The audit log a user may read: staff everything, others the events of requests they can see."""
+    """The audit log a user may read: staff everything, others the events of requests they can see.
+    Account and group events (approvals/account_audit.py: who was made staff, put into `finance`, ...)
+    name no request, so only staff read them, a reviewer not even their own."""
     qs = AuditEvent.objects.select_related("actor", "request")  # the page names the request it concerns
     if not is_admin(user):
         qs = qs.filter(request__in=visible_requests(user=user).values("pk"))

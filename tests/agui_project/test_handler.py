@@ -106,7 +106,7 @@ def test_runs_of_classic_middleware_are_one_layer_each(settings):
         "agui_project.health.ProbeMiddleware", "agui_project.limits.RequestLimitsMiddleware", "SecurityMiddleware", "agui_project.static.StaticFilesMiddleware",
         "agui_project.csp.CSPMiddleware", "SessionMiddleware + LocaleMiddleware + CommonMiddleware + CsrfViewMiddleware + "
         "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + SessionEndedMiddleware + "
-        "XFrameOptionsMiddleware + PrivateResponsesMiddleware"]
+        "XFrameOptionsMiddleware + PrivateResponsesMiddleware", "approvals.account_audit.AskingMiddleware"]
 
 
 @pytest.mark.parametrize("cookie, most", [(None, 3), ("sessionid=nothing-valid", 5)])

@@ -283,7 +283,8 @@ def test_audit_listing_filters_and_csv(demo, api, django_capture_on_commit_callb
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/csv")
     assert resp["Content-Disposition"].startswith('attachment; filename="audit-')
     rows = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
-    assert rows[0] == ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after"]
+    assert rows[0] == ["id", "created_at", "action", "actor", "request", "tool_name", "object_ref", "before", "after",
+                       "summary"]
     assert [r[2] for r in rows[1:]] == ["decided", "edited", "requested"]
     assert rows[1][3] == "finn" and rows[1][5] == "transfer_money" and '"status": "modified"' in rows[1][8]
 
