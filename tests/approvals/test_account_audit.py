@@ -261,6 +261,8 @@ def test_an_admin_reads_and_filters_them_in_words(admin, demo, api):
     page = admin.get("/audit/?action=member_added&object_ref=user:rita").content.decode()
     assert page.count("data-event-id=") == 3  # the demo's reviewers and support, and finance
     assert "rita added to finance" in page and 'value="member_added" selected' in page
+    french = admin.get("/audit/?action=member_added&object_ref=user:rita", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "Ajouté au groupe" in french and "rita ajouté à finance" in french  # the label and the sentence
     resp = admin.get("/audit/export.csv?action=account_changed&object_ref=user:rita")
     exported = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
     assert exported[0][-1] == "summary"
