@@ -964,7 +964,16 @@ def save_policy(tool_name, values, actor):
             record(Action.POLICY_CREATED if created else Action.POLICY_CHANGED, actor=actor,
                    object_ref=f"policy:{tool_name}", tool_name=tool_name, before=before, after=after)
             _withdraw_blocked(tool_name, actor)
+            _policy_notice(tool_name, actor)
     return row
+
+
+def _policy_notice(tool_name, actor):
+    """After the commit, policy pages open elsewhere follow the change (static/js/policy-live.js): the
+    list redraws its rows, an edit page says who changed the policy under its draft."""
+    by = actor.get_username() if actor is not None else None
+    transaction.on_commit(lambda: notify.operator_notice("policy.changed", {
+        "policy": {"tool_name": tool_name, "by": by}}))
 
 
 def _withdraw_blocked(tool_name, actor):
@@ -1078,4 +1087,5 @@ def delete_policy(tool_name, actor):
         record(Action.POLICY_DELETED, actor=actor, object_ref=f"policy:{tool_name}", tool_name=tool_name,
                before=before, after={"source": "default"} if defaults else None)
         _withdraw_blocked(tool_name, actor)
+        _policy_notice(tool_name, actor)
     return True

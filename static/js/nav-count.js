@@ -5,6 +5,7 @@
  * it (the badge's data-in-title). The inbox pages (inbox.js) count on their own socket; any other
  * page a reviewer has open (chat, stats, audit, policies, mail settings) listens on /ws/inbox/ here
  * and asks /inbox/summary/ again on each notice, so its badge does not stay at the count it loaded with.
+ * Each notice is also given to the page's other scripts as a document event, "agui:notice".
  */
 (function () {
   "use strict";
@@ -50,12 +51,24 @@
 
   function connect() {
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/inbox/");
-    ws.addEventListener("open", refresh); // anything may have changed while we were away
-    ws.addEventListener("message", () => {
+    ws.addEventListener("open", () => {
+      document.body.dataset.noticeSocket = "open"; // for tests, as the chat says its own socket's (wsState)
+      refresh(); // anything may have changed while we were away
+    });
+    ws.addEventListener("message", (event) => {
       attempt = 0;
-      refresh();
+      let notice = null;
+      try {
+        notice = JSON.parse(event.data);
+      } catch (e) {
+        /* not a notice: the count is asked again all the same */
+      }
+      // other scripts of the page follow what concerns them (policy-live.js: policy.changed)
+      if (notice && typeof notice === "object") document.dispatchEvent(new CustomEvent("agui:notice", { detail: notice }));
+      if (!notice || notice.type !== "policy.changed") refresh();
     });
     ws.addEventListener("close", (event) => {
+      document.body.dataset.noticeSocket = "closed";
       if (event.code === 4401 || event.code === 4403) return; // signed out, or reviews nothing now
       const base = Math.min(8000, 500 * Math.pow(2, attempt));
       attempt += 1;
