@@ -242,6 +242,7 @@ def test_a_reviewer_reads_no_account_events_not_even_their_own(client, demo, api
         assert page.count("data-event-id=") >= 1 and 'data-action="member_' not in page
         assert 'data-action="account_' not in page
         assert client.get("/audit/?action=member_added").content.decode().count("data-event-id=") == 0
+        assert 'value="member_added"' not in page and 'value="decided"' in page  # the filter offers none of them
         exported = list(csv.reader(io.StringIO(b"".join(client.get("/audit/export.csv").streaming_content).decode())))
         assert not [r for r in exported[1:] if r[2] in ACCOUNT]
 
@@ -260,7 +261,7 @@ def test_an_admin_reads_and_filters_them_in_words(admin, demo, api):
     assert api("admin").get("/api/audit/?action=decided").json()["results"] == []
     page = admin.get("/audit/?action=member_added&object_ref=user:rita").content.decode()
     assert page.count("data-event-id=") == 3  # the demo's reviewers and support, and finance
-    assert "rita added to finance" in page and 'value="member_added" selected' in page
+    assert "rita added to finance" in page and 'value="member_added" selected' in page  # offered to staff
     french = admin.get("/audit/?action=member_added&object_ref=user:rita", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
     assert "Ajouté au groupe" in french and "rita ajouté à finance" in french  # the label and the sentence
     resp = admin.get("/audit/export.csv?action=account_changed&object_ref=user:rita")
