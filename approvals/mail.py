@@ -40,13 +40,13 @@ def staff_recipients():
 
 
 def _send(compose, recipients):
-    """One mail per recipient (no shared To), each composed in its recipient's language:
-    compose() -> (subject, body) runs under translation.override of that language."""
+    """One mail per recipient (no shared To), each composed in its recipient's language and time
+    zone: compose() -> (subject, body) runs under translation.override and timezone.override of them."""
     if not recipients:
         return 0
     messages = []
-    for to, language in selectors.languages_by_email(recipients).items():
-        with translation.override(language):
+    for to, (language, zone) in selectors.readers_by_email(recipients).items():
+        with translation.override(language), timezone.override(zone or None):
             subject, body = compose()
             messages.append((f"{settings.EMAIL_SUBJECT_PREFIX}{subject}", body, settings.DEFAULT_FROM_EMAIL, [to]))
     try:

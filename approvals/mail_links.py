@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.core.mail import EmailMessage, get_connection
 from django.template.loader import render_to_string
-from django.utils import formats, timezone, translation
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -30,6 +30,7 @@ from .access import deciders_in
 from .choices import ApproverKind
 from .models import ApprovalRequest, MailLink, NotificationSetting
 from .templatetags.inbox_tags import as_read
+from .templatetags.inbox_tags import when as moment
 
 log = logging.getLogger(__name__)
 SALT = "approvals.mail-link"
@@ -123,7 +124,7 @@ def check(token, user=None, *, lock=False):
     if not link.user.is_active:  # the link stands for its recipient: not for an account switched off since
         raise LinkError(403, _("This link no longer works"), _("The account it was sent to has been deactivated."))
     if link.used_at:
-        when = formats.date_format(timezone.localtime(link.used_at), "DATETIME_FORMAT")
+        when = moment(link.used_at)  # the page's reader's zone, named
         raise LinkError(410, _("This link has already been used"),
                         (_("It approved the request on %(when)s; each mail decides once.")
                          if link.used_decision == "approve" else
@@ -176,7 +177,8 @@ def _send(req, recipients, template, subject, group=None, escalated=False):
     arguments = json.dumps(as_read(req.current_arguments), indent=2, ensure_ascii=False, sort_keys=True)
     messages = []
     for person in recipients:
-        with translation.override(people.language_of(person) or settings.LANGUAGE_CODE):
+        with translation.override(people.language_of(person) or settings.LANGUAGE_CODE), \
+                timezone.override(people.time_zone_of(person) or None):  # the deadline in their clock
             body = render_to_string(template, {
                 "req": req, "person": person, "links": issue(req, person), "arguments": arguments,
                 "inbox_url": absolute(f"/inbox/{req.pk}/"), "settings_url": absolute("/inbox/settings/"),

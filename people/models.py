@@ -4,13 +4,19 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Profile(models.Model):
-    """A person's choices that outlive a session: the language of their pages and mails.
-    No row, or an empty language: the browser's preference, then LANGUAGE_CODE."""
+    """A person's choices that outlive a session: the language and time zone of their pages and mails.
+    No row, or an empty language: the browser's preference, then LANGUAGE_CODE. An empty time zone:
+    the browser's (people.middleware; for mail, the one it last reported), then UTC."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile",
                                 verbose_name=_("user"))
     # no choices here: adding a language to settings.LANGUAGES then needs no migration
     language = models.CharField(_("language"), max_length=16, blank=True)
+    # IANA names checked against zoneinfo by the services, not choices: tzdata adds and renames zones
+    time_zone = models.CharField(_("time zone"), max_length=64, blank=True)
+    browser_time_zone = models.CharField(_("browser's time zone"), max_length=64, blank=True,
+                                         help_text=_("The zone their browser last reported: their mails use it "
+                                                     "while they have chosen none."))
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
@@ -18,4 +24,4 @@ class Profile(models.Model):
         verbose_name_plural = _("profiles")
 
     def __str__(self):
-        return f"{self.user}: {self.language or '-'}"
+        return f"{self.user}: {self.language or '-'}, {self.time_zone or '-'}"
