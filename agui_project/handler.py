@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 # hooks without I/O (settings, request headers, response headers, a redirect): no thread needed
 INLINE = ("django.middleware.security.SecurityMiddleware",)
-# hooks whose only I/O is the session's (its row, the signed-in user, the user's saved language, messages
+# hooks whose only I/O is the session's (its row, the signed-in user, the user's saved language and zone, messages
 # kept in it): on a request without a session cookie (a token client: the REST API, AG-UI) the session
 # is empty and the user anonymous, so a group of only these runs in the loop unless the request
 # ended up writing the session (a sign-in) or new messages. Three thread hops fewer per request.
@@ -48,6 +48,7 @@ SESSIONLESS_INLINE = (
     "django.contrib.sessions.middleware.SessionMiddleware", "django.middleware.locale.LocaleMiddleware",
     "agui_project.common.CommonMiddleware", "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware", "people.middleware.UserLanguageMiddleware",
+    "people.middleware.TimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware", "people.middleware.SessionEndedMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "agui_project.private_pages.PrivateResponsesMiddleware",

@@ -154,6 +154,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "people.middleware.UserLanguageMiddleware",  # a signed-in person's saved language wins
+    "people.middleware.TimeZoneMiddleware",  # pages in the reader's time zone (chosen, else the browser's)
     "django.contrib.messages.middleware.MessageMiddleware",
     "people.middleware.SessionEndedMiddleware",  # the sign-in page says a session ended
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

@@ -1,6 +1,7 @@
-"""A signed-in person's saved language wins over the browser's preference.
+"""A signed-in person's saved language wins over the browser's preference; pages show times in
+their time zone.
 
-Runs after LocaleMiddleware (which has chosen from the language cookie, then Accept-Language,
+UserLanguageMiddleware runs after LocaleMiddleware (which has chosen from the language cookie, then Accept-Language,
 then LANGUAGE_CODE) and AuthenticationMiddleware. The choice is read from the profile once per
 session and kept in the session, so a page costs no query for it; the picker
 (people.views.set_language) updates both.
@@ -8,13 +9,17 @@ session and kept in the session, so a page costs no query for it; the picker
 
 from django.conf import settings
 from django.contrib import messages
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext as _
 
-from . import selectors
+from agui_project.limits import JSON_PREFIXES
+
+from . import selectors, services, zones
 
 SESSION_KEY = "people_language"
+ZONE_SESSION_KEY = "people_time_zone"  # the zone the person chose ("" none), read once per session
+BROWSER_ZONE_SESSION_KEY = "people_browser_time_zone"  # the browser zone last written to their profile
 
 
 class UserLanguageMiddleware(MiddlewareMixin):
@@ -28,6 +33,38 @@ class UserLanguageMiddleware(MiddlewareMixin):
         if language and language != request.LANGUAGE_CODE:
             translation.activate(language)
             request.LANGUAGE_CODE = translation.get_language()
+
+
+class TimeZoneMiddleware(MiddlewareMixin):
+    """Pages in the reader's clock: the zone a signed-in person chose (read once per session, as the
+    language is), else their browser's (static/js/time-zone.js's cookie, ignored unless zoneinfo knows
+    it), else UTC (TIME_ZONE). Machine answers (/api/, /agui/) stay UTC: DRF writes a datetime in the
+    active zone. A signed-in person's browser zone is kept on their profile when it changes, for the
+    mails of someone who chose none. Its I/O is the session's (SESSIONLESS_INLINE in handler.py): a
+    request without a session cookie is anonymous here."""
+
+    def process_request(self, request):
+        timezone.deactivate()  # nothing kept from an earlier request on this thread
+        request.time_zone = ""
+        if request.path_info.startswith(JSON_PREFIXES):
+            return
+        zone = browser = zones.valid(request.COOKIES.get(zones.COOKIE))
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            chosen = request.session.get(ZONE_SESSION_KEY)
+            if chosen is None:
+                chosen = request.session[ZONE_SESSION_KEY] = selectors.chosen_time_zone(user)
+            if browser and request.session.get(BROWSER_ZONE_SESSION_KEY) != browser:
+                services.note_browser_time_zone(user=user, time_zone=browser)
+                request.session[BROWSER_ZONE_SESSION_KEY] = browser
+            zone = zones.valid(chosen) or browser
+        if zone:
+            timezone.activate(zone)
+            request.time_zone = zone  # base.html hands it to the page scripts that format times
+
+    def process_response(self, request, response):
+        timezone.deactivate()
+        return response
 
 
 class SessionEndedMiddleware(MiddlewareMixin):

@@ -7,6 +7,7 @@ from django.utils.translation import gettext_lazy, ngettext, pgettext
 
 from approvals import rule_words
 from approvals.models import said
+from people import zones
 
 register = template.Library()
 
@@ -31,12 +32,12 @@ def said_filter(request, field):
 
 @register.filter
 def when(moment):
-    """A moment as the reader's locale writes a date and time, with the time zone ("1 déc. 2026
-    14:05 UTC"); None -> "—"."""
+    """A moment as the reader's locale writes a date and time, in the reader's time zone (the active
+    one: people.middleware), named ("1 déc. 2026 11:05 UTC-3", "2 Des 2026 21:05 WIB"); None -> "—"."""
     if not moment:
         return "—"
     local = timezone.localtime(moment)
-    return f"{formats.date_format(local, 'DATETIME_FORMAT')} {local.strftime('%Z')}"
+    return f"{formats.date_format(local, 'DATETIME_FORMAT')} {zones.label(local)}"
 
 
 @register.filter

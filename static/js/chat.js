@@ -17,6 +17,8 @@
   // Words come from Django's JavaScript catalogue (/jsi18n/, loaded by base.html): gettext,
   // ngettext, interpolate; dates and numbers in the page's language (<html lang>).
   const LANG = document.documentElement.lang || undefined;
+  // times in the reader's zone: the one they chose, else their browser's (people.middleware, base.html)
+  const TZ = document.documentElement.dataset.timeZone || undefined;
   const fmt = (text, values) => interpolate(text, values, true);
 
   const aguiChat = { ws: null, events: [], state: {}, approvals: {}, stateMeta: { version: 0, provisional: [] } };
@@ -167,14 +169,15 @@
     const d = value instanceof Date ? value : new Date(value);
     if (!Number.isFinite(d.getTime())) return "";
     const now = new Date();
-    const time = d.toLocaleTimeString(LANG, { hour: "2-digit", minute: "2-digit" });
-    if (d.toDateString() === now.toDateString()) return time;
-    if (now - d < 6 * 86400000 && now >= d) return d.toLocaleString(LANG, { weekday: "short", hour: "2-digit", minute: "2-digit" });
-    return d.toLocaleString(LANG, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+    const day = (x) => x.toLocaleDateString("en-CA", { timeZone: TZ });  // the calendar day in that zone
+    const time = d.toLocaleTimeString(LANG, { hour: "2-digit", minute: "2-digit", timeZone: TZ });
+    if (day(d) === day(now)) return time;
+    if (now - d < 6 * 86400000 && now >= d) return d.toLocaleString(LANG, { weekday: "short", hour: "2-digit", minute: "2-digit", timeZone: TZ });
+    return d.toLocaleString(LANG, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZone: TZ });
   }
   function whenTitle(value) {
     const d = new Date(value);
-    return Number.isFinite(d.getTime()) ? d.toLocaleString(LANG, { dateStyle: "full", timeStyle: "long" }) : "";
+    return Number.isFinite(d.getTime()) ? d.toLocaleString(LANG, { dateStyle: "full", timeStyle: "long", timeZone: TZ }) : "";
   }
   /* <time datetime> elements under `root` (the chat list; chat-threads.js calls it after a refresh). */
   function formatTimes(root) {

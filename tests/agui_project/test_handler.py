@@ -105,7 +105,8 @@ def test_runs_of_classic_middleware_are_one_layer_each(settings):
     assert [name for name, _ in middleware_layers(settings.MIDDLEWARE)] == [
         "agui_project.health.ProbeMiddleware", "agui_project.limits.RequestLimitsMiddleware", "SecurityMiddleware", "agui_project.static.StaticFilesMiddleware",
         "agui_project.csp.CSPMiddleware", "SessionMiddleware + LocaleMiddleware + CommonMiddleware + CsrfViewMiddleware + "
-        "AuthenticationMiddleware + UserLanguageMiddleware + MessageMiddleware + SessionEndedMiddleware + "
+        "AuthenticationMiddleware + UserLanguageMiddleware + TimeZoneMiddleware + MessageMiddleware + "
+        "SessionEndedMiddleware + "
         "XFrameOptionsMiddleware + PrivateResponsesMiddleware", "approvals.account_audit.AskingMiddleware"]
 
 

@@ -111,6 +111,10 @@ ROWS = [
         expect=by_role(302, anon=302), location={r: "/" for r in ROLES},
         after=lambda w, role: _language_saved_for(w, role), **PAGE),
     Row("JavaScript catalogue", "GET", "/jsi18n/", expect=by_role(200, anon=200), **PAGE),
+    # a person's own settings (language, time zone): only their own profile changes
+    Row("your settings", "GET", "/settings/", expect=by_role(200, anon=302), **PAGE, location={"anon": LOGIN}),
+    Row("your settings change", "POST", "/settings/", body={"language": "fr", "time_zone": "Asia/Jakarta"},
+        expect=by_role(302, anon=302), after=lambda w, role: _zone_saved_for(w, role), **PAGE),
     Row("policy console", "GET", "/policies/", expect=by_role(403, anon=302, admin=200), **PAGE),
     Row("policy console edit", "GET", "/policies/transfer_money/", expect=by_role(403, anon=302, admin=200), **PAGE),
     Row("audit page", "GET", "/audit/", expect=by_role(200, anon=302, alice=403, bob=403), **PAGE),
@@ -230,6 +234,13 @@ def _language_saved_for(world, role):
 
     saved = dict(Profile.objects.values_list("user__username", "language"))
     assert saved == ({} if role == "anon" else {role: "fr"}), f"as {role}: profiles {saved}"
+
+
+def _zone_saved_for(world, role):
+    from people.models import Profile
+
+    saved = dict(Profile.objects.values_list("user__username", "time_zone"))
+    assert saved == ({} if role == "anon" else {role: "Asia/Jakarta"}), f"as {role}: profiles {saved}"
 
 
 def _nobody_decided(world):

@@ -1,0 +1,27 @@
+"""The settings page's form: a person's language and time zone."""
+
+from django import forms
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+
+from . import zones
+
+
+class SettingsForm(forms.Form):
+    language = forms.ChoiceField(label=_("Language"), required=False,
+                                 error_messages={"invalid_choice": _("Choose one of the languages listed.")})
+    # a text field checked against zoneinfo, not a ChoiceField: a legacy name the list leaves out
+    # ("Asia/Calcutta", which some browsers report) stays a zone a person may keep
+    time_zone = forms.CharField(label=_("Time zone"), required=False, max_length=zones.MAX_NAME)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["language"].choices = [("", _("Your browser's")), *settings.LANGUAGES]
+
+    def clean_time_zone(self):
+        name = self.cleaned_data["time_zone"].strip()
+        if name and not zones.valid(name):
+            raise forms.ValidationError(
+                _("“%(zone)s” is not a time zone this site knows. Choose one from the list, such as "
+                  "America/Sao_Paulo or Asia/Jakarta."), code="unknown_zone", params={"zone": name})
+        return name
