@@ -77,6 +77,16 @@ class AnswerSerializer(serializers.Serializer):
         return data
 
 
+TOO_MANY_RUNS = OpenApiResponse(ErrorSerializer, description="too_many_runs: the account started "
+                                "AGUI_MAX_RUNS_PER_HOUR runs in the last hour (with Retry-After)")
+
+
+def too_many_runs(exc):
+    """services.TooManyRuns as the API's 429, with when to try again."""
+    return Response({"message": exc.message, "code": exc.code}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                    headers={"Retry-After": str(exc.retry_after)})
+
+
 _ANSWER_STATUS = {"unknown_interrupt": 404, "already_decided": 409, "forbidden": 403, "invalid_payload": 400}
 
 
@@ -169,7 +179,7 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
     @extend_schema(methods=["POST"], request=NewMessageSerializer, responses={
         202: RunStartedSerializer, 400: ErrorSerializer,
         409: OpenApiResponse(RunConflictSerializer, description="a run is active (run_active) or waits on a "
-                             "decision (interrupt_pending), or message_exists")})
+                             "decision (interrupt_pending), or message_exists"), 429: TOO_MANY_RUNS})
     @action(detail=True, methods=["get", "post"], serializer_class=NewMessageSerializer, pagination_class=None)
     def messages(self, request, pk=None):
         thread = self.get_object()
@@ -182,6 +192,8 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
             return Response({"message": _("a message with this id exists"), "code": "message_exists"}, status=409)
         try:
             run = services.start_run(thread, request.user, body.validated_data["content"], message_id=message_id)
+        except services.TooManyRuns as exc:
+            return too_many_runs(exc)
         except services.RunConflict as exc:
             return Response(
                 {"message": exc.message, "code": exc.code, "pending": [r.pk for r in exc.pending]},
@@ -274,7 +286,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses={202: RunSerializer, 409: ErrorSerializer})
+    @extend_schema(request=None, responses={202: RunSerializer, 409: ErrorSerializer, 429: TOO_MANY_RUNS})
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
         """Run the thread's latest failed run again on the same history (no new user message)."""
@@ -285,6 +297,8 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
                              "code": "not_retryable"}, status=status.HTTP_409_CONFLICT)
         try:
             new_run = services.start_run(run.thread, request.user)
+        except services.TooManyRuns as exc:
+            return too_many_runs(exc)
         except services.RunConflict as exc:
             return Response({"message": exc.message, "code": exc.code}, status=status.HTTP_409_CONFLICT)
         return Response(RunSerializer(new_run).data, status=status.HTTP_202_ACCEPTED)

@@ -88,6 +88,10 @@ class Run(models.Model):
         verbose_name_plural = _("runs")
         indexes = [
             models.Index(fields=["thread", "status"], name="run_thread_status_idx"),  # active run lookup
+            # the runs a person started in a thread since a time: the hourly run limit's count
+            # (services.within_hourly_runs); continuations have a parent and are not counted
+            models.Index(fields=["thread", "created_at"], condition=models.Q(parent_run__isnull=True),
+                         name="run_thread_started_idx"),
             models.Index(fields=["finished_at"], condition=~models.Q(undelivered_end=""), name="run_undelivered_idx"),
             models.Index(fields=["stop_unsent_at"], condition=models.Q(stop_unsent_at__isnull=False),
                          name="run_stop_unsent_idx"),

@@ -70,6 +70,15 @@ def waiting_or_continued(run_id):
     return (bool(row[0]), bool(row[1])) if row is not None else (False, False)
 
 
+def runs_started_since(user, since):
+    """The runs `user` started after `since`: continuations (a parent run) are not counted, they go
+    on with a run already started. A thread's updated_at moves when a run starts in it (start_run
+    saves the thread after the run's INSERT), so only the threads touched since are looked in
+    (thread_owner_recent_idx), each through run_thread_started_idx."""
+    return Run.objects.filter(thread__owner=user, thread__updated_at__gt=since, parent_run__isnull=True,
+                              created_at__gt=since)
+
+
 def chat_list(user):
     """The person's latest chats, each annotated with its latest approval request (last_status,
     last_action, last_said, last_group), in one query: two chats that began with the same words differ by

@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from agui_project import jsoncheck
 from agui_project.queries import (
@@ -38,11 +39,40 @@ log = logging.getLogger(__name__)
 
 
 class RunConflict(Exception):
-    """The thread cannot take a new run now (code: run_active | interrupt_pending | run_exists)."""
+    """The thread cannot take a new run now (code: run_active | interrupt_pending | run_exists;
+    too_many_runs: TooManyRuns)."""
 
     def __init__(self, code, message, pending=()):
         super().__init__(message)
         self.code, self.message, self.pending = code, message, list(pending)
+
+
+class TooManyRuns(RunConflict):
+    """The account started AGUI_MAX_RUNS_PER_HOUR runs in the last hour (code too_many_runs)."""
+
+    def __init__(self, message, retry_after):
+        super().__init__("too_many_runs", message)
+        self.retry_after = retry_after  # seconds: the REST API's Retry-After header
+
+
+def within_hourly_runs(user):
+    """At most AGUI_MAX_RUNS_PER_HOUR runs an account starts in an hour, whatever became of them:
+    each costs model calls (AGUI_MAX_TURNS bounds one run, nothing bounded how many). A run counts
+    when the account starts it (a message, a new thread, a Retry); a continuation does not: it exists
+    because someone decided a call or answered a question the counted run asked, it is that run's
+    work going on, and refusing it would strand a decision already recorded (which may be a
+    reviewer's, not the account's). One LIMITed count; the oldest counted run only when refused."""
+    limit, now = settings.AGUI_MAX_RUNS_PER_HOUR, timezone.now()
+    recent = selectors.runs_started_since(user, now - timedelta(hours=1))
+    if recent[:limit].count() < limit:
+        return
+    oldest = next(iter(recent.order_by("-created_at").values_list("created_at", flat=True)[limit - 1:limit]), now)
+    raise TooManyRuns(ngettext(
+        "This account started %(count)s agent run in the last hour, the most one account may. Nothing was "
+        "stored: try again later.",
+        "This account started %(count)s agent runs in the last hour, the most one account may. Nothing was "
+        "stored: try again later.", limit) % {"count": limit},
+        retry_after=max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1))
 
 
 _THREAD = PreparedInsert(Thread)  # every new chat: its INSERT compiled once
@@ -100,6 +130,7 @@ def start_run(thread, user, content=None, *, message_id=None, run_id=None, forwa
     `new_thread`: the caller created the thread in the transaction this runs in, so no run or
     question can be open on it, and no one else can write to it before the commit.
     """
+    within_hourly_runs(user)  # before anything is written: a refused start stores nothing
     if not new_thread:
         supersede_abandoned(thread, user)
     with transaction.atomic(savepoint=not new_thread):  # no savepoint inside the creator's transaction

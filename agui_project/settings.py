@@ -390,6 +390,9 @@ OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "") or None
 AGUI_MODEL = os.environ.get("AGUI_MODEL", "gpt-4o-mini")
 AGUI_MODEL_TIMEOUT = env_float("AGUI_MODEL_TIMEOUT", 60, above=0)
 AGUI_MAX_TURNS = env_int("AGUI_MAX_TURNS", 8, minimum=1)
+# runs one account starts in an hour, whatever became of them (agents/services.start_run): each costs
+# model calls; a continuation after a decision or an answer is the same run going on and does not count
+AGUI_MAX_RUNS_PER_HOUR = env_int("AGUI_MAX_RUNS_PER_HOUR", 300, minimum=1)
 # tool calls made from one model answer; the rest are answered "not executed" (agents/runtime/runner.py)
 AGUI_MAX_TOOL_CALLS_PER_ANSWER = env_int("AGUI_MAX_TOOL_CALLS_PER_ANSWER", 16, minimum=1)
 # The largest request body accepted (413 beyond); Django's own form limit follows it.

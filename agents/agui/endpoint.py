@@ -475,6 +475,8 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
         plan.error = RunErrorEvent(code=exc.code, message=exc.message)
         return plan
     except services.RunConflict as exc:
+        if new_thread:  # a refused first run (too_many_runs) leaves no new thread behind
+            transaction.set_rollback(True)
         # an AG-UI client resumes by interrupt id: the ids follow the person's sentence
         ids = " " + _("(waiting: %(ids)s)") % {"ids": ", ".join(str(r.pk) for r in exc.pending)} if exc.pending else ""
         plan.error = RunErrorEvent(code=exc.code, message=exc.message + ids)

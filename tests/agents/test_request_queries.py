@@ -30,15 +30,16 @@ def agui_request(user, thread_id, text="hello", resume=None):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_new_threads_first_post_costs_at_most_12_statements(demo, django_assert_max_num_queries):
+def test_a_new_threads_first_post_costs_at_most_13_statements(demo, django_assert_max_num_queries):
     """Was 24: the run id is refused by its primary key, the message counter is saved with the
     title, the thread-id claim needs no savepoint of its own, a new thread has nothing pending to
     look up and its MESSAGES_SNAPSHOT is the messages just stored. 17, then 15: nor does the
     thread's creation inside the POST's transaction (SAVEPOINT / RELEASE). 12: the thread is made
-    in its first run's transaction (one BEGIN and COMMIT fewer) and not read again under a lock."""
+    in its first run's transaction (one BEGIN and COMMIT fewer) and not read again under a lock.
+    13: the account's runs of the last hour are counted (AGUI_MAX_RUNS_PER_HOUR, one LIMITed count)."""
     thread_id = f"t-{uuid.uuid4()}"
     request = agui_request(demo["alice"], thread_id, "Hi there")
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         plan = endpoint.prepare(request, "banking")
     assert plan.error is None and plan.run_id and Run.objects.get(pk=plan.run_id).stream_id
     snapshot = plan.after_start[0]
@@ -105,12 +106,13 @@ def test_a_decision_over_the_api_costs_at_most_8_statements_and_its_wake_up_in_a
 def test_a_message_on_an_existing_thread_opens_no_transaction_for_an_empty_state(demo, django_assert_max_num_queries):
     """No state sent: nothing to write before the run's own transaction (an empty BEGIN/COMMIT
     took SQLite's write lock on every POST). 17 statements (was 18: what waits for the requester's
-    answer is looked up only for an empty resume[], not for every message)."""
+    answer is looked up only for an empty resume[], not for every message); 18 with the count of the
+    account's runs of the last hour (AGUI_MAX_RUNS_PER_HOUR)."""
     thread_id = f"t-{uuid.uuid4()}"
     first = endpoint.prepare(agui_request(demo["alice"], thread_id, "one"), "banking")
     Run.objects.filter(pk=first.run_id).update(status=Run.Status.SUCCEEDED)
     request = agui_request(demo["alice"], thread_id, "two")
-    with django_assert_max_num_queries(17) as captured:
+    with django_assert_max_num_queries(18) as captured:
         plan = endpoint.prepare(request, "banking")
     statements = [q["sql"].split()[0] for q in captured.captured_queries]
     assert statements.count("BEGIN") <= 1 and statements.count("COMMIT") <= 1
