@@ -152,8 +152,10 @@ def paused_on_requester(demo, n):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_request_probe(demo, fake_llm, monkeypatch):
+def test_request_probe(demo, fake_llm, monkeypatch, settings):
     from rest_framework.authtoken.models import Token
+
+    settings.AGUI_MAX_RUNS_PER_HOUR = 10**9  # alice starts every run (PROBE_N=200 is over 300): none refused
 
     from agents import tasks
     from agui_project.asgi import django_asgi_app as app
