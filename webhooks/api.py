@@ -6,10 +6,11 @@ from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import IsAdminUser, IsAuthenticated
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agui_project.permissions import StaffWithModelPermissions
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import services
@@ -53,7 +54,7 @@ class DeliverySerializer(ModelSerializer):
 
 
 class EndpointViewSet(viewsets.ModelViewSet):
-    permission_classes = [IsAdminUser]
+    permission_classes = [StaffWithModelPermissions]
     serializer_class = EndpointSerializer
     queryset = WebhookEndpoint.objects.all()
 
@@ -73,7 +74,8 @@ class EndpointViewSet(viewsets.ModelViewSet):
 
 
 class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    permission_classes = [IsAdminUser]
+    permission_classes = [StaffWithModelPermissions]
+    action_permissions = {"replay": "change"}
     serializer_class = DeliverySerializer
     queryset = WebhookDelivery.objects.prefetch_related("attempt_rows")
 

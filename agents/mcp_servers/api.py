@@ -12,10 +12,10 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
 from agents.registry import AGENTS
+from agui_project.permissions import StaffWithModelPermissions
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import catalog, services
@@ -109,7 +109,8 @@ class MCPServerViewSet(viewsets.GenericViewSet):
     POST .../refresh/ asks again."""
 
     serializer_class = ServerSerializer
-    permission_classes = [IsAdminUser]
+    permission_classes = [StaffWithModelPermissions]
+    action_permissions = {"refresh": "change"}
     queryset = MCPServer.objects.all()
     lookup_field = "name"
     lookup_value_regex = r"[a-z0-9][a-z0-9-]{0,30}"
