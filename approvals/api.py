@@ -28,7 +28,7 @@ from agui_project.answer_first import answer_first
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import account_audit, exports, outside, policy_versions, reach, registry, selectors, services
-from .access import memberships
+from .access import is_admin, memberships
 from .filters import ApprovalFilter, AuditFilter, GrantFilter
 from .models import (
     ApprovalRequest,
@@ -603,7 +603,7 @@ class AuditSerializer(ModelSerializer):
     def to_representation(self, instance):
         data = super().to_representation(instance)
         request = self.context.get("request")
-        staff = bool(request and request.user.is_staff)
+        staff = bool(request and is_admin(request.user))
         return {**data, "before": exports.audit_for(data["before"], staff), "after": exports.audit_for(data["after"], staff)}
 
 
@@ -637,7 +637,7 @@ class AuditViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 
     def list(self, request, *args, **kwargs):
         if getattr(request.accepted_renderer, "format", None) == "csv":
-            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()), staff=request.user.is_staff)
+            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()), staff=is_admin(request.user))
         return super().list(request, *args, **kwargs)
 
 

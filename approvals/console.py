@@ -276,7 +276,7 @@ def audit(request):
         next_after = f"{events[-1].created_at.isoformat()}|{events[-1].pk}"
     params = {k: v for k, v in f.items() if v}
     return render(request, "approvals/audit.html", {
-        "filters": f, "params": params, "events": audit_rows(events),
+        "filters": f, "params": params, "events": audit_rows(events, request.user),
         "next_after": next_after, "first_page": not after, "actions": AuditEvent.Action.choices,
         "tools": sorted(registry.all_tools()), "pending_count": inbox_query.pending_mine_count(request.user),
     })
@@ -284,4 +284,5 @@ def audit(request):
 
 @reviewer_required
 def audit_csv(request):
-    return exports.audit_csv_response(audit_queryset(request.user, audit_filters(request.GET)))
+    return exports.audit_csv_response(audit_queryset(request.user, audit_filters(request.GET)),
+                                      staff=is_admin(request.user))

@@ -23,9 +23,9 @@ from agui_project.queries import one
 from agui_project.visible import json_escapes
 from state import services as state_services
 
-from . import argument_errors, reader_schema, registry, selectors, services, stats
+from . import argument_errors, exports, reader_schema, registry, selectors, services, stats
 from . import inbox as inbox_query
-from .access import is_reviewer, same_person
+from .access import is_admin, is_reviewer, same_person
 from .filters import parse_row_id
 from .models import ApprovalRequest, AuditEvent, Decision, HeldDecision, arguments_hash, said
 from .templatetags.inbox_tags import pretty_json
@@ -216,8 +216,13 @@ def thread_state(approval):
             "empty": not data}
 
 
-def audit_rows(events):
-    """Audit events with their before/after as one line of JSON each (the detail page, /audit/)."""
+def audit_rows(events, user):
+    """Audit events with their before/after as one line of JSON each (the detail page, /audit/), as
+    `user` may read them: outside the admins, without the reviewers' addresses (exports.audit_for, as
+    the API and the CSV leave them out)."""
+    admin, events = is_admin(user), list(events)
+    for e in events:  # on the instances, so the page's filters (its change lines) read them so too
+        e.before, e.after = exports.audit_for(e.before, admin), exports.audit_for(e.after, admin)
     return [{"event": e, "before": _compact(e.before), "after": _compact(e.after)} for e in events]
 
 
@@ -244,7 +249,7 @@ def _detail_context(request, approval):
         "quorum": selectors.quorum(approval=approval),
         "decisions": decisions,
         "audit": audit_rows(AuditEvent.objects.filter(request=approval).select_related("actor")
-                            .order_by("created_at", "id")),
+                            .order_by("created_at", "id"), request.user),
         "can_decide": approval.is_pending and services.can_decide(request.user, approval) and held is None,
         "held": held,  # this reviewer's decision, inside its undo window
         "already_approved": bool(mine),
