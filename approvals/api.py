@@ -4,6 +4,8 @@ keyed by tool name), the audit log (filters, ?format=csv) and "always allow in t
 Views stay thin: every change goes through approvals.services.
 """
 
+from urllib.parse import urlsplit, urlunsplit
+
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
@@ -77,6 +79,21 @@ class OutsideInfoSerializer(ModelSerializer):
     class Meta:
         model = OutsideCall
         fields = ["callback_url", "outcome", "outcome_detail", "outcome_at"]
+
+
+def _without_secrets(url):
+    """A callback URL as a reviewer may read it: where it goes, without what often authorises it (a
+    token in its query, a user and password, a fragment), which is the requester's and the admins'."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # accepted before it was checked so: nothing of it is shown
+        return ""
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _http_url(value):
@@ -167,7 +184,11 @@ class ApprovalSerializer(ModelSerializer):
             row = obj.outside
         except OutsideCall.DoesNotExist:
             return None
-        return OutsideInfoSerializer(row).data
+        data = OutsideInfoSerializer(row).data
+        request = self.context.get("request")
+        if request is None or not (is_admin(request.user) or request.user.pk == obj.requester_id):
+            data["callback_url"] = _without_secrets(data["callback_url"])
+        return data
 
     def get_thread(self, obj) -> str:
         return obj.thread_ref or outside.refs(obj)["thread"]

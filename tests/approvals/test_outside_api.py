@@ -429,3 +429,17 @@ def test_an_account_asks_a_bounded_number_of_times_an_hour_whatever_became_of_it
     assert api("alice").post("/api/approvals/", body(), format="json").status_code == 201  # per account
     OutsideCall.objects.filter(requester__username="bob").update(created_at=timezone.now() - timedelta(hours=2))
     assert api("bob").post("/api/approvals/", body(arguments={"email": "f@example.com"}), format="json").status_code == 201
+
+
+def test_a_callback_urls_secrets_are_the_requesters_and_the_admins(api):
+    """A callback URL often carries what authorises the call back (a token in its query, a password):
+    every reviewer of the request read it whole. They see where it goes; the requester and admins all of it."""
+    url = "https://hook:s3cret@hooks.example.com:8443/in/alice?token=t0k3n#frag"
+    rid = api("alice").post("/api/approvals/", body(callback_url=url), format="json").json()["id"]
+    assert api("alice").get(f"/api/approvals/{rid}/").json()["outside"]["callback_url"] == url
+    assert api("admin").get(f"/api/approvals/{rid}/").json()["outside"]["callback_url"] == url
+    for reviewer in ("rita", "finn"):  # reviewers decides an unknown tool
+        seen = api(reviewer).get(f"/api/approvals/{rid}/").json()["outside"]["callback_url"]
+        assert seen == "https://hooks.example.com:8443/in/alice"
+    listed = {r["id"]: r for r in api("rita").get("/api/approvals/").json()["results"]}
+    assert listed[rid]["outside"]["callback_url"] == "https://hooks.example.com:8443/in/alice"
