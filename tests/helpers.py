@@ -1,6 +1,7 @@
 """Builders shared by tests: a paused transfer without running a model; a run driven in-process;
 the thread socket's events one at a time."""
 
+import asyncio
 import json
 import threading
 from contextlib import contextmanager
@@ -146,3 +147,26 @@ def accept_each(listener, handle):
         except OSError:
             return
         handle(conn)
+
+
+async def asgi_get(app, path, headers=()):
+    """A GET through an ASGI app as Daphne makes it: (status, {header: value}, body text)."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": path,
+             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"testserver"), *headers],
+             "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
+    sent, got = [], False
+
+    async def receive():
+        nonlocal got
+        if not got:
+            got = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}, body.decode()

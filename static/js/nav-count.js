@@ -24,28 +24,11 @@
   }
   window.aguiPendingCount = setPendingCount;
 
-  let asking = false;
-  let askAgain = false; // notices during a fetch (a bulk decision sends many) make one more, not one each
-
-  async function refresh() {
-    if (asking) {
-      askAgain = true;
-      return;
-    }
-    asking = true;
-    try {
-      const res = await window.aguiFetch("/inbox/summary/", { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
-      if (res.ok && !res.redirected) setPendingCount((await res.json()).waiting);
-    } catch (e) {
-      /* the badge is a nicety: the next notice or reconnection tries again */
-    } finally {
-      asking = false;
-      if (askAgain) {
-        askAgain = false;
-        refresh();
-      }
-    }
-  }
+  const refresh = window.aguiOneAtATime(async () => {
+    // the badge is a nicety: a failure waits for the next notice or reconnection
+    const res = await window.aguiFetch("/inbox/summary/", { credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
+    if (res.ok && !res.redirected) setPendingCount((await res.json()).waiting);
+  }); // notices during a fetch (a bulk decision sends many) make one more, not one each
 
   let attempt = 0;
 

@@ -6,9 +6,34 @@
  * "502 Bad Gateway" HTML page, a server's error page) is an Error with a sentence, never its markup.
  * window.aguiStatus(res or status): a refusal that says nothing for people (no JSON `message`) as a
  * sentence of what to do, never a bare "HTTP 502"; a reply that is the sign-in page says the session ended.
+ * window.aguiOneAtATime(task): `task` (async) run by each call, never twice at once: calls while it
+ * runs make one more run after it, not one each (a burst of notices, each asking the page to fetch again).
  */
 (function () {
   "use strict";
+  window.aguiOneAtATime = function (task) {
+    let running = false;
+    let again = false;
+    return async function run() {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      try {
+        await task();
+      } catch (e) {
+        /* the next call tries again */
+      } finally {
+        running = false;
+        if (again) {
+          again = false;
+          run();
+        }
+      }
+    };
+  };
+
   window.aguiFetch = async function (url, options) {
     try {
       return await fetch(url, options);

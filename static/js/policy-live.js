@@ -21,31 +21,13 @@
     banner.hidden = false;
   }
 
-  let drawing = false;
-  let drawAgain = false; // changes during a fetch make one more, not one each
-
-  async function drawRows() {
-    if (drawing) {
-      drawAgain = true;
-      return;
-    }
-    drawing = true;
-    try {
-      const res = await window.aguiFetch(location.href, { credentials: "same-origin", cache: "no-store" });
-      if (res.ok && !res.redirected) {
-        const fresh = new DOMParser().parseFromString(await res.text(), "text/html").querySelector("#policies-table tbody");
-        if (fresh) list.tBodies[0].replaceWith(document.adoptNode(fresh));
-      }
-    } catch (e) {
-      /* the next change or a reload draws them */
-    } finally {
-      drawing = false;
-      if (drawAgain) {
-        drawAgain = false;
-        drawRows();
-      }
-    }
-  }
+  // changes during a fetch make one more, not one each; a failure waits for the next change or a reload
+  const drawRows = window.aguiOneAtATime(async () => {
+    const res = await window.aguiFetch(location.href, { credentials: "same-origin", cache: "no-store" });
+    if (!res.ok || res.redirected) return;
+    const fresh = new DOMParser().parseFromString(await res.text(), "text/html").querySelector("#policies-table tbody");
+    if (fresh) list.tBodies[0].replaceWith(document.adoptNode(fresh));
+  });
 
   document.addEventListener("agui:notice", (event) => {
     const notice = event.detail;

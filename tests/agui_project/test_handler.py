@@ -16,6 +16,7 @@ from django.utils.deprecation import MiddlewareMixin
 
 from agui_project import handler
 from agui_project.handler import ASGIHandler, middleware_layers
+from tests.helpers import asgi_get
 
 CALLS = []
 
@@ -51,24 +52,7 @@ MIDDLEWARE = [f"{__name__}.{name}" for name in ("A", "B", "C")]
 
 
 async def call(app, path, headers=()):
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": path,
-             "raw_path": path.encode(), "query_string": b"", "headers": [(b"host", b"testserver"), *headers],
-             "client": ("127.0.0.1", 1), "server": ("testserver", 80), "scheme": "http", "root_path": ""}
-    sent, got = [], False
-
-    async def receive():
-        nonlocal got
-        if not got:
-            got = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await asyncio.sleep(3600)
-
-    async def send(message):
-        sent.append(message)
-
-    await app(scope, receive, send)
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}
+    return (await asgi_get(app, path, headers))[:2]
 
 
 def run_both(path):

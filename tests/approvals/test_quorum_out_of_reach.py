@@ -10,21 +10,11 @@ from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.utils import timezone
 
-from approvals import notify, services
+from approvals import services
 from approvals.models import ApprovalRequest, AuditEvent, ToolPolicy
 from tests.inbox_helpers import make_request
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def told(demo, monkeypatch):
-    demo["admin"].email = "admin@example.com"
-    demo["admin"].save()
-    notices = []
-    monkeypatch.setattr(notify, "operator_notice", lambda kind, payload: notices.append((kind, payload)))
-    mail.outbox.clear()
-    return notices
 
 
 def _alerts():

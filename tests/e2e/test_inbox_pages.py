@@ -120,7 +120,7 @@ result = ids
     with page.expect_download() as download:
         page.get_by_role("link", name="Export CSV").click()
     text = open(download.value.path(), encoding="utf-8").read()
-    assert text.splitlines()[0] == "id,created_at,action,actor,request,tool_name,object_ref,before,after"
+    assert text.splitlines()[0] == "id,created_at,action,actor,request,tool_name,object_ref,before,after,summary"
     assert len(text.strip().splitlines()) == 3 and "Wrong account" in text
     page.goto("/audit/")
     page.screenshot(path=str(artifacts_dir / "inbox-audit.png"), full_page=False)

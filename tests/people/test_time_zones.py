@@ -20,6 +20,7 @@ from approvals import notify
 from approvals.models import ApprovalRequest
 from people import zones
 from people.models import Profile
+from tests.helpers import asgi_get
 from tests.inbox_helpers import make_request
 
 # 14:05 UTC: 11:05 in São Paulo (UTC-3, no summer time since 2019), 21:05 in Jakarta (WIB, UTC+7)
@@ -139,28 +140,8 @@ def test_the_browser_zone_is_used_when_none_is_chosen_and_a_bogus_one_is_ignored
 
 
 def _asgi_get(path, cookies):
-    async def call():
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "path": path,
-                 "raw_path": path.encode(), "query_string": b"", "client": ("127.0.0.1", 1),
-                 "server": ("testserver", 80), "scheme": "http", "root_path": "",
-                 "headers": [(b"host", b"testserver"), (b"cookie", cookies.encode())]}
-        sent, got = [], False
-
-        async def receive():
-            nonlocal got
-            if not got:
-                got = True
-                return {"type": "http.request", "body": b"", "more_body": False}
-            await asyncio.sleep(3600)
-
-        async def send(message):
-            sent.append(message)
-
-        await ASGIHandler()(scope, receive, send)
-        status = next(m for m in sent if m["type"] == "http.response.start")["status"]
-        return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
-
-    return asyncio.run(call())
+    status, _headers, body = asyncio.run(asgi_get(ASGIHandler(), path, [(b"cookie", cookies.encode())]))
+    return status, body
 
 
 @pytest.mark.django_db(transaction=True)
