@@ -189,11 +189,17 @@
   }
 
   function onHeldOutcome(notice) {
+    const toast = document.getElementById("undo-toast");
+    if (!sending && toast && !toast.hidden && (toast.dataset.held || "").split(",").includes(String(notice.held))) {
+      // the server's window closed first: it counts from each hold, this page from its answer (later,
+      // the more so for many at once), and an outcome heard before the page waited for it was lost
+      clearTimeout(undoTimer);
+      awaitSent(toast);
+    }
     if (!sending || !sending.ids.delete(String(notice.held))) return;
     if (notice.type === "approval.not_sent") sending.firsts.push(notice.by || "");
     if (sending.ids.size) return;
     clearTimeout(undoTimer);
-    const toast = document.getElementById("undo-toast");
     const { firsts, total } = sending;
     sending = null;
     forgetSentDrafts(); // no Undo now: what was typed for them went (or cannot go) with the decisions
