@@ -14,10 +14,15 @@ AREAS = frozenset(("Africa", "America", "Antarctica", "Arctic", "Asia", "Atlanti
                    "Indian", "Pacific"))
 
 
+# names of the zone files that are no zone a browser knows (Intl refuses them: a page formatting times
+# in one threw, and the chat showed nothing)
+NOT_ZONES = frozenset(("localtime", "posixrules", "Factory"))
+
+
 @functools.cache
 def known():
     # available_timezones() walks the zone files (~0.2 s): once per process
-    return frozenset(zoneinfo.available_timezones())
+    return frozenset(n for n in zoneinfo.available_timezones() if n not in NOT_ZONES)
 
 
 def valid(name):

@@ -18,7 +18,14 @@
   // ngettext, interpolate; dates and numbers in the page's language (<html lang>).
   const LANG = document.documentElement.lang || undefined;
   // times in the reader's zone: the one they chose, else their browser's (people.middleware, base.html)
-  const TZ = document.documentElement.dataset.timeZone || undefined;
+  // the reader's zone, where the browser knows it by that name (else its own: a time is never worth the page)
+  const TZ = ((zone) => {
+    try {
+      return zone && new Intl.DateTimeFormat("en", { timeZone: zone }).resolvedOptions().timeZone;
+    } catch (e) {
+      return undefined;
+    }
+  })(document.documentElement.dataset.timeZone) || undefined;
   const fmt = (text, values) => interpolate(text, values, true);
 
   const aguiChat = { ws: null, events: [], state: {}, approvals: {}, stateMeta: { version: 0, provisional: [] } };
@@ -754,7 +761,7 @@
     );
     if (status === "pending") {
       head.appendChild(el("span", { class: "approval-who", text: approverText(approval) }));
-      if (approval.expiresAt) head.appendChild(el("span", { class: "countdown", dataset: { expires: approval.expiresAt } }));
+      if (approval.expiresAt) head.appendChild(el("span", { class: "countdown", role: "timer", "aria-live": "off", dataset: { expires: approval.expiresAt } }));
     } else if (approval.decidedBy) {
       head.appendChild(el("span", { class: "approval-who", text: fmt(gettext("by %(name)s"), { name: approval.decidedBy }) }));
     }
