@@ -298,3 +298,17 @@ def test_the_engines_own_reasons_are_not_shown_as_a_reviewers_feedback(login, de
     cards = {r.pk: presenters.approval(ApprovalRequest.objects.get(pk=r.pk)) for r in (expired, stopped, rejected)}
     assert "feedback" not in cards[expired.pk] and "feedback" not in cards[stopped.pk]
     assert cards[rejected.pk]["feedback"] == "Wrong account."
+
+
+@pytest.mark.parametrize("url", ["/inbox/{pk}/?partial=preview", "/inbox/{pk}/", "/inbox/?partial=rows"])
+def test_a_countdown_ticks_without_being_read_out(client, demo, url):
+    """The reading pane is a polite live region (a request opened in it is read out), and its "expires
+    in" countdown changed every second inside it: a screen reader announced it every second. A timer's
+    changes are not announced (role timer, aria-live off); the pane's other changes still are."""
+    from tests.inbox_helpers import make_request
+
+    req = make_request("alice")
+    client.force_login(demo["finn"])
+    body = client.get(url.format(pk=req.pk)).content.decode()
+    countdowns = re.findall(r'<span[^>]*class="countdown[^"]*"[^>]*>', body)
+    assert countdowns and all('role="timer"' in c and 'aria-live="off"' in c for c in countdowns), countdowns
