@@ -67,12 +67,15 @@ def within_hourly_runs(user):
     if recent[:limit].count() < limit:
         return
     oldest = next(iter(recent.order_by("-created_at").values_list("created_at", flat=True)[limit - 1:limit]), now)
-    raise TooManyRuns(ngettext(
-        "This account started %(count)s agent run in the last hour, the most one account may. Nothing was "
-        "stored: try again later.",
-        "This account started %(count)s agent runs in the last hour, the most one account may. Nothing was "
-        "stored: try again later.", limit) % {"count": limit},
-        retry_after=max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1))
+    retry_after = max(1, int((oldest + timedelta(hours=1) - now).total_seconds()) + 1)
+    minutes = -(-retry_after // 60)  # a person is told when, not "later"
+    raise TooManyRuns(" ".join((
+        ngettext("This account started %(count)s agent run in the last hour, the most one account may.",
+                 "This account started %(count)s agent runs in the last hour, the most one account may.",
+                 limit) % {"count": limit},
+        ngettext("Nothing was stored: try again in %(minutes)s minute.",
+                 "Nothing was stored: try again in %(minutes)s minutes.", minutes) % {"minutes": minutes})),
+        retry_after=retry_after)
 
 
 _THREAD = PreparedInsert(Thread)  # every new chat: its INSERT compiled once
