@@ -2,6 +2,8 @@
 failover, pg_terminate_backend, an idle-session killer) goes on with another connection: it failed
 with internal_error at its first statement after the answer, and the answer streamed was lost."""
 
+import time
+
 import psycopg
 import pytest
 from django.conf import settings
@@ -17,10 +19,16 @@ pytestmark = [pytest.mark.django_db(transaction=True),
 
 
 def _terminate(pid):
+    """pg_terminate_backend signals the backend and returns; it ends (and closes its socket) a moment
+    later, later still on a busy machine. Returns once it has: the connection ended while the model
+    answered, as the test means, not while the worker looks at it."""
     db = settings.DATABASES["default"]
     with psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"],
                          password=db["PASSWORD"] or None, dbname=db["NAME"], autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 30
+        while other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+            assert time.monotonic() < deadline, f"backend {pid} still there 30 s after its termination"
 
 
 def test_a_connection_ended_while_the_model_answered_is_replaced(demo, fake_llm, monkeypatch):
