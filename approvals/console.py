@@ -60,7 +60,7 @@ def policy_list(request):
     for e in (AuditEvent.objects.filter(action__in=POLICY_ACTIONS).select_related("actor")
               .order_by("-created_at")[:500]):
         last_change.setdefault(e.tool_name, e)
-    items = []
+    items, counted = [], {}  # each set of groups' deciders counted once for the whole list
     for name, policy, defaults in selectors.policies():
         items.append({"name": name, "policy": policy, "source": "policy" if policy.pk else "default",
                       "registered": defaults is not None, "rules": len(policy.conditions or []),
@@ -68,6 +68,7 @@ def policy_list(request):
                       "nobody": policy.mode in NOBODY_DECIDES,  # the Mode column says what happens
                       "description": gettext(defaults.summary) if defaults and defaults.summary else "",
                       "changed": last_change.get(name),
+                      "short": reach.short_quorums(policy, counted),  # approvals its groups cannot give
                       "server": (defaults.extra or {}).get("server") if defaults else None})  # from an MCP server
     return render(request, "approvals/policies.html", {"items": items, "modes": Mode.choices,
                                                         "pending_count": inbox_query.pending_mine_count(request.user)})

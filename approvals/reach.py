@@ -16,11 +16,13 @@ from .choices import ApproverKind, Mode
 _NOBODY = (Mode.NEVER, Mode.DENY)
 
 
-def short_quorums(policy):
+def short_quorums(policy, counted=None):
     """Sentences for an admin, one for each place of `policy` (its own settings, each gate rule's route)
     whose approvals its groups cannot give as their members stand now. Anyone may file a request, so the
     requester is not left out of the count here; a member's own request has one fewer who may decide it,
-    which the warning at request time counts."""
+    which the warning at request time counts. `counted`: a dict kept across calls (the policy list asks
+    for every tool), so each set of groups is counted once."""
+    counted = {} if counted is None else counted
     if policy.mode in _NOBODY:
         return []
     base_group = policy.approver_group if policy.approver_kind == ApproverKind.GROUP else None
@@ -37,7 +39,7 @@ def short_quorums(policy):
     for where, group, needed in places:
         if group is None:  # the requester decides their own: one approval, theirs
             continue
-        sentence = _short(where, group, policy.escalation_group, needed)
+        sentence = _short(where, group, policy.escalation_group, needed, counted)
         if sentence:
             said.append(sentence)
     return said
@@ -48,15 +50,22 @@ def _by_name(name):
     return Group.objects.filter(name=name).first() or Group(name=name)
 
 
-def _short(where, group, escalation, needed):
-    now = access.deciders_in(group.pk).count() if group.pk else 0
+def _deciders(group_ids, counted):
+    key = frozenset(group_ids)
+    if key not in counted:
+        counted[key] = access.deciders_among(list(key)).count() if key else 0
+    return counted[key]
+
+
+def _short(where, group, escalation, needed, counted):
+    now = _deciders([group.pk] if group.pk else [], counted)
     if now >= needed:
         return ""
     values = {"where": where, "needed": needed, "group": group.name, "count": now}
     asked = ngettext("%(where)s asks for %(needed)s approval", "%(where)s asks for %(needed)s approvals", needed) % values
     has = ngettext("%(group)s has %(count)s active member", "%(group)s has %(count)s active members", now) % values
     if escalation is not None and escalation.pk != group.pk:
-        ever = access.deciders_among([g.pk for g in (group, escalation) if g.pk]).count()
+        ever = _deciders([g.pk for g in (group, escalation) if g.pk], counted)
         if ever >= needed:
             return _("%(asked)s; %(has)s: its requests can be approved only once they escalate to %(escalation)s.") % {
                 "asked": asked, "has": has, "escalation": escalation.name}

@@ -3,6 +3,7 @@ approvals was saved without a word, and each of its requests waited, looking lik
 deadline. The policy page and the API say so now, and each such request tells the admins once per stage
 (an audit row too_few_deciders, a mail to staff, a staff notice), as a group with nobody does."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -114,3 +115,14 @@ def test_an_escalation_group_too_small_to_make_up_the_quorum_is_said(client, dem
     _policy(required_approvals=3, escalation_group=treasury)
     assert ("This policy asks for 3 approvals; finance has 1 active member, and 2 with treasury once escalated: "
             "its requests can never be approved.") in _page(client, demo)
+
+
+def test_the_policy_list_marks_the_tools_whose_approvals_cannot_be_given(client, demo, django_assert_max_num_queries):
+    _policy(required_approvals=2)  # finance: finn alone
+    client.force_login(demo["admin"])
+    with django_assert_max_num_queries(30):  # every tool listed; each set of groups counted once
+        page = client.get("/policies/").content.decode()
+    rows = dict(re.findall(r'<tr data-tool="([^"]+)">(.*?)</tr>', page, re.S))
+    marked = sorted(name for name, row in rows.items() if "quorum-short" in row)
+    assert marked == ["transfer_money"], marked
+    assert "This policy asks for 2 approvals; finance has 1 active member" in rows["transfer_money"]
