@@ -278,7 +278,7 @@ def audit(request):
     params = {k: v for k, v in f.items() if v}
     return render(request, "approvals/audit.html", {
         "filters": f, "params": params, "events": audit_rows(events, request.user),
-        "next_after": next_after, "first_page": not after, "actions": AuditEvent.Action.choices,
+        "next_after": next_after, "first_page": not after, "actions": selectors.audit_actions(user=request.user),
         "tools": sorted(registry.all_tools()), "pending_count": inbox_query.pending_mine_count(request.user),
     })
 

@@ -177,8 +177,8 @@ def _send(req, recipients, template, subject, group=None, escalated=False):
     arguments = json.dumps(as_read(req.current_arguments), indent=2, ensure_ascii=False, sort_keys=True)
     messages = []
     for person in recipients:
-        with translation.override(people.language_of(person) or settings.LANGUAGE_CODE), \
-                timezone.override(people.time_zone_of(person) or None):  # the deadline in their clock
+        language, zone = people.reader_of(person)
+        with translation.override(language), timezone.override(zone or None):  # the deadline in their clock
             body = render_to_string(template, {
                 "req": req, "person": person, "links": issue(req, person), "arguments": arguments,
                 "inbox_url": absolute(f"/inbox/{req.pk}/"), "settings_url": absolute("/inbox/settings/"),

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agui_project.queries import Prepared, is_prefetched, prefetched
 
-from . import access, registry
+from . import access, account_audit, registry
 from .access import is_admin, memberships, same_person
 from .models import (
     ApprovalRequest,
@@ -267,6 +267,14 @@ def policies():
 
 
 # --- audit ------------------------------------------------------------------------------------
+
+
+def audit_actions(*, user):
+    """The audit actions `user` may find rows of (the audit page's filter): account and group events
+    are staff's only (audit_events), so a reviewer is not offered them."""
+    if is_admin(user):
+        return AuditEvent.Action.choices
+    return [(value, label) for value, label in AuditEvent.Action.choices if value not in account_audit.ACCOUNT_ACTIONS]
 
 
 def audit_events(*, user):

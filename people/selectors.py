@@ -26,24 +26,26 @@ def chosen_time_zone(user):
     return zones.valid(Profile.objects.filter(user_id=user.pk).values_list("time_zone", flat=True).first())
 
 
-def time_zone_of(user):
-    """The zone of `user`'s mails: the one they chose, else the one their browser last reported, else ""
-    (UTC)."""
-    if user is None or not getattr(user, "pk", None):
-        return ""
-    row = Profile.objects.filter(user_id=user.pk).values_list("time_zone", "browser_time_zone").first()
-    return (zones.valid(row[0]) or zones.valid(row[1])) if row else ""
+_READER = ("language", "time_zone", "browser_time_zone")
+
+
+def _reader(language, chosen, seen):
+    """(language, zone) of a person's mail: their language, else LANGUAGE_CODE; the zone they chose, else
+    the one their browser last reported, else "" (UTC)."""
+    return language or settings.LANGUAGE_CODE, zones.valid(chosen) or zones.valid(seen)
+
+
+def reader_of(user):
+    """(language, time zone) of `user`'s mails, in one read of their profile."""
+    row = Profile.objects.filter(user_id=user.pk).values_list(*_READER).first() if getattr(user, "pk", None) else None
+    return _reader(*(row or ("", "", "")))
 
 
 def readers_by_email(emails):
-    """{email: (language, time zone)} of the active accounts with these addresses, for their mail (the
-    zone as time_zone_of has it); an address without an account (settings.ADMINS) or a choice gets
-    LANGUAGE_CODE and "" (UTC), so each mail has one language and one clock."""
+    """{email: (language, time zone)} as reader_of has them, for the active accounts with these addresses;
+    an address without an account (settings.ADMINS) gets LANGUAGE_CODE and "" (UTC), so each mail has
+    one language and one clock."""
     rows = get_user_model().objects.filter(email__in=list(emails), is_active=True, profile__isnull=False) \
-        .values_list("email", "profile__language", "profile__time_zone", "profile__browser_time_zone")
-    found = {email: (language, zones.valid(chosen) or zones.valid(seen)) for email, language, chosen, seen in rows}
-    readers = {}
-    for email in emails:
-        language, zone = found.get(email, ("", ""))
-        readers[email] = (language or settings.LANGUAGE_CODE, zone)
-    return readers
+        .values_list("email", *(f"profile__{field}" for field in _READER))
+    found = {email: row for email, *row in rows}
+    return {email: _reader(*found.get(email, ("", "", ""))) for email in emails}

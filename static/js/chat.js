@@ -17,8 +17,8 @@
   // Words come from Django's JavaScript catalogue (/jsi18n/, loaded by base.html): gettext,
   // ngettext, interpolate; dates and numbers in the page's language (<html lang>).
   const LANG = document.documentElement.lang || undefined;
-  // times in the reader's zone: the one they chose, else their browser's (people.middleware, base.html)
-  // the reader's zone, where the browser knows it by that name (else its own: a time is never worth the page)
+  // times in the reader's zone (people.middleware, base.html): the one they chose, else their browser's;
+  // a name this browser does not know falls back to its own (a time is never worth the page)
   const TZ = ((zone) => {
     try {
       return zone && new Intl.DateTimeFormat("en", { timeZone: zone }).resolvedOptions().timeZone;
