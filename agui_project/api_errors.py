@@ -1,6 +1,7 @@
 """Every API error is JSON with a `message` (and DRF's field errors alongside), in the language of
 the answer (agui_project/language.py: activated once the caller is known)."""
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils.translation import gettext as _
 from rest_framework import exceptions
@@ -12,6 +13,8 @@ from .auth import TokenRefused
 def exception_handler(exc, context):
     if isinstance(exc, Http404):  # get_object_or_404's "No Thread matches the given query.": English, and a model name
         exc = exceptions.NotFound()
+    if isinstance(exc, PermissionDenied) and exc.args:  # a service's refusal says why; DRF's would not
+        exc = exceptions.PermissionDenied(str(exc.args[0]))
     if isinstance(exc, exceptions.ParseError) and str(exc.detail).startswith("JSON parse error"):
         # DRF's JSONParser says "JSON parse error - Expecting value: line 1 column 1 (char 0)": English
         # and Python's; said as the AG-UI endpoint says it

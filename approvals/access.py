@@ -122,8 +122,16 @@ def _people_who_may(qs, requester):
 
 
 def is_admin(user):
-    """Staff and superusers: they see every request, grant and audit event, and edit policies."""
+    """Staff and superusers: they see every request, grant and audit event, and read policies."""
     return user.is_staff or user.is_superuser
+
+
+def may_edit_policy(user, kind: str) -> bool:
+    """Whether `user` may `kind` ("add", "change" or "delete") a tool's policy: an admin holding that
+    Django permission on tool policies, as the admin site asks. The staff flag alone (an account the
+    admin site refuses) could otherwise loosen any tool's review."""
+    return bool(user is not None and user.is_active and is_admin(user)
+                and user.has_perm(f"approvals.{kind}_toolpolicy"))
 
 
 def memberships(user):

@@ -21,12 +21,13 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.permissions import IsAdminUser
+from rest_framework.permissions import DjangoModelPermissions
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from agui_project.answer_first import answer_first
+from agui_project.permissions import StaffWithModelPermissions
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
 from . import account_audit, exports, outside, policy_versions, reach, registry, selectors, services
@@ -514,6 +515,19 @@ def _changed(exc):
     return Response(body, status=status.HTTP_412_PRECONDITION_FAILED, headers=headers)
 
 
+class PolicyPermissions(StaffWithModelPermissions):
+    """Every admin reads the policies; a save or a delete asks the model's permission, as the admin
+    site does (policy_versions checks it again for whatever sends a save)."""
+
+    perms_map = DjangoModelPermissions.perms_map
+
+    def has_permission(self, request, view):
+        allowed = super().has_permission(request, view)
+        if not allowed and request.user and request.user.is_staff:
+            self.message = str(policy_versions.NOT_YOURS_TO_CHANGE)
+        return allowed
+
+
 # the tool's name is a path parameter of the detail routes only (the list's path has none)
 @extend_schema_view(
     create=extend_schema(responses={201: PolicySerializer, 400: ErrorSerializer,
@@ -533,7 +547,7 @@ class PolicyViewSet(viewsets.GenericViewSet):
     (policy_changed) once the policy says something else; without If-Match they are made as before."""
 
     serializer_class = PolicySerializer
-    permission_classes = [IsAdminUser]
+    permission_classes = [PolicyPermissions]
     queryset = ToolPolicy.objects.all()
     lookup_field = "tool_name"
     lookup_value_regex = r"[A-Za-z0-9_.\-]+"

@@ -18,7 +18,7 @@ from django.utils.translation import gettext, gettext_lazy
 
 from . import exports, policy_versions, reach, registry, rules, selectors, services, simulate
 from . import inbox as inbox_query
-from .access import is_admin
+from .access import is_admin, may_edit_policy
 from .choices import MODE_LABELS
 from .filters import AuditPageFilter, parse_moment, parse_row_id
 from .forms import DECISION_CHOICES, PolicyForm
@@ -137,6 +137,10 @@ def policy_edit(request, tool_name):
     seen = request.POST.get("version") or None
     version = policy_versions.version_of(current)
     form = None
+    stored = getattr(current, "pk", None) is not None
+    may_save, may_revert = may_edit_policy(request.user, "change" if stored else "add"), may_edit_policy(request.user, "delete")
+    if (action in ("save", "save-loosening") and not may_save) or (action == "revert" and not may_revert):
+        raise PermissionDenied(str(policy_versions.NOT_YOURS_TO_CHANGE))  # the page offers neither
     if action in ("save", "save-loosening", "simulate"):
         # the draft: a fresh row of this tool, so that what the form leaves out is the model's default
         form = PolicyForm(request.POST, instance=ToolPolicy(tool_name=tool_name))
@@ -190,6 +194,7 @@ def policy_edit(request, tool_name):
         "tool_name": tool_name,
         "policy": shown,
         "source": "policy" if getattr(current, "pk", None) else "default",
+        "may_save": may_save, "may_revert": may_revert,
         "defaults": defaults,
         "schema": defaults.schema if defaults else {},
         "conditions_text": conditions_text,

@@ -13,10 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 from . import selectors, services
+from .access import may_edit_policy
 from .models import AuditEvent, ToolPolicy
+
+NOT_YOURS_TO_CHANGE = gettext_lazy("Your account may read tool policies but not change them: an administrator "
+                                   "can give it the permissions on tool policies on the admin site.")
+
 
 POLICY_ACTIONS = (AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED)
 
@@ -49,15 +56,25 @@ def _check(tool_name: str, seen: str | None) -> None:
         raise PolicyChanged(tool_name)
 
 
+def _allowed(actor, kind: str) -> None:
+    """The console's and the API's saves both come here: who may change a policy is checked once."""
+    if not may_edit_policy(actor, kind):
+        raise PermissionDenied(str(NOT_YOURS_TO_CHANGE))
+
+
 def save_policy(tool_name, values, actor, seen=None):
-    """services.save_policy, refused (PolicyChanged) when the policy is no longer at version `seen`."""
+    """services.save_policy, refused (PolicyChanged) when the policy is no longer at version `seen`
+    and (PermissionDenied) to an actor without the permission to add (no row yet) or change it."""
     with transaction.atomic():
         _check(tool_name, seen)
+        _allowed(actor, "change" if ToolPolicy.objects.filter(tool_name=tool_name).exists() else "add")
         return services.save_policy(tool_name, values, actor)
 
 
 def delete_policy(tool_name, actor, seen=None):
-    """services.delete_policy, refused (PolicyChanged) when the policy is no longer at version `seen`."""
+    """services.delete_policy, refused (PolicyChanged) when the policy is no longer at version `seen`
+    and (PermissionDenied) to an actor without the permission to delete it."""
     with transaction.atomic():
         _check(tool_name, seen)
+        _allowed(actor, "delete")
         return services.delete_policy(tool_name, actor)

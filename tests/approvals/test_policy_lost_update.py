@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -45,6 +45,7 @@ def admin_a(client, demo):
 @pytest.fixture
 def admin_b(demo):
     boss = User.objects.create_user("boss", "boss@example.com", "x", is_staff=True)
+    boss.user_permissions.add(*Permission.objects.filter(codename__endswith="_toolpolicy"))  # an admin who edits policies
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=boss).key}")
     return client
