@@ -45,8 +45,8 @@ def parse_wait(raw):
 
 
 def _refused_wait(request):
-    """400 for a ?wait out of bounds, before the view has authenticated anyone: in the language the
-    view would have answered in (a token caller's own, agui_project/language.py)."""
+    """400 for a ?wait out of bounds of a request the caller may see: in the language the view
+    answered in (a token caller's own, agui_project/language.py)."""
     language.for_error(request, auth.header_user(request))
     problem = parse_wait(request.GET["wait"])[1]
     return JsonResponse({"message": problem, "code": "invalid_wait", "wait": [problem]}, status=400)
@@ -79,10 +79,12 @@ def long_poll(view):
         if request.method != "GET" or "wait" not in request.GET:
             return await sync_view(request, *args, **kwargs)
         seconds, problem = parse_wait(request.GET["wait"])
-        if problem:
+        # who may see it, and whether it exists, asked first also of a bad ?wait: a caller not signed
+        # in, or asking of a request not theirs, hears that and no more
+        response = await sync_view(request, *args, **kwargs)
+        if problem and response.status_code == 200:
             return await sync_to_async(_refused_wait)(request)
-        response = await sync_view(request, *args, **kwargs)  # who may see it, and whether it exists
-        if response.status_code != 200 or response.data.get("status") != ApprovalRequest.Status.PENDING:
+        if problem or response.status_code != 200 or response.data.get("status") != ApprovalRequest.Status.PENDING:
             return response
         loop = asyncio.get_running_loop()
         deadline, pause = loop.time() + seconds, FIRST_POLL

@@ -133,6 +133,17 @@ def test_wait_above_the_limit_is_400(api):
     assert api("bob").get(f"/api/approvals/{data['id']}/?wait=1").status_code == 404  # not his: no waiting
 
 
+def test_a_bad_wait_is_judged_after_who_asks_and_whether_they_may_see_the_request(api, client):
+    """An out-of-range ?wait was a 400 before anyone was signed in: an anonymous caller, or one asking
+    of a request not theirs, learnt the parameter's rules before hearing it was not theirs to ask."""
+    data = api("alice").post("/api/approvals/", body(), format="json").json()
+    anonymous = client.get(f"/api/approvals/{data['id']}/?wait=999")
+    assert anonymous.status_code == 401 and anonymous.json()["code"] != "invalid_wait"
+    assert api("bob").get(f"/api/approvals/{data['id']}/?wait=999").status_code == 404
+    assert api("alice").get("/api/approvals/no-such-request/?wait=999").status_code == 404
+    assert api("alice").get(f"/api/approvals/{data['id']}/?wait=999").status_code == 400
+
+
 def test_outcome_once_then_409(api, demo):
     alice = api("alice")
     data = alice.post("/api/approvals/", body(), format="json").json()

@@ -50,7 +50,9 @@ def test_outside_approvals_answer_in_the_callers_saved_language(caller):
     absent = alice.get("/api/approvals/no-such-request/")
     assert absent.status_code == 404 and absent.json()["message"] == "Data tidak ditemukan."
     assert absent["Content-Language"] == "id"
-    wait = alice.get("/api/approvals/no-such-request/?wait=999")
+    hers = alice.post("/api/approvals/", {"tool_name": "deploy_rocket", "arguments": {},
+                                          "schema": {"type": "object"}}, format="json").json()["id"]
+    wait = alice.get(f"/api/approvals/{hers}/?wait=999")
     assert wait.status_code == 400 and wait.json()["code"] == "invalid_wait"
     assert wait.json()["message"].startswith("wait harus dari 0 sampai 60 detik")
 
@@ -173,6 +175,10 @@ async def test_over_asgi_a_refusal_in_front_of_the_views_reads_the_token_too(cal
     nowhere = await async_client.get("/api/no-such-route/", headers={"Authorization": f"Token {key}"})
     assert nowhere.status_code == 404 and nowhere.json() == {"message": "introuvable", "code": "not_found"}
     assert nowhere["Content-Language"] == "fr"
-    mine = await async_client.get("/api/approvals/nope/?wait=999", headers={"Authorization": f"Token {key}"})
+    hers = await async_client.post("/api/approvals/", {"tool_name": "deploy_rocket", "arguments": {},
+                                                       "schema": {"type": "object"}},
+                                   content_type="application/json", headers={"Authorization": f"Token {key}"})
+    mine = await async_client.get(f"/api/approvals/{hers.json()['id']}/?wait=999",
+                                  headers={"Authorization": f"Token {key}"})
     assert mine.status_code == 400 and mine.json()["message"].startswith("wait doit être compris entre 0 et 60")
     assert mine["Content-Language"] == "fr"
