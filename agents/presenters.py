@@ -6,6 +6,7 @@ from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
 from approvals import reader_schema
+from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.access import memberships
 from approvals.models import ApprovalRequest, ApproverKind, said
@@ -68,6 +69,9 @@ def approval(request, viewer=None):
         data["selfCheck"] = request.self_check
     if request.required_approvals > 1:
         data["requiredApprovals"] = request.required_approvals
+    short = approval_selectors.out_of_reach(approval=request)
+    if short is not None:  # its groups cannot give the approvals it needs: the card says so, not "awaiting review"
+        data["outOfReach"] = {"adminsTold": short["told"]}
     return data
 
 

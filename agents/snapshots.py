@@ -22,7 +22,7 @@ def thread_snapshot(thread_id):
 def _snapshot(thread):
     doc = state_services.document(thread.state_key)  # predictions awaiting a decision stay visible
     active = thread.runs.filter(status__in=Run.ACTIVE).exclude(stream_id="").order_by("created_at").first()
-    approvals = ApprovalRequest.objects.filter(thread_ref=thread.pk).select_related("approver_group", "decided_by")
+    approvals = ApprovalRequest.objects.filter(thread_ref=thread.pk).select_related("approver_group", "decided_by", "requester")
     messages = list(thread.messages.all())
     latest = thread.runs.order_by("-created_at").values("pk", "status", "error", "error_code").first()
     return {

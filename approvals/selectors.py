@@ -207,6 +207,22 @@ def quorum(*, approval):
             "percent": min(100, round(100 * len(counted) / required)) if required else 100}
 
 
+def out_of_reach(*, approval):
+    """Whether a waiting group request needs more approvals than the people who may decide it now
+    (access.deciders_among its deciding groups, four eyes counted): None when it can be decided, else
+    {"told": whether the admins were warned of this request (services._warn_if_nobody_decides)}.
+    The requester's chat says so instead of a bare "awaiting review" (agents/presenters.approval)."""
+    if approval.status != Status.PENDING or approval.approver_kind != ApproverKind.GROUP:
+        return None
+    groups = access.decider_group_ids(approval)
+    if groups and access.deciders_among(groups, approval.requester)[:approval.required_approvals].count() \
+            >= approval.required_approvals:
+        return None
+    told = AuditEvent.objects.filter(request=approval, action__in=(
+        AuditEvent.Action.NO_DECIDERS, AuditEvent.Action.TOO_FEW_DECIDERS)).exists()
+    return {"told": told}
+
+
 def due_request_ids(*, limit=500):
     """Pending requests past a deadline (expiry, reminder, escalation) not yet acted on."""
     now = timezone.now()

@@ -717,6 +717,16 @@
     return gettext("Awaiting review");
   }
 
+  /* A waiting request its groups cannot approve as they stand (outOfReach, the server's count): said
+     plainly, so the requester does not wait on a review that cannot come. */
+  function outOfReachText(approval) {
+    const short = approval.outOfReach;
+    if (!short || (approval.status || "pending") !== "pending") return "";
+    return short.adminsTold
+      ? gettext("Nobody can approve this request right now. The admins have been told.")
+      : gettext("Nobody can approve this request right now.");
+  }
+
   /* A value as the tool's schema says: money with two decimals and its currency, 500 not 500.0. */
   function formatArg(field, value, args, schema) {
     const props = (schema && schema.properties) || {};
@@ -770,6 +780,8 @@
     // After an edit the card says what ran (finalMessage); the change itself is the diff below.
     const what = approval.finalMessage || approval.message;
     if (what) parts.push(el("p", { class: "approval-message", text: what }));
+    const unreachable = outOfReachText(approval);
+    if (unreachable) parts.push(el("p", { class: "approval-unreachable field-error", text: unreachable }));
 
     const steps = Array.isArray(approval.steps) ? approval.steps : [];
     if (steps.length > 1) {
@@ -1087,7 +1099,8 @@
     if (other) {
       const approver = other.approver || {};
       const who = approver.kind === "group" ? approver.group || gettext("a reviewer") : gettext("the requester");
-      return { kind: "others", approval: other, who, text: fmt(gettext("Waiting for %(who)s to decide on %(what)s."), { who, what: quoted(other) }) };
+      const text = outOfReachText(other) || fmt(gettext("Waiting for %(who)s to decide on %(what)s."), { who, what: quoted(other) });
+      return { kind: "others", approval: other, who, text };
     }
     return null;
   }

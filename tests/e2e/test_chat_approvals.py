@@ -269,3 +269,28 @@ def test_always_allow_in_this_thread_then_revoke(people):
     expect(third.locator(".status-badge")).to_have_text("Rejected", timeout=T)
     expect(page.locator("#run-status")).to_be_hidden(timeout=T)
     assert_same_as_server(page, thread)
+
+
+def test_a_request_nobody_can_approve_says_so_in_the_chat(people, live_stack):
+    """finance has nobody who may decide: alice's card says so (live and after a reload) instead of
+    only "awaiting review", as the admins are told."""
+    finance = "from django.contrib.auth.models import Group, User\nfinn = User.objects.get(username='finn')\n"
+    manage_shell(live_stack, finance + "finn.groups.remove(Group.objects.get(name='finance'))\n")
+    try:
+        alice = people("alice")
+        page = alice.page
+        new_chat(page)
+        card, approval, approval_id = _transfer(page, 45)
+        said = "Nobody can approve this request right now. The admins have been told."
+        expect(approval.locator(".approval-unreachable")).to_have_text(said)
+        expect(page.locator("#run-status")).to_contain_text(said)
+        alice.shoot("nobody-can-approve")
+        page.reload()
+        expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+        expect(approval.locator(".approval-unreachable")).to_have_text(said, timeout=T)
+        # withdrawn, it says nothing of the kind
+        page.locator("#stop").click()
+        expect(approval.locator(".status-badge")).to_have_text("Cancelled", timeout=T)
+        expect(approval.locator(".approval-unreachable")).to_have_count(0)
+    finally:
+        manage_shell(live_stack, finance + "finn.groups.add(Group.objects.get(name='finance'))\n")
