@@ -81,5 +81,7 @@ def chat(request, thread_id=None):
         "offline_model": model.offline,
         "model_name": model.name,
         "thread_has_state": config["hasState"],
-        "max_message_chars": settings.AGUI_MAX_MESSAGE_CHARS,  # the composer's maxlength: the API's own limit
+        # the composer's limit, the API's own, counted in characters (code points) by chat.js: a maxlength
+        # attribute counts UTF-16 units and cut an emoji-rich message the server would take
+        "max_message_chars": settings.AGUI_MAX_MESSAGE_CHARS,
     })

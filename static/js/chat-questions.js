@@ -106,8 +106,11 @@
           : fmt(gettext("%(field)s: this does not look right; check it and try again."), { field: field.label });
       }
     }
-    if (s.minLength && input.value.length < s.minLength) return fmt(gettext("%(field)s: at least %(count)s characters, please."), { field: field.label, count: s.minLength });
-    if (s.maxLength && input.value.length > s.maxLength) return fmt(gettext("%(field)s: at most %(count)s characters, please."), { field: field.label, count: s.maxLength });
+    // JSON Schema's lengths count characters (code points), as the server checks them; a string's
+    // .length counts UTF-16 units, an emoji two
+    const chars = Array.from(input.value).length;
+    if (s.minLength && chars < s.minLength) return fmt(gettext("%(field)s: at least %(count)s characters, please."), { field: field.label, count: s.minLength });
+    if (s.maxLength && chars > s.maxLength) return fmt(gettext("%(field)s: at most %(count)s characters, please."), { field: field.label, count: s.maxLength });
     return null;
   }
 

@@ -109,7 +109,9 @@
     closeEditors(item);
     item.classList.add("editing");
     const inputId = "rename-" + item.dataset.threadId;
-    const input = el("input", { type: "text", id: inputId, maxlength: "200", value: titleOf(item), autocomplete: "off" });
+    // no maxlength: the browser's counts UTF-16 units (an emoji two) and cut titles the server takes
+    // (200 characters); a longer one is refused in words below
+    const input = el("input", { type: "text", id: inputId, value: titleOf(item), autocomplete: "off" });
     input.value = titleOf(item);
     const error = el("p", { class: "field-error", role: "alert", hidden: true });
     const form = el(

@@ -1149,7 +1149,7 @@
       if (runStatus.dataset.state === "paused") setRunStatus("idle");
       composer.placeholder = placeholder;
     }
-    composerNote.textContent = "";
+    composerNote.textContent = lengthNote();
     if (stopButton) {
       const target = stopTarget();
       stopButton.hidden = !target;
@@ -1322,6 +1322,28 @@
     }
   }
 
+  /* The server takes a message of at most maxChars characters: code points, after trimming, as the
+     API counts them. The composer has no maxlength: that counts UTF-16 units (an emoji two) and cut
+     text the server takes without a word. Past the limit the note says by how much, and Send waits. */
+  const maxChars = Number(composer.dataset.maxChars) || 0;
+  function charsOver() {
+    const count = maxChars ? Array.from(composer.value.trim()).length : 0;
+    return count > maxChars ? count - maxChars : 0;
+  }
+  function lengthNote() {
+    const over = charsOver();
+    if (!over) return "";
+    const values = { over: new Intl.NumberFormat(LANG).format(over), max: new Intl.NumberFormat(LANG).format(maxChars) };
+    return fmt(ngettext("Too long to send: a message may have %(max)s characters. Shorten it by %(over)s character.",
+      "Too long to send: a message may have %(max)s characters. Shorten it by %(over)s characters.", over), values);
+  }
+  composer.addEventListener("input", () => {
+    const note = lengthNote();
+    if (note || composerNote.dataset.length) composerNote.textContent = note;
+    if (note) composerNote.dataset.length = "1";
+    else delete composerNote.dataset.length;
+  });
+
   /* What is typed and not yet sent is kept for the tab (drafts.js): a reload, Back, or a sign-in
      after the session lapsed brings it back. It is forgotten once the server has the message. */
   const draftName = "chat." + threadId;
@@ -1342,6 +1364,11 @@
       return;
     }
     if (!text.trim() || sending || blockingApproval()) return;
+    if (charsOver()) {
+      composerNote.textContent = lengthNote();
+      composerNote.dataset.length = "1";
+      return;
+    }
     composer.value = "";
     send(text);
   });

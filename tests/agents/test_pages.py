@@ -159,11 +159,16 @@ def test_every_middleware_is_async_capable(settings):
 
 
 def test_the_composer_takes_no_more_than_the_api_accepts(login, api, settings):
-    """The composer's maxlength is the server's own limit (AGUI_MAX_MESSAGE_CHARS), and a message over
-    it is refused naming the field with its sentence (which the chat shows, not "invalid input")."""
+    """The composer's limit is the server's own (AGUI_MAX_MESSAGE_CHARS), counted by chat.js in characters
+    as the server counts them: no maxlength, which counts UTF-16 units (an emoji two) and cut messages the
+    server takes. A message over it is refused naming the field with its sentence (which the chat shows,
+    not "invalid input")."""
     thread = api("alice").post("/api/threads/", {"agent": "banking"}, format="json").json()["id"]
     page = login("alice").get(f"/chat/{thread}/").content.decode()
-    assert f'id="composer" name="content" rows="2" maxlength="{settings.AGUI_MAX_MESSAGE_CHARS}"' in page
+    assert f'id="composer" name="content" rows="2" data-max-chars="{settings.AGUI_MAX_MESSAGE_CHARS}"' in page
+    assert "maxlength" not in page[page.index('id="composer"'):].split(">", 1)[0]
+    emoji = "\N{GRINNING FACE}" * settings.AGUI_MAX_MESSAGE_CHARS  # one character each for the server
+    assert api("alice").post(f"/api/threads/{thread}/messages/", {"content": emoji}, format="json").status_code == 202
     too_long = "z" * (settings.AGUI_MAX_MESSAGE_CHARS + 1)
     resp = api("alice").post(f"/api/threads/{thread}/messages/", {"content": too_long}, format="json")
     assert resp.status_code == 400
