@@ -248,6 +248,12 @@
       if (item && !titleOf(item) && title) applyTitle(item, title);
     },
     refresh,
+    // a chat deleted by the page itself (chat.js: an empty new chat whose first message was refused)
+    forget(threadId) {
+      const item = list.querySelector('.thread-item[data-thread-id="' + CSS.escape(String(threadId)) + '"]');
+      if (item) item.remove();
+      showEmpty();
+    },
   };
 
   list.addEventListener("click", (event) => {

@@ -68,16 +68,16 @@
     return "";
   }
 
-  async function postJSON(url, body) {
+  async function postJSON(url, body, method) {
     const res = await window.aguiFetch(url, {
-      method: "POST",
+      method: method || "POST",
       credentials: "same-origin",
       headers: {
         "Content-Type": "application/json",
         Accept: "application/json",
         "X-CSRFToken": getCookie("csrftoken"),
       },
-      body: JSON.stringify(body),
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     let data = null;
     try {
@@ -1274,8 +1274,79 @@
     runError.hidden = true;
   }
 
+  /* A chat "New chat" made, refused its first message at the account's hourly run limit, holds nothing:
+     it is deleted rather than left in the list, and this page stays a new chat of the same agent, the
+     text in the composer. Its next Send makes the chat anew with that message (sendAnew). The server
+     keeps nothing of a refused start either (services.within_hourly_runs), so this is all there was. */
+  let discarded = false;
+  const subtitle = document.querySelector(".chat-subtitle"); // a title: renamed, so it holds something
+
+  function holdsNothing() {
+    return !messagesEl.querySelector(".msg") && !approvals.size && !questions.size && !run.active &&
+      !(aguiChat.stateMeta && aguiChat.stateMeta.version) && !(subtitle && subtitle.textContent.trim());
+  }
+
+  async function discardEmptyChat() {
+    // the server's word that nothing is in it, not only this page's (another tab may have written)
+    const held = await window.aguiFetch("/api/threads/" + encodeURIComponent(threadId) + "/messages/", {
+      credentials: "same-origin", headers: { Accept: "application/json" } });
+    const messages = held.ok ? await window.aguiJSON(held).catch(() => null) : null;
+    if (!Array.isArray(messages) || messages.length) return;
+    const res = await postJSON("/api/threads/" + encodeURIComponent(threadId) + "/", undefined, "DELETE");
+    if (!res.ok && res.status !== 404) return;
+    discarded = true;
+    const ws = aguiChat.ws;
+    aguiChat.ws = null; // its close is not a loss to reconnect from
+    clearTimeout(reconnectTimer);
+    reconnectTimer = null;
+    config.wsPath = null;
+    if (ws) ws.close();
+    document.body.dataset.wsState = "closed";
+    if (connStatus) connStatus.textContent = "";
+    if (window.aguiThreads) window.aguiThreads.forget(threadId);
+    draftName = "chat.new." + (heading && heading.dataset.agent);
+    keepComposer();
+    history.replaceState(null, "", "/chat/");
+  }
+
+  function refusedAtLimit(res) {
+    return res.status === 429 && res.data && res.data.code === "too_many_runs";
+  }
+
+  async function sendAnew(text) {
+    hideBanners();
+    sending = true;
+    updateComposer();
+    const keep = (sentence) => {
+      if (!composer.value) composer.value = text;
+      keepComposer();
+      showNotice(sentence);
+      return false;
+    };
+    try {
+      const made = await postJSON("/api/threads/", { agent: heading && heading.dataset.agent });
+      if (!(made.ok && made.data && made.data.id !== undefined)) return keep(errorText(made.data, made.status));
+      const id = String(made.data.id);
+      const res = await postJSON("/api/threads/" + encodeURIComponent(id) + "/messages/", { content: text });
+      if (res.ok) {
+        if (window.aguiDrafts) window.aguiDrafts.write(draftName, null);
+        window.location.assign("/chat/" + encodeURIComponent(id) + "/");
+        return true;
+      }
+      if (refusedAtLimit(res)) await postJSON("/api/threads/" + encodeURIComponent(id) + "/", undefined, "DELETE");
+      return keep(errorText(res.data, res.status));
+    } catch (e) {
+      return keep(fmt(gettext("Could not send the message: %(error)s"), { error: e.message }));
+    } finally {
+      sending = false;
+      updateComposer();
+    }
+  }
+
   async function send(text) {
     if (!text || !text.trim() || sending || blockingApproval()) return false;
+    if (discarded) return sendAnew(text);
+    const first = holdsNothing();
     hideBanners();
     lastUserText = text;
     const bubble = createMessageEl(null, "user");
@@ -1307,6 +1378,7 @@
       }
       bubble.remove();
       if (!composer.value) composer.value = text;
+      if (first && refusedAtLimit(res)) await discardEmptyChat().catch(() => {});
       keepComposer();
       showNotice(errorText(res.data, res.status));
       return false;
@@ -1346,13 +1418,26 @@
 
   /* What is typed and not yet sent is kept for the tab (drafts.js): a reload, Back, or a sign-in
      after the session lapsed brings it back. It is forgotten once the server has the message. */
-  const draftName = "chat." + threadId;
+  let draftName = "chat." + threadId;
   function keepComposer() {
     if (window.aguiDrafts) window.aguiDrafts.write(draftName, composer.value ? { text: composer.value } : null);
   }
   if (window.aguiDrafts && !composer.value) {
     const kept = window.aguiDrafts.read(draftName);
     if (kept && kept.text) composer.value = kept.text;
+  }
+  /* What a new chat of this agent held when its first message was refused and the page was then left
+     (discardEmptyChat): given to the next chat of that agent that holds nothing, once the snapshot
+     says so, and then that chat's own draft. */
+  function takeUnsentDraft() {
+    const unsent = heading && "chat.new." + heading.dataset.agent;
+    if (!window.aguiDrafts || discarded || composer.value || !unsent || !holdsNothing()) return;
+    const left = window.aguiDrafts.read(unsent);
+    if (!left || !left.text) return;
+    composer.value = left.text;
+    window.aguiDrafts.write(unsent, null);
+    keepComposer();
+    updateComposer();
   }
   composer.addEventListener("input", keepComposer);
 
@@ -1592,6 +1677,7 @@
           const list = (ev.value && ev.value.approvals) || [];
           for (const a of list) upsertApproval(a);
           updateComposer(); // after a (re)connect: who the conversation waits for
+          takeUnsentDraft();
         } else if (ev.name === "run_error") {
           // on (re)connect: the thread's latest run failed (its RUN_ERROR may be long gone)
           if (!run.active && ev.value) showRunError(ev.value.runId, ev.value.message);
