@@ -217,15 +217,17 @@ def accept_state(thread, user, agent_input):
 
 
 def agent_and_user(request, agent_name):
-    """(agent, user, None), or (.., .., the error response): 404 for an unknown agent, then 401.
-    The 404 lists the agents to a signed-in caller only: GET /agui/, which lists them, needs a
-    sign-in too."""
+    """(agent, user, None), or (.., .., the error response): 401 for a caller not signed in, whatever
+    the name (a 404 first told anyone which agents exist), then 404 for an unknown agent, listing the
+    agents as GET /agui/ does."""
     agent = get_agent(agent_name)
     user, denied = authenticate(request)
+    if denied is not None:
+        return agent, user, denied
     if agent is None:
-        known = {} if denied else {"agents": sorted(load_agents())}
-        return None, None, error(404, _("unknown agent %(agent)s") % {"agent": repr(agent_name)}, **known)
-    return agent, user, denied
+        return None, None, error(404, _("unknown agent %(agent)s") % {"agent": repr(agent_name)},
+                                 agents=sorted(load_agents()))
+    return agent, user, None
 
 
 RUN_METHODS = ("GET", "HEAD", "POST", "OPTIONS")

@@ -247,10 +247,14 @@ def test_a_cross_origin_preflight_is_not_granted(client):
 
 
 def test_an_unknown_agent_is_a_404_that_lists_the_agents_only_to_a_signed_in_caller(client, bearer):
-    for resp in (client.post("/agui/nope/", "{}", content_type="application/json"),
-                 client.get("/agui/nope/"),
-                 client.post("/agui/nope/", "{}", content_type="application/json", HTTP_AUTHORIZATION="Bearer wrong")):
-        assert resp.status_code == 404 and "agents" not in resp.json(), resp.content
-        assert b"banking" not in resp.content
+    """A caller not signed in hears 401 whatever the name: a 404 for an unknown agent against a 401
+    for a known one told anyone which agents exist."""
+    for name in ("nope", "banking"):
+        for resp in (client.post(f"/agui/{name}/", "{}", content_type="application/json"),
+                     client.get(f"/agui/{name}/"),
+                     client.post(f"/agui/{name}/", "{}", content_type="application/json",
+                                 HTTP_AUTHORIZATION="Bearer wrong")):
+            assert resp.status_code == 401 and "agents" not in resp.json(), resp.content
+            assert b"banking" not in resp.content and b"nope" not in resp.content
     resp = client.post("/agui/nope/", "{}", content_type="application/json", **bearer)
     assert resp.status_code == 404 and "banking" in resp.json()["agents"]
