@@ -45,6 +45,10 @@ class ToolDefaults:
     # (arguments, requester) -> {language: {"description", "impact"}} (models.said): an edit is described
     # anew, so the request's headline says what its current arguments do
     describe: Callable[[dict, object], dict] | None = None
+    # (arguments, requester) -> why the tool will certainly refuse these cleaned arguments, a sentence in
+    # the reader's language, or None: the tool's own check, read-only, of the requester's objects only
+    # (approvals/refusals.py); a reviewer's edit it refuses is not approved
+    refuses: Callable[[dict, object], str | None] | None = None
     # what the tool does, for people (the policy pages): a gettext_noop msgid, said per reader; the
     # description is the model's (instructions in English), shown to no reviewer
     summary: str = ""

@@ -34,6 +34,7 @@ from . import (
     notify,
     policy,
     reader_schema,
+    refusals,
     registry,
     rule_words,
     schemas,
@@ -114,6 +115,10 @@ class InvalidArguments(DecisionError):
 
 class FeedbackRequired(DecisionError):
     code = "feedback_required"
+
+
+class ToolWouldRefuse(InvalidArguments):
+    """An edit its tool will certainly refuse (ToolDefaults.refuses): the message is the tool's own sentence."""
 
 
 class ArgumentsChanged(DecisionError):
@@ -611,6 +616,9 @@ def _check_edit(req, defaults, proposed):
             raise InvalidArguments(_("the edited arguments act on something that is not the requester's"),
                                    exc.errors) from exc
         req.context = {**(req.context or {}), "objects": objects}
+    refusal = refusals.said(defaults, proposed, req.requester)
+    if refusal:  # the tool says now what it would answer once approved: nothing would move
+        raise ToolWouldRefuse(refusal, {})
     verdict = policy.evaluate(req.tool_name, proposed,
                               {"user": req.requester, "agent": req.agent_name, "thread": req.thread_ref})
     rule = rule_words.rule_part(verdict.matched_rule)  # "policy: rule 1 (x): deny" -> "rule 1 (x): blocked"

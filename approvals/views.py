@@ -23,7 +23,7 @@ from agui_project.queries import one
 from agui_project.visible import json_escapes
 from state import services as state_services
 
-from . import argument_errors, exports, reader_schema, registry, selectors, services, stats
+from . import argument_errors, exports, reader_schema, refusals, registry, selectors, services, stats
 from . import inbox as inbox_query
 from .access import is_admin, is_reviewer, same_person
 from .filters import parse_row_id
@@ -185,7 +185,9 @@ def undo_toast(request):
     else:
         what = ngettext("%(count)s request", "%(count)s requests", len(rows)) % {"count": len(rows)}
     return {"ids": ",".join(str(r.pk) for r in rows), "text": _("%(what)s: %(why)s") % {"what": verb, "why": what},
-            "due_at": max(r.due_at for r in rows), "request_id": rows[0].request_id}
+            "due_at": max(r.due_at for r in rows), "request_id": rows[0].request_id,
+            # which request a later "Not sent" is about, on a page that is not its own
+            "what": what if len(rows) == 1 else ""}
 
 
 @require_POST
@@ -276,6 +278,8 @@ def detail(request, approval_id):
     current = approval.current_arguments
     errors, form_error, feedback_error = {}, None, None
     feedback_value, draft_text = "", None
+    if request.method == "POST" and request.POST.get("action") == "check":
+        return JsonResponse({"refusal": _draft_refusal(approval, request.POST.get("arguments_json", ""))})
     if request.method == "POST":
         action = request.POST.get("action")
         feedback_value = request.POST.get("feedback", "")[:FEEDBACK_MAX]
@@ -291,6 +295,8 @@ def detail(request, approval_id):
             decided = services.hold(approval.pk, request.user, action, arguments=edited, feedback=feedback_value,
                                     seen=seen or None)
         except services.DecisionError as exc:
+            if wants_json(request):  # the page's script sends the form again the plain way to show why
+                return JsonResponse({"message": exc.message, "code": exc.code}, status=400)
             errors = exc.errors if isinstance(exc, services.InvalidArguments) else {}
             feedback_error = "; ".join(exc.errors.get("feedback", [])) or None
             form_error = exc.message
@@ -314,6 +320,8 @@ def detail(request, approval_id):
                 target += "?" + urlencode({"next": safe_next(request)})
             elif not following:
                 target = safe_next(request)
+            if wants_json(request):  # sent by the page's script: it goes there itself
+                return JsonResponse({"location": _with_held(target, held)})
             return redirect(_with_held(target, held))
         approval.refresh_from_db()
     context = _detail_context(request, approval)
@@ -341,6 +349,17 @@ def detail(request, approval_id):
         "next": safe_next(request, default=""),
     })
     return render(request, "approvals/detail.html", context, status=400 if form_error else 200)
+
+
+def _draft_refusal(approval, text):
+    """What the tool says it will refuse of the arguments in the editor (the diff preview), or ""."""
+    if not approval.is_pending:
+        return ""
+    try:
+        draft = _parse_arguments(text) if text.strip() else approval.current_arguments
+    except services.InvalidArguments:  # the editor says what is wrong with the JSON
+        return ""
+    return refusals.of_draft(approval, draft)
 
 
 def _evidence(approval):

@@ -13,7 +13,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
-from agents.runtime.tools import NOT_DONE, Owned, ToolError, tool
+from agents.runtime.tools import NOT_DONE, Owned, ToolError, acting_for, tool
 from agui_project.queries import Prepared, one
 
 from . import money
@@ -79,6 +79,29 @@ def _transfer_outcome(tool_call_id, _arguments):
             f"{made.to_account.number} (read back from the bank's records: the transfer's own answer was lost).")
 
 
+def _refused(from_account, to_account, currency, own):
+    """(msgid, values) of what transfer_money refuses whatever happens before it runs, or None: asked by
+    the tool as it runs and by its up-front check (refuses=), so the two cannot disagree. `own`: {number:
+    currency} of the requester's accounts among the two; another's account is read by nobody here."""
+    if from_account == to_account:
+        return gettext_noop("A transfer needs two different accounts: %(account)s is on both sides."), {
+            "account": from_account}
+    for number in (from_account, to_account):
+        if number in own and own[number] != currency:
+            return gettext_noop("Account %(account)s is in %(held)s, so a transfer from or to it cannot be in "
+                                "%(currency)s."), {"account": number, "held": own[number], "currency": currency}
+    return None
+
+
+def _transfer_refuses(a):
+    """refuses=: the tool's own refusal, up front, of the requester's own accounts only."""
+    user = acting_for()
+    own = dict(Account.objects.filter(number__in=[a["from_account"], a["to_account"]], owner_id=user.pk)
+               .values_list("number", "currency")) if user is not None else {}
+    said = _refused(a["from_account"], a["to_account"], a["currency"], own)
+    return gettext(said[0]) % said[1] if said else None
+
+
 @tool(
     summary=gettext_noop("Transfer money from one account to another"),
     approval_mode="always",
@@ -94,6 +117,7 @@ def _transfer_outcome(tool_call_id, _arguments):
     objects=_accounts(from_account=True, to_account=False),
     outcome=_transfer_outcome,
     in_database=True,
+    refuses=_transfer_refuses,
 )
 def transfer_money(
     ctx,
@@ -105,8 +129,8 @@ def transfer_money(
 ):
     """Transfer money from one account to another."""
     value = _money(amount)
-    if from_account == to_account:
-        raise ToolError("source and destination accounts are the same")
+    if said := _refused(from_account, to_account, currency, {}):  # the model reads the English
+        raise ToolError(said[0] % said[1])
     try:
         with transaction.atomic():
             accounts = {a.number: a for a in _LOCKED_ACCOUNTS.all(from_account, to_account)}
@@ -116,8 +140,11 @@ def transfer_money(
             src, dst = accounts[from_account], accounts[to_account]
             if src.owner_id != ctx.user.pk:  # checked before policy too; this is the row we lock
                 raise ToolError(f"account {from_account} is not yours")
-            if src.currency != currency or dst.currency != currency:
-                raise ToolError(f"accounts are in {src.currency}/{dst.currency}, not {currency}")
+            own = {a.number: a.currency for a in (src, dst) if a.owner_id == ctx.user.pk}
+            if said := _refused(from_account, to_account, currency, own):
+                raise ToolError(said[0] % said[1])
+            if dst.currency != currency:  # another's account: what it holds is not said
+                raise ToolError(f"account {to_account} does not take {currency}")
             if src.balance < value:
                 raise ToolError(f"insufficient funds: {src.number} holds {src.balance} {src.currency}")
             src.balance -= value

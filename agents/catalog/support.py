@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from pydantic import Field
 
-from agents.runtime.tools import Owned, ToolError, tool
+from agents.runtime.tools import Owned, ToolError, acting_for, tool
 
 from . import money
 from .agent import Agent
@@ -59,6 +59,29 @@ def lookup_order_details(ctx, order_id: OrderNumber):
                        "amount": f"{order.amount} {order.currency}", "status": order.status})
 
 
+def _cents(amount):
+    return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
+
+
+def _refund_refused(order, value):
+    """(msgid, values) of what submit_refund refuses of this order (the customer's own) whatever happens
+    before it runs, or None: asked by the tool as it runs and by its up-front check (refuses=)."""
+    if order.status == Order.Status.REFUNDED:
+        return gettext_noop("Order %(order)s was already refunded."), {"order": order.number}
+    if value > order.amount:
+        return gettext_noop("The refund (%(refund)s) is more than the amount of order %(order)s (%(amount)s)."), {
+            "refund": value, "order": order.number, "amount": order.amount}
+    return None
+
+
+def _refund_refuses(a):
+    """refuses=: the tool's own refusal, up front; an order that is not the customer's is not read."""
+    user = acting_for()
+    order = Order.objects.filter(number=a["order_id"], owner_id=user.pk).first() if user is not None else None
+    said = _refund_refused(order, _cents(a["amount"])) if order is not None else None
+    return _(said[0]) % said[1] if said else None
+
+
 @tool(
     summary=gettext_noop("Refund one of the customer's orders"),
     approval_mode="always",
@@ -72,6 +95,7 @@ def lookup_order_details(ctx, order_id: OrderNumber):
                        "from here") % {"amount": money.shown(a["amount"]), "order_id": a["order_id"]},
     objects=_order_objects,
     in_database=True,
+    refuses=_refund_refuses,
 )
 def submit_refund(
     ctx,
@@ -81,14 +105,12 @@ def submit_refund(
                                              description=gettext_noop("Why the refund is due"))],
 ):
     """Submit a refund for one of the customer's orders (reviewed by the support team first)."""
-    value = Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
+    value = _cents(amount)
     try:
         with transaction.atomic():
             order = _order(ctx, order_id, lock=True)
-            if order.status == Order.Status.REFUNDED:
-                raise ToolError(f"order {order_id} was already refunded")
-            if value > order.amount:
-                raise ToolError(f"the refund ({value}) is more than the order's amount ({order.amount})")
+            if said := _refund_refused(order, value):  # the model reads the English
+                raise ToolError(said[0] % said[1])
             OrderAction.objects.create(
                 order=order, kind=OrderAction.Kind.REFUND, amount=value,
                 details={"description": refund_description}, client_context=_client_context(ctx),

@@ -167,6 +167,8 @@ class Tool:
     # before it reports the outcome unknown (see `tool`)
     outcome: Callable[[str, dict], str | None] | None = None
     in_database: bool = False  # all it changes is rows of this database, in its own transactions
+    # why it will certainly refuse these arguments (a sentence for people), or None (see `tool`)
+    refuses: Callable[[dict], str | None] | None = None
 
     @property
     def schema(self):
@@ -229,6 +231,11 @@ class Tool:
                     "object": exc.obj.label, "user": requester.get_username()}]}) from exc
 
 
+    def refuses_for(self, arguments, requester):
+        """approvals' view of refuses (an edited call), as the requester's call: their objects only."""
+        with _for(requester):
+            return self.refuses(arguments)
+
     def description_for(self, arguments):
         if self.describe:
             return self.describe(arguments)
@@ -262,6 +269,7 @@ class Tool:
             reversible=self.reversible,
             authorize=self.authorize_for if self.objects else None,
             describe=self.said_for,
+            refuses=self.refuses_for if self.refuses else None,
             summary=self.summary,
             labels=_labels(self.model),
             **self.policy,
@@ -288,7 +296,7 @@ NOT_DONE = "not done"
 
 def tool(approval_mode="never", approver="requester", describe=None, reversible=False, impact="",
          risk="low", idempotent=False, timeout_seconds=None, name=None, objects=None, summary="", outcome=None,
-         in_database=False, **policy):
+         in_database=False, refuses=None, **policy):
     """Declare a tool. The function's first parameter is the ToolContext; the rest are arguments.
 
     approval_mode: never | always | conditional | deny | model; `policy` takes the other code
@@ -305,6 +313,10 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
     own; it sends nothing outside (mail, files, HTTP, MCP) and asks the person nothing. Its call's
     claim and its transactions then commit without waiting for the WAL's flush (queries.lazy_commits):
     the result's commit waits for them all before the result leaves.
+    refuses(arguments) -> a sentence, or None: what the tool will refuse whatever happens before it runs
+    (the same account on both sides), said up front so a reviewer's edit it refuses is not approved. A
+    read of the requester's own objects only (acting_for()), in the reader's language; the tool's own
+    refusal should come from the same code, so the two cannot disagree.
     """
     unknown = set(policy) - {"conditions", "required_approvals", "timeout_action", "reminder_fraction",
                              "escalation", "escalation_fraction"}
@@ -339,6 +351,7 @@ def tool(approval_mode="never", approver="requester", describe=None, reversible=
             summary=summary,
             outcome=outcome,
             in_database=in_database,
+            refuses=refuses,
         )
 
     return wrap
