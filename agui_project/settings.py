@@ -516,7 +516,10 @@ AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
 
-EMAIL_BACKEND = _env("DJANGO_EMAIL_BACKEND") or "django.core.mail.backends.console.EmailBackend"
+# the console backend, also when named as Django's: the printed mail with its links whole (console_mail.py)
+EMAIL_BACKEND = {"": "agui_project.console_mail.EmailBackend",
+                 "django.core.mail.backends.console.EmailBackend": "agui_project.console_mail.EmailBackend",
+                 }.get(_env("DJANGO_EMAIL_BACKEND") or "", _env("DJANGO_EMAIL_BACKEND"))
 EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH") or None  # the filebased backend's folder
 # the SMTP backend's server: before, only a settings file could name it, so mail never left a stack
 # configured by its environment

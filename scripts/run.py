@@ -131,6 +131,15 @@ def manage(env: dict, *args: str) -> None:
         raise SystemExit(f"[run] manage.py {args[0]} failed (exit {rc})")
 
 
+def child_env(environ, url: str) -> dict:
+    """The children's environment: this one, with the links in mail leading to this stack (the
+    settings' default names port 8000, whatever PORT said) unless AGUI_PUBLIC_URL is set."""
+    env = dict(environ)
+    if not env.get("AGUI_PUBLIC_URL"):
+        env["AGUI_PUBLIC_URL"] = url
+    return env
+
+
 def banner(url: str) -> str:
     pw = os.environ.get("DEMO_PASSWORD") or "agui-demo"
     model = ("OFFLINE scripted demo model (OPENAI_API_KEY is unset)"
@@ -144,8 +153,8 @@ def banner(url: str) -> str:
         f"  log in (password: {pw}):",
         "    admin          - administrator (every request, tool policies, Django admin)",
         "    alice, bob     - end users (chat with agents)",
-        "    rita           - reviewers (approval inbox)",
-        "    finn           - finance + reviewers",
+        "    rita           - reviewers + support (approval inbox; the support agent's refunds)",
+        "    finn           - finance + reviewers (approval inbox; transfers)",
         f"  model: {model}",
         "  Ctrl-C stops everything.",
         "=" * 64,
@@ -163,7 +172,8 @@ def main() -> int:
     if problem:
         log(problem)
         return 1
-    env = dict(os.environ)
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    env = child_env(os.environ, url)
     if not env.get("DJANGO_SECRET_KEY"):  # settings.py's rule; said here once, not by each child
         log("WARNING: development SECRET_KEY in use (set DJANGO_SECRET_KEY in production)")
         env["AGUI_SECRET_KEY_WARNED"] = "1"
@@ -198,7 +208,6 @@ def main() -> int:
             env, burst=int(_env_float("AGUI_RESTART_BURST", 5)), window=_env_float("AGUI_RESTART_WINDOW", 60.0))
         supervisor.start()
 
-        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
         started, ready, next_note = time.monotonic(), False, 10.0
         while not stop.is_set():
             if redis and not redis.alive():

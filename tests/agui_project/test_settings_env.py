@@ -111,3 +111,14 @@ def test_the_switched_off_accounts_sweep_follows_its_setting(value, entry, tmp_p
                      "print(s.CELERY_BEAT_SCHEDULE.get('switched-off-accounts', {}).get('schedule'))", **env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [str(entry)]
+
+
+def test_manage_py_says_a_bad_setting_in_one_line(tmp_path):
+    """Every manage.py command (make run's migrate first) stopped with a 55-line traceback whose last
+    line named the variable."""
+    env = {**os.environ, "AGUI_UNDO_SECONDS": "-3", "AGUI_VAR_DIR": str(tmp_path), "AGUI_SECRET_KEY_WARNED": "1"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    out = subprocess.run([sys.executable, "manage.py", "migrate"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.strip() == "configuration error: AGUI_UNDO_SECONDS='-3' must be at least 0", out.stderr

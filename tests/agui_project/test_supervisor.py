@@ -138,3 +138,11 @@ def test_a_port_in_use_or_not_a_port_stops_make_run_before_anything_starts(tmp_p
     assert "is not a port number" in run.port_problem("127.0.0.1", "eighty")
     assert "is not a port number" in run.port_problem("127.0.0.1", "70000")
     assert run.port_problem("127.0.0.1", port) is None  # free again once its holder went
+
+
+def test_make_runs_mail_links_lead_to_its_own_port_unless_the_public_url_is_set():
+    """`PORT=8047 make run` mailed links to http://localhost:8000 (the setting's default)."""
+    assert run.child_env({"PORT": "8047"}, "http://127.0.0.1:8047")["AGUI_PUBLIC_URL"] == "http://127.0.0.1:8047"
+    assert run.child_env({"AGUI_PUBLIC_URL": ""}, "http://127.0.0.1:8047")["AGUI_PUBLIC_URL"] == "http://127.0.0.1:8047"
+    chosen = {"AGUI_PUBLIC_URL": "https://inbox.example.com"}
+    assert run.child_env(chosen, "http://127.0.0.1:8047")["AGUI_PUBLIC_URL"] == "https://inbox.example.com"
