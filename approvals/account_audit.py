@@ -12,7 +12,11 @@ made (the Django admin's user and group forms, the *Switch the selected accounts
 - a person added to or taken out of a group, from either side of the relation
   (`user.groups.add/remove/set/clear`, `group.user_set...`: `member_added`, `member_removed`,
   one row per person and group);
-- a group renamed or deleted (`group_renamed`, `group_deleted`, with the members it had).
+- a group created, renamed or deleted (`group_created`, `group_renamed`, `group_deleted`, with the
+  members it had);
+- a Django permission given to or taken from an account or a group, from either side of the relation
+  (`permission_granted`, `permission_revoked`: saving a tool's policy asks one, and the admin site's
+  permissions decide what else staff may do).
 
 The actor is the signed-in person of the request that made the change (AskingMiddleware keeps the
 request in a context variable, for sync and async requests alike); a change made with no request
@@ -28,7 +32,7 @@ from contextvars import ContextVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
 from django.utils import translation
@@ -40,7 +44,8 @@ from .models import AuditEvent
 
 Action = AuditEvent.Action
 ACCOUNT_ACTIONS = (Action.ACCOUNT_CREATED, Action.ACCOUNT_CHANGED, Action.ACCOUNT_DELETED, Action.MEMBER_ADDED,
-                   Action.MEMBER_REMOVED, Action.GROUP_RENAMED, Action.GROUP_DELETED)
+                   Action.MEMBER_REMOVED, Action.GROUP_CREATED, Action.GROUP_RENAMED, Action.GROUP_DELETED,
+                   Action.PERMISSION_GRANTED, Action.PERMISSION_REVOKED)
 # an account's fields that say who it is and what it may do; the rest (password, last_login, names) never
 ACCOUNT_FIELDS = ("username", "email", "is_active", "is_staff", "is_superuser")
 
@@ -149,7 +154,9 @@ def _group_before(sender, instance, update_fields=None, **kwargs):
 def _group_saved(sender, instance, created, **kwargs):
     was = getattr(instance, "_agui_audit_name", None)
     instance._agui_audit_name = None
-    if not created and was is not None and was != instance.name:
+    if created:
+        _record(Action.GROUP_CREATED, f"group:{instance.name}", None, {"name": instance.name})
+    elif was is not None and was != instance.name:
         _record(Action.GROUP_RENAMED, f"group:{instance.name}", {"name": was}, {"name": instance.name})
 
 
@@ -207,6 +214,52 @@ def _memberships(sender, instance, action, reverse, pk_set, **kwargs):
             _record(Action.MEMBER_REMOVED, _user_ref(username), {"account": username, "group": group}, None)
 
 
+def _permission_changes(holders, holder_field, ref, instance, action, reverse, pk_set):
+    """(user|group).permissions.add/remove/set/clear (instance: the account or group) and
+    permission.(user|group)_set.... (reverse: the permission), as member changes are read above."""
+    through = holders.model._meta.get_field(holder_field).remote_field.through
+    mine, theirs = ("permission_id", f"{holders.model._meta.model_name}_id")
+    if not reverse:
+        mine, theirs = theirs, mine
+    key = f"_agui_audit_revoking_{holder_field}"
+    if action in ("pre_remove", "pre_clear"):
+        rows = through._base_manager.filter(**{mine: instance.pk})
+        if action == "pre_remove":
+            rows = rows.filter(**{f"{theirs}__in": pk_set})
+        setattr(instance, key, set(rows.values_list(theirs, flat=True)))
+        return
+    if action == "post_add":
+        ids, what = pk_set or set(), Action.PERMISSION_GRANTED
+    elif action in ("post_remove", "post_clear"):
+        ids, what = getattr(instance, key, set()), Action.PERMISSION_REVOKED
+        setattr(instance, key, set())
+    else:
+        return
+    if not ids:
+        return
+    if reverse:
+        pairs = [(holder, instance) for holder in holders.filter(pk__in=ids)]
+    else:
+        pairs = [(instance, p) for p in Permission._base_manager.filter(pk__in=ids).select_related("content_type")]
+    for holder, permission in sorted(pairs, key=lambda pair: (ref(pair[0]), pair[1].codename)):
+        row = {"holder": ref(holder), "permission": f"{permission.content_type.app_label}.{permission.codename}",
+               "name": permission.name}
+        _record(what, ref(holder), None if what == Action.PERMISSION_GRANTED else row,
+                row if what == Action.PERMISSION_GRANTED else None)
+
+
+@receiver(m2m_changed, sender="auth.User_user_permissions", dispatch_uid="account_audit_user_permissions")
+def _account_permissions(sender, instance, action, reverse, pk_set, **kwargs):
+    _permission_changes(get_user_model()._base_manager, "user_permissions", lambda u: _user_ref(u.get_username()),
+                        instance, action, reverse, pk_set)
+
+
+@receiver(m2m_changed, sender="auth.Group_permissions", dispatch_uid="account_audit_group_permissions")
+def _group_permissions(sender, instance, action, reverse, pk_set, **kwargs):
+    _permission_changes(Group._base_manager, "permissions", lambda g: f"group:{g.name}",
+                        instance, action, reverse, pk_set)
+
+
 # --- in words -----------------------------------------------------------------------------------
 
 
@@ -236,6 +289,19 @@ def summary(event, language=None):
             else _("%(user)s taken out of %(group)s")
         row = after or before
         return said % {"user": row.get("account", "?"), "group": row.get("group", "?")}
+    if event.action == Action.GROUP_CREATED:
+        return _("group %(group)s created") % {"group": after.get("name", "?")}
+    if event.action in (Action.PERMISSION_GRANTED, Action.PERMISSION_REVOKED):
+        row = after or before
+        holder, name = row.get("holder", event.object_ref), row.get("name") or row.get("permission", "?")
+        granted = event.action == Action.PERMISSION_GRANTED
+        if holder.startswith("group:"):
+            said = _("group %(holder)s given the permission “%(permission)s”") if granted \
+                else _("group %(holder)s lost the permission “%(permission)s”")
+        else:
+            said = _("%(holder)s given the permission “%(permission)s”") if granted \
+                else _("%(holder)s lost the permission “%(permission)s”")
+        return said % {"holder": holder.split(":", 1)[-1], "permission": name}
     if event.action == Action.GROUP_RENAMED:
         return _("group %(old)s renamed %(new)s") % {"old": before.get("name", "?"), "new": after.get("name", "?")}
     if event.action == Action.GROUP_DELETED:

@@ -402,8 +402,12 @@ class AuditEvent(models.Model):
         ACCOUNT_DELETED = "account_deleted", _("Account Deleted")
         MEMBER_ADDED = "member_added", _("Added To Group")
         MEMBER_REMOVED = "member_removed", _("Removed From Group")
+        GROUP_CREATED = "group_created", _("Group Created")
         GROUP_RENAMED = "group_renamed", _("Group Renamed")
         GROUP_DELETED = "group_deleted", _("Group Deleted")
+        # a Django permission given to or taken from an account or a group (saving a policy asks one)
+        PERMISSION_GRANTED = "permission_granted", _("Permission Given")
+        PERMISSION_REVOKED = "permission_revoked", _("Permission Taken")
         OUTCOME_UNKNOWN = "outcome_unknown", _("Outcome Unknown")  # a tool call interrupted mid-execution
         RETRIED = "retried", _("Retried")  # a tool call re-run after such an interruption (idempotent, or not done)
         # an outside agent said how its approved call went, or a tool's records did after its worker died

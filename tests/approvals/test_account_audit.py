@@ -269,3 +269,43 @@ def test_an_admin_reads_and_filters_them_in_words(admin, demo, api):
     assert exported[0][-1] == "summary"
     assert [(r[0], r[2], r[3], r[-1]) for r in exported[1:]] == [(str(ours[1].pk), "account_changed", "",
                                                                   "rita switched off")]
+
+
+def test_a_group_made_and_the_permissions_given_and_taken_are_recorded(admin, demo):
+    """Saving a tool's policy asks a Django permission, so who was given one, and by whom, is part of
+    who could loosen review; a group's making was not recorded either."""
+    from django.contrib.auth.models import Permission
+
+    change = Permission.objects.get(codename="change_toolpolicy")
+    add = Permission.objects.get(codename="add_toolpolicy")
+    stan = User.objects.create_user("stan", is_staff=True)
+    since = last_id()
+    resp = admin.post("/admin/auth/group/add/", {"name": "policy-editors", "permissions": [change.pk, add.pk],
+                                                 "_save": "Save"})
+    assert resp.status_code == 302, resp.content.decode()[:3000]
+    resp = admin.post(f"/admin/auth/user/{stan.pk}/change/", user_form(stan, user_permissions=[change.pk]))
+    assert resp.status_code == 302, resp.content.decode()[:3000]
+    granted = {"holder": "user:stan", "permission": "approvals.change_toolpolicy", "name": change.name}
+    assert said(events("group_created", "permission_granted", "permission_revoked", since=since)) == [
+        ("group_created", "admin", None, {"name": "policy-editors"}),
+        ("permission_granted", "admin", None, {"holder": "group:policy-editors",
+                                               "permission": "approvals.add_toolpolicy", "name": add.name}),
+        ("permission_granted", "admin", None, {"holder": "group:policy-editors",
+                                               "permission": "approvals.change_toolpolicy", "name": change.name}),
+        ("permission_granted", "admin", None, granted),
+    ]
+    since = last_id()
+    change.user_set.remove(stan)  # from the permission's side, by code: no actor
+    Group.objects.get(name="policy-editors").permissions.clear()
+    stan.user_permissions.remove(add)  # one it did not have: nothing
+    assert said(events("permission_granted", "permission_revoked", since=since)) == [
+        ("permission_revoked", None, granted, None),
+        ("permission_revoked", None, {"holder": "group:policy-editors", "permission": "approvals.add_toolpolicy",
+                                      "name": add.name}, None),
+        ("permission_revoked", None, {"holder": "group:policy-editors", "permission": "approvals.change_toolpolicy",
+                                      "name": change.name}, None),
+    ]
+    page = admin.get("/audit/?object_ref=user:stan").content.decode()
+    assert f"stan given the permission “{change.name}”" in page and f"stan lost the permission “{change.name}”" in page
+    page = admin.get("/audit/?action=group_created").content.decode()
+    assert "group policy-editors created" in page
