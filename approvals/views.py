@@ -327,11 +327,13 @@ def detail(request, approval_id):
     context = _detail_context(request, approval)
     context.update(_evidence(approval))
     labels = reader_schema.labels(approval.tool_name)
+    defaults = registry.get(approval.tool_name)
     context.update({
         "undo": undo_toast(request),
         "state": thread_state(approval),
         "schema": reader_schema.described(approval.tool_name, approval.schema or {}),
         "labels": labels,
+        "tool_checks": bool(defaults and defaults.refuses),  # the diff preview asks what the tool refuses
         # text-direction controls as JSON escapes ("\\u202e"): the same value, shown instead of obeyed
         "draft_text": json_escapes(draft_text if draft_text and draft_text.strip()
                                    else json.dumps(current, indent=2, ensure_ascii=False)),

@@ -128,7 +128,7 @@
 
   let undoTimer = null;
 
-  function showUndo(heldIds, text, dueMs) {
+  function showUndo(heldIds, text, dueMs, what) {
     let toast = document.getElementById("undo-toast");
     if (!toast) {
       toast = el("div", "undo-toast");
@@ -156,6 +156,8 @@
     toast.hidden = false;
     toast.dataset.held = heldIds.join(",");
     toast.dataset.due = new Date(dueMs).toISOString();
+    toast.dataset.what = heldIds.length === 1 ? what || "" : ""; // which request a "Not sent" is about
+    delete toast.dataset.request; // the list's: no request page is this one's
     toast.querySelector("input[name=held]").value = heldIds.join(",");
     toast.querySelector(".undo-text").textContent = text;
     toast.querySelector("button").disabled = false;
@@ -208,12 +210,17 @@
       announce(gettext("Sent."));
       return;
     }
+    // "this request" only on that request's own page: on the next one's (where a decision leads) or
+    // the list, the toast names the request it is about
+    const what = toast && !(detail && toast.dataset.request === detail.dataset.approvalId) ? toast.dataset.what : "";
     const text = total > 1
       ? fmt(ngettext("%(count)s of %(total)s decisions was not sent: someone else decided first.",
         "%(count)s of %(total)s decisions were not sent: someone else decided first.", firsts.length),
       { count: firsts.length, total })
-      : firsts[0] ? fmt(gettext("Not sent: %(who)s decided this request first."), { who: firsts[0] })
-        : gettext("Not sent: the request was closed before your decision could be sent.");
+      : what ? (firsts[0] ? fmt(gettext("Not sent: %(who)s decided “%(what)s” first."), { who: firsts[0], what })
+        : fmt(gettext("Not sent: “%(what)s” was closed before your decision could be sent."), { what }))
+        : firsts[0] ? fmt(gettext("Not sent: %(who)s decided this request first."), { who: firsts[0] })
+          : gettext("Not sent: the request was closed before your decision could be sent.");
     if (toast) {
       toast.querySelector(".undo-text").textContent = text;
       toast.hidden = false;
@@ -660,7 +667,8 @@
     const what = done.length === 1 ? (list.find((r) => r.dataset.approvalId === done[0]).querySelector("a.row-link") || {}).textContent
       : fmt(ngettext("%(count)s request", "%(count)s requests", done.length), { count: done.length });
     if (data.held && data.held.length) {
-      showUndo(data.held, fmt(gettext("%(what)s: %(why)s"), { what: verb, why: (what || "").slice(0, 90) }), Date.now() + (data.undo_seconds || 5) * 1000);
+      showUndo(data.held, fmt(gettext("%(what)s: %(why)s"), { what: verb, why: (what || "").slice(0, 90) }), Date.now() + (data.undo_seconds || 5) * 1000,
+        (what || "").slice(0, 90));
     }
     const doneWords = fmt(approved ? ngettext("%(count)s approved", "%(count)s approved", done.length)
       : ngettext("%(count)s rejected", "%(count)s rejected", done.length), { count: done.length });
@@ -932,6 +940,8 @@
     } else if (changes.length) preview.replaceChildren(...diffItems(changes));
     else preview.replaceChildren(el("li", "muted", gettext("No changes: approving runs the call as requested.")));
     form.dataset.changes = String(changes.length);
+    if (blocked) showRefusal("");
+    else askRefusal();
     document.getElementById("reset-edits").disabled = changes.length === 0;
     if (!approve) return; // this tool's policy offers no approval (e.g. reject or respond only)
     approve.disabled = blocked;
@@ -941,12 +951,38 @@
     approve.classList.toggle("with-edits", changes.length > 0);
   }
 
+  /* What the tool says it will refuse of the arguments in the editor (the same account on both sides
+     of a transfer): its own sentence, asked of the server as they change and shown under the changes
+     before anyone clicks. An edit it refuses is refused when approved; the arguments as asked are not. */
+  const askRefusal = window.aguiOneAtATime(async () => {
+    const draft = draftValue();
+    if (!form || draft === undefined || !document.getElementById("tool-refusal")) return;
+    const body = new FormData();
+    body.append("action", "check");
+    body.append("arguments_json", JSON.stringify(draft));
+    const res = await window.aguiFetch(location.pathname + location.search, { // the form's URL (buttons named "action" hide form.action)
+      method: "POST", body, credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
+    });
+    if (!res.ok) return; // a preview: the decision itself says what went wrong
+    const data = await window.aguiJSON(res);
+    if (JSON.stringify(draftValue()) === JSON.stringify(draft)) showRefusal(data.refusal || "");
+  });
+
+  function showRefusal(text) {
+    const box = document.getElementById("tool-refusal");
+    if (!box) return;
+    box.hidden = !text;
+    window.aguiVisible.set(box.querySelector(".tool-refusal-text"), text);
+  }
+
   /* The reviewer's draft (feedback, edited arguments) for this request, kept for the tab by
      drafts.js: a reload, Back, or the sign-in a lapsed session asks for puts it back. Edits are put
-     back only onto the arguments they were made of (the form's digest). A decision sent marks
-     it; a page the server moves on to after it (the next request, the list) forgets it. */
+     back only onto the arguments they were made of (the form's digest). A decision the server
+     took marks it; a page the server moves on to after it (the next request, the list) forgets it. */
   const DRAFTS = window.aguiDrafts;
   const draftName = detail ? "approval." + detail.dataset.approvalId : null;
+  let saveDraft = () => {};
 
   function forgetSentDrafts() {
     if (!DRAFTS) return;
@@ -1000,13 +1036,10 @@
       const args = editable && raw.value !== baseline ? raw.value : "";
       DRAFTS.write(draftName, feedback.value || args ? { seen, feedback: feedback.value, args, sent } : null);
     };
+    saveDraft = save;
     save(false);
     form.addEventListener("input", () => save(false));
     form.addEventListener("click", () => save(false)); // the editor's add and remove buttons
-    // registered after the page's checks: a submit they stopped is not a decision sent
-    form.addEventListener("submit", (event) => {
-      if (!event.defaultPrevented) save(true);
-    });
   }
 
   forgetSentDrafts();
@@ -1113,6 +1146,10 @@
     }
 
     form.addEventListener("submit", (event) => {
+      if (deciding) { // a second click while the first is on its way: one decision
+        event.preventDefault();
+        return;
+      }
       syncRaw();
       const submitter = event.submitter;
       const feedback = document.getElementById("feedback");
@@ -1143,6 +1180,8 @@
         }
         approveConfirmed = false;
       }
+      event.preventDefault();
+      sendDetailDecision(submitter);
     });
     document.getElementById("feedback").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -1155,6 +1194,61 @@
     if (location.hash === "#edit") {
       if (editor) editor.focusFirst();
       else raw.focus();
+    }
+  }
+
+  /* The decision goes by script (the plain POST is the fallback without it): when the server cannot be
+     reached the page stays as it is, edit and feedback included, and says the decision was not sent;
+     trying again sends it. A refusal (an invalid edit, a reason missing) is shown by the server's own
+     page with its errors by their fields: the form is then sent the plain way, which it refuses again. */
+  let deciding = false;
+
+  async function sendDetailDecision(submitter) {
+    const notSent = document.getElementById("decide-not-sent");
+    const body = new FormData(form);
+    if (submitter && submitter.name) body.set(submitter.name, submitter.value);
+    deciding = true;
+    form.setAttribute("aria-busy", "true");
+    if (notSent) notSent.hidden = true;
+    try {
+      const res = await window.aguiFetch(location.pathname + location.search, {
+        method: "POST", body, credentials: "same-origin",
+        headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
+      });
+      if (res.redirected && new URL(res.url).pathname === "/accounts/login/") {
+        window.location.assign(res.url); // a lapsed session: sign in, then back to this page and its draft
+        return;
+      }
+      let data = {};
+      try {
+        data = await window.aguiJSON(res);
+      } catch (e) {
+        if (res.ok) throw e; // an error page: decided nothing
+      }
+      if (res.ok && data.location) {
+        saveDraft(true);
+        window.location.assign(data.location); // deciding stays set: nothing more goes from this page
+        return;
+      }
+      if (res.status === 400 && data.code) {
+        const action = document.createElement("input");
+        action.type = "hidden";
+        action.name = submitter ? submitter.name : "action";
+        action.value = submitter ? submitter.value : "";
+        form.appendChild(action);
+        HTMLFormElement.prototype.submit.call(form);
+        return;
+      }
+      throw new Error(data.message || window.aguiStatus(res));
+    } catch (e) {
+      deciding = false;
+      form.removeAttribute("aria-busy");
+      const text = gettext("Your decision was not sent.") + " " + e.message;
+      if (notSent) {
+        window.aguiVisible.set(notSent, text);
+        notSent.hidden = false;
+      }
+      announce(text);
     }
   }
 

@@ -226,3 +226,48 @@ def test_a_bulk_decision_sent_before_the_page_waited_for_it_is_said_sent(people,
     expect(page.locator("#inbox-live")).to_have_text("Sent.", timeout=T)
     expect(page.locator("#undo-toast")).to_be_hidden()
     assert [status for status, *_ in statuses(live_stack, ids).values()] == ["approved"] * 3
+
+
+def test_a_double_click_decides_once(people, live_stack):
+    """The request page sends its decision by script: a second click while the first is on its way
+    sends nothing more."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Twice ({t})", "timeout": 600}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    sent = []
+    page.on("request", lambda r: sent.append(r) if r.method == "POST" and r.url.split("?")[0].endswith(f"/inbox/{rid}/")
+            and "reject" in (r.post_data or "") else None)
+    page.locator("#feedback").fill("Not this month")
+    page.locator("#reject").dblclick()
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    assert len(sent) == 1
+    assert wait_status(live_stack, rid, "rejected") == "rejected"
+
+
+def test_the_diff_preview_says_what_the_tool_will_refuse(people, live_stack):
+    """A reviewer could approve a transfer in a currency the requester's account is not in: nothing
+    moved, the call failed, and the reviewer learnt it later. The tool's own sentence shows under the
+    changes before the click, and approving the edit anyway is refused with it, the edit kept."""
+    said = "Account 1234567890 is in USD, so a transfer from or to it cannot be in EUR."
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Euro ({t})", "timeout": 600}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    refusal, currency = page.locator("#tool-refusal"), page.locator("#arg__currency")
+    expect(page.locator("#diff-preview")).to_contain_text("No changes")
+    expect(refusal).to_be_hidden()
+    currency.select_option("EUR")
+    expect(refusal).to_have_text("The tool will refuse these arguments: " + said)
+    finn.shoot("tool-refusal")
+    currency.select_option("USD")
+    expect(refusal).to_be_hidden()
+    currency.select_option("EUR")
+    expect(refusal).to_be_visible()
+    page.locator("#approve").click()
+    page.locator("#decide-dialog-confirm").click()
+    expect(page.locator("#form-error")).to_contain_text(said, timeout=T)
+    expect(currency.locator("option:checked")).to_have_text("EUR")
+    assert statuses(live_stack, [rid])[rid][0] == "pending"

@@ -67,7 +67,7 @@ def test_approve_moves_on_with_an_undo(people, live_stack, size):
     first, second, third = ids[2], ids[1], ids[0]
     finn = people("finn", viewport=SIZES[size])
     page = finn.page
-    page.goto(f"/inbox/{first}/?next=/inbox/%3Fq%3D{t}")
+    page.goto(f"/inbox/{first}/")
     expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
     # Approve is on screen without scrolling, at either size
     assert in_view(page, "#approve") and in_view(page, "#reject")
@@ -121,10 +121,40 @@ def test_a_held_approval_that_came_second_is_told_not_sent(people, live_stack):
     rejected = httpx.post(f"{live_stack.url}/api/approvals/{rid}/decide/", json={"decision": "reject", "feedback": "Paid already"},
                           headers={"Authorization": f"Token {key}"}, timeout=10)
     assert rejected.status_code == 200 and rejected.json()["status"] == "rejected", rejected.text
-    expect(toast).to_contain_text("Not sent: rita decided this request first.", timeout=T)
+    # on the page the decision led to (not this request's own): the toast names its request
+    expect(toast).to_contain_text(f"Not sent: rita decided “Raced {t}” first.", timeout=T)
     expect(toast).to_be_visible()
     finn.shoot("not-sent")
     assert statuses(live_stack, [rid])[rid][0] == "rejected"
+
+
+def test_a_not_sent_toast_on_the_next_requests_page_names_its_request(people, live_stack):
+    """A decision leads to the next request's page, where its toast follows it: "Not sent: rita decided
+    this request first." read there as the next request's, which nobody had decided."""
+    import httpx
+
+    t = tag()
+    # made older, the second is the next one down the list after the first (inbox.next_waiting)
+    second, first = make_requests(live_stack, [
+        {"requester": "alice", "group": "reviewers", "description": f"Waiting next {t}", "risk": "low", "timeout": 600},
+        {"requester": "alice", "group": "reviewers", "description": f"Raced first {t}", "risk": "low", "timeout": 600}])
+    key = run(live_stack, "from rest_framework.authtoken.models import Token\n"
+                          "result = Token.objects.get_or_create(user=user('rita'))[0].key")
+    finn = people("finn", viewport=SIZES["desktop"])
+    page = finn.page
+    page.goto(f"/inbox/{first}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.locator("#approve").click()
+    page.wait_for_url(re.compile(rf"/inbox/{second}/\?.*held="), timeout=T)
+    toast = page.locator("#undo-toast")
+    expect(toast).to_contain_text(f"Approved: Raced first {t}", timeout=T)
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    rejected = httpx.post(f"{live_stack.url}/api/approvals/{first}/decide/", json={"decision": "reject", "feedback": "No"},
+                          headers={"Authorization": f"Token {key}"}, timeout=10)
+    assert rejected.status_code == 200, rejected.text
+    expect(toast).to_contain_text(f"Not sent: rita decided “Raced first {t}” first.", timeout=T)
+    expect(toast).not_to_contain_text("this request")
+    assert statuses(live_stack, [second])[second][0] == "pending"
 
 
 def test_undo_gives_back_what_the_reviewer_typed(people, live_stack):

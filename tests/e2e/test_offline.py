@@ -1,9 +1,11 @@
 """A person whose network drops: what they were doing stays on the page, what failed is said in
 the page's words (not the browser's "Failed to fetch"), no script error, and it works once back."""
 
+import re
+
 import inbox_e2e
 from chat_helpers import new_chat
-from inbox_e2e import make_requests, tag, wait_status
+from inbox_e2e import T, make_requests, statuses, tag, wait_status
 from playwright.sync_api import expect
 
 people = inbox_e2e.people  # the fixture: a signed-in person per browser context; page errors fail the test
@@ -31,6 +33,37 @@ def test_a_decision_from_the_list_while_offline(people, live_stack):
     page.locator("#decide-dialog-confirm").click()
     expect(page.locator("#decide-dialog")).to_be_hidden()
     assert wait_status(live_stack, rid, "rejected") == "rejected"
+
+
+def test_a_decision_on_the_request_page_while_offline(people, live_stack):
+    """Approve on a request's page was a plain form POST: offline, the browser showed its own "No
+    internet" page and the edited argument was gone. The page stays, with the edit and the feedback,
+    says the decision was not sent, and sends it once the connection is back."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Offline page ({t})", "risk": "high",
+                                        "timeout": 600}])
+    finn = people("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    amount, feedback = page.locator("#arg__amount"), page.locator("#feedback")
+    amount.fill("450")
+    feedback.fill("Half now, half next week")
+    finn.ctx.set_offline(True)
+    page.locator("#approve").click()
+    page.locator("#decide-dialog-confirm").click()  # an edit: asked first
+    expect(page.locator("#decide-not-sent")).to_have_text("Your decision was not sent. " + OFFLINE)
+    assert page.url.endswith(f"/inbox/{rid}/")
+    expect(amount).to_have_value("450")
+    expect(feedback).to_have_value("Half now, half next week")
+    finn.shoot("not-sent")
+    finn.ctx.set_offline(False)
+    page.locator("#approve").click()
+    page.locator("#decide-dialog-confirm").click()
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    assert wait_status(live_stack, rid, "modified") == "modified"
+    _status, said, final = statuses(live_stack, [rid])[rid]
+    assert final["amount"] == 450 and said == "Half now, half next week"
 
 
 def test_a_message_sent_while_offline_stays_in_the_composer(people):
