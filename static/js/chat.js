@@ -209,6 +209,26 @@
     showAgentInfo();
   }
 
+  /* A chat this tab just made opens with its composer focused (not any chat opened: a reader arriving
+     from a link starts at the top of the page). */
+  const FOCUS_KEY = "agui.chat.focus-composer";
+  function focusComposerOn(id) {
+    try {
+      sessionStorage.setItem(FOCUS_KEY, String(id));
+    } catch (e) {
+      // storage refused: the new page opens as any other
+    }
+  }
+  function takeComposerFocus(id) {
+    try {
+      if (sessionStorage.getItem(FOCUS_KEY) !== String(id)) return false;
+      sessionStorage.removeItem(FOCUS_KEY);
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }
+
   const newChatForm = $("new-chat-form");
   if (newChatForm) {
     newChatForm.addEventListener("submit", async (event) => {
@@ -220,6 +240,7 @@
       try {
         const res = await postJSON("/api/threads/", { agent: agentSelect.value });
         if ((res.status === 201 || res.ok) && res.data && res.data.id !== undefined) {
+          focusComposerOn(res.data.id);
           window.location.assign("/chat/" + encodeURIComponent(res.data.id) + "/");
           return;
         }
@@ -259,6 +280,7 @@
   const connStatus = $("conn-status");
   const stopButton = $("stop");
   const stepTrail = $("step-trail");
+  const announcer = $("chat-announcer");
 
   const coarse = window.matchMedia && window.matchMedia("(pointer: coarse)").matches;
   const placeholder = coarse ? composer.placeholder : fmt(gettext("%(placeholder)s (Enter to send, Shift+Enter for a new line)"), { placeholder: composer.placeholder });
@@ -285,6 +307,9 @@
   // else were already in the snapshot (the socket may deliver a few events twice around it).
   const openText = new Set();
   const openCalls = new Set();
+  // Messages the last snapshot held: history, never announced (a replayed run streams them again).
+  const snapshotIds = new Set();
+  const announcedIds = new Set();
   const run = { id: null, active: false, failedId: null, stopping: false }; // the thread's latest run
   const steps = []; // workflow steps: {runId, name, done}
   let rafPending = false;
@@ -547,12 +572,14 @@
       toolCards.clear();
       toolResults.clear();
       dirty.clear();
+      snapshotIds.clear();
 
       for (const m of messages || []) {
         if (!m || m.role === "tool") continue;
         if (m.role === "system" || m.role === "developer") continue;
         const article = createMessageEl(m.id !== undefined ? m.id : "local-" + ++localSeq, m.role);
         messagesEl.appendChild(article);
+        snapshotIds.add(article.dataset.messageId);
         const text = typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p) => (p && p.text) || "").join("") : "";
         msgText.set(article.dataset.messageId, text);
         dirty.add(article.dataset.messageId);
@@ -757,7 +784,8 @@
     let card = approvalCards.get(id);
     const keepActions = card && approval.status === "pending" && approval.canDecide ? card.querySelector(".approval-actions") : null;
     if (!card) {
-      card = el("section", { class: "approval-card", dataset: { approvalId: id } });
+      // focusable from script only: where focus goes when the card asks this reader something
+      card = el("section", { class: "approval-card", dataset: { approvalId: id }, tabindex: "-1" });
       approvalCards.set(id, card);
     }
     card.className = "approval-card status-" + (approval.status || "pending");
@@ -833,7 +861,11 @@
       parts.push(keepActions || buildActions(approval));
     }
 
+    const focusInside = card.contains(document.activeElement) && document.activeElement !== card;
     card.replaceChildren(...parts);
+    // the control that had focus went with the old content: the card keeps it (updateComposer may
+    // pass it on to the composer)
+    if (focusInside && !card.contains(document.activeElement)) parkFocus(card);
 
     // Place it inside its tool card, or at the end of the conversation.
     const tool = toolCards.get(String(approval.toolCallId));
@@ -874,7 +906,8 @@
 
   function buildActions(approval) {
     const id = String(approval.approvalId);
-    const errorBox = el("div", { class: "approval-error field-error", role: "alert", hidden: true });
+    const errorId = "approval-error-" + id;
+    const errorBox = el("div", { id: errorId, class: "approval-error field-error", role: "alert", hidden: true });
     const editorId = "edit-" + id;
     const feedbackId = "feedback-" + id;
 
@@ -933,15 +966,27 @@
     const box = el("div", { class: "approval-actions" }, buttons, allowBox, allowed.has("edit") ? editBox : null,
       allowed.has("reject") ? rejectBox : null, allowed.has("respond") ? respondBox : null, errorBox);
 
-    const showError = (lines) => {
+    const fields = [editText, feedbackText, guidanceText];
+    // `field`: the text box the error is about, marked invalid and described by it
+    const showError = (lines, field) => {
       errorBox.replaceChildren(...lines.map((line) => el("div", { text: line })));
       errorBox.hidden = !lines.length;
+      for (const area of fields) {
+        if (area === field && lines.length) {
+          area.setAttribute("aria-invalid", "true");
+          area.setAttribute("aria-describedby", errorId);
+        } else {
+          area.removeAttribute("aria-invalid");
+          area.removeAttribute("aria-describedby");
+        }
+      }
     };
     const setBusy = (busy) => {
       for (const b of box.querySelectorAll("button")) b.disabled = busy;
     };
     const decide = async (payload) => {
       showError([]);
+      const hadFocus = box.contains(document.activeElement);
       setBusy(true);
       const always = !!(allowBox && allowInput.checked && payload.decision === "approve");
       if (always) payload = Object.assign({}, payload, { always_allow_in_thread: true });
@@ -952,7 +997,9 @@
           const current = approvals.get(id) || approval;
           const merged = Object.assign({}, current, pickApprovalFields(res.data));
           merged.canDecide = merged.status === "pending" ? current.canDecide : false;
-          upsertApproval(merged);
+          upsertApproval(merged, true);
+          // the buttons went with the decision: on to the composer, or the request still waiting
+          if (hadFocus && !canHoldFocus(document.activeElement)) placeFocus();
           return;
         }
         if (res.status === 409) {
@@ -970,7 +1017,9 @@
         }
         if (data.feedback) lines.push(fmt(gettext("feedback: %(errors)s"), { errors: Array.isArray(data.feedback) ? data.feedback.join(" ") : displayValue(data.feedback) }));
         if (!lines.length) lines.push(errorText(data, res.status));
-        showError(lines);
+        const about = payload.arguments && data.arguments ? editText : data.feedback
+          ? (payload.decision === "respond" ? guidanceText : feedbackText) : null;
+        showError(lines, about);
         setBusy(false);
       } catch (e) {
         showError([fmt(gettext("Network error: %(error)s"), { error: e.message })]);
@@ -978,36 +1027,50 @@
       }
     };
 
+    const toggles = [["edit", editBox, editText], ["reject", rejectBox, feedbackText], ["respond", respondBox, guidanceText]];
+    const open = (which) => {
+      for (const [name, panel, field] of toggles) {
+        const show = name === which && panel.hidden;
+        panel.hidden = !show;
+        buttons.querySelector('[data-act="' + name + '"]')?.setAttribute("aria-expanded", String(show));
+        if (show) field.focus();
+      }
+    };
+    /* Cancel or Escape: the open panel closes and focus goes back to the button that opened it
+       (the panel, and the focus in it, are hidden). */
+    const closePanel = () => {
+      const openPanel = toggles.find(([, panel]) => !panel.hidden);
+      open(null);
+      showError([]);
+      if (openPanel) buttons.querySelector('[data-act="' + openPanel[0] + '"]')?.focus();
+    };
+    box.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape" || event.isComposing) return;
+      if (!toggles.some(([, panel]) => !panel.hidden && panel.contains(event.target))) return;
+      event.preventDefault();
+      closePanel();
+    });
+
     box.addEventListener("click", (event) => {
       const button = event.target.closest("button[data-act]");
       if (!button || button.disabled) return;
       const act = button.dataset.act;
-      const toggles = [["edit", editBox, editText], ["reject", rejectBox, feedbackText], ["respond", respondBox, guidanceText]];
-      const open = (which) => {
-        for (const [name, panel, field] of toggles) {
-          const show = name === which && panel.hidden;
-          panel.hidden = !show;
-          buttons.querySelector('[data-act="' + name + '"]')?.setAttribute("aria-expanded", String(show));
-          if (show) field.focus();
-        }
-      };
       if (act === "approve") {
         decide({ decision: "approve" });
       } else if (act === "edit" || act === "reject" || act === "respond") {
         open(act);
       } else if (act === "cancel") {
-        open(null);
-        showError([]);
+        closePanel();
       } else if (act === "approve-edits") {
         let args;
         try {
           args = JSON.parse(editText.value);
         } catch (e) {
-          showError([window.aguiJSONProblem(editText.value)]);
+          showError([window.aguiJSONProblem(editText.value)], editText);
           return;
         }
         if (!args || typeof args !== "object" || Array.isArray(args)) {
-          showError([gettext("The arguments must be a JSON object.")]);
+          showError([gettext("The arguments must be a JSON object.")], editText);
           return;
         }
         decide({ decision: "approve", arguments: args });
@@ -1017,7 +1080,7 @@
       } else if (act === "confirm-respond") {
         const feedback = guidanceText.value.trim();
         if (!feedback) {
-          showError([gettext("Write your guidance first: the assistant reads it instead of running this.")]);
+          showError([gettext("Write your guidance first: the assistant reads it instead of running this.")], guidanceText);
           guidanceText.focus();
           return;
         }
@@ -1045,7 +1108,9 @@
     return out;
   }
 
-  function upsertApproval(approval) {
+  /* `live`: a decision that happens now (its event, or this reader's own answer), said aloud once;
+     the list a (re)connect brings is history. */
+  function upsertApproval(approval, live) {
     if (!approval || approval.approvalId === undefined) return;
     const id = String(approval.approvalId);
     const known = approvals.get(id);
@@ -1054,6 +1119,12 @@
     approvals.set(id, approval);
     aguiChat.approvals[id] = approval;
     mutate(() => renderApproval(approval));
+    const status = approval.status || "pending";
+    if (live && (!known || (known.status || "pending") === "pending")) {
+      if (status !== "pending") announce(outcomeSentence(approval));
+      // it became unreachable while it waited (one that starts so is said by the waiting status)
+      else if (known && !known.outOfReach && approval.outOfReach) announce(outOfReachText(approval));
+    }
     updateComposer();
   }
 
@@ -1108,9 +1179,37 @@
   const stateSince = $("chat-state-since");
   const stateUntil = $("chat-state-until");
 
+  /* Focus the page took away (its control disabled, hidden or rebuilt) goes somewhere useful rather
+     than to <body>: the composer when it takes text, else what the conversation waits for. */
+  let parked = null; // a card given focus while the composer was off: the composer takes it back
+  function canHoldFocus(node) {
+    return !!node && node !== document.body && node.isConnected && !node.disabled && !node.closest("[hidden]");
+  }
+  function parkFocus(node) {
+    node.focus();
+    parked = node;
+  }
+  function waitingTarget(waiting) {
+    if (!waiting) return null;
+    if (waiting.approval) return approvalCards.get(String(waiting.approval.approvalId)) || null;
+    const question = messagesEl.querySelector(".question-card.status-pending");
+    return question ? question.querySelector("input, select, textarea, button") : null;
+  }
+  function placeFocus(waiting) {
+    if (!composer.disabled) {
+      parked = null;
+      composer.focus();
+      return;
+    }
+    const target = waitingTarget(waiting === undefined ? (run.active ? null : waitingFor()) : waiting);
+    if (target) parkFocus(target);
+  }
+
   function updateComposer() {
     const waiting = run.active ? null : waitingFor();
     const blocked = !!waiting;
+    const focused = document.activeElement;
+    const fromComposer = composerForm.contains(focused); // the text box, Send, Stop / Withdraw
     composer.disabled = blocked;
     sendButton.disabled = blocked || sending || run.active;
     document.body.dataset.chatState = run.active ? "running" : waiting ? "waiting-" + waiting.kind : "idle";
@@ -1119,9 +1218,10 @@
       const a = waiting.approval;
       if (stateSince) {
         stateSince.hidden = !(a && a.createdAt);
-        if (a && a.createdAt) {
+        const asked = a && a.createdAt ? fmt(gettext("asked %(when)s"), { when: when(a.createdAt) }) : "";
+        if (asked && stateSince.textContent !== asked) { // rewritten, the polite status would say it again
           stateSince.setAttribute("datetime", a.createdAt);
-          stateSince.textContent = fmt(gettext("asked %(when)s"), { when: when(a.createdAt) });
+          stateSince.textContent = asked;
           stateSince.title = whenTitle(a.createdAt);
         }
       }
@@ -1159,6 +1259,9 @@
     }
     if (startersEl) startersEl.hidden = !!messagesEl.querySelector(".msg") || !startersEl.childElementCount;
     tickCountdowns();
+    if (fromComposer && !canHoldFocus(focused)) placeFocus(waiting);
+    else if (parked && !composer.disabled && (document.activeElement === parked ||
+      (!canHoldFocus(parked) && !canHoldFocus(document.activeElement)))) placeFocus(waiting);
   }
 
   async function stopRun() {
@@ -1330,6 +1433,7 @@
       const res = await postJSON("/api/threads/" + encodeURIComponent(id) + "/messages/", { content: text });
       if (res.ok) {
         if (window.aguiDrafts) window.aguiDrafts.write(draftName, null);
+        focusComposerOn(id);
         window.location.assign("/chat/" + encodeURIComponent(id) + "/");
         return true;
       }
@@ -1533,9 +1637,77 @@
       runStatus.dataset.state = "idle";
       return;
     }
+    const same = !runStatus.hidden && runStatus.dataset.state === kind && runStatusText.dataset.said === text;
     runStatus.hidden = false;
     runStatus.dataset.state = kind;
+    if (same) return; // the same words rewritten would be read out again (updateComposer runs often)
+    runStatusText.dataset.said = text;
     V.set(runStatusText, text);
+  }
+
+  /* ------------------------------------------------------------------ announcements */
+
+  /* What a screen reader should hear once: the log stays aria-live off (no streamed token is read),
+     and each event that ends something is one sentence here. Each is a node of its own: two in a row
+     are both read (a replaced text could cut the first off); the last few are kept. */
+  function announce(text) {
+    if (!announcer || !text) return;
+    announcer.appendChild(el("p", { text }));
+    while (announcer.childElementCount > 3) announcer.firstElementChild.remove();
+  }
+
+  function excerpt(text, max) {
+    const flat = Array.from(String(text || "").replace(/\s+/g, " ").trim()); // code points: no half emoji
+    return flat.length > max ? flat.slice(0, max - 1).join("").trimEnd() + "…" : flat.join("");
+  }
+
+  /* A reply as the reader sees it (its Markdown rendered), blocks apart. */
+  function plainText(markdown) {
+    const box = document.createElement("div");
+    box.appendChild(window.renderMarkdown ? window.renderMarkdown(markdown) : document.createTextNode(markdown));
+    for (const block of box.querySelectorAll("p, li, pre, blockquote, h1, h2, h3, h4, h5, h6, tr, br")) block.after(" ");
+    return box.textContent;
+  }
+
+  function announceReply(key) {
+    const article = msgEls.get(key);
+    if (announcedIds.has(key) || snapshotIds.has(key) || !article || !article.classList.contains("msg-assistant")) return;
+    const text = excerpt(plainText(msgText.get(key) || ""), 200);
+    if (!text) return;
+    announcedIds.add(key);
+    announce(fmt(gettext("%(agent)s replied: %(text)s"), { agent: agentTitle(), text }));
+  }
+
+  /* A request's outcome, in the words of its card; the decider named unless it was this reader. */
+  function outcomeSentence(approval) {
+    const what = quoted(approval);
+    const by = approval.decidedBy && approval.decidedBy !== config.username ? approval.decidedBy : "";
+    const values = { what, name: by };
+    let sentence;
+    switch (approval.status) {
+      case "approved":
+        sentence = by ? fmt(gettext("Approved by %(name)s: %(what)s."), values) : fmt(gettext("Approved: %(what)s."), values);
+        break;
+      case "modified":
+        sentence = by ? fmt(gettext("Approved with edits by %(name)s: %(what)s."), values) : fmt(gettext("Approved with edits: %(what)s."), values);
+        break;
+      case "rejected":
+        sentence = by ? fmt(gettext("Rejected by %(name)s: %(what)s."), values) : fmt(gettext("Rejected: %(what)s."), values);
+        break;
+      case "responded":
+        sentence = by ? fmt(gettext("Answered with guidance by %(name)s: %(what)s."), values) : fmt(gettext("Answered with guidance: %(what)s."), values);
+        break;
+      case "expired":
+        sentence = fmt(gettext("Expired, nobody decided in time: %(what)s."), values);
+        break;
+      case "cancelled":
+        sentence = by ? fmt(gettext("Withdrawn by %(name)s: %(what)s."), values) : fmt(gettext("Withdrawn: %(what)s."), values);
+        break;
+      default:
+        return "";
+    }
+    const words = (approval.status === "rejected" || approval.status === "responded") && approval.feedback;
+    return words ? fmt(gettext("%(outcome)s Feedback: %(feedback)s"), { outcome: sentence, feedback: excerpt(approval.feedback, 200) }) : sentence;
   }
 
   /* ------------------------------------------------------------------ events */
@@ -1604,6 +1776,7 @@
         run.active = false;
         run.stopping = false;
         showRunError(ev.runId || run.id, ev.message);
+        announce(runErrorText.textContent); // live only: the banner a (re)connect restores is history
         endStreaming();
         updateComposer();
         break;
@@ -1644,6 +1817,7 @@
         const article = msgEls.get(key);
         if (article) article.classList.remove("streaming");
         scheduleRender(key);
+        announceReply(key); // once, complete: the log itself reads none of the tokens
         break;
       }
       case "TOOL_CALL_START": {
@@ -1682,7 +1856,7 @@
           // on (re)connect: the thread's latest run failed (its RUN_ERROR may be long gone)
           if (!run.active && ev.value) showRunError(ev.value.runId, ev.value.message);
         } else if (ev.name === "approval_request" || ev.name === "approval_response") {
-          upsertApproval(ev.value);
+          upsertApproval(ev.value, true);
           if (ev.name === "approval_response") {
             notice.hidden = true;
             window.aguiThreads?.refresh();
@@ -1828,6 +2002,7 @@
   aguiChat.setState = setState; // state-panel.js applies the snapshot of a refused edit
   setState({});
   updateComposer();
+  if (takeComposerFocus(threadId)) composer.focus();
   setInterval(tickCountdowns, 1000);
   connect();
 })();
