@@ -55,6 +55,13 @@
     return node;
   }
 
+  /* Every change re-renders the list, which destroys the control in use: each control carries a key
+     (data-rb: its rule, its condition, its role) by which render() puts focus back on its twin. */
+  function keyed(node, key) {
+    node.dataset.rb = key;
+    return node;
+  }
+
   function field(labelText, input, className) {
     const wrap = el("div", { className: "field " + (className || "") });
     const id = "rb-" + ++uid;
@@ -161,23 +168,24 @@
     return rule;
   }
 
-  function routeRow(b) {
+  function routeRow(b, i) {
+    const at = "r" + i + ":route-";
     b.route = b.route || {};
     const row = el("div", { className: "rule-route" });
     row.appendChild(el("span", { className: "muted small" }, gettext("Route these calls (empty: the policy's own):")));
     const listId = "rb-groups-" + ++uid;
     const groups = el("datalist", { id: listId });
     for (const g of GROUPS) groups.appendChild(el("option", { value: g }));
-    const group = el("input", { type: "text", list: listId, placeholder: gettext("group") });
+    const group = keyed(el("input", { type: "text", list: listId, placeholder: gettext("group") }), at + "group");
     group.value = b.route.group || "";
-    const approvals = el("input", { type: "number", min: 1, max: 20, placeholder: "1" });
+    const approvals = keyed(el("input", { type: "number", min: 1, max: 20, placeholder: "1" }), at + "approvals");
     approvals.value = b.route.approvals || "";
-    const risk = el("select");
+    const risk = keyed(el("select"), at + "risk");
     risk.appendChild(el("option", { value: "" }, gettext("policy's")));
     const riskWords = { low: gettext("low"), medium: gettext("medium"), high: gettext("high"), critical: gettext("critical") };
     for (const r of RISKS) risk.appendChild(el("option", { value: r }, riskWords[r] || r));
     risk.value = b.route.risk || "";
-    const deadline = el("input", { type: "text", placeholder: gettext("e.g. 15 min") });
+    const deadline = keyed(el("input", { type: "text", placeholder: gettext("e.g. 15 min") }), at + "deadline");
     deadline.value = b.route.deadline === undefined ? "" : String(b.route.deadline);
     const put = (key, value) => {
       b.route[key] = value;
@@ -206,7 +214,8 @@
 
   function condRow(b, i, c, j) {
     const li = el("li", { className: "cond-row" });
-    const notBox = el("input", { type: "checkbox" });
+    const at = "r" + i + "c" + j + ":";
+    const notBox = keyed(el("input", { type: "checkbox" }), at + "not");
     notBox.checked = c.not;
     notBox.addEventListener("change", () => {
       c.not = notBox.checked;
@@ -214,16 +223,16 @@
     });
     const notLabel = el("label", { className: "cond-not" });
     notLabel.append(notBox, document.createTextNode(gettext("not")));
-    const path = el("input", { type: "text", list: "rule-paths", placeholder: "args.amount", autocomplete: "off" });
+    const path = keyed(el("input", { type: "text", list: "rule-paths", placeholder: "args.amount", autocomplete: "off" }), at + "path");
     path.value = c.path || "";
     path.addEventListener("input", () => {
       c.path = path.value.trim();
       sync();
     });
-    const op = el("select");
+    const op = keyed(el("select"), at + "op");
     for (const o of OPS) op.appendChild(el("option", { value: o }, OP_LABELS[o] || o));
     op.value = c.op || "eq";
-    const value = el("input", { type: "text", autocomplete: "off", placeholder: "1000, true, USD, a, b" });
+    const value = keyed(el("input", { type: "text", autocomplete: "off", placeholder: "1000, true, USD, a, b" }), at + "value");
     value.value = c.value === undefined ? "" : showValue(c.value);
     op.addEventListener("change", () => {
       c.op = op.value;
@@ -234,11 +243,13 @@
       c.value = parseValue(value.value, c.op);
       sync();
     });
-    const remove = el("button", { type: "button", className: "btn btn-small btn-quiet",
-                                  "aria-label": fmt(gettext("Remove condition %(condition)s of rule %(rule)s"), { condition: j + 1, rule: i + 1 }) }, "✕");
+    const remove = keyed(el("button", { type: "button", className: "btn btn-small btn-quiet",
+                                        "aria-label": fmt(gettext("Remove condition %(condition)s of rule %(rule)s"), { condition: j + 1, rule: i + 1 }) }, "✕"),
+                         at + "remove");
     remove.addEventListener("click", () => {
       b.conds.splice(j, 1);
-      render();
+      // focus goes where the removed one's place is: the next condition's remove, else the rule's "Add condition"
+      render(["r" + i + "c" + j + ":remove", "r" + i + ":add-cond"]);
       sync();
     });
     li.append(notLabel, field(gettext("Path"), path), field(gettext("Operator"), op), field(gettext("Value"), value), remove);
@@ -248,13 +259,14 @@
   function ruleCard(b, i) {
     const li = el("li", { className: "rule-card", "data-action": b.action, "data-index": String(i) });
     const head = el("div", { className: "rule-head" });
-    const name = el("input", { type: "text", maxlength: 100, placeholder: gettext("e.g. large transfer") });
+    const at = "r" + i + ":";
+    const name = keyed(el("input", { type: "text", maxlength: 100, placeholder: gettext("e.g. large transfer") }), at + "name");
     name.value = b.name;
     name.addEventListener("input", () => {
       b.name = name.value;
       sync();
     });
-    const action = el("select");
+    const action = keyed(el("select"), at + "action");
     for (const a of ACTIONS) action.appendChild(el("option", { value: a }, ACTION_LABELS[a] || a));
     action.value = b.action;
     action.addEventListener("change", () => {
@@ -263,7 +275,7 @@
       render(); // a gate rule shows its route
       sync();
     });
-    const always = el("input", { type: "checkbox" });
+    const always = keyed(el("input", { type: "checkbox" }), at + "always");
     always.checked = b.always;
     always.addEventListener("change", () => {
       b.always = always.checked;
@@ -274,19 +286,19 @@
     const alwaysLabel = el("label", { className: "cond-not" });
     alwaysLabel.append(always, document.createTextNode(gettext("always (catch-all, last)")));
     const tools = el("span", { className: "rule-tools" });
-    const mk = (text, label, fn, disabled) => {
-      const btn = el("button", { type: "button", className: "btn btn-small btn-quiet", "aria-label": label }, text);
+    const mk = (text, label, fn, disabled, role) => {
+      const btn = keyed(el("button", { type: "button", className: "btn btn-small btn-quiet", "aria-label": label }, text), at + role);
       btn.disabled = Boolean(disabled);
       btn.addEventListener("click", fn);
       tools.appendChild(btn);
     };
-    mk("↑", fmt(gettext("Move rule %(rule)s up"), { rule: i + 1 }), () => move(i, -1), i === 0);
-    mk("↓", fmt(gettext("Move rule %(rule)s down"), { rule: i + 1 }), () => move(i, 1), i === model.length - 1);
+    mk("↑", fmt(gettext("Move rule %(rule)s up"), { rule: i + 1 }), () => move(i, -1), i === 0, "up");
+    mk("↓", fmt(gettext("Move rule %(rule)s down"), { rule: i + 1 }), () => move(i, 1), i === model.length - 1, "down");
     mk(gettext("Remove"), fmt(gettext("Remove rule %(rule)s"), { rule: i + 1 }), () => {
       model.splice(i, 1);
-      render();
+      render(["r" + i + ":remove", "add-rule"]); // the next rule's Remove (now at this place), else "Add rule"
       sync();
-    });
+    }, false, "remove");
     head.append(el("strong", {}, fmt(gettext("Rule %(rule)s"), { rule: i + 1 })), field(gettext("Name"), name, "field-name"), field(gettext("Then"), action), alwaysLabel, tools);
     li.appendChild(head);
     if (b.raw !== null && !b.always) {
@@ -294,7 +306,7 @@
       note.appendChild(el("code", {}, JSON.stringify(b.raw)));
       li.appendChild(note);
     } else if (!b.always) {
-      const match = el("select");
+      const match = keyed(el("select"), at + "match");
       match.append(el("option", { value: "all" }, gettext("all of these hold")), el("option", { value: "any" }, gettext("any of these holds")));
       match.value = b.match;
       match.addEventListener("change", () => {
@@ -305,7 +317,7 @@
       const list = el("ol", { className: "cond-list" });
       b.conds.forEach((c, j) => list.appendChild(condRow(b, i, c, j)));
       li.appendChild(list);
-      const add = el("button", { type: "button", className: "btn btn-small" }, gettext("Add condition"));
+      const add = keyed(el("button", { type: "button", className: "btn btn-small" }, gettext("Add condition")), at + "add-cond");
       add.addEventListener("click", () => {
         b.conds.push({ not: false, path: "args.", op: "eq", value: "" });
         render();
@@ -315,7 +327,7 @@
       });
       li.appendChild(add);
     }
-    if (b.action === "gate") li.appendChild(routeRow(b));
+    if (b.action === "gate") li.appendChild(routeRow(b, i));
     const errors = el("ul", { className: "field-error error-list rule-errors" });
     errors.hidden = true;
     li.appendChild(errors);
@@ -324,15 +336,29 @@
 
   function move(i, by) {
     const [b] = model.splice(i, 1);
-    model.splice(i + by, 0, b);
-    render();
+    const to = i + by;
+    model.splice(to, 0, b);
+    // the moved rule keeps focus: the same button, or its other one once it reached an end
+    const same = by < 0 ? "up" : "down";
+    const other = by < 0 ? "down" : "up";
+    render(["r" + to + ":" + same, "r" + to + ":" + other]);
     sync();
+    live.textContent = fmt(by < 0 ? gettext("Rule %(from)s moved up: now rule %(to)s") : gettext("Rule %(from)s moved down: now rule %(to)s"),
+                           { from: i + 1, to: to + 1 });
   }
 
-  function render() {
+  // says what a move did (the order decides which rule wins); outside the list render() replaces
+  const live = el("p", { className: "visually-hidden", role: "status", "aria-live": "polite", id: "rule-builder-live" });
+  root.after(live);
+
+  /* Rebuilds the list. `focus`: the keys (data-rb) to put focus on, the first that can take it; by
+     default the control that had it, in its new copy. */
+  function render(focus) {
+    const had = document.activeElement && root.contains(document.activeElement) ? document.activeElement.closest("[data-rb]") : null;
+    const keys = focus || (had ? [had.dataset.rb] : []);
     const list = el("ol", { className: "rules-list", "aria-label": gettext("Rules") });
     model.forEach((b, i) => list.appendChild(ruleCard(b, i)));
-    const add = el("button", { type: "button", className: "btn btn-small", id: "add-rule" }, gettext("Add rule"));
+    const add = keyed(el("button", { type: "button", className: "btn btn-small", id: "add-rule" }, gettext("Add rule")), "add-rule");
     add.addEventListener("click", () => {
       model.push({ name: "", action: "gate", always: false, match: "all", raw: null, route: {},
                    conds: [{ not: false, path: "args.", op: "eq", value: "" }] });
@@ -344,6 +370,13 @@
     const empty = model.length ? null : el("p", { className: "muted" }, gettext("No rules: the mode alone decides."));
     root.replaceChildren(...[empty, list, add].filter(Boolean));
     showServerErrors();
+    for (const key of keys) {
+      const target = root.querySelector('[data-rb="' + key + '"]');
+      if (target && !target.disabled) {
+        target.focus();
+        break;
+      }
+    }
   }
 
   function showServerErrors() {
