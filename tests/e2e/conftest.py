@@ -226,7 +226,7 @@ def login(live_stack):
         page.goto(live_stack.url + "/accounts/login/")
         page.fill("#id_username", username)
         page.fill("#id_password", password)
-        page.click("button[type=submit]")
+        page.click("main button[type=submit]")  # the sign-in form, not the header's language form
         page.wait_for_url(lambda url: "/accounts/login/" not in url, timeout=10_000)
         return page
 

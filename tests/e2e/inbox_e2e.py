@@ -96,4 +96,4 @@ def sign_in_here(page, who, password="agui-demo") -> None:
     """The sign-in form the page was sent to, filled and sent."""
     page.fill("#id_username", who)
     page.fill("#id_password", password)
-    page.click("button[type=submit]")
+    page.click("main button[type=submit]")  # the sign-in form, not the header's language form

@@ -18,8 +18,9 @@ def _back_to_english(live_stack):
 
 
 def _choose(page, code):
+    page.locator("#language-select").select_option(code)
     with page.expect_navigation():
-        page.locator("#language-select").select_option(code)
+        page.locator("#language-apply").click()
     expect(page.locator("html")).to_have_attribute("lang", code, timeout=T)
 
 
