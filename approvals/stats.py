@@ -290,7 +290,9 @@ def chart(counted, since, now, days):
             segments.append({"x": round(x, 1), "y": round(y, 1), "w": round(bar_w, 1), "h": round(h, 1),
                              "css": css, "label": label, "n": n})
         when = moment.strftime("%H:00") if hourly else dateformat.format(moment, day_format)
-        bars.append({"segments": segments, "total": sum(c.values()), "when": when,
+        # every series, zeros too: the table under the chart says what the colours do
+        cells = [{"label": label, "n": c[status]} for status, label, _css in CHART_SERIES]
+        bars.append({"segments": segments, "cells": cells, "total": sum(c.values()), "when": when,
                      "tick": i % label_every == 0, "tx": round(PAD_L + i * slot + slot / 2, 1)})
     ticks = [{"value": v, "y": round(PAD_T + plot_h - plot_h * v / top, 1)} for v in (0, top // 2, top)]
     return {"w": CHART_W, "h": CHART_H, "bars": bars, "ticks": ticks, "left": PAD_L, "right": CHART_W - PAD_R,
