@@ -231,3 +231,22 @@ def login(live_stack):
         return page
 
     return do_login
+
+
+@pytest.fixture
+def people(browser, live_stack, login, artifacts_dir, request):
+    """people("alice") -> a signed-in chat Session (chat_helpers.Session: its own browser context, page
+    errors fail the test); `viewport` for a narrow or short screen. The inbox's tests have their own
+    (inbox_e2e.people)."""
+    from chat_helpers import Session, close_sessions
+
+    made = []
+
+    def make(who, viewport=None):
+        s = Session(browser, live_stack, login, who, artifacts_dir,
+                    prefix=request.node.name.replace("test_", ""), viewport=viewport)
+        made.append(s)
+        return s
+
+    yield make
+    close_sessions(request, made)

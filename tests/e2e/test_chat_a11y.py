@@ -10,8 +10,7 @@
 
 import re
 
-import pytest
-from chat_helpers import Session, T, close_sessions, new_chat, send
+from chat_helpers import T, new_chat, send
 from playwright.sync_api import expect
 
 ANNOUNCED = "() => Array.from(document.querySelectorAll('#chat-announcer > *'), p => p.textContent)"
@@ -21,20 +20,6 @@ FOCUSED = """() => { const a = document.activeElement;
     if (a.id) return '#' + a.id;
     if (a.matches('.approval-card')) return 'card:' + a.dataset.approvalId;
     return a.tagName + ':' + (a.dataset.act || a.textContent.trim().slice(0, 30)); }"""
-
-
-@pytest.fixture
-def people(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who, viewport=None):
-        s = Session(browser, live_stack, login, who, artifacts_dir,
-                    prefix=request.node.name.replace("test_", ""), viewport=viewport)
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
 
 
 def announced(page):

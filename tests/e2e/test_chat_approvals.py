@@ -10,10 +10,8 @@ import re
 
 import pytest
 from chat_helpers import (
-    Session,
     T,
     assert_same_as_server,
-    close_sessions,
     manage_shell,
     new_chat,
     run_events,
@@ -31,19 +29,6 @@ WATCH_ARGS = """() => {
         }
     }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
 }"""
-
-
-@pytest.fixture
-def people(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix=request.node.name.replace("test_", ""))
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
 
 
 def test_requester_routed_approval_decided_in_place(people):

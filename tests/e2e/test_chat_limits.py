@@ -4,25 +4,11 @@ first message is refused is not left behind."""
 
 import re
 
-import pytest
-from chat_helpers import Session, T, close_sessions, manage_shell, new_chat, send
+from chat_helpers import T, manage_shell, new_chat, send
 from playwright.sync_api import expect
 
 MAX_CHARS = 20000  # AGUI_MAX_MESSAGE_CHARS, the live stack's default
 RUNS_PER_HOUR = 300  # AGUI_MAX_RUNS_PER_HOUR, the same
-
-
-@pytest.fixture
-def people(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix=request.node.name.replace("test_", ""))
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
 
 
 def test_the_composer_takes_as_many_characters_as_the_server_and_says_when_there_are_more(people):

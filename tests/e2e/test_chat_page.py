@@ -4,23 +4,8 @@ Enter / Shift+Enter, the keyboard, phone width, and no resource from outside the
 import re
 from urllib.parse import urlparse
 
-import pytest
-from chat_helpers import Session, T, assert_same_as_server, close_sessions, csrf_headers, new_chat, send
+from chat_helpers import T, assert_same_as_server, csrf_headers, new_chat, send
 from playwright.sync_api import expect
-
-
-@pytest.fixture
-def people(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who, viewport=None):
-        s = Session(browser, live_stack, login, who, artifacts_dir,
-                    prefix=request.node.name.replace("test_", ""), viewport=viewport)
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
 
 
 def test_agent_picker_shows_which_tools_need_approval(people):

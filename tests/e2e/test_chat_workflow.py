@@ -3,22 +3,8 @@ support group (rita) approves in the inbox, the case completed — all live, wit
 
 import re
 
-import pytest
-from chat_helpers import Session, T, assert_same_as_server, close_sessions, new_chat, send
+from chat_helpers import T, assert_same_as_server, new_chat, send
 from playwright.sync_api import expect
-
-
-@pytest.fixture
-def people(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix=request.node.name.replace("test_", ""))
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
 
 
 def test_refund_workflow_question_approval_and_completion(people):

@@ -1,8 +1,7 @@
 """The shared-state panel: a recipe card that fills in while the model writes it, two tabs kept in
 step by a person's edit, and a draft that stays marked as predicted until it is approved or rejected."""
 
-import pytest
-from chat_helpers import Session, T, close_sessions, new_chat, send
+from chat_helpers import T, new_chat, send
 from playwright.sync_api import expect
 
 # Records whether the recipe card was ever shown as a prediction, and how many ingredients it had then.
@@ -15,19 +14,6 @@ WATCH_CARDS = """() => {
                                  ingredients: card.querySelectorAll('.ingredients li').length});
     }).observe(document.getElementById('state-cards'), {subtree: true, childList: true, characterData: true});
 }"""
-
-
-@pytest.fixture
-def people(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix=request.node.name.replace("test_", ""))
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
 
 
 def test_recipe_card_fills_in_and_two_tabs_stay_in_step(people):
