@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agui_project import jsoncheck
 from agui_project.queries import one
 from agui_project.visible import json_escapes
+from people import selectors as people_selectors
 from state import services as state_services
 
 from . import argument_errors, exports, reader_schema, refusals, registry, selectors, services, stats
@@ -100,6 +101,7 @@ def inbox(request):
         response["X-Result-Count"] = f"{result.total}{'+' if result.total_capped else ''}"
         response["X-Next-After"] = result.next_after
         return response
+    context["inbox_keys"] = people_selectors.inbox_keys_on(request.user)  # the reviewer may switch them off
     return render(request, "approvals/inbox.html", context)
 
 
@@ -349,6 +351,7 @@ def detail(request, approval_id):
         "seen": arguments_hash(current),
         "edited_before": approval.edited,
         "next": safe_next(request, default=""),
+        "inbox_keys": people_selectors.inbox_keys_on(request.user),  # the reviewer may switch them off
     })
     return render(request, "approvals/detail.html", context, status=400 if form_error else 200)
 

@@ -1,4 +1,4 @@
-"""The settings page's form: a person's language and time zone."""
+"""The settings page's form: a person's language, time zone and the inbox's single-key shortcuts."""
 
 from django import forms
 from django.conf import settings
@@ -13,6 +13,8 @@ class SettingsForm(forms.Form):
     # a text field checked against zoneinfo, not a ChoiceField: a legacy name the list leaves out
     # ("Asia/Calcutta", which some browsers report) stays a zone a person may keep
     time_zone = forms.CharField(label=_("Time zone"), required=False, max_length=zones.MAX_NAME)
+    # a checkbox: a form sent without it (unticked) switches them off
+    inbox_keys = forms.BooleanField(label=_("Single-key shortcuts in the inbox"), required=False)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -6,7 +6,8 @@ from django.utils.translation import gettext_lazy as _
 class Profile(models.Model):
     """A person's choices that outlive a session: the language and time zone of their pages and mails.
     No row, or an empty language: the browser's preference, then LANGUAGE_CODE. An empty time zone:
-    the browser's (people.middleware; for mail, the one it last reported), then UTC."""
+    the browser's (people.middleware; for mail, the one it last reported), then UTC. No row: the inbox's
+    single-key shortcuts on."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile",
                                 verbose_name=_("user"))
@@ -17,6 +18,9 @@ class Profile(models.Model):
     browser_time_zone = models.CharField(_("browser's time zone"), max_length=64, blank=True,
                                          help_text=_("The zone their browser last reported: their mails use it "
                                                      "while they have chosen none."))
+    # j, k, a, r... on the inbox pages (WCAG 2.1.4): a speech-input user's stray word, or letters typed
+    # after the focus fell to the page, must not approve a request
+    inbox_keys = models.BooleanField(_("single-key shortcuts in the inbox"), default=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:

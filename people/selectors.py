@@ -26,6 +26,13 @@ def chosen_time_zone(user):
     return zones.valid(Profile.objects.filter(user_id=user.pk).values_list("time_zone", flat=True).first())
 
 
+def inbox_keys_on(user):
+    """Whether the inbox pages' single-key shortcuts act for `user` (on unless they switched them off)."""
+    if user is None or not getattr(user, "pk", None):
+        return True
+    return Profile.objects.filter(user_id=user.pk).values_list("inbox_keys", flat=True).first() is not False
+
+
 _READER = ("language", "time_zone", "browser_time_zone")
 
 

@@ -24,3 +24,8 @@ def note_browser_time_zone(*, user, time_zone):
     """The zone `user`'s browser reported (valid: the middleware checked it): their mails' zone while
     they choose none."""
     Profile.objects.update_or_create(user=user, defaults={"browser_time_zone": time_zone})
+
+
+def set_inbox_keys(*, user, on):
+    """Switch the inbox pages' single-key shortcuts (j, k, a, r...) on or off for `user`."""
+    Profile.objects.update_or_create(user=user, defaults={"inbox_keys": bool(on)})

@@ -1,6 +1,6 @@
 """The header's language picker: Django's set_language (cookie, safe redirect), plus the
 person's profile, so the choice follows them to other browsers and into their mail; the settings
-page: their language and time zone."""
+page: their language, time zone and the inbox's single-key shortcuts."""
 
 from django.conf import settings
 from django.contrib import messages
@@ -31,11 +31,13 @@ def set_language(request):
 def settings_page(request):
     saved_zone = selectors.chosen_time_zone(request.user)
     form = SettingsForm(request.POST if request.method == "POST" else None, initial={
-        "language": selectors.language_of(request.user), "time_zone": saved_zone})
+        "language": selectors.language_of(request.user), "time_zone": saved_zone,
+        "inbox_keys": selectors.inbox_keys_on(request.user)})
     if form.is_bound and form.is_valid():
         language, zone = form.cleaned_data["language"], form.cleaned_data["time_zone"]
         services.set_language(user=request.user, language=language)
         services.set_time_zone(user=request.user, time_zone=zone)
+        services.set_inbox_keys(user=request.user, on=form.cleaned_data["inbox_keys"])
         request.session[SESSION_KEY], request.session[ZONE_SESSION_KEY] = language, zone
         # the message in the language chosen (or, for "your browser's", the one this request had)
         with translation.override(language or request.LANGUAGE_CODE):

@@ -22,6 +22,11 @@
  * page tells the socket which request it shows ({"type": "viewing"}) and shows who else has it open.
  * The request page follows its request live: once decided elsewhere it shows the outcome.
  *
+ * Keys: every single-key shortcut is off when the reviewer switched them off on /settings/ (the keys
+ * dialog's data-single-keys; WCAG 2.1.4). For screen readers: a page reached by a decision (?held=)
+ * focuses its heading and says the Undo toast's words in #inbox-live; the arguments' diff is said in
+ * #diff-live once the typing settles; the reading pane is not a live region (the row's link says it).
+ *
  * Text from the socket or the rows is only ever set with textContent.
  */
 (function () {
@@ -36,6 +41,9 @@
   let currentWs = null; // the inbox socket
   let viewingId = null; // the request this page shows (presence)
   const viewers = new Map(); // a tab's key -> username, for viewingId
+  // the reviewer's setting (/settings/, Profile.inbox_keys): off, no single key acts on these pages
+  // (WCAG 2.1.4: a speech-input user's stray word, letters typed with the focus on the page)
+  const singleKeys = (document.getElementById("keys-dialog") || { dataset: {} }).dataset.singleKeys !== "off";
 
   /* ------------------------------------------------------------------ helpers */
 
@@ -147,7 +155,7 @@
       const button = el("button", "btn btn-small", gettext("Undo") + " ");
       button.type = "submit";
       button.id = "undo-button";
-      button.appendChild(el("kbd", null, "u"));
+      if (singleKeys) button.appendChild(el("kbd", null, "u"));
       formEl.appendChild(button);
       toast.appendChild(formEl);
       document.body.appendChild(toast);
@@ -399,7 +407,8 @@
       previewShown = null;
       viewing(null);
       pane.replaceChildren(el("p", "muted reading-pane-empty",
-        rows().length ? gettext("Select a request (click it, or j / k) to read it here.") : gettext("Nothing to read here.")));
+        !rows().length ? gettext("Nothing to read here.") : singleKeys
+          ? gettext("Select a request (click it, or j / k) to read it here.") : gettext("Select a request to read it here.")));
       return;
     }
     if (id === previewShown && !force) return;
@@ -493,7 +502,8 @@
       // request the reviewer never opened. The pane shows what became of it (decided by whom).
       if (selectedId && !gone) {
         gone = { id: selectedId, index: Math.max(0, wasAt) };
-        announce(gettext("The request you were reading has left the list; j or k to go on."));
+        announce(singleKeys ? gettext("The request you were reading has left the list; j or k to go on.")
+          : gettext("The request you were reading has left the list."));
       }
       selectedId = null;
       for (const r of rows()) {
@@ -591,7 +601,8 @@
     confirm.disabled = false;
     document.getElementById("decide-dialog-hint").textContent = approve
       ? gettext("Enter approves; Esc cancels.")
-      : gettext("One reason for all of them; Ctrl+Enter rejects, Esc cancels.");
+      : n > 1 ? gettext("One reason for all of them; Ctrl+Enter rejects, Esc cancels.")
+        : gettext("Ctrl+Enter rejects, Esc cancels.");
     dialog.showModal();
     (approve ? confirm : reason).focus();
   }
@@ -677,7 +688,7 @@
       const box = document.getElementById("decide-result");
       if (box) box.remove();
     }
-    announce(data.held && data.held.length ? fmt(gettext("%(done)s; Undo with u."), { done: doneWords }) : doneWords + ".");
+    announce(data.held && data.held.length && singleKeys ? fmt(gettext("%(done)s; Undo with u."), { done: doneWords }) : doneWords + ".");
   }
 
   function decideFromList(ids, decision) {
@@ -806,7 +817,7 @@
     }
 
     document.addEventListener("keydown", (event) => {
-      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      if (!singleKeys || event.altKey || event.ctrlKey || event.metaKey) return;
       if (document.querySelector("dialog[open]")) return;
       if (typing(event.target)) return;
       if (event.key === "/") {
@@ -942,6 +953,7 @@
     form.dataset.changes = String(changes.length);
     if (blocked) showRefusal("");
     else askRefusal();
+    sayDiffLater();
     document.getElementById("reset-edits").disabled = changes.length === 0;
     if (!approve) return; // this tool's policy offers no approval (e.g. reject or respond only)
     approve.disabled = blocked;
@@ -972,8 +984,30 @@
   function showRefusal(text) {
     const box = document.getElementById("tool-refusal");
     if (!box) return;
+    const was = box.hidden ? "" : box.querySelector(".tool-refusal-text").textContent;
     box.hidden = !text;
     window.aguiVisible.set(box.querySelector(".tool-refusal-text"), text);
+    if (box.querySelector(".tool-refusal-text").textContent !== was) sayDiffLater(); // it comes after the changes
+  }
+
+  /* The preview changes at every keystroke ("Amount: 500 → 4", "→ 45", "→ 450"): it is not a live
+     region; what it says is written to one of its own (#diff-live) once the typing has settled. */
+  const DIFF_SETTLE_MS = 700;
+  let diffTimer = null;
+  let diffSaid = "";
+  let diffHeard = false; // set once the page has built its editor: only the reviewer's changes are said
+
+  function sayDiffLater() {
+    const live = document.getElementById("diff-live");
+    if (!live || !diffHeard) return;
+    clearTimeout(diffTimer);
+    diffTimer = setTimeout(() => {
+      const lines = Array.from(preview.children, (li) => li.textContent.trim());
+      const refusal = document.getElementById("tool-refusal");
+      if (refusal && !refusal.hidden) lines.push(refusal.textContent.replace(/\s+/g, " ").trim());
+      const text = lines.filter(Boolean).join("; ");
+      if (text !== diffSaid) live.textContent = diffSaid = text;
+    }, DIFF_SETTLE_MS);
   }
 
   /* The reviewer's draft (feedback, edited arguments) for this request, kept for the tab by
@@ -1191,6 +1225,7 @@
       }
     });
     updateDecision();
+    diffHeard = true;
     if (location.hash === "#edit") {
       if (editor) editor.focusFirst();
       else raw.focus();
@@ -1300,7 +1335,7 @@
 
   if (detail) {
     document.addEventListener("keydown", (event) => {
-      if (event.altKey || event.ctrlKey || event.metaKey) return;
+      if (!singleKeys || event.altKey || event.ctrlKey || event.metaKey) return;
       if (document.querySelector("dialog[open]")) return;
       if (typing(event.target)) return;
       if (event.key === "?") {
@@ -1593,6 +1628,26 @@
     });
   }
 
+  /* Reached by a decision (?held=): the request page moves on to the next request, or to the list
+     after the last, and a status already in the page as it loads is not read out. The heading takes
+     the focus (the next request's headline, or the list's), and the Undo toast's words go to the live
+     region once the page has settled, so the decision and the change of request are both heard. */
+  const ARRIVAL_SAY_MS = 500;
+
+  function arrivedAfterDecision() {
+    if (!new URLSearchParams(location.search).has("held")) return;
+    const heading = document.getElementById(detail ? "detail-title" : "inbox-title");
+    if (heading && (!document.activeElement || document.activeElement === document.body)) heading.focus();
+    const toast = document.getElementById("undo-toast");
+    const text = toast && !toast.hidden ? toast.querySelector(".undo-text").textContent.trim() : "";
+    if (!text) return;
+    setTimeout(() => {
+      const undoable = !toast.hidden && !toast.querySelector("form").hidden; // not yet "Sending…"
+      announce(undoable && singleKeys ? fmt(gettext("%(done)s; Undo with u."), { done: text }) : text + ".");
+    }, ARRIVAL_SAY_MS);
+  }
+
+  arrivedAfterDecision();
   tickCountdowns();
   setInterval(tickCountdowns, 1000);
   if (detail) viewingId = detail.dataset.approvalId;
