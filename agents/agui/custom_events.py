@@ -8,6 +8,7 @@ from ag_ui.core import CustomEvent
 from django.utils.translation import gettext as _
 
 from agents import presenters
+from approvals import selectors as approval_selectors
 from approvals.models import ApprovalRequest
 
 APPROVAL_REQUEST = "approval_request"  # a tool call waits for a person
@@ -56,6 +57,15 @@ def approval_status(request):
     """
     approver = presenters.approver(request)
     decided_by = approver.get("group") or approver["kind"]
+    short = approval_selectors.out_of_reach(approval=request)  # as the chat's card says it
+    if short is None:
+        message = _("%(request)s: waiting for a decision by %(approver)s. The result appears here once they "
+                    "decide.") % {"request": request.description, "approver": decided_by}
+    elif short["told"]:
+        message = _("%(request)s: nobody can approve this request right now. The admins have been told.") % {
+            "request": request.description}
+    else:
+        message = _("%(request)s: nobody can approve this request right now.") % {"request": request.description}
     return CustomEvent(name=APPROVAL_STATUS, value={
         "approvalId": request.pk,
         "toolCallId": request.tool_call_ref,
@@ -64,8 +74,8 @@ def approval_status(request):
         "status": request.status,
         "decidedBy": decided_by,
         "approver": approver,
-        "message": _("%(request)s: waiting for a decision by %(approver)s. The result appears here once they "
-                     "decide.") % {"request": request.description, "approver": decided_by},
+        "message": message,
+        **({"outOfReach": {"adminsTold": short["told"]}} if short is not None else {}),
         **({"expiresAt": request.expires_at.isoformat()} if request.expires_at else {}),
     })
 

@@ -80,3 +80,19 @@ def test_a_request_that_can_be_decided_says_nothing_of_the_kind(demo, fake_llm):
     Group.objects.get(name="finance").user_set.clear()
     ApprovalRequest.objects.filter(pk=req.pk).update(status=ApprovalRequest.Status.REJECTED)
     assert "outOfReach" not in snapshot_card(thread)
+
+
+def test_an_agui_client_hears_it_in_approval_status_too(demo, fake_llm):
+    """A stock AG-UI client gets CUSTOM approval_status for a call someone else decides; its message
+    said "waiting for a decision by finance" for a request nobody in finance may decide."""
+    from agents.agui import custom_events
+
+    finance_decides_transfers(demo["admin"])
+    Group.objects.get(name="finance").user_set.clear()
+    _thread, _live, req = paused_transfer_chat(demo, fake_llm)
+    value = custom_events.approval_status(req).value
+    assert value["outOfReach"] == {"adminsTold": True}
+    assert value["message"].endswith("nobody can approve this request right now. The admins have been told.")
+    finance_member("fiona", "fiona@example.com")
+    value = custom_events.approval_status(ApprovalRequest.objects.get(pk=req.pk)).value
+    assert "outOfReach" not in value and "waiting for a decision by finance" in value["message"]
