@@ -25,7 +25,8 @@ def spoofed(demo):
 def test_the_request_page_shows_the_controls_and_not_the_character(login, spoofed):
     body = login("rita").get(f"/inbox/{spoofed.pk}/").content.decode()
     # the title, the reason, the arguments block and the excerpt: the mark, isolated, never the control
-    assert '<h1 class="detail-title"><bdi>Email frank@example.com: Invoice <span class="bidi-control"' in body
+    assert '<h1 class="detail-title" id="detail-title" tabindex="-1"><bdi>Email frank@example.com: Invoice ' \
+        '<span class="bidi-control"' in body
     assert body.count(MARK) >= 4
     assert "\u202e" not in body.split('<script id="approval-arguments"')[0]  # the page the reviewer reads
     assert '"subject": "Invoice \\u202efdp.exe"' in body  # the raw editor: the same value, escaped
