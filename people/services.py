@@ -6,18 +6,35 @@ from . import zones
 from .models import Profile
 
 
-def set_language(*, user, language):
-    """Remember `language` (one of settings.LANGUAGES, or "" for the browser's) for `user`."""
+def _known_language(language):
     if language and language not in dict(settings.LANGUAGES):
         raise ValueError(f"unknown language {language!r}")
+
+
+def _known_zone(time_zone):
+    if time_zone and not zones.valid(time_zone):
+        raise ValueError(f"unknown time zone {time_zone!r}")
+
+
+def set_language(*, user, language):
+    """Remember `language` (one of settings.LANGUAGES, or "" for the browser's) for `user`."""
+    _known_language(language)
     Profile.objects.update_or_create(user=user, defaults={"language": language})
 
 
 def set_time_zone(*, user, time_zone):
     """Remember `time_zone` (an IANA name zoneinfo knows, or "" for the browser's) for `user`."""
-    if time_zone and not zones.valid(time_zone):
-        raise ValueError(f"unknown time zone {time_zone!r}")
+    _known_zone(time_zone)
     Profile.objects.update_or_create(user=user, defaults={"time_zone": time_zone})
+
+
+def save_settings(*, user, language, time_zone, inbox_keys):
+    """The settings page's choices in one write: the language and time zone (checked as set_language and
+    set_time_zone check them) and whether the inbox's single-key shortcuts act."""
+    _known_language(language)
+    _known_zone(time_zone)
+    Profile.objects.update_or_create(user=user, defaults={"language": language, "time_zone": time_zone,
+                                                          "inbox_keys": bool(inbox_keys)})
 
 
 def note_browser_time_zone(*, user, time_zone):
@@ -25,7 +42,3 @@ def note_browser_time_zone(*, user, time_zone):
     they choose none."""
     Profile.objects.update_or_create(user=user, defaults={"browser_time_zone": time_zone})
 
-
-def set_inbox_keys(*, user, on):
-    """Switch the inbox pages' single-key shortcuts (j, k, a, r...) on or off for `user`."""
-    Profile.objects.update_or_create(user=user, defaults={"inbox_keys": bool(on)})

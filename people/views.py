@@ -35,9 +35,8 @@ def settings_page(request):
         "inbox_keys": selectors.inbox_keys_on(request.user)})
     if form.is_bound and form.is_valid():
         language, zone = form.cleaned_data["language"], form.cleaned_data["time_zone"]
-        services.set_language(user=request.user, language=language)
-        services.set_time_zone(user=request.user, time_zone=zone)
-        services.set_inbox_keys(user=request.user, on=form.cleaned_data["inbox_keys"])
+        services.save_settings(user=request.user, language=language, time_zone=zone,
+                               inbox_keys=form.cleaned_data["inbox_keys"])
         request.session[SESSION_KEY], request.session[ZONE_SESSION_KEY] = language, zone
         # the message in the language chosen (or, for "your browser's", the one this request had)
         with translation.override(language or request.LANGUAGE_CODE):
