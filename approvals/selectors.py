@@ -211,16 +211,20 @@ def out_of_reach(*, approval):
     """Whether a waiting group request needs more approvals than the people who may decide it now
     (access.deciders_among its deciding groups, four eyes counted): None when it can be decided, else
     {"told": whether the admins were warned of this request (services._warn_if_nobody_decides)}.
-    The requester's chat says so instead of a bare "awaiting review" (agents/presenters.approval)."""
+    The requester's chat says so instead of a bare "awaiting review" (agents/presenters.approval), and
+    so does an AG-UI client's approval_status: asked once per request object (a pause sends both)."""
     if approval.status != Status.PENDING or approval.approver_kind != ApproverKind.GROUP:
         return None
+    if hasattr(approval, "_agui_out_of_reach"):
+        return approval._agui_out_of_reach
+    short = None
     groups = access.decider_group_ids(approval)
-    if groups and access.deciders_among(groups, approval.requester)[:approval.required_approvals].count() \
-            >= approval.required_approvals:
-        return None
-    told = AuditEvent.objects.filter(request=approval, action__in=(
-        AuditEvent.Action.NO_DECIDERS, AuditEvent.Action.TOO_FEW_DECIDERS)).exists()
-    return {"told": told}
+    if not groups or access.deciders_among(groups, approval.requester)[:approval.required_approvals].count() \
+            < approval.required_approvals:
+        short = {"told": AuditEvent.objects.filter(request=approval, action__in=(
+            AuditEvent.Action.NO_DECIDERS, AuditEvent.Action.TOO_FEW_DECIDERS)).exists()}
+    approval._agui_out_of_reach = short
+    return short
 
 
 def due_request_ids(*, limit=500):
