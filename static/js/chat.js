@@ -301,6 +301,7 @@
   const msgInfo = new Map(); // messageId -> {at, stopped} (CUSTOM message_info, or when it arrived here)
   const questions = new Map(); // requestId -> status of the agents' questions (chat-questions.js renders them)
   const approvals = new Map(); // approvalId -> Approval
+  const withdrawn = new Set(); // approvalIds this reader's Withdraw took back (said by the run's status)
   const approvalCards = new Map(); // approvalId -> <section> (kept across snapshots)
   const dirty = new Set(); // messageIds whose markdown needs re-rendering
   // Text messages and tool calls whose START arrived since the last snapshot: deltas for anything
@@ -1121,7 +1122,9 @@
     mutate(() => renderApproval(approval));
     const status = approval.status || "pending";
     if (live && (!known || (known.status || "pending") === "pending")) {
-      if (status !== "pending") announce(outcomeSentence(approval));
+      // this reader's own Withdraw is said once, by the run's status ("Withdrawn: nothing waits any more.")
+      const ownWithdrawal = status === "cancelled" && withdrawn.has(id);
+      if (status !== "pending" && !ownWithdrawal) announce(outcomeSentence(approval));
       // it became unreachable while it waited (one that starts so is said by the waiting status)
       else if (known && !known.outOfReach && approval.outOfReach) announce(outOfReachText(approval));
     }
@@ -1269,6 +1272,8 @@
     if (!target || run.stopping) return;
     run.stopping = true;
     run.withdrawing = !run.active; // Stop on a paused run takes its waiting requests back
+    const taking = run.withdrawing ? [...approvals].filter(([, a]) => (a.status || "pending") === "pending").map(([id]) => id) : [];
+    for (const id of taking) withdrawn.add(id);
     updateComposer();
     // a refusal says the Stop did not happen (a 503 alone read "try again in a moment": of what?)
     const failed = (error) => showNotice(run.withdrawing
@@ -1278,9 +1283,13 @@
       const res = await postJSON("/api/runs/" + encodeURIComponent(target) + "/cancel/", {});
       if (!res.ok && res.status !== 409) failed(errorText(res.data, res.status));
       // 202: RUN_FINISHED (cancelled) follows on the socket; 409: the run had already ended.
-      if (!res.ok) run.stopping = false;
+      if (!res.ok) {
+        run.stopping = false;
+        for (const id of taking) withdrawn.delete(id);
+      }
     } catch (e) {
       run.stopping = false;
+      for (const id of taking) withdrawn.delete(id);
       failed(e.message);
     }
     updateComposer();
@@ -1576,22 +1585,34 @@
     });
   }
   // On a phone the chat list and the state are drawers over the conversation (one scroll area).
-  for (const [buttonId, panelId] of [["toggle-chats", "chat-sidebar"], ["toggle-state", "chat-aside"]]) {
-    const button = $(buttonId);
-    const panel = $(panelId);
-    if (!button || !panel) continue;
-    button.addEventListener("click", () => {
-      const open = !panel.classList.contains("drawer-open");
-      for (const other of document.querySelectorAll(".drawer-open")) other.classList.remove("drawer-open");
-      for (const b of document.querySelectorAll(".phone-toggles button")) b.setAttribute("aria-expanded", "false");
-      panel.classList.toggle("drawer-open", open);
-      if (open) button.classList.remove("has-news");
-      const header = document.querySelector(".chat-header");
-      if (header) panel.style.top = Math.round(header.getBoundingClientRect().bottom) + "px"; // CSSOM: allowed by the CSP
-      button.setAttribute("aria-expanded", String(open));
-      document.body.classList.toggle("drawer-shown", open);
-    });
+  const drawers = [["toggle-chats", "chat-sidebar"], ["toggle-state", "chat-aside"]]
+    .map(([buttonId, panelId]) => [$(buttonId), $(panelId)]).filter(([button, panel]) => button && panel);
+  const setDrawer = (button, panel, open) => {
+    for (const other of document.querySelectorAll(".drawer-open")) other.classList.remove("drawer-open");
+    for (const b of document.querySelectorAll(".phone-toggles button")) b.setAttribute("aria-expanded", "false");
+    panel.classList.toggle("drawer-open", open);
+    if (open) button.classList.remove("has-news");
+    const header = document.querySelector(".chat-header");
+    if (header) panel.style.top = Math.round(header.getBoundingClientRect().bottom) + "px"; // CSSOM: allowed by the CSP
+    button.setAttribute("aria-expanded", String(open));
+    document.body.classList.toggle("drawer-shown", open);
+  };
+  for (const [button, panel] of drawers) {
+    button.addEventListener("click", () => setDrawer(button, panel, !panel.classList.contains("drawer-open")));
   }
+  // Escape closes an open drawer, as it closes the chat's other panels, unless something inside
+  // (a rename, a delete's confirmation) took the key first; focus goes back to its button when it
+  // was in the drawer, which is now hidden.
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.isComposing || event.defaultPrevented) return;
+    const shown = drawers.find(([, panel]) => panel.classList.contains("drawer-open"));
+    if (!shown) return;
+    const [button, panel] = shown;
+    const inside = panel.contains(document.activeElement);
+    event.preventDefault();
+    setDrawer(button, panel, false);
+    if (inside || document.activeElement === document.body) button.focus();
+  });
   retryButton.addEventListener("click", async () => {
     if (run.failedId) {
       // The failed run again, on the same history: no second copy of the user's message.

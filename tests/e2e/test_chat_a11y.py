@@ -243,3 +243,43 @@ def test_the_chat_can_be_read_and_used_at_400_percent_zoom(people):
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= 320 and box["height"] > 10, box
         assert box["y"] >= 0 and box["y"] < 256, box
     alice.shoot("320x256-composer")
+
+
+def test_her_own_withdraw_is_said_once(people):
+    alice = people("alice")
+    page = alice.page
+    new_chat(page)
+    approval, _ = _transfer(page, 28)
+    expect(page.locator("#stop")).to_have_text("Withdraw", timeout=T)
+    page.locator("#stop").click()
+    expect(approval.locator(".status-badge")).to_have_text("Cancelled", timeout=T)
+    expect(page.locator("#run-status-text")).to_have_text("Withdrawn: nothing waits any more.", timeout=T)
+    # the run's status says it; the card's outcome is not said a second time
+    assert not [s for s in announced(page) if s.startswith("Withdrawn")], announced(page)
+
+
+def test_escape_closes_a_phone_drawer_and_gives_focus_back(people):
+    alice = people("alice", viewport={"width": 390, "height": 700})
+    page = alice.page
+    new_chat(page)
+    send(page, "What's the balance of account 1234567890?")
+    expect(page.locator(".msg-assistant .msg-body", has_text="1234567890 holds")).to_be_visible(timeout=T)
+    chats, sidebar = page.locator("#toggle-chats"), page.locator("#chat-sidebar")
+    chats.click()
+    expect(chats).to_have_attribute("aria-expanded", "true")
+    expect(sidebar).to_be_visible()
+    sidebar.locator("a, button").first.focus()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(chats).to_have_attribute("aria-expanded", "false")
+    expect(chats).to_be_focused()
+    # a rename's Escape inside the drawer cancels the rename only
+    chats.click()
+    item = sidebar.locator(".thread-item").first
+    item.locator('[data-thread-act="rename"]').click()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_visible()
+    expect(item.locator('[data-thread-act="rename"]')).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(chats).to_be_focused()
