@@ -508,6 +508,22 @@ def write_file(ctx, path: SandboxPath,
     return f"Wrote {len(content.encode())} bytes to {path}."
 
 
+def _rename_refuses(a):
+    """refuses=: in the requester's sandbox, a rename onto itself (refused whatever happens first) or
+    onto a file that exists now (a rename never writes over one), said to a reviewer whose edit it is."""
+    try:
+        src, dst = real_path(a["source"]), real_path(a["destination"])
+    except SandboxEscape:
+        return None  # the tool says why when it runs
+    if src == dst:
+        return _("%(path)s is both the file to rename and its new name: give it another new path.") % {
+            "path": a["destination"]}
+    if dst.exists():
+        return _("%(path)s already exists, and a rename never writes over a file: give it another new path.") % {
+            "path": a["destination"]}
+    return None
+
+
 @tool(
     summary=gettext_noop("Rename or move a file in the sandbox"),
     approval_mode="conditional", conditions=[system_files("source", "destination"),
@@ -516,6 +532,7 @@ def write_file(ctx, path: SandboxPath,
     describe=lambda a: _("Rename %(source)s to %(destination)s: copy %(source)s to %(destination)s, then delete "
                          "%(source)s (refused if %(destination)s exists)") % a,
     impact=lambda a: _("%(source)s no longer exists afterwards; its content lives on as %(destination)s") % a,
+    refuses=_rename_refuses,
 )
 def rename_file(ctx, source: Annotated[SandboxPath, Field(title=gettext_noop("Current path"))],
                 destination: Annotated[SandboxPath, Field(title=gettext_noop("New path"))]):

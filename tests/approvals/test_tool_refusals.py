@@ -108,3 +108,49 @@ def test_the_preview_asks_for_the_sentence(login):
     assert ask(edited(amount=10.0)) == {"refusal": ""}
     assert ask({"nonsense": 1}) == {"refusal": ""}  # not valid: the editor says why
     assert ask(edited(from_account="0987654321", to_account="0987654321")) == {"refusal": ""}  # bob's: not read
+
+
+@pytest.fixture
+def alices_files(settings, tmp_path):
+    """alice's sandbox (each user's "/" is a folder of their own) with two notes in it."""
+    settings.AGUI_SANDBOX_DIR = tmp_path / "sandbox"
+    own = tmp_path / "sandbox" / "users" / str(user("alice").pk) / "notes"
+    own.mkdir(parents=True)
+    (own / "a.txt").write_text("a")
+    (own / "b.txt").write_text("b")
+    return own
+
+
+RENAME = {"source": "/notes/a.txt", "destination": "/notes/c.txt"}
+
+
+@pytest.mark.parametrize(("destination", "said"), [
+    ("/notes/a.txt", "/notes/a.txt is both the file to rename and its new name: give it another new path."),
+    ("notes//./a.txt", "/notes/a.txt is both the file to rename and its new name: give it another new path."),
+    ("/notes/b.txt", "/notes/b.txt already exists, and a rename never writes over a file: give it another new path."),
+])
+def test_a_rename_edited_onto_a_file_is_refused(demo, alices_files, destination, said):
+    req = make_request("alice", tool="rename_file", arguments=RENAME, group=None)
+    with pytest.raises(services.InvalidArguments) as refused:
+        services.decide(req.pk, user("alice"), "approve", arguments={**RENAME, "destination": destination})
+    assert refused.value.message == said
+    assert (alices_files / "b.txt").read_text() == "b"
+    req.refresh_from_db()
+    assert req.status == ApprovalRequest.Status.PENDING
+
+
+def test_a_rename_edited_onto_a_new_name_is_approved(demo, alices_files):
+    req = make_request("alice", tool="rename_file", arguments=RENAME, group=None)
+    decided = services.decide(req.pk, user("alice"), "approve", arguments={**RENAME, "destination": "/notes/d.txt"})
+    assert decided.status == ApprovalRequest.Status.MODIFIED
+
+
+def test_another_persons_files_decide_nothing(demo, alices_files, settings):
+    """bob's sandbox is his own: his /notes/b.txt does not stand in the way of his rename (alice's does not
+    exist for him), and his edit is approved."""
+    req = make_request("bob", tool="rename_file", arguments=RENAME, group=None)
+    bobs = settings.AGUI_SANDBOX_DIR / "users" / str(user("bob").pk) / "notes"
+    bobs.mkdir(parents=True)
+    (bobs / "a.txt").write_text("bob's")
+    decided = services.decide(req.pk, user("bob"), "approve", arguments={**RENAME, "destination": "/notes/b.txt"})
+    assert decided.status == ApprovalRequest.Status.MODIFIED
