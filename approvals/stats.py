@@ -11,7 +11,7 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from django.db.models import Count, DateTimeField, FloatField, Func, IntegerField, Value
 from django.utils import dateformat, formats, timezone
@@ -128,18 +128,31 @@ class Seconds(Func):
 
 class Steps(Seconds):
     """Whole `step`-second steps from `start` to `end` (end >= start): the chart's bucket, counted
-    natively (Django's Trunc is a Python function per row on SQLite)."""
+    natively (Django's Trunc is a Python function per row on SQLite, and its time zones are tzdata's,
+    which SQLite has not). `pieces`: where the reader's calendar leaves the `step` grid (chart_pieces),
+    ((from, bar, stepping), ...) latest first: at or past `from` seconds, `bar` and, when stepping, the
+    whole steps since `from`."""
 
     output_field = IntegerField()
 
-    def __init__(self, start, end, step):
-        self.step = int(step)
+    def __init__(self, start, end, step, pieces=()):
+        self.step, self.pieces = int(step), tuple((int(a), int(b), bool(c)) for a, b, c in pieces)
         super().__init__(start, end)
 
     def as_sql(self, compiler, connection, **extra):
         sql, params = super().as_sql(compiler, connection, **extra)
-        floor = "FLOOR" if connection.vendor == "postgresql" else ""  # SQLite: CAST truncates, and it is >= 0
-        return f"CAST({floor}(({sql}) / {self.step}) AS INTEGER)", params
+        # SQLite: CAST truncates, and what it casts is >= 0
+        whole = "CAST(FLOOR({}) AS INTEGER)" if connection.vendor == "postgresql" else "CAST({} AS INTEGER)"
+        steps = whole.format(f"({sql}) / {self.step}")
+        if not self.pieces:
+            return steps, params
+        # the integers are ours, not the reader's: written into the SQL as numbers
+        cases = " ".join(
+            f"WHEN ({sql}) >= {since} THEN " + (f"{bar} + " + whole.format(f"(({sql}) - {since}) / {self.step}")
+                                                 if stepping else str(bar))
+            for since, bar, stepping in self.pieces)
+        params = params * sum(2 if stepping else 1 for _, _, stepping in self.pieces) + params
+        return f"CASE {cases} ELSE {steps} END", params
 
 
 def compute(user, days=30, tool="", agent="", now=None):
@@ -160,14 +173,16 @@ def compute(user, days=30, tool="", agent="", now=None):
         a = per_agent.setdefault(agent_name or "(none)", Group(agent_name or "(none)"))
         return overall, t, a
 
-    start, step = chart_start(since, days)
-    buckets = Counter()  # (bucket index, status) -> requests, for the chart
-    step_from_start = Steps(Value(start, output_field=DateTimeField()), "created_at", step.total_seconds())
-    for row in qs.values("tool_name", "agent_name", "status", bucket=step_from_start).annotate(n=Count("id")):
+    edges = chart_edges(since, now, days)
+    step = 3600 if days <= 1 else 86400
+    buckets = Counter()  # (bar, status) -> requests, for the chart
+    step_from_start = Steps(Value(edges[0], output_field=DateTimeField()), "created_at", step,
+                            chart_pieces(edges, step))
+    for row in qs.values("tool_name", "agent_name", "status", step=step_from_start).annotate(n=Count("id")):
         for g in groups_of(row["tool_name"], row["agent_name"]):
             g.requests += row["n"]
             g.counts[row["status"]] += row["n"]
-        buckets[row["bucket"], row["status"]] += row["n"]
+        buckets[row["step"], row["status"]] += row["n"]
 
     # time to a person's final decision, per request
     for tool_name, agent_name, seconds in (
@@ -226,7 +241,7 @@ def compute(user, days=30, tool="", agent="", now=None):
                      for t, c in sorted(outcomes.items())],
         "fast_reviewers": reviewers,
         "fast_recent": list(reversed(fast_recent))[:10],
-        "chart": chart(buckets, since, now, days),
+        "chart": chart(buckets, edges[:-1], days),
     }
 
 
@@ -246,24 +261,47 @@ def _nice_max(value):
     return int(10 * magnitude)
 
 
-def chart_start(since, days):
-    """The first bucket's start and the bucket length: hours for a day, else days from local midnight."""
+def chart_edges(since, now, days):
+    """Where the chart's bars start and the last one ends, in the reader's zone, from the bar holding
+    `since` to the one holding `now`: each hour for a day, else each local midnight. Hours are an hour
+    apart and days a day of the calendar, so across a daylight-saving change one day is 23 or 25 hours
+    long and a local hour can come twice (a fixed 24-hour step put every day after a change an hour off)."""
     start = timezone.localtime(since).replace(minute=0, second=0, microsecond=0)
+    edges = []
     if days <= 1:
-        return start, timedelta(hours=1)
-    return start.replace(hour=0), timedelta(days=1)
+        t = start.astimezone(UTC)  # an hour of elapsed time: aware arithmetic in a zone keeps the wall clock
+        while not edges or edges[-1] <= now:
+            edges.append(timezone.localtime(t))
+            t += timedelta(hours=1)
+        return edges
+    day = start.date()
+    while not edges or edges[-1] <= now:
+        # a midnight a change skips is read with the offset before it, as zoneinfo reads any such time
+        edges.append(datetime.combine(day, time(0), tzinfo=start.tzinfo))
+        day += timedelta(days=1)
+    return edges
 
 
-def chart(counted, since, now, days):
-    """Stacked bars of requests per bucket (hour for a day, else day) by outcome.
-    `counted`: {(bucket index from chart_start, status): requests}."""
+def chart_pieces(edges, step):
+    """Steps' pieces for bars `step` seconds long but for some (a day of 23 or 25 hours): such a bar
+    whole, and the bars from the one after it on."""
+    first = edges[0].astimezone(UTC)  # a difference within one zone would be of wall clocks
+    at = [int((edge.astimezone(UTC) - first).total_seconds()) for edge in edges]
+    pieces = []
+    for bar in range(1, len(at)):
+        if at[bar] - at[bar - 1] != step:
+            if pieces and pieces[-1][1] == bar - 1:
+                pieces[-1] = (at[bar - 1], bar - 1, False)  # two odd bars in a row: the first is its own piece
+            else:
+                pieces.append((at[bar - 1], bar - 1, False))
+            pieces.append((at[bar], bar, True))
+    return list(reversed(pieces))
+
+
+def chart(counted, buckets, days):
+    """Stacked bars of requests per bucket (hour for a day, else day) by outcome. `buckets`: where each
+    starts (chart_edges); `counted`: {(bucket index, status): requests}."""
     hourly = days <= 1
-    start, step = chart_start(since, days)
-    buckets = []
-    t = start
-    while t <= now:
-        buckets.append(t)
-        t += step
     counts = [Counter() for _ in buckets]
     for (index, status), n in counted.items():
         if 0 <= index < len(buckets):

@@ -149,3 +149,36 @@ def test_an_answer_with_guidance_is_an_outcome_of_its_own(demo):
     chart = stats.compute(user("finn"), days=1)["chart"]
     labels = [s["label"] for bar in chart["bars"] for s in bar["segments"]]
     assert labels.count("answered with guidance") == 1
+
+
+def test_the_days_and_hours_are_the_readers_own_across_a_daylight_saving_change(demo):
+    """A reader in New York: clocks went forward on 8 March 2026 and back on 1 November. A request at
+    00:30 on 10 March is that day's, not the 9th's (a fixed 24-hour step from the window's first
+    midnight put it there), and on 1 November the hour from 01:00 comes twice, each its own bar."""
+    from datetime import UTC, datetime
+
+    with timezone.override("America/New_York"):
+        backdate(make_request("alice"), created=datetime(2026, 3, 10, 4, 30, tzinfo=UTC))  # 00:30 EDT
+        backdate(make_request("alice"), created=datetime(2026, 3, 8, 4, 59, tzinfo=UTC))  # 23:59 EST, the 7th
+        backdate(make_request("alice"), created=datetime(2026, 3, 8, 5, 0, tzinfo=UTC))  # midnight, the 8th
+        daily = stats.compute(user("finn"), days=7, now=datetime(2026, 3, 10, 15, 30, tzinfo=UTC))["chart"]
+        counts = {bar["when"]: bar["total"] for bar in daily["bars"] if bar["total"]}
+        assert counts == {"March 7": 1, "March 8": 1, "March 10": 1}
+        assert [bar["when"] for bar in daily["bars"]][-3:] == ["March 8", "March 9", "March 10"]
+
+        for moment in (datetime(2026, 11, 1, 5, 30, tzinfo=UTC),  # 01:30 EDT
+                       datetime(2026, 11, 1, 6, 30, tzinfo=UTC),  # 01:30 EST, an hour later
+                       datetime(2026, 11, 1, 7, 15, tzinfo=UTC)):  # 02:15 EST
+            backdate(make_request("alice"), created=moment)
+        # the 1st is 25 hours long: its last hour is still the 1st's
+        backdate(make_request("alice"), created=datetime(2026, 11, 2, 4, 30, tzinfo=UTC))  # 23:30 EST, the 1st
+        backdate(make_request("alice"), created=datetime(2026, 11, 2, 5, 10, tzinfo=UTC))  # 00:10 EST, the 2nd
+        daily = stats.compute(user("finn"), days=7, now=datetime(2026, 11, 3, 12, 0, tzinfo=UTC))["chart"]
+        counts = {bar["when"]: bar["total"] for bar in daily["bars"] if bar["total"]}
+        assert counts == {"Nov. 1": 4, "Nov. 2": 1}
+
+        hourly = stats.compute(user("finn"), days=1, now=datetime(2026, 11, 1, 12, 0, tzinfo=UTC))["chart"]
+        whens = [bar["when"] for bar in hourly["bars"]]
+        assert whens.count("01:00") == 2 and len(whens) == 25
+        assert [(bar["when"], bar["total"]) for bar in hourly["bars"] if bar["total"]] == [
+            ("01:00", 1), ("01:00", 1), ("02:00", 1)]
