@@ -123,7 +123,9 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
         if refused:
             await self.send(json.dumps(refused))
             return
-        if msg.get("type") == "resume":
+        if msg.get("type") == "ping":  # a page asking whether its socket still reaches the server
+            await self.send(json.dumps({"type": "pong", **({"ref": msg["ref"]} if "ref" in msg else {})}))
+        elif msg.get("type") == "resume":
             after = msg.get("after")
             if not events.is_entry_id(after):
                 # Redis would refuse it (an error that is no outage): said to the client, the socket goes on
@@ -144,7 +146,7 @@ class ThreadConsumer(SignedInSocket, AsyncWebsocketConsumer):  # closes on logou
             await self.send(json.dumps(reply))
         else:  # said, not ignored: a client sending AG-UI's STATE_DELTA here heard nothing back
             await self.send(json.dumps({"type": "error", "code": "unknown_type", "message": gettext(
-                "This socket takes frames of type resume or state_patch."), **({"ref": msg["ref"]} if "ref" in msg else {})}))
+                "This socket takes frames of type resume, state_patch or ping."), **({"ref": msg["ref"]} if "ref" in msg else {})}))
 
     async def _pump(self, after):
         try:

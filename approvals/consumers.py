@@ -56,7 +56,7 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
             await self.channel_layer.group_discard(target, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        """{"type": "viewing", "id": <request id> | null}; a frame that is not a JSON object, or of
+        """{"type": "viewing", "id": <request id> | null}, or {"type": "ping"} (answered with a pong); a frame that is not a JSON object, or of
         another type, is answered, not a 1011 close."""
         msg, refused = jsoncheck.read_frame(text_data)
         if refused:
@@ -64,9 +64,11 @@ class InboxConsumer(SignedInSocket, AsyncJsonWebsocketConsumer):  # closes on lo
             return
         if msg.get("type") == "viewing":
             await self._view(msg.get("id"))
+        elif msg.get("type") == "ping":  # a page asking whether its socket still reaches the server
+            await self.send_json({"type": "pong", **({"ref": msg["ref"]} if "ref" in msg else {})})
         else:
             await self.send_json({"type": "error", "code": "unknown_type",
-                                  "message": gettext("This socket takes frames of type viewing.")})
+                                  "message": gettext("This socket takes frames of type viewing or ping.")})
 
     # --- presence
 

@@ -1951,6 +1951,13 @@
       return;
     }
     aguiChat.ws = ws;
+    // gone quiet without closing (net.js): a new socket at once, from where this one left off
+    const alive = window.aguiKeepAlive(ws, () => {
+      if (aguiChat.ws !== ws) return;
+      setWsState("closed");
+      attempt = 0;
+      connect();
+    });
     if (document.body.dataset.wsState !== "open") setWsState("connecting");
     ws.addEventListener("open", () => {
       aguiChat.connects += 1;
@@ -1960,6 +1967,7 @@
       // A frame (the snapshot comes first) shows the socket works. One closed with 4011 at once
       // (Redis away) sent none, so the backoff keeps growing instead of retrying twice a second.
       attempt = 0;
+      alive.heard();
       if (outage) {
         outage = false;
         notice.hidden = true;
@@ -1971,6 +1979,7 @@
         console.warn("Ignoring a frame that is not JSON");
         return;
       }
+      if (data && data.type === "pong") return; // the keep-alive's answer: heard above, nothing to show
       if (data && Array.isArray(data.events)) {
         // {after?, events}: the events, and where they leave this page in the thread's stream
         if (typeof data.after === "string") streamAt = data.after;

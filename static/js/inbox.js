@@ -1590,6 +1590,13 @@
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/inbox/");
     currentWs = ws;
     state.ws = ws;
+    // gone quiet without closing (net.js): a new socket at once, which fetches what changed meanwhile
+    const alive = window.aguiKeepAlive(ws, () => {
+      if (currentWs !== ws) return;
+      setWsState("closed");
+      attempt = 0;
+      connect();
+    });
     if (document.body.dataset.wsState !== "open") setWsState("connecting");
     let opened = false;
     ws.addEventListener("open", () => {
@@ -1604,12 +1611,14 @@
     });
     ws.addEventListener("message", (msg) => {
       attempt = 0; // the socket works
+      alive.heard();
       let data;
       try {
         data = JSON.parse(msg.data);
       } catch (e) {
         return;
       }
+      if (data && data.type === "pong") return; // the keep-alive's answer
       for (const notice of Array.isArray(data) ? data : [data]) onNotice(notice);
     });
     ws.addEventListener("close", (event) => {

@@ -31,26 +31,38 @@
   }); // notices during a fetch (a bulk decision sends many) make one more, not one each
 
   let attempt = 0;
+  let current = null;
 
   function connect() {
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/inbox/");
+    current = ws;
+    // gone quiet without closing (net.js): a new socket at once, which asks the count again
+    const alive = window.aguiKeepAlive(ws, () => {
+      if (current !== ws) return;
+      document.body.dataset.noticeSocket = "closed";
+      attempt = 0;
+      connect();
+    });
     ws.addEventListener("open", () => {
       document.body.dataset.noticeSocket = "open"; // for tests, as the chat says its own socket's (wsState)
       refresh(); // anything may have changed while we were away
     });
     ws.addEventListener("message", (event) => {
       attempt = 0;
+      alive.heard();
       let notice = null;
       try {
         notice = JSON.parse(event.data);
       } catch (e) {
         /* not a notice: the count is asked again all the same */
       }
+      if (notice && notice.type === "pong") return; // the keep-alive's answer
       // other scripts of the page follow what concerns them (policy-live.js: policy.changed)
       if (notice && typeof notice === "object") document.dispatchEvent(new CustomEvent("agui:notice", { detail: notice }));
       if (!notice || notice.type !== "policy.changed") refresh();
     });
     ws.addEventListener("close", (event) => {
+      if (current !== ws) return; // given up on as dead: its successor is open already
       document.body.dataset.noticeSocket = "closed";
       if (event.code === 4401 || event.code === 4403) return; // signed out, or reviews nothing now
       const base = Math.min(8000, 500 * Math.pow(2, attempt));

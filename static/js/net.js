@@ -8,6 +8,7 @@
  * sentence of what to do, never a bare "HTTP 502"; a reply that is the sign-in page says the session ended.
  * window.aguiOneAtATime(task): `task` (async) run by each call, never twice at once: calls while it
  * runs make one more run after it, not one each (a burst of notices, each asking the page to fetch again).
+ * window.aguiKeepAlive(ws, onDead): watches an open WebSocket for going quiet without closing.
  */
 (function () {
   "use strict";
@@ -86,5 +87,64 @@
     } catch (e) {
       throw new Error(gettext("The server answered with an error page instead of a reply: try again in a moment."));
     }
+  };
+
+  /* A socket can die without closing: a phone moving from Wi-Fi to mobile data, a laptop waking
+     up, a proxy that dropped the connection. No FIN reaches the browser, which calls the socket
+     open for minutes while nothing arrives, so a page looked live and missed everything. The
+     browser's API has no ping of its own (Daphne's protocol pings keep only the server's side
+     honest), so the page asks: a {"type": "ping"} frame, which both sockets answer with a pong,
+     when the page comes back (online, shown again, restored from the back/forward cache) and after
+     `quiet` ms with nothing received. Nothing back within `answer` ms: onDead(ws), once, and the
+     page opens a new socket as after a close (the old one is closed; its close event may come late).
+     Returns {heard()}: the page's message handler calls it for every frame (the pong included). */
+  window.aguiKeepAlive = function (ws, onDead) {
+    const times = Object.assign({ quiet: 25000, answer: 5000 }, window.aguiKeepAliveMs || {});
+    let lastHeard = Date.now();
+    let deadline = null;
+    let over = false;
+    const stop = () => {
+      over = true;
+      clearTimeout(deadline);
+      clearInterval(quietCheck);
+      window.removeEventListener("online", probe);
+      window.removeEventListener("pageshow", probe);
+      document.removeEventListener("visibilitychange", shown);
+    };
+    function probe() {
+      if (over || deadline || ws.readyState !== WebSocket.OPEN) return;
+      try {
+        ws.send(JSON.stringify({ type: "ping" }));
+      } catch (e) {
+        /* a socket closing: its close event follows */
+      }
+      deadline = setTimeout(() => {
+        if (over) return;
+        stop();
+        try {
+          ws.close();
+        } catch (e) {
+          /* already closing */
+        }
+        onDead(ws);
+      }, times.answer);
+    }
+    function shown() {
+      if (document.visibilityState === "visible") probe();
+    }
+    const quietCheck = setInterval(() => {
+      if (Date.now() - lastHeard >= times.quiet) probe();
+    }, Math.min(times.quiet, 5000));
+    window.addEventListener("online", probe);
+    window.addEventListener("pageshow", probe);
+    document.addEventListener("visibilitychange", shown);
+    ws.addEventListener("close", stop);
+    return {
+      heard() {
+        lastHeard = Date.now();
+        clearTimeout(deadline);
+        deadline = null;
+      },
+    };
   };
 })();

@@ -363,3 +363,30 @@ async def test_an_open_inbox_socket_losing_redis_closes_with_4011(demo, monkeypa
     with caplog.at_level(logging.INFO):
         await finn.send_json_to({"type": "viewing", "id": req.pk})
         assert await closed_cleanly(finn, caplog) == 4011
+
+
+async def test_a_ping_is_answered_on_both_sockets_whatever_else_they_carry(demo):
+    """The pages' keep-alive (net.js aguiKeepAlive) asks a socket that went quiet whether it still reaches
+    the server: a pong, with the ping's ref, and the socket goes on (a ping was an unknown_type error,
+    which a page could not tell from a live answer either)."""
+    thread = await sync_to_async(services.create_thread)(demo["alice"], "banking")
+    chat = communicator(f"/ws/threads/{thread.pk}/", demo["alice"])
+    assert (await chat.connect())[0]
+    assert (await chat.receive_json_from(timeout=10))[0]["type"] == "MESSAGES_SNAPSHOT"
+    await chat.send_json_to({"type": "ping", "ref": "p1"})
+    assert await chat.receive_json_from(timeout=5) == {"type": "pong", "ref": "p1"}
+    await chat.send_json_to({"type": "ping"})
+    assert await chat.receive_json_from(timeout=5) == {"type": "pong"}
+    await sync_to_async(events.append)(thread.pk, custom_events.ignored_messages([{"id": "m", "role": "system"}]))
+    got = await chat.receive_json_from(timeout=10)
+    assert any(e.get("name") == "ignored_messages" for e in (got if isinstance(got, list) else [got]))
+    await chat.disconnect()
+
+    inbox = communicator("/ws/inbox/", demo["finn"])
+    assert (await inbox.connect())[0]
+    await inbox.send_json_to({"type": "ping", "ref": 7})
+    assert await inbox.receive_json_from(timeout=5) == {"type": "pong", "ref": 7}
+    await inbox.send_json_to({"type": "view"})
+    reply = await inbox.receive_json_from(timeout=5)
+    assert reply["code"] == "unknown_type" and "ping" in reply["message"]
+    await inbox.disconnect()
