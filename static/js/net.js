@@ -94,7 +94,8 @@
      open for minutes while nothing arrives, so a page looked live and missed everything. The
      browser's API has no ping of its own (Daphne's protocol pings keep only the server's side
      honest), so the page asks: a {"type": "ping"} frame, which both sockets answer with a pong,
-     when the page comes back (online, shown again, restored from the back/forward cache) and after
+     when the network changes (offline, online), when the page is shown again or restored from the
+     back/forward cache, and after
      `quiet` ms with nothing received. Nothing back within `answer` ms: onDead(ws), once, and the
      page opens a new socket as after a close (the old one is closed; its close event may come late).
      Returns {heard()}: the page's message handler calls it for every frame (the pong included). */
@@ -108,6 +109,7 @@
       clearTimeout(deadline);
       clearInterval(quietCheck);
       window.removeEventListener("online", probe);
+      window.removeEventListener("offline", probe);
       window.removeEventListener("pageshow", probe);
       document.removeEventListener("visibilitychange", shown);
     };
@@ -136,6 +138,7 @@
       if (Date.now() - lastHeard >= times.quiet) probe();
     }, Math.min(times.quiet, 5000));
     window.addEventListener("online", probe);
+    window.addEventListener("offline", probe);
     window.addEventListener("pageshow", probe);
     document.addEventListener("visibilitychange", shown);
     ws.addEventListener("close", stop);

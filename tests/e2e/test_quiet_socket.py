@@ -101,3 +101,20 @@ def test_the_inbox_says_it_reconnects_and_fetches_what_it_missed(people):
     finn.page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # the tab is shown again
     expect(row).to_have_count(1, timeout=T)
     expect(finn.page.locator("body")).to_have_attribute("data-ws-state", "open")
+
+
+def test_the_network_going_away_has_the_socket_asked_too(people):
+    finn = people("finn")
+    finn.page.add_init_script(QUICK % 60_000)
+    sockets = Sockets(finn.page, r"/ws/inbox/")
+    finn.page.goto("/inbox/")
+    expect(finn.page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    assert len(sockets.routes) == 1
+    sockets.silence()
+    finn.page.evaluate("window.dispatchEvent(new Event('offline'))")
+    for _ in range(T // 100):  # a second socket is opened once the first gave no answer
+        if len(sockets.routes) == 2:
+            break
+        finn.page.wait_for_timeout(100)
+    assert len(sockets.routes) == 2
+    expect(finn.page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
