@@ -3,6 +3,7 @@
 from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from . import zones
 
@@ -18,7 +19,8 @@ class SettingsForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["language"].choices = [("", _("Your browser's")), *settings.LANGUAGES]
+        # its own context: the language's word is feminine in French ("Celle de…"), the zone's masculine
+        self.fields["language"].choices = [("", pgettext_lazy("language", "Your browser's")), *settings.LANGUAGES]
 
     def clean_time_zone(self):
         name = self.cleaned_data["time_zone"].strip()
