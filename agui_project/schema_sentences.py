@@ -13,10 +13,13 @@ from django.utils.translation import ngettext
 
 
 def number(value):
-    """A limit as the locale writes numbers (a float field's `gt=0` is 0.0: said as 0)."""
+    """A limit as the locale writes numbers, digits grouped ("1,000,000", "1 000 000"; a float
+    field's `gt=0` is 0.0: said as 0)."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return number_format(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return number_format(value, force_grouping=True)
+    return value
 
 
 def choices(values):

@@ -20,7 +20,7 @@ def errors_of(arguments):
 
 def test_our_tools_say_what_is_wrong_in_words_without_the_pattern():
     assert errors_of({**GOOD, "amount": -5}) == {"amount": ["Must be greater than 0."]}
-    assert errors_of({**GOOD, "amount": 2_000_000}) == {"amount": ["Must be at most 1000000."]}
+    assert errors_of({**GOOD, "amount": 2_000_000}) == {"amount": ["Must be at most 1,000,000."]}
     assert errors_of({**GOOD, "amount": "a lot"}) == {"amount": ["Must be a number."]}
     assert errors_of({**GOOD, "to_account": "12ab"}) == {
         "to_account": ["Not in the expected form (Account number, digits only)."]}
