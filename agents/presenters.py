@@ -1,7 +1,6 @@
 """Plain-JSON views of records for AG-UI events and the REST API (one place, one shape)."""
 
 from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
-from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
@@ -48,7 +47,7 @@ def approval(request, viewer=None):
         tool = get_tool(request.tool_name)
         if tool and request.final_arguments != request.arguments:  # the card's title says what ran
             # in the requester's words, like the request's own description (built in their run's worker)
-            with translation.override(people.language_of(request.requester) or settings.LANGUAGE_CODE):
+            with translation.override(people.language_for(request.requester)):
                 data["finalMessage"] = tool.description_for(request.final_arguments)
     if request.schema:  # how the card formats values (integers, money with its currency)
         data["argumentsSchema"] = request.schema

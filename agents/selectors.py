@@ -1,11 +1,11 @@
 """Reads of threads more than one page needs (DESIGN.md conventions: selectors for reads)."""
 
-from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Exists, OuterRef, Subquery
 
 from agui_project.queries import Prepared
 from approvals.models import ApprovalRequest
+from people import selectors as people
 
 from .models import Message, Run, Thread, ToolCall
 
@@ -17,7 +17,7 @@ _MESSAGES = Prepared(Message, lambda thread: Message.objects.filter(thread=threa
 # a run task's first read (the worker speaks the owner's language); by its relation names: people is
 # not an app agents imports
 _OWNER_PROFILE = Prepared("people.Profile", lambda run: _OWNER_PROFILE.model.objects.filter(
-    user__threads__runs=run).only("language")[:1])
+    user__threads__runs=run).only("language", "browser_language")[:1])
 _WAITING_CALL = Prepared(ToolCall, lambda run: ToolCall.objects.filter(run=run, status__in=ToolCall.WAITING).only(
     "id")[:1])
 # a paused run's standing under its lock: whether a call still waits, whether it was continued
@@ -92,7 +92,8 @@ def chat_list(user):
 
 
 def run_language(run_id):
-    """The language the chat's owner chose (people.Profile), else LANGUAGE_CODE: a worker says
+    """The language the chat's owner chose (people.Profile), else the one their pages were last shown in
+    from their browser's preference, else LANGUAGE_CODE: a worker says
     what people read of a run (tool outcomes, errors) in it; the model's own words stay as written."""
     return _language(_OWNER_PROFILE.one(run_id))
 
@@ -106,7 +107,8 @@ def user_language(user):
 
 
 def _language(profile):
-    return (profile.language if profile is not None else "") or settings.LANGUAGE_CODE
+    return people.written_in(profile.language, profile.browser_language) if profile is not None else \
+        people.written_in("", "")
 
 
 def queued_messages(run_id):

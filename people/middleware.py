@@ -1,5 +1,5 @@
-"""A signed-in person's saved language wins over the browser's preference; pages show times in
-their time zone.
+"""A signed-in person's saved language wins over the browser's preference (which is noted on their
+profile for what is written for them away from their pages); pages show times in their time zone.
 
 UserLanguageMiddleware runs after LocaleMiddleware (which has chosen from the language cookie, then Accept-Language,
 then LANGUAGE_CODE) and AuthenticationMiddleware. The choice is read from the profile once per
@@ -18,6 +18,7 @@ from agui_project.limits import JSON_PREFIXES
 from . import selectors, services, zones
 
 SESSION_KEY = "people_language"
+BROWSER_LANGUAGE_SESSION_KEY = "people_browser_language"  # the page language last written to their profile
 ZONE_SESSION_KEY = "people_time_zone"  # the zone the person chose ("" none), read once per session
 BROWSER_ZONE_SESSION_KEY = "people_browser_time_zone"  # the browser zone last written to their profile
 
@@ -33,6 +34,13 @@ class UserLanguageMiddleware(MiddlewareMixin):
         if language and language != request.LANGUAGE_CODE:
             translation.activate(language)
             request.LANGUAGE_CODE = translation.get_language()
+        elif not language and not request.path_info.startswith(JSON_PREFIXES):
+            # the browser's language, which a page was just shown in, is also what the chat's cards,
+            # the run's outcomes and the mails are written in (they are made away from any request);
+            # only a page's: a script or client's API call may ask for no language at all
+            if request.session.get(BROWSER_LANGUAGE_SESSION_KEY) != request.LANGUAGE_CODE:
+                services.note_browser_language(user=user, language=request.LANGUAGE_CODE)
+                request.session[BROWSER_LANGUAGE_SESSION_KEY] = request.LANGUAGE_CODE
 
 
 class TimeZoneMiddleware(MiddlewareMixin):

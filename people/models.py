@@ -5,7 +5,8 @@ from django.utils.translation import gettext_lazy as _
 
 class Profile(models.Model):
     """A person's choices that outlive a session: the language and time zone of their pages and mails.
-    No row, or an empty language: the browser's preference, then LANGUAGE_CODE. An empty time zone:
+    No row, or an empty language: the browser's preference (for what is written away from their pages,
+    a chat's cards and their mails: the one their pages were last shown in), then LANGUAGE_CODE. An empty time zone:
     the browser's (people.middleware; for mail, the one it last reported), then UTC. No row: the inbox's
     single-key shortcuts on."""
 
@@ -18,6 +19,10 @@ class Profile(models.Model):
     browser_time_zone = models.CharField(_("browser's time zone"), max_length=64, blank=True,
                                          help_text=_("The zone their browser last reported: their mails use it "
                                                      "while they have chosen none."))
+    browser_language = models.CharField(_("browser's language"), max_length=16, blank=True,
+                                        help_text=_("The language their pages were last shown in, from their "
+                                                    "browser: their chats and mails use it while they have "
+                                                    "chosen none."))
     # j, k, a, r... on the inbox pages (WCAG 2.1.4): a speech-input user's stray word, or letters typed
     # after the focus fell to the page, must not approve a request
     inbox_keys = models.BooleanField(_("single-key shortcuts in the inbox"), default=True)

@@ -37,6 +37,12 @@ def save_settings(*, user, language, time_zone, inbox_keys):
                                                           "inbox_keys": bool(inbox_keys)})
 
 
+def note_browser_language(*, user, language):
+    """The language `user`'s pages were shown in from their browser's preference (LocaleMiddleware's
+    choice): what a worker, a socket or a mail writes for them in while they choose none."""
+    Profile.objects.update_or_create(user=user, defaults={"browser_language": language})
+
+
 def note_browser_time_zone(*, user, time_zone):
     """The zone `user`'s browser reported (valid: the middleware checked it): their mails' zone while
     they choose none."""
