@@ -63,3 +63,19 @@ def test_a_chosen_language_wins_over_the_browsers(demo):
     profile = Profile.objects.get(user=finn)
     assert profile.language == "fr"
     assert people.reader_of(finn)[0] == "fr" and people.language_for(finn) == "fr"
+
+
+@pytest.mark.parametrize("language", ["fr", "zh-hans", "id", "pt-br", "en"])
+def test_the_header_picker_names_each_language_in_itself_whatever_the_page(demo, language):
+    """An English reader who lands on a French or Chinese page finds "English", not "Anglais" or "英语"."""
+    import re
+
+    for client, path in ((Client(), "/accounts/login/"), (signed_in(demo["finn"]), "/inbox/")):
+        response = client.get(path, HTTP_ACCEPT_LANGUAGE=language)
+        assert response.status_code == 200
+        page = response.content.decode()
+        picker = page[page.index('id="language-select"'):]
+        picker = picker[:picker.index("</select>")]
+        assert re.findall(r'<option value="([^"]+)" lang="[^"]+"[^>]*>([^<]+)</option>', picker) == [
+            ("en", "English"), ("id", "Bahasa Indonesia"), ("fr", "Français"), ("pt-br", "Português (Brasil)"),
+            ("zh-hans", "简体中文")]
