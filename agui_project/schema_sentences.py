@@ -27,8 +27,10 @@ def choices(values):
 
 
 def form(description):
+    """The field's own description says what form: ours are marked for translation (said in the
+    reader's language), an outside agent's schema's stay as written."""
     if description:
-        return _("Not in the expected form (%(description)s).") % {"description": description.rstrip(".")}
+        return _("Not in the expected form (%(description)s).") % {"description": _(description).rstrip(".")}
     return _("Not in the expected form.")
 
 

@@ -11,12 +11,13 @@ active language; an unknown kind keeps the library's own message. Where the word
 validates with the translation off (the model reads English).
 """
 
+import re
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from agui_project.json_schema import errors as schema_errors
-from agui_project.schema_sentences import form, jsonschema_sentence, number
+from agui_project.schema_sentences import choices, form, jsonschema_sentence, number
 
 
 def json_syntax(exc):
@@ -69,7 +70,7 @@ def _pydantic_sentence(err, description):
     if kind == "string_pattern_mismatch":
         return form(description)
     if kind in ("literal_error", "enum"):
-        return _("Must be one of: %(choices)s.") % {"choices": ctx.get("expected", "")}
+        return _("Must be one of: %(choices)s.") % {"choices": choices(_expected(ctx.get("expected", "")))}
     if kind == "value_error" and ctx.get("error") is not None:
         return str(ctx["error"])  # the tool's own validator said it (in its words)
     if kind == "union_tag_invalid":  # a tagged union's tag (AG-UI: a message's role, a part's type)
@@ -78,6 +79,14 @@ def _pydantic_sentence(err, description):
     if kind == "union_tag_not_found":
         return _("Required: %(names)s.") % {"names": _unquoted(ctx.get("discriminator"))}
     return err.get("msg", "")
+
+
+def _expected(text):
+    """The values pydantic lists as one English phrase ("'USD', 'EUR' or 'GBP'", "1, 2 or 3"): its error
+    has no list of them, and its "or" and quotes are not the reader's."""
+    text = str(text or "")
+    quoted = re.findall(r"'((?:[^'\\]|\\.)*)'", text)
+    return quoted or [v for v in re.split(r", | or ", text) if v]
 
 
 def _unquoted(text):

@@ -29,7 +29,7 @@ def test_our_tools_say_what_is_wrong_in_words_without_the_pattern():
         assert "to_account" in errors_of({**GOOD, "to_account": other})
     with pytest.raises(ArgumentsInvalid):
         get_agent("support").tool("lookup_order_details").validate({"order_id": "\u0661\u0662\u0663\u0664"})
-    assert errors_of({**GOOD, "currency": "JPY"}) == {"currency": ["Must be one of: 'USD', 'EUR' or 'GBP'."]}
+    assert errors_of({**GOOD, "currency": "JPY"}) == {"currency": ["Must be one of: USD, EUR, GBP."]}
     missing = {k: v for k, v in GOOD.items() if k != "amount"}
     assert errors_of(missing) == {"amount": ["This field is required."]}
     assert errors_of({**GOOD, "memo": "x"}) == {"memo": ["This is not one of the tool's arguments."]}
@@ -42,6 +42,24 @@ def test_the_reviewers_language():
     assert "\\d" not in said["to_account"][0] and said["to_account"][0] != "Not in the expected form."
     with translation.override("id"):
         assert errors_of({**GOOD, "amount": -5})["amount"] != ["Must be greater than 0."]
+
+
+@pytest.mark.parametrize(("language", "form", "one_of"), [
+    ("fr", "N’a pas la forme attendue (Numéro de compte, chiffres uniquement).",
+     "Doit être l’une des valeurs : USD, EUR, GBP."),
+    ("zh-hans", None, None),
+])
+def test_no_english_inside_the_readers_sentence(language, form, one_of):
+    """The field's description is said in the reader's language (it was the English one inside a French
+    sentence), and the choices are listed without pydantic's English "or" and Python quotes."""
+    with translation.override(language):
+        said = errors_of({**GOOD, "to_account": "12ab", "currency": "JPY"})
+        english = translation.gettext("Account number, digits only")
+    assert english != "Account number, digits only"
+    assert "Account number" not in said["to_account"][0] and english.rstrip(".") in said["to_account"][0]
+    assert " or " not in said["currency"][0] and "'" not in said["currency"][0]
+    if form:
+        assert said == {"to_account": [form], "currency": [one_of]}
 
 
 def test_an_mcp_servers_schema_the_same_way():
