@@ -15,6 +15,37 @@
   "use strict";
   const fmt = (text, values) => interpolate(text, values, true);  // Django's catalogue (/jsi18n/)
 
+  /* Numbers the page language's way ("1 000 000", "1234,56" in French): the field shows and takes
+     them so, and the value stays a JSON number. Intl tells the separators. */
+  const LANG = document.documentElement.lang || undefined;
+  const SEP = (() => {
+    const parts = new Intl.NumberFormat(LANG).formatToParts(1234567.5);
+    const part = (type) => (parts.find((p) => p.type === type) || {}).value;
+    return { decimal: part("decimal") || ".", group: part("group") || "" };
+  })();
+  const SPACES = "\u0020\u00a0\u202f\u2009";  // a space-like group separator: any of them is typed
+  const escapeRe = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const GROUP_RE = !SEP.group ? "" : (SPACES.includes(SEP.group) ? "[" + SPACES + "]" : escapeRe(SEP.group));
+  // an optional sign, digits either ungrouped or grouped by threes, the decimal separator, an exponent
+  const LOCAL_NUMBER = new RegExp("^([-+\u2212]?)(\\d*|\\d{1,3}(?:" + (GROUP_RE || "(?!)") + "\\d{3})+)(?:" +
+                                  escapeRe(SEP.decimal) + "(\\d+))?([eE][-+]?\\d+)?$");
+  const formatLimit = (x) => (typeof x === "number" ? new Intl.NumberFormat(LANG, { maximumFractionDigits: 20 }).format(x) : x);
+
+  /* What the reviewer typed, as a number (NaN when it is none): the page language's way, or a
+     JSON-style one ("1234.56", "1e30") where the language does not use "." between groups. */
+  function parseNumber(raw) {
+    const m = raw.match(LOCAL_NUMBER);
+    if (m && (m[2] || m[3])) {
+      const digits = m[2].replace(new RegExp(GROUP_RE || "(?!)", "g"), "");
+      return Number((m[1] === "" || m[1] === "+" ? "" : "-") + (digits || "0") + (m[3] ? "." + m[3] : "") + (m[4] || ""));
+    }
+    if (SEP.group === "." || raw.includes(SEP.group || "\u0000") || raw.includes(",")) return NaN;  // "1.234" means 1234 there
+    return raw === "" ? NaN : Number(raw);
+  }
+
+  /* A number as the field shows it: no groups, the language's decimal separator ("500,5"). */
+  const showNumber = (x) => String(x).replace(".", SEP.decimal);
+
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -128,22 +159,22 @@
   /* What the field's help says of its bounds, checked as the reviewer types (the server checks again):
      "" when `x` is inside them. */
   function outOfBounds(n, x) {
-    if (n.exclusiveMinimum !== undefined && !(x > n.exclusiveMinimum)) return fmt(gettext("must be more than %(limit)s"), { limit: n.exclusiveMinimum });
-    if (n.minimum !== undefined && !(x >= n.minimum)) return fmt(gettext("must be at least %(limit)s"), { limit: n.minimum });
-    if (n.exclusiveMaximum !== undefined && !(x < n.exclusiveMaximum)) return fmt(gettext("must be less than %(limit)s"), { limit: n.exclusiveMaximum });
-    if (n.maximum !== undefined && !(x <= n.maximum)) return fmt(gettext("must be at most %(limit)s"), { limit: n.maximum });
+    if (n.exclusiveMinimum !== undefined && !(x > n.exclusiveMinimum)) return fmt(gettext("must be more than %(limit)s"), { limit: formatLimit(n.exclusiveMinimum) });
+    if (n.minimum !== undefined && !(x >= n.minimum)) return fmt(gettext("must be at least %(limit)s"), { limit: formatLimit(n.minimum) });
+    if (n.exclusiveMaximum !== undefined && !(x < n.exclusiveMaximum)) return fmt(gettext("must be less than %(limit)s"), { limit: formatLimit(n.exclusiveMaximum) });
+    if (n.maximum !== undefined && !(x <= n.maximum)) return fmt(gettext("must be at most %(limit)s"), { limit: formatLimit(n.maximum) });
     if (n.multipleOf !== undefined && n.multipleOf > 0 && Math.abs(Math.round(x / n.multipleOf) * n.multipleOf - x) > 1e-9 * Math.max(1, Math.abs(x))) {
-      return fmt(gettext("must be a multiple of %(step)s"), { step: n.multipleOf });
+      return fmt(gettext("must be a multiple of %(step)s"), { step: formatLimit(n.multipleOf) });
     }
     return "";
   }
 
   function constraintsText(n) {
     const parts = [];
-    if (n.exclusiveMinimum !== undefined) parts.push("> " + n.exclusiveMinimum);
-    if (n.minimum !== undefined) parts.push("≥ " + n.minimum);
-    if (n.exclusiveMaximum !== undefined) parts.push("< " + n.exclusiveMaximum);
-    if (n.maximum !== undefined) parts.push("≤ " + n.maximum);
+    if (n.exclusiveMinimum !== undefined) parts.push("> " + formatLimit(n.exclusiveMinimum));
+    if (n.minimum !== undefined) parts.push("≥ " + formatLimit(n.minimum));
+    if (n.exclusiveMaximum !== undefined) parts.push("< " + formatLimit(n.exclusiveMaximum));
+    if (n.maximum !== undefined) parts.push("≤ " + formatLimit(n.maximum));
     if (n.maxLength !== undefined) parts.push(fmt(gettext("at most %(count)s characters"), { count: n.maxLength }));
     const words = patternWords(n.pattern);
     if (words) parts.push(words);
@@ -287,14 +318,14 @@
       } else if (kind === "number" || kind === "integer") {
         input = el("input", { type: "text", inputmode: kind === "integer" ? "numeric" : "decimal", id: idFor(path),
                               "data-kind": kind, autocomplete: "off" });
-        input.value = current === undefined || current === null ? "" : String(current);
+        input.value = current === undefined || current === null ? "" : (typeof current === "number" ? showNumber(current) : String(current));
         input.addEventListener("input", () => {
           const raw = input.value.trim();
           if (raw === "") {
             setIn(value, path, optional ? undefined : null);
             markProblem(input, path, optional ? "" : gettext("required"));
           } else {
-            const n = Number(raw);
+            const n = parseNumber(raw);
             const outside = Number.isFinite(n) ? outOfBounds(node, n) : "";
             if (!Number.isFinite(n)) markProblem(input, path, gettext("not a number"));
             else if (kind === "integer" && !Number.isInteger(n)) markProblem(input, path, gettext("a whole number"));

@@ -191,7 +191,7 @@ def test_the_editor_checks_the_bounds_its_help_gives(people, live_stack):
     amount, approve = page.locator("#arg__amount"), page.locator("#approve")
     error = page.locator('[data-error-for="amount"]')
     for typed, said in (("-5", "must be more than 0"), ("0", "must be more than 0"),
-                        ("1e30", "must be at most 1000000"), ("99999999999999999999", "must be at most 1000000"),
+                        ("1e30", "must be at most 1,000,000"), ("99999999999999999999", "must be at most 1,000,000"),
                         ("", "required")):
         amount.fill(typed)
         expect(error).to_have_text(said)
