@@ -516,9 +516,13 @@ AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
 DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
 
-# the console backend, also when named as Django's: the printed mail with its links whole (console_mail.py)
+# a short name (smtp, filebased, console, locmem) or a dotted path; the console backend, also when named as
+# Django's: the printed mail with its links whole (console_mail.py). "filebased", as the README's table
+# words it, stopped every process (not a module path)
 EMAIL_BACKEND = {"": "agui_project.console_mail.EmailBackend",
+                 "console": "agui_project.console_mail.EmailBackend",
                  "django.core.mail.backends.console.EmailBackend": "agui_project.console_mail.EmailBackend",
+                 **{name: f"django.core.mail.backends.{name}.EmailBackend" for name in ("smtp", "filebased", "locmem")},
                  }.get(_env("DJANGO_EMAIL_BACKEND") or "", _env("DJANGO_EMAIL_BACKEND"))
 EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH") or None  # the filebased backend's folder
 # the SMTP backend's server: before, only a settings file could name it, so mail never left a stack

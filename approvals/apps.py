@@ -20,4 +20,5 @@ class ApprovalsConfig(AppConfig):
             import_string(settings.EMAIL_BACKEND)
         except ImportError as exc:
             raise ImproperlyConfigured(f"DJANGO_EMAIL_BACKEND={settings.EMAIL_BACKEND!r} cannot be loaded ({exc}); "
-                                       "use e.g. django.core.mail.backends.smtp.EmailBackend") from None
+                                       "use smtp, filebased, console, locmem or a dotted path such as "
+                                       "django.core.mail.backends.smtp.EmailBackend") from None

@@ -87,3 +87,18 @@ def test_the_mail_settings_read_from_the_environment(tmp_path):
                      DJANGO_EMAIL_HOST_USER="inbox", DJANGO_EMAIL_HOST_PASSWORD="p w", DJANGO_EMAIL_USE_TLS="yes")
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["smtp.example.com", "587", "inbox", "True", "False", "10.0", "True"]
+
+
+@pytest.mark.parametrize("named,backend", [
+    ("smtp", "django.core.mail.backends.smtp.EmailBackend"),
+    ("filebased", "django.core.mail.backends.filebased.EmailBackend"),
+    ("locmem", "django.core.mail.backends.locmem.EmailBackend"),
+    ("console", "agui_project.console_mail.EmailBackend"),  # the printed mail with its links whole
+    ("django.core.mail.backends.smtp.EmailBackend", "django.core.mail.backends.smtp.EmailBackend"),
+])
+def test_a_backend_is_named_by_its_short_name_or_its_dotted_path(named, backend, tmp_path):
+    """The Configuration table says `filebased`: that word stopped every process ("doesn't look like a module path")."""
+    out = run_django("from django.conf import settings\nprint(settings.EMAIL_BACKEND)", AGUI_VAR_DIR=str(tmp_path),
+                     DJANGO_EMAIL_BACKEND=named, DJANGO_EMAIL_FILE_PATH=str(tmp_path / "mail"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [backend]
