@@ -6,8 +6,8 @@ round-robin proxy are signed out on one request in N), a worker with another one
 web process takes, a worker on another queue never runs a run, a beat with other windows sweeps by
 them: each process works, each /healthz said 200, and only users saw it. So every process writes a
 digest of each shared setting to Redis under a key of its own, renewed while it lives (workers and
-the beat on a thread, started by Celery's worker_ready / beat_init; web processes on each /healthz
-probe), and compares them with the others': /healthz says which settings differ and in which
+the beat on a thread, started by Celery's worker_ready / beat_init; a Daphne process on a thread from
+its start, and on each /healthz probe), and compares them with the others': /healthz says which settings differ and in which
 processes (`settings`), `?require=settings` is 503 then, and each process logs a warning when what
 differs changes.
 
@@ -15,6 +15,7 @@ Only digests are written (a secret's is a SHA-256 prefix, never the value). REDI
 processes that see each other's keys share the Redis, and ones that do not cannot be compared here.
 """
 
+import atexit
 import hashlib
 import json
 import logging
@@ -142,7 +143,10 @@ def check(kind, name=None, client=None):
 
 
 def keep_checking(kind, name=None):
-    """A daemon thread that checks every RENEW_EVERY seconds (a worker's or the beat's process)."""
+    """A daemon thread that checks every RENEW_EVERY seconds (a worker's, the beat's or a Daphne
+    process). A clean exit takes this process's digests away at once: a restarted beat or web process
+    (a new pid) counted twice, and a deploy gate on ?require=settings failed for the minute the old
+    digests took to lapse."""
     def loop():
         while not stop.is_set():
             try:
@@ -153,4 +157,23 @@ def keep_checking(kind, name=None):
 
     stop = threading.Event()
     threading.Thread(target=loop, name="agui-settings-check", daemon=True).start()
+    atexit.register(leave, kind, name, stop)
     return stop
+
+
+def leave(kind, name=None, stop=None):
+    """This process's digests gone (its clean exit); Redis away: they lapse within TTL all the same."""
+    if stop is not None:
+        stop.set()
+    try:
+        redis_client().delete(KEY_PREFIX + process_name(kind, name))
+    except Exception as exc:
+        log.debug("settings digests left to lapse: %s", exc)
+
+
+def served_by_daphne(argv):
+    """Whether this process is Daphne serving the app (`daphne …`, `python -m daphne …`), not a test or
+    a command importing it: a web process checks from its start, so one no probe reaches (open-source
+    nginx has no active health checks) is still compared and its difference logged."""
+    return bool(argv) and "daphne" in os.path.basename(os.path.dirname(argv[0]) if argv[0].endswith(
+        "__main__.py") else argv[0])

@@ -1,5 +1,6 @@
 import gc
 import os
+import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agui_project.settings")
 
@@ -32,6 +33,11 @@ application = ProtocolTypeRouter(
         "websocket": SameOriginValidator(socket_stack(URLRouter(agent_ws + approval_ws + unrouted))),
     }
 )
+
+from agui_project import agreement  # noqa: E402
+
+if agreement.served_by_daphne(sys.argv):
+    agreement.keep_checking("web")  # the settings every process must share, compared from the start
 
 # Django, the apps and their libraries, made at start and kept for the process's life, leave the
 # cyclic collector's passes: Daphne's full collections took 135-226 ms, a few seconds apart under

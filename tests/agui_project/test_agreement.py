@@ -107,3 +107,29 @@ def test_the_probe_counts_the_processes_of_each_kind_it_heard_from(client, setti
     assert client.get("/healthz").json()["processes"] == {"beat": 2, "web": 1, "worker": 2}
     redis_client().delete(agreement.KEY_PREFIX + "worker w2@b")  # stopped: its key lapsed
     assert client.get("/healthz").json()["processes"] == {"beat": 2, "web": 1, "worker": 1}
+
+
+@pytest.mark.parametrize(("argv", "daphne"), [
+    (["/srv/app/.venv/bin/daphne", "-b", "127.0.0.1", "agui_project.asgi:application"], True),
+    (["/srv/app/.venv/lib/python3.11/site-packages/daphne/__main__.py", "-p", "8000"], True),
+    (["/srv/app/.venv/bin/pytest", "tests"], False),
+    (["manage.py", "runserver"], False),
+    (["/srv/app/.venv/lib/python3.11/site-packages/celery/__main__.py", "worker"], False),
+    ([], False),
+])
+def test_only_a_daphne_process_checks_from_its_start(argv, daphne):
+    assert agreement.served_by_daphne(argv) is daphne
+
+
+def test_a_clean_exit_takes_the_digests_away(monkeypatch, settings):
+    exits = []
+    monkeypatch.setattr(agreement.atexit, "register", lambda *args: exits.append(args))
+    stop = agreement.keep_checking("beat", "b1@test")
+    key = agreement.KEY_PREFIX + "beat b1@test"
+    deadline = time.monotonic() + 10
+    while not redis_client().exists(key):  # its first round: a condition
+        assert time.monotonic() < deadline, "the thread wrote nothing"
+        time.sleep(0.01)
+    ((leave, *args),) = exits
+    leave(*args)
+    assert stop.is_set() and not redis_client().exists(key)
