@@ -12,6 +12,7 @@ from approvals.models import ApprovalRequest, ApproverKind, said
 from people import selectors as people
 
 from .registry import get_tool
+from .runtime.sentences import person_words
 
 
 def approver(request):
@@ -107,10 +108,11 @@ OUTCOME_TEXT = {
 
 
 def tool_outcome(call, requester_decided=False):
-    """{toolCallId, status, message, result?} of a settled ToolCall for the chat; None while open.
+    """{toolCallId, status, message, result?, said?} of a settled ToolCall for the chat; None while open.
 
     `status` is one of done / blocked / rejected / expired / cancelled / failed; `result` is what
-    the tool itself returned (without the words added for the model) when it ran.
+    the tool itself returned (without the words added for the model) when it ran: the model's English;
+    `said` is that result in the active language when the tool words it (agents/runtime/sentences.py).
     """
     found = OUTCOME_TEXT.get(call.status)
     if found is None:
@@ -118,7 +120,8 @@ def tool_outcome(call, requester_decided=False):
     status, message = found
     if status == "failed" and call.status == "failed" and call.result:  # the tool's own reason, e.g. "no subscription sub_9"
         reason = call.result[len("Error: "):] if call.result.startswith("Error: ") else call.result
-        message = gettext("This did not work: %(reason)s.") % {"reason": reason.rstrip(".")}
+        reason = person_words(reason) or reason
+        message = gettext("This did not work: %(reason)s.") % {"reason": reason.rstrip(".。")}
     if status == "rejected" and requester_decided:
         message = gettext("You rejected it, so it was not run.")
     if status == "responded" and requester_decided:
@@ -133,6 +136,9 @@ def tool_outcome(call, requester_decided=False):
             pass
     if status == "done":
         value["result"] = call.result
+        words = person_words(call.result)
+        if words:
+            value["said"] = words
     return value
 
 

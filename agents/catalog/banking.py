@@ -13,7 +13,8 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_noop
 from pydantic import Field
 
-from agents.runtime.tools import NOT_DONE, Owned, ToolError, acting_for, tool
+from agents.runtime.sentences import Sentence
+from agents.runtime.tools import NOT_DONE, NOT_YOURS, Owned, ToolError, acting_for, tool
 from agui_project.queries import Prepared, one
 
 from . import money
@@ -24,6 +25,26 @@ from .models import Account, Subscription, Transfer
 AccountNumber = Annotated[str, Field(pattern=r"^[0-9]{6,20}$", title=gettext_noop("Account"),
                                      description=gettext_noop("Account number, digits only"))]
 CENTS = Decimal("0.01")
+
+
+# what the tools answer, one sentence per shape: the model reads the English, the person their language
+# (agents/runtime/sentences.py)
+TRANSFERRED = Sentence(gettext_noop("Transferred %(amount)s %(currency)s from %(src)s to %(dst)s. New balance of "
+                                    "%(src)s: %(balance)s %(currency)s."), money=("amount", "balance"))
+TRANSFER_READ_BACK = Sentence(gettext_noop("Transferred %(amount)s %(currency)s from %(src)s to %(dst)s (read back "
+                                           "from the bank's records: the transfer's own answer was lost)."),
+                              money=("amount",))
+UNKNOWN_ACCOUNT = Sentence(gettext_noop("unknown account %(accounts)s"))
+NOT_TAKEN = Sentence(gettext_noop("account %(account)s does not take %(currency)s"))
+INSUFFICIENT = Sentence(gettext_noop("insufficient funds: %(account)s holds %(balance)s %(currency)s"),
+                        money=("balance",))
+SAME_ACCOUNT = Sentence(gettext_noop("A transfer needs two different accounts: %(account)s is on both sides."))
+OTHER_CURRENCY = Sentence(gettext_noop("Account %(account)s is in %(held)s, so a transfer from or to it cannot be in "
+                                       "%(currency)s."))
+CANCELLED = Sentence(gettext_noop("Subscription %(sub)s (%(plan)s) is cancelled."))
+ALREADY_CANCELLED = Sentence(gettext_noop("Subscription %(sub)s was already cancelled."))
+NO_SUBSCRIPTION = Sentence(gettext_noop("no subscription %(sub)s belongs to you"))
+HOLDS = Sentence(gettext_noop("Account %(account)s holds %(balance)s %(currency)s."), money=("balance",))
 
 
 def _money(amount):
@@ -75,8 +96,8 @@ def _transfer_outcome(tool_call_id, _arguments):
     made = one(Transfer.objects.filter(tool_call_ref=tool_call_id).select_related("from_account", "to_account"))
     if made is None:
         return NOT_DONE
-    return (f"Transferred {made.amount} {made.currency} from {made.from_account.number} to "
-            f"{made.to_account.number} (read back from the bank's records: the transfer's own answer was lost).")
+    return TRANSFER_READ_BACK(amount=made.amount, currency=made.currency, src=made.from_account.number,
+                              dst=made.to_account.number)
 
 
 def _refused(from_account, to_account, currency, own):
@@ -84,12 +105,10 @@ def _refused(from_account, to_account, currency, own):
     the tool as it runs and by its up-front check (refuses=), so the two cannot disagree. `own`: {number:
     currency} of the requester's accounts among the two; another's account is read by nobody here."""
     if from_account == to_account:
-        return gettext_noop("A transfer needs two different accounts: %(account)s is on both sides."), {
-            "account": from_account}
+        return SAME_ACCOUNT.msgid, {"account": from_account}
     for number in (from_account, to_account):
         if number in own and own[number] != currency:
-            return gettext_noop("Account %(account)s is in %(held)s, so a transfer from or to it cannot be in "
-                                "%(currency)s."), {"account": number, "held": own[number], "currency": currency}
+            return OTHER_CURRENCY.msgid, {"account": number, "held": own[number], "currency": currency}
     return None
 
 
@@ -136,17 +155,17 @@ def transfer_money(
             accounts = {a.number: a for a in _LOCKED_ACCOUNTS.all(from_account, to_account)}
             if from_account not in accounts or to_account not in accounts:
                 missing = [n for n in (from_account, to_account) if n not in accounts]
-                raise ToolError(f"unknown account {', '.join(missing)}")
+                raise ToolError(UNKNOWN_ACCOUNT(accounts=", ".join(missing)))
             src, dst = accounts[from_account], accounts[to_account]
             if src.owner_id != ctx.user.pk:  # checked before policy too; this is the row we lock
-                raise ToolError(f"account {from_account} is not yours")
+                raise ToolError(NOT_YOURS(kind="account", ref=from_account))
             own = {a.number: a.currency for a in (src, dst) if a.owner_id == ctx.user.pk}
             if said := _refused(from_account, to_account, currency, own):
                 raise ToolError(said[0] % said[1])
             if dst.currency != currency:  # another's account: what it holds is not said
-                raise ToolError(f"account {to_account} does not take {currency}")
+                raise ToolError(NOT_TAKEN(account=to_account, currency=currency))
             if src.balance < value:
-                raise ToolError(f"insufficient funds: {src.number} holds {src.balance} {src.currency}")
+                raise ToolError(INSUFFICIENT(account=src.number, balance=src.balance, currency=src.currency))
             src.balance -= value
             dst.balance += value
             src.save(update_fields=["balance"])
@@ -159,10 +178,7 @@ def transfer_money(
         if made == NOT_DONE:
             raise ToolError("this transfer could not be recorded") from exc
         return made  # what its record says it did: the call succeeded, once (it read "failed")
-    return (
-        f"Transferred {value} {currency} from {from_account} to {to_account}. "
-        f"New balance of {from_account}: {src.balance} {currency}."
-    )
+    return TRANSFERRED(amount=value, currency=currency, src=from_account, dst=to_account, balance=src.balance)
 
 
 @tool(
@@ -183,12 +199,12 @@ def cancel_subscription(ctx, subscription_id: Annotated[str, Field(min_length=1,
     with transaction.atomic():
         sub = _OWN_SUBSCRIPTION.one(subscription_id, ctx.user.pk)
         if sub is None:
-            raise ToolError(f"no subscription {subscription_id} belongs to you")
+            raise ToolError(NO_SUBSCRIPTION(sub=subscription_id))
         if sub.status == Subscription.Status.CANCELLED:
-            return f"Subscription {subscription_id} was already cancelled."
+            return ALREADY_CANCELLED(sub=subscription_id)
         sub.status, sub.cancelled_at = Subscription.Status.CANCELLED, timezone.now()
         sub.save(update_fields=["status", "cancelled_at"])
-    return f"Subscription {subscription_id} ({sub.plan}) is cancelled."
+    return CANCELLED(sub=subscription_id, plan=sub.plan)
 
 
 @tool(summary=gettext_noop("Look up the balance of one of the user's accounts"),
@@ -198,8 +214,8 @@ def check_balance(ctx, account: AccountNumber):
     """Look up the balance of one of the user's accounts."""
     acct = _OWN_ACCOUNT.one(account, ctx.user.pk)
     if acct is None:
-        raise ToolError(f"account {account} is not yours")
-    return f"Account {acct.number} holds {acct.balance} {acct.currency}."
+        raise ToolError(NOT_YOURS(kind="account", ref=account))
+    return HOLDS(account=acct.number, balance=acct.balance, currency=acct.currency)
 
 
 AGENT = Agent(

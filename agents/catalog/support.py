@@ -5,7 +5,6 @@ order_agent submits replacements that the customer confirms. The workflow ends w
 last message ends with "case complete.".
 """
 
-import json
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Literal
 
@@ -14,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from pydantic import Field
 
+from agents.runtime.sentences import Record, Sentence
 from agents.runtime.tools import Owned, ToolError, acting_for, tool
 
 from . import money
@@ -26,12 +26,29 @@ OrderNumber = Annotated[str, Field(pattern=r"^[0-9]{4,12}$", title=gettext_noop(
                                    description=gettext_noop("The order number, digits only"))]
 CENTS = Decimal("0.01")
 
+# what the tools answer, one sentence per shape: the model reads the English, the person their language
+# (agents/runtime/sentences.py)
+NO_ORDER = Sentence(gettext_noop("there is no order %(order)s on this customer's account"))
+ORDER_RECORD = Record(gettext_noop("Order %(order_id)s: %(item_name)s, %(amount)s, %(status)s."),
+                      keys=("order_id", "item_name", "amount", "status"), money=("amount",),
+                      choices={"status": dict(Order.Status.choices)})
+ALREADY_REFUNDED = Sentence(gettext_noop("Order %(order)s was already refunded."))
+TOO_MUCH = Sentence(gettext_noop("The refund (%(refund)s) is more than the amount of order %(order)s (%(amount)s)."),
+                    money=("refund", "amount"))
+REFUND_REPEATED = Sentence(gettext_noop("this refund was already submitted"))
+REFUNDED = Sentence(gettext_noop("Refund of %(amount)s %(currency)s recorded for order %(order)s (%(item)s)."),
+                    money=("amount",))
+REPLACEMENT_REPEATED = Sentence(gettext_noop("this replacement was already submitted"))
+SHIPPING = (gettext_noop("standard"), gettext_noop("express"))  # the words of shipping_preference's values
+REPLACED = Sentence(gettext_noop("Replacement for order %(order)s (%(item)s) will ship by %(shipping)s delivery."),
+                    words=("shipping",))
+
 
 def _order(ctx, number, lock=False):
     qs = Order.objects.select_for_update() if lock else Order.objects
     order = qs.filter(number=number, owner=ctx.user).first()
     if order is None:
-        raise ToolError(f"there is no order {number} on this customer's account")
+        raise ToolError(NO_ORDER(order=number))
     return order
 
 
@@ -55,8 +72,8 @@ def _client_context(ctx):
 def lookup_order_details(ctx, order_id: OrderNumber):
     """Return the details of one of the customer's orders."""
     order = _order(ctx, order_id)
-    return json.dumps({"order_id": order.number, "item_name": order.item_name,
-                       "amount": f"{order.amount} {order.currency}", "status": order.status})
+    return ORDER_RECORD(order_id=order.number, item_name=order.item_name, amount=f"{order.amount} {order.currency}",
+                        status=order.status)
 
 
 def _cents(amount):
@@ -67,9 +84,9 @@ def _refund_refused(order, value):
     """(msgid, values) of what submit_refund refuses of this order (the customer's own) whatever happens
     before it runs, or None: asked by the tool as it runs and by its up-front check (refuses=)."""
     if order.status == Order.Status.REFUNDED:
-        return gettext_noop("Order %(order)s was already refunded."), {"order": order.number}
+        return ALREADY_REFUNDED.msgid, {"order": order.number}
     if value > order.amount:
-        return gettext_noop("The refund (%(refund)s) is more than the amount of order %(order)s (%(amount)s)."), {
+        return TOO_MUCH.msgid, {
             "refund": value, "order": order.number, "amount": order.amount}
     return None
 
@@ -119,8 +136,8 @@ def submit_refund(
             order.status = Order.Status.REFUNDED
             order.save(update_fields=["status"])
     except IntegrityError as exc:  # the unique tool_call_ref: this call already refunded
-        raise ToolError("this refund was already submitted") from exc
-    return f"Refund of {value} {order.currency} recorded for order {order_id} ({order.item_name})."
+        raise ToolError(REFUND_REPEATED()) from exc
+    return REFUNDED(amount=value, currency=order.currency, order=order_id, item=order.item_name)
 
 
 @tool(
@@ -154,8 +171,8 @@ def submit_replacement(
             order.status = Order.Status.REPLACEMENT_SENT
             order.save(update_fields=["status"])
     except IntegrityError as exc:
-        raise ToolError("this replacement was already submitted") from exc
-    return f"Replacement for order {order_id} ({order.item_name}) will ship by {shipping_preference} delivery."
+        raise ToolError(REPLACEMENT_REPEATED()) from exc
+    return REPLACED(order=order_id, item=order.item_name, shipping=shipping_preference)
 
 
 _ENDING = 'When the case is resolved (or cannot be), tell the customer and end your message with "Case complete."'

@@ -21,9 +21,11 @@ from typing import Any
 import pydantic
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from approvals import argument_errors, registry
+
+from .sentences import Sentence
 
 
 @dataclass
@@ -103,9 +105,13 @@ class Owned:
         return f"{self.kind} {self.ref}"
 
 
+# "account 1234567890 is not yours": the kind is a msgid of its own (Owned.kind)
+NOT_YOURS = Sentence(gettext_noop("%(kind)s %(ref)s is not yours"), words=("kind",))
+
+
 class NotYours(ToolError):
     def __init__(self, obj: Owned):
-        super().__init__(f"{obj.label} is not yours")
+        super().__init__(NOT_YOURS(kind=obj.kind, ref=obj.ref))
         self.obj = obj
 
 

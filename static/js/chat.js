@@ -453,7 +453,8 @@
     const argsEl = el("pre", { class: "tool-args" });
     const argsLabel = el("summary", { text: gettext("Arguments") });
     const resultEl = el("pre", { class: "tool-result-body" });
-    const resultBox = el("div", { class: "tool-result", hidden: true }, el("div", { class: "tool-section-label", text: gettext("Result") }), resultEl);
+    const resultLabel = el("div", { class: "tool-section-label", text: gettext("Result") });
+    const resultBox = el("div", { class: "tool-result", hidden: true }, resultLabel, resultEl);
     const outcomeEl = el("p", { class: "tool-outcome", hidden: true });
     const root = el(
       "div",
@@ -464,7 +465,7 @@
       outcomeEl,
       resultBox
     );
-    card = { el: root, nameEl, titleEl, statusEl, argsEl, argsLabel, argsText: "", resultEl, resultBox, outcomeEl, name: name || "" };
+    card = { el: root, nameEl, titleEl, statusEl, argsEl, argsLabel, argsText: "", resultEl, resultLabel, resultBox, outcomeEl, name: name || "" };
     toolCards.set(key, card);
     parent.querySelector(".msg-tools").appendChild(root);
     if (toolResults.has(key)) setToolResult(key, toolResults.get(key));
@@ -534,7 +535,9 @@
     if (card.argsText && card.argsText.length > 400) card.el.querySelector(".tool-args-box").open = false;
   }
 
-  /* CUSTOM tool_outcome {toolCallId, status, message, result}: how the call ended, for the person. */
+  /* CUSTOM tool_outcome {toolCallId, status, message, result, said}: how the call ended, for the person.
+     `result` is the tool's answer as the model reads it (English); `said` the same in the reader's language,
+     when the tool words it: then the card says that, and keeps the result as what the assistant was told. */
   function setOutcome(value) {
     if (!value || value.toolCallId === undefined) return;
     const key = String(value.toolCallId);
@@ -557,8 +560,10 @@
     }
     card.resultBox.hidden = !ran || !value.result;
     if (ran && value.result) V.set(card.resultEl, prettyJSON(value.result));
-    card.outcomeEl.hidden = ran || !value.message;
-    V.set(card.outcomeEl, ran ? "" : value.message || "");
+    card.resultLabel.textContent = ran && value.said ? gettext("What the assistant was told") : gettext("Result");
+    const words = ran ? value.said || "" : value.message || "";
+    card.outcomeEl.hidden = !words;
+    V.set(card.outcomeEl, words);
     updateComposer();
   }
 

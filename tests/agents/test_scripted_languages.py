@@ -25,8 +25,8 @@ def test_every_starter_prompt_exists_in_every_language(code):
             assert [understood(s) for s in said] == [(p, code) for p in prompts]
 
 
-@pytest.mark.parametrize("code, words", [("id", "Saya akan mentransfer 500.00 USD"), ("fr", "Je vais virer 500.00 USD"),
-                                         ("pt-br", "Vou transferir 500.00 USD"), ("zh-hans", "转账 500.00 USD")])
+@pytest.mark.parametrize("code, words", [("id", "Saya akan mentransfer 500,00 USD"), ("fr", "Je vais virer 500,00 USD"),
+                                         ("pt-br", "Vou transferir 500,00 USD"), ("zh-hans", "转账 500.00 USD")])
 def test_a_starter_in_another_language_is_answered_in_it(code, words):
     with translation.override(code):
         prompt = starters("banking")[0]
@@ -48,8 +48,9 @@ def test_the_tool_result_is_retold_in_the_language_of_the_conversation():
          "New balance of 1234567890: 550.00 USD."},
     ]
     text = scripted_reply(messages, BANKING_TOOLS)["text"]
+    # the amounts the tool wrote for the model ("450.00") as the language writes them
     assert text == ("Selesai. Peninjau mengubah amount dari 500.0 menjadi 450.0 sebelum menyetujui. Berhasil "
-                    "mentransfer 450.00 USD dari 1234567890 ke 0987654321. Saldo baru 1234567890: 550.00 USD.")
+                    "mentransfer 450,00 USD dari 1234567890 ke 0987654321. Saldo baru 1234567890: 550,00 USD.")
 
 
 def test_a_message_typed_in_english_is_answered_in_english_whatever_the_page_language():

@@ -4,6 +4,8 @@ import re
 
 from django.utils.translation import gettext as _
 
+from agents.catalog import money
+
 from .common import ARGS_PACE, call
 
 _AMOUNT = r"\$?\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s*(?P<cur>usd|eur|gbp|dollars?|euros?|pounds?)?"
@@ -24,7 +26,7 @@ def banking_reply(text, names):
         args = {"from_account": match["src"], "to_account": match["dst"], "amount": amount, "currency": currency}
         return {
             "text": _("I'll transfer %(amount)s %(currency)s from account %(src)s to account %(dst)s. Transfers are "
-                      "reviewed before they happen.") % {"amount": f"{amount:.2f}", "currency": currency,
+                      "reviewed before they happen.") % {"amount": money.shown(amount), "currency": currency,
                                                           "src": match["src"], "dst": match["dst"]},
             "tool_calls": [call("transfer_money", args)],
         }

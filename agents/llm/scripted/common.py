@@ -4,7 +4,10 @@ import json
 import re
 import uuid
 
+from django.utils import translation
 from django.utils.translation import gettext as _
+
+from agents.runtime.sentences import person_words
 
 # seconds per streamed argument chunk: the demo's calls stream as a model's do, so a person watches
 # the card (and a predicted state) fill in; an instant stream reaches the page as one frame
@@ -76,25 +79,19 @@ def _edit(part):
     return field, old, new
 
 
-# The demo tools' results as the person is told them in their language; the model's own copy of a
-# result (the tool message) stays as the tool wrote it.
-_RESULTS = [
-    (re.compile(r"^Transferred (?P<amount>\S+) (?P<currency>[A-Z]{3}) from (?P<src>\d+) to (?P<dst>\d+)\. "
-                r"New balance of \d+: (?P<balance>\S+) [A-Z]{3}\.$"),
-     lambda m: _("Transferred %(amount)s %(currency)s from %(src)s to %(dst)s. New balance of %(src)s: "
-                 "%(balance)s %(currency)s.") % m.groupdict()),
-    (re.compile(r"^Account (?P<account>\d+) holds (?P<balance>\S+) (?P<currency>[A-Z]{3})\.$"),
-     lambda m: _("Account %(account)s holds %(balance)s %(currency)s.") % m.groupdict()),
-    (re.compile(r"^Subscription (?P<sub>\S+) \((?P<plan>[^)]*)\) is cancelled\.$"),
-     lambda m: _("Subscription %(sub)s (%(plan)s) is cancelled.") % m.groupdict()),
-    (re.compile(r"^Subscription (?P<sub>\S+) was already cancelled\.$"),
-     lambda m: _("Subscription %(sub)s was already cancelled.") % m.groupdict()),
-]
+# The "Error: …, so <tool> was not executed." the runner wraps a refusal in before policy is asked
+_NOT_EXECUTED = re.compile(r"^(?P<why>.*), so \w+ was not executed\.$", re.S)
 
 
 def retell_result(result):
-    for pattern, say in _RESULTS:
-        found = pattern.match(result.strip())
-        if found:
-            return say(found)
-    return result
+    """A tool's result or refusal as the person is told it in their language: in the tool's own sentence
+    (agents/runtime/sentences.py); the model's own copy of the result (the tool message) stays as the tool
+    wrote it. A result no sentence words is quoted as the tool wrote it."""
+    text = result.strip()
+    refused = _NOT_EXECUTED.match(text)
+    said = person_words(refused["why"] if refused else text)
+    if said is not None:
+        return _("%(why)s, so it was not done.") % {"why": said} if refused else said
+    if translation.get_language() in (None, "en"):
+        return result
+    return _("the tool answered: “%(result)s”") % {"result": text}
