@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
+
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
 
 from state import services as state_services
 
@@ -16,11 +21,37 @@ HANDOFF_PREFIX = "handoff_to_"
 REQUEST_INFO = "request_info"
 
 
+# the demo's closing words: a model told in English ends its message with "Case complete."; the offline demo
+# model, answering in the customer's language, with these words in it
+CASE_COMPLETE = gettext_noop("%(reply)s Case complete.")
+
+
+def case_complete(reply):
+    """`reply`, closed as the demo's workflow ends a case, in the active language."""
+    return gettext(CASE_COMPLETE) % {"reply": reply}
+
+
+@cache
+def _closings(_languages):
+    out = {"case complete."}
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            out.add(gettext(CASE_COMPLETE).rsplit("%(reply)s", 1)[-1].strip().lower())
+    return tuple(word for word in out if word)
+
+
+def ends_case(text):
+    """Whether `text` closes the case, in English or in any language of the site."""
+    said = (text or "").strip().lower()
+    return any(said.endswith(word) for word in _closings(tuple(settings.LANGUAGES)))
+
+
 def ends_with_case_complete(conversation):
-    """The demo's termination condition: the last assistant message ends with "case complete."."""
+    """The demo's termination condition: the last assistant message ends with "case complete." (or the
+    same words in the language it was said in)."""
     for msg in reversed(conversation):
         if msg["role"] == "assistant" and msg["content"]:
-            return msg["content"].strip().lower().endswith("case complete.")
+            return ends_case(msg["content"])
     return False
 
 

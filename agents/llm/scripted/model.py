@@ -52,13 +52,21 @@ def scripted_reply(messages, tools):
 
     A starter prompt typed in another of LANGUAGES is read as its English original, and the reply
     is said in the language of the person's latest message (the scripts match English; what they
-    say is marked for translation). Anything else is answered in English, as the scripts read it.
+    say is marked for translation). Anything else is answered in English, as the scripts read it,
+    except that a message they do not understand at all is told so in the active language (the chat
+    owner's, in a run's worker): in what language it was typed the scripts cannot tell.
     """
     if messages and messages[0].get("content") == SELF_CHECK_SYSTEM:
         return self_check_reply(messages)
+    ambient = translation.get_language()
     messages, language = _read_in_english(messages)
     with translation.override(language):
-        return _reply(messages, tools)
+        reply = _reply(messages, tools)
+    if reply is None:
+        with translation.override(ambient):
+            reply = {"text": _("I'm the offline demo model, so I only understand the demo requests. A new chat "
+                               "with this assistant lists them.")}
+    return reply
 
 
 def _read_in_english(messages):
@@ -69,7 +77,7 @@ def _read_in_english(messages):
         if msg.get("role") == "user" and isinstance(msg.get("content"), str):
             english, said_in = understood(msg["content"])
             language = said_in or "en"
-            msg = {**msg, "content": english}
+            msg = {**msg, "content": english, "typed": msg["content"]}  # typed: what the person wrote
         elif msg.get("role") == "user":
             language = "en"
         out.append(msg)
@@ -125,6 +133,4 @@ def _reply(messages, tools):
         return state_demo
     if "write_file" in names:
         return {"text": OPS_HELP}
-    # the chat shows the demo requests in an empty conversation only
-    return {"text": _("I'm the offline demo model, so I only understand the demo requests. A new chat with "
-                      "this assistant lists them.")}
+    return None  # the chat shows the demo requests in an empty conversation only: said by scripted_reply
