@@ -81,7 +81,9 @@ def env_choice(name, default, choices):
 
 
 def env_url(name, default):
-    """The site's address as people reach it: scheme, host, and a path if the site lives under one."""
+    """The site's address as people reach it: scheme, host and port. No path: the site is served at the root
+    of its host (its pages, scripts, sockets and API use root paths such as /ws/ and /api/), so a link
+    under a path reached nothing else of the site; such a value stops the start."""
     from urllib.parse import urlsplit
 
     value = _env(name) or default
@@ -92,7 +94,11 @@ def env_url(name, default):
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
         raise ImproperlyConfigured(f"{name}={value!r} is not an http:// or https:// address (the site's scheme, "
-                                   "host and port, and its path if it has one, such as https://inbox.example.com)")
+                                   "host and port, such as https://inbox.example.com)")
+    if parts.path not in ("", "/"):
+        raise ImproperlyConfigured(f"{name}={value!r} has a path: the site must be served at the root of its host "
+                                   "(its pages, sockets and API use root paths), so give its scheme, host and port "
+                                   "only, such as https://inbox.example.com")
     return value
 
 

@@ -69,6 +69,10 @@ def test_numbers_read_from_the_environment(tmp_path):
     ("AGUI_PUBLIC_URL", "https://", "AGUI_PUBLIC_URL='https://' is not an http:// or https:// address"),
     ("AGUI_PUBLIC_URL", "https://inbox.example.com/?next=1",
      "AGUI_PUBLIC_URL='https://inbox.example.com/?next=1' is not an http:// or https:// address"),
+    # taken, but the site cannot be served under a path (root paths in pages, scripts, sockets, API):
+    # the mail links led to the one prefix under which nothing else worked
+    ("AGUI_PUBLIC_URL", "https://example.com/approvals/",
+     "AGUI_PUBLIC_URL='https://example.com/approvals/' has a path: the site must be served at the root of its host"),
 ])
 def test_a_bad_word_or_address_stops_the_start(name, value, says, tmp_path):
     out = run_django("", **{name: value}, AGUI_VAR_DIR=str(tmp_path))
@@ -78,10 +82,10 @@ def test_a_bad_word_or_address_stops_the_start(name, value, says, tmp_path):
 
 def test_words_and_addresses_read_from_the_environment(tmp_path):
     out = run_django("from django.conf import settings as s; print(s.AGUI_SANDBOX_BWRAP, s.AGUI_PUBLIC_URL)",
-                     AGUI_SANDBOX_BWRAP=" Required ", AGUI_PUBLIC_URL=" https://example.com/inbox/ ",
+                     AGUI_SANDBOX_BWRAP=" Required ", AGUI_PUBLIC_URL=" https://example.com:8443/ ",
                      AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["required", "https://example.com/inbox/"]
+    assert out.stdout.split() == ["required", "https://example.com:8443/"]
 
 
 @pytest.mark.parametrize("value", ["whsec_@@@", "whsec_", "short"])
