@@ -101,6 +101,10 @@ def test_an_edited_transfer_shows_what_ran_and_who_the_chat_waits_for(people):
     expect(approval).to_contain_text("finn changed this before approving")
     expect(card.locator(".tool-status")).to_have_text("Done", timeout=T)
     expect(card.locator(".tool-result")).to_contain_text("Transferred 450.00 USD", timeout=T)
+    # the tool's own sentence for the person (in their language); the raw result is what the assistant was told
+    expect(card.locator(".tool-outcome")).to_have_text(re.compile(
+        r"^Transferred 450\.00 USD from 1234567890 to 0987654321\. New balance of 1234567890: [\d,]+\.\d\d USD\.$"))
+    expect(card.locator(".tool-result .tool-section-label")).to_have_text("What the assistant was told")
     reply = page.locator(".msg-assistant .msg-body", has_text="Transferred 450.00 USD").last
     expect(reply).to_contain_text(f"The reviewer changed amount from {amount}.00 USD to 450.00 USD")
     expect(status).to_be_hidden(timeout=T)
