@@ -31,13 +31,13 @@ def _pretty(text):
 @login_required
 def request_conversation(request, approval_id):
     if not is_reviewer(request.user):
-        raise PermissionDenied(_("the inbox is for reviewers"))
+        raise PermissionDenied(_("The inbox is for reviewers."))
     approval = (approval_selectors.visible_requests(user=request.user).filter(pk=approval_id)
                 .select_related("requester").first())
     if approval is None or not approval.thread_ref:
         raise Http404("no such request")
     if not (is_admin(request.user) or approval_services.can_decide(request.user, approval)):
-        raise PermissionDenied(_("only the reviewers who decide this request may read its conversation"))
+        raise PermissionDenied(_("Only the reviewers who decide this request may read its conversation."))
     thread = one(Thread.objects.filter(pk=approval.thread_ref))
     if thread is None:
         raise Http404("the conversation was deleted")

@@ -38,13 +38,13 @@ def _json(request, payload, status, look_up_token=True):
 
 
 def _reason(exception):
-    """The PermissionDenied's own message, when the view gave one for people ("the inbox is for
-    reviewers"), as a sentence; Django's own carry none."""
+    """The PermissionDenied's own message, when the view gave one for people ("The inbox is for
+    reviewers."): a whole translated sentence, its capital and full stop the language's own (an
+    ASCII "." added here ended a Chinese one); Django's own carry none."""
     text = str(exception or "").strip() if exception is not None else ""
     if not text or text.startswith("<"):
         return ""
-    text = text[0].upper() + text[1:]
-    return text if text.endswith((".", "!", "?")) else text + "."
+    return text
 
 
 def bad_request(request, exception=None):

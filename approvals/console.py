@@ -45,7 +45,7 @@ def admin_required(view):
     @login_required
     def wrapped(request, *args, **kwargs):
         if not is_admin(request.user):
-            raise PermissionDenied(gettext("the policy console is for admins"))
+            raise PermissionDenied(gettext("The policy console is for admins."))
         return view(request, *args, **kwargs)
 
     return wrapped

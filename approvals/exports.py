@@ -73,6 +73,8 @@ def audit_csv_response(events, staff=True):
             return ""
         return summary(SimpleNamespace(action=action, object_ref=ref, before=before, after=after), language)
 
+    # created_at stays UTC ISO 8601 whoever asks (a machine output: sorted and parsed as it is); the
+    # audit page writes the same moment the reader's way
     rows = ([pk, created.isoformat(), action, actor or "", request or "", tool, ref, audit_for(before, staff),
              audit_for(after, staff), said(action, ref, before, after)]
             for pk, created, action, actor, request, tool, ref, before, after

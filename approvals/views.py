@@ -44,7 +44,7 @@ def reviewer_required(view):
     @login_required
     def wrapped(request, *args, **kwargs):
         if not is_reviewer(request.user):
-            raise PermissionDenied(_("the inbox is for reviewers"))
+            raise PermissionDenied(_("The inbox is for reviewers."))
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -179,17 +179,69 @@ def undo_toast(request):
     if not rows:
         return None
     verb = {"approve": _("Approved"), "reject": _("Rejected"), "respond": _("Answered with guidance")}[rows[0].decision]
+    outcome = verb
     if len(rows) == 1:
         req = rows[0].request
         what = said(req, "description") or req.tool_name
+        text = _("%(what)s: %(why)s") % {"what": verb, "why": what}
         if rows[0].decision == "approve" and rows[0].arguments is not None:
-            verb = _("Approved with edits")
+            # what was approved, not the agent's headline: it names the amount it asked ("500.00"), not
+            # the 450 the reviewer approved
+            edits = edits_said(req.tool_name, req.current_arguments, rows[0].arguments)
+            outcome = text = _("Approved with edits: %(changes)s") % {"changes": edits} if edits else _("Approved with edits")
     else:
         what = ngettext("%(count)s request", "%(count)s requests", len(rows)) % {"count": len(rows)}
-    return {"ids": ",".join(str(r.pk) for r in rows), "text": _("%(what)s: %(why)s") % {"what": verb, "why": what},
+        text = _("%(what)s: %(why)s") % {"what": verb, "why": what}
+    return {"ids": ",".join(str(r.pk) for r in rows), "text": text, "outcome": outcome,
             "due_at": max(r.due_at for r in rows), "request_id": rows[0].request_id,
             # which request a later "Not sent" is about, on a page that is not its own
             "what": what if len(rows) == 1 else ""}
+
+
+def edits_said(tool_name, before, after, most=4):
+    """An edit in the words of the page's diff: "Amount: 500 → 450; Currency: USD → EUR", each field by
+    its label (as static/js/schema-editor.js names it), the first `most` and how many more."""
+    labels = reader_schema.labels(tool_name)
+    changes = []
+
+    def shown(value):
+        if value is _NONE:
+            return _("(none)")
+        if value == "":
+            return _("(empty)")
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    def name(path):
+        parts = []
+        for i, p in enumerate(path):
+            if isinstance(p, int):
+                parts.append(f"#{p + 1}")
+                continue
+            key = ".".join("*" if isinstance(q, int) else q for q in path[:i + 1])
+            parts.append(labels.get(key) or p.replace("_", " "))
+        return " › ".join(parts) or _("(arguments)")
+
+    def walk(a, b, path):
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in list(a) + [k for k in b if k not in a]:
+                walk(a.get(key, _NONE), b.get(key, _NONE), (*path, key))
+        elif isinstance(a, list) and isinstance(b, list):
+            for i in range(max(len(a), len(b))):
+                walk(a[i] if i < len(a) else _NONE, b[i] if i < len(b) else _NONE, (*path, i))
+        elif a != b or isinstance(a, bool) != isinstance(b, bool):
+            changes.append(f"{name(path)}: {shown(a)} → {shown(b)}")
+
+    walk(before, after, ())
+    text = "; ".join(changes[:most])
+    if len(changes) > most:
+        text += " " + ngettext("(and %(count)s more change)", "(and %(count)s more changes)",
+                               len(changes) - most) % {"count": len(changes) - most}
+    return text
+
+
+_NONE = object()  # edits_said: a field one side lacks
 
 
 @require_POST

@@ -299,7 +299,7 @@
       render(["r" + i + ":remove", "add-rule"]); // the next rule's Remove (now at this place), else "Add rule"
       sync();
     }, false, "remove");
-    head.append(el("strong", {}, fmt(gettext("Rule %(rule)s"), { rule: i + 1 })), field(gettext("Name"), name, "field-name"), field(gettext("Then"), action), alwaysLabel, tools);
+    head.append(el("strong", {}, fmt(gettext("Rule %(rule)s"), { rule: i + 1 })), field(gettext("Name"), name, "field-name"), field(pgettext("rule", "Then"), action), alwaysLabel, tools);
     li.appendChild(head);
     if (b.raw !== null && !b.always) {
       const note = el("p", { className: "rule-json-only" }, gettext("This rule nests conditions deeper than the builder shows; edit it as JSON:") + " ");
@@ -313,7 +313,7 @@
         b.match = match.value;
         sync();
       });
-      li.appendChild(field(gettext("When"), match, "field-match"));
+      li.appendChild(field(pgettext("rule", "When"), match, "field-match"));
       const list = el("ol", { className: "cond-list" });
       b.conds.forEach((c, j) => list.appendChild(condRow(b, i, c, j)));
       li.appendChild(list);
