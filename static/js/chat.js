@@ -1738,9 +1738,39 @@
 
   /* ------------------------------------------------------------------ events */
 
+  /* A run the server took that no worker has started (every worker busy, or none running: a deployment
+     that left out its worker read "answering…" for good): with nothing from the run for QUEUED_CHECK_MS,
+     the page asks the run's status and, while it is still queued, says so instead. */
+  const QUEUED_CHECK_MS = 6000;
+  let queuedTimer = null;
+
+  function watchQueued(runId) {
+    clearTimeout(queuedTimer);
+    queuedTimer = setTimeout(async () => {
+      try {
+        const res = await window.aguiFetch("/api/runs/" + encodeURIComponent(runId) + "/", {
+          credentials: "same-origin", headers: { Accept: "application/json" }, cache: "no-store" });
+        const data = res.ok ? await res.json() : null;
+        if (!data || data.status !== "queued" || !run.active || run.id !== runId || queuedTimer === null) return;
+        setRunStatus("queued", gettext("Waiting to start: no worker of this service has taken the answer yet. It starts as soon as one does."));
+        watchQueued(runId); // and asked again, until the run says something
+      } catch (e) {
+        /* offline: the socket's own state says so */
+      }
+    }, QUEUED_CHECK_MS);
+  }
+
+  function runMoved(ev) {
+    if (ev.type === "RUN_STARTED" || queuedTimer === null) return;
+    clearTimeout(queuedTimer);
+    queuedTimer = null;
+    if (runStatus.dataset.state === "queued") setRunStatus("running", fmt(gettext("%(agent)s is answering…"), { agent: agentTitle() }));
+  }
+
   function handleEvent(ev) {
     if (!ev || typeof ev !== "object") return;
     aguiChat.events.push(ev);
+    runMoved(ev);
     document.dispatchEvent(new CustomEvent("agui:event", { detail: ev })); // for add-ons (chat-questions.js)
     switch (ev.type) {
       case "MESSAGES_SNAPSHOT":
@@ -1780,6 +1810,7 @@
         run.active = true;
         run.stopping = false;
         setRunStatus("running", fmt(gettext("%(agent)s is answering…"), { agent: agentTitle() }));
+        if (run.id) watchQueued(run.id);
         updateComposer();
         break;
       case "RUN_FINISHED": {
