@@ -11,6 +11,8 @@ class ApprovalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        import agui_project.checks  # noqa: F401  the product's deploy checks (manage.py check --deploy)
+
         from . import account_audit  # noqa: F401  account and membership changes in the audit log (its receivers)
 
         # the requests' mail (approvals/mail.py) goes through it: a misspelt backend failed at the

@@ -56,3 +56,18 @@ class Command(BaseCommand):
                 "env": {"AGUI_NOTES_FILE": os.environ.get("AGUI_NOTES_FILE")
                         or str(settings.BASE_DIR / "var" / "mcp-notes.json")}}, refresh=False)
         self.stdout.write(self.style.SUCCESS(f"demo data ready (password for every demo user: {password})"))
+        if not settings.DEBUG:  # not refused: the benchmarks seed a stack that runs with DEBUG off
+            self.warn_production(password)
+
+    def warn_production(self, password):
+        """With DJANGO_DEBUG=0 this ran silently and left a superuser admin / agui-demo in a production database."""
+        known = [u.username + (" (a superuser)" if u.is_superuser else "")
+                 for u in User.objects.filter(username__in=[name for name, _, _ in USERS]).order_by("pk")
+                 if u.check_password(password)]
+        if not known:
+            return
+        said = "the published demo password" if password == "agui-demo" else "DEMO_PASSWORD"
+        self.stderr.write(self.style.WARNING(
+            f"WARNING: DJANGO_DEBUG=0, and these accounts sign in with {said} ({password}): {', '.join(known)}. "
+            "seed_demo is for demos. On a real site delete them or change their passwords, and create the "
+            "first admin with `manage.py createsuperuser`."))
