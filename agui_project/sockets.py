@@ -123,10 +123,27 @@ def _scheme_source():
     return f"the connection's scheme or the proxy's {proxy[0].removeprefix('HTTP_').replace('_', '-')} header"
 
 
+# the reasons this process has logged a refusal for: each is one WARNING, not one per attempt (every
+# open page retries about 13 times a minute, so a proxy's mistake wrote thousands of identical lines);
+# bounded, since an Origin is anyone's to make up (past it, each refusal is logged as before)
+_TOLD_MAX = 256
+_told = set()
+
+
+def tell_refusal(path, refusal):
+    if refusal in _told:
+        log.debug("WebSocket refused on %s: %s", path, refusal)
+        return
+    if len(_told) < _TOLD_MAX:
+        _told.add(refusal)
+    log.warning("WebSocket refused on %s: %s (said once per process and reason; the pages keep retrying)",
+                path, refusal)
+
+
 class SameOriginValidator:
     """ASGI middleware: refuse a WebSocket whose Origin is not the site's own or a trusted one, and
-    say why in the log: Daphne's access log shows only WSREJECT, and a proxy that loses the scheme
-    or the port makes every socket of the site refused while its pages work."""
+    say why in the log, once per reason: Daphne's access log shows only WSREJECT, and a proxy that
+    loses the scheme or the port makes every socket of the site refused while its pages work."""
 
     def __init__(self, application):
         self.application = application
@@ -135,7 +152,7 @@ class SameOriginValidator:
         if scope["type"] == "websocket":
             refusal = origin_refusal(scope)
             if refusal is not None:
-                log.warning("WebSocket refused on %s: %s", scope.get("path", ""), refusal)
+                tell_refusal(scope.get("path", ""), refusal)
                 return await WebsocketDenier()(scope, receive, send)
         return await self.application(scope, receive, send)
 

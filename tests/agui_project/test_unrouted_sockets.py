@@ -40,3 +40,29 @@ async def test_the_served_paths_still_reach_their_consumers():
     """Anonymous: the consumer itself answers (4401), not the catch-all."""
     assert await handshake("/ws/inbox/") == (True, CLOSE_LOGGED_OUT)
     assert await handshake("/ws/threads/abc/") == (True, CLOSE_LOGGED_OUT)
+
+
+async def test_a_refused_origin_is_logged_once_per_reason_not_per_attempt(caplog, monkeypatch):
+    """A proxy that loses the scheme refuses every socket of every open page, each retrying ~13 times a
+    minute: one WARNING says why, the retries are at DEBUG; another reason is said once too."""
+    from agui_project import sockets
+
+    monkeypatch.setattr(sockets, "_told", set())
+
+    async def refused(origin):
+        comm = WebsocketCommunicator(application, "/ws/inbox/", headers=[(b"host", b"localhost:8000"),
+                                                                          (b"origin", origin)])
+        try:
+            assert (await comm.connect(timeout=5))[0] is False
+        finally:
+            await comm.disconnect()
+
+    with caplog.at_level(logging.DEBUG, logger="agui_project.sockets"):
+        for _ in range(5):
+            await refused(b"https://localhost:8000")
+        await refused(b"https://evil.example")
+    warned = [r.getMessage() for r in caplog.records if r.name == "agui_project.sockets" and r.levelno == logging.WARNING]
+    assert len(warned) == 2, warned
+    assert "'https://localhost:8000' is neither this site (http://localhost:8000" in warned[0]
+    assert "evil.example" in warned[1]
+    assert len([r for r in caplog.records if r.name == "agui_project.sockets" and r.levelno == logging.DEBUG]) == 4
