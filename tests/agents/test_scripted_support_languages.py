@@ -67,3 +67,25 @@ def test_the_support_workflow_asks_its_questions_in_the_language_of_the_starter(
     assert asked["text"] == "J’ai d’abord besoin d’une précision de votre part."
     question = json.loads(asked["tool_calls"][0]["arguments"])["message"]
     assert question == "Quel est le numéro de la commande à rembourser ?"
+
+
+PLANNER_TOOLS = [{"function": {"name": n}} for n in ("generate_task_steps", "update_preferences")]
+
+
+def test_the_planners_starter_plan_is_in_the_language_it_was_typed_in():
+    with translation.override("fr"):
+        typed = starters("planner")[0]  # "Plan a birthday party"
+    reply = scripted_reply([{"role": "user", "content": typed}], PLANNER_TOOLS)
+    steps = json.loads(reply["tool_calls"][0]["arguments"])["steps"]
+    assert steps[0]["description"] == "Choisir une date et dresser la liste des invités"
+    english = scripted_reply([{"role": "user", "content": STARTERS["planner"][0]}], PLANNER_TOOLS)
+    assert json.loads(english["tool_calls"][0]["arguments"])["steps"][0]["description"] == \
+        "Pick a date and make a guest list"
+
+
+def test_a_demo_agents_help_lists_its_starters_in_the_chats_language():
+    with translation.override("zh-hans"):
+        reply = scripted_reply([{"role": "user", "content": "你好"}], PLANNER_TOOLS)
+        typed = starters("planner")
+    assert reply["text"].startswith("我是离线演示模型。试试：")
+    assert all(f"- *{prompt}*" in reply["text"] for prompt in typed)

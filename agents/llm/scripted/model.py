@@ -17,7 +17,7 @@ from .common import guidance, retell, text_of, tool_names
 from .notes import notes_reply
 from .ops import OPS_HELP, ops_reply
 from .self_check import self_check_reply
-from .starters import understood
+from .starters import starters, understood
 from .state import state_demo_reply
 from .support import support_reply
 
@@ -62,11 +62,18 @@ def scripted_reply(messages, tools):
     messages, language = _read_in_english(messages)
     with translation.override(language):
         reply = _reply(messages, tools)
-    if reply is None:
-        with translation.override(ambient):
-            reply = {"text": _("I'm the offline demo model, so I only understand the demo requests. A new chat "
-                               "with this assistant lists them.")}
+    if "help" in reply:  # said in the starter's language, else the chat's: what the person typed is not known
+        with translation.override(language if language != "en" else ambient):
+            reply = {"text": demo_help(reply["help"])}
     return reply
+
+
+def demo_help(agent):
+    """What the demo model understands: the agent's starter prompts (None: the chat lists them)."""
+    if agent is None:
+        return _("I'm the offline demo model, so I only understand the demo requests. A new chat with this "
+                 "assistant lists them.")
+    return _("I'm the offline demo model. Try:") + "\n\n" + "\n".join(f"- *{prompt}*" for prompt in starters(agent))
 
 
 def _read_in_english(messages):
@@ -133,4 +140,4 @@ def _reply(messages, tools):
         return state_demo
     if "write_file" in names:
         return {"text": OPS_HELP}
-    return None  # the chat shows the demo requests in an empty conversation only: said by scripted_reply
+    return {"help": None}  # the chat shows the demo requests in an empty conversation only

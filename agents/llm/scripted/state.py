@@ -11,7 +11,7 @@ import json
 import re
 
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_noop, ngettext
 
 from .common import ARGS_PACE, call
 
@@ -132,16 +132,17 @@ def _recipe(text, state):
         recipe = copy.deepcopy(PANCAKES if re.search(r"pancake", text, re.I) else CARBONARA)
         say = _("Here's your recipe: %(title)s!") % {"title": recipe["title"]}
     else:
-        return {"text": "I'm the offline demo model. Try:\n\n- *I want to make a classic Italian pasta carbonara*\n"
-                        "- *Make it vegetarian*\n- *Improve the recipe*"}
+        return {"help": "recipe"}
     return {"text": say, "tool_calls": [_call("update_recipe", {"recipe": recipe})], "args_pace": ARGS_PACE}
 
 
 # --- planner --------------------------------------------------------------------------------
 
 _PLANS = {
-    r"birthday|party": ["Pick a date and make a guest list", "Book or prepare the venue",
-                        "Send the invitations", "Order the cake and plan the food", "Decorate and set up"],
+    # the starter's plan ("Plan a birthday party"): said in the language the starter was typed in
+    r"birthday|party": [gettext_noop("Pick a date and make a guest list"), gettext_noop("Book or prepare the venue"),
+                        gettext_noop("Send the invitations"), gettext_noop("Order the cake and plan the food"),
+                        gettext_noop("Decorate and set up")],
     r"mov(e|ing)|relocat": ["Sort and declutter each room", "Book the movers or a van",
                             "Pack room by room and label the boxes", "Change your address with banks and services",
                             "Clean the old place and hand over the keys"],
@@ -153,7 +154,7 @@ _PLANS = {
 def _steps_for(task):
     for pattern, steps in _PLANS.items():
         if re.search(pattern, task, re.I):
-            return list(steps)
+            return [_(step) for step in steps]  # the other plans are English: their msgids are themselves
     topic = task.strip().rstrip(".!?") or "the task"
     return [f"Write down what done looks like for: {topic}", "List what you need and who can help",
             "Block time in your calendar", "Do the first small piece today", "Review progress and adjust"]
@@ -180,8 +181,7 @@ def _planner(text, state):
                                  "Here is a plan in %(count)s steps. Please confirm it before I make it your task list.",
                                  len(steps)) % {"count": len(steps)},
                 "tool_calls": [_call("generate_task_steps", {"steps": steps})], "args_pace": ARGS_PACE}
-    return {"text": "I'm the offline demo model. Try:\n\n- *Plan a birthday party*\n- *Add a step: buy candles*\n"
-                    "- *I prefer short tasks in the morning*"}
+    return {"help": "planner"}
 
 
 # --- writer ---------------------------------------------------------------------------------
@@ -212,5 +212,4 @@ def _writer(text, state):
                 "metadata": {**(doc.get("metadata") or {}), "words": len(content.split())}}
         return {"text": _("I added a conclusion; approve the revision to save it."),
                 "tool_calls": [_call("create_document", args)], "args_pace": ARGS_PACE}
-    return {"text": "I'm the offline demo model. Try:\n\n- *Write a short document about remote work*\n"
-                    "- *Revise it: add a conclusion*"}
+    return {"help": "writer"}
