@@ -332,6 +332,9 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "cele
 # No results are kept, so the (disabled) backend holds nothing per thread: one per process. Celery
 # otherwise builds a backend on every new thread, and under ASGI each request's publish runs on one.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
+# Celery's own format, with the logger's name as the web processes' lines have it: README names loggers
+# to look for (agui_project.agreement, agui_project.login_throttle), which a worker's and the beat's lines left out
+CELERY_WORKER_LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(name)s: %(message)s"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -70,3 +70,15 @@ def test_a_worker_freezes_what_it_made_at_start_before_each_fork_and_once_ready(
     # made after the first freeze: frozen when the worker is ready (a count of the frozen was off by a
     # few when another thread's garbage went meanwhile)
     assert unfrozen == 0
+
+
+def test_worker_and_beat_lines_name_their_logger():
+    """README says which logger to look for (agui_project.agreement): a worker's and the beat's lines
+    named none ("[…: WARNING/MainProcess] settings: …")."""
+    import logging
+
+    from agui_project.celery import app
+
+    record = logging.LogRecord("agui_project.agreement", logging.WARNING, __file__, 1, "settings: differ", None, None)
+    assert "WARNING/MainProcess] agui_project.agreement: settings: differ" in logging.Formatter(
+        app.conf.worker_log_format).format(record)
