@@ -26,6 +26,23 @@ class SecretPaths(logging.Filter):
         return True
 
 
+class UnknownHosts(logging.Filter):
+    """django.security.DisallowedHost: a request for a Host not in DJANGO_ALLOWED_HOSTS was an ERROR with a
+    15-line traceback naming ALLOWED_HOSTS, per request (scanners send such Hosts all day). One WARNING
+    line naming the variable to set and the Host, as the refused sockets and CSRF failures are said."""
+
+    def filter(self, record):
+        request = getattr(record, "request", None)
+        meta = getattr(request, "META", {})
+        host = meta.get("HTTP_HOST") or meta.get("SERVER_NAME", "")
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info = record.exc_text = record.stack_info = None
+        record.msg, record.args = ("request refused (400): Host %r is not in DJANGO_ALLOWED_HOSTS (%s %s); add it "
+                                   "there if it is this site's name, else let the proxy drop such requests",
+                                   (host, getattr(request, "method", "?"), getattr(request, "path", "?")))
+        return True
+
+
 def hide_secrets_in_access_log():
     """Daphne's access log (its own stream, not logging) writes each request's path: it writes it
     without a mail link's token. False when Daphne is not installed or has changed."""

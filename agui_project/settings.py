@@ -563,7 +563,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {"routine": {"()": "agui_project.logs.RoutineLines"}, "secrets": {"()": "agui_project.logs.SecretPaths"},
-                "outage": {"()": "agui_project.logs.OutageLines"}},
+                "outage": {"()": "agui_project.logs.OutageLines"}, "unknown_host": {"()": "agui_project.logs.UnknownHosts"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets", "outage"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -571,6 +571,7 @@ LOGGING = {
         # unfiltered: they go to the root's console only
         "django": {"handlers": [], "level": "INFO"},
         "daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"},
+        "django.security.DisallowedHost": {"filters": ["unknown_host"]},  # one line, not an ERROR with a traceback
         "celery.beat": _routine, "celery.worker.strategy": _routine, "celery.app.trace": _routine,
     },
 }

@@ -1,0 +1,30 @@
+"""A request for a Host the site does not serve is one WARNING line naming DJANGO_ALLOWED_HOSTS and the
+Host: it was an ERROR of django.security.DisallowedHost with a 15-line traceback naming ALLOWED_HOSTS,
+for each such request (internet scanners send them all day)."""
+
+import logging
+
+import pytest
+
+
+@pytest.fixture
+def allowed(settings):
+    settings.ALLOWED_HOSTS = ["agui.example"]
+
+
+def test_an_unknown_host_is_one_warning_line_naming_the_variable(client, allowed, caplog):
+    with caplog.at_level(logging.INFO):
+        response = client.get("/accounts/login/", HTTP_HOST="app.example.com")
+    assert response.status_code == 400
+    [record] = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    line = record.getMessage()
+    assert "DJANGO_ALLOWED_HOSTS" in line and "'app.example.com'" in line and "/accounts/login/" in line
+    assert "\n" not in line and "Traceback" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_known_host_logs_nothing_of_the_kind(client, allowed, caplog):
+    with caplog.at_level(logging.INFO):
+        client.get("/accounts/login/", HTTP_HOST="agui.example")
+    assert not [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
