@@ -116,9 +116,32 @@ def _failed(username, request):
         for key in _keys(username, request):
             # the window starts with the first failure (SET NX EX; INCR keeps the expiry)
             pipe.set(key, 0, ex=settings.AGUI_LOGIN_WINDOW_SECONDS, nx=True).incr(key)
-        pipe.execute()
+        _, account_n, _, address_n = pipe.execute()
     except redis.RedisError as exc:
         log.warning("sign-in failure not counted: Redis unreachable (%s)", exc)
+        return
+    _say_lockout(username, request, account_n, address_n)
+
+
+def _say_lockout(username, request, account_n, address_n):
+    """One WARNING per lockout (the failure whose count reaches the limit: INCR gives it to one process
+    only): a lockout was in Redis alone, and an operator asked why someone cannot sign in, or watching
+    for guessing, had nothing in the log. The account by name only when one has it: what was typed as
+    a name is sometimes a password."""
+    limit, window = settings.AGUI_LOGIN_MAX_FAILURES, settings.AGUI_LOGIN_WINDOW_SECONDS
+    if account_n == limit:
+        from django.contrib.auth import get_user_model
+
+        model = get_user_model()
+        known = model._default_manager.filter(**{f"{model.USERNAME_FIELD}__iexact": username.strip()}).exists()
+        log.warning("sign-in lockout: %s refuses %s for up to %s s after %s failed passwords from it "
+                    "(AGUI_LOGIN_MAX_FAILURES, AGUI_LOGIN_WINDOW_SECONDS)",
+                    f"account {username.strip()!r}" if known else "an account name nobody has",
+                    client_address(request), window, limit)
+    if address_n == limit * ADDRESS_FACTOR:
+        log.warning("sign-in lockout: every account refuses %s for up to %s s after %s failed passwords from it "
+                    "over all accounts (%s × AGUI_LOGIN_MAX_FAILURES)", client_address(request), window,
+                    limit * ADDRESS_FACTOR, ADDRESS_FACTOR)
 
 
 def _succeeded(username, request):

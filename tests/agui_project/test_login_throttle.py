@@ -157,3 +157,38 @@ def test_a_proxy_left_out_of_the_trusted_ones_is_named_in_the_log_once(client, d
     assert len(lines) == 1, lines
     assert "10.9.0.2" in lines[0] and "AGUI_TRUSTED_PROXIES" in lines[0] and "after 15 failed" in lines[0], lines
     assert redis_client().get("agui:login-failures-from:10.9.0.2") == b"2"  # both counted as the proxy
+
+
+def lockouts(caplog):
+    return [r for r in caplog.records if r.name == "agui_project.login_throttle" and "lockout" in r.getMessage()]
+
+
+def test_a_lockout_is_one_warning_naming_the_account_and_the_address(client, demo, caplog, settings):
+    """A lockout was in Redis only: nobody asked "why can't bob sign in" found it in any log."""
+    settings.AGUI_TRUSTED_PROXIES = ["127.0.0.1/32"]
+    with caplog.at_level("INFO", logger="agui_project.login_throttle"):
+        for _ in range(5):  # three failures lock; the refused tries after them are not new lockouts
+            client.post("/accounts/login/", {"username": "bob", "password": "Secr3t-guess"}, REMOTE_ADDR="127.0.0.1",
+                        HTTP_X_FORWARDED_FOR="203.0.113.5")
+    [record] = lockouts(caplog)
+    line = record.getMessage()
+    assert record.levelname == "WARNING"
+    assert "account 'bob'" in line and "203.0.113.5" in line and "3 failed passwords" in line
+    assert "Secr3t-guess" not in caplog.text  # never the password
+
+
+def test_a_lockout_of_a_name_nobody_has_does_not_write_that_name(client, demo, caplog):
+    """What was typed as the name is sometimes a password."""
+    with caplog.at_level("INFO", logger="agui_project.login_throttle"):
+        for _ in range(3):
+            sign_in(client, "hunter2-oops", "wrong")
+    [record] = lockouts(caplog)
+    assert "an account name nobody has" in record.getMessage() and "hunter2-oops" not in caplog.text
+
+
+def test_an_address_locked_out_of_every_account_is_said_once(client, demo, caplog):
+    with caplog.at_level("INFO", logger="agui_project.login_throttle"):
+        for n in range(3 * login_throttle.ADDRESS_FACTOR + 2):
+            sign_in(client, f"nobody-{n}", "wrong")
+    [record] = [r for r in lockouts(caplog) if "every account" in r.getMessage()]
+    assert HOME in record.getMessage() and "15 failed passwords" in record.getMessage()
