@@ -196,6 +196,8 @@ def policy_edit(request, tool_name):
         "source": "policy" if getattr(current, "pk", None) else "default",
         "may_save": may_save, "may_revert": may_revert,
         "defaults": defaults,
+        # in the reader's language, for `shown` (escaped once: {% translate … as %} had escaped it already)
+        "summary": gettext(defaults.summary) if defaults and defaults.summary else "",
         "schema": defaults.schema if defaults else {},
         "conditions_text": conditions_text,
         "paths": _paths_for(defaults.schema if defaults else {}),

@@ -404,3 +404,11 @@ def test_the_rule_builder_is_told_how_the_readers_messages_name_a_rule(admin):
     assert label and json.loads(label[1]) == "«rule %(number)s»", label
     errors = body[body.index('id="p-conditions-error"'):][:600]
     assert "««rule 1».when: path &#x27;args.&#x27; has an empty segment»" in errors, errors
+
+
+def test_a_tools_summary_in_french_is_escaped_once(admin):
+    """"Virer de l'argent d'un compte à un autre" read "Virer de l&#x27;argent…" on the page: the
+    translated summary was escaped by {% translate … as %} and again by the filter that shows it."""
+    body = admin.get("/policies/transfer_money/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "&amp;#x27;" not in body and "&amp;#39;" not in body
+    assert re.search(r"Virer de l(&#x27;|')argent d(&#x27;|')un compte", body)
