@@ -142,3 +142,16 @@ def test_the_audit_page_writes_times_the_readers_way_and_its_csv_stays_iso(demo)
     assert all(any(m in c for m in months) for c in cells), cells[:3]
     csv_text = b"".join(admin.get("/audit/export.csv").streaming_content).decode()
     assert re.search(r"\n[^,]+,\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?\+00:00,", csv_text)
+
+
+@pytest.mark.parametrize("language", ["fr", "id", "pt-br", "zh-hans"])
+def test_undo_and_cancel_are_two_words_on_the_inbox_screen(language):
+    """The confirmation's Cancel and the toast's Undo sit on one screen: French had "Annuler" for both
+    (and "Annulé" for a withdrawn request beside "Annulé : rien n'a été envoyé")."""
+    from django.utils import translation
+
+    with translation.override(language):
+        undo, cancel = translation.gettext("Undo"), translation.gettext("Cancel")
+        undone, cancelled = translation.gettext("Undone: nothing was sent."), translation.gettext("Cancelled")
+    assert undo != cancel
+    assert not undone.startswith(cancelled)
