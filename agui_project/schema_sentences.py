@@ -9,7 +9,7 @@ and forms) and a thread's shared state (state/services.py), which imports no app
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext
 
 
 def number(value):
@@ -23,7 +23,8 @@ def number(value):
 
 
 def choices(values):
-    return ", ".join(str(v) for v in values)
+    """Values listed the reader's way ("USD, EUR, GBP"; Chinese "USD、EUR、GBP")."""
+    return pgettext("list separator", ", ").join(str(v) for v in values)
 
 
 def form(description):

@@ -92,3 +92,8 @@ def test_a_union_argument_is_named_by_its_place_not_by_pydantics_members():
     with pytest.raises(ArgumentsInvalid) as exc:
         pick.validate({"limit": [1]})
     assert list(exc.value.errors) == ["limit"], exc.value.errors
+
+
+def test_choices_are_listed_the_readers_way():
+    with translation.override("zh-hans"):
+        assert errors_of({**GOOD, "currency": "JPY"})["currency"] == ["必须是以下值之一：USD、EUR、GBP。"]
