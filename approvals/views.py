@@ -198,7 +198,7 @@ def undo_toast(request):
             "what": what if len(rows) == 1 else ""}
 
 
-def edits_said(tool_name, before, after, most=4):
+def edits_said(tool_name, before, after, most=3):
     """An edit in the words of the page's diff: "Amount: 500 → 450; Currency: USD → EUR", each field by
     its label (as static/js/schema-editor.js names it), the first `most` and how many more."""
     labels = reader_schema.labels(tool_name)
@@ -224,6 +224,9 @@ def edits_said(tool_name, before, after, most=4):
         return " › ".join(parts) or _("(arguments)")
 
     def walk(a, b, path):
+        if a is _NONE and isinstance(b, (dict, list)) or b is _NONE and isinstance(a, (dict, list)):
+            empty = type(b if a is _NONE else a)()  # a field added or removed whole: each of its leaves
+            a, b = (empty, b) if a is _NONE else (a, empty)
         if isinstance(a, dict) and isinstance(b, dict):
             for key in list(a) + [k for k in b if k not in a]:
                 walk(a.get(key, _NONE), b.get(key, _NONE), (*path, key))

@@ -44,6 +44,9 @@
   // the reviewer's setting (/settings/, Profile.inbox_keys): off, no single key acts on these pages
   // (WCAG 2.1.4: a speech-input user's stray word, letters typed with the focus on the page)
   const singleKeys = (document.getElementById("keys-dialog") || { dataset: {} }).dataset.singleKeys !== "off";
+  // a touch screen without a keyboard (a phone): the keys still work with one, but no sentence names them
+  const touchOnly = window.matchMedia("(hover: none) and (pointer: coarse)").matches;
+  const keyWords = singleKeys && !touchOnly;
 
   /* ------------------------------------------------------------------ helpers */
 
@@ -233,6 +236,11 @@
       toast.querySelector(".undo-text").textContent = text;
       toast.hidden = false;
     }
+    const line = document.getElementById("decided-line"); // the next request's page: it named the decision
+    if (line && total === 1) {
+      line.className = "banner banner-warn decided-line";
+      window.aguiVisible.set(line.querySelector(".decided-what"), text);
+    }
     announce(text);
   }
 
@@ -407,7 +415,7 @@
       previewShown = null;
       viewing(null);
       pane.replaceChildren(el("p", "muted reading-pane-empty",
-        !rows().length ? gettext("Nothing to read here.") : singleKeys
+        !rows().length ? gettext("Nothing to read here.") : keyWords
           ? gettext("Select a request (click it, or j / k) to read it here.") : gettext("Select a request to read it here.")));
       return;
     }
@@ -502,7 +510,7 @@
       // request the reviewer never opened. The pane shows what became of it (decided by whom).
       if (selectedId && !gone) {
         gone = { id: selectedId, index: Math.max(0, wasAt) };
-        announce(singleKeys ? gettext("The request you were reading has left the list; j or k to go on.")
+        announce(keyWords ? gettext("The request you were reading has left the list; j or k to go on.")
           : gettext("The request you were reading has left the list."));
       }
       selectedId = null;
@@ -688,7 +696,7 @@
       const box = document.getElementById("decide-result");
       if (box) box.remove();
     }
-    announce(data.held && data.held.length && singleKeys ? fmt(gettext("%(done)s; Undo with u."), { done: doneWords }) : doneWords + ".");
+    announce(data.held && data.held.length && keyWords ? fmt(gettext("%(done)s; Undo with u."), { done: doneWords }) : doneWords + ".");
   }
 
   function decideFromList(ids, decision) {
@@ -729,7 +737,9 @@
         return;
       }
       const confirm = document.getElementById("decide-dialog-confirm");
+      const label = confirm.textContent;
       confirm.disabled = true;
+      confirm.textContent = decision === "approve" ? gettext("Approving…") : gettext("Rejecting…"); // on its way
       try {
         await sendDecision(ids, decision, feedback);
         const bulkFeedback = document.getElementById("bulk-feedback");
@@ -739,6 +749,7 @@
         error.textContent = e.message;
         error.hidden = false;
         confirm.disabled = false;
+        confirm.textContent = label;
       }
     });
   }
@@ -811,6 +822,7 @@
         if (event.target.tagName === "SELECT") filterForm.requestSubmit();
       });
       const search = document.getElementById("search");
+      if (touchOnly) search.placeholder = gettext("description, arguments or thread"); // not its key, "( / )"
       search.addEventListener("keydown", (event) => {
         if (event.key === "Escape") search.blur();
       });
@@ -956,6 +968,7 @@
     sayDiffLater();
     document.getElementById("reset-edits").disabled = changes.length === 0;
     if (!approve) return; // this tool's policy offers no approval (e.g. reject or respond only)
+    if (form.getAttribute("aria-busy") === "true") return; // on its way: it says "Approving…" and waits
     approve.disabled = blocked;
     approve.textContent = changes.length && !blocked
       ? fmt(ngettext("Approve with edits (%(count)s change)", "Approve with edits (%(count)s changes)", changes.length), { count: changes.length })
@@ -1238,12 +1251,56 @@
      page with its errors by their fields: the form is then sent the plain way, which it refuses again. */
   let deciding = false;
 
+  /* On its way (a slow phone network): the pressed button says so ("Approving…") and the buttons wait;
+     a second tap has nothing to press. No answer for a while: the action bar says so and offers to look
+     at the request as it stands (a reload: the draft comes back, a decision that arrived shows). */
+  const DECIDE_SLOW_MS = 15000;
+  const SENDING_WORDS = { approve: gettext("Approving…"), reject: gettext("Rejecting…"), respond: gettext("Sending…") };
+  let slowTimer = null;
+
+  function setSending(submitter, on) {
+    const bar = document.getElementById("action-bar");
+    if (!bar) return;
+    for (const b of bar.querySelectorAll("button[name=action]")) {
+      if (on) {
+        b.dataset.enabledBefore = b.disabled ? "" : "1";
+        b.disabled = true;
+      } else if ("enabledBefore" in b.dataset) {
+        b.disabled = !b.dataset.enabledBefore;
+        delete b.dataset.enabledBefore;
+      }
+    }
+    clearTimeout(slowTimer);
+    document.getElementById("decide-slow")?.remove();
+    if (on && submitter && SENDING_WORDS[submitter.value]) {
+      submitter.dataset.label = submitter.textContent;
+      submitter.textContent = SENDING_WORDS[submitter.value];
+      submitter.classList.add("is-sending");
+      announce(SENDING_WORDS[submitter.value]);
+      slowTimer = setTimeout(() => {
+        const slow = el("p", "decide-slow", gettext("No answer from the server yet: your decision may or may not have arrived.") + " ");
+        slow.id = "decide-slow";
+        slow.setAttribute("role", "alert");
+        const check = el("a", null, gettext("Check this request’s state"));
+        check.href = location.pathname + location.search;
+        slow.appendChild(check);
+        bar.prepend(slow);
+      }, DECIDE_SLOW_MS);
+    } else if (!on && submitter && "label" in submitter.dataset) {
+      submitter.textContent = submitter.dataset.label;
+      delete submitter.dataset.label;
+      submitter.classList.remove("is-sending");
+      updateDecision(); // the approve button's own words (with edits, n changes) and state
+    }
+  }
+
   async function sendDetailDecision(submitter) {
     const notSent = document.getElementById("decide-not-sent");
     const body = new FormData(form);
     if (submitter && submitter.name) body.set(submitter.name, submitter.value);
     deciding = true;
     form.setAttribute("aria-busy", "true");
+    setSending(submitter, true);
     if (notSent) notSent.hidden = true;
     try {
       const res = await window.aguiFetch(location.pathname + location.search, {
@@ -1278,6 +1335,7 @@
     } catch (e) {
       deciding = false;
       form.removeAttribute("aria-busy");
+      setSending(submitter, false);
       const text = gettext("Your decision was not sent.") + " " + e.message;
       if (notSent) {
         window.aguiVisible.set(notSent, text);
@@ -1648,11 +1706,15 @@
     const heading = document.getElementById(detail ? "detail-title" : "inbox-title");
     if (heading && (!document.activeElement || document.activeElement === document.body)) heading.focus();
     const toast = document.getElementById("undo-toast");
-    const text = toast && !toast.hidden ? toast.querySelector(".undo-text").textContent.trim() : "";
-    if (!text) return;
+    // on the next request's page its line says both: what was decided, and that this is another request
+    const line = document.getElementById("decided-line");
+    const text = line ? [".decided-what", ".decided-next"].map((s) => (line.querySelector(s) || {}).textContent || "")
+      .join(" ").replace(/\s+/g, " ").trim().replace(/\.$/, "")
+      : toast && !toast.hidden ? toast.querySelector(".undo-text").textContent.trim() : "";
+    if (!text || !toast) return;
     setTimeout(() => {
       const undoable = !toast.hidden && !toast.querySelector("form").hidden; // not yet "Sending…"
-      announce(undoable && singleKeys ? fmt(gettext("%(done)s; Undo with u."), { done: text }) : text + ".");
+      announce(undoable && keyWords ? fmt(gettext("%(done)s; Undo with u."), { done: text }) : text + ".");
     }, ARRIVAL_SAY_MS);
   }
 

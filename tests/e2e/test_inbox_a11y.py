@@ -36,10 +36,11 @@ def test_a_decision_on_the_request_page_is_heard_and_the_next_request_named(peop
     expect(page).to_have_title(re.compile(rf"^(\(\d+\) )?Heard 2 {t} · transfer_money · Inbox · agui-inbox$"))
     expect(page.locator("#detail-title")).to_be_focused()
     assert focused_id(page) == "detail-title"
-    # the toast's words, written to the polite region after the page settled (read out, unlike the
-    # toast that was there at load)
-    expect(page.locator("#inbox-live")).to_have_text(re.compile(rf"^Approved: Heard 1 {t}(; Undo with u\.|\.)$"),
-                                                     timeout=T)
+    # the decision and that this is another request (the page's line), written to the polite region
+    # after the page settled (read out, unlike the toast and the line that were there at load)
+    expect(page.locator("#inbox-live")).to_have_text(re.compile(
+        rf"^Your decision on the previous request, “Heard 1 {t}”: Approved\. "
+        r"This page shows the next request waiting for you(; Undo with u\.|\.)$"), timeout=T)
     finn.shoot("heard")
 
 

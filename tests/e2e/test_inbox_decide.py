@@ -61,7 +61,9 @@ def test_edit_nested_arguments_see_the_diff_then_approve(people, live_stack, art
     page.locator("#approve").click()
     page.locator("#decide-dialog-confirm").click()
     page.wait_for_url(re.compile(r"held="), timeout=T)  # on to the next request, with an Undo
-    expect(page.locator("#undo-toast")).to_contain_text(f"Approved with edits: Plan the move ({t})")
+    expect(page.locator("#undo-toast")).to_contain_text(
+        "Approved with edits: Steps › #1 › Description: Pack the boxes → Pack the boxes carefully; "
+        "Steps › #2 › Status: pending → completed; Steps › #3 › Description: (none) → Label the boxes")
     assert wait_status(live_stack, rid, "modified") == "modified"  # sent when the undo window closed
     status, _feedback, final = statuses(live_stack, [rid])[rid]
     assert [s["description"] for s in final["steps"]] == ["Pack the boxes carefully", "Call the movers",

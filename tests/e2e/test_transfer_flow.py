@@ -97,7 +97,7 @@ def test_transfer_edited_and_approved_live(browser, live_stack, login, artifacts
         finn.locator("#decide-dialog-confirm").click()  # edits (and high risk): the page asks first
         # on to the next request (or inbox zero) with an Undo; the server sends it when the window closes
         finn.wait_for_url(re.compile(r"held="), timeout=T)
-        expect(finn.locator("#undo-toast")).to_contain_text("Approved with edits: Transfer 500.00 USD")
+        expect(finn.locator("#undo-toast")).to_contain_text("Approved with edits: Amount: 500 → 450")  # what ran
         shoot("approved")
 
         # alice's page: the approval shows the edit, the tool ran with 450, the agent answers.

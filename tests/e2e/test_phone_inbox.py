@@ -1,0 +1,162 @@
+"""The reviewer's pages on a phone (tests for the phone findings, /tmp/findings/phone.md): what a
+decision leads to, a decision on its way over a slow network, key hints and tap targets on a touch
+screen."""
+
+import re
+
+import pytest
+from chat_helpers import Session, close_sessions
+from inbox_e2e import T, make_requests, tag, wait_status
+from playwright.sync_api import expect
+
+IPHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def phone(browser, live_stack, login, artifacts_dir, request):
+    """phone("finn") -> a signed-in Session on a touch screen without a keyboard or a mouse."""
+    made = []
+
+    def make(who, viewport=None):
+        s = Session(browser, live_stack, login, who, artifacts_dir, prefix="phone-" + request.node.name[5:],
+                    viewport=viewport or IPHONE, has_touch=True, is_mobile=True)
+        made.append(s)
+        return s
+
+    yield make
+    close_sessions(request, made)
+
+
+def test_after_an_edited_approval_the_next_page_says_what_was_decided_and_that_it_is_another(phone, live_stack):
+    t = tag()
+    # an agent that retried: two requests with the same headline
+    first, _second = make_requests(live_stack, [
+        {"requester": "alice", "description": f"Transfer 500.00 USD ({t})", "risk": "high"},
+        {"requester": "alice", "description": f"Transfer 500.00 USD ({t})", "risk": "high"}])
+    finn = phone("finn")
+    page = finn.page
+    page.goto(f"/inbox/{first}/")
+    page.locator("#arg__amount").fill("450")
+    page.locator("#approve").tap()
+    page.locator("#decide-dialog-confirm").tap()
+    page.wait_for_url(re.compile(r"/inbox/[0-9a-f-]+/\?(.*&)?held="), timeout=T)  # the next one waiting
+    assert first not in page.url
+    toast = page.locator("#undo-toast .undo-text")
+    # what was approved (the edited amount), not the agent's headline with the 500 it asked
+    expect(toast).to_have_text("Approved with edits: Amount: 500 → 450")
+    # whole on the phone's screen: wrapped, not cut with an ellipsis
+    assert toast.evaluate("e => e.scrollWidth <= e.clientWidth + 1 && getComputedStyle(e).textOverflow !== 'ellipsis'")
+    line = page.locator("#decided-line")
+    expect(line).to_be_visible()
+    expect(line).to_contain_text(f"Your decision on the previous request, “Transfer 500.00 USD ({t})”: "
+                                 "Approved with edits: Amount: 500 → 450.")
+    expect(line).to_contain_text("This page shows the next request waiting for you.")
+    expect(line.get_by_role("link", name="Open it")).to_have_attribute("href", f"/inbox/{first}/")
+    # said to a screen reader too, once the page settled
+    expect(page.locator("#inbox-live")).to_contain_text("Approved with edits: Amount: 500 → 450", timeout=T)
+    expect(page.locator("#inbox-live")).to_contain_text("next request waiting for you")
+    assert wait_status(live_stack, first, "modified") == "modified"
+    # the toast goes once the decision is sent; the line stays until the reviewer acts
+    expect(page.locator("#undo-toast")).to_be_hidden(timeout=T)
+    expect(line).to_be_visible()
+    expect(line).to_contain_text("Amount: 500 → 450")
+    finn.shoot("decided-line")
+
+
+def test_a_decision_on_a_slow_network_says_it_is_on_its_way_then_that_no_answer_came(phone, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Slow network {t}", "risk": "medium"}])
+    finn = phone("finn")
+    page = finn.page
+    held = []
+
+    def hold_the_decision(route):
+        if route.request.method == "POST" and 'name="action"\r\n\r\napprove' in (route.request.post_data or ""):
+            held.append(route)  # answered when the test says so
+        else:
+            route.continue_()
+
+    page.route(re.compile(rf"/inbox/{rid}/"), hold_the_decision)
+    page.clock.install()
+    page.goto(f"/inbox/{rid}/")
+    approve, reject = page.locator("#approve"), page.locator("#reject")
+    approve.tap()
+    expect(approve).to_have_text("Approving…")
+    expect(approve).to_be_disabled()
+    expect(reject).to_be_disabled()  # a second tap has nothing to press: one decision
+    assert len(held) == 1
+    expect(page.locator("#decide-slow")).to_have_count(0)
+    page.clock.run_for(16_000)  # no answer for a while: the bar says so
+    slow = page.locator("#decide-slow")
+    expect(slow).to_be_visible()
+    expect(slow).to_contain_text("No answer from the server yet")
+    expect(slow.get_by_role("link", name="Check this request’s state")).to_have_attribute("href", f"/inbox/{rid}/")
+    finn.shoot("slow")
+    held[0].continue_()  # the answer comes after all: on to the next request, with an Undo
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    assert wait_status(live_stack, rid, "approved") == "approved"
+
+
+def box(locator):
+    b = locator.bounding_box()
+    return b["width"], b["height"]
+
+
+def test_touch_screens_get_no_key_hints_and_finger_sized_targets(phone, people, live_stack):
+    t = tag()
+    ids = make_requests(live_stack, [{"requester": "alice", "description": f"Touch {t} {i}", "risk": "high"}
+                                     for i in range(3)])
+    finn = phone("finn")
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("#approval-rows tr")).to_have_count(3)
+    # the list: no keys line, no "( / )" in the search box, ticks a finger can hit
+    expect(page.locator(".keyboard-hint")).to_be_hidden()
+    assert "/" not in page.locator("#search").get_attribute("placeholder")
+    tick = page.locator(f'#approval-rows tr[data-approval-id="{ids[0]}"] .check-hit')
+    w, h = box(tick)
+    assert w >= 44 and h >= 44, (w, h)
+    tick.tap()
+    expect(page.locator(f"#sel-{ids[0]}")).to_be_checked()
+    for button in page.locator("#bulk-bar button").all():
+        assert box(button)[1] >= 44, box(button)
+    page.locator("#bulk-bar button[value=approve]").tap()
+    dialog = page.locator("#decide-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#decide-dialog-hint")).to_be_hidden()  # "Enter approves; Esc cancels."
+    assert box(page.locator("#decide-dialog-confirm"))[1] >= 44
+    page.locator("#decide-dialog-cancel").tap()
+
+    # the request page: no key line by the buttons, Approve / Reject and the Undo a finger's size
+    page.goto(f"/inbox/{ids[1]}/")
+    expect(page.locator("#action-bar .keyboard-hint")).to_be_hidden()
+    for name in ("#approve", "#reject"):
+        w, h = box(page.locator(name))
+        assert w >= 44 and h >= 44, (name, w, h)
+    page.locator("#reject").tap()
+    page.locator("#feedback").fill("not this one")
+    page.locator("#reject").tap()
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    undo = page.locator("#undo-button")
+    expect(undo).to_be_visible()
+    expect(undo.locator("kbd")).to_be_hidden()  # no "u" on a phone
+    w, h = box(undo)
+    assert w >= 44 and h >= 44, (w, h)
+    finn.shoot("touch-undo")
+
+    # a desktop keeps the keys and its dense layout
+    desk = people("finn").page
+    desk.goto(f"/inbox/{ids[2]}/")
+    expect(desk.locator("#action-bar .keyboard-hint")).to_be_visible()
+    assert box(desk.locator("#approve"))[1] < 44
+    desk.goto(f"/inbox/?q={t}")
+    expect(desk.locator(".keyboard-hint")).to_be_visible()
+    assert "( / )" in desk.locator("#search").get_attribute("placeholder")
+    assert box(desk.locator(f"#sel-{ids[2]}"))[1] < 20
+
+
+def test_a_touch_tablet_has_no_keys_line(phone, live_stack):
+    page = phone("finn", viewport={"width": 1080, "height": 810}).page  # an iPad in landscape, no keyboard
+    page.goto("/inbox/")
+    expect(page.locator("#inbox-title")).to_be_visible()
+    expect(page.locator(".keyboard-hint")).to_be_hidden()
