@@ -26,6 +26,13 @@ class SecretPaths(logging.Filter):
         return True
 
 
+def printable(value):
+    """What a client sent (a path, a method), for one log line: its control characters written out, as
+    Django's own request lines write them (CVE-2025-48432): a CR/LF in a decoded path forged a line, an
+    ESC coloured the operator's terminal."""
+    return str(value).encode("unicode_escape").decode("ascii")
+
+
 class UnknownHosts(logging.Filter):
     """django.security.DisallowedHost: a request for a Host not in DJANGO_ALLOWED_HOSTS was an ERROR with a
     15-line traceback naming ALLOWED_HOSTS, per request (scanners send such Hosts all day). One WARNING
@@ -39,7 +46,8 @@ class UnknownHosts(logging.Filter):
         record.exc_info = record.exc_text = record.stack_info = None
         record.msg, record.args = ("request refused (400): Host %r is not in DJANGO_ALLOWED_HOSTS (%s %s); add it "
                                    "there if it is this site's name, else let the proxy drop such requests",
-                                   (host, getattr(request, "method", "?"), getattr(request, "path", "?")))
+                                   (host, printable(getattr(request, "method", "?")),
+                                    printable(getattr(request, "path", "?"))))
         return True
 
 

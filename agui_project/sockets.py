@@ -36,6 +36,7 @@ from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
 from agui_project import socket_standing
+from agui_project.logs import printable
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ _told = set()
 
 
 def tell_refusal(path, refusal):
+    path = printable(path)  # the client's, decoded: a CR/LF in it would start a line of its own
     if refusal in _told:
         log.debug("WebSocket refused on %s: %s", path, refusal)
         return
