@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from . import auth, busy, language
 from .limits import JSON_PREFIXES
+from .logs import printable
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +82,9 @@ def csrf_failure(request, reason=""):
     with Secure cookies, a proxy that loses the Host's port or the scheme) is a warning with its cause."""
     hint = _deployment_hint(request, reason)
     if hint:
-        log.warning("CSRF check failed on %s: %s; %s", request.path, reason, hint)
+        log.warning("CSRF check failed on %s: %s; %s", printable(request.path), reason, hint)
     else:
-        log.info("CSRF check failed on %s: %s", request.path, reason)
+        log.info("CSRF check failed on %s: %s", printable(request.path), reason)
     if wants_json(request):
         return _json(request, {"message": _("the request's CSRF token is missing or out of date: reload and retry"),
                                "code": "csrf_failed"}, 403)

@@ -25,6 +25,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from . import auth, busy, jsoncheck, language
+from .logs import printable
 from .middleware import DualModeMiddleware
 
 log = logging.getLogger("django.request")
@@ -184,7 +185,7 @@ def _on_exception(request, exc):
         return busy.response(request, json_body=request.path.startswith(JSON_PREFIXES), exc=exc)
     if not request.path.startswith(JSON_PREFIXES):
         return None  # pages keep Django's error handling
-    log.error("Internal Server Error: %s", request.path, exc_info=exc, extra={"status_code": 500, "request": request})
+    log.error("Internal Server Error: %s", printable(request.path), exc_info=exc, extra={"status_code": 500, "request": request})
     return JsonResponse({"message": _("internal error; nothing further was done"), "code": "internal_error"},
                         status=500)
 

@@ -234,7 +234,7 @@ class ClosesWhenRedisIsAway:
         self._redis_away = error
         if self._closed:  # refused or closing already: the outage changes nothing for the page
             return
-        log.warning("socket %s: Redis unreachable (%s: %s), closed with %s", self.scope.get("path"),
+        log.warning("socket %s: Redis unreachable (%s: %s), closed with %s", printable(self.scope.get("path", "")),
                     type(error).__name__, error, CLOSE_RETRY)
         if not self._accepted:
             await super().accept()  # the frame alone: a signed-in socket's group_add would fail again
@@ -348,7 +348,7 @@ class SignedInSocket(ClosesWhenRedisIsAway):
         try:
             ended, groups = await database_sync_to_async(socket_standing.standing)(user.pk, session_key)
         except Exception as exc:  # noqa: BLE001  (the database away: asked again next time; the socket stays)
-            log.info("socket %s: its standing could not be read (%s)", self.scope.get("path"), exc)
+            log.info("socket %s: its standing could not be read (%s)", printable(self.scope.get("path", "")), exc)
             return False
         if ended is None and self._group_ids in (None, groups):
             self._group_ids = groups
