@@ -86,7 +86,10 @@ def csrf_failure(request, reason=""):
     else:
         log.info("CSRF check failed on %s: %s", printable(request.path), reason)
     if wants_json(request):
-        return _json(request, {"message": _("the request's CSRF token is missing or out of date: reload and retry"),
+        # said to people (the page's script shows it after "Your decision was not sent."): not Django's "CSRF token"
+        return _json(request, {"message": _("This page was opened before a sign-in, or the site's cookies were cleared, "
+                                            "so it cannot send anything. Reload the page and try again: what you "
+                                            "typed is kept."),
                                "code": "csrf_failed"}, 403)
     return render(request, "csrf_failure.html", status=403)
 

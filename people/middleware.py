@@ -84,8 +84,15 @@ class SessionEndedMiddleware(MiddlewareMixin):
     A hook of the classic middleware's group (agui_project/handler.py): no thread hop of its own."""
 
     def process_response(self, request, response):
-        if (response.status_code == 302 and request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        # a POST sent to a page that needs a sign-in came from a page shown signed in: its session ended,
+        # even when the browser had let the cookie go too (expired on the phone)
+        if (response.status_code == 302 and (request.COOKIES.get(settings.SESSION_COOKIE_NAME) or request.method == "POST")
                 and response.get("Location", "").startswith(f"{settings.LOGIN_URL}?next=")
                 and not request.user.is_authenticated):
-            messages.info(request, _("Your session has ended. Log in again to go on where you were."))
+            if request.method == "POST":  # a decision, a message: refused, and the page moved on to sign in
+                messages.warning(request, _("Your session had ended, so what you just sent (a decision, a message) "
+                                            "was not sent. Log in again: the page comes back with what you typed, "
+                                            "to send it again."))
+            else:
+                messages.info(request, _("Your session has ended. Log in again to go on where you were."))
         return response

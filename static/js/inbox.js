@@ -486,6 +486,7 @@
   /* Swap the table body for the server-rendered rows (Django-escaped markup from our own origin,
      parsed inertly with DOMParser: scripts in it never run). */
   function replaceRows(html) {
+    const place = readingPlace();
     const hadFocus = rowsBody.contains(document.activeElement);
     const focusedCheck = hadFocus && document.activeElement.classList.contains("row-check");
     const doc = new DOMParser().parseFromString("<table><tbody>" + html + "</tbody></table>", "text/html");
@@ -501,6 +502,7 @@
     }
     knownIds = ids;
     applyChecks();
+    keepPlace(place);
     const keep = selectedId ? rowById(selectedId) : null;
     if (keep) {
       selectRow(keep, false);
@@ -521,6 +523,22 @@
       loadPreview(true);
     }
     tickCountdowns();
+  }
+
+  /* A reader scrolled down the list keeps their place when requests come in above (newest first): the
+     row at the top of the window stays where it was, not two cards further down under the finger.
+     (Safari has no scroll anchoring, and a swapped table body leaves Chromium's nothing to hold.) */
+  function readingPlace() {
+    if (window.scrollY <= 0) return null; // at the top: the new requests are what the reader sees next
+    const row = rows().find((r) => r.getBoundingClientRect().bottom > 0);
+    return row ? { id: row.dataset.approvalId, top: row.getBoundingClientRect().top } : null;
+  }
+
+  function keepPlace(place) {
+    const row = place && rowById(place.id);
+    if (!row) return;
+    const moved = row.getBoundingClientRect().top - place.top;
+    if (Math.abs(moved) >= 1) window.scrollBy(0, moved);
   }
 
   function rowsUrl() {
@@ -1050,6 +1068,11 @@
     // after a refusal the server's page shows what was sent, and says why
     if (kept && !document.getElementById("form-error")) {
       const notes = [];
+      if (kept.unsent) {
+        notes.push(kept.unsent === "reject" ? gettext("Your rejection was not sent (your session had ended): send it again when you are ready.")
+          : kept.unsent === "respond" ? gettext("Your answer was not sent (your session had ended): send it again when you are ready.")
+            : gettext("Your approval was not sent (your session had ended): send it again when you are ready."));
+      }
       if (kept.feedback && !feedback.value) {
         feedback.value = kept.feedback;
         notes.push(gettext("What you typed here before was put back."));
@@ -1067,21 +1090,22 @@
           setMode(true); // not an object the form can show: the JSON as it was typed
           raw.value = kept.args;
         }
-        if (!notes.length) notes.push(gettext("What you typed here before was put back."));
+        if (!notes.some((n) => n === gettext("What you typed here before was put back."))) notes.push(gettext("What you typed here before was put back."));
       } else if (kept.args && editable) {
         notes.push(gettext("The arguments changed since you edited them: your edits were not put back."));
       }
       if (notes.length) {
-        const note = el("p", "banner", notes.join(" "));
+        const note = el("p", kept.unsent ? "banner banner-warn" : "banner", notes.join(" "));
         note.id = "draft-note";
         note.setAttribute("role", "status");
         form.insertAdjacentElement("beforebegin", note);
       }
     }
-    const save = (sent) => {
+    // unsent: the decision a lapsed session turned away (its page said so before the sign-in)
+    const save = (sent, unsent) => {
       syncRaw();
       const args = editable && raw.value !== baseline ? raw.value : "";
-      DRAFTS.write(draftName, feedback.value || args ? { seen, feedback: feedback.value, args, sent } : null);
+      DRAFTS.write(draftName, feedback.value || args || unsent ? { seen, feedback: feedback.value, args, sent, unsent } : null);
     };
     saveDraft = save;
     save(false);
@@ -1303,12 +1327,16 @@
     setSending(submitter, true);
     if (notSent) notSent.hidden = true;
     try {
+      // a lapsed session's redirect is not followed here: followed, the sign-in page it leads to took the
+      // server's word that the decision was not sent, and the page then opened showed none
       const res = await window.aguiFetch(location.pathname + location.search, {
-        method: "POST", body, credentials: "same-origin",
+        method: "POST", body, credentials: "same-origin", redirect: "manual",
         headers: { "X-CSRFToken": csrfToken(), "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
       });
-      if (res.redirected && new URL(res.url).pathname === "/accounts/login/") {
-        window.location.assign(res.url); // a lapsed session: sign in, then back to this page and its draft
+      if (res.type === "opaqueredirect") {
+        // sign in, then back to this page, its draft and a word that the decision is still to send
+        saveDraft(false, submitter ? submitter.value : "approve");
+        window.location.assign("/accounts/login/?next=" + encodeURIComponent(location.pathname + location.search));
         return;
       }
       let data = {};
@@ -1602,7 +1630,7 @@
     // "ana and finn": the list as the reader's language joins names (Intl.ListFormat)
     const list = names.length > 1 ? new Intl.ListFormat(document.documentElement.lang || undefined, { type: "conjunction" }).format(names) : names[0];
     const text = !names.length ? "" : fmt(ngettext("%(names)s is viewing this request", "%(names)s are viewing this request", names.length), { names: list });
-    for (const node of document.querySelectorAll("#viewers, #preview-viewers")) {
+    for (const node of document.querySelectorAll("#viewers, #viewers-bar, #preview-viewers")) {
       node.textContent = text;
       node.hidden = !text;
     }

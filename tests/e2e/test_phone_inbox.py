@@ -160,3 +160,84 @@ def test_a_touch_tablet_has_no_keys_line(phone, live_stack):
     page.goto("/inbox/")
     expect(page.locator("#inbox-title")).to_be_visible()
     expect(page.locator(".keyboard-hint")).to_be_hidden()
+
+
+def test_a_decision_turned_away_by_a_lapsed_session_is_said_not_sent(phone, live_stack):
+    from inbox_e2e import lapse, sign_in_here
+
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Lapsed {t}", "risk": "high"}])
+    finn = phone("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    page.locator("#arg__amount").fill("123")
+    page.locator("#feedback").fill("lower, please")
+    lapse(finn)  # the session ended on the server's side
+    page.locator("#approve").tap()
+    page.locator("#decide-dialog-confirm").tap()
+    page.wait_for_url(re.compile(r"/accounts/login/\?next="), timeout=T)
+    # the sign-in page says the decision did not go
+    expect(page.locator(".flash-messages")).to_contain_text("Your session had ended, so what you just sent (a decision, a "
+                                                           "message) was not sent.")
+    finn.shoot("login-says-not-sent")
+    sign_in_here(page, "finn")
+    page.wait_for_url(re.compile(rf"/inbox/{rid}/"), timeout=T)
+    note = page.locator("#draft-note")
+    expect(note).to_contain_text("Your approval was not sent (your session had ended): send it again when you are ready.")
+    expect(page.locator("#arg__amount")).to_have_value("123")
+    assert wait_status(live_stack, rid, "pending", timeout=0) == "pending"
+
+
+def test_a_decision_without_any_cookie_is_refused_in_words_for_people(phone, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"No cookies {t}", "risk": "low"}])
+    finn = phone("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    page.context.clear_cookies()  # a private tab's data cleared, site data wiped
+    page.locator("#approve").tap()
+    refused = page.locator("#decide-not-sent")
+    expect(refused).to_be_visible()
+    expect(refused).to_have_text("Your decision was not sent. This page was opened before a sign-in, or the site's "
+                                 "cookies were cleared, so it cannot send anything. Reload the page and try again: "
+                                 "what you typed is kept.")
+    assert "CSRF" not in refused.inner_text()
+
+
+def test_requests_coming_in_above_leave_the_readers_place_alone(phone, live_stack):
+    t = tag()
+    make_requests(live_stack, [{"requester": "alice", "description": f"Older {t} {i}"} for i in range(7)])
+    finn = phone("finn", viewport={"width": 412, "height": 839})
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    rows = page.locator("#approval-rows tr")
+    expect(rows).to_have_count(7)
+    rid = rows.nth(4).get_attribute("data-approval-id")
+    top = f'document.querySelector(\'#approval-rows tr[data-approval-id="{rid}"]\').getBoundingClientRect().top'
+    page.evaluate(f"window.scrollTo(0, window.scrollY + {top} - 200)")  # row 5 at y=200, reading
+    before = page.evaluate(top)
+    assert page.evaluate("window.scrollY") > 500 and abs(before - 200) < 2
+    make_requests(live_stack, [{"requester": "alice", "description": f"Newer {t} {i}"} for i in range(2)])
+    expect(rows).to_have_count(9, timeout=T)  # the two new ones, at the top of the list
+    expect(page.locator("#approval-rows tr").first).to_contain_text(f"Newer {t}")
+    after = page.evaluate(top)
+    assert abs(after - before) < 2, (before, after)
+
+
+def test_who_else_is_viewing_shows_by_the_action_bar(phone, people, live_stack):
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Viewed {t}"}])
+    finn = phone("finn")
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.locator("#feedback").scroll_into_view_if_needed()  # deciding, far below the header's line
+    admin = people("admin").page
+    admin.goto(f"/inbox/{rid}/")
+    bar = page.locator("#viewers-bar")
+    expect(bar).to_have_text("admin is viewing this request", timeout=T)
+    expect(bar).to_be_in_viewport()
+    assert page.locator("#action-bar").evaluate("(bar, pill) => bar.contains(pill)", bar.element_handle())
+    admin.close()
+    expect(bar).to_be_hidden(timeout=T)

@@ -37,3 +37,15 @@ def test_a_first_visit_and_a_logout_are_not_told_it_ended(client, demo):
     assert ENDED not in _login_page(client, "/inbox/")
     refused = client.post("/accounts/login/", {"username": "finn", "password": "wrong"})
     assert ENDED not in refused.content.decode()
+
+
+NOT_SENT = "Your session had ended, so what you just sent (a decision, a message) was not sent."
+
+
+def test_a_decision_sent_after_the_session_ended_is_said_not_sent(client, demo):
+    """The phone had let its session cookie go too (expired): the POST of a decision came without one,
+    and the sign-in page said only "Log in" (tester's P16)."""
+    response = client.post("/inbox/bulk/", {"ids": ["1"], "decision": "approve"}, follow=True)
+    assert response.redirect_chain[-1][0].startswith("/accounts/login/?next=")
+    page = response.content.decode()
+    assert NOT_SENT in page and ENDED not in page
