@@ -311,12 +311,38 @@
       }
       let permission = Notification.permission;
       if (permission === "default") permission = await Notification.requestPermission();
-      if (permission === "granted") localStorage.setItem(NOTIFY_KEY, "1");
-      else {
+      if (permission === "granted") {
+        // one now, so that a browser that cannot show them from a page (Android's Chrome throws "Illegal
+        // constructor") says so at once rather than staying silent when a request comes
+        try {
+          new Notification(gettext("Notifications are on"), {
+            body: gettext("New requests for you show here while this page is open."), tag: "agui-notify-on" });
+          localStorage.setItem(NOTIFY_KEY, "1");
+        } catch (e) {
+          cannotNotify();
+        }
+      } else {
         notifyToggle.checked = false;
         announce(gettext("The browser does not allow notifications for this site."));
       }
     });
+  }
+
+  function cannotNotify() {
+    localStorage.removeItem(NOTIFY_KEY);
+    if (!notifyToggle) return;
+    notifyToggle.checked = false;
+    notifyToggle.disabled = true;
+    const label = notifyToggle.closest("label");
+    let note = document.getElementById("notify-note");
+    if (!note) {
+      note = el("span", "notify-note muted");
+      note.id = "notify-note";
+      label.insertAdjacentElement("afterend", note);
+    }
+    const text = gettext("This browser cannot show notifications from a web page (Android phones cannot): Mail settings can send you new requests instead.");
+    note.textContent = text;
+    announce(text);
   }
 
   function notifyNew(approval) {
@@ -334,7 +360,7 @@
       };
       state.notified.push(approval.id);
     } catch (e) {
-      /* a notification is a nicety */
+      cannotNotify(); // said, and switched off: not silently nothing
     }
   }
 

@@ -6,6 +6,33 @@
 (function () {
   "use strict";
 
+  /* "Simulate the draft" is a whole-page round trip: the page it returns opened at its top, the result
+     below the fold (an iPad's screen down). It opens at the result, its heading focused. */
+  const SIMULATED = "agui.policy.simulated";
+  const policyForm = document.getElementById("policy-form");
+  if (policyForm) {
+    policyForm.addEventListener("submit", (event) => {
+      try {
+        if (event.submitter && event.submitter.value === "simulate") sessionStorage.setItem(SIMULATED, location.pathname);
+      } catch (e) {
+        /* storage off: the page opens at its top */
+      }
+    });
+  }
+  let simulated = null;
+  try {
+    simulated = sessionStorage.getItem(SIMULATED);
+    sessionStorage.removeItem(SIMULATED);
+  } catch (e) {
+    /* storage off */
+  }
+  const result = document.getElementById("sim-summary") && document.getElementById("sim-heading");
+  if (simulated === location.pathname && result && !document.getElementById("policy-errors")) {
+    result.tabIndex = -1;
+    result.scrollIntoView({ block: "start" });
+    result.focus({ preventScroll: true });
+  }
+
   const mode = document.getElementById("p-mode");
   const note = document.getElementById("p-nobody");
   const data = document.getElementById("nobody-decides");

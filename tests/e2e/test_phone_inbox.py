@@ -241,3 +241,28 @@ def test_who_else_is_viewing_shows_by_the_action_bar(phone, people, live_stack):
     assert page.locator("#action-bar").evaluate("(bar, pill) => bar.contains(pill)", bar.element_handle())
     admin.close()
     expect(bar).to_be_hidden(timeout=T)
+
+
+# Android's Chrome: Notification exists and permission can be granted, but a page may not construct one
+ANDROID_NOTIFICATION = """
+window.Notification = class {
+  constructor() { throw new TypeError("Failed to construct 'Notification': Illegal constructor. Use ServiceWorkerRegistration.showNotification() instead."); }
+  static get permission() { return "granted"; }
+  static requestPermission() { return Promise.resolve("granted"); }
+};
+"""
+
+
+def test_a_browser_that_cannot_show_page_notifications_says_so(phone, live_stack):
+    finn = phone("finn", viewport={"width": 412, "height": 915})
+    page = finn.page
+    page.add_init_script(ANDROID_NOTIFICATION)
+    page.goto("/inbox/")
+    toggle = page.get_by_label("Desktop notifications")
+    toggle.tap()
+    note = page.locator("#notify-note")
+    expect(note).to_have_text("This browser cannot show notifications from a web page (Android phones cannot): "
+                              "Mail settings can send you new requests instead.")
+    expect(toggle).not_to_be_checked()
+    expect(toggle).to_be_disabled()
+    assert page.evaluate("localStorage.getItem('agui.inbox.notify')") is None
