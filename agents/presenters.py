@@ -13,6 +13,7 @@ from people import selectors as people
 
 from .registry import get_tool
 from .runtime.sentences import person_words
+from .runtime.tools import NOT_YOURS
 
 
 def approver(request):
@@ -118,9 +119,14 @@ def tool_outcome(call, requester_decided=False):
     if found is None:
         return None
     status, message = found
+    own = get_tool(call.name) if call.name else None
+    # only our tool's own sentences (and the runtime's refusals) word its result: an MCP server's, or a
+    # file read back, that reads like one of them is not said as though our tool had done it
+    func = getattr(own, "func", None)
+    owners = {func.__module__, NOT_YOURS.owner} if func is not None else set()
     if status == "failed" and call.status == "failed" and call.result:  # the tool's own reason, e.g. "no subscription sub_9"
         reason = call.result[len("Error: "):] if call.result.startswith("Error: ") else call.result
-        reason = person_words(reason) or reason
+        reason = person_words(reason, owners) or reason
         message = gettext("This did not work: %(reason)s.") % {"reason": reason.rstrip(".。")}
     if status == "rejected" and requester_decided:
         message = gettext("You rejected it, so it was not run.")
@@ -136,7 +142,7 @@ def tool_outcome(call, requester_decided=False):
             pass
     if status == "done":
         value["result"] = call.result
-        words = person_words(call.result)
+        words = person_words(call.result, owners)
         if words:
             value["said"] = words
     return value

@@ -12,6 +12,7 @@ the assistant was told.
 
 import json
 import re
+import sys
 from decimal import Decimal, InvalidOperation
 
 from django.utils.formats import number_format
@@ -19,24 +20,27 @@ from django.utils.translation import gettext
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 SENTENCES = []  # every Sentence made, in the order made (the tools' modules make theirs when imported)
+MAX_READ = 2000  # characters: our sentences are a line; a longer result (a file's text) is no sentence of ours
 
 
 class Sentence:
     """`msgid`: marked for translation where it is written (gettext_noop). `money`: placeholders that are
     amounts (shown to whole cents, grouped; "129.99 USD" keeps its currency); `words`: placeholders holding a
-    msgid of their own ("account"); `choices`: {placeholder: {value: label}} (a TextChoices' labels)."""
+    msgid of their own ("account"); `choices`: {placeholder: {value: label}} (a TextChoices' labels).
+    `owner`: the module that made it (a tool's module: only its tools' results are read with it)."""
 
     def __init__(self, msgid, money=(), words=(), choices=None):
         self.msgid, self.money, self.words, self.choices = msgid, frozenset(money), frozenset(words), choices or {}
-        pattern, seen, end = [], set(), 0
+        self.literals, self.names, end = [], [], 0
         for found in _PLACEHOLDER.finditer(msgid):
-            pattern.append(re.escape(msgid[end:found.start()]))
-            name = found[1]
-            pattern.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
-            seen.add(name)
+            self.literals.append(msgid[end:found.start()])
+            self.names.append(found[1])
             end = found.end()
-        pattern.append(re.escape(msgid[end:]))
-        self.pattern = re.compile("".join(pattern), re.S)
+        self.literals.append(msgid[end:])
+        frame = sys._getframe(1)
+        while frame.f_globals.get("__name__") == __name__:  # a subclass's __init__: its caller's module
+            frame = frame.f_back
+        self.owner = frame.f_globals.get("__name__", "")
         SENTENCES.append(self)
 
     def __call__(self, **values):
@@ -44,9 +48,31 @@ class Sentence:
         return self.msgid % values
 
     def read(self, text):
-        """The values of `text` when it is this sentence, else None."""
-        found = self.pattern.fullmatch(text.strip())
-        return found.groupdict() if found else None
+        """The values of `text` when it is this sentence, else None. Read left to right, each value up to
+        the first place the text after it follows (a regular expression with a group per value backtracked
+        to no end on a long result: a file read back froze the web process), and kept only when the
+        values make `text` again (a value holding the words after it is not this sentence's)."""
+        text = text.strip()
+        if len(text) > MAX_READ or not text.startswith(self.literals[0]):
+            return None
+        if not self.names:
+            return {} if text == self.msgid else None
+        values, at = {}, len(self.literals[0])
+        for index, name in enumerate(self.names):
+            after = self.literals[index + 1]
+            if index + 1 == len(self.names):
+                end = len(text) - len(after)
+                if not text.endswith(after) or end <= at:
+                    return None
+            else:
+                end = text.find(after, at + 1) if after else -1  # a value is never empty
+                if end < 0:
+                    return None
+            value = text[at:end]
+            if values.setdefault(name, value) != value:
+                return None
+            at = end + len(after)
+        return values if self.msgid % values == text else None
 
     def say(self, values):
         """The sentence in the active language."""
@@ -91,10 +117,14 @@ def _amount(text):
     return f"{shown} {currency}" if currency else shown
 
 
-def person_words(text):
+def person_words(text, owners=None):
     """`text` (a tool's result or refusal, as the model reads it) in the active language, or None when no
-    Sentence has its shape."""
+    Sentence has its shape. `owners`: the modules whose sentences may word it (the tool's own, and the
+    runtime's refusals): another tool's output that happens to read like one (a file holding "Refund of
+    4999 USD recorded…") is not said as though our tool had done it. None: any (the demo model's retelling)."""
     for sentence in SENTENCES:
+        if owners is not None and sentence.owner not in owners:
+            continue
         values = sentence.read(text or "")
         if values is not None:
             return sentence.say(values)

@@ -88,3 +88,39 @@ def test_a_refusal_before_policy_is_retold_in_the_language_of_the_conversation()
 def test_a_result_no_sentence_words_is_quoted_not_spliced():
     text = _retold("fr", "Error: the bank's gateway is down")
     assert "« the bank's gateway is down »" in text
+
+
+def test_a_long_result_that_starts_like_a_sentence_is_read_at_once():
+    """A regular expression per sentence backtracked without end: a file of "Transferred a from b to …"
+    read back (1,452 characters) held the web process 7 s whenever its chat was shown, and doubling it
+    cost 16 times as much. The reading is now one pass per sentence; the same text at its longest."""
+    import time
+
+    started = time.process_time()
+    for repeat in (50, 100, 160, 2000):
+        text = "Transferred " + "a from b to " * repeat + "c. New balance of x: 1 USD"
+        assert person_words(text) is None
+    assert time.process_time() - started < 0.5  # it took 62 s at 2,412 characters
+
+
+def test_a_value_that_holds_the_words_after_it_is_not_misread():
+    """Read left to right, a value ends at the first place the next words stand; a text that is not the
+    sentence filled in (the values would make another text) is no sentence of ours."""
+    assert banking.HOLDS.read("Account 1234567890 holds 4981.60 USD.") == {
+        "account": "1234567890", "balance": "4981.60", "currency": "USD"}
+    assert banking.TRANSFERRED.read(TRANSFERRED.replace("New balance of 0987654321", "New balance of 1111")) is None
+
+
+def test_another_tools_output_is_not_said_as_ours():
+    """A file holding our refund's sentence, read back: its card does not say "Refund of 4,999.00 USD
+    recorded" in the reader's language as though the refund tool had run."""
+    text = "Refund of 4999 USD recorded for order 1042 (Laptop)."
+    for name in ("read_file", "mcp_fs__read_text_file", ""):
+        call = ToolCall(pk="c2", name=name, status=ToolCall.Status.SUCCEEDED, result=text)
+        with translation.override("fr"):
+            value = presenters.tool_outcome(call)
+        assert "said" not in value and value["result"] == text
+    call = ToolCall(pk="c3", name="submit_refund", status=ToolCall.Status.SUCCEEDED, result=text)
+    with translation.override("fr"):
+        said = presenters.tool_outcome(call)["said"]
+    assert said.startswith("Remboursement de 4") and "999,00 USD enregistré pour la commande 1042" in said
