@@ -266,3 +266,22 @@ def test_a_browser_that_cannot_show_page_notifications_says_so(phone, live_stack
     expect(toggle).not_to_be_checked()
     expect(toggle).to_be_disabled()
     assert page.evaluate("localStorage.getItem('agui.inbox.notify')") is None
+
+
+def test_ticking_a_row_far_down_brings_the_bulk_bar_to_the_bottom_of_the_screen(phone, live_stack):
+    t = tag()
+    ids = make_requests(live_stack, [{"requester": "alice", "description": f"Bulk {t} {i}"} for i in range(6)])
+    finn = phone("finn", viewport={"width": 412, "height": 839})
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("#approval-rows tr")).to_have_count(6)
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.wait_for_load_state("networkidle")  # the rows fetched again once the socket opened
+    last = page.locator(f'#approval-rows tr[data-approval-id="{ids[0]}"] .check-hit')  # the oldest: last
+    page.evaluate("(id) => document.getElementById('sel-' + id).scrollIntoView({block: 'center'})", ids[0])
+    last.tap()
+    bar = page.locator("#bulk-bar")
+    expect(bar).to_contain_text("1 selected")
+    expect(bar).to_be_in_viewport(ratio=1)
+    expect(last).to_be_in_viewport()  # the bar does not cover the row just ticked
+    assert bar.bounding_box()["y"] + bar.bounding_box()["height"] <= 839 + 1
