@@ -318,13 +318,27 @@
   let lastUserText = "";
   let sending = false;
 
-  /* Keep the view pinned to the bottom when the reader is already there. */
-  function nearBottom() {
+  /* Keep the view pinned to the bottom when the reader is already there. What scrolls is the conversation
+     box, except on a short screen (a phone in landscape, a keyboard that shrank the window: app.css's
+     max-height rule), where the whole page does: there its scrollTop did nothing, and the answer and the
+     approval card ran off the bottom while the page stood still. */
+  function pageScrolls() {
     if (!conversationEl) return true;
+    const overflow = getComputedStyle(conversationEl).overflowY;
+    return overflow !== "auto" && overflow !== "scroll";
+  }
+  function nearBottom() {
+    if (pageScrolls()) {
+      const root = document.scrollingElement || document.documentElement;
+      return root.scrollHeight - window.scrollY - window.innerHeight < 120;
+    }
     return conversationEl.scrollHeight - conversationEl.scrollTop - conversationEl.clientHeight < 120;
   }
   function scrollToBottom() {
-    if (conversationEl) conversationEl.scrollTop = conversationEl.scrollHeight;
+    if (pageScrolls()) {
+      const root = document.scrollingElement || document.documentElement;
+      window.scrollTo(0, root.scrollHeight); // the latest message and the composer under it
+    } else conversationEl.scrollTop = conversationEl.scrollHeight;
   }
   function mutate(fn) {
     const pinned = nearBottom();
@@ -604,7 +618,12 @@
       for (const approval of approvals.values()) renderApproval(approval);
     });
     flushRender();
+    if (!openedAtEnd) { // a chat opens at its latest message (the page's end, where the page scrolls)
+      openedAtEnd = true;
+      scrollToBottom();
+    }
   }
+  let openedAtEnd = false;
 
   /* ------------------------------------------------------------------ state */
 
@@ -1264,6 +1283,21 @@
       stopButton.disabled = run.stopping;
       stopButton.textContent = run.stopping ? gettext("Stopping…") : run.active ? gettext("Stop") : gettext("Withdraw");
       stopButton.title = run.active ? gettext("Stop the assistant") : gettext("Withdraw the waiting request");
+      // what Withdraw does, in words on the page: a title is never shown on a touch screen, and next to
+      // Send in a bank's chat "Withdraw" read as taking money out
+      let note = $("withdraw-note");
+      const withdrawing = Boolean(target) && !run.active;
+      if (withdrawing && !note) {
+        note = el("p", { class: "composer-note withdraw-note", id: "withdraw-note" });
+        composerNote.insertAdjacentElement("afterend", note);
+        stopButton.setAttribute("aria-describedby", "withdraw-note");
+      }
+      if (note) {
+        note.hidden = !withdrawing;
+        note.textContent = !withdrawing ? "" : waiting && waiting.kind === "others"
+          ? fmt(gettext("Withdraw takes your request back from %(who)s before they decide: it will not run."), { who: waiting.who })
+          : gettext("Withdraw takes the waiting request back: it will not run.");
+      }
     }
     if (startersEl) startersEl.hidden = !!messagesEl.querySelector(".msg") || !startersEl.childElementCount;
     tickCountdowns();
@@ -1592,7 +1626,16 @@
   // On a phone the chat list and the state are drawers over the conversation (one scroll area).
   const drawers = [["toggle-chats", "chat-sidebar"], ["toggle-state", "chat-aside"]]
     .map(([buttonId, panelId]) => [$(buttonId), $(panelId)]).filter(([button, panel]) => button && panel);
-  const setDrawer = (button, panel, open) => {
+  // An open drawer is a step in the tab's history: the phone's Back gesture closes it (it left the chat).
+  const drawerState = () => Boolean(history.state && history.state.aguiDrawer);
+  const setDrawer = (button, panel, open, fromHistory) => {
+    if (!fromHistory) {
+      if (open && !drawerState()) history.pushState({ aguiDrawer: panel.id }, "");
+      else if (!open && drawerState() && panel.classList.contains("drawer-open")) {
+        history.back(); // popstate closes it: Forward opens nothing, Back then leaves the chat
+        return;
+      }
+    }
     for (const other of document.querySelectorAll(".drawer-open")) other.classList.remove("drawer-open");
     for (const b of document.querySelectorAll(".phone-toggles button")) b.setAttribute("aria-expanded", "false");
     panel.classList.toggle("drawer-open", open);
@@ -1602,6 +1645,11 @@
     button.setAttribute("aria-expanded", String(open));
     document.body.classList.toggle("drawer-shown", open);
   };
+  if (drawerState()) history.replaceState(null, ""); // come back to (Back from a chat opened in it): shut
+  window.addEventListener("popstate", () => {
+    const shown = drawers.find(([, panel]) => panel.classList.contains("drawer-open"));
+    if (shown && !drawerState()) setDrawer(shown[0], shown[1], false, true);
+  });
   for (const [button, panel] of drawers) {
     button.addEventListener("click", () => setDrawer(button, panel, !panel.classList.contains("drawer-open")));
   }

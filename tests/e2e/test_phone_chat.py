@@ -1,0 +1,95 @@
+"""The chat on a phone (tests for the phone findings P12, P13, P17): a short screen where the page
+scrolls follows the answer, Withdraw says what it does and asks first, Back closes an open drawer."""
+
+import re
+
+import pytest
+from chat_helpers import Session, new_chat
+from inbox_e2e import T
+from playwright.sync_api import expect
+
+LANDSCAPE = {"width": 863, "height": 360}  # a Pixel 7 held sideways
+PORTRAIT = {"width": 412, "height": 839}
+
+
+@pytest.fixture
+def alice_on(browser, live_stack, login, artifacts_dir, request):
+    made = []
+
+    def make(viewport, touch=False):
+        extra = {"has_touch": True, "is_mobile": True} if touch else {}
+        s = Session(browser, live_stack, login, "alice", artifacts_dir, prefix="phone-" + request.node.name[5:],
+                    viewport=viewport, **extra)
+        made.append(s)
+        return s
+
+    yield make
+    failed = getattr(request.node, "rep_call", None)
+    for s in made:
+        s.close(failed=bool(failed and failed.failed))
+    assert not [e for s in made for e in s.errors]
+
+
+def _in_window(page, selector):
+    return page.evaluate("""s => { const r = document.querySelector(s).getBoundingClientRect();
+      return r.bottom <= window.innerHeight + 1 && r.bottom > 0; }""", selector)
+
+
+def test_on_a_short_screen_the_page_follows_the_answer_and_opens_at_the_latest(alice_on):
+    alice = alice_on(LANDSCAPE)
+    page = alice.page
+    new_chat(page)
+    page.locator("#composer").fill("Tell me a long story")
+    page.locator("#composer").press("Enter")
+    expect(page.locator("#messages .msg-assistant")).to_have_count(1, timeout=T)
+    expect(page.locator("#messages .msg-assistant.streaming")).to_have_count(0, timeout=T)
+    expect(page.locator("#messages .msg-assistant .msg-body").last).to_contain_text("The end.")
+    # the page is what scrolls here, and it followed: the end of the answer and the composer are in view
+    assert page.evaluate("getComputedStyle(document.getElementById('conversation')).overflowY") == "visible"
+    assert page.evaluate("window.scrollY") > 0
+    assert _in_window(page, "#messages .msg-assistant:last-of-type"), "the answer's end is below the window"
+    assert _in_window(page, "#composer")
+    alice.shoot("followed")
+    # opened again: at the latest message, not the page's top
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    expect(page.locator("#messages .msg-assistant")).to_have_count(1)
+    page.wait_for_function("window.scrollY > 0", timeout=T)
+    assert _in_window(page, "#composer")
+
+
+def test_withdraw_says_what_it_does_on_the_page(alice_on):
+    alice = alice_on(PORTRAIT, touch=True)
+    page = alice.page
+    new_chat(page)
+    page.locator("#composer").fill("Transfer $500 from account 1234567890 to account 0987654321")
+    page.locator("#send").tap()
+    approval = page.locator(".tool-card", has_text="transfer_money").locator(".approval-card")
+    expect(approval.locator(".status-badge")).to_have_text("Pending", timeout=T)
+    stop = page.locator("#stop")
+    expect(stop).to_have_text("Withdraw")
+    note = page.locator("#withdraw-note")
+    expect(note).to_be_visible()
+    expect(note).to_have_text("Withdraw takes your request back from finance before they decide: it will not run.")
+    expect(stop).to_have_attribute("aria-describedby", "withdraw-note")
+    alice.shoot("withdraw-said")
+
+
+def test_back_closes_an_open_drawer_before_it_leaves_the_chat(alice_on):
+    alice = alice_on(PORTRAIT, touch=True)
+    page = alice.page
+    new_chat(page)
+    chat_url = page.url
+    page.locator("#toggle-chats").tap()
+    sidebar = page.locator("#chat-sidebar")
+    expect(sidebar).to_have_class(re.compile(r"\bdrawer-open\b"))
+    page.go_back()  # the phone's Back gesture
+    expect(sidebar).not_to_have_class(re.compile(r"\bdrawer-open\b"))
+    assert page.url == chat_url
+    expect(page.locator("#toggle-chats")).to_have_attribute("aria-expanded", "false")
+    # the toggle closes it as before, and leaves no step behind: Back then leaves the chat
+    page.locator("#toggle-chats").tap()
+    expect(sidebar).to_have_class(re.compile(r"\bdrawer-open\b"))
+    page.locator("#toggle-chats").tap()
+    expect(sidebar).not_to_have_class(re.compile(r"\bdrawer-open\b"))
+    assert page.evaluate("history.state") is None
