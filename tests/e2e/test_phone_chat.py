@@ -93,3 +93,22 @@ def test_back_closes_an_open_drawer_before_it_leaves_the_chat(alice_on):
     page.locator("#toggle-chats").tap()
     expect(sidebar).not_to_have_class(re.compile(r"\bdrawer-open\b"))
     assert page.evaluate("history.state") is None
+
+
+def test_the_approval_cards_controls_are_finger_sized_on_a_touch_screen(alice_on):
+    alice = alice_on(PORTRAIT, touch=True)
+    page = alice.page
+    new_chat(page)
+    page.locator("#composer").fill("Cancel my subscription sub_801")
+    page.locator("#send").tap()
+    card = page.locator(".tool-card", has_text="cancel_subscription").locator(".approval-card")
+    expect(card.locator(".status-badge")).to_have_text("Pending", timeout=T)
+    allow = card.locator(".allow-always")
+    for target in (allow, card.get_by_role("button", name="Approve", exact=True),
+                   card.get_by_role("button", name="Reject", exact=True), page.locator("#send")):
+        box = target.bounding_box()
+        assert box["width"] >= 44 and box["height"] >= 44, box
+    allow.tap()  # the label is the tap target: it ticks the box
+    expect(allow.locator("input[type=checkbox]")).to_be_checked()
+    box = allow.locator("input[type=checkbox]").bounding_box()
+    assert box["width"] >= 24 and box["height"] >= 24, box
