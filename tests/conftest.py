@@ -63,6 +63,15 @@ def _no_settings_threads():
 
 
 @pytest.fixture(autouse=True)
+def _socket_refusals_said_afresh(monkeypatch):
+    """A refused socket's reason is logged once per process (agui_project/sockets.py): each test starts
+    with none said, whatever an earlier test was refused for."""
+    from agui_project import sockets
+
+    monkeypatch.setattr(sockets, "_told", set())
+
+
+@pytest.fixture(autouse=True)
 def _settings_compared_among_its_own(request, monkeypatch):
     """Each process's shared settings are written to Redis for a minute (agui_project/agreement.py): a
     test compares only with what it wrote itself, not with a live stack's processes (their own

@@ -151,7 +151,8 @@ def readme_run_ok(stack, argv, cwd, prompts):
 def test_the_readmes_agent_framework_snippet_runs(maf_python, live_stack):
     out = readme_run_ok(live_stack, [maf_python, "-c", snippet("maf")], MAF_DIR,
                         ["What is the balance of account 1234567890?", "Cancel subscription sub_123"])
-    assert "Account 1234567890 holds 5432.10 USD." in out
+    # the demo model tells the person the tool's answer, the amount as their language writes it
+    assert "Account 1234567890 holds 5,432.10 USD." in out
 
 
 def test_the_readmes_agui_client_snippet_runs(node, live_stack):
