@@ -187,7 +187,7 @@ def undo_toast(request):
         if rows[0].decision == "approve" and rows[0].arguments is not None:
             # what was approved, not the agent's headline: it names the amount it asked ("500.00"), not
             # the 450 the reviewer approved
-            edits = edits_said(req.tool_name, req.current_arguments, rows[0].arguments)
+            edits = reader_schema.changes(req.tool_name, req.current_arguments, rows[0].arguments)
             outcome = text = _("Approved with edits: %(changes)s") % {"changes": edits} if edits else _("Approved with edits")
     else:
         what = ngettext("%(count)s request", "%(count)s requests", len(rows)) % {"count": len(rows)}
@@ -196,55 +196,6 @@ def undo_toast(request):
             "due_at": max(r.due_at for r in rows), "request_id": rows[0].request_id,
             # which request a later "Not sent" is about, on a page that is not its own
             "what": what if len(rows) == 1 else ""}
-
-
-def edits_said(tool_name, before, after, most=3):
-    """An edit in the words of the page's diff: "Amount: 500 → 450; Currency: USD → EUR", each field by
-    its label (as static/js/schema-editor.js names it), the first `most` and how many more."""
-    labels = reader_schema.labels(tool_name)
-    changes = []
-
-    def shown(value):
-        if value is _NONE:
-            return _("(none)")
-        if value == "":
-            return _("(empty)")
-        if isinstance(value, float) and value.is_integer():
-            return str(int(value))
-        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-    def name(path):
-        parts = []
-        for i, p in enumerate(path):
-            if isinstance(p, int):
-                parts.append(f"#{p + 1}")
-                continue
-            key = ".".join("*" if isinstance(q, int) else q for q in path[:i + 1])
-            parts.append(labels.get(key) or p.replace("_", " "))
-        return " › ".join(parts) or _("(arguments)")
-
-    def walk(a, b, path):
-        if a is _NONE and isinstance(b, (dict, list)) or b is _NONE and isinstance(a, (dict, list)):
-            empty = type(b if a is _NONE else a)()  # a field added or removed whole: each of its leaves
-            a, b = (empty, b) if a is _NONE else (a, empty)
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in list(a) + [k for k in b if k not in a]:
-                walk(a.get(key, _NONE), b.get(key, _NONE), (*path, key))
-        elif isinstance(a, list) and isinstance(b, list):
-            for i in range(max(len(a), len(b))):
-                walk(a[i] if i < len(a) else _NONE, b[i] if i < len(b) else _NONE, (*path, i))
-        elif a != b or isinstance(a, bool) != isinstance(b, bool):
-            changes.append(f"{name(path)}: {shown(a)} → {shown(b)}")
-
-    walk(before, after, ())
-    text = "; ".join(changes[:most])
-    if len(changes) > most:
-        text += " " + ngettext("(and %(count)s more change)", "(and %(count)s more changes)",
-                               len(changes) - most) % {"count": len(changes) - most}
-    return text
-
-
-_NONE = object()  # edits_said: a field one side lacks
 
 
 @require_POST
