@@ -115,8 +115,8 @@ async def test_followers_get_each_batch_in_one_pass_then_the_next_on_one_read_be
     assert got[4:] == [("woke", [])]
     assert quitter.ended.done() and quitter.ended.result() is None and not followers[0].ended.done()
     await asyncio.to_thread(events.append, thread_id, CustomEvent(name="pong", value=2))
-    for _ in range(1000):
-        if len(got) == 8:
+    for _ in range(1000):  # delivered, and the followers' next read issued (on a busy machine, later)
+        if len(got) == 8 and len(calls) >= 3:
             break
         await asyncio.sleep(0.01)
     assert sorted(map(str, got[5:])) == sorted(map(str, [(0, ["pong"]), (1, ["pong"]), (2, ["pong"])]))
