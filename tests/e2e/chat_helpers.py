@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 T = 15_000  # ms: the longest any single expectation may wait
+TOUCH = {"has_touch": True, "is_mobile": True}  # a browser context on a touch screen without keyboard or mouse
 
 
 class Session:

@@ -236,15 +236,15 @@ def login(live_stack):
 @pytest.fixture
 def people(browser, live_stack, login, artifacts_dir, request):
     """people("alice") -> a signed-in chat Session (chat_helpers.Session: its own browser context, page
-    errors fail the test); `viewport` for a narrow or short screen. The inbox's tests have their own
-    (inbox_e2e.people)."""
+    errors fail the test); `viewport` for a narrow or short screen, and any other option of the browser
+    context (`locale="fr-FR"`, a touch screen: `**TOUCH`). The inbox's tests have their own (inbox_e2e.people)."""
     from chat_helpers import Session, close_sessions
 
     made = []
 
-    def make(who, viewport=None):
+    def make(who, viewport=None, **context_args):
         s = Session(browser, live_stack, login, who, artifacts_dir,
-                    prefix=request.node.name.replace("test_", ""), viewport=viewport)
+                    prefix=request.node.name.replace("test_", ""), viewport=viewport, **context_args)
         made.append(s)
         return s
 

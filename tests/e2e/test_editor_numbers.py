@@ -3,7 +3,6 @@
 "≤ 1000000". The value sent stays a JSON number."""
 
 import pytest
-from chat_helpers import Session, close_sessions
 from inbox_e2e import make_requests, statuses, tag, wait_status
 from playwright.sync_api import expect
 
@@ -11,18 +10,9 @@ NNBSP = "\u202f"  # Intl's French group separator
 
 
 @pytest.fixture
-def reviewer(browser, live_stack, login, artifacts_dir, request):
+def reviewer(people):
     """reviewer("finn", "fr-FR") -> a signed-in Session whose browser asks for that language."""
-    made = []
-
-    def make(who, locale):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix="numbers-" + request.node.name[5:],
-                    locale=locale)
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
+    return lambda who, locale: people(who, locale=locale)
 
 
 def test_a_french_reviewer_types_amounts_the_french_way(reviewer, live_stack):

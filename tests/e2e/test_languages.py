@@ -149,7 +149,7 @@ def test_the_approve_flow_in_indonesian(people, live_stack):
     # the starter, in Indonesian, sent as it is
     alice.page.locator(".starter", has_text="Transfer $500 dari rekening 1234567890").click()
     expect(alice.page.locator(".msg-assistant .msg-body").first).to_contain_text(
-        "Saya akan mentransfer 500.00 USD dari rekening 1234567890 ke rekening 0987654321", timeout=T)
+        "Saya akan mentransfer 500,00 USD dari rekening 1234567890 ke rekening 0987654321", timeout=T)
     card = alice.page.locator(".tool-card", has_text="transfer_money")
     expect(card.locator(".approval-card")).to_contain_text("Menunggu peninjauan oleh finance", timeout=T)
     expect(alice.page.locator("#run-status")).to_contain_text("Menunggu finance memutuskan", timeout=T)
@@ -175,7 +175,7 @@ def test_the_approve_flow_in_indonesian(people, live_stack):
     approval = card.locator(".approval-card")
     expect(approval.locator(".status-badge")).to_have_text("Disetujui dengan perubahan", timeout=T)
     expect(approval).to_contain_text("finn mengubah ini sebelum menyetujui")
-    final = alice.page.locator(".msg-assistant .msg-body", has_text="Berhasil mentransfer 450.00 USD")
+    final = alice.page.locator(".msg-assistant .msg-body", has_text="Berhasil mentransfer 450,00 USD")
     expect(final.last).to_be_visible(timeout=T)
     expect(final.last).to_contain_text("Selesai. Peninjau mengubah amount dari 500.00 USD menjadi 450.00 USD sebelum menyetujui.")
     expect(alice.page.locator("#run-status")).to_be_hidden(timeout=T)

@@ -2,7 +2,7 @@
 result where the page opens, the policy mode's whole sentence, wide tables that say they scroll."""
 
 import pytest
-from chat_helpers import Session, close_sessions
+from chat_helpers import TOUCH
 from inbox_e2e import T
 from playwright.sync_api import expect
 
@@ -10,17 +10,8 @@ IPAD_PORTRAIT = {"width": 810, "height": 1080}
 
 
 @pytest.fixture
-def tablet(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(who):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix="tablet-" + request.node.name[5:],
-                    viewport=IPAD_PORTRAIT, has_touch=True, is_mobile=True)
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
+def tablet(people):
+    return lambda who: people(who, viewport=IPAD_PORTRAIT, **TOUCH)
 
 
 def test_simulate_opens_at_its_result_and_the_mode_shows_its_whole_sentence(tablet):

@@ -5,7 +5,7 @@ screen."""
 import re
 
 import pytest
-from chat_helpers import Session, close_sessions
+from chat_helpers import TOUCH
 from inbox_e2e import T, make_requests, tag, wait_status
 from playwright.sync_api import expect
 
@@ -13,18 +13,9 @@ IPHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture
-def phone(browser, live_stack, login, artifacts_dir, request):
+def phone(people):
     """phone("finn") -> a signed-in Session on a touch screen without a keyboard or a mouse."""
-    made = []
-
-    def make(who, viewport=None):
-        s = Session(browser, live_stack, login, who, artifacts_dir, prefix="phone-" + request.node.name[5:],
-                    viewport=viewport or IPHONE, has_touch=True, is_mobile=True)
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
+    return lambda who, viewport=None: people(who, viewport=viewport or IPHONE, **TOUCH)
 
 
 def test_after_an_edited_approval_the_next_page_says_what_was_decided_and_that_it_is_another(phone, live_stack):

@@ -4,23 +4,14 @@ a time: Chinese read 时间 ("time") and 当时 ("at that time") beside the sele
 import json
 
 import pytest
-from chat_helpers import Session, close_sessions
 from playwright.sync_api import expect
 
 RULES = [{"name": "A", "when": {"path": "args.path", "op": "eq", "value": "/a"}, "action": "gate"}]
 
 
 @pytest.fixture
-def admin_in(browser, live_stack, login, artifacts_dir, request):
-    made = []
-
-    def make(locale):
-        s = Session(browser, live_stack, login, "admin", artifacts_dir, prefix="rule-words", locale=locale)
-        made.append(s)
-        return s
-
-    yield make
-    close_sessions(request, made)
+def admin_in(people):
+    return lambda locale: people("admin", locale=locale)
 
 
 @pytest.mark.parametrize(("locale", "when", "then"), [
