@@ -1,6 +1,5 @@
 """Reads of threads more than one page needs (DESIGN.md conventions: selectors for reads)."""
 
-from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Exists, OuterRef, Subquery
 
 from agui_project.queries import Prepared
@@ -99,16 +98,12 @@ def run_language(run_id):
 
 
 def user_language(user):
-    """run_language of a user read with its profile (select_related "profile"): no query."""
-    try:
-        return _language(user.profile)
-    except ObjectDoesNotExist:  # no Profile row
-        return _language(None)
+    """run_language of a user (people's rule: no query when the profile was read with the user)."""
+    return people.language_for(user)
 
 
 def _language(profile):
-    return people.written_in(profile.language, profile.browser_language) if profile is not None else \
-        people.written_in("", "")
+    return people.written_in(*((profile.language, profile.browser_language) if profile is not None else ("", "")))
 
 
 def queued_messages(run_id):
