@@ -134,7 +134,7 @@ def tool_outcome(call, requester_decided=False):
         message = gettext("Not run: you answered with guidance, which the assistant now follows.")
     value = {"toolCallId": call.pk, "status": status, "message": str(message)}
     # a blocked call has no approval card to name it: "Delete file: /etc/hosts", as a review would say
-    tool = get_tool(call.name) if status == "blocked" and call.name else None
+    tool = own if status == "blocked" else None
     if tool and tool.describe and isinstance(call.arguments, dict):
         try:
             value["title"] = tool.describe(call.arguments)
