@@ -334,16 +334,45 @@
     }
     return conversationEl.scrollHeight - conversationEl.scrollTop - conversationEl.clientHeight < 120;
   }
+  function scrollTop() {
+    return pageScrolls() ? window.scrollY : conversationEl.scrollTop;
+  }
+  /* Whether the view follows new content: until the reader scrolls up, and again once they are back at
+     the end. Kept as a state, not measured before each change: not every change passes through mutate()
+     (the class that ends streaming, the composer's note, markdown and fonts laid out a frame later), and
+     a growth past the margin between two measures read as "the reader went away", and the answer ran off
+     the bottom. Only the reader moving up (or the content shrinking under them) ends following. */
+  let following = true;
+  let lastTop = 0;
+  function noteScroll() {
+    const top = scrollTop();
+    if (top < lastTop - 1) following = nearBottom(); // the reader went up, or the content shrank under them
+    else if (nearBottom()) following = true;
+    lastTop = top;
+  }
+  window.addEventListener("scroll", noteScroll, { passive: true });
+  if (conversationEl) conversationEl.addEventListener("scroll", noteScroll, { passive: true });
   function scrollToBottom() {
     if (pageScrolls()) {
       const root = document.scrollingElement || document.documentElement;
       window.scrollTo(0, root.scrollHeight); // the latest message and the composer under it
     } else conversationEl.scrollTop = conversationEl.scrollHeight;
+    following = true;
+    lastTop = scrollTop();
   }
   function mutate(fn) {
-    const pinned = nearBottom();
     fn();
-    if (pinned) scrollToBottom();
+    if (following) scrollToBottom();
+  }
+  // What an event changed, wherever on the page, is followed on the next frame, once its layout is done.
+  let followPending = false;
+  function followSoon() {
+    if (followPending) return;
+    followPending = true;
+    requestAnimationFrame(() => {
+      followPending = false;
+      if (following) scrollToBottom();
+    });
   }
 
   function roleLabel(role) {
@@ -1817,6 +1846,7 @@
 
   function handleEvent(ev) {
     if (!ev || typeof ev !== "object") return;
+    followSoon();
     aguiChat.events.push(ev);
     runMoved(ev);
     document.dispatchEvent(new CustomEvent("agui:event", { detail: ev })); // for add-ons (chat-questions.js)

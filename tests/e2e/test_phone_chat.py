@@ -4,7 +4,7 @@ scrolls follows the answer, Withdraw says what it does and asks first, Back clos
 import re
 
 import pytest
-from chat_helpers import TOUCH, new_chat
+from chat_helpers import TOUCH, new_chat, xadd_events
 from inbox_e2e import T
 from playwright.sync_api import expect
 
@@ -52,6 +52,43 @@ def test_on_a_short_screen_the_page_follows_the_answer_and_opens_at_the_latest(a
     expect(page.locator("#messages .msg-assistant")).to_have_count(1)
     page.wait_for_function("window.scrollY > 0", timeout=T)
     assert _in_window(page, "#composer")
+
+
+def _say(live_stack, thread, run_id, *texts):
+    """Answers in the thread, appended as a worker would: the socket relays them together, so the new
+    messages are laid out before the first of their texts is."""
+    events = [{"type": "RUN_STARTED", "threadId": thread, "runId": run_id}]
+    for n, text in enumerate(texts):
+        message = f"{run_id}-{n}"
+        events += [{"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
+                   {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": text},
+                   {"type": "TEXT_MESSAGE_END", "messageId": message}]
+    xadd_events(live_stack, thread, [*events, {"type": "RUN_FINISHED", "threadId": thread, "runId": run_id}])
+
+
+def test_a_reader_who_scrolled_up_stays_there_and_is_followed_again_back_at_the_end(alice_on, live_stack):
+    alice = alice_on(LANDSCAPE)
+    page = alice.page
+    thread = new_chat(page)
+    page.locator("#composer").fill("Tell me a long story")
+    page.locator("#composer").press("Enter")
+    expect(page.locator("#messages .msg-assistant .msg-body").last).to_contain_text("The end.", timeout=T)
+    # the reader goes back up to read the question; what arrives meanwhile does not pull them down
+    page.mouse.move(400, 200)
+    page.mouse.wheel(0, -100000)
+    page.wait_for_function("window.scrollY === 0", timeout=T)
+    _say(live_stack, thread, "read-1", "A first afterthought.")
+    expect(page.locator("#messages .msg-assistant .msg-body").last).to_have_text("A first afterthought.", timeout=T)
+    page.wait_for_function("document.body.dataset.chatState === 'idle'", timeout=T)
+    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert page.evaluate("window.scrollY") == 0
+    # back at the end, the page follows again
+    page.mouse.wheel(0, 100000)
+    page.wait_for_function(IN_WINDOW, arg="#composer", timeout=T)
+    _say(live_stack, thread, "read-2", "A second afterthought.", "A third.", "And a fourth, the last.")
+    expect(page.locator("#messages .msg-assistant .msg-body").last).to_have_text("And a fourth, the last.", timeout=T)
+    assert _comes_into_window(page, "#messages .msg-assistant:last-of-type")
+    assert _comes_into_window(page, "#composer")
 
 
 def test_withdraw_says_what_it_does_on_the_page(alice_on):
