@@ -66,28 +66,46 @@ def _say(live_stack, thread, run_id, *texts):
     xadd_events(live_stack, thread, [*events, {"type": "RUN_FINISHED", "threadId": thread, "runId": run_id}])
 
 
-def test_a_reader_who_scrolled_up_stays_there_and_is_followed_again_back_at_the_end(alice_on, live_stack):
-    alice = alice_on(LANDSCAPE)
+# Where the reader is and whether an element's end is in view, in whichever scrolls: the page on a short
+# screen, the conversation box on a tall one.
+AT_TOP = """atTop => { const c = document.getElementById('conversation');
+      const top = getComputedStyle(c).overflowY === 'visible' ? window.scrollY : c.scrollTop;
+      return (top === 0) === atTop; }"""
+IN_VIEW = """s => { const c = document.getElementById('conversation');
+      const r = document.querySelector(s).getBoundingClientRect();
+      const end = getComputedStyle(c).overflowY === 'visible' ? window.innerHeight : c.getBoundingClientRect().bottom;
+      return r.bottom <= end + 1 && r.bottom > 0; }"""
+
+
+@pytest.mark.parametrize(("viewport", "scrolls"), [(LANDSCAPE, "visible"), ({"width": 900, "height": 520}, "auto")],
+                         ids=["page-scrolls", "box-scrolls"])
+def test_a_reader_who_scrolled_up_stays_there_and_is_followed_again_back_at_the_end(
+        alice_on, live_stack, viewport, scrolls):
+    alice = alice_on(viewport)
     page = alice.page
     thread = new_chat(page)
+    assert page.evaluate("getComputedStyle(document.getElementById('conversation')).overflowY") == scrolls
     page.locator("#composer").fill("Tell me a long story")
     page.locator("#composer").press("Enter")
     expect(page.locator("#messages .msg-assistant .msg-body").last).to_contain_text("The end.", timeout=T)
+    _say(live_stack, thread, "read-0", "The story went on. " * 150)  # the question is far from the end
+    expect(page.locator("#messages .msg-assistant .msg-body").last).to_contain_text("went on", timeout=T)
+    page.wait_for_function(AT_TOP, arg=False, timeout=T)
     # the reader goes back up to read the question; what arrives meanwhile does not pull them down
-    page.mouse.move(400, 200)
+    page.locator("#messages .msg-user").first.hover()
     page.mouse.wheel(0, -100000)
-    page.wait_for_function("window.scrollY === 0", timeout=T)
+    page.wait_for_function(AT_TOP, arg=True, timeout=T)
     _say(live_stack, thread, "read-1", "A first afterthought.")
     expect(page.locator("#messages .msg-assistant .msg-body").last).to_have_text("A first afterthought.", timeout=T)
     page.wait_for_function("document.body.dataset.chatState === 'idle'", timeout=T)
-    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    assert page.evaluate("window.scrollY") == 0
-    # back at the end, the page follows again
+    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # a follow's frame
+    assert page.evaluate(AT_TOP, True)
+    # back at the end, the page follows again, though the new messages are laid out before their text
     page.mouse.wheel(0, 100000)
-    page.wait_for_function(IN_WINDOW, arg="#composer", timeout=T)
+    page.wait_for_function(IN_VIEW, arg="#messages .msg-assistant:last-of-type", timeout=T)
     _say(live_stack, thread, "read-2", "A second afterthought.", "A third.", "And a fourth, the last.")
     expect(page.locator("#messages .msg-assistant .msg-body").last).to_have_text("And a fourth, the last.", timeout=T)
-    assert _comes_into_window(page, "#messages .msg-assistant:last-of-type")
+    page.wait_for_function(IN_VIEW, arg="#messages .msg-assistant:last-of-type", timeout=T)
     assert _comes_into_window(page, "#composer")
 
 
