@@ -14,6 +14,7 @@ class AgentsConfig(AppConfig):
         )
 
         from . import (
+            checks,  # noqa: F401  (demo accounts on the published password: migrate, check --database)
             receivers,  # noqa: F401  (connects approval_resolved)
             simulation,  # noqa: F401  (gives the policy simulator the recorded tool calls)
             tasks,  # noqa: F401  (services enqueue run_agent by name: agents/dispatch.py)

@@ -11,17 +11,10 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from agents.catalog.models import Account, Order, Subscription
+from agents.demo_accounts import USERS, on_password
 from agents.mcp_servers import services as mcp_services
 from agents.mcp_servers.models import MCPServer
 
-USERS = [
-    # username, groups, superuser
-    ("admin", ["oncall"], True),  # oncall: where the ops agent's deletions escalate
-    ("alice", [], False),
-    ("bob", [], False),
-    ("rita", ["reviewers", "support"], False),  # support: approves the support workflow's refunds
-    ("finn", ["finance", "reviewers"], False),
-]
 ACCOUNTS = [("1234567890", "alice", Decimal("5432.10")), ("0987654321", "bob", Decimal("1000.00"))]
 # the support workflow's orders: number, owner, item, amount
 ORDERS = [("12345", "alice", "Wireless Headphones", Decimal("129.99")),
@@ -61,9 +54,7 @@ class Command(BaseCommand):
 
     def warn_production(self, password):
         """With DJANGO_DEBUG=0 this ran silently and left a superuser admin / agui-demo in a production database."""
-        known = [u.username + (" (a superuser)" if u.is_superuser else "")
-                 for u in User.objects.filter(username__in=[name for name, _, _ in USERS]).order_by("pk")
-                 if u.check_password(password)]
+        known = on_password(password)
         if not known:
             return
         said = "the published demo password" if password == "agui-demo" else "DEMO_PASSWORD"
