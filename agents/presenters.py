@@ -148,6 +148,21 @@ def tool_outcome(call, requester_decided=False):
     return value
 
 
+def outcome_words(call):
+    """A settled call's tool message as a person reads it, in the active language: what the tool returned
+    (in the reader's words where the tool words it), else why it did not run, with the reviewer's words;
+    None while the call is open. What the model reads adds instructions for it ("do not try to reach the
+    same goal another way"), not for people."""
+    outcome = tool_outcome(call)
+    if outcome is None:
+        return None
+    if outcome["status"] == "done":
+        return outcome.get("said") or outcome.get("result") or ""
+    if outcome["status"] in ("rejected", "responded") and call.feedback:
+        return gettext("%(outcome)s The reviewer wrote: “%(words)s”") % {"outcome": outcome["message"],
+                                                                         "words": call.feedback}
+    return outcome["message"]
+
 
 def thread_standing(thread):
     """(status, sentence) of a chat's latest request for the chat list (selectors.chat_list); None without one."""

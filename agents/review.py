@@ -18,7 +18,8 @@ from approvals import selectors as approval_selectors
 from approvals import services as approval_services
 from approvals.access import is_admin, is_reviewer
 
-from .models import Thread
+from .models import Thread, ToolCall
+from .presenters import outcome_words
 
 
 def _pretty(text):
@@ -26,6 +27,11 @@ def _pretty(text):
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except (TypeError, ValueError):
         return text or ""
+
+
+def _result(message, call):
+    words = outcome_words(call) if call else None
+    return _pretty(message.content if words is None else words)
 
 
 @login_required
@@ -42,6 +48,8 @@ def request_conversation(request, approval_id):
     if thread is None:
         raise Http404("the conversation was deleted")
     items, names = [], {}
+    # a tool message as the chat's card says it, not with the instructions the model reads (presenters.outcome_words)
+    settled = {c.pk: c for c in ToolCall.objects.filter(thread=thread)}
     for m in thread.messages.order_by("seq"):
         calls = []
         for c in m.tool_calls or []:
@@ -52,7 +60,7 @@ def request_conversation(request, approval_id):
             calls.append({"name": function.get("name", ""), "arguments": _pretty(function.get("arguments")),
                           "under_review": c.get("id") == approval.tool_call_ref})
         items.append({"message": m, "calls": calls, "tool_name": names.get(m.tool_call_id, ""),
-                      "result": _pretty(m.content) if m.role == "tool" else ""})
+                      "result": _result(m, settled.get(m.tool_call_id)) if m.role == "tool" else ""})
     return render(request, "agents/review_conversation.html", {
         "approval": approval, "thread": thread, "items": items,
         "pending_count": approval_inbox.pending_mine_count(request.user),  # the nav badge

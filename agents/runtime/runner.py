@@ -177,13 +177,37 @@ def conversation_excerpt(thread):
     messages = list(reversed(thread.messages.order_by("-seq")[:EXCERPT_MESSAGES]))
     names = {c.get("id"): (c.get("function") or {}).get("name", "")
              for m in messages for c in (m.tool_calls or []) if isinstance(c, dict)}
+    ids = [m.tool_call_id for m in messages if m.role == Message.Role.TOOL and m.tool_call_id]
+    calls = {c.pk: c for c in ToolCall.objects.filter(pk__in=ids, thread=thread)} if ids else {}
     excerpt = []
     for m in messages:
         if m.role == Message.Role.TOOL:
-            excerpt.append({"role": "tool", "name": names.get(m.tool_call_id) or "tool", **_excerpted(m.content)})
+            excerpt.append({"role": "tool", "name": names.get(m.tool_call_id) or "tool",
+                            **_result_for_people(m, calls.get(m.tool_call_id))})
         elif m.content:
             excerpt.append({"role": m.role, **_excerpted(m.content)})
     return excerpt
+
+
+def _result_for_people(message, call):
+    """A tool message in the excerpt: what the call did or why it did not run, as the chat's card says it
+    (presenters.outcome_words), in every language of the site where that differs ("said", which
+    approvals.models.said reads); not the instructions the model reads with it. A client's own tool's
+    result, with no call of ours behind it, as it came."""
+    with translation.override(settings.LANGUAGE_CODE):
+        words = presenters.outcome_words(call) if call else None
+    if words is None:
+        return _excerpted(message.content)
+    shown = _excerpted(words)
+    if "cut" in shown:  # a long result: the tool's own words, not a sentence of ours to translate
+        return shown
+    said = {}
+    for code, _name in settings.LANGUAGES:
+        with translation.override(code):
+            other = presenters.outcome_words(call)
+        if other and other != words and len(other) <= EXCERPT_CHARS:
+            said[code] = {"content": other}
+    return {**shown, **({"said": said} if said else {})}
 
 
 def _excerpted(content):

@@ -461,3 +461,50 @@ async def test_an_open_inbox_joins_its_groups_again_after_the_layer_lost_them(de
             break
     assert await finn.receive_json_from() == notice["notice"]
     await finn.disconnect()
+
+
+@pytest.mark.django_db
+def test_a_reviewer_reads_what_a_tool_did_or_why_it_did_not_run_never_the_models_instructions(login, demo):
+    """The excerpt and the whole conversation showed a rejected call's message as the model reads it
+    ("Adjust your plan: do not try to reach the same goal another way..."); they say it as the chat's
+    card does, with the reviewer's words, in the reader's language; a lookup's result is still the evidence."""
+    from agents.models import Message, Run, Thread, ToolCall
+    from agents.runtime.runner import conversation_excerpt, rejection_text
+
+    thread = Thread.objects.create(owner=demo["alice"], agent="support")
+    run = Run.objects.create(thread=thread, status=Run.Status.RUNNING)
+    asked = [{"id": i, "type": "function", "function": {"name": n, "arguments": '{"order_id": "12345"}'}}
+             for i, n in (("c-look", "lookup_order_details"), ("c-refund", "submit_refund"))]
+    said = Message.objects.create(thread=thread, seq=1, role="assistant", content="", tool_calls=asked, run=run)
+    looked = ToolCall.objects.create(id="c-look", run=run, thread=thread, message=said, name="lookup_order_details",
+                                     arguments={"order_id": "12345"}, status=ToolCall.Status.SUCCEEDED,
+                                     result='{"order_id": "12345", "status": "delivered"}')
+    refused = ToolCall.objects.create(id="c-refund", run=run, thread=thread, message=said, name="submit_refund",
+                                      arguments={"order_id": "12345"}, status=ToolCall.Status.REJECTED,
+                                      feedback="It arrived; ask for a photo first.")
+    Message.objects.create(thread=thread, seq=2, role="tool", content=looked.result, tool_call_id="c-look", run=run)
+    Message.objects.create(thread=thread, seq=3, role="tool", content=rejection_text(refused), tool_call_id="c-refund",
+                           run=run)
+    Message.objects.create(thread=thread, seq=4, role="tool", content="from the browser: done", tool_call_id="c-app",
+                           run=run)  # a client's own tool: no call of ours behind it
+
+    excerpt = conversation_excerpt(thread)
+    results = [m for m in excerpt if m["role"] == "tool"]
+    assert [m["content"] for m in results] == [
+        '{"order_id": "12345", "status": "delivered"}',
+        "Rejected, so it was not run. The reviewer wrote: “It arrived; ask for a photo first.”",
+        "from the browser: done"]
+    assert "said" not in results[0] and "said" not in results[2]
+    assert results[1]["said"]["fr"]["content"] == (
+        "Rejeté, donc non exécuté. L’approbateur a écrit : « It arrived; ask for a photo first. »")
+
+    req = make_request("alice", tool="submit_refund", agent="support", group="support", thread=thread.pk,
+                       arguments={"order_id": "12345", "amount": 129.99, "refund_description": "Never arrived"},
+                       excerpt=excerpt)
+    for url in (f"/inbox/{req.pk}/", f"/inbox/{req.pk}/conversation/"):
+        page = login("rita").get(url).content.decode()
+        assert "Adjust your plan" not in page and "explicitly rejected" not in page, url
+        assert "Rejected, so it was not run. The reviewer wrote: “It arrived; ask for a photo first.”" in page, url
+        assert "delivered" in page and "from the browser: done" in page, url
+        french = login("rita").get(url, HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+        assert "Rejeté, donc non exécuté. L’approbateur a écrit : « It arrived; ask for a photo first. »" in french, url
