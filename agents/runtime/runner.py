@@ -856,7 +856,7 @@ class Runner:
                 requester=self.user,
                 verdict=verdict,
                 description=tool.description_for(arguments),
-                reason=assistant_text or "The agent gave no reason.",
+                reason=assistant_text or "",  # none said: pages show "—", not a sentence in English
                 reversible=tool.reversible,
                 impact=tool.impact_for(arguments),
                 said=said_in_every_language(tool, arguments),

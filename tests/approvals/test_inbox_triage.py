@@ -508,3 +508,20 @@ def test_a_reviewer_reads_what_a_tool_did_or_why_it_did_not_run_never_the_models
         assert "delivered" in page and "from the browser: done" in page, url
         french = login("rita").get(url, HTTP_ACCEPT_LANGUAGE="fr").content.decode()
         assert "Rejeté, donc non exécuté. L’approbateur a écrit : « It arrived; ask for a photo first. »" in french, url
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_the_model_gave_no_reason_for_says_so_in_the_readers_language(login, demo, fake_llm):
+    """The runner stored "The agent gave no reason." as the request's reason: English on every reviewer's page."""
+    from agents import services as agent_services
+    from tests.helpers import run_prompt
+
+    fake_llm.push({"tool_calls": [{"id": "call_quiet", "name": "transfer_money", "arguments": json.dumps(
+        {"from_account": "1234567890", "to_account": "0987654321", "amount": 20})}]})
+    thread = agent_services.create_thread(demo["alice"], "banking")
+    run_prompt(thread, demo["alice"], "Send bob 20")
+    req = ApprovalRequest.objects.get(thread_ref=thread.pk)
+    assert req.reason == ""
+    page = login("finn").get(f"/inbox/{req.pk}/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "gave no reason" not in page
+    assert '<dt>Pourquoi l’agent demande</dt><dd class="prewrap"><bdi>—</bdi></dd>' in page
