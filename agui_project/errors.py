@@ -87,11 +87,19 @@ def csrf_failure(request, reason=""):
         log.info("CSRF check failed on %s: %s", printable(request.path), reason)
     if wants_json(request):
         # said to people (the page's script shows it after "Your decision was not sent."): not Django's "CSRF token"
-        return _json(request, {"message": _("This page was opened before a sign-in, or the site's cookies were cleared, "
-                                            "so it cannot send anything. Reload the page and try again: what you "
-                                            "typed is kept."),
-                               "code": "csrf_failed"}, 403)
-    return render(request, "csrf_failure.html", status=403)
+        message = (_("This site is set up so that nothing can be sent from this address; its administrator finds "
+                     "why in the site's log. What you typed is kept.") if hint else
+                   _("This page was opened before a sign-in, or the site's cookies were cleared, so it cannot send "
+                     "anything. Reload the page and try again: what you typed is kept."))
+        response = _json(request, {"message": message, "code": "csrf_failed"}, 403)
+    else:
+        # a refusal of the setup is not the person's cookies: telling them to allow cookies sent them, and the
+        # deployer trying the sign-in, the wrong way
+        response = render(request, "csrf_failure.html", {"setup": bool(hint)}, status=403)
+    # said above, once, with its cause and the path made printable: not again by Django's middleware
+    # ("Forbidden (...): <path>" through django.utils.log.log_response)
+    response._has_been_logged = True
+    return response
 
 
 def page_not_found(request, exception=None):

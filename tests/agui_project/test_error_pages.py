@@ -192,3 +192,39 @@ def test_a_stale_form_is_not_a_deployment_warning(demo, caplog):
     with caplog.at_level("INFO", logger="agui_project.errors"):
         assert browser.post("/inbox/settings/", {"mail": "never"}).status_code == 403
     assert [level for level, _ in csrf_lines(caplog)] == ["INFO"]
+
+
+@pytest.mark.parametrize("case", ["origin", "plain-http"])
+def test_a_refusal_of_the_sites_setup_does_not_blame_the_persons_cookies(demo, debug, settings, caplog, case):
+    """Behind a proxy that loses the Host's port or the scheme, or over plain HTTP with Secure cookies, every
+    form fails the CSRF check: the page told the person (often the deployer trying the sign-in) to allow
+    cookies; it says the site's setup is the cause and the log says which, as a warning."""
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(demo["finn"])
+    extra = {}
+    if case == "origin":
+        extra["HTTP_ORIGIN"] = "https://inbox.example.com"  # the public origin a proxy did not pass on
+    else:
+        settings.CSRF_COOKIE_SECURE = True
+    with caplog.at_level("INFO", logger="agui_project.errors"):
+        resp = browser.post("/inbox/settings/", {"mail": "never"}, **extra)
+        api = browser.post("/inbox/settings/", {"mail": "never"}, HTTP_ACCEPT="application/json", **extra)
+    body = resp.content.decode()
+    assert resp.status_code == 403 and "This form could not be sent" in body
+    assert "set up so that no form can be sent" in body and "allow cookies" not in body
+    assert api.status_code == 403 and "set up so that nothing can be sent" in api.json()["message"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 2 and all(r.name == "agui_project.errors" for r in caplog.records)  # once each, not Django's too
+    assert all(("DJANGO_CSRF_TRUSTED_ORIGINS" if case == "origin" else "AGUI_PROXY_SSL_HEADER") in w
+                          for w in warned)
+
+
+def test_a_stale_form_still_says_what_the_person_can_do(demo, debug):
+    from django.test import Client
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(demo["finn"])
+    body = browser.post("/inbox/settings/", {"mail": "never"}).content.decode()
+    assert "allow cookies for this site" in body and "set up so" not in body
