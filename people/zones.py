@@ -58,9 +58,26 @@ def utc_offset(delta):
 LETTERS = re.compile(r"^[A-Za-z]+$")
 
 
+@functools.cache
+def ambiguous():
+    """The abbreviations tzdata gives zones of different offsets ("CST": Chicago's -6, Shanghai's +8,
+    Havana's -5; "IST": India, Israel, Ireland), in January or July of this year: a reader in Shanghai
+    read "CST" as the Americans' Central time. Once per process, from the known zones."""
+    year = datetime.now(UTC).year
+    offsets = {}
+    for name in known():
+        zone = zoneinfo.ZoneInfo(name)
+        for month in (1, 7):
+            local = datetime(year, month, 15, 12, tzinfo=UTC).astimezone(zone)
+            offsets.setdefault(local.tzname(), set()).add(local.utcoffset())
+    return frozenset(a for a, seen in offsets.items() if a and len(seen) > 1)
+
+
 def label(local):
     """How a time in the reader's zone names that zone: tzdata's abbreviation where it is one in
-    letters ("UTC", "CET", "WIB"), else the offset ("UTC-3"): tzdata writes "-03" for São Paulo,
-    which reads like a typo beside "14:05"."""
+    letters that names one offset ("UTC", "CET", "WIB"), else the offset ("UTC-3", "UTC+8"): tzdata
+    writes "-03" for São Paulo, which reads like a typo beside "14:05"."""
     abbreviation = local.tzname() or ""
-    return abbreviation if LETTERS.match(abbreviation) else utc_offset(local.utcoffset())
+    if LETTERS.match(abbreviation) and abbreviation not in ambiguous():
+        return abbreviation
+    return utc_offset(local.utcoffset())

@@ -195,3 +195,24 @@ def test_machine_outputs_stay_utc_whatever_the_readers_zone(demo, pending):
     response = admin.get("/audit/export.csv")
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows and all(row["created_at"].endswith("+00:00") for row in rows)
+
+
+def test_a_zone_is_named_by_an_abbreviation_only_where_it_names_one_offset():
+    """tzdata calls Shanghai's time "CST", as it calls Chicago's and Havana's: a reader in Shanghai read
+    "CST" as the Americans' Central time. Such an abbreviation gives way to the offset; one that names one
+    offset stays, and a zone without one in letters has its offset (São Paulo's "-03")."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+
+    from people import zones
+
+    def named(zone, month):
+        return zones.label(datetime(2026, month, 15, 12, tzinfo=UTC).astimezone(ZoneInfo(zone)))
+
+    assert {"CST", "IST"} <= zones.ambiguous()
+    assert [named("Asia/Shanghai", 1), named("America/Chicago", 1), named("America/Chicago", 7)] == [
+        "UTC+8", "UTC-6", "UTC-5"]
+    assert [named("Asia/Kolkata", 1), named("Asia/Jerusalem", 1)] == ["UTC+5:30", "UTC+2"]
+    assert [named("Europe/Paris", 1), named("Europe/Paris", 7), named("Asia/Jakarta", 1), named("UTC", 1),
+            named("America/New_York", 1), named("America/Sao_Paulo", 1)] == ["CET", "CEST", "WIB", "UTC", "EST",
+                                                                             "UTC-3"]
