@@ -474,6 +474,8 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
             if ignored:  # never silently: the client hears what of its history the model does not get
                 plan.after_start.append(custom_events.ignored_messages(ignored))
     except services.ResumeError as exc:
+        if new_thread:  # an answer to nothing on a chat this POST would make: no empty chat left behind
+            transaction.set_rollback(True)
         plan.error = RunErrorEvent(code=exc.code, message=exc.message)
         return plan
     except services.RunConflict as exc:

@@ -282,11 +282,11 @@ def ignored(thread, agent_input, held):
     user learns to skip. An assistant message the thread holds (by id, by its text, or by its tool
     calls: Agent Framework resends ours with new ids) is the thread's own and is not told. A user
     message sent under the id of one the thread holds, with other text (a client that edited an
-    earlier turn in place), is not taken either (select() knows it by its id): it is told.
+    earlier turn in place), is not taken either (select() knows it by its id): it is told. So is a
+    tool result, with other text, of a call whose result the thread holds.
     """
     edited = _edited(agent_input, held)
-    candidates = [m for m in agent_input.messages
-                  if m.role in NOT_TAKEN or (m.role == Message.Role.USER and m.id in edited)]
+    candidates = [m for m in agent_input.messages if m.role in NOT_TAKEN or id(m) in edited]
     if not candidates:
         return []
     told, held_ids, held_texts, held_calls = set(), set(), set(), set()
@@ -312,10 +312,14 @@ def ignored(thread, agent_input, held):
 
 
 def _edited(agent_input, held):
-    """Ids of the client's user messages the thread holds (`held`) under those ids with other text."""
+    """The client's messages (by id(), the object's) that are copies of what the thread holds (`held`) with
+    other text: a user message under a held one's id, and a tool result of a call the thread has the
+    result of (a client's own record of it, or a forged one: _tool_results drops it, and this says so)."""
     turns = {h[0]: h[2] for h in held if h[1] == Message.Role.USER}
-    return {m.id for m in agent_input.messages
-            if m.role == Message.Role.USER and m.id in turns and _text(m) != turns[m.id]}
+    results = {h[3]: h[2] for h in held if h[1] == Message.Role.TOOL and h[3]}
+    return {id(m) for m in agent_input.messages
+            if (m.role == Message.Role.USER and m.id in turns and _text(m) != turns[m.id])
+            or (m.role == Message.Role.TOOL and m.tool_call_id in results and _text(m) != results[m.tool_call_id])}
 
 
 def _tool_results(thread, new, carried=frozenset()):
