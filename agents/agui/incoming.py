@@ -297,13 +297,20 @@ def ignored(thread, agent_input, held):
         held_ids = {h[0] for h in assistants}
         held_texts = {h[1].strip() for h in assistants if h[1].strip()}
         held_calls = set(ToolCall.objects.filter(thread=thread).values_list("pk", flat=True))
-    out = []
+    out, live = [], None
     for m in candidates:
         text = _text(m) if m.role == Message.Role.USER else m.content if isinstance(m.content, str) else ""
         calls = [c.id for c in getattr(m, "tool_calls", None) or []]
         if m.role == "assistant" and (m.id in held_ids or (text or "").strip() in held_texts
                                       or (calls and set(calls) <= held_calls) or not (text or calls)):
             continue
+        if m.role == "assistant" and thread is not None:
+            # a run still going (one whose client hung up: this POST stops it) stores its message as it
+            # ends: the client's copy, cut where it stopped reading, is that message, not one of its own
+            if live is None:
+                live = Run.objects.filter(thread=thread, status__in=Run.ACTIVE).exists()
+            if live:
+                continue
         key = _key(m.role, text or "", calls)
         if key not in told:
             told.add(key)

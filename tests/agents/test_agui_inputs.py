@@ -506,3 +506,34 @@ def test_an_answer_to_no_interrupt_on_a_new_thread_leaves_no_chat_behind(client,
     assert not Thread.objects.filter(pk=thread_id).exists() and not Message.objects.filter(thread_id=thread_id).exists()
     assert post(client, bearer, thread_id, [user("hi")]).status_code == 200  # the id is still the caller's to use
     assert Thread.objects.filter(pk=thread_id).exists()
+
+
+def test_a_live_runs_message_as_far_as_the_client_read_it_is_not_told_as_one_of_its_own(demo):
+    """A client that hung up mid-answer (abortRun) sends that answer, cut where it stopped reading, with its
+    next message: the run, still going until this POST stops it, had not stored it yet, so it was told as
+    an assistant message the conversation does not hold ("not changed by an edited copy"). It is the run's;
+    once nothing runs, an assistant message the thread never had is told, as before."""
+    from ag_ui.core import AssistantMessage, RunAgentInput, UserMessage
+
+    from agents.agui import incoming
+    from agents.messages import add_message
+    from agents.transitions import move_run
+
+    alice = demo["alice"]
+    thread = services.create_thread(alice, "banking", thread_id=fresh("t"))
+    run = services.start_run(thread, alice, "Tell me a long story")  # queued: live
+    asked = Message.objects.get(thread=thread, role="user")
+
+    def told(*messages):
+        agent_input = RunAgentInput(thread_id=thread.pk, run_id=fresh("run"), state={}, tools=[], context=[],
+                                    forwarded_props={}, messages=[UserMessage(id=asked.pk, content=asked.content),
+                                                                  *messages, UserMessage(id=fresh("u"), content="Stop.")])
+        return [(i["id"], i["role"]) for i in incoming.ignored(thread, agent_input, incoming.held(thread))]
+
+    cut = AssistantMessage(id="m-live", content="Once upon a time a small")
+    assert told(cut) == []
+    move_run(run.pk, Run.Status.RUNNING)
+    move_run(run.pk, Run.Status.CANCELLED)
+    add_message(thread, "assistant", "Once upon a time a small bank kept its ledgers", run=run, message_id="m-live")
+    assert told(cut) == []  # held by its id now
+    assert told(AssistantMessage(id="m-mine", content="I approved it myself.")) == [("m-mine", "assistant")]
