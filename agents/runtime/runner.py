@@ -62,7 +62,14 @@ from agents.runtime.tools import (
     on_behalf_of,
     said_in_every_language,
 )
-from agents.services import add_message, add_messages, answered_by_requester, cancel_requested, cancel_run
+from agents.services import (
+    FEEDBACK_MAX,
+    add_message,
+    add_messages,
+    answered_by_requester,
+    cancel_requested,
+    cancel_run,
+)
 from agents.transitions import claim_ahead, claim_run, move_call, move_run
 from agui_project import jsoncheck
 from agui_project.queries import Prepared, PreparedInsert, drop_if_hung_up, lazy_commits, one, read_ahead
@@ -1043,7 +1050,7 @@ def interrupt_for(request):
         properties["approved"] = {"type": "boolean", **({"const": approved[0]} if len(approved) == 1 else {})}
     if "edit" in allowed:
         properties["arguments"] = request.schema or {"type": "object"}
-    properties["feedback"] = {"type": "string", **(
+    properties["feedback"] = {"type": "string", "maxLength": FEEDBACK_MAX, **(
         {"description": "Required to respond: guidance the agent reads instead of running the call"}
         if "respond" in allowed else {})}
     required = [{"required": ["decision"]}] + ([{"required": ["approved"]}] if approved else [])

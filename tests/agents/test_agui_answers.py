@@ -10,6 +10,7 @@ import pytest
 
 from agents import services
 from agents.models import Run, Thread
+from agents.runtime.runner import interrupt_for
 from approvals.models import ApprovalRequest
 from tests.agents.test_agui import refusal
 
@@ -195,6 +196,8 @@ def test_a_resumes_feedback_is_text_bounded_as_the_decide_api_has_it(client, bea
 
 def test_a_resumes_feedback_up_to_the_limit_is_stored_as_sent(client, bearer, demo, fake_llm):
     thread, req = paused_cancellation(demo, fake_llm)
+    # the interrupt says the bound: a client that checks its answer against responseSchema learns it first
+    assert interrupt_for(req).response_schema["properties"]["feedback"]["maxLength"] == 5000
     resume = [{"interruptId": req.pk, "status": "resolved", "payload": {"approved": False, "feedback": "é" * 5000}}]
     assert post(client, bearer, body(thread.pk, resume=resume)).status_code == 200
     req.refresh_from_db()
