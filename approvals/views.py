@@ -347,7 +347,8 @@ def detail(request, approval_id):
                                    else json.dumps(current, indent=2, ensure_ascii=False)),
         "errors": errors,
         # each field by the label the editor shows it under ("Amount"), the key where it has none
-        "error_items": [(labels.get(path), path, msgs) for path, msgs in sorted(errors.items())],
+        # the arguments as a whole ("__root__", a name of ours) are said under the JSON box (root_errors)
+        "error_items": [(labels.get(path), path, msgs) for path, msgs in sorted(errors.items()) if path != "__root__"],
         "root_errors": errors.get("__root__", []),
         "form_error": form_error,
         "feedback_value": feedback_value,

@@ -1193,7 +1193,11 @@
           updateDecision();
         },
       });
-      if (!rawProblem) raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(editor.value(), null, 2));
+      // refused as a whole by the server (a name written twice, which JSON.parse reads as its last
+      // value): the text comes back as typed, not rewritten from what the browser read of it, which
+      // dropped the duplicate and approving again sent the value the reviewer may have read past
+      const asTyped = rawProblem || errors.__root__;
+      if (!asTyped) raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(editor.value(), null, 2));
       document.getElementById("editor-toolbar").hidden = false;
       document.getElementById("raw-json-field").hidden = true;
       const fieldErrors = Object.fromEntries(Object.entries(errors).filter(([k]) => k !== "__root__"));
@@ -1212,7 +1216,10 @@
         raw.value = window.aguiVisible.jsonEscapes(JSON.stringify(editor.value(), null, 2));
         updateDecision();
       });
-      if (rawProblem || errors.__root__) setMode(true);
+      if (asTyped) {
+        jsonMode = true; // so that setMode does not write the form's reading over the text
+        setMode(true);
+      }
       else if (Object.keys(fieldErrors).length) editor.focusFirst();
     } else {
       const toolbar = document.getElementById("editor-toolbar");

@@ -97,6 +97,28 @@ def test_the_raw_json_fallback(people, live_stack):
     expect(page.locator("#diff-preview")).to_contain_text("No changes")
 
 
+def test_a_name_typed_twice_comes_back_as_typed_with_the_servers_reason(people, live_stack):
+    """The browser reads JSON's last value of a name written twice; the server refuses it. The page came
+    back with the text rewritten from the browser's reading ("amount": 5 alone) and the reason listed
+    under "__root__": approving again sent 5, the value the reviewer may have read past."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Twice ({t})"}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    page.get_by_role("button", name="JSON").click()
+    typed = '{"from_account": "1234567890", "to_account": "0987654321", "amount": 500, "currency": "USD", "amount": 5}'
+    page.locator("#arguments-json").fill(typed)
+    page.locator("#approve").click()
+    page.locator("#decide-dialog-confirm").click()
+    page.wait_for_load_state("domcontentloaded")
+    expect(page.locator("#form-error")).to_contain_text('The arguments name "amount" twice', timeout=T)
+    expect(page.locator("#form-error")).not_to_contain_text("__root__")
+    raw = page.locator("#arguments-json")
+    expect(raw).to_be_visible()
+    expect(raw).to_have_value(typed)
+    assert statuses(live_stack, [rid])[rid][0] == "pending"
+
+
 def test_keyboard_approve_from_the_list(people, live_stack, artifacts_dir):
     t = tag()
     [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Keyboard {t}", "risk": "high"}])
