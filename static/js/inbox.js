@@ -201,6 +201,19 @@
     }, SENT_WAIT_MS);
   }
 
+  function notSent({ by, withdrew }, what) {
+    if (by && withdrew) {
+      return what ? fmt(gettext("Not sent: %(who)s withdrew “%(what)s” before it was sent."), { who: by, what })
+        : fmt(gettext("Not sent: %(who)s withdrew this request before it was sent."), { who: by });
+    }
+    if (by) {
+      return what ? fmt(gettext("Not sent: %(who)s decided “%(what)s” first."), { who: by, what })
+        : fmt(gettext("Not sent: %(who)s decided this request first."), { who: by });
+    }
+    return what ? fmt(gettext("Not sent: “%(what)s” was closed before your decision could be sent."), { what })
+      : gettext("Not sent: the request was closed before your decision could be sent.");
+  }
+
   function onHeldOutcome(notice) {
     const toast = document.getElementById("undo-toast");
     if (!sending && toast && !toast.hidden && (toast.dataset.held || "").split(",").includes(String(notice.held))) {
@@ -210,7 +223,10 @@
       awaitSent(toast);
     }
     if (!sending || !sending.ids.delete(String(notice.held))) return;
-    if (notice.type === "approval.not_sent") sending.firsts.push(notice.by || "");
+    // a request its requester withdrew meanwhile was not "decided" by them (it reads as a self-approval)
+    if (notice.type === "approval.not_sent") {
+      sending.firsts.push({ by: notice.by || "", withdrew: (notice.approval || {}).status === "cancelled" });
+    }
     if (sending.ids.size) return;
     clearTimeout(undoTimer);
     const { firsts, total } = sending;
@@ -228,10 +244,7 @@
       ? fmt(ngettext("%(count)s of %(total)s decisions was not sent: someone else decided first.",
         "%(count)s of %(total)s decisions were not sent: someone else decided first.", firsts.length),
       { count: firsts.length, total })
-      : what ? (firsts[0] ? fmt(gettext("Not sent: %(who)s decided “%(what)s” first."), { who: firsts[0], what })
-        : fmt(gettext("Not sent: “%(what)s” was closed before your decision could be sent."), { what }))
-        : firsts[0] ? fmt(gettext("Not sent: %(who)s decided this request first."), { who: firsts[0] })
-          : gettext("Not sent: the request was closed before your decision could be sent.");
+      : notSent(firsts[0], what);
     if (toast) {
       toast.querySelector(".undo-text").textContent = text;
       toast.hidden = false;

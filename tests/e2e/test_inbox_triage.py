@@ -128,6 +128,26 @@ def test_a_held_approval_that_came_second_is_told_not_sent(people, live_stack):
     assert statuses(live_stack, [rid])[rid][0] == "rejected"
 
 
+def test_a_held_approval_of_a_request_its_requester_withdrew_says_withdrew(people, live_stack):
+    """"Not sent: alice decided “…” first." read as alice approving her own transfer: she withdrew it."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "group": "reviewers", "description": f"Taken back {t}",
+                                        "risk": "low", "timeout": 600}])
+    finn = people("finn", viewport=SIZES["desktop"])
+    page = finn.page
+    page.goto(f"/inbox/{rid}/")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.locator("#approve").click()
+    toast = page.locator("#undo-toast")
+    expect(toast).to_contain_text(f"Approved: Taken back {t}", timeout=T)
+    run(live_stack, f"services.cancel({rid!r}, user('alice'))")  # her Withdraw, inside finn's window
+    expect(toast).to_contain_text(f"Not sent: alice withdrew “Taken back {t}” before it was sent.", timeout=T)
+    expect(toast).not_to_contain_text("decided")
+    assert statuses(live_stack, [rid])[rid][0] == "cancelled"
+    page.goto(f"/inbox/?status=cancelled&q={t}")
+    expect(page.locator(f'tr[data-approval-id="{rid}"] .decider')).to_contain_text("withdrawn by alice")
+
+
 def test_a_not_sent_toast_on_the_next_requests_page_names_its_request(people, live_stack):
     """A decision leads to the next request's page, where its toast follows it: "Not sent: rita decided
     this request first." read there as the next request's, which nobody had decided."""
