@@ -12,9 +12,11 @@ class AgentsConfig(AppConfig):
             access_changes,  # noqa: F401  (a user's access changed: sockets closed, a new password's token revoked)
             sockets,  # noqa: F401  (closes a session's sockets on logout)
         )
+        from approvals import ran as approval_outcomes
 
         from . import (
             checks,  # noqa: F401  (demo accounts on the published password: migrate, check --database)
+            presenters,
             receivers,  # noqa: F401  (connects approval_resolved)
             simulation,  # noqa: F401  (gives the policy simulator the recorded tool calls)
             tasks,  # noqa: F401  (services enqueue run_agent by name: agents/dispatch.py)
@@ -23,3 +25,4 @@ class AgentsConfig(AppConfig):
         from .runtime import workflows  # noqa: F401  (registers the loop that runs workflows)
 
         load_agents()  # registers every tool's defaults with approvals
+        approval_outcomes.add_reader(presenters.approval_outcomes)  # a request's page: what became of its call

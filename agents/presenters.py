@@ -11,6 +11,7 @@ from approvals.access import memberships
 from approvals.models import ApprovalRequest, ApproverKind, said
 from people import selectors as people
 
+from .models import ToolCall as CallRow
 from .registry import get_tool
 from .runtime.sentences import person_words
 from .runtime.tools import NOT_YOURS
@@ -162,6 +163,21 @@ def outcome_words(call):
         return gettext("%(outcome)s The reviewer wrote: “%(words)s”") % {"outcome": outcome["message"],
                                                                          "words": call.feedback}
     return outcome["message"]
+
+
+def approval_outcomes(request_ids):
+    """{approval id: (kind, words)} of the approved calls that ended, for the request's page
+    (approvals/ran.py): "done" and what the tool returned (in the reader's words where it words it),
+    or "failed" and why, as the chat's card says it."""
+    found = {}
+    for call in CallRow.objects.filter(approval_id__in=request_ids):
+        outcome = tool_outcome(call)
+        if outcome is None or outcome["status"] not in ("done", "failed"):
+            continue
+        done = outcome["status"] == "done"
+        words = (outcome.get("said") or outcome.get("result") or "") if done else outcome["message"]
+        found[call.approval_id] = (outcome["status"], words)
+    return found
 
 
 def thread_standing(thread):

@@ -13,7 +13,10 @@ class ApprovalsConfig(AppConfig):
     def ready(self):
         import agui_project.checks  # noqa: F401  the product's deploy checks (manage.py check --deploy)
 
-        from . import account_audit  # noqa: F401  account and membership changes in the audit log (its receivers)
+        from . import (
+            account_audit,  # noqa: F401  account and membership changes in the audit log (its receivers)
+            ran,  # noqa: F401  an approved call's outcome told to its request's pages (its receiver)
+        )
 
         # the requests' mail (approvals/mail.py) goes through it: a misspelt backend failed at the
         # first mail, in a worker, with the request already made. Checked here, not in settings,

@@ -107,20 +107,33 @@ def _approval_notice(kind, request):
     }
 
 
-def inbox_notice(kind, request):
-    """kind: requested | decided | expired | cancelled | reminded | escalated | rerouted. Never fails the
-    caller."""
-    notice = _approval_notice(kind, request)
+def _readers_of(request):
+    """The channel groups of whoever reads a request: staff, its requester, its group (and the one it
+    escalated to)."""
     targets = {STAFF_GROUP, group_for_user(request.requester_id)}
     if request.approver_group_id:
         targets.add(group_for_approver_group(request.approver_group_id))
     if request.escalation_group_id and request.escalated_at:
         targets.add(group_for_approver_group(request.escalation_group_id))
+    return targets
+
+
+def inbox_notice(kind, request):
+    """kind: requested | decided | expired | cancelled | reminded | escalated | rerouted. Never fails the
+    caller."""
+    notice = _approval_notice(kind, request)
+    targets = _readers_of(request)
     # the same moments, for other apps (webhooks); a failing receiver is logged, never raised
     for receiver, result in approval_event.send_robust(sender=type(request), kind=kind, request=request):
         if isinstance(result, Exception):
             log.error("approval_event receiver %s failed", receiver, exc_info=result)
     return _send(sorted(targets), notice)
+
+
+def ran_notice(request):
+    """What became of a request's approved call is known (approvals/ran.py): its pages show it. To the
+    readers of its decision, without approval_event (webhooks have their own tool.outcome)."""
+    return _send(sorted(_readers_of(request)), _approval_notice("ran", request))
 
 
 def gone_notice(request, group_ids):

@@ -24,7 +24,7 @@ from agui_project.visible import json_escapes
 from people import selectors as people_selectors
 from state import services as state_services
 
-from . import argument_errors, exports, reader_schema, refusals, registry, selectors, services, stats
+from . import argument_errors, exports, ran, reader_schema, refusals, registry, selectors, services, stats
 from . import inbox as inbox_query
 from .access import is_admin, is_reviewer, same_person
 from .filters import parse_row_id
@@ -270,6 +270,7 @@ def _detail_context(request, approval):
                    for d in ("approve", "edit", "reject", "respond")},
         "requester_off": requester_off,
         "pending_count": inbox_query.pending_mine_count(request.user),
+        "ran": ran.outcome(approval),  # an approved call that failed is not left reading as done
     }
 
 

@@ -1538,7 +1538,7 @@
      held decision sent or recalled), the page is fetched again and its request part swapped in:
      the header's status, no countdown, the outcome where the form was. */
   const FOLLOW = ["approval.decided", "approval.expired", "approval.cancelled", "approval.held", "approval.undone",
-    "approval.rerouted", "approval.sent", "approval.not_sent"];
+    "approval.rerouted", "approval.sent", "approval.not_sent", "approval.ran"];
   let followInflight = false;
 
   /* What a decision form asks: the arguments it was drawn for, the answers it offers, what is editable. */

@@ -161,6 +161,13 @@ def test_outcome_once_then_409(api, demo):
     assert again.status_code == 409 and again.json()["code"] == "outcome_already_reported"
     event = AuditEvent.objects.get(request_id=data["id"], action="outcome_reported")
     assert event.actor == demo["alice"] and event.after == {"outcome": "failed", "detail": "CRM said 500"}
+    # the request's page says it (it said only "Approved"), in the agent's own words
+    from django.test import Client
+
+    reader = Client()
+    reader.force_login(demo["rita"])
+    page = reader.get(f"/inbox/{data['id']}/").content.decode()
+    assert 'class="ran ran-failed"' in page and "The agent reports it did not work: CRM said 500" in page
 
 
 def test_outcomes_show_in_the_stats(api, client, demo):
