@@ -295,3 +295,29 @@ def test_the_diff_preview_says_what_the_tool_will_refuse(people, live_stack):
     expect(page.locator("#form-error")).to_contain_text(said, timeout=T)
     expect(currency.locator("option:checked")).to_have_text("EUR")
     assert statuses(live_stack, [rid])[rid][0] == "pending"
+
+
+def test_the_request_page_says_an_approved_transfer_then_failed(people, live_stack):
+    """finn approved a transfer edited to an account that does not exist: alice's chat said it failed, and
+    his request page still said only "Approved with edits", read as money moved."""
+    from chat_helpers import new_chat
+
+    alice = people("alice").page
+    new_chat(alice)
+    alice.locator("#composer").fill("Transfer $500 from account 1234567890 to account 0987654321")
+    alice.locator("#composer").press("Enter")
+    card = alice.locator(".tool-card", has_text="transfer_money")
+    expect(card.locator(".approval-card .status-badge")).to_have_text("Pending", timeout=T)
+    rid = card.locator(".approval-card").get_attribute("data-approval-id")
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    page.locator("#arg__to_account").fill("5555555555")
+    page.locator("#approve").click()
+    page.locator("#decide-dialog-confirm").click()
+    page.wait_for_url(re.compile(r"held="), timeout=T)
+    page.goto(f"/inbox/{rid}/")  # before or after the call ran: the page shows it, or follows once it has
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    ran = page.locator("#ran")
+    expect(ran).to_contain_text("This did not work", timeout=T)
+    expect(ran).to_contain_text("5555555555")
+    expect(card.locator(".approval-card .status-badge")).to_have_text("Approved with edits", timeout=T)
