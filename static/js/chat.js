@@ -327,12 +327,19 @@
     const overflow = getComputedStyle(conversationEl).overflowY;
     return overflow !== "auto" && overflow !== "scroll";
   }
+  /* Where the page's window ends when it shows the latest: the composer's end, not the page's. The chat
+     list beside the conversation may run on far below it (a reader with many chats): the page's end
+     was the list's, and following put the answer and the composer above the window. */
+  function conversationEnd() {
+    const last = composerForm || conversationEl;
+    return last ? last.getBoundingClientRect().bottom + window.scrollY + 8 : document.documentElement.scrollHeight;
+  }
   function nearBottom() {
-    if (pageScrolls()) {
-      const root = document.scrollingElement || document.documentElement;
-      return root.scrollHeight - window.scrollY - window.innerHeight < 120;
-    }
+    if (pageScrolls()) return Math.abs(conversationEnd() - window.scrollY - window.innerHeight) < 120;
     return conversationEl.scrollHeight - conversationEl.scrollTop - conversationEl.clientHeight < 120;
+  }
+  function pastEnd() { // read on below the conversation (the chat list): not following it
+    return pageScrolls() && window.scrollY + window.innerHeight > conversationEnd() + 120;
   }
   function scrollTop() {
     return pageScrolls() ? window.scrollY : conversationEl.scrollTop;
@@ -341,22 +348,22 @@
      the end. Kept as a state, not measured before each change: not every change passes through mutate()
      (the class that ends streaming, the composer's note, markdown and fonts laid out a frame later), and
      a growth past the margin between two measures read as "the reader went away", and the answer ran off
-     the bottom. Only the reader moving up (or the content shrinking under them) ends following. */
+     the bottom. Only the reader moving up, or on below the conversation (or the content shrinking under
+     them), ends following. */
   let following = true;
   let lastTop = 0;
   function noteScroll() {
     const top = scrollTop();
     if (top < lastTop - 1) following = nearBottom(); // the reader went up, or the content shrank under them
+    else if (top > lastTop + 1 && pastEnd()) following = false;
     else if (nearBottom()) following = true;
     lastTop = top;
   }
   window.addEventListener("scroll", noteScroll, { passive: true });
   if (conversationEl) conversationEl.addEventListener("scroll", noteScroll, { passive: true });
   function scrollToBottom() {
-    if (pageScrolls()) {
-      const root = document.scrollingElement || document.documentElement;
-      window.scrollTo(0, root.scrollHeight); // the latest message and the composer under it
-    } else conversationEl.scrollTop = conversationEl.scrollHeight;
+    if (pageScrolls()) window.scrollTo(0, Math.max(0, conversationEnd() - window.innerHeight)); // the latest and the composer
+    else conversationEl.scrollTop = conversationEl.scrollHeight;
     following = true;
     lastTop = scrollTop();
   }

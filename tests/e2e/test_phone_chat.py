@@ -4,7 +4,7 @@ scrolls follows the answer, Withdraw says what it does and asks first, Back clos
 import re
 
 import pytest
-from chat_helpers import TOUCH, new_chat, xadd_events
+from chat_helpers import TOUCH, manage_shell, new_chat, xadd_events
 from inbox_e2e import T
 from playwright.sync_api import expect
 
@@ -15,6 +15,16 @@ PORTRAIT = {"width": 412, "height": 839}
 @pytest.fixture
 def alice_on(people):
     return lambda viewport, touch=False: people("alice", viewport=viewport, **(TOUCH if touch else {}))
+
+
+@pytest.fixture
+def many_chats(live_stack):
+    """alice has many chats: beside the conversation the list of them runs on far below the composer (where
+    the page scrolls, the page's end was the list's, and following the answer put it above the window)."""
+    manage_shell(live_stack, "from django.contrib.auth.models import User\n"
+                             "from agents import services\n"
+                             "alice = User.objects.get(username='alice')\n"
+                             "for i in range(60): services.create_thread(alice, 'banking', title=f'An older chat {i}')\n")
 
 
 IN_WINDOW = """s => { const r = document.querySelector(s).getBoundingClientRect();
@@ -31,7 +41,7 @@ def _comes_into_window(page, selector):
     return True
 
 
-def test_on_a_short_screen_the_page_follows_the_answer_and_opens_at_the_latest(alice_on):
+def test_on_a_short_screen_the_page_follows_the_answer_and_opens_at_the_latest(alice_on, many_chats):
     alice = alice_on(LANDSCAPE)
     page = alice.page
     new_chat(page)
@@ -80,7 +90,7 @@ IN_VIEW = """s => { const c = document.getElementById('conversation');
 @pytest.mark.parametrize(("viewport", "scrolls"), [(LANDSCAPE, "visible"), ({"width": 900, "height": 520}, "auto")],
                          ids=["page-scrolls", "box-scrolls"])
 def test_a_reader_who_scrolled_up_stays_there_and_is_followed_again_back_at_the_end(
-        alice_on, live_stack, viewport, scrolls):
+        alice_on, live_stack, many_chats, viewport, scrolls):
     alice = alice_on(viewport)
     page = alice.page
     thread = new_chat(page)
@@ -100,8 +110,10 @@ def test_a_reader_who_scrolled_up_stays_there_and_is_followed_again_back_at_the_
     page.wait_for_function("document.body.dataset.chatState === 'idle'", timeout=T)
     page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # a follow's frame
     assert page.evaluate(AT_TOP, True)
-    # back at the end, the page follows again, though the new messages are laid out before their text
-    page.mouse.wheel(0, 100000)
+    # back at the end (where the page scrolls, as far as the composer: the chat list runs on below it), the
+    # page follows again, though the new messages are laid out before their text
+    page.mouse.wheel(0, 100000 if scrolls == "auto" else page.evaluate(
+        "document.getElementById('composer-form').getBoundingClientRect().bottom - window.innerHeight"))
     page.wait_for_function(IN_VIEW, arg="#messages .msg-assistant:last-of-type", timeout=T)
     _say(live_stack, thread, "read-2", "A second afterthought.", "A third.", "And a fourth, the last.")
     expect(page.locator("#messages .msg-assistant .msg-body").last).to_have_text("And a fourth, the last.", timeout=T)
