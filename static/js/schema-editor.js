@@ -40,7 +40,8 @@
       return Number((m[1] === "" || m[1] === "+" ? "" : "-") + (digits || "0") + (m[3] ? "." + m[3] : "") + (m[4] || ""));
     }
     if (SEP.group === "." || raw.includes(SEP.group || "\u0000") || raw.includes(",")) return NaN;  // "1.234" means 1234 there
-    return raw === "" ? NaN : Number(raw);
+    // a JSON number only: Number() also reads "0x10" as 16 and "0b11" as 3, which nobody typing an amount meant
+    return /^[-+]?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : NaN;
   }
 
   /* A number as the field shows it: no groups, the language's decimal separator ("500,5"). */
@@ -151,7 +152,7 @@
   /* A pattern in words where it is a plain one ("6 to 20 digits"); a regex is never shown to a
      person (the field's description and the server's error say what is wanted). */
   function patternWords(pattern) {
-    const m = typeof pattern === "string" && pattern.match(/^\^\\d\{(\d+)(?:,(\d+))?\}\$$/);
+    const m = typeof pattern === "string" && pattern.match(/^\^(?:\\d|\[0-9\])\{(\d+)(?:,(\d+))?\}\$$/);
     if (!m) return "";
     return m[2] ? fmt(gettext("%(min)s to %(max)s digits"), { min: m[1], max: m[2] }) : fmt(gettext("%(count)s digits"), { count: m[1] });
   }
@@ -357,10 +358,14 @@
                                         el("bdi", { className: "bidi-value" }, input.value));
         };
         showBidi();
+        // a plain digits pattern (an account number) is checked as it is typed, as a number's bounds are:
+        // " 0987654321" or "12345" was refused only after the confirmation, as a change that looked like none
+        const digits = patternWords(node.pattern);
         input.addEventListener("input", () => {
           const before = getIn(original, path);
           setIn(value, path, input.value === "" && before === undefined && optional ? undefined : input.value);
-          markProblem(input, path, "");
+          const wrong = digits && input.value !== "" && !new RegExp(node.pattern).test(input.value);
+          markProblem(input, path, wrong ? digits : "");
           showBidi();
           changed();
         });

@@ -321,3 +321,26 @@ def test_the_request_page_says_an_approved_transfer_then_failed(people, live_sta
     expect(ran).to_contain_text("This did not work", timeout=T)
     expect(ran).to_contain_text("5555555555")
     expect(card.locator(".approval-card .status-badge")).to_have_text("Approved with edits", timeout=T)
+
+
+def test_an_account_and_an_amount_are_checked_as_they_are_typed(people, live_stack):
+    """An account with a space before it, or of five digits, was refused only after the confirmation (the
+    change " 0987654321" looked like none), and "0x10" was read as the amount 16."""
+    t = tag()
+    [rid] = make_requests(live_stack, [{"requester": "alice", "description": f"Typed ({t})"}])
+    page = people("finn").page
+    page.goto(f"/inbox/{rid}/")
+    account, amount = page.locator("#arg__to_account"), page.locator("#arg__amount")
+    expect(account.locator("xpath=..")).to_contain_text("6 to 20 digits")  # said before anything is typed
+    for typed in (" 0987654321", "12345", "abc"):
+        account.fill(typed)
+        expect(page.locator('[data-error-for="to_account"]')).to_have_text("6 to 20 digits")
+        expect(account).to_have_attribute("aria-invalid", "true")
+        expect(page.locator("#approve")).to_be_disabled()
+    account.fill("0987654321")
+    expect(page.locator('[data-error-for="to_account"]')).to_be_hidden()
+    amount.fill("0x10")
+    expect(page.locator('[data-error-for="amount"]')).to_have_text("not a number")
+    amount.fill("450")
+    expect(page.locator("#diff-preview")).to_contain_text("Amount: 500 → 450")
+    expect(page.locator("#approve")).to_be_enabled()
