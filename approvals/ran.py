@@ -7,16 +7,12 @@ Approvals knows no runs: the apps whose runs execute approved calls register a r
 an outcome is recorded (`signals.tool_outcome`), the request's readers are told (`approval.ran`), so
 its open pages follow."""
 
-import logging
-
 from django.dispatch import receiver
 from django.utils.translation import gettext as _
 
 from . import notify
 from .models import ApprovalRequest, OutsideCall
 from .signals import tool_outcome
-
-log = logging.getLogger(__name__)
 
 _readers = []
 RAN_STATUSES = (ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.MODIFIED)
