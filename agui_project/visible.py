@@ -47,6 +47,12 @@ def _controls(text):
     return (m for m in _CONTROL.finditer(text) if len(m.group()) == 1)
 
 
+def says_nothing(text) -> bool:
+    """Whether `text` holds nothing a reader sees: blank, or only controls and invisible characters (a
+    zero-width space passed as a rejection's required reason)."""
+    return not _CONTROL.sub(lambda m: m.group() if len(m.group()) > 1 else "", str(text or "")).strip()
+
+
 def has_controls(text) -> bool:
     return isinstance(text, str) and next(_controls(text), None) is not None
 

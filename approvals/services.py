@@ -27,6 +27,7 @@ from agui_project.queries import (
     prefetched,
     unanswered,
 )
+from agui_project.visible import says_nothing
 
 from . import (
     access,
@@ -477,7 +478,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             raise RequesterInactive(message, {"decision": [message]})
 
         if decision == Decision.Kind.RESPOND:
-            if not feedback:
+            if says_nothing(feedback):  # a zero-width space is no guidance
                 raise FeedbackRequired(_("write the guidance the agent should follow"),
                                        {"feedback": [_("required to answer with guidance")]})
             made = _DECISION_ROW.add(request=req, user=user, decision=decision, feedback=feedback)
@@ -485,7 +486,7 @@ def _decide(request_id, user, decision, arguments, feedback, always_allow_in_thr
             req.feedback = feedback
             approvals = None
         elif decision == Decision.Kind.REJECT:
-            if req.approver_kind == ApproverKind.GROUP and not feedback:
+            if req.approver_kind == ApproverKind.GROUP and says_nothing(feedback):  # nor a reason
                 raise FeedbackRequired(_("feedback is required to reject"), {"feedback": [_("required to reject")]})
             made = _DECISION_ROW.add(request=req, user=user, decision=decision, feedback=feedback)
             _move(req, Status.REJECTED)

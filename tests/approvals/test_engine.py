@@ -174,6 +174,11 @@ def test_rejection_feedback_required_from_a_group_optional_for_the_requester(dem
     req = transfer_request(demo["alice"])
     with pytest.raises(services.FeedbackRequired):
         services.decide(req.pk, demo["finn"], "reject")
+    for nothing in ("\u200b", " \u2060\u200b ", "\u202e", "\ufeff"):  # nothing a reader sees is no reason
+        with pytest.raises(services.FeedbackRequired):
+            services.decide(req.pk, demo["finn"], "reject", feedback=nothing)
+    assert services.decide(req.pk, demo["finn"], "reject", feedback="🏴\U000e0067\U000e0062\U000e0073\U000e0063"
+                           "\U000e0074\U000e007f").status == "rejected"  # a flag is something
     own = services.request(tool_name="cancel_subscription", arguments={"subscription_id": "sub_123"},
                            requester=demo["alice"], verdict=policy.evaluate("cancel_subscription", {}),
                            description="Cancel sub_123", thread_ref="t-own")

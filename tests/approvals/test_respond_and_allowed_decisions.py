@@ -36,6 +36,8 @@ def test_respond_answers_with_guidance_and_is_audited_as_its_own_kind(demo):
     assert req.allowed_decisions == ["approve", "reject", "respond"]
     with pytest.raises(services.FeedbackRequired):
         services.decide(req.pk, demo["finn"], "respond", feedback="  ")
+    with pytest.raises(services.FeedbackRequired):
+        services.decide(req.pk, demo["finn"], "respond", feedback="\u200b\u200b")  # draws nothing
     done = services.decide(req.pk, demo["finn"], "respond", feedback="Send 450 now, the rest next week")
     assert done.status == "responded" and done.get_status_display() == "Answered with guidance"
     assert done.feedback == "Send 450 now, the rest next week" and done.final_arguments is None
