@@ -107,22 +107,15 @@ def _approval_notice(kind, request):
     }
 
 
-def _readers_of(request):
-    """The channel groups of whoever reads a request: staff, its requester, its group (and the one it
-    escalated to)."""
+def inbox_notice(kind, request):
+    """kind: requested | decided | expired | cancelled | reminded | escalated | rerouted. Never fails the
+    caller."""
+    notice = _approval_notice(kind, request)
     targets = {STAFF_GROUP, group_for_user(request.requester_id)}
     if request.approver_group_id:
         targets.add(group_for_approver_group(request.approver_group_id))
     if request.escalation_group_id and request.escalated_at:
         targets.add(group_for_approver_group(request.escalation_group_id))
-    return targets
-
-
-def inbox_notice(kind, request):
-    """kind: requested | decided | expired | cancelled | reminded | escalated | rerouted. Never fails the
-    caller."""
-    notice = _approval_notice(kind, request)
-    targets = _readers_of(request)
     # the same moments, for other apps (webhooks); a failing receiver is logged, never raised
     for receiver, result in approval_event.send_robust(sender=type(request), kind=kind, request=request):
         if isinstance(result, Exception):
@@ -130,10 +123,11 @@ def inbox_notice(kind, request):
     return _send(sorted(targets), notice)
 
 
-def ran_notice(request):
-    """What became of a request's approved call is known (approvals/ran.py): its pages show it. To the
-    readers of its decision, without approval_event (webhooks have their own tool.outcome)."""
-    return _send(sorted(_readers_of(request)), _approval_notice("ran", request))
+def ran_notice(approval_id):
+    """What became of a request's approved call is known (approvals/ran.py): the pages that have it open
+    (its viewers' group) show it. Its id only, so the worker that ran the call reads nothing more for it;
+    without approval_event (webhooks have their own tool.outcome)."""
+    return _send([group_for_viewers(approval_id)], {"type": "approval.ran", "approval": {"id": approval_id}})
 
 
 def gone_notice(request, group_ids):

@@ -4,8 +4,8 @@ the requester's chat said it failed.
 
 Approvals knows no runs: the apps whose runs execute approved calls register a reader
 (`add_reader`, agents at start-up); an outside agent's outcome is its own report (OutsideCall). When
-an outcome is recorded (`signals.tool_outcome`), the request's readers are told (`approval.ran`), so
-its open pages follow."""
+an outcome is recorded (`signals.tool_outcome`), the pages that have the request open are told
+(`approval.ran`) and follow."""
 
 from django.dispatch import receiver
 from django.utils.translation import gettext as _
@@ -46,8 +46,5 @@ def outcome(approval):
 
 @receiver(tool_outcome, dispatch_uid="approvals.ran")
 def tell_pages(sender, approval_ref="", **kwargs):
-    if not approval_ref:
-        return
-    request = ApprovalRequest.objects.filter(pk=approval_ref).first()
-    if request is not None:
-        notify.ran_notice(request)
+    if approval_ref:
+        notify.ran_notice(approval_ref)

@@ -1739,7 +1739,8 @@
       // Anything may have changed while we were away.
       if (rowsBody) refreshRows();
       else refreshSummary().catch(() => {});
-      if (detail) refreshPanels();
+      // a decided request's part too: what became of its call (approval.ran) may have come before this socket
+      if (detail) (detail.dataset.status === "pending" ? refreshPanels() : followDetail());
     });
     ws.addEventListener("message", (msg) => {
       attempt = 0; // the socket works
