@@ -64,3 +64,29 @@ def test_a_rejected_call_says_nothing_more_than_its_rejection(demo, fake_llm, lo
     run_continuation(run)
     page = login("finn").get(f"/inbox/{req.pk}/").content.decode()
     assert 'id="ran"' not in page
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_pages_that_have_the_request_open_hear_that_it_ran(demo):
+    """approval.ran goes to the request's viewers' group, by id (the worker reads nothing more for it)."""
+    from asgiref.sync import sync_to_async
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+
+    from approvals.routing import websocket_urlpatterns as inbox_ws
+    from tests.inbox_helpers import make_request
+
+    req = await sync_to_async(make_request)("alice", group="reviewers")
+    page = WebsocketCommunicator(URLRouter(inbox_ws), "/ws/inbox/")
+    page.scope["user"] = demo["rita"]
+    assert (await page.connect())[0]
+    await page.send_json_to({"type": "viewing", "id": req.pk})
+    await page.send_json_to({"type": "ping"})  # the viewing frame is handled before the ping's answer
+    while (await page.receive_json_from(timeout=5))["type"] != "pong":
+        pass
+    sent = notify.ran_notice(req.pk)
+    await sync_to_async(sent.result)(timeout=5)
+    while (heard := await page.receive_json_from(timeout=5))["type"] != "approval.ran":
+        pass
+    assert heard == {"type": "approval.ran", "approval": {"id": req.pk}}
+    await page.disconnect()
