@@ -89,8 +89,9 @@ def test_a_decision_on_a_slow_network_says_it_is_on_its_way_then_that_no_answer_
 
 
 def box(locator):
-    b = locator.bounding_box()
-    return b["width"], b["height"]
+    """Its width and height. Asked of the element as it is when read (evaluate waits for one): the list is
+    drawn again at each inbox notice, and bounding_box() of a row replaced meanwhile was None."""
+    return tuple(locator.evaluate("e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; }"))
 
 
 def test_touch_screens_get_no_key_hints_and_finger_sized_targets(phone, people, live_stack):
