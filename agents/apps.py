@@ -12,7 +12,7 @@ class AgentsConfig(AppConfig):
             access_changes,  # noqa: F401  (a user's access changed: sockets closed, a new password's token revoked)
             sockets,  # noqa: F401  (closes a session's sockets on logout)
         )
-        from approvals import ran as approval_outcomes
+        from approvals import ran
 
         from . import (
             checks,  # noqa: F401  (demo accounts on the published password: migrate, check --database)
@@ -25,4 +25,4 @@ class AgentsConfig(AppConfig):
         from .runtime import workflows  # noqa: F401  (registers the loop that runs workflows)
 
         load_agents()  # registers every tool's defaults with approvals
-        approval_outcomes.add_reader(presenters.approval_outcomes)  # a request's page: what became of its call
+        ran.add_reader(presenters.approval_outcome)  # a request's page: what became of its call

@@ -155,29 +155,26 @@ def outcome_words(call):
     None while the call is open. What the model reads adds instructions for it ("do not try to reach the
     same goal another way"), not for people."""
     outcome = tool_outcome(call)
-    if outcome is None:
+    return None if outcome is None else _words(call, outcome)
+
+
+def approval_outcome(request_id):
+    """(kind, words) of the call an approved request let run, once it ended, else None: for the request's
+    page (approvals/ran.py), "done" and what the tool returned, or "failed" and why, as the chat's card says."""
+    call = CallRow.objects.filter(approval_id=request_id).first()
+    outcome = tool_outcome(call) if call is not None else None
+    if outcome is None or outcome["status"] not in ("done", "failed"):
         return None
+    return outcome["status"], _words(call, outcome)
+
+
+def _words(call, outcome):
     if outcome["status"] == "done":
         return outcome.get("said") or outcome.get("result") or ""
     if outcome["status"] in ("rejected", "responded") and call.feedback:
         return gettext("%(outcome)s The reviewer wrote: “%(words)s”") % {"outcome": outcome["message"],
                                                                          "words": call.feedback}
     return outcome["message"]
-
-
-def approval_outcomes(request_ids):
-    """{approval id: (kind, words)} of the approved calls that ended, for the request's page
-    (approvals/ran.py): "done" and what the tool returned (in the reader's words where it words it),
-    or "failed" and why, as the chat's card says it."""
-    found = {}
-    for call in CallRow.objects.filter(approval_id__in=request_ids):
-        outcome = tool_outcome(call)
-        if outcome is None or outcome["status"] not in ("done", "failed"):
-            continue
-        done = outcome["status"] == "done"
-        words = (outcome.get("said") or outcome.get("result") or "") if done else outcome["message"]
-        found[call.approval_id] = (outcome["status"], words)
-    return found
 
 
 def thread_standing(thread):

@@ -19,7 +19,7 @@ RAN_STATUSES = (ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.MODIFIED
 
 
 def add_reader(read):
-    """`read(request_ids)` -> {request id: (kind, words)} for the calls that ended, in the active
+    """`read(request_id)` -> (kind, words) once the request's call ended, else None, in the active
     language: "done" and what the call returned (may be ""), or "failed" and a sentence of why."""
     _readers.append(read)
 
@@ -37,11 +37,7 @@ def outcome(approval):
             return "failed", (_("The agent reports it did not work: %(detail)s") % {"detail": detail} if detail
                               else _("The agent reports it did not work."))
         return "failed", _("The agent does not know whether it finished.")
-    for read in _readers:
-        found = read([approval.pk]).get(approval.pk)
-        if found:
-            return found
-    return None
+    return next((found for read in _readers if (found := read(approval.pk))), None)
 
 
 @receiver(tool_outcome, dispatch_uid="approvals.ran")

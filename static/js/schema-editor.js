@@ -361,10 +361,11 @@
         // a plain digits pattern (an account number) is checked as it is typed, as a number's bounds are:
         // " 0987654321" or "12345" was refused only after the confirmation, as a change that looked like none
         const digits = patternWords(node.pattern);
+        const digitsRe = digits ? new RegExp(node.pattern) : null;
         input.addEventListener("input", () => {
           const before = getIn(original, path);
           setIn(value, path, input.value === "" && before === undefined && optional ? undefined : input.value);
-          const wrong = digits && input.value !== "" && !new RegExp(node.pattern).test(input.value);
+          const wrong = digitsRe && input.value !== "" && !digitsRe.test(input.value);
           markProblem(input, path, wrong ? digits : "");
           showBidi();
           changed();
