@@ -4,8 +4,9 @@ Asked of the database only where Django lets checks ask it (`migrate`, `check --
 with DEBUG off, as Django's own deploy checks; a warning, so a demo served with DEBUG off still starts."""
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.checks import Tags, Warning, register
-from django.db import DEFAULT_DB_ALIAS
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from .demo_accounts import PUBLISHED, on_password
 
@@ -14,6 +15,8 @@ from .demo_accounts import PUBLISHED, on_password
 def demo_passwords(app_configs, databases=None, **kwargs):
     if settings.DEBUG or not databases or DEFAULT_DB_ALIAS not in databases:
         return []
+    if User._meta.db_table not in connections[DEFAULT_DB_ALIAS].introspection.table_names():
+        return []  # `migrate` checks before it creates the tables: a new database has no accounts yet
     said = {settings.DEMO_PASSWORD: "the demo's password (DEMO_PASSWORD)",  # the README's, when it is the same
             PUBLISHED: "the password the README publishes for the demo (agui-demo)"}
     return [Warning(f"These accounts sign in with {words}: {', '.join(known)}.",

@@ -3,11 +3,17 @@ publishes, one of them a superuser: with DEBUG off, `migrate` and `check --datab
 (agui.W005), naming the accounts, without writing to them."""
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.checks import run_checks
 from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def warnings(databases=("default",)):
@@ -63,3 +69,14 @@ def test_migrate_says_it(production):
     err = io.StringIO()
     call_command("check", "--database", "default", stdout=io.StringIO(), stderr=err)
     assert "agui.W005" in err.getvalue()
+
+
+def test_migrate_with_debug_off_creates_a_new_database(tmp_path):
+    """The first `migrate` of a production database runs the checks before any table exists."""
+    env = {**os.environ, "DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "s" * 50, "DJANGO_ALLOWED_HOSTS": "localhost",
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'new.sqlite3'}"}
+    done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "agui.W005" not in done.stdout + done.stderr  # no accounts yet, so none on the demo password
+    assert "Applying auth.0001_initial... OK" in done.stdout
