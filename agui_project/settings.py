@@ -10,13 +10,17 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("AGUI_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _env(name):
+    """The variable's value, spaces aside; None when unset or blank: a blank value means the default
+    (an `.env` or compose file lists a variable with nothing after `=`)."""
     value = os.environ.get(name)
     return None if value is None or value.strip() == "" else value.strip()
+
+
+VAR_DIR = Path(_env("AGUI_VAR_DIR") or BASE_DIR / "var")  # blank was Path(""): the working directory
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def env_bool(name, default=False):
@@ -396,7 +400,7 @@ SPECTACULAR_SETTINGS = {
 # --- The product ---------------------------------------------------------------------------
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "") or None
-AGUI_MODEL = os.environ.get("AGUI_MODEL", "gpt-4o-mini")
+AGUI_MODEL = _env("AGUI_MODEL") or "gpt-4o-mini"
 AGUI_MODEL_TIMEOUT = env_float("AGUI_MODEL_TIMEOUT", 60, above=0)
 AGUI_MAX_TURNS = env_int("AGUI_MAX_TURNS", 8, minimum=1)
 # runs one account starts in an hour, whatever became of them (agents/services.start_run): each costs
@@ -523,7 +527,7 @@ AGUI_SANDBOX_BWRAP = env_choice("AGUI_SANDBOX_BWRAP", "auto", ("auto", "off", "r
 AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 # Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
-DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD", "agui-demo")
+DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD") or "agui-demo"  # blank: no account would sign in
 
 # a short name (smtp, filebased, console, locmem) or a dotted path; the console backend, also when named as
 # Django's: the printed mail with its links whole (console_mail.py). "filebased", as the README's table
@@ -547,7 +551,7 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:  # Django refuses the pair only when the fir
                                "port 587; SSL: implicit TLS, port 465)")
 # Django's default waits for an SMTP server for ever, holding the worker that sends the mail
 EMAIL_TIMEOUT = env_float("DJANGO_EMAIL_TIMEOUT", 10, above=0)
-DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "agui-inbox <noreply@localhost>")
+DEFAULT_FROM_EMAIL = _env("DJANGO_DEFAULT_FROM_EMAIL") or "agui-inbox <noreply@localhost>"  # blank: mail from nobody
 EMAIL_SUBJECT_PREFIX = "[agui-inbox] "
 
 # LOG_LEVEL: the console's level (DEBUG, INFO, WARNING, ERROR, CRITICAL). At INFO, the default, the

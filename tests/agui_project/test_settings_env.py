@@ -12,10 +12,10 @@ while not (ROOT / "manage.py").exists():  # wherever this file sits under tests/
     ROOT = ROOT.parent
 
 
-def run_django(code, **env):
+def run_django(code, cwd=ROOT, **env):
     """`code` in a fresh process (settings are read from the environment at start)."""
-    full = {**os.environ, "DJANGO_SETTINGS_MODULE": "agui_project.settings", **env}
-    return subprocess.run([sys.executable, "-c", "import django; django.setup()\n" + code], cwd=ROOT, env=full,
+    full = {**os.environ, "DJANGO_SETTINGS_MODULE": "agui_project.settings", "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run([sys.executable, "-c", "import django; django.setup()\n" + code], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -86,6 +86,16 @@ def test_words_and_addresses_read_from_the_environment(tmp_path):
                      AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["required", "https://example.com:8443/"]
+
+
+def test_a_blank_word_is_its_default(tmp_path):
+    """An .env or compose file that lists a variable with nothing after `=`: the From address was empty
+    (and check --deploy silent about it), the model unnamed, the data folder the working directory."""
+    out = run_django("from django.conf import settings as s; print(repr((s.DEFAULT_FROM_EMAIL, s.AGUI_MODEL, "
+                     "s.DEMO_PASSWORD, str(s.VAR_DIR))))",
+                     DJANGO_DEFAULT_FROM_EMAIL=" ", AGUI_MODEL="", DEMO_PASSWORD="", AGUI_VAR_DIR=" ", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == repr(("agui-inbox <noreply@localhost>", "gpt-4o-mini", "agui-demo", str(ROOT / "var")))
 
 
 @pytest.mark.parametrize("value", ["whsec_@@@", "whsec_", "short"])
