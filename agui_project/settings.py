@@ -577,5 +577,8 @@ LOGGING = {
         "daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"},
         "django.security.DisallowedHost": {"filters": ["unknown_host"]},  # one line, not an ERROR with a traceback
         "celery.beat": _routine, "celery.worker.strategy": _routine, "celery.app.trace": _routine,
+        # each outgoing request's whole URL at INFO: a callback_url's or an MCP server's token, user and
+        # password, which the pages and the API keep from reviewers (deliveries keep their own attempt log)
+        "httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"},
     },
 }
