@@ -15,7 +15,7 @@ import asyncio
 import ipaddress
 import socket
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -95,3 +95,18 @@ async def refused_async(url, allowed, setting):
     except OSError as exc:
         return f"host not resolved: {exc}"
     return _judge(host, infos, allowed, setting)
+
+
+def where_it_goes(url):
+    """A URL as a reviewer or the log may read it: where it goes, without what often authorises it (a
+    token in its query, a user and password, a fragment), which is the requester's and the admins'."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # accepted before it was checked so: nothing of it is shown
+        return ""
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -4,7 +4,6 @@ keyed by tool name), the audit log (filters, ?format=csv) and "always allow in t
 Views stay thin: every change goes through approvals.services.
 """
 
-from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -27,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from agui_project.answer_first import answer_first
+from agui_project.destinations import where_it_goes
 from agui_project.permissions import StaffWithModelPermissions
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
@@ -80,21 +80,6 @@ class OutsideInfoSerializer(ModelSerializer):
     class Meta:
         model = OutsideCall
         fields = ["callback_url", "outcome", "outcome_detail", "outcome_at"]
-
-
-def _without_secrets(url):
-    """A callback URL as a reviewer may read it: where it goes, without what often authorises it (a
-    token in its query, a user and password, a fragment), which is the requester's and the admins'."""
-    if not url:
-        return url
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # accepted before it was checked so: nothing of it is shown
-        return ""
-    host = parts.hostname or ""
-    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port is not None else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _http_url(value):
@@ -188,7 +173,7 @@ class ApprovalSerializer(ModelSerializer):
         data = OutsideInfoSerializer(row).data
         request = self.context.get("request")
         if request is None or not (is_admin(request.user) or request.user.pk == obj.requester_id):
-            data["callback_url"] = _without_secrets(data["callback_url"])
+            data["callback_url"] = where_it_goes(data["callback_url"])
         return data
 
     def get_thread(self, obj) -> str:

@@ -262,12 +262,18 @@ TURN_SECONDS = 2
 
 
 def _sender_busy(delivery, now):
-    """Whether an earlier delivery of the same sender is being attempted: the same endpoint, or for
-    a callback_url the same account's requests. An attempt holds a worker until its receiver answers
+    """Whether another delivery of the same sender is being attempted: the same endpoint, or for a
+    callback_url the same account's requests. An attempt holds a worker until its receiver answers
     (AGUI_WEBHOOK_TIMEOUT_SECONDS at most), and workers run the agents too: any account may set a
-    callback_url, and four slow ones held every worker, the chats waiting behind them."""
-    flying = WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, claimed_until__gt=now,
-                                            pk__lt=delivery.pk)  # the earlier goes first: two never wait on each other
+    callback_url, and four slow ones held every worker, the chats waiting behind them.
+
+    Claimed before this one, that is: leases are all as long, so the claims' ends order them (the
+    id where two are equal), and of two claimed at once one goes on. Deferring only to lower ids let
+    an older delivery's retry start beside a newer one's attempt."""
+    mine = delivery.claimed_until
+    flying = WebhookDelivery.objects.filter(
+        Q(claimed_until__lt=mine) | Q(claimed_until=mine, pk__lt=delivery.pk),
+        status=WebhookDelivery.Status.PENDING, claimed_until__gt=now).exclude(pk=delivery.pk)
     if delivery.endpoint_id:
         return flying.filter(endpoint_id=delivery.endpoint_id).exists()
     requester = ApprovalRequest.objects.filter(pk=delivery.approval_ref).values("requester_id")
@@ -310,7 +316,8 @@ def deliver(delivery_id):
         delivery.status, delivery.delivered_at, delivery.next_attempt_at = WebhookDelivery.Status.SUCCEEDED, timezone.now(), None
     elif switched_off or delivery.attempts >= settings.AGUI_WEBHOOK_MAX_ATTEMPTS:
         delivery.status, delivery.next_attempt_at = WebhookDelivery.Status.FAILED, None
-        log.warning("webhook delivery %s to %s failed %s times: %s", delivery.pk, delivery.url, delivery.attempts, error)
+        log.warning("webhook delivery %s to %s failed %s times: %s", delivery.pk, destinations.where_it_goes(delivery.url),
+                    delivery.attempts, error)
     else:
         wait = backoff_seconds(delivery.attempts)
         delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)

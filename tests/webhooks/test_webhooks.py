@@ -121,8 +121,10 @@ def test_a_receiver_that_fails_gets_the_message_again_with_backoff(demo, setting
 
 
 def test_bounded_attempts_then_failed_then_replay(demo, settings, api, endpoint, receiver, queued,
-                                                  django_capture_on_commit_callbacks):
+                                                  django_capture_on_commit_callbacks, caplog):
     hook, secret = endpoint
+    host = receiver.url.split("//")[1]
+    WebhookEndpoint.objects.filter(pk=hook.pk).update(url=f"http://ops:hunter2@{host}/in?token=s3cret#f")
     settings.AGUI_WEBHOOK_MAX_ATTEMPTS = 2
     receiver.codes = [503, 503]
     with django_capture_on_commit_callbacks(execute=True):
@@ -133,6 +135,9 @@ def test_bounded_attempts_then_failed_then_replay(demo, settings, api, endpoint,
         tasks.deliver(delivery.pk)
     delivery.refresh_from_db()
     assert delivery.status == "failed" and delivery.attempts == 2
+    # the log says where it went, not the URL's credentials
+    assert f"to http://{host}/in failed 2 times" in caplog.text and "s3cret" not in caplog.text
+    assert "hunter2" not in caplog.text
     queued.clear()
 
     assert api("finn").post(f"/api/webhook-deliveries/{delivery.pk}/replay/").status_code == 403
@@ -573,3 +578,31 @@ def test_one_attempt_at_a_time_per_sender(demo, settings, api, receiver, queued,
     WebhookDelivery.objects.filter(pk=second.pk).update(next_attempt_at=timezone.now())
     assert services.deliver(second.pk).succeeded
     assert len(receiver.received) == 2 and WebhookDelivery.objects.get(pk=first.pk).attempts == 0
+
+
+def test_an_older_deliverys_retry_waits_for_a_newer_ones_attempt(demo, api, receiver, queued,
+                                                                 django_capture_on_commit_callbacks):
+    """The turn goes by who claimed first, not by id: a slow receiver got an older delivery's retry
+    while a newer one's attempt was still open, two workers held by one sender."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    def ask(n):
+        made = api("alice").post("/api/approvals/", {
+            "tool_name": "crm.delete_contact", "arguments": {"n": n}, "schema": {"type": "object"},
+            "callback_url": f"{receiver.url}/alice/{n}"}, format="json")
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api("alice").post(f"/api/approvals/{made.json()['id']}/withdraw/").status_code == 200
+        return WebhookDelivery.objects.get(approval_ref=made.json()["id"])
+
+    older, newer = ask(1), ask(2)
+    queued.clear()
+    WebhookDelivery.objects.filter(pk=newer.pk).update(claimed_until=timezone.now() + timedelta(seconds=5))
+    assert services.deliver(older.pk) is None  # its retry came due meanwhile: it waits its turn
+    assert queued == [(older.pk, services.TURN_SECONDS)] and receiver.received == []
+    # two claimed in the same instant: the lower id goes on, the other waits; never both, never neither
+    both = timezone.now() + timedelta(seconds=40)
+    WebhookDelivery.objects.filter(pk__in=[older.pk, newer.pk]).update(claimed_until=both)
+    assert not services._sender_busy(WebhookDelivery.objects.get(pk=older.pk), timezone.now())
+    assert services._sender_busy(WebhookDelivery.objects.get(pk=newer.pk), timezone.now())
