@@ -46,3 +46,16 @@ def from_email(app_configs, **kwargs):
                         hint="Set DJANGO_DEFAULT_FROM_EMAIL to an address of your domain, such as "
                              "\"agui-inbox <inbox@example.com>\".", id="agui.W004")]
     return []
+
+
+@register(Tags.security, deploy=True)
+def mail_backend(app_configs, **kwargs):
+    module = settings.EMAIL_BACKEND.split(".")[-2:-1]
+    if not settings.DEBUG and module and module[0] in {"console_mail", "console", "locmem"}:
+        return [Warning("Mail is printed to the log, or kept in memory, with DJANGO_DEBUG=0 (DJANGO_EMAIL_BACKEND is "
+                        "unset or console): nobody is told of a request, and the log holds each mail's one-click "
+                        "decision links, which decide without a sign-in.",
+                        hint="Set DJANGO_EMAIL_BACKEND=smtp and DJANGO_EMAIL_HOST (and its port, user, password and "
+                             "TLS), or filebased with DJANGO_EMAIL_FILE_PATH for a site that sends no mail.",
+                        id="agui.W006")]
+    return []

@@ -1,5 +1,6 @@
 """Settings from the environment (DESIGN.md, "Configuration"): every default works on a laptop."""
 
+import base64
 import ipaddress
 import math
 import os
@@ -71,9 +72,9 @@ def env_float(name, default, minimum=None, above=None, maximum=None):
 
 
 def env_list(name, default=""):
-    """A comma-separated list, blanks dropped."""
-    value = os.environ.get(name)
-    return [v.strip() for v in (default if value is None else value).split(",") if v.strip()]
+    """A comma-separated list, blanks dropped; a blank value is the default (an empty
+    DJANGO_ALLOWED_HOSTS answered 400 to every page while /healthz, exempt, said all was well)."""
+    return [v.strip() for v in (_env(name) or default).split(",") if v.strip()]
 
 
 def env_choice(name, default, choices):
@@ -116,9 +117,9 @@ def env_networks(name):
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
 _DEV_SECRET = "dev-insecure-secret-key-DO-NOT-USE-IN-PRODUCTION"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _DEV_SECRET
-if not DEBUG and SECRET_KEY == _DEV_SECRET:
-    raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
+SECRET_KEY = _env("DJANGO_SECRET_KEY") or _DEV_SECRET
+if not DEBUG and SECRET_KEY == _DEV_SECRET:  # ImproperlyConfigured: manage.py says it in one line
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
 # Said once per start: `make run` says it itself and tells its children (manage.py, worker, beat,
 # web) through AGUI_SECRET_KEY_WARNED, else every process would repeat it.
 if SECRET_KEY == _DEV_SECRET and "pytest" not in sys.modules and not os.environ.get("AGUI_SECRET_KEY_WARNED"):
@@ -478,11 +479,15 @@ AGUI_WEBHOOK_CALLBACK_SECRET = _env("AGUI_WEBHOOK_CALLBACK_SECRET") or ""
 if AGUI_WEBHOOK_CALLBACK_SECRET:  # read as the deliveries read it, else every callback failed in the worker
     from standardwebhooks import Webhook
 
-    try:
+    try:  # the library takes a value without whsec_ as base64 too: "abc" signed with a key of two bytes
         Webhook(AGUI_WEBHOOK_CALLBACK_SECRET)
+        if not AGUI_WEBHOOK_CALLBACK_SECRET.startswith("whsec_") or len(
+                base64.b64decode(AGUI_WEBHOOK_CALLBACK_SECRET.removeprefix("whsec_"), validate=True)) < 24:
+            raise ValueError
     except Exception:  # noqa: BLE001 -- the library's own errors (empty, bad base64); the value is a secret: not shown
         raise ImproperlyConfigured(
-            "AGUI_WEBHOOK_CALLBACK_SECRET is not a signing secret: whsec_ then base64 (Standard Webhooks); "
+            "AGUI_WEBHOOK_CALLBACK_SECRET is not a signing secret: whsec_ then base64 of at least 24 bytes "
+            "(Standard Webhooks); "
             "leave it unset to derive each account's from DJANGO_SECRET_KEY (manage.py webhook_callback_secret <user>)"
         ) from None
 # SSRF guard: internal addresses (loopback, private, link-local) a webhook may reach; none by default

@@ -17,6 +17,7 @@ def production(settings):
     settings.AGUI_HTTPS = True
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.DEFAULT_FROM_EMAIL = "agui-inbox <inbox@example.com>"
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     return settings
 
 
@@ -55,6 +56,23 @@ def test_mail_from_localhost(production):
     production.DEFAULT_FROM_EMAIL = "agui-inbox <noreply@localhost>"
     [warning] = [m for m in run_checks(include_deployment_checks=True) if m.id.startswith("agui.")]
     assert warning.id == "agui.W004" and "DJANGO_DEFAULT_FROM_EMAIL" in warning.msg
+
+
+@pytest.mark.parametrize("backend", ["agui_project.console_mail.EmailBackend",
+                                     "django.core.mail.backends.locmem.EmailBackend"])
+def test_mail_to_the_log_with_debug_off(production, backend):
+    """The default backend in production printed every mail, its one-click decision links whole, to the
+    worker's log, and told nobody of a request."""
+    production.EMAIL_BACKEND = backend
+    [warning] = [m for m in run_checks(include_deployment_checks=True) if m.id.startswith("agui.")]
+    assert warning.id == "agui.W006" and "DJANGO_EMAIL_BACKEND=smtp" in warning.hint
+    production.DEBUG = True
+    assert "agui.W006" not in ids()
+
+
+def test_a_backend_of_ones_own_is_not_named(production):
+    production.EMAIL_BACKEND = "mailer"  # a dotless path of the site's own
+    assert ids() == set()
 
 
 def test_the_checks_are_deploy_checks_only(settings):

@@ -88,6 +88,15 @@ def test_words_and_addresses_read_from_the_environment(tmp_path):
     assert out.stdout.split() == ["required", "https://example.com:8443/"]
 
 
+def test_a_blank_host_list_or_secret_key_is_its_default(tmp_path):
+    out = run_django("from django.conf import settings as s; print(s.ALLOWED_HOSTS)", DJANGO_ALLOWED_HOSTS=" ")
+    assert out.returncode == 0 and out.stdout.strip() == "['localhost', '127.0.0.1', '[::1]']"
+    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": " ", "AGUI_VAR_DIR": str(tmp_path)})
+    assert done.returncode != 0  # one line, as every bad setting: not a traceback
+    assert done.stderr.strip() == "configuration error: DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off"
+
+
 def test_a_blank_word_is_its_default(tmp_path):
     """An .env or compose file that lists a variable with nothing after `=`: the From address was empty
     (and check --deploy silent about it), the model unnamed, the data folder the working directory."""
@@ -98,7 +107,8 @@ def test_a_blank_word_is_its_default(tmp_path):
     assert out.stdout.strip() == repr(("agui-inbox <noreply@localhost>", "gpt-4o-mini", "agui-demo", str(ROOT / "var")))
 
 
-@pytest.mark.parametrize("value", ["whsec_@@@", "whsec_", "short"])
+@pytest.mark.parametrize("value", ["whsec_@@@", "whsec_", "short", "abc", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                                   "whsec_c2hvcnQ="])  # no prefix; five bytes
 def test_a_callback_secret_that_cannot_sign_stops_the_start(value, tmp_path):
     """Taken at start, it failed in the worker at every callback delivery (Standard Webhooks reads
     whsec_ and base64); the message names the variable and not the secret."""
