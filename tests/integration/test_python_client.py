@@ -139,6 +139,41 @@ def test_an_answer_with_guidance_is_not_run_and_carries_the_words(people):
     assert people["alice"].get(req.pk).responded
 
 
+def test_an_async_tool_is_reported_once_it_has_run_and_its_wait_leaves_the_loop_free(people):
+    """On an `async def` the wrapper reported "succeeded" as the coroutine was made, before it ran (and
+    raised), and long-polled on the event loop's own thread."""
+    import asyncio
+
+    from django.contrib.auth.models import User
+
+    loop_free = threading.Event()
+
+    @require_approval("crm.async_delete", inbox=people["alice"], schema=CRM_SCHEMA, timeout=55)
+    async def delete_contact(email):
+        await asyncio.sleep(0)
+        raise RuntimeError(f"CRM is down for {email}")
+
+    async def main():
+        async def meanwhile():
+            loop_free.set()
+
+        other = asyncio.ensure_future(meanwhile())
+        try:
+            return await delete_contact(email="q@example.com")
+        finally:
+            await other
+
+    thread, box = _in_thread(asyncio.run, main=main())
+    req = _pending("crm.async_delete")
+    assert loop_free.wait(10)  # the loop ran another task while the call waited for its review
+    services.decide(req.pk, User.objects.get(username="rita"), "approve")
+    thread.join(30)
+    assert not thread.is_alive()
+    assert isinstance(box["error"], RuntimeError) and str(box["error"]) == "CRM is down for q@example.com"
+    row = OutsideCall.objects.get(request_id=req.pk)
+    assert (row.outcome, row.outcome_detail) == ("failed", "RuntimeError: CRM is down for q@example.com")
+
+
 def test_a_denied_tool_raises_at_once(people, monkeypatch):
     from django.contrib.auth.models import User
 

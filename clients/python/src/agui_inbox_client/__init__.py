@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import os
@@ -202,14 +203,15 @@ def require_approval(tool_name: str, *, inbox: Inbox | None = None, timeout: flo
     """Decorate a function whose keyword arguments are the tool's arguments: each call asks the inbox,
     waits, runs the function with the final arguments (a reviewer may have edited them) when approved,
     reports succeeded/failed, and raises NotApproved (rejected, denied, expired) or StillPending.
+    An `async def` gets an async wrapper: the asking and waiting run on a thread, off the event loop, and
+    the outcome is reported once the coroutine has finished (not when it was made).
     Without `inbox`: Inbox.from_env(), made at the first call."""
     shared = []
 
     def decorate(fn):
         signature = inspect.signature(fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def approved(args, kwargs) -> Approval:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             arguments = dict(bound.arguments)
@@ -220,11 +222,35 @@ def require_approval(tool_name: str, *, inbox: Inbox | None = None, timeout: flo
             approval.wait(timeout)
             if not approval.approved:
                 raise NotApproved(approval)
+            return approval
+
+        async def finished(approval, awaitable):
+            try:
+                result = await awaitable
+            except Exception as exc:
+                await asyncio.to_thread(approval.report, "failed", f"{type(exc).__name__}: {exc}")
+                raise
+            await asyncio.to_thread(approval.report, "succeeded")
+            return result
+
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def async_wrapper(*args, **kwargs):
+                approval = await asyncio.to_thread(approved, args, kwargs)
+                return await finished(approval, fn(**approval.arguments))
+
+            return async_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            approval = approved(args, kwargs)
             try:
                 result = fn(**approval.arguments)
             except Exception as exc:
                 approval.report("failed", f"{type(exc).__name__}: {exc}")
                 raise
+            if inspect.isawaitable(result):  # a plain def that hands back a coroutine: it has not run yet
+                return finished(approval, result)
             approval.report("succeeded")
             return result
 
