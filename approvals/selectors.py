@@ -73,6 +73,9 @@ def in_thread(thread):
 
 def _latest_same_call(rejected, arguments, since):
     wanted = arguments_hash(arguments)
+    # a reviewer's rejections only: a repeat the inbox answered itself is no newer decision, and an
+    # agent that once retried without user_wrote_at stayed refused after the person wrote
+    rejected = rejected.exclude(context__has_key="repeat_of")
     if since is not None:
         rejected = rejected.filter(decided_at__gt=since)
     for req in rejected.order_by("-decided_at")[:50]:

@@ -266,6 +266,11 @@ def test_a_rejected_call_is_not_asked_again_in_the_same_thread_unless_the_person
     assert asked(thread="t-outside", arguments={"email": "b@example.com"})  # another call
     assert asked()  # no thread given: nothing to compare with
     assert asked(thread="t-outside", user_wrote_at=timezone.now().isoformat())  # she wrote after the rejection
+    # she wrote after the reviewer's rejection and before the agent's retry the inbox refused itself:
+    # that refusal is no newer rejection
+    wrote = ApprovalRequest.objects.get(pk=first["id"]).decided_at + timedelta(microseconds=1)
+    assert wrote < ApprovalRequest.objects.get(pk=data["id"]).decided_at
+    assert asked(thread="t-outside", user_wrote_at=wrote.isoformat())
     assert not asked(thread="t-outside", user_wrote_at=(timezone.now() - timedelta(hours=1)).isoformat())
     bobs = api("bob").post("/api/approvals/", body(thread="t-outside"), format="json").json()
     assert bobs["status"] == "pending"  # a thread name is the requester's own
