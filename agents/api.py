@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -14,6 +15,7 @@ from state import services as state_services
 
 from . import services, thread_ids
 from .catalog import get_agent
+from .filters import RunFilter
 from .models import Message, Run, Thread
 from .runtime import inputs, statesync
 
@@ -132,15 +134,19 @@ RunConflictSerializer = inline_serializer("RunConflict", {
                                      help_text="The requests waiting for a decision (interrupt_pending)"),
 })
 
-QuestionAnsweredSerializer = inline_serializer("QuestionAnswered", {
+_QUESTION = {
     "requestId": serializers.CharField(),
     "toolCallId": serializers.CharField(),
     "runId": serializers.CharField(),
     "agent": serializers.CharField(),
-    "message": serializers.CharField(),
-    "responseSchema": serializers.JSONField(),
+    "message": serializers.CharField(help_text="What the agent asks the person"),
+    "responseSchema": serializers.JSONField(help_text="The JSON Schema an answer must fit"),
     "status": serializers.CharField(),
     "answer": serializers.JSONField(required=False),
+}
+QuestionSerializer = inline_serializer("Question", _QUESTION, many=True)
+QuestionAnsweredSerializer = inline_serializer("QuestionAnswered", {
+    **_QUESTION,
     "continuation_run_id": serializers.CharField(allow_null=True, help_text="The run that continues the workflow"),
 })
 
@@ -206,9 +212,15 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         )
 
 
+    @extend_schema(responses=QuestionSerializer)
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def questions(self, request, pk=None):
+        """The questions this chat's agents wait on the person to answer, each with the schema its answer fits."""
+        return Response([inputs.payload(q) for q in inputs.pending(self.get_object())])
+
     @extend_schema(request=AnswerSerializer, responses={
         202: QuestionAnsweredSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
-        409: OpenApiResponse(ErrorSerializer, description="already answered")})
+        409: OpenApiResponse(ErrorSerializer, description="already answered, or no question is open (nothing_open)")})
     @action(detail=True, methods=["post"], serializer_class=AnswerSerializer)
     def answer(self, request, pk=None):
         """Answer (or cancel) the question an agent asked; the paused run continues (202)."""
@@ -218,6 +230,8 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
         request_id = body.validated_data.get("request_id")
         if not request_id:
             open_ = inputs.pending(thread)
+            if not open_:  # answered already (a retry after a lost answer), or never asked
+                return Response({"message": _("no question is open in this chat"), "code": "nothing_open"}, status=409)
             if len(open_) != 1:
                 return Response({"message": ngettext(
                     "%(count)s question is open; name one with request_id",
@@ -269,6 +283,8 @@ class ThreadViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.Retri
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = RunSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = RunFilter
     queryset = Run.objects.none()  # names the model for the schema; get_queryset scopes to the owner
     lookup_value_regex = ThreadViewSet.lookup_value_regex  # AG-UI's runId is the client's too
 

@@ -54,6 +54,33 @@ def test_posting_a_message_starts_a_run_and_lists_in_order(api, monkeypatch):
     assert alice.post(f"/api/threads/{thread}/messages/", {"content": ""}, format="json").status_code == 400
 
 
+def test_runs_filter_by_chat_by_the_run_they_continue_and_by_status(api, demo):
+    """A Stop or a decision of a paused run is carried out by the run that continues it: a client finds
+    that run by `parent_run`. Another account's ids answer as unknown ones do."""
+    from agents.models import Run, Thread
+
+    mine = Thread.objects.create(owner=demo["alice"], agent="banking")
+    other = Thread.objects.create(owner=demo["alice"], agent="banking")
+    bobs = Thread.objects.create(owner=demo["bob"], agent="banking")
+    paused = Run.objects.create(thread=mine, status=Run.Status.INTERRUPTED)
+    stopped = Run.objects.create(thread=mine, parent_run=paused, status=Run.Status.CANCELLED)
+    Run.objects.create(thread=other, status=Run.Status.SUCCEEDED)
+    bobs_run = Run.objects.create(thread=bobs, status=Run.Status.SUCCEEDED)
+    alice = api("alice")
+
+    def ids(query):
+        answer = alice.get(f"/api/runs/?{query}")
+        assert answer.status_code == 200, answer.content
+        return {r["id"] for r in answer.json()["results"]}
+
+    assert ids(f"thread={mine.pk}") == {paused.pk, stopped.pk}
+    assert ids(f"parent_run={paused.pk}") == {stopped.pk}
+    assert ids(f"thread={mine.pk}&status=cancelled") == {stopped.pk}
+    assert ids(f"thread={bobs.pk}") == ids("thread=no-such-chat") == set()
+    assert ids(f"parent_run={bobs_run.pk}") == set()
+    assert alice.get("/api/runs/?status=sleeping").status_code == 400
+
+
 def test_decide_api_statuses(api, demo):
     req = transfer_request(demo["alice"])
     url = f"/api/approvals/{req.pk}/decide/"

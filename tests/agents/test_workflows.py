@@ -255,6 +255,13 @@ def test_rest_answer_endpoint_validates_and_continues(demo, direct, api):
     assert snapshot["workflow"]["activeAgent"] == "refund_agent"
     assert snapshot["workflow"]["state"] == "idle_with_pending_requests"
 
+    # a REST client reads what is asked and the shape of its answer before it answers
+    asked = client.get(f"/api/threads/{thread.pk}/questions/")
+    assert asked.status_code == 200 and [q["requestId"] for q in asked.json()] == [question.pk]
+    assert asked.json()[0]["message"] == question.message and asked.json()[0]["status"] == "pending"
+    assert asked.json()[0]["responseSchema"]["required"] == ["order_id"]
+    assert api("bob").get(f"/api/threads/{thread.pk}/questions/").status_code == 404  # not bob's chat
+
     bad = client.post(f"/api/threads/{thread.pk}/answer/", {"answer": {"order_id": "x"}}, format="json")
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_payload"
     assert "order_id" in bad.json()["errors"][0]
@@ -278,6 +285,10 @@ def test_rest_answer_endpoint_validates_and_continues(demo, direct, api):
     again = client.post(f"/api/threads/{thread.pk}/answer/",
                         {"request_id": question.pk, "answer": {"order_id": "12345"}}, format="json")
     assert again.status_code == 409 and again.json()["code"] == "already_decided"
+    # a retry after a lost answer, without request_id: nothing is open, said so (not "name one")
+    retry = client.post(f"/api/threads/{thread.pk}/answer/", {"answer": {"order_id": "12345"}}, format="json")
+    assert retry.status_code == 409 and retry.json()["code"] == "nothing_open"
+    assert client.get(f"/api/threads/{thread.pk}/questions/").json() == []
     cont = run_continuation(paused)
     assert cont.pk == ok.json()["continuation_run_id"]
     assert cont.status == "interrupted"  # next stop: the support group's approval of submit_refund

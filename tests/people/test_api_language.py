@@ -89,8 +89,8 @@ def test_threads_and_the_answer_endpoint_answer_in_the_saved_language(caller, de
     assert bad_agent.json()["agent"] == ["未知的智能体 'nobody'"]
     thread = agent_services.create_thread(demo["alice"], "banking")
     answer = alice.post(f"/api/threads/{thread.pk}/answer/", {"answer": "yes"}, format="json")
-    assert answer.status_code == 400 and answer.json()["code"] == "request_id_required"
-    assert answer.json()["message"] == "有 0 个未答复的问题；请用 request_id 指明其中一个"
+    assert answer.status_code == 409 and answer.json()["code"] == "nothing_open"
+    assert answer.json()["message"] == "此对话中没有待答复的问题"
     unknown = alice.post(f"/api/threads/{thread.pk}/answer/", {"request_id": "q1", "answer": "yes"}, format="json")
     assert unknown.status_code == 404 and unknown.json() == {"message": "此对话中没有问题 q1", "code": "unknown_interrupt"}
     # someone else's thread: DRF's 404, in her language
