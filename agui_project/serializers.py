@@ -52,8 +52,14 @@ class ErrorSerializer(serializers.Serializer):
 
     message = serializers.CharField(help_text="in the caller's language: for people")
     code = serializers.CharField(help_text="what a program reads: the call's own, DRF's, or invalid_input")
+
+
+class TokenRefusedSerializer(ErrorSerializer):
+    """A 401's: only there is `reason` the token's. In every error it typed a field error of a request
+    field named `reason` (a list of sentences), which a client generated from the schema failed to read."""
+
     reason = serializers.ChoiceField(["unknown", "expired", "inactive"], required=False,
-                                     help_text="401 invalid_token: why the token was refused")
+                                     help_text="invalid_token: why the token was refused")
 
 
 RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait before trying again"}}
@@ -95,5 +101,6 @@ class ApiSchema(AutoSchema):
             codes.append("400")
         for code in codes:
             if code not in responses:
-                responses[code] = self._get_response_for_code(ErrorSerializer, code, direction=direction)
+                responses[code] = self._get_response_for_code(
+                    TokenRefusedSerializer if code == "401" else ErrorSerializer, code, direction=direction)
         return responses

@@ -220,3 +220,16 @@ def test_every_error_has_a_code_and_the_refusals_in_front_of_the_views_are_docum
 
     client.force_login(demo["bob"])  # signed in, never given a token
     check(schema, "/api/auth/token/", "GET", client.get("/api/auth/token/"))
+
+
+def test_a_field_named_reason_is_not_the_tokens(schema, api):
+    """`reason` is a 401's word for why a token was refused; a request field of that name answers its field
+    errors as a list, which the shared error schema typed as the token's enum."""
+    resp = api("alice").post("/api/approvals/", {"tool_name": "oa.r", "arguments": {}, "schema": {"type": "object"},
+                                                 "reason": "x" * 5001}, format="json")
+    assert resp.status_code == 400 and isinstance(resp.json()["reason"], list), resp.content
+    answers = schema["paths"]["/api/approvals/"]["post"]["responses"]
+    refused = _resolve(schema, answers["400"]["content"]["application/json"]["schema"])
+    assert "reason" not in refused["properties"]
+    token = _resolve(schema, answers["401"]["content"]["application/json"]["schema"])
+    assert _resolve(schema, token["properties"]["reason"]["allOf"][0])["enum"] == ["unknown", "expired", "inactive"]
