@@ -200,8 +200,9 @@ class ApprovalSerializer(ModelSerializer):
 
 class DecideSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(
-        choices=Decision.Kind.choices,
-        help_text="approve (with `arguments`: approve with edits), reject, or respond (the call does not run; "
+        choices=[*Decision.Kind.choices, ("edit", "edit")],
+        help_text="approve (with `arguments`: approve with edits), edit (the same, `arguments` required: the word "
+        "`allowed_decisions` and AG-UI's resume use), reject, or respond (the call does not run; "
         "`feedback`, required, is what the agent reads instead). Only the request's `allowed_decisions` are "
         "taken (else 400 decision_not_allowed).")
     arguments = serializers.DictField(required=False, help_text="Edited arguments (validated against the tool)")
@@ -215,6 +216,13 @@ class DecideSerializer(serializers.Serializer):
         help_text="With approve, on a request you confirm yourself: run this tool without asking again in "
         "this thread (revocable under /api/grants/)",
     )
+
+    def validate(self, data):
+        if data["decision"] == "edit":  # an approval of the edited arguments, as the services take it
+            if "arguments" not in data:
+                raise ValidationError({"arguments": [_("an edit needs the edited arguments")]})
+            data["decision"] = Decision.Kind.APPROVE
+        return data
 
 
 class BulkDecideSerializer(serializers.Serializer):

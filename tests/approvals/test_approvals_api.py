@@ -53,6 +53,19 @@ def test_approval_filters_and_search(demo, api):
     assert detail["approver_group"] == "finance" and detail["decisions"] == []
 
 
+def test_edit_is_a_decision_as_allowed_decisions_names_it(demo, api):
+    """`allowed_decisions` lists "edit" and AG-UI's resume takes it; the REST decide refused it as no choice."""
+    req = transfer_request(demo["alice"])
+    assert "edit" in api("finn").get(f"/api/approvals/{req.pk}/").json()["allowed_decisions"]
+    url = f"/api/approvals/{req.pk}/decide/"
+    bare = api("finn").post(url, {"decision": "edit"}, format="json")
+    assert bare.status_code == 400 and "arguments" in bare.json(), bare.content
+    edited = api("finn").post(url, {"decision": "edit", "arguments": {**req.arguments, "amount": 450.0}}, format="json")
+    assert edited.status_code == 200, edited.content
+    assert edited.json()["status"] == "modified" and edited.json()["final_arguments"]["amount"] == 450.0
+    assert [d["decision"] for d in edited.json()["decisions"]] == ["approve"]
+
+
 def test_a_mirror_paging_pending_requests_with_after_misses_and_repeats_none(demo, api, monkeypatch):
     """?page=2 after requests on page 1 were decided skips as many requests as moved up (and a new one
     repeats the last of page 1): ?after=<the last id read> pages on the list's order instead."""
