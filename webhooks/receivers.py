@@ -33,6 +33,8 @@ def approval_data(req):
         "thread": req.thread_ref or own["thread"] or None, "run": req.run_ref or own["run"] or None,
         "tool_call": req.tool_call_ref or None, "decided_at": _iso(req.decided_at),
         "expires_at": _iso(req.expires_at), "escalated_at": _iso(req.escalated_at), "created_at": _iso(req.created_at),
+        # who decides besides `deciders` once escalated: the receiver that pages them needs the name
+        "escalation_group": req.escalation_group.name if req.escalated_at and req.escalation_group_id else None,
     }
 
 

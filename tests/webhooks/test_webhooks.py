@@ -84,6 +84,7 @@ def test_expired_and_escalated_requests_are_sent(demo, endpoint, receiver, queue
     run_queued(queued)
     messages = receiver.verified(secret)
     assert [m["type"] for m in messages] == ["approval.escalated", "approval.expired"]
+    assert (messages[0]["data"]["deciders"], messages[0]["data"]["escalation_group"]) == ("finance", "oncall")
     assert messages[1]["data"]["status"] == "expired" and "timed out" in messages[1]["data"]["feedback"]
 
 
