@@ -4,7 +4,10 @@ keyed by tool name), the audit log (filters, ?format=csv) and "always allow in t
 Views stay thin: every change goes through approvals.services.
 """
 
+import ipaddress
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
@@ -25,8 +28,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
+from agui_project import destinations
 from agui_project.answer_first import answer_first
-from agui_project.destinations import where_it_goes
 from agui_project.permissions import StaffWithModelPermissions
 from agui_project.serializers import ErrorSerializer, ModelSerializer
 
@@ -112,6 +115,18 @@ class OutsideRequestSerializer(serializers.Serializer):
         required=False, help_text="When the person last wrote in `thread`: the same call rejected earlier in that "
         "thread is rejected again at once with the earlier feedback, unless the rejection came before this moment")
 
+    def validate_callback_url(self, value):
+        # an address, not a name: it is judged now, as each delivery would judge it (a name may resolve
+        # elsewhere by then). It was taken, and each delivery refused and retried for hours unseen
+        host = urlsplit(value).hostname if value else None
+        try:
+            ipaddress.ip_address(host or "")
+        except ValueError:
+            return value
+        if destinations.refused(value, settings.AGUI_WEBHOOK_ALLOWED_NETWORKS, "AGUI_WEBHOOK_ALLOWED_NETWORKS"):
+            raise ValidationError(_("an internal address this site does not call"))
+        return value
+
     def validate_agent_name(self, value):
         if registry.names_an_agent_here(value):
             raise serializers.ValidationError(
@@ -173,7 +188,7 @@ class ApprovalSerializer(ModelSerializer):
         data = OutsideInfoSerializer(row).data
         request = self.context.get("request")
         if request is None or not (is_admin(request.user) or request.user.pk == obj.requester_id):
-            data["callback_url"] = where_it_goes(data["callback_url"])
+            data["callback_url"] = destinations.where_it_goes(data["callback_url"])
         return data
 
     def get_thread(self, obj) -> str:

@@ -346,6 +346,19 @@ def test_the_same_arguments_are_the_same_json_not_equal_in_python(api, demo):
     assert done["status"] == "modified" and done["approvals"] == 2 and done["final_arguments"] == {"n": 1.0}
 
 
+def test_a_callback_to_an_internal_address_is_refused_when_asked(api, settings):
+    """An address outside the allowed networks is known now; it was taken, and every delivery to it was
+    refused and retried for hours where the agent could not see why. A name is judged at each delivery."""
+    settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    for url in ("http://10.9.8.7/x", "http://169.254.169.254/latest", "http://[::1]:9/x"):
+        refused = api("bob").post("/api/approvals/", body(callback_url=url), format="json")
+        assert refused.status_code == 400, (url, refused.content)
+        assert refused.json()["callback_url"] == ["an internal address this site does not call"]
+    assert not ApprovalRequest.objects.exists()
+    for url in ("http://127.0.0.1:9/x", "https://hooks.example.com/x", "http://internal.invalid/x"):
+        assert api("bob").post("/api/approvals/", body(callback_url=url), format="json").status_code == 201, url
+
+
 @pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+01:00"])
 def test_a_user_wrote_at_no_database_stores_is_a_400(api, moment):
     """A well-formed moment outside years 1-9999 once in UTC (DRF's DateTimeField refuses it: a guard,
