@@ -4,6 +4,7 @@ import base64
 import ipaddress
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -201,11 +202,17 @@ _SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 20,
 }
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            _env("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0
+        )
+    }
+except ValueError:  # an unknown scheme; the URL itself may hold a password: not shown
+    DATABASES = {"default": {"ENGINE": ""}}
+if DATABASES["default"]["ENGINE"] not in ("django.db.backends.postgresql", "django.db.backends.sqlite3"):
+    raise ImproperlyConfigured("DATABASE_URL must name PostgreSQL (postgres://user:password@host:5432/name) or "
+                               "SQLite (sqlite:////absolute/path.sqlite3): the product runs on those two")
 # Under ASGI every request runs its sync code on a thread of its own, so a persistent connection
 # is never reused: without a pool each request paid a new connection. PostgreSQL: Django's pool
 # (agui_project/postgresql); SQLite: agui_project/sqlite3 (Django's backend keeping the connections it closes).
@@ -299,6 +306,9 @@ SILENCED_SYSTEM_CHECKS = ["security.W021"]
 _proxy_ssl_header = os.environ.get("AGUI_PROXY_SSL_HEADER", "").strip()
 if _proxy_ssl_header:
     _name, _, _value = _proxy_ssl_header.partition(":")
+    if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", _name.strip()):  # RFC 9110's token
+        raise ImproperlyConfigured(f"AGUI_PROXY_SSL_HEADER={_proxy_ssl_header!r}: {_name.strip()!r} is not a header "
+                                   "name (a header with a space never arrives: every request would be plain HTTP)")
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip() or "https")
 # Proxies whose X-Forwarded-For names the client (sign-in throttling counts per client address):
 # comma-separated addresses or CIDR networks. Empty: REMOTE_ADDR is the client.
@@ -323,7 +333,10 @@ CONTENT_SECURITY_POLICY = {
 AGUI_TOKEN_TTL_SECONDS = env_int("AGUI_TOKEN_TTL_SECONDS", 30 * 24 * 3600, minimum=0)
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
-REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+REDIS_URL = _env("REDIS_URL") or "redis://127.0.0.1:6379/0"
+if REDIS_URL.split("://", 1)[0] not in ("redis", "rediss", "unix"):  # else the first event failed, much later
+    raise ImproperlyConfigured(f"REDIS_URL must be a redis://, rediss:// or unix:// URL (it is "
+                               f"{REDIS_URL.split('://', 1)[0] + '://…' if '://' in REDIS_URL else 'not a URL'})")
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
 # kombu's Redis transport with a fix: a worker lives through a Redis restart mid-task (agui_project/broker.py)
@@ -525,7 +538,10 @@ AGUI_MCP_COMMANDS_BY_TOKEN = env_bool("AGUI_MCP_COMMANDS_BY_TOKEN", False)
 # else, and never in var/ or the project: the product's database, settings and code are not one
 # ".." away from what the agent touches. AGUI_SANDBOX_BWRAP: auto (isolate commands with bubblewrap
 # when `bwrap` is installed and works here), off, or required (refuse commands it cannot isolate).
-AGUI_SANDBOX_DIR = Path(os.environ.get("AGUI_SANDBOX_DIR") or (
+if _env("AGUI_SANDBOX_DIR") and not os.path.isabs(_env("AGUI_SANDBOX_DIR")):
+    # read from each process's working directory: a web and a worker started elsewhere saw two sandboxes
+    raise ImproperlyConfigured(f"AGUI_SANDBOX_DIR={_env('AGUI_SANDBOX_DIR')!r} must be an absolute path")
+AGUI_SANDBOX_DIR = Path(_env("AGUI_SANDBOX_DIR") or (
     Path(os.environ["XDG_DATA_HOME"]) if os.path.isabs(os.environ.get("XDG_DATA_HOME", ""))
     else Path.home() / ".local" / "share") / "agui-inbox" / "sandbox")
 AGUI_SANDBOX_BWRAP = env_choice("AGUI_SANDBOX_BWRAP", "auto", ("auto", "off", "required"))

@@ -41,6 +41,7 @@ def test_a_bad_number_stops_the_start(name, value, says, tmp_path):
     out = run_django("", **{name: value}, AGUI_VAR_DIR=str(tmp_path))
     assert out.returncode != 0
     assert "ImproperlyConfigured" in out.stderr and says in out.stderr
+    assert "hunter2" not in out.stderr  # a database URL's password is not repeated
 
 
 def test_the_ends_of_the_ranges_and_their_meanings_are_taken(tmp_path):
@@ -73,6 +74,13 @@ def test_numbers_read_from_the_environment(tmp_path):
     # the mail links led to the one prefix under which nothing else worked
     ("AGUI_PUBLIC_URL", "https://example.com/approvals/",
      "AGUI_PUBLIC_URL='https://example.com/approvals/' has a path: the site must be served at the root of its host"),
+    # each was taken and failed later, elsewhere: a traceback naming MySQLdb, the first event, every
+    # request taken for plain HTTP, a sandbox per working directory
+    ("DATABASE_URL", "mysql://u:hunter2@db/app", "DATABASE_URL must name PostgreSQL (postgres://"),
+    ("DATABASE_URL", "db.sqlite3", "DATABASE_URL must name PostgreSQL (postgres://"),
+    ("REDIS_URL", "127.0.0.1:6379", "REDIS_URL must be a redis://, rediss:// or unix:// URL (it is not a URL)"),
+    ("AGUI_PROXY_SSL_HEADER", "X Forwarded Proto", "'X Forwarded Proto' is not a header name"),
+    ("AGUI_SANDBOX_DIR", "var/sandbox", "AGUI_SANDBOX_DIR='var/sandbox' must be an absolute path"),
 ])
 def test_a_bad_word_or_address_stops_the_start(name, value, says, tmp_path):
     out = run_django("", **{name: value}, AGUI_VAR_DIR=str(tmp_path))
@@ -95,6 +103,11 @@ def test_a_blank_host_list_or_secret_key_is_its_default(tmp_path):
                           env={**os.environ, "DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": " ", "AGUI_VAR_DIR": str(tmp_path)})
     assert done.returncode != 0  # one line, as every bad setting: not a traceback
     assert done.stderr.strip() == "configuration error: DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off"
+    # what the apps refuse as they load is one line too
+    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DJANGO_EMAIL_BACKEND": "nosuch", "AGUI_VAR_DIR": str(tmp_path)})
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("configuration error: DJANGO_EMAIL_BACKEND='nosuch' cannot")
 
 
 def test_a_blank_word_is_its_default(tmp_path):
