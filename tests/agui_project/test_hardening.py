@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
               "DJANGO_ALLOWED_HOSTS": "example.com", "AGUI_HTTPS": "1",
               "AGUI_PROXY_SSL_HEADER": "X-Forwarded-Proto", "AGUI_PUBLIC_URL": "https://example.com",
-              "DJANGO_DEFAULT_FROM_EMAIL": "agui-inbox <inbox@example.com>"}  # else the product's deploy checks warn
+              "DJANGO_DEFAULT_FROM_EMAIL": "agui-inbox <inbox@example.com>",  # else the product's deploy checks warn
+              "DJANGO_EMAIL_BACKEND": "smtp", "DJANGO_EMAIL_HOST": "mail.example.com"}
 
 
 def policy(response):
