@@ -48,10 +48,14 @@ def pinned(url, allowed, setting):
                         {"sni_hostname": parsed.host} if parsed.scheme == "https" else {})
 
 
-# IPv6 prefixes that carry an IPv4 address a gateway forwards to: NAT64 (RFC 6052, 8215) and the
-# deprecated IPv4-compatible form (::a.b.c.d). Python's is_global holds for 64:ff9b::a9fe:a9fe, so
-# on an IPv6 network with NAT64 the metadata service was one callback_url away.
-_EMBEDS_IPV4 = [ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96")]
+# IPv6 prefixes that carry an IPv4 address a gateway forwards to: NAT64 (RFC 6052, 8215), the
+# IPv4-translated form of SIIT (::ffff:0:a.b.c.d, RFC 2765) and the deprecated IPv4-compatible form
+# (::a.b.c.d). Python's is_global holds for 64:ff9b::a9fe:a9fe and ::ffff:0:a9fe:a9fe, so on an IPv6
+# network with such a translator the metadata service was one callback_url away.
+_EMBEDS_IPV4 = [ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "::ffff:0:0:0/96", "::/96")]
+# internal, though Python's is_global holds: site-local addresses (deprecated by RFC 3879, still routed
+# inside some networks)
+_INTERNAL = [ipaddress.ip_network("fec0::/10")]
 
 
 def _ipv4_inside(address):
@@ -71,7 +75,8 @@ def _judge(host, infos, allowed, setting):
         address = ipaddress.ip_address(info[4][0].split("%")[0])
         if address.version == 6:
             address = _ipv4_inside(address) or address
-        if not address.is_global and not any(address in n for n in networks):
+        internal = not address.is_global or any(address in n for n in _INTERNAL if n.version == address.version)
+        if internal and not any(address in n for n in networks):
             return f"refused: {host} resolves to {address}, an internal address ({setting})"
     return None
 

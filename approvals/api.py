@@ -118,7 +118,11 @@ class OutsideRequestSerializer(serializers.Serializer):
     def validate_callback_url(self, value):
         # an address, not a name: it is judged now, as each delivery would judge it (a name may resolve
         # elsewhere by then). It was taken, and each delivery refused and retried for hours unseen
-        host = urlsplit(value).hostname if value else None
+        try:
+            host = urlsplit(value).hostname if value else None
+            urlsplit(value).port  # noqa: B018  (a port out of range: no delivery could be made, none was)
+        except ValueError:
+            raise ValidationError(_("not a valid URL")) from None
         try:
             ipaddress.ip_address(host or "")
         except ValueError:

@@ -350,10 +350,14 @@ def test_a_callback_to_an_internal_address_is_refused_when_asked(api, settings):
     """An address outside the allowed networks is known now; it was taken, and every delivery to it was
     refused and retried for hours where the agent could not see why. A name is judged at each delivery."""
     settings.AGUI_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
-    for url in ("http://10.9.8.7/x", "http://169.254.169.254/latest", "http://[::1]:9/x"):
+    for url in ("http://10.9.8.7/x", "http://169.254.169.254/latest", "http://[::1]:9/x",
+                "http://[::ffff:0:a9fe:a9fe]/latest/"):
         refused = api("bob").post("/api/approvals/", body(callback_url=url), format="json")
         assert refused.status_code == 400, (url, refused.content)
         assert refused.json()["callback_url"] == ["an internal address this site does not call"]
+    # a port no delivery could use: taken, it made no delivery at all, and said nothing
+    refused = api("bob").post("/api/approvals/", body(callback_url="http://1.1.1.1:99999/x"), format="json")
+    assert refused.status_code == 400 and refused.json()["callback_url"], refused.content
     assert not ApprovalRequest.objects.exists()
     for url in ("http://127.0.0.1:9/x", "https://hooks.example.com/x", "http://internal.invalid/x"):
         assert api("bob").post("/api/approvals/", body(callback_url=url), format="json").status_code == 201, url

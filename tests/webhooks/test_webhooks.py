@@ -424,6 +424,8 @@ def _heard(receiver, **secrets):
     "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "http://[64:ff9b:1::a00:1]/",  # NAT64
     "http://[2002:7f00:1::]:9377/",  # 6to4 of 127.0.0.1
     "http://[::a9fe:a9fe]/",  # IPv4-compatible
+    "http://[::ffff:0:a9fe:a9fe]/latest/", "http://[::ffff:0:a00:1]/",  # SIIT's IPv4-translated form
+    "http://[fec0::1]/",  # site-local: deprecated, still routed inside some networks
 ])
 def test_every_address_that_is_not_global_is_internal(settings, url):
     """Shared (carrier-grade NAT) space was let through: it is neither private nor reserved to
