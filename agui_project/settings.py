@@ -21,7 +21,7 @@ def _env(name):
     return None if value is None or value.strip() == "" else value.strip()
 
 
-VAR_DIR = Path(_env("AGUI_VAR_DIR") or BASE_DIR / "var")  # blank was Path(""): the working directory
+VAR_DIR = Path(_env("AGUI_VAR_DIR") or BASE_DIR / "var").resolve()  # blank was Path(""): the working directory
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -208,11 +208,15 @@ try:
             _env("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}", conn_max_age=0
         )
     }
-except ValueError:  # an unknown scheme; the URL itself may hold a password: not shown
-    DATABASES = {"default": {"ENGINE": ""}}
-if DATABASES["default"]["ENGINE"] not in ("django.db.backends.postgresql", "django.db.backends.sqlite3"):
-    raise ImproperlyConfigured("DATABASE_URL must name PostgreSQL (postgres://user:password@host:5432/name) or "
-                               "SQLite (sqlite:////absolute/path.sqlite3): the product runs on those two")
+except ValueError:  # an unknown scheme, a port that is no number; the URL may hold a password: not shown
+    DATABASES = {"default": {"ENGINE": "", "NAME": ""}}
+_DB = DATABASES["default"]
+if _DB["ENGINE"] not in ("django.db.backends.postgresql", "django.db.backends.sqlite3") or (
+        # sqlite://name (two slashes) is an in-memory database, a relative path each process's own: every
+        # process would write a database of its own, and an in-memory one loses everything at exit
+        _DB["ENGINE"].endswith("sqlite3") and (_DB["NAME"] in ("", ":memory:") or not os.path.isabs(_DB["NAME"]))):
+    raise ImproperlyConfigured("DATABASE_URL must be a PostgreSQL URL (postgres://user:password@host:5432/name) or "
+                               "a SQLite file's absolute path (sqlite:////absolute/path.sqlite3)")
 # Under ASGI every request runs its sync code on a thread of its own, so a persistent connection
 # is never reused: without a pool each request paid a new connection. PostgreSQL: Django's pool
 # (agui_project/postgresql); SQLite: agui_project/sqlite3 (Django's backend keeping the connections it closes).
@@ -334,16 +338,17 @@ AGUI_TOKEN_TTL_SECONDS = env_int("AGUI_TOKEN_TTL_SECONDS", 30 * 24 * 3600, minim
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
 REDIS_URL = _env("REDIS_URL") or "redis://127.0.0.1:6379/0"
-if REDIS_URL.split("://", 1)[0] not in ("redis", "rediss", "unix"):  # else the first event failed, much later
-    raise ImproperlyConfigured(f"REDIS_URL must be a redis://, rediss:// or unix:// URL (it is "
-                               f"{REDIS_URL.split('://', 1)[0] + '://…' if '://' in REDIS_URL else 'not a URL'})")
+if REDIS_URL.split("://", 1)[0].lower() not in ("redis", "rediss", "unix"):  # else the first event failed, much later
+    _scheme = REDIS_URL.split("://", 1)[0] if "://" in REDIS_URL else ""
+    raise ImproperlyConfigured("REDIS_URL must be a redis://, rediss:// or unix:// URL (it is " + (
+        f"{_scheme}://…)" if _scheme.isalnum() else "not a URL)"))  # the rest may hold a password
 
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL
+CELERY_BROKER_URL = _env("CELERY_BROKER_URL") or REDIS_URL
 # kombu's Redis transport with a fix: a worker lives through a Redis restart mid-task (agui_project/broker.py)
 if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
     CELERY_BROKER_TRANSPORT = "agui_project.broker:Transport"
 # A stack of processes sharing one Redis with others (a test's live stack) takes its own queue.
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE") or "celery"
+CELERY_TASK_DEFAULT_QUEUE = _env("CELERY_TASK_DEFAULT_QUEUE") or "celery"
 # No result backend, JSON only: Celery's defaults, so not set here (named CELERY_RESULT_BACKEND,
 # CELERY_TASK_SERIALIZER, CELERY_RESULT_SERIALIZER and CELERY_ACCEPT_CONTENT, they are also
 # Celery 3's own names, and a worker warned at start that each was deprecated).
@@ -412,8 +417,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- The product ---------------------------------------------------------------------------
-OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
-OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "") or None
+OPENAI_API_KEY = _env("OPENAI_API_KEY") or ""
+OPENAI_BASE_URL = _env("OPENAI_BASE_URL")
 AGUI_MODEL = _env("AGUI_MODEL") or "gpt-4o-mini"
 AGUI_MODEL_TIMEOUT = env_float("AGUI_MODEL_TIMEOUT", 60, above=0)
 AGUI_MAX_TURNS = env_int("AGUI_MAX_TURNS", 8, minimum=1)
@@ -548,7 +553,7 @@ AGUI_SANDBOX_BWRAP = env_choice("AGUI_SANDBOX_BWRAP", "auto", ("auto", "off", "r
 AGUI_COMMAND_TIMEOUT = env_float("AGUI_COMMAND_TIMEOUT", 5, above=0)
 # Extra agent modules (each with AGENT) loaded next to the catalog, e.g. test-only agents.
 AGUI_EXTRA_AGENTS = env_list("AGUI_EXTRA_AGENTS")
-DEMO_PASSWORD = os.environ.get("DEMO_PASSWORD") or "agui-demo"  # blank: no account would sign in
+DEMO_PASSWORD = os.environ["DEMO_PASSWORD"] if _env("DEMO_PASSWORD") else "agui-demo"  # blank: no account would sign in
 
 # a short name (smtp, filebased, console, locmem) or a dotted path; the console backend, also when named as
 # Django's: the printed mail with its links whole (console_mail.py). "filebased", as the README's table
@@ -558,7 +563,7 @@ EMAIL_BACKEND = {"": "agui_project.console_mail.EmailBackend",
                  "django.core.mail.backends.console.EmailBackend": "agui_project.console_mail.EmailBackend",
                  **{name: f"django.core.mail.backends.{name}.EmailBackend" for name in ("smtp", "filebased", "locmem")},
                  }.get(_env("DJANGO_EMAIL_BACKEND") or "", _env("DJANGO_EMAIL_BACKEND"))
-EMAIL_FILE_PATH = os.environ.get("DJANGO_EMAIL_FILE_PATH") or None  # the filebased backend's folder
+EMAIL_FILE_PATH = _env("DJANGO_EMAIL_FILE_PATH")  # the filebased backend's folder
 # the SMTP backend's server: before, only a settings file could name it, so mail never left a stack
 # configured by its environment
 EMAIL_HOST = _env("DJANGO_EMAIL_HOST") or "localhost"

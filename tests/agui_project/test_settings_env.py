@@ -76,8 +76,13 @@ def test_numbers_read_from_the_environment(tmp_path):
      "AGUI_PUBLIC_URL='https://example.com/approvals/' has a path: the site must be served at the root of its host"),
     # each was taken and failed later, elsewhere: a traceback naming MySQLdb, the first event, every
     # request taken for plain HTTP, a sandbox per working directory
-    ("DATABASE_URL", "mysql://u:hunter2@db/app", "DATABASE_URL must name PostgreSQL (postgres://"),
-    ("DATABASE_URL", "db.sqlite3", "DATABASE_URL must name PostgreSQL (postgres://"),
+    ("DATABASE_URL", "mysql://u:hunter2@db/app", "DATABASE_URL must be a PostgreSQL URL (postgres://"),
+    ("DATABASE_URL", "db.sqlite3", "DATABASE_URL must be a PostgreSQL URL (postgres://"),
+    ("DATABASE_URL", "postgres://u:hunter2@db:port/app", "DATABASE_URL must be a PostgreSQL URL (postgres://"),
+    # in memory (two slashes), or each process's working directory's: a database per process
+    ("DATABASE_URL", "sqlite://agui.sqlite3", "or a SQLite file's absolute path (sqlite:////absolute/path.sqlite3)"),
+    ("DATABASE_URL", "sqlite:///var/agui.sqlite3", "or a SQLite file's absolute path (sqlite:////absolute/path"),
+    ("REDIS_URL", "hunter2@cache://x", "REDIS_URL must be a redis://, rediss:// or unix:// URL (it is not a URL)"),
     ("REDIS_URL", "127.0.0.1:6379", "REDIS_URL must be a redis://, rediss:// or unix:// URL (it is not a URL)"),
     ("AGUI_PROXY_SSL_HEADER", "X Forwarded Proto", "'X Forwarded Proto' is not a header name"),
     ("AGUI_SANDBOX_DIR", "var/sandbox", "AGUI_SANDBOX_DIR='var/sandbox' must be an absolute path"),
@@ -114,10 +119,12 @@ def test_a_blank_word_is_its_default(tmp_path):
     """An .env or compose file that lists a variable with nothing after `=`: the From address was empty
     (and check --deploy silent about it), the model unnamed, the data folder the working directory."""
     out = run_django("from django.conf import settings as s; print(repr((s.DEFAULT_FROM_EMAIL, s.AGUI_MODEL, "
-                     "s.DEMO_PASSWORD, str(s.VAR_DIR))))",
-                     DJANGO_DEFAULT_FROM_EMAIL=" ", AGUI_MODEL="", DEMO_PASSWORD="", AGUI_VAR_DIR=" ", cwd=tmp_path)
+                     "s.DEMO_PASSWORD, str(s.VAR_DIR), s.OPENAI_BASE_URL, s.CELERY_BROKER_URL == s.REDIS_URL)))",
+                     DJANGO_DEFAULT_FROM_EMAIL=" ", AGUI_MODEL="", DEMO_PASSWORD="  ", AGUI_VAR_DIR=" ",
+                     OPENAI_BASE_URL=" ", CELERY_BROKER_URL="   ", cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == repr(("agui-inbox <noreply@localhost>", "gpt-4o-mini", "agui-demo", str(ROOT / "var")))
+    assert out.stdout.strip() == repr(("agui-inbox <noreply@localhost>", "gpt-4o-mini", "agui-demo", str(ROOT / "var"),
+                                       None, True))
 
 
 @pytest.mark.parametrize("value", ["whsec_@@@", "whsec_", "short", "abc", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
