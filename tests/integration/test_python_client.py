@@ -174,6 +174,48 @@ def test_an_async_tool_is_reported_once_it_has_run_and_its_wait_leaves_the_loop_
     assert (row.outcome, row.outcome_detail) == ("failed", "RuntimeError: CRM is down for q@example.com")
 
 
+def test_an_async_tool_cancelled_as_it_runs_is_reported_failed(people):
+    """Cancellation is no Exception: an approved call cancelled part-way (a timeout, a sibling's failure)
+    reported nothing, its request approved with no outcome for ever."""
+    import asyncio
+
+    from django.contrib.auth.models import User
+
+    running, box_loop = threading.Event(), {}
+
+    @require_approval("crm.async_slow", inbox=people["alice"], schema=CRM_SCHEMA, timeout=55)
+    async def slow(email):
+        running.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    async def main():
+        box_loop["loop"], box_loop["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        try:
+            await slow(email="q@example.com")
+        except asyncio.CancelledError as exc:  # a BaseException: _in_thread keeps Exceptions only
+            return exc
+
+    thread, box = _in_thread(asyncio.run, main=main())
+    req = _pending("crm.async_slow")
+    services.decide(req.pk, User.objects.get(username="rita"), "approve")
+    assert running.wait(30)
+    box_loop["loop"].call_soon_threadsafe(box_loop["task"].cancel)
+    thread.join(30)
+    assert not thread.is_alive() and type(box["result"]).__name__ == "CancelledError"
+    row = OutsideCall.objects.get(request_id=req.pk)
+    assert (row.outcome, row.outcome_detail) == ("failed", "CancelledError: stopped before it finished")
+
+
+def test_a_generator_is_refused_when_decorated():
+    """Its body runs as it is iterated, after the wrapper reported it: an async generator was reported
+    succeeded before it ran, and stayed so after it raised."""
+    for body in ("def gen(n):\n    yield n", "async def gen(n):\n    yield n"):
+        scope = {}
+        exec(body, scope)
+        with pytest.raises(TypeError, match="not a generator"):
+            require_approval("crm.gen", inbox=object())(scope["gen"])
+
+
 def test_a_denied_tool_raises_at_once(people, monkeypatch):
     from django.contrib.auth.models import User
 

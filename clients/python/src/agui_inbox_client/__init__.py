@@ -230,8 +230,16 @@ def require_approval(tool_name: str, *, inbox: Inbox | None = None, timeout: flo
             except Exception as exc:
                 await asyncio.to_thread(approval.report, "failed", f"{type(exc).__name__}: {exc}")
                 raise
+            except BaseException as exc:  # cancelled (a timeout, a sibling's failure, a shutdown) as it ran:
+                # said at once, on this thread: an await here could be cancelled in its turn
+                approval.report("failed", f"{type(exc).__name__}: stopped before it finished")
+                raise
             await asyncio.to_thread(approval.report, "succeeded")
             return result
+
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            # its body runs as it is iterated, after the wrapper would have reported it
+            raise TypeError("require_approval takes a function or an async def, not a generator")
 
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
@@ -248,6 +256,9 @@ def require_approval(tool_name: str, *, inbox: Inbox | None = None, timeout: flo
                 result = fn(**approval.arguments)
             except Exception as exc:
                 approval.report("failed", f"{type(exc).__name__}: {exc}")
+                raise
+            except BaseException as exc:  # interrupted as it ran (Ctrl-C)
+                approval.report("failed", f"{type(exc).__name__}: stopped before it finished")
                 raise
             if inspect.isawaitable(result):  # a plain def that hands back a coroutine: it has not run yet
                 return finished(approval, result)
