@@ -59,3 +59,16 @@ def mail_backend(app_configs, **kwargs):
                              "TLS), or filebased with DJANGO_EMAIL_FILE_PATH for a site that sends no mail.",
                         id="agui.W006")]
     return []
+
+
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
+
+
+@register(Tags.security, deploy=True)
+def allowed_hosts(app_configs, **kwargs):
+    if not settings.DEBUG and set(settings.ALLOWED_HOSTS) <= LOCAL_HOSTS:
+        return [Warning("DJANGO_ALLOWED_HOSTS names only this machine with DJANGO_DEBUG=0: every request by the site's "
+                        "public name is refused (400), while /healthz, which takes any host, answers 200.",
+                        hint="Set DJANGO_ALLOWED_HOSTS to the names people reach the site by, such as "
+                             "inbox.example.com (the same in every web process).", id="agui.W007")]
+    return []

@@ -18,6 +18,7 @@ def production(settings):
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.DEFAULT_FROM_EMAIL = "agui-inbox <inbox@example.com>"
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.ALLOWED_HOSTS = ["inbox.example.com", "localhost"]
     return settings
 
 
@@ -68,6 +69,14 @@ def test_mail_to_the_log_with_debug_off(production, backend):
     assert warning.id == "agui.W006" and "DJANGO_EMAIL_BACKEND=smtp" in warning.hint
     production.DEBUG = True
     assert "agui.W006" not in ids()
+
+
+@pytest.mark.parametrize("hosts", [["localhost", "127.0.0.1", "[::1]"], []])
+def test_hosts_of_this_machine_only_with_debug_off(production, hosts):
+    """The default (and a blank value) with DEBUG off: every page refused by the public name, /healthz green."""
+    production.ALLOWED_HOSTS = hosts
+    [warning] = [m for m in run_checks(include_deployment_checks=True) if m.id.startswith("agui.")]
+    assert warning.id == "agui.W007" and "DJANGO_ALLOWED_HOSTS" in warning.hint
 
 
 def test_a_backend_of_ones_own_is_not_named(production):
