@@ -118,7 +118,7 @@ def env_networks(name):
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
 _DEV_SECRET = "dev-insecure-secret-key-DO-NOT-USE-IN-PRODUCTION"
-SECRET_KEY = _env("DJANGO_SECRET_KEY") or _DEV_SECRET
+SECRET_KEY = os.environ["DJANGO_SECRET_KEY"] if _env("DJANGO_SECRET_KEY") else _DEV_SECRET  # as given: it signs
 if not DEBUG and SECRET_KEY == _DEV_SECRET:  # ImproperlyConfigured: manage.py says it in one line
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
 # Said once per start: `make run` says it itself and tells its children (manage.py, worker, beat,
