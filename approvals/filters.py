@@ -74,7 +74,9 @@ class CommaChoicesField(forms.CharField):
         values = [v.strip() for v in (super().clean(value) or "").split(",") if v.strip()]
         bad = [v for v in values if v not in self.allowed]
         if bad:
-            raise forms.ValidationError(_("unknown %(field)s %(values)s; use %(allowed)s") % {
+            # params, not a formatted message: django-filter formats it again, and a "%" the caller sent
+            # (?status=%s) was a 500
+            raise forms.ValidationError(_("unknown %(field)s %(values)s; use %(allowed)s"), params={
                 "field": self.noun, "values": ", ".join(bad), "allowed": ", ".join(self.allowed)})
         return values
 
@@ -88,7 +90,7 @@ class SecondsField(forms.Field):
         except (TypeError, ValueError):
             raise forms.ValidationError(_("a whole number of seconds")) from None
         if not 0 <= seconds <= MAX_AGE_SECONDS:
-            raise forms.ValidationError(_("between 0 and %(max)s seconds") % {"max": MAX_AGE_SECONDS})
+            raise forms.ValidationError(_("between 0 and %(max)s seconds"), params={"max": MAX_AGE_SECONDS})
         return seconds
 
 

@@ -53,6 +53,15 @@ def test_approval_filters_and_search(demo, api):
     assert detail["approver_group"] == "finance" and detail["decisions"] == []
 
 
+def test_a_filter_value_with_a_percent_sign_is_a_400_naming_it(api):
+    """django-filter formats a field's message again: a "%" the caller sent in it was a 500."""
+    bad = api("alice").get("/api/approvals/", {"status": "%s,pending"})
+    assert bad.status_code == 400, bad.content
+    assert bad.json()["status"] == ["unknown status %s; use " + ", ".join(s for s, _ in ApprovalRequest.Status.choices)]
+    far = api("alice").get("/api/approvals/", {"min_age": "99999999999"})
+    assert far.status_code == 400 and far.json()["min_age"][0].startswith("between 0 and "), far.content
+
+
 def test_edit_is_a_decision_as_allowed_decisions_names_it(demo, api):
     """`allowed_decisions` lists "edit" and AG-UI's resume takes it; the REST decide refused it as no choice."""
     req = transfer_request(demo["alice"])
