@@ -3,6 +3,7 @@ decision leads to, a decision on its way over a slow network, key hints and tap 
 screen."""
 
 import re
+import time
 
 import pytest
 from chat_helpers import TOUCH
@@ -89,9 +90,18 @@ def test_a_decision_on_a_slow_network_says_it_is_on_its_way_then_that_no_answer_
 
 
 def box(locator):
-    """Its width and height. Asked of the element as it is when read (evaluate waits for one): the list is
-    drawn again at each inbox notice, and bounding_box() of a row replaced meanwhile was None."""
-    return tuple(locator.evaluate("e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; }"))
+    """Its width and height, measured on a frame where it is in the page. The list is drawn again at each
+    inbox notice: bounding_box() of a row replaced meanwhile was None, and an element detached between
+    the locator's match and the measure measured 0 × 0. Each try waits for the next frame and matches
+    the locator again; a size of 0 stays 0 until the deadline and fails the caller's assertion."""
+    deadline = time.monotonic() + T / 1000
+    while True:
+        size = locator.evaluate("""async e => {
+            await new Promise(requestAnimationFrame);
+            const r = e.getBoundingClientRect();
+            return e.isConnected && r.width && r.height ? [r.width, r.height] : null; }""")
+        if size or time.monotonic() > deadline:
+            return tuple(size or (0, 0))
 
 
 def test_touch_screens_get_no_key_hints_and_finger_sized_targets(phone, people, live_stack):
