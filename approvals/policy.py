@@ -170,7 +170,8 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
         if route and (route.get("group") or (route.get("approvals") or 1) > 1):
             # a rule that asks another group or more people: the clock never approves in their place
             settings_["timeout_action"] = TimeoutAction.REJECT
-        if settings_["approver_kind"] == ApproverKind.REQUESTER:
+        # a grant waives the requester's approval: none where the policy no longer offers one
+        if settings_["approver_kind"] == ApproverKind.REQUESTER and "approve" in settings_["allowed_decisions"]:
             grant = active_grant(tool_name, context)
             if grant:
                 return Verdict("auto", matched_rule=f"always allowed in this thread (grant {grant.pk})",

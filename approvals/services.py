@@ -973,6 +973,7 @@ def save_policy(tool_name, values, actor):
             record(Action.POLICY_CREATED if created else Action.POLICY_CHANGED, actor=actor,
                    object_ref=f"policy:{tool_name}", tool_name=tool_name, before=before, after=after)
             _withdraw_blocked(tool_name, actor)
+            _revoke_grants(tool_name, actor)
             _policy_notice(tool_name, actor)
     return row
 
@@ -1003,6 +1004,22 @@ def _withdraw_blocked(tool_name, actor):
                    % {"rule": rule})
         elif verdict.action == "approve":
             _reroute(req.pk, verdict, actor)
+
+
+def _revoke_grants(tool_name, actor):
+    """A requester's "always allow in this thread" was given under the tool's policy of its moment:
+    a changed policy is judged anew, so the grants of that tool end (revoked and audited, as a
+    person's revocation is). Kept, a grant went on running a tool whose policy no longer let the
+    requester approve it, or now said it was of higher risk."""
+    now = timezone.now()
+    for grant in ThreadGrant.objects.select_for_update(of=("self",)).select_related("user", "source_request").filter(
+            tool_name=tool_name, revoked_at__isnull=True):
+        before = _grant_snapshot(grant)
+        grant.revoked_at, grant.revoked_by = now, actor
+        grant.save(update_fields=["revoked_at", "revoked_by"])
+        record(Action.GRANT_REVOKED, actor=actor, object_ref=f"grant:{grant.pk}", tool_name=tool_name,
+               request=grant.source_request, before=before,
+               after={**_grant_snapshot(grant), "reason": "the tool's policy changed"})
 
 
 def _asked(req):
@@ -1096,5 +1113,6 @@ def delete_policy(tool_name, actor):
         record(Action.POLICY_DELETED, actor=actor, object_ref=f"policy:{tool_name}", tool_name=tool_name,
                before=before, after={"source": "default"} if defaults else None)
         _withdraw_blocked(tool_name, actor)
+        _revoke_grants(tool_name, actor)
         _policy_notice(tool_name, actor)
     return True

@@ -55,6 +55,7 @@ from agents.runtime import execution
 from agents.runtime.events import EventStream, StreamUnavailable, encode
 from agents.runtime.statesync import StateSync
 from agents.runtime.tools import (
+    BLOCKED_NOW,
     OutcomeUnknown,
     Paused,
     ToolContext,
@@ -993,13 +994,18 @@ class Runner:
             settled.append(tc.status)
             if tc.status == ToolCall.Status.APPROVED and tool:
                 final = tc.final_arguments if tc.final_arguments is not None else tc.arguments
+                blocked = self.blocked_now(tool, final)
+                if blocked:
+                    self.not_executed(tc, blocked)
+                    continue
                 # who edited is asked only when someone did (changes_text says nothing otherwise)
                 paused = self.execute_call(tc, tool, final, prefix=changes_text(
                     tc.arguments, final, tool.schema, by_requester=final != tc.arguments and self.decided_by_requester(tc)))
                 if paused is not None:
                     self._paused.append(paused)
             elif tc.status == ToolCall.Status.APPROVED:  # approved, and its tool is gone meanwhile
-                self.unavailable(tc)
+                self.not_executed(tc, f"Error: {tc.name} was approved, but it is no longer available (its server "
+                                      "stopped offering it), so it was not executed.")
             elif tc.status == ToolCall.Status.REJECTED:
                 self.result(tc, rejection_text(tc))
             elif tc.status == ToolCall.Status.RESPONDED:
@@ -1021,13 +1027,25 @@ class Runner:
             decided_by_id=self.thread.owner_id).values_list("pk", flat=True)}
 
 
-    def unavailable(self, tc):
-        """An approved call whose tool this agent no longer has (its MCP server stopped listing it, or
-        was disabled or removed, while the call waited): approved -> failed, not executed, and said so.
-        Left approved, it read as approved for good (inbox, audit, webhooks) while the model was told
-        it had been cancelled."""
-        output = (f"Error: {tc.name} was approved, but it is no longer available (its server stopped offering it), "
-                  "so it was not executed.")
+    def blocked_now(self, tool, arguments):
+        """Why the policy in force blocks an approved call as it now stands, else None. A decision
+        approves a call under the policy of its moment; between it and the execution the policy may
+        have become a deny (a tool switched off mid-incident, a rule added) or the requester's facts
+        that a rule reads may have changed (a group such as "frozen"), and a sibling call's decision
+        or a busy worker can hold an approved call for hours. Only a refusal counts here: who decides
+        and how many were settled by the decision. Mode `model` is not asked again (no model given)."""
+        verdict = policy.evaluate(tool.name, arguments, {"user": self.user, "agent": self.agent.name,
+                                                         "thread": self.thread.id})
+        if verdict.action != "deny":
+            return None
+        log.info("approved call of %s not executed: the policy now blocks it (%s)", tool.name, verdict.matched_rule)
+        return "Error: " + BLOCKED_NOW()  # a sentence people read in their language too (presenters)
+
+    def not_executed(self, tc, output):
+        """An approved call that will not run (its tool is no longer offered, as when its MCP server
+        stopped listing it; or the policy now blocks it): approved -> failed, never executed, and said
+        so. Left approved, it read as approved for good (inbox, audit, webhooks) while the model was
+        told it had been cancelled."""
         with transaction.atomic():
             if not move_call(tc.pk, ToolCall.Status.FAILED, leaving=[ToolCall.Status.APPROVED], result=output):
                 return

@@ -109,6 +109,10 @@ class Owned:
 NOT_YOURS = Sentence(gettext_noop("%(kind)s %(ref)s is not yours"), words=("kind",))
 
 
+# an approved call the policy in force blocks when its continuation comes to run it (Runner.blocked_now)
+BLOCKED_NOW = Sentence(gettext_noop("It was approved, but the rules for this tool no longer allow it, so it was not run."))
+
+
 class NotYours(ToolError):
     def __init__(self, obj: Owned):
         super().__init__(NOT_YOURS(kind=obj.kind, ref=obj.ref))

@@ -130,7 +130,7 @@ def paused_on_the_requester(demo, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_26(
+def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_27(
         demo, fake_llm, django_assert_max_num_queries):
     """The POST with resume[] was 36: the thread's approvals and questions were read once to see
     whether anything waited (asked now only for an empty resume[]) and again, all of them ever, to
@@ -150,8 +150,9 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_26(
     of four: BEGIN, the run's lock, the claim, COMMIT). 26: the model's answer is stored with the run's
     row locked and only while it is still running (Runner.ours: a worker stuck past its lease and
     woken after recovery took its run over filed a second request for a call, which then ran twice).
-    On PostgreSQL the POST makes one more, after its commit and the continuation's hand-over: the wait
-    for the flush (queries.flush_after_hand_over)."""
+    27: the approved call's policy is read again before it runs (Runner.blocked_now: a policy that
+    became a deny after the decision blocks it). On PostgreSQL the POST makes one more, after its
+    commit and the continuation's hand-over: the wait for the flush (queries.flush_after_hand_over)."""
     from django.db import connection
 
     thread, paused, req = paused_on_the_requester(demo, fake_llm)
@@ -168,7 +169,7 @@ def test_an_agui_resume_costs_at_most_21_statements_and_its_continuation_26(
     assert [(e.value["approvalId"], e.value["approved"]) for e in responses] == [(req.pk, True)]
 
     fake_llm.push({"text": "Done: it is cancelled."})
-    with django_assert_max_num_queries(26):
+    with django_assert_max_num_queries(27):
         assert runner.run_agent(continuation.pk)
     assert Run.objects.get(pk=continuation.pk).status == Run.Status.SUCCEEDED
     assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED

@@ -252,6 +252,30 @@ def test_always_allow_in_this_thread_is_recorded_visible_and_revocable(demo, api
         == ["grant_created", "grant_revoked"]
 
 
+def test_a_changed_policy_ends_the_tools_grants(demo, api):
+    """A grant waives the requester's approval under the policy of its moment: an admin who changes
+    the tool's policy (here: it may now only be rejected or answered) ends its grants, and a grant
+    never turns into `auto` a gate that offers no approval."""
+    req = cancel_request(demo["alice"])
+    assert api("alice").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "always_allow_in_thread": True},
+                             format="json").status_code == 200
+    grant = ThreadGrant.objects.get()
+    args, here = {"subscription_id": "sub_123"}, {"user": demo["alice"], "thread": "t-grant"}
+    assert policy.evaluate("cancel_subscription", args, here).action == "auto"
+    services.save_policy("cancel_subscription", {"mode": "always", "approver_kind": "requester",
+                                                 "allowed_decisions": ["reject", "respond"]}, demo["admin"])
+    grant.refresh_from_db()
+    assert grant.revoked_at is not None and grant.revoked_by == demo["admin"]
+    revoked = AuditEvent.objects.get(action="grant_revoked")
+    assert revoked.actor == demo["admin"] and revoked.after["reason"] == "the tool's policy changed"
+    assert policy.evaluate("cancel_subscription", args, here).action == "approve"
+
+    # and were one active all the same (made behind the services' back), it would not waive a gate without approval
+    ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-grant", user=demo["alice"])
+    verdict = policy.evaluate("cancel_subscription", args, here)
+    assert verdict.action == "approve" and verdict.allowed_decisions == ("reject", "respond")
+
+
 def test_always_allow_is_refused_for_group_routed_tools(demo, api):
     req = transfer_request(demo["alice"])
     resp = api("finn").post(f"/api/approvals/{req.pk}/decide/",
