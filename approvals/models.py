@@ -351,7 +351,7 @@ class HeldDecision(models.Model):
         verbose_name = _("held decision")
         verbose_name_plural = _("held decisions")
         constraints = [
-            # deciding again inside the window replaces the held decision
+            # one held decision per reviewer and request: another is refused until it is undone (services.hold)
             models.UniqueConstraint(fields=["request", "user"], name="held_decision_one_per_reviewer"),
         ]
         indexes = [

@@ -96,6 +96,12 @@ class AlreadyApproved(DecisionError):
     code = "already_approved"
 
 
+class AlreadyHeld(DecisionError):
+    """The reviewer holds another decision of this request in its undo window (services.hold)."""
+    status_code = 409
+    code = "already_held"
+
+
 class Forbidden(DecisionError):
     status_code = 403
     code = "forbidden"
@@ -693,6 +699,16 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None, 
         # locked across the dry run and the hold (a savepoint's rollback drops its row locks): an
         # expiry either comes first, and the dry run refuses, or finds this hold and waits for it
         req = one(ApprovalRequest.objects.select_for_update().filter(pk=request_id))
+        feedback = (feedback or "").strip()
+        held = HeldDecision.objects.filter(request_id=request_id, user=user).first()
+        if held is not None:
+            # a second tab of the same reviewer (or a double click): the same decision is the one held;
+            # another is refused. Replacing it told the first tab "Sent." of a decision never sent.
+            if (held.decision, held.arguments, held.feedback) == (decision, arguments, feedback):
+                return held
+            raise AlreadyHeld(_("You decided this request a moment ago (%(decision)s), and it is sent when its "
+                                "undo window closes. Undo it where you made it to decide otherwise.")
+                              % {"decision": held.get_decision_display().lower()})
         seen = seen or (arguments_hash(req.current_arguments) if req else "")
         try:
             with transaction.atomic():
@@ -700,11 +716,9 @@ def hold(request_id, user, decision, arguments=None, feedback="", seconds=None, 
                 raise _DryRun
         except _DryRun:
             pass
-        held, _created = HeldDecision.objects.update_or_create(
-            request_id=request_id, user=user,
-            defaults={"decision": decision, "arguments": arguments, "feedback": (feedback or "").strip(),
-                      "seen": seen,
-                      "due_at": timezone.now() + timedelta(seconds=seconds)})
+        held = HeldDecision.objects.create(request_id=request_id, user=user, decision=decision, arguments=arguments,
+                                           feedback=feedback, seen=seen,
+                                           due_at=timezone.now() + timedelta(seconds=seconds))
         transaction.on_commit(lambda: _countdown(HELD_TASK, held.pk, countdown=seconds))
         # the reviewer's own inbox drops the row at once (inbox.mine leaves out what they hold)
         transaction.on_commit(lambda: notify.user_notice(user.pk, "held", held.request))

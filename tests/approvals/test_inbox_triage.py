@@ -120,6 +120,27 @@ def test_someone_elses_held_decision_cannot_be_undone(login, undo_window):
 
 
 @pytest.mark.django_db
+def test_a_second_tab_cannot_replace_a_held_decision_with_another(login, undo_window):
+    """Approve in one tab, Reject in another inside the window: the Reject replaced the held Approve
+    under the same id, and when the window closed both tabs heard "Sent." of the Reject. The second
+    is refused, saying so; the same decision again (a double click, a second tab) is the one held."""
+    req = make_request("alice")
+    finn = login("finn")
+    assert finn.post(f"/inbox/{req.pk}/", {"action": "approve"}).status_code == 302
+    [held] = HeldDecision.objects.all()
+    other = finn.post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": "no, wrong account"},
+                      HTTP_X_REQUESTED_WITH="XMLHttpRequest", HTTP_ACCEPT="application/json")
+    assert other.status_code == 400 and other.json()["code"] == "already_held"
+    assert "You decided this request a moment ago (approve)" in other.json()["message"]
+    again = services.hold(req.pk, user("finn"), "approve")
+    assert again.pk == held.pk and again.due_at == held.due_at
+    [kept] = HeldDecision.objects.all()
+    assert (kept.pk, kept.decision, kept.feedback) == (held.pk, "approve", "")
+    services.release(held.pk, now=later())
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "approved"
+
+
+@pytest.mark.django_db
 def test_a_refusal_shows_at_once_and_nothing_is_held(login, undo_window):
     req = make_request("alice")
     response = login("finn").post(f"/inbox/{req.pk}/", {"action": "reject", "feedback": ""})
