@@ -43,6 +43,7 @@ from . import (
     validators,
 )
 from .access import mail_key, same_address
+from .choices import DEFAULT_DECISIONS
 from .models import (
     REQUESTER_OFF,
     ApprovalRequest,
@@ -1053,7 +1054,7 @@ def _reroute(request_id, verdict, actor):
         if req is None or req.status != Status.PENDING:
             return False
         before = {"deciders": req.approver_label, "required_approvals": req.required_approvals, "risk": req.risk,
-                  "timeout_action": req.timeout_action}
+                  "timeout_action": req.timeout_action, "allowed_decisions": list(req.allowed_decisions or ())}
         deciders = decider_group_ids(req)
         regroup = (verdict.approver_kind == ApproverKind.GROUP and verdict.group is not None
                    and verdict.group.pk != req.approver_group_id)
@@ -1068,8 +1069,12 @@ def _reroute(request_id, verdict, actor):
         # what runs unattended is the policy in force's to say, and it may only take that away: a policy
         # that no longer approves at the deadline left its waiting requests approving themselves
         at_deadline = req.timeout_action if verdict.timeout_action == TimeoutAction.APPROVE else TimeoutAction.REJECT
+        # the answers it offers, likewise only narrowed: an admin who takes `edit` away mid-incident takes it
+        # from the waiting requests too (none in common: the policy's own set)
+        asked_with = list(req.allowed_decisions or DEFAULT_DECISIONS)
+        allowed = [d for d in asked_with if d in verdict.allowed_decisions] or list(verdict.allowed_decisions)
         if not regroup and required == req.required_approvals and risk == req.risk \
-                and at_deadline == req.timeout_action:
+                and at_deadline == req.timeout_action and allowed == asked_with:
             return False
         told = req.escalation_group_id if req.escalated_at else None  # the group an escalation told
         if regroup:
@@ -1091,12 +1096,13 @@ def _reroute(request_id, verdict, actor):
                 _audit(Action.WITHDRAWN, req, actor=actor, before={"approved_by": withdrawn},
                        after={"reason": "the policy routed the request to another group"})
         req.required_approvals, req.risk, req.timeout_action = required, risk, at_deadline
+        req.allowed_decisions = allowed
         req.matched_rule = verdict.matched_rule[:200]
         req.save(update_fields=["approver_kind", "approver_group", "escalation_group", "escalated_at", "escalate_at",
-                                "required_approvals", "risk", "timeout_action", "matched_rule"])
+                                "required_approvals", "risk", "timeout_action", "allowed_decisions", "matched_rule"])
         _audit(Action.POLICY_CHANGED, req, actor=actor, before=before, after={
             "deciders": req.approver_label, "required_approvals": required, "risk": risk, "timeout_action": at_deadline,
-            "matched_rule": req.matched_rule,
+            "allowed_decisions": allowed, "matched_rule": req.matched_rule,
             **({"escalated_to": req.escalation_group.name} if req.escalated_at and req.escalation_group_id else {})})
 
         _warn_if_nobody_decides(req)

@@ -183,6 +183,7 @@ KEY_LABELS = {
     "approver": gettext_lazy("who decides"),
     "required_approvals": gettext_lazy("approvals needed"),
     "required": gettext_lazy("approvals needed"),
+    "allowed_decisions": gettext_lazy("allowed decisions"),
     "approvals": gettext_lazy("approvals so far"),
     "decision": gettext_lazy("decision"),
     "reason": gettext_lazy("reason"),

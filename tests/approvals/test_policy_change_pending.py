@@ -176,3 +176,26 @@ def test_a_quorum_raised_a_moment_falls_back_to_the_one_asked_not_below_it(demo)
     quorum(2)
     req = ApprovalRequest.objects.get(pk=req.pk)
     assert (req.status, req.required_approvals) == ("pending", 3)  # not approved by a policy change
+
+
+def test_answers_a_policy_takes_away_are_taken_from_the_requests_that_wait(api, demo):
+    """An admin who stops edits of transfers mid-incident stops them on the waiting transfers too: the
+    request keeps only the answers both it and the policy offer (an edit was taken as "modified")."""
+    finance = Group.objects.get(name="finance")
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance},
+                         demo["admin"])
+    req = transfer_request(demo["alice"], amount=30.0)
+    assert req.allowed_decisions == ["approve", "edit", "reject"]
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
+                                            "allowed_decisions": ["approve", "reject", "respond"]}, demo["admin"])
+    req.refresh_from_db()
+    assert req.allowed_decisions == ["approve", "reject"]  # respond, never offered it, is not added
+    audit = AuditEvent.objects.filter(request=req, action="policy_changed").last()
+    assert audit.before["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert audit.after["allowed_decisions"] == ["approve", "reject"]
+    edit = api("finn").post(f"/api/approvals/{req.pk}/decide/",
+                            {"decision": "approve", "arguments": {**req.arguments, "amount": 31.0}}, format="json")
+    assert edit.status_code == 400 and edit.json()["code"] == "decision_not_allowed", edit.content
+    assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
+    assert api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"},
+                            format="json").json()["status"] == "approved"
