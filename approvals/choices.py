@@ -36,6 +36,9 @@ class Risk(models.TextChoices):
     CRITICAL = "critical", _("Critical")
 
 
+RISK_ORDER = [Risk.LOW, Risk.MEDIUM, Risk.HIGH, Risk.CRITICAL]  # least to most
+
+
 # What a reviewer may answer: approve, approve with edited arguments, reject, or respond (guidance
 # for the model instead of a decision: the call does not run, the model reads the reviewer's words).
 DECISIONS = ("approve", "edit", "reject", "respond")

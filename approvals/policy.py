@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group
 from agui_project.queries import Prepared
 
 from . import registry, rule_words, rules
-from .choices import DEFAULT_DECISIONS, TimeoutAction
+from .choices import DEFAULT_DECISIONS, RISK_ORDER, TimeoutAction
 from .models import ApproverKind, Mode, ThreadGrant, ToolPolicy
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 _ROW = Prepared(ToolPolicy, lambda name: ToolPolicy.objects.select_related(
     "approver_group", "escalation_group").filter(tool_name=name))
 _GROUP = Prepared(Group, lambda name: Group.objects.filter(name=name))
-_GRANT = Prepared(ThreadGrant, lambda tool, thread, user: ThreadGrant.objects.filter(
+_GRANT = Prepared(ThreadGrant, lambda tool, thread, user: ThreadGrant.objects.select_related("source_request").filter(
     tool_name=tool, thread_ref=thread, user_id=user, revoked_at__isnull=True)[:1],  # one active (Meta.constraints)
     arity=3, types=(str, str, int))
 
@@ -130,6 +130,14 @@ def active_grant(tool_name, context):
     return _GRANT.one(tool_name, str(thread), user.pk)
 
 
+def _covers(grant, risk):
+    """Whether a grant waives a gate of this risk: one no riskier than the request it was given
+    through (a rule that routes the larger calls of a tool to a higher risk asks the person again
+    for those). A grant whose request is gone waives nothing."""
+    given = grant.source_request
+    return given is not None and RISK_ORDER.index(risk) <= RISK_ORDER.index(given.risk)
+
+
 def _ask_model(tool_name, arguments, context):
     """(needs_human, reason). Anything but a clear answer means a person decides."""
     ask = (context or {}).get("ask_model")
@@ -173,7 +181,7 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
         # a grant waives the requester's approval: none where the policy no longer offers one
         if settings_["approver_kind"] == ApproverKind.REQUESTER and "approve" in settings_["allowed_decisions"]:
             grant = active_grant(tool_name, context)
-            if grant:
+            if grant and _covers(grant, settings_["risk"]):
                 return Verdict("auto", matched_rule=f"always allowed in this thread (grant {grant.pk})",
                                reason=reason, grant_id=grant.pk, **settings_)
         if route:

@@ -43,7 +43,7 @@ from . import (
     validators,
 )
 from .access import mail_key, same_address
-from .choices import DEFAULT_DECISIONS
+from .choices import DEFAULT_DECISIONS, RISK_ORDER
 from .models import (
     REQUESTER_OFF,
     ApprovalRequest,
@@ -174,9 +174,6 @@ class EditDenied(DecisionError):
 class EditNeedsOtherApprover(DecisionError):
     """The edited arguments need another group, more approvals or a higher risk than this request has."""
     code = "edit_needs_other_approver"
-
-
-RISK_ORDER = [Risk.LOW, Risk.MEDIUM, Risk.HIGH, Risk.CRITICAL]
 
 
 def _move(req, to):

@@ -276,6 +276,24 @@ def test_a_changed_policy_ends_the_tools_grants(demo, api):
     assert verdict.action == "approve" and verdict.allowed_decisions == ("reject", "respond")
 
 
+def test_a_grant_waives_no_gate_riskier_than_the_request_it_was_given_through(demo, api):
+    """A rule that routes some calls of the tool to a higher risk asks the person again for those."""
+    services.save_policy("cancel_subscription", {
+        "mode": "conditional", "approver_kind": "requester", "risk": "medium",
+        "conditions": [{"name": "the family plan", "when": {"path": "args.subscription_id", "op": "eq",
+                                                            "value": "sub_family"},
+                        "action": "gate", "route": {"risk": "critical"}},
+                       {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    req = cancel_request(demo["alice"])
+    assert req.risk == "medium"
+    assert api("alice").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve", "always_allow_in_thread": True},
+                             format="json").status_code == 200
+    here = {"user": demo["alice"], "thread": "t-grant"}
+    assert policy.evaluate("cancel_subscription", {"subscription_id": "sub_123"}, here).action == "auto"
+    family = policy.evaluate("cancel_subscription", {"subscription_id": "sub_family"}, here)
+    assert (family.action, family.risk) == ("approve", "critical")
+
+
 def test_always_allow_is_refused_for_group_routed_tools(demo, api):
     req = transfer_request(demo["alice"])
     resp = api("finn").post(f"/api/approvals/{req.pk}/decide/",

@@ -333,8 +333,13 @@ def test_the_compiled_policy_reads_give_what_the_orm_gives(demo, django_assert_n
     ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-other", user=alice)
     ThreadGrant.objects.create(tool_name="delete_file", thread_ref="t-grants", user=alice)
     assert policy.active_grant("cancel_subscription", ctx) is None  # revoked, someone else's, elsewhere, another tool
-    active = ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-grants", user=alice)
+    given = services.request(tool_name="cancel_subscription", arguments={"subscription_id": "sub_1"}, requester=alice,
+                             verdict=policy.evaluate("cancel_subscription", {}), description="Cancel sub_1",
+                             thread_ref="t-grants", run_ref="r1", tool_call_ref="c-grants")
+    active = ThreadGrant.objects.create(tool_name="cancel_subscription", thread_ref="t-grants", user=alice,
+                                        source_request=given)
     assert policy.active_grant("cancel_subscription", ctx) == active
+    assert policy.active_grant("cancel_subscription", ctx).source_request == given  # read with it
     assert policy.evaluate("cancel_subscription", {"subscription_id": "sub_1"}, ctx).grant_id == active.pk
     assert policy.active_grant("cancel_subscription", {"user": alice}) is None
 
