@@ -4,7 +4,7 @@ from django.db.models.functions import Concat, Lower, StrIndex, Substr, Trim
 from django.db.models.lookups import Exact, GreaterThan, LessThan
 from django.utils.translation import gettext as _
 
-from . import registry
+from . import registry, rules
 from .choices import ApproverKind
 from .models import ToolPolicy
 
@@ -26,15 +26,17 @@ def approver_group_names():
 def named_by(name):
     """Where group `name` is named by its name, not by a relation that follows a rename (in words for
     an admin): tools' code defaults, policies' rules, and outside agents' unknown tools (`reviewers`).
-    Renamed, each would route to a new, empty group of the old name (policy._named_group)."""
+    Renamed, each would route to a new, empty group of the old name (policy._named_group), and a rule
+    testing the name (`user.groups contains "frozen"`) would match nobody."""
     places = []
     rows = dict(ToolPolicy.objects.values_list("tool_name", "conditions"))
     for d in registry.all_tools().values():  # a tool's saved policy is in force instead of its defaults
         if d.name not in rows and f"group:{name}" in (d.approver, d.escalation):
             places.append(_("the code defaults of %(tool)s") % {"tool": d.name})
     for tool_name, conditions in rows.items():
-        if any(isinstance(rule, dict) and isinstance(rule.get("route"), dict) and rule["route"].get("group") == name
-               for rule in conditions or []):
+        routes = any(isinstance(rule, dict) and isinstance(rule.get("route"), dict) and rule["route"].get("group") == name
+                     for rule in conditions or [])
+        if routes or any(tested == name for _, tested in rules.groups_tested(conditions)):
             places.append(_("the rules of the policy of %(tool)s") % {"tool": tool_name})
     if name == UNKNOWN_TOOL_GROUP:
         places.append(_("requests of outside agents for tools nobody has set a policy for"))

@@ -284,6 +284,64 @@ def _check_comparable(op, value, kinds, enum, where, errors):
                           % {"where": where, "types": types, "op": op})
 
 
+# the server's facts as scope_for gives them (JSON's names): a value a fact can never meet makes a rule
+# that never matches (`user.groups eq "frozen"`: the groups are a list, and a deny on it blocks nobody)
+FACT_KINDS = {"user.username": "string", "user.groups": "array", "user.is_staff": "boolean",
+              "user.is_superuser": "boolean", "user.id": "integer", "agent": "string", "thread": "string",
+              "tool": "string"}
+
+
+def _fact_holds_sometimes(kind, op, value):
+    """Whether a leaf on a fact of `kind` can ever hold (the way _leaf compares)."""
+    def fits(v):
+        return _json_kind(v) == ("number" if kind == "integer" else kind) and (kind != "array" or all(
+            isinstance(item, str) for item in v))
+
+    if op in ("eq", "ne"):
+        return fits(value)
+    if op in ("in", "not_in"):
+        return isinstance(value, list) and all(fits(v) for v in value)
+    if op in ("gt", "gte", "lt", "lte"):
+        return kind in ("string", "integer") and fits(value)
+    if op == "contains":
+        return kind in ("string", "array") and isinstance(value, str)
+    return kind == "string"  # matches, glob
+
+
+def _check_fact(path, op, value, where, errors):
+    kind = FACT_KINDS.get(path)
+    if kind and not _fact_holds_sometimes(kind, op, value):
+        errors.append(_("%(where)s: %(path)s is %(kind)s, so %(op)s %(value)s never holds for it")
+                      % {"where": where, "path": path, "kind": kind, "op": op, "value": repr(value)})
+
+
+def groups_tested(conditions):
+    """[(rule index, group name)] of the groups the rules' conditions test by name (`user.groups
+    contains "frozen"`, or the names of an `eq` list): renamed, such a rule would test a name nobody
+    has any more, silently (access.named_by, validators)."""
+    found = []
+
+    def walk(cond, index, depth):
+        if not isinstance(cond, dict) or depth > MAX_DEPTH:
+            return
+        for key in ("all", "any"):
+            if isinstance(cond.get(key), list):
+                for sub in cond[key]:
+                    walk(sub, index, depth + 1)
+        if "not" in cond:
+            walk(cond["not"], index, depth + 1)
+        if cond.get("path") == "user.groups":
+            value = cond.get("value")
+            names = [value] if cond.get("op") == "contains" else value if cond.get("op") in ("eq", "ne") else []
+            if isinstance(names, list):
+                found.extend((index, n) for n in names if isinstance(n, str))
+
+    for i, rule in enumerate(conditions or []):
+        if isinstance(rule, dict):
+            walk(rule.get("when"), i, 1)
+    return found
+
+
 def _check_leaf(cond, where, errors, schema):
     found = len(errors)
     unknown = set(cond) - {"path", "op", "value"}
@@ -324,10 +382,12 @@ def _check_leaf(cond, where, errors, schema):
                 errors.append(_("%(where)s: %(pattern)r is not a regular expression this engine runs (RE2 syntax: "
                                 "no backreferences or lookaround): %(problem)s")
                               % {"where": where, "pattern": value, "problem": _re2_message(exc)})
-    if len(errors) == found:  # a well-formed leaf: can its value ever meet the argument's?
+    if len(errors) == found:  # a well-formed leaf: can its value ever meet the argument's, or the fact's?
         kinds, enum = _declared(schema, cond.get("path"))
         if kinds:
             _check_comparable(op, value, kinds, enum, where, errors)
+        else:
+            _check_fact(cond.get("path"), op, value, where, errors)
 
 
 def _check_condition(cond, where, errors, schema, depth):

@@ -116,7 +116,8 @@ def policy_errors(policy, schema=None, check_groups=True):
 def _route_errors(conditions, kind, check_groups):
     """What rules.validate cannot see: the routed group exists, and more than one approval has a group."""
     routed = [(i, r["route"]) for i, r in enumerate(conditions) if isinstance(r.get("route"), dict)]
-    names = {route["group"] for _, route in routed if route.get("group")}
+    tested = rules.groups_tested(conditions)  # a group a condition names: a typo would match nobody, silently
+    names = {route["group"] for _, route in routed if route.get("group")} | {name for _, name in tested}
     known = names
     if names and check_groups:
         from django.contrib.auth.models import Group  # here: the registry imports this module at start-up
@@ -131,6 +132,10 @@ def _route_errors(conditions, kind, check_groups):
         if (route.get("approvals") or 1) > 1 and not group and kind != ApproverKind.GROUP:
             messages.append(_("rule %(number)s.route.approvals: only a group can give more than one approval; "
                               "name a group in the route") % {"number": i + 1})
+    for i, name in tested:
+        if name not in known:
+            messages.append(_("rule %(number)s.when: there is no group named %(group)r; create it first")
+                            % {"number": i + 1, "group": name})
     return messages
 
 

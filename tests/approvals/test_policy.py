@@ -397,3 +397,42 @@ def test_every_rule_message_is_said_in_the_readers_language():
     assert not english, english
     assert "««rule %(number)s»".replace("%(number)s", "1") + ".when: path 'args.' has an empty segment»" in said
     assert any("needs a number or a string, not array" in e for e in said), said
+
+
+@pytest.mark.parametrize(("path", "op", "value"), [
+    ("user.groups", "eq", "frozen"),  # the groups are a list: it never equals a name
+    ("user.groups", "in", ["frozen"]),
+    ("user.groups", "matches", "fro.*"),
+    ("user.groups", "contains", 5),
+    ("user.username", "gt", 5),
+    ("user.is_staff", "eq", "yes"),
+    ("user.id", "contains", "1"),
+    ("agent", "in", [1, 2]),
+])
+def test_a_rule_on_a_server_fact_it_can_never_meet_is_refused(path, op, value):
+    """Saved, each matched nobody without a word, and a deny on it blocked nothing."""
+    with pytest.raises(rules.RuleError) as exc:
+        rules.validate([{"name": "x", "when": leaf(path, op, value), "action": "deny"}])
+    assert any(f"{path} is " in e and "never holds" in e for e in exc.value.errors), exc.value.errors
+
+
+@pytest.mark.parametrize(("path", "op", "value"), [
+    ("user.groups", "contains", "frozen"), ("user.groups", "eq", ["finance", "reviewers"]),
+    ("user.username", "in", ["alice", "bob"]), ("user.username", "matches", "^a"), ("user.is_staff", "eq", True),
+    ("user.id", "gt", 3), ("agent", "eq", "banking"), ("tool", "glob", "transfer_*"), ("thread", "contains", "t-"),
+])
+def test_a_rule_on_a_server_fact_that_can_hold_is_taken(path, op, value):
+    assert rules.validate([{"name": "x", "when": leaf(path, op, value), "action": "deny"}])
+
+
+def test_a_group_a_condition_names_must_exist(demo):
+    """A typo ("Frozen") matched nobody, silently."""
+    Group.objects.create(name="frozen")
+    base = {"mode": "conditional", "approver_kind": "group", "approver_group": Group.objects.get(name="finance")}
+    with pytest.raises(ValidationError) as exc:
+        services.save_policy("transfer_money", {**base, "conditions": [
+            {"name": "frozen", "when": {"not": leaf("user.groups", "contains", "Frozen")}, "action": "gate"}]},
+            demo["admin"])
+    assert "rule 1.when: there is no group named 'Frozen'; create it first" in str(exc.value)
+    services.save_policy("transfer_money", {**base, "conditions": [
+        {"name": "frozen", "when": leaf("user.groups", "contains", "frozen"), "action": "deny"}]}, demo["admin"])

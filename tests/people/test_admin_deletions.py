@@ -126,3 +126,23 @@ def test_a_group_the_rules_name_is_not_deleted(admin, demo):
     spare = Group.objects.create(name="spare")  # named by nothing: deleted as before
     admin.post(f"/admin/auth/group/{spare.pk}/delete/", {"post": "yes"})
     assert not Group.objects.filter(pk=spare.pk).exists()
+
+
+def test_a_group_a_rules_condition_tests_is_not_renamed(admin, demo):
+    """`deny when user.groups contains "frozen"`: renamed in the admin, the rule tested a name nobody
+    had any more, and the frozen accounts' transfers went to review as anyone's."""
+    from approvals import policy
+    from approvals import services as approval_services
+
+    frozen = Group.objects.create(name="frozen")
+    demo["alice"].groups.add(frozen)
+    approval_services.save_policy("transfer_money", {
+        "mode": "conditional", "approver_kind": "group", "approver_group": Group.objects.get(name="finance"),
+        "conditions": [{"name": "frozen accounts", "when": {"any": [
+            {"path": "user.groups", "op": "contains", "value": "frozen"}]}, "action": "deny"},
+            {"name": "the rest", "action": "gate"}]}, demo["admin"])
+    refused = admin.post(f"/admin/auth/group/{frozen.pk}/change/", group_form(frozen, "frozen-accounts"))
+    assert refused.status_code == 200 and "transfer_money" in refused.content.decode()
+    assert Group.objects.get(pk=frozen.pk).name == "frozen"
+    args = {"from_account": "1234567890", "to_account": "0987654321", "amount": 5, "currency": "USD"}
+    assert policy.evaluate("transfer_money", args, {"user": demo["alice"]}).action == "deny"
