@@ -318,17 +318,29 @@ def _recorded_outcome(tool, call):
         return None
 
 
+RUN_AGAIN = "run_again"
+
+
 def read_after_lost_connection(tool, call):
     """A call whose database connection broke while its tool ran (a COMMIT whose answer never came:
     the money may have moved, or not): the broken connection is closed and the tool's records read
     on another. (status, output) when they tell; None when the tool keeps none or they cannot be
     read, and its outcome is unknown. It was reported `failed`, the money having moved, and the person
-    asked again."""
+    asked again. RUN_AGAIN when they show it did not take effect and it has had fewer than
+    AGUI_TOOL_MAX_ATTEMPTS executions: claimable again (executing -> approved), for the caller to run
+    it on the new connection, as recovery runs one whose worker died there. Failed for good, an
+    approved transfer was lost to a database failover and had to be asked and approved again."""
     connection.close()
     recorded = _recorded_outcome(tool, call)
     if recorded is None:
         return None
     if recorded == NOT_DONE:
+        attempts = one(ToolCall.objects.filter(pk=call.pk).values_list("attempts", flat=True)) or 0
+        if attempts < settings.AGUI_TOOL_MAX_ATTEMPTS and move_call(
+                call.pk, ToolCall.Status.APPROVED, leaving=[ToolCall.Status.EXECUTING], updated_at=timezone.now()):
+            log.warning("tool call %s (%s): its records show no effect; run again (attempt %s)",
+                        call.pk, call.name, attempts + 1)
+            return RUN_AGAIN
         return ToolCall.Status.FAILED, (f"Error: {call.name} was not executed: its database connection broke before "
                                         "it took effect, as the tool's records show.")
     return ToolCall.Status.SUCCEEDED, recorded

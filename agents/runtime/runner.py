@@ -933,6 +933,8 @@ class Runner:
             if settled is None:
                 self._outcome_unknown(tc, "its database connection broke while it ran")
                 return
+            if settled is execution.RUN_AGAIN:  # it certainly did not take effect: once more, on the new connection
+                return self.execute_call(tc, tool, arguments, prefix)
             status, output = settled
         except Exception:
             log.exception("tool %s failed", tool.name)

@@ -18,14 +18,16 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 LOST = "consuming input failed: server closed the connection unexpectedly"
 
 
-def break_the_transfers_connection(monkeypatch, after_commit):
+def break_the_transfers_connection(monkeypatch, after_commit, times=None):
     """The transfer's COMMIT reaches the server and its answer is lost (after_commit), or the
-    connection breaks before it (its transaction rolled back on the server)."""
-    armed = []
+    connection breaks before it (its transaction rolled back on the server): every time, or the
+    first `times`."""
+    armed, broken = [], []
     real_create, real_commit = Transfer.objects.create, connection.commit
 
     def create(**fields):
-        if not after_commit:
+        if not after_commit and (times is None or len(broken) < times):
+            broken.append(True)
             raise db.OperationalError(LOST)
         armed.append(True)
         return real_create(**fields)
@@ -56,14 +58,30 @@ def test_a_transfer_whose_commits_answer_was_lost_is_settled_from_its_record(dem
     assert mail.outbox == []  # nothing unknown for the operators
 
 
-def test_a_transfer_whose_connection_broke_before_its_commit_is_said_not_executed(demo, fake_llm, monkeypatch):
+def test_a_transfer_whose_connection_broke_before_its_commit_is_run_again_on_a_new_one(demo, fake_llm, monkeypatch):
+    """Its records show it did not take effect: the approved transfer runs again at once, as recovery
+    runs one whose worker died there. Said `failed` for good, it was lost to a failover and had to be
+    asked and approved again."""
+    paused, woken = approved_transfer(demo, fake_llm, monkeypatch)
+    break_the_transfers_connection(monkeypatch, after_commit=False, times=1)
+    fake_llm.push({"text": "The 75 USD went through."})
+    tasks.continue_decided(woken[0])
+    monkeypatch.undo()
+    call = ToolCall.objects.get(pk="call-recorded")
+    assert (call.status, call.attempts) == ("succeeded", 2), call.result
+    assert call.result.startswith("Transferred 75.00 USD from 1234567890 to 0987654321")
+    assert Transfer.objects.count() == 1
+    assert Message.objects.filter(role="tool", tool_call_id=call.pk).count() == 1
+
+
+def test_a_transfer_whose_connection_breaks_every_time_is_said_not_executed(demo, fake_llm, monkeypatch, settings):
     paused, woken = approved_transfer(demo, fake_llm, monkeypatch)
     break_the_transfers_connection(monkeypatch, after_commit=False)
     fake_llm.push({"text": "It did not go through."})
     tasks.continue_decided(woken[0])
     monkeypatch.undo()
     call = ToolCall.objects.get(pk="call-recorded")
-    assert call.status == "failed"
+    assert (call.status, call.attempts) == ("failed", settings.AGUI_TOOL_MAX_ATTEMPTS)
     assert call.result == ("Error: transfer_money was not executed: its database connection broke before it took "
                            "effect, as the tool's records show.")
     assert not Transfer.objects.exists()
