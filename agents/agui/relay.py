@@ -216,8 +216,12 @@ async def relay(plan):
             lost_since = lost_since or monotonic()
             grace = settings.AGUI_STREAM_GRACE_SECONDS
             if following and not started:
-                return  # nothing of the continuation was sent: the stream ends cleanly
-            if monotonic() - lost_since > grace:
+                # waiting for a continuation after the paused run's RUN_FINISHED: a restart within the
+                # grace is waited out (the decision may come once Redis is back); past it, or the
+                # review's deadline, the stream ends cleanly, as nothing of a new run was sent
+                if monotonic() - lost_since > grace or monotonic() >= deadline:
+                    return
+            elif monotonic() - lost_since > grace:
                 log.warning("SSE relay of run %s: Redis unreachable for %ss: %r", plan.run_id, grace, exc)
                 lost = RunErrorEvent(code="stream_unavailable", message=_(
                     "The live connection (Redis) was lost; the run may still finish. Reconnect to follow the thread."))

@@ -123,6 +123,50 @@ def test_relay_ends_with_run_error_when_redis_stays_away(monkeypatch, settings, 
     assert KEEPALIVE in chunks  # the client's connection was kept alive meanwhile
 
 
+def test_a_relay_following_a_review_rides_out_a_redis_outage_within_the_grace(monkeypatch, settings):
+    """A client whose run paused on someone else's review follows its continuation: a Redis restart
+    meanwhile ended its stream at once, silently, and the continuation (the decision came after
+    Redis was back) never reached it. Within AGUI_STREAM_GRACE_SECONDS it is waited out, with
+    keep-alives; past it the stream ends as it would at the review's deadline (cleanly: the paused
+    run's RUN_FINISHED was its last event, and no new run began)."""
+    import redis
+
+    clock, outage = {"now": 1000.0}, {"reads": 0}
+    started = json.dumps({"type": "RUN_STARTED", "threadId": "t-1", "runId": "c-1", "parentRunId": "p-1"},
+                         separators=(",", ":"))  # as events.encode writes them
+    finished = json.dumps({"type": "RUN_FINISHED", "threadId": "t-1", "runId": "c-1"}, separators=(",", ":"))
+
+    async def read(thread_id, after, block_ms=0, count=500):
+        outage["reads"] += 1
+        if outage["reads"] <= 16:  # Redis away 16 s: past a keep-alive, within the grace
+            raise redis.ConnectionError("Connection refused")
+        return [("5-0", started), ("6-0", finished)]
+
+    async def no_wait(seconds):
+        clock["now"] += seconds
+
+    settings.AGUI_STREAM_GRACE_SECONDS = 30
+    monkeypatch.setattr(relay.events, "read", read)
+    monkeypatch.setattr(relay, "sleep", no_wait)
+    monkeypatch.setattr(relay, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(relay.replay, "continuation_head", lambda run_id: [])
+    plan = relay.Plan(thread_id="t-1", parent_run_id="p-1", position="0-0", review_wait=120)
+
+    async def collect(plan):
+        return [chunk async for chunk in relay.relay(plan)]
+
+    chunks = async_to_sync(collect)(plan)
+    frames = [json.loads(line[6:]) for chunk in chunks for line in chunk.split("\n") if line.startswith("data: ")]
+    assert [(f["type"], f["runId"]) for f in frames] == [("RUN_STARTED", "c-1"), ("RUN_FINISHED", "c-1")]
+    assert KEEPALIVE in chunks
+
+    # Redis away for good: the stream ends once the grace is over, with no event (nothing began)
+    outage["reads"], clock["now"] = -10_000, 1000.0
+    assert async_to_sync(collect)(relay.Plan(thread_id="t-1", parent_run_id="p-1", review_wait=120)) == \
+        [KEEPALIVE, KEEPALIVE]
+    assert clock["now"] == 1031.0  # one try a second through the 30 s grace
+
+
 def test_relay_whose_run_start_was_lost_ends_from_the_database(celery_worker_live, fake_llm, client, demo, monkeypatch):
     """Redis loses the thread's stream (a restart without persistence) after the run began but
     before its relay read anything: the relay can never see this run's RUN_STARTED. It keeps the
