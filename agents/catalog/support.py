@@ -80,10 +80,24 @@ def _cents(amount):
     return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
 
 
+def _refunded(order):
+    """Whether the order was refunded, by its history: its status is what the last action made it (a
+    replacement the customer confirmed after a refund said "replacement sent", and a second refund of
+    the same order went through)."""
+    return order.status == Order.Status.REFUNDED or order.actions.filter(kind=OrderAction.Kind.REFUND).exists()
+
+
+def _replacement_refuses(a):
+    """refuses=: an order refunded already gets no replacement (the customer has their money back)."""
+    user = acting_for()
+    order = Order.objects.filter(number=a["order_id"], owner_id=user.pk).first() if user is not None else None
+    return _(ALREADY_REFUNDED.msgid) % {"order": order.number} if order is not None and _refunded(order) else None
+
+
 def _refund_refused(order, value):
     """(msgid, values) of what submit_refund refuses of this order (the customer's own) whatever happens
     before it runs, or None: asked by the tool as it runs and by its up-front check (refuses=)."""
-    if order.status == Order.Status.REFUNDED:
+    if _refunded(order):
         return ALREADY_REFUNDED.msgid, {"order": order.number}
     if value > order.amount:
         return TOO_MUCH.msgid, {
@@ -150,6 +164,7 @@ def submit_refund(
     impact=lambda a: _("Ships a new item for order %(order_id)s at no cost to the customer") % a,
     objects=_order_objects,
     in_database=True,
+    refuses=_replacement_refuses,
 )
 def submit_replacement(
     ctx,
@@ -163,6 +178,8 @@ def submit_replacement(
     try:
         with transaction.atomic():
             order = _order(ctx, order_id, lock=True)
+            if _refunded(order):  # the model reads the English
+                raise ToolError(ALREADY_REFUNDED(order=order.number))
             OrderAction.objects.create(
                 order=order, kind=OrderAction.Kind.REPLACEMENT,
                 details={"shipping_preference": shipping_preference, "note": replacement_note},
