@@ -377,6 +377,8 @@ CELERY_BEAT_SCHEDULE = {
     # tool calls and runs left `executing`/`running` by a dead worker: outcome_unknown (or a retry
     # when idempotent) / a continuation; queued runs whose task message was lost are sent again
     "recover-stuck-tool-calls": {"task": "agents.tasks.recover_stuck_calls", "schedule": 10.0},
+    # request mails whose task was lost (approvals.services.MAIL_SWEEP_GRACE_SECONDS late)
+    "request-mails": {"task": "approvals.tasks.mails_due", "schedule": 15.0},
     # webhook deliveries whose countdown task was lost (webhooks.services.SWEEP_GRACE_SECONDS late)
     "webhook-deliveries": {"task": "webhooks.tasks.deliveries_due", "schedule": 10.0},
     # MCP servers never asked for their tools (seed_demo's), and unhealthy ones every 30 s

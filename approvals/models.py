@@ -329,6 +329,25 @@ class Decision(models.Model):
         return text
 
 
+class MailDue(models.Model):
+    """A request's mail that is due (services.mail_later): written with the change that makes it due,
+    deleted once sent. Its task may be lost (a broker restarted without its queue): the beat sends
+    what is still here after a grace (services.mails_due), so a mail is sent late, never not at all."""
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="+",
+                                verbose_name=_("request"))
+    kind = models.CharField(_("kind"), max_length=16)  # mail.deliver's kinds
+    args = models.JSONField(_("arguments"), default=list, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    claimed_until = models.DateTimeField(_("being sent until"), null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+
+    class Meta:
+        verbose_name = _("mail due")
+        verbose_name_plural = _("mails due")
+        indexes = [models.Index(fields=["created_at"], name="mail_due_created_idx")]
+
+
 class HeldDecision(models.Model):
     """A reviewer's decision inside its undo window: made, not yet sent. services.hold records it
     (after a dry run of the decision, so its errors show at once), services.undo deletes it, and the

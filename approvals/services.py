@@ -11,7 +11,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.text import get_text_list
 from django.utils.translation import gettext as _
@@ -51,6 +51,7 @@ from .models import (
     AuditEvent,
     Decision,
     HeldDecision,
+    MailDue,
     Risk,
     ThreadGrant,
     TimeoutAction,
@@ -281,12 +282,12 @@ def request(*, tool_name, arguments, requester, verdict, description, reason="",
 
         def after_commit():
             notify.inbox_notice("requested", req)
-            mail_later("request", req)  # the group's members, with one-click links
             for moment in {m for m in (remind_at, escalate_at, expires_at) if m}:
                 if (moment - now).total_seconds() <= ETA_HORIZON_SECONDS:
                     _countdown(DEADLINE_TASK, req.id, eta=moment)
 
         transaction.on_commit(after_commit)
+        mail_later("request", req)  # the group's members, with one-click links
     return req
 
 
@@ -305,10 +306,10 @@ def _warn_if_nobody_decides(req):
         if AuditEvent.objects.filter(request=req, action=Action.NO_DECIDERS, after__group=group.name).exists():
             continue
         _audit(Action.NO_DECIDERS, req, after={"group": group.name, "as": role})
-        transaction.on_commit(lambda group=group.name, role=role: (
-            mail_later("nobody", req, group, role),
-            notify.operator_notice("approval.no_deciders", {"approval": {
-                "id": str(req.pk), "tool_name": req.tool_name, "group": group, "as": role}})))
+        transaction.on_commit(lambda group=group.name, role=role: notify.operator_notice(
+            "approval.no_deciders", {"approval": {"id": str(req.pk), "tool_name": req.tool_name, "group": group,
+                                                  "as": role}}))
+        mail_later("nobody", req, group.name, role)
     _warn_if_too_few_decide(req, [group for group, _role in groups if group is not None])
 
 
@@ -326,10 +327,9 @@ def _warn_if_too_few_decide(req, groups):
         return
     names = [group.name for group in groups]
     _audit(Action.TOO_FEW_DECIDERS, req, after={"groups": names, "as": stage, "needed": needed, "can": can})
-    transaction.on_commit(lambda: (
-        mail_later("too_few", req, names, needed, can),
-        notify.operator_notice("approval.too_few_deciders", {"approval": {
-            "id": str(req.pk), "tool_name": req.tool_name, "groups": names, "needed": needed, "can": can}})))
+    transaction.on_commit(lambda: notify.operator_notice("approval.too_few_deciders", {"approval": {
+        "id": str(req.pk), "tool_name": req.tool_name, "groups": names, "needed": needed, "can": can}}))
+    mail_later("too_few", req, names, needed, can)
 
 
 def _sent(task_name, args, **when):
@@ -350,13 +350,56 @@ def _countdown(task_name, object_id, **when):
 
 
 def mail_later(kind, req, *args):
-    """After a commit: a request's mails (mail.deliver's kinds) go out from a task of their own. Sent
-    here, an SMTP server slow to answer held what filed the request: the run (its card, its pause, a
+    """A request's mails (mail.deliver's kinds) go out from a task of their own, after the commit of
+    the change that makes them due (called inside it, a row of MailDue is written with it). Sent in
+    place, an SMTP server slow to answer held what filed the request: the run (its card, its pause, a
     worker slot) or the HTTP request of an outside agent or of a policy change. A broker away: sent
-    here after all, as before; a mail is never worth losing for speed."""
-    if (exc := _sent(MAIL_TASK, (kind, str(req.pk), *args))) is not None:
-        log.warning("%s mail for %s sent in place (broker unreachable: %s)", kind, req.pk, exc)
-        mail.deliver(kind, req, *args)
+    here after all; a task lost with the broker's queue: the beat's sweep sends the row. A mail is
+    never worth losing for speed."""
+    due = MailDue.objects.create(request_id=req.pk, kind=kind, args=list(args))
+
+    def send():
+        if (exc := _sent(MAIL_TASK, (due.pk,))) is not None:
+            log.warning("%s mail for %s sent in place (broker unreachable: %s)", kind, req.pk, exc)
+            send_due_mail(due.pk, req=req)
+
+    transaction.on_commit(send)
+
+
+MAIL_ATTEMPTS = 5  # an SMTP server that refuses a mail this often: logged, and given up
+MAIL_SWEEP_GRACE_SECONDS = 30  # a due mail this old has lost its task: the beat sends it
+
+
+def send_due_mail(due_id, req=None):
+    """Send a due mail once: claimed (a lost task's sweep and the task may both come), delivered,
+    deleted. A delivery that raises leaves it for the sweep once its claim lapses."""
+    now = timezone.now()
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    lease = now + timedelta(minutes=5)  # a mail to a whole group takes a connection's timeout per recipient at worst
+    if not MailDue.objects.filter(free, pk=due_id).update(claimed_until=lease, attempts=F("attempts") + 1):
+        return None
+    due = MailDue.objects.get(pk=due_id)
+    try:
+        sent = mail.deliver(due.kind, req if req is not None else due.request_id, *due.args)
+    except Exception:
+        if due.attempts >= MAIL_ATTEMPTS:
+            log.exception("%s mail for request %s not sent after %s attempts; given up", due.kind, due.request_id,
+                          due.attempts)
+            due.delete()
+        else:
+            log.exception("%s mail for request %s not sent (attempt %s); tried again later", due.kind,
+                          due.request_id, due.attempts)
+        return None
+    due.delete()
+    return sent
+
+
+def mails_due(limit=200):
+    """The ids of due mails whose task was lost (older than the grace, not being sent)."""
+    now = timezone.now()
+    return list(MailDue.objects.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
+                                       created_at__lte=now - timedelta(seconds=MAIL_SWEEP_GRACE_SECONDS))
+                .order_by("created_at").values_list("pk", flat=True)[:limit])
 
 
 def _standing_approvals(req):
@@ -840,7 +883,8 @@ def remind(request_id):
         _warn_if_nobody_decides(req)
         recipients = _recipients(req)
         _audit(Action.REMINDED, req, after={"recipients": recipients, "expires_at": req.expires_at.isoformat()})
-        transaction.on_commit(lambda: (mail_later("reminder", req, recipients), notify.inbox_notice("reminded", req)))
+        transaction.on_commit(lambda: notify.inbox_notice("reminded", req))
+        mail_later("reminder", req, recipients)
         return True
 
 
@@ -861,7 +905,8 @@ def escalate(request_id):
         _audit(Action.ESCALATED, req, before={"deciders": [req.approver_label]},
                after={"deciders": [req.approver_label, req.escalation_group.name], "recipients": recipients})
         # with one-click links: the escalation group may decide now
-        transaction.on_commit(lambda: (mail_later("escalation", req), notify.inbox_notice("escalated", req)))
+        transaction.on_commit(lambda: notify.inbox_notice("escalated", req))
+        mail_later("escalation", req)
         return True
 
 
@@ -1110,11 +1155,12 @@ def _reroute(request_id, verdict, actor):
             notify.inbox_notice("rerouted", req)  # the new group's inboxes list it
             if regroup:
                 notify.gone_notice(req, former)
-                mail_later("request", req)  # and its members get their one-click links
-            if newly_told:  # the escalation group it now has: told once, as its escalation would have
-                mail_later("escalation", req)
 
         transaction.on_commit(after_commit)
+        if regroup:
+            mail_later("request", req)  # and its members get their one-click links
+        if newly_told:  # the escalation group it now has: told once, as its escalation would have
+            mail_later("escalation", req)
     return True
 
 

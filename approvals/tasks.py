@@ -33,9 +33,20 @@ def held_decisions_due():
 
 
 @shared_task(name=services.MAIL_TASK, ignore_result=True)
-def mail_due(kind, request_id, *args):
-    """A request's mails, off the path of what filed it (services.mail_later)."""
-    mail.deliver(kind, request_id, *args)
+def mail_due(due_id, *older):
+    """A request's due mail, off the path of what filed it (services.mail_later). A task queued by
+    the previous release names the mail itself (kind, request id, its arguments): sent as it says."""
+    if older:
+        mail.deliver(due_id, *older)
+    else:
+        services.send_due_mail(due_id)
+
+
+@shared_task(ignore_result=True)
+def mails_due():
+    """The beat's sweep: due mails whose task was lost (a broker restarted without its queue)."""
+    for due_id in services.mails_due():
+        services.send_due_mail(due_id)
 
 
 # the names the first slice used; kept so already queued tasks still resolve

@@ -147,9 +147,12 @@ def _mails_sent_here(request, monkeypatch):
     the request's id); with `celery_worker_live`, or marked `mail_by_task`, the task is sent."""
     if "celery_worker_live" in request.fixturenames or request.node.get_closest_marker("mail_by_task"):
         return
+    from django.db import transaction
+
     from approvals import mail
 
-    monkeypatch.setattr("approvals.services.mail_later", lambda kind, req, *args: mail.deliver(kind, req.pk, *args))
+    monkeypatch.setattr("approvals.services.mail_later", lambda kind, req, *args: transaction.on_commit(
+        lambda: mail.deliver(kind, req.pk, *args)))
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ from django.core import mail
 
 from agents.runtime.events import redis_client
 from approvals import services, tasks
+from approvals.models import MailDue
 from tests.conftest import TEST_QUEUE
 from tests.inbox_helpers import make_request
 
@@ -42,10 +43,55 @@ def test_a_requests_mail_is_a_task_that_sends_it(demo, queue, django_capture_on_
     with django_capture_on_commit_callbacks(execute=True):
         req = make_request("alice")  # finance decides: finn
     assert mail.outbox == []  # not sent by what filed the request
-    assert _mail_tasks() == [["request", str(req.pk)]]
+    [due] = MailDue.objects.all()
+    assert (due.request_id, due.kind, due.args) == (req.pk, "request", [])  # written with the request
+    assert _mail_tasks() == [[due.pk]]
     tasks.mail_due(*_mail_tasks()[0])  # what the worker runs
     assert [m.to for m in mail.outbox] == [["finn@example.com"]]
     assert "Approval needed: transfer_money" in mail.outbox[0].subject and "/inbox/mail/" in mail.outbox[0].body
+    assert not MailDue.objects.exists()
+    tasks.mail_due(*_mail_tasks()[0])  # delivered twice: sent once
+    assert len(mail.outbox) == 1
+
+
+def test_a_mail_whose_task_was_lost_is_sent_by_the_beat(demo, queue, django_capture_on_commit_callbacks):
+    """The broker restarted without its queue after the request was filed: the mail went nowhere."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    with django_capture_on_commit_callbacks(execute=True):
+        make_request("alice")
+    redis_client().delete(TEST_QUEUE)  # the task is lost
+    tasks.mails_due()
+    assert mail.outbox == []  # within the grace its task may still come
+    MailDue.objects.update(created_at=timezone.now() - timedelta(seconds=services.MAIL_SWEEP_GRACE_SECONDS + 1))
+    tasks.mails_due()
+    assert [m.to for m in mail.outbox] == [["finn@example.com"]] and not MailDue.objects.exists()
+
+
+def test_a_mail_the_smtp_server_refused_is_tried_again_then_given_up(demo, queue, monkeypatch,
+                                                                     django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals import mail as approval_mail
+
+    with django_capture_on_commit_callbacks(execute=True):
+        make_request("alice")
+
+    def refused(*args):
+        raise ConnectionRefusedError("SMTP away")
+
+    monkeypatch.setattr(approval_mail, "deliver", refused)
+    [due_id] = _mail_tasks()[0]
+    for attempt in range(1, services.MAIL_ATTEMPTS + 1):
+        tasks.mail_due(due_id)
+        assert MailDue.objects.filter(pk=due_id).exists() == (attempt < services.MAIL_ATTEMPTS)
+        assert not MailDue.objects.filter(pk=due_id).exclude(attempts=attempt).exists()
+        tasks.mail_due(due_id)  # claimed: not tried again before its claim lapses
+        MailDue.objects.update(claimed_until=timezone.now() - timedelta(seconds=1))
 
 
 def test_a_request_decided_before_its_mail_went_out_is_not_mailed(demo, queue, django_capture_on_commit_callbacks):
@@ -73,7 +119,8 @@ def test_a_reminder_and_an_escalation_are_tasks_too(demo, queue, django_capture_
     with django_capture_on_commit_callbacks(execute=True):
         services.process_deadlines(req.pk)
     queued = _mail_tasks()
-    assert sorted(args[0] for args in queued) == ["escalation", "reminder"] and mail.outbox == []
+    kinds = sorted(MailDue.objects.get(pk=args[0]).kind for args in queued)
+    assert kinds == ["escalation", "reminder"] and mail.outbox == []
     for args in queued:
         tasks.mail_due(*args)
     assert sorted(m.to[0] for m in mail.outbox) == ["finn@example.com", "otto@example.com"]
@@ -87,3 +134,10 @@ def test_with_the_broker_away_the_mail_is_sent_in_place(demo, queue, monkeypatch
     with django_capture_on_commit_callbacks(execute=True):
         make_request("alice")
     assert [m.to for m in mail.outbox] == [["finn@example.com"]]  # a mail is not lost for speed
+
+
+def test_a_task_queued_by_the_previous_release_still_sends_its_mail(demo, queue):
+    req = make_request("alice")
+    mail.outbox.clear()
+    tasks.mail_due("request", str(req.pk))  # (kind, request id): how tasks were queued before MailDue
+    assert [m.to for m in mail.outbox] == [["finn@example.com"]]
