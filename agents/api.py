@@ -294,11 +294,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={202: RunSerializer, 409: ErrorSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Stop the run: 202 when a stop was requested, 409 when it has already ended."""
+        """Stop the run: 202 when a stop was requested, 409 when it has already ended (or, paused, was
+        decided before the Stop and goes on in its continuation)."""
         run = self.get_object()
-        if not services.cancel_run(run, request.user):
+        stopped = services.cancel_run(run, request.user)
+        if not stopped:
             return Response({"message": _("the run already ended (%(status)s)") % {
                 "status": run.get_status_display().lower()}, "code": "run_ended"}, status=409)
+        if stopped is services.DECIDED_FIRST:  # answered 202, it read as stopped while the call ran
+            return Response({"message": _("Too late to stop: what this run waited for was decided first, and it goes "
+                                          "on. Stop the run that carries it on instead."), "code": "decided_first"},
+                            status=409)
         run.refresh_from_db()
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

@@ -597,7 +597,9 @@ def stop_lost_worker(run_id):
 
 def cancel_run(run, user, reason="the user stopped the run"):
     """Stop: a queued run never starts, a running one stops at its next check, a paused one withdraws
-    its requests. `user` None: the engine stops it (agents/account_off.py), `reason` saying why."""
+    its requests. `user` None: the engine stops it (agents/account_off.py), `reason` saying why.
+    True when stopped, False when it had ended; DECIDED_FIRST (truthy) for a paused run whose requests
+    were all decided before the Stop: its continuation goes on, and the caller says so."""
     from ag_ui.core import RunFinishedCancelledOutcome, RunFinishedEvent
 
     with transaction.atomic():
@@ -620,21 +622,33 @@ def cancel_run(run, user, reason="the user stopped the run"):
         elif run.status == Run.Status.INTERRUPTED:
             # a request decided (a question answered) between this read and its lock came first and
             # stands: the others are still stopped, and the Stop is answered, not a 500
+            withdrew = False
             for request in ApprovalRequest.objects.filter(run_ref=run.pk, status=ApprovalRequest.Status.PENDING):
                 try:
                     approval_services.cancel(request.pk, user, reason=reason)
+                    withdrew = True
                 except approval_services.NotPending:
                     pass
             for question in run.input_requests.filter(status=InputRequest.Status.PENDING):
                 try:
                     # a question is the owner's to answer or withdraw: the engine withdraws it for them
                     inputs.cancel(question.pk, user or run.thread.owner, reason=reason)
+                    withdrew = True
                 except inputs.InputError as exc:
                     if exc.code != "already_decided":
                         raise
+            if not withdrew and (selectors.has_continuation(run.pk) or ApprovalRequest.objects.filter(
+                    run_ref=run.pk).exclude(status__in=(ApprovalRequest.Status.PENDING, ApprovalRequest.Status.CANCELLED))
+                    .exists() or run.input_requests.filter(status=InputRequest.Status.ANSWERED).exists()):
+                # every wait was decided first: nothing was stopped, and the run goes on in its
+                # continuation (made by the decision's wake-up, which may not have come yet)
+                return DECIDED_FIRST
         else:
             return False
     return True
+
+
+DECIDED_FIRST = "decided_first"  # cancel_run: a paused run whose every wait was decided before the Stop
 
 
 def pass_on_stops(limit=100):

@@ -1357,6 +1357,8 @@
     try {
       const res = await postJSON("/api/runs/" + encodeURIComponent(target) + "/cancel/", {});
       if (!res.ok && res.status !== 409) failed(errorText(res.data, res.status));
+      // a decision came first and the run goes on: said, not taken as stopped
+      if (res.status === 409 && res.data && res.data.code === "decided_first") showNotice(errorText(res.data, 409));
       // 202: RUN_FINISHED (cancelled) follows on the socket; 409: the run had already ended.
       if (!res.ok) {
         run.stopping = false;

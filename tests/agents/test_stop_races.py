@@ -78,3 +78,20 @@ def test_stop_while_the_run_asks_for_approval_stops_it(demo, fake_llm, monkeypat
     assert run_continuation(Run.objects.get(pk=run.pk)).status == "cancelled"
     ends = [e for e in stream_events(thread.pk) if e["type"] == "RUN_FINISHED"]
     assert ends[-1].get("outcome") == {"type": "cancelled"}, ends
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_that_comes_after_every_decision_says_it_is_too_late(demo, api, monkeypatch):
+    """Approved a moment before the Stop, the paused run goes on in its continuation (the approval
+    stands): the Stop was answered 202, and read as done while the transfer ran."""
+    from agents.models import Run
+
+    run, request = paused_transfer(demo["alice"], "call-stop-late")
+    monkeypatch.setattr("agents.tasks.continue_decided.delay", lambda *args: None)
+    approval_services.decide(request.pk, demo["finn"], "approve")
+    assert not Run.objects.filter(parent_run=run).exists()  # its wake-up has not come yet: it will
+    response = api("alice").post(f"/api/runs/{run.pk}/cancel/")
+    assert response.status_code == 409, response.content
+    assert response.json()["code"] == "decided_first" and "Too late to stop" in response.json()["message"]
+    assert ApprovalRequest.objects.get(pk=request.pk).status == "approved"
+    assert api("bob").post(f"/api/runs/{run.pk}/cancel/").status_code == 404  # nobody else's to ask
