@@ -14,7 +14,7 @@ from django.utils.translation import gettext_noop
 from pydantic import Field
 
 from agents.runtime.sentences import Record, Sentence
-from agents.runtime.tools import Owned, ToolError, acting_for, tool
+from agents.runtime.tools import NOT_DONE, Owned, ToolError, acting_for, tool
 
 from . import money
 from .agent import Agent
@@ -80,6 +80,22 @@ def _cents(amount):
     return Decimal(str(amount)).quantize(CENTS, rounding=ROUND_HALF_UP)
 
 
+def _action_outcome(kind):
+    """outcome= of a tool whose OrderAction row (unique per tool call) is written in the transaction
+    of its effect: whether a call whose worker died took effect, and what it did, is read there, so
+    recovery reports it (or runs it again) instead of calling it unknown (runtime/execution.py)."""
+    def outcome(tool_call_id, _arguments):
+        action = OrderAction.objects.filter(tool_call_ref=tool_call_id, kind=kind).select_related("order").first()
+        if action is None:
+            return NOT_DONE
+        order = action.order
+        if kind == OrderAction.Kind.REFUND:
+            return REFUNDED(amount=action.amount, currency=order.currency, order=order.number, item=order.item_name)
+        return REPLACED(order=order.number, item=order.item_name, shipping=action.details.get("shipping_preference"))
+
+    return outcome
+
+
 def _refunded(order):
     """Whether the order was refunded, by its history: its status is what the last action made it (a
     replacement the customer confirmed after a refund said "replacement sent", and a second refund of
@@ -127,6 +143,7 @@ def _refund_refuses(a):
     objects=_order_objects,
     in_database=True,
     refuses=_refund_refuses,
+    outcome=_action_outcome(OrderAction.Kind.REFUND),
 )
 def submit_refund(
     ctx,
@@ -165,6 +182,7 @@ def submit_refund(
     objects=_order_objects,
     in_database=True,
     refuses=_replacement_refuses,
+    outcome=_action_outcome(OrderAction.Kind.REPLACEMENT),
 )
 def submit_replacement(
     ctx,

@@ -93,12 +93,13 @@ def test_an_approved_call_a_rule_on_the_requesters_groups_now_denies_is_not_exec
 
     from agents.catalog.models import Transfer
 
+    frozen = Group.objects.create(name="frozen")
     approval_services.save_policy("transfer_money", {
         "mode": "conditional", "approver_kind": "group", "approver_group": Group.objects.get(name="finance"),
         "conditions": [{"name": "frozen accounts", "when": {"path": "user.groups", "op": "contains", "value": "frozen"},
                         "action": "deny"}, {"name": "the rest", "action": "gate"}]}, demo["admin"])
     thread, first, req = approved_transfer(demo, fake_llm)
-    demo["alice"].groups.add(Group.objects.get_or_create(name="frozen")[0])
+    demo["alice"].groups.add(frozen)
     fake_llm.push("Your account is frozen, so the transfer was not made.")
     run_here(Run.objects.get(parent_run=first).pk)
     assert not Transfer.objects.exists()

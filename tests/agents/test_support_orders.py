@@ -42,3 +42,22 @@ def test_an_order_not_refunded_is_replaced(demo):
         assert support.submit_replacement.refuses(replacement) is None
     assert "12345" in support.submit_replacement.run(ctx(demo, "c-replace"), replacement)
     assert Order.objects.get(number="12345").status == Order.Status.REPLACEMENT_SENT
+
+
+def test_a_refund_or_replacement_whose_worker_died_is_read_back_from_its_record(demo):
+    """Recovery asks the tool's records (outcome=): without them, a refund made before its worker died
+    was reported "outcome unknown", and one never made was not run again."""
+    from agents.runtime.tools import NOT_DONE
+
+    refund = {"order_id": "12345", "amount": 20, "refund_description": "late"}
+    assert support.submit_refund.outcome("c-never", refund) == NOT_DONE
+    made = support.submit_refund.run(ctx(demo, "c-made"), refund)
+    assert support.submit_refund.outcome("c-made", refund) == made == \
+        "Refund of 20.00 USD recorded for order 12345 (Wireless Headphones)."
+    assert support.submit_replacement.outcome("c-made", {}) == NOT_DONE  # a refund is no replacement
+
+
+def test_a_replacement_is_read_back_from_its_record(demo):
+    replacement = {"order_id": "12345", "shipping_preference": "express", "replacement_note": "broken"}
+    made = support.submit_replacement.run(ctx(demo, "c-replaced"), replacement)
+    assert support.submit_replacement.outcome("c-replaced", replacement) == made
