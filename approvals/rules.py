@@ -48,6 +48,7 @@ ROOTS = ("args", "user", "agent", "thread", "tool")
 USER_FIELDS = ("username", "groups", "is_staff", "is_superuser", "id")
 MAX_DEPTH = 8
 MAX_RULES = 50
+MAX_LEAVES = 500  # conditions (path/op/value) in one policy: each is judged on every call of its tool
 MAX_LIST = 500
 MAX_PATTERN = 500  # characters of a `matches` or `glob` pattern
 _MISSING = object()
@@ -428,6 +429,8 @@ def validate(conditions, schema=None):
         raise RuleError([_("conditions must be a list of rules")])
     if len(conditions) > MAX_RULES:
         raise RuleError([_("at most %(max)s rules") % {"max": MAX_RULES}])
+    if _leaves(conditions) > MAX_LEAVES:  # ~5,000 `matches` leaves held every call of the tool 0.4 s
+        raise RuleError([_("at most %(max)s conditions in all the rules") % {"max": MAX_LEAVES}])
     errors = []
     out = []
     for i, rule in enumerate(conditions):
@@ -459,6 +462,20 @@ def validate(conditions, schema=None):
 
 
 # --- evaluation (at run time, over validated arguments) ----------------------------------------
+
+
+def _leaves(conditions):
+    """How many path/op/value conditions the rules hold (counted past the limit at most)."""
+    count, stack = 0, [rule.get("when") for rule in conditions if isinstance(rule, dict)]
+    while stack and count <= MAX_LEAVES:
+        cond = stack.pop()
+        if isinstance(cond, list):
+            stack.extend(cond)
+        elif isinstance(cond, dict):
+            if "path" in cond:
+                count += 1
+            stack.extend(cond[k] for k in ("all", "any", "not") if k in cond)
+    return count
 
 
 def _re2_message(exc):
