@@ -154,7 +154,9 @@ def _ask_model(tool_name, arguments, context):
     return answer["needs_human"], reason or rule_words.NO_REASON
 
 
-def evaluate(tool_name, arguments, context=None) -> Verdict:
+def evaluate(tool_name, arguments, context=None, grants=True) -> Verdict:
+    """`grants`: whether a thread grant may waive a gate (False: who decides is not asked, only
+    whether the call is blocked; its read is spared)."""
     p = effective(tool_name)
     if p is None:  # unknown to the engine: the safe answer is a person decides
         return Verdict("approve", matched_rule="unregistered tool",
@@ -179,7 +181,7 @@ def evaluate(tool_name, arguments, context=None) -> Verdict:
             # a rule that asks another group or more people: the clock never approves in their place
             settings_["timeout_action"] = TimeoutAction.REJECT
         # a grant waives the requester's approval: none where the policy no longer offers one
-        if settings_["approver_kind"] == ApproverKind.REQUESTER and "approve" in settings_["allowed_decisions"]:
+        if grants and settings_["approver_kind"] == ApproverKind.REQUESTER and "approve" in settings_["allowed_decisions"]:
             grant = active_grant(tool_name, context)
             if grant and _covers(grant, settings_["risk"]):
                 return Verdict("auto", matched_rule=f"always allowed in this thread (grant {grant.pk})",

@@ -1037,7 +1037,7 @@ class Runner:
         or a busy worker can hold an approved call for hours. Only a refusal counts here: who decides
         and how many were settled by the decision. Mode `model` is not asked again (no model given)."""
         verdict = policy.evaluate(tool.name, arguments, {"user": self.user, "agent": self.agent.name,
-                                                         "thread": self.thread.id})
+                                                         "thread": self.thread.id}, grants=False)
         if verdict.action != "deny":
             return None
         log.info("approved call of %s not executed: the policy now blocks it (%s)", tool.name, verdict.matched_rule)
