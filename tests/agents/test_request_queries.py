@@ -339,7 +339,8 @@ def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, 
     first statement; what nobody reads the answer of (the paused run's resume id, the decision, the
     request's decided fields, the audit row, the continuation, the tool's message under the id it
     drew) goes with the next statement or the COMMIT; the paused run's lock, the call's fate and
-    what then stands of the run go together, in that order."""
+    what then stands of the run go together, in that order. The worker's 11th: the approved call's
+    policy read again before it runs (Runner.blocked_now: a policy now a deny blocks it)."""
     from django.db import connection
 
     if connection.vendor != "postgresql":
@@ -368,5 +369,6 @@ def test_on_postgresql_a_resume_and_its_continuation_take_few_round_trips(demo, 
     # the message (its INSERT with the COMMIT; a statement prepared earlier shows as "(prepared)")
     commits = [i for i, trip in enumerate(worker) if trip[-1] == "COMMIT"]
     stored = commits[1]
-    assert stored + 1 == 10 and len(worker[stored]) == 2, worker
+    assert stored + 1 == 11 and len(worker[stored]) == 2, worker
+    assert any('FROM "approvals_toolpolicy"' in statement for trip in worker for statement in trip), worker
     assert ToolCall.objects.get(pk="call_cs").status == ToolCall.Status.SUCCEEDED
