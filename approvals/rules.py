@@ -32,6 +32,7 @@ otherwise run what a `deny when amount gt 1000` exists to stop. Bad rules are re
 """
 
 import fnmatch
+import itertools
 import math
 import re
 import sys
@@ -316,30 +317,32 @@ def _check_fact(path, op, value, where, errors):
                       % {"where": where, "path": path, "kind": kind, "op": op, "value": repr(value)})
 
 
+def leaf_conditions(conditions):
+    """(rule index, leaf) of each path/op/value condition of the rules, through all / any / not (as
+    deep as they go: saved rules were validated to MAX_DEPTH)."""
+    for index, rule in enumerate(conditions or []):
+        stack = [rule.get("when")] if isinstance(rule, dict) else []
+        while stack:
+            cond = stack.pop()
+            if isinstance(cond, list):
+                stack.extend(cond)
+            elif isinstance(cond, dict):
+                if "path" in cond:
+                    yield index, cond
+                stack.extend(cond[k] for k in ("all", "any", "not") if k in cond)
+
+
 def groups_tested(conditions):
     """[(rule index, group name)] of the groups the rules' conditions test by name (`user.groups
     contains "frozen"`, or the names of an `eq` list): renamed, such a rule would test a name nobody
     has any more, silently (access.named_by, validators)."""
     found = []
-
-    def walk(cond, index, depth):
-        if not isinstance(cond, dict) or depth > MAX_DEPTH:
-            return
-        for key in ("all", "any"):
-            if isinstance(cond.get(key), list):
-                for sub in cond[key]:
-                    walk(sub, index, depth + 1)
-        if "not" in cond:
-            walk(cond["not"], index, depth + 1)
-        if cond.get("path") == "user.groups":
-            value = cond.get("value")
-            names = [value] if cond.get("op") == "contains" else value if cond.get("op") in ("eq", "ne") else []
+    for index, leaf in leaf_conditions(conditions):
+        if leaf.get("path") == "user.groups":
+            value = leaf.get("value")
+            names = [value] if leaf.get("op") == "contains" else value if leaf.get("op") in ("eq", "ne") else []
             if isinstance(names, list):
                 found.extend((index, n) for n in names if isinstance(n, str))
-
-    for i, rule in enumerate(conditions or []):
-        if isinstance(rule, dict):
-            walk(rule.get("when"), i, 1)
     return found
 
 
@@ -429,7 +432,8 @@ def validate(conditions, schema=None):
         raise RuleError([_("conditions must be a list of rules")])
     if len(conditions) > MAX_RULES:
         raise RuleError([_("at most %(max)s rules") % {"max": MAX_RULES}])
-    if _leaves(conditions) > MAX_LEAVES:  # ~5,000 `matches` leaves held every call of the tool 0.4 s
+    # ~5,000 `matches` leaves held every call of the tool 0.4 s (counted no further than past the limit)
+    if sum(1 for _ in itertools.islice(leaf_conditions(conditions), MAX_LEAVES + 1)) > MAX_LEAVES:
         raise RuleError([_("at most %(max)s conditions in all the rules") % {"max": MAX_LEAVES}])
     errors = []
     out = []
@@ -462,20 +466,6 @@ def validate(conditions, schema=None):
 
 
 # --- evaluation (at run time, over validated arguments) ----------------------------------------
-
-
-def _leaves(conditions):
-    """How many path/op/value conditions the rules hold (counted past the limit at most)."""
-    count, stack = 0, [rule.get("when") for rule in conditions if isinstance(rule, dict)]
-    while stack and count <= MAX_LEAVES:
-        cond = stack.pop()
-        if isinstance(cond, list):
-            stack.extend(cond)
-        elif isinstance(cond, dict):
-            if "path" in cond:
-                count += 1
-            stack.extend(cond[k] for k in ("all", "any", "not") if k in cond)
-    return count
 
 
 def _re2_message(exc):

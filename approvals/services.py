@@ -374,9 +374,8 @@ def send_due_mail(due_id, req=None):
     """Send a due mail once: claimed (a lost task's sweep and the task may both come), delivered,
     deleted. A delivery that raises leaves it for the sweep once its claim lapses."""
     now = timezone.now()
-    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
     lease = now + timedelta(minutes=5)  # a mail to a whole group takes a connection's timeout per recipient at worst
-    if not MailDue.objects.filter(free, pk=due_id).update(claimed_until=lease, attempts=F("attempts") + 1):
+    if not MailDue.objects.filter(_unclaimed(now), pk=due_id).update(claimed_until=lease, attempts=F("attempts") + 1):
         return None
     due = MailDue.objects.get(pk=due_id)
     try:
@@ -394,11 +393,15 @@ def send_due_mail(due_id, req=None):
     return sent
 
 
+def _unclaimed(now):
+    """A due mail nobody is sending: never claimed, or its claim lapsed."""
+    return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+
+
 def mails_due(limit=200):
     """The ids of due mails whose task was lost (older than the grace, not being sent)."""
     now = timezone.now()
-    return list(MailDue.objects.filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
-                                       created_at__lte=now - timedelta(seconds=MAIL_SWEEP_GRACE_SECONDS))
+    return list(MailDue.objects.filter(_unclaimed(now), created_at__lte=now - timedelta(seconds=MAIL_SWEEP_GRACE_SECONDS))
                 .order_by("created_at").values_list("pk", flat=True)[:limit])
 
 
@@ -986,12 +989,17 @@ def revoke_grant(grant_id, user):
             raise NotFound(_("no such grant"))
         if grant.revoked_at:
             raise NotPending(_("this grant is already revoked"))
-        before = _grant_snapshot(grant)
-        grant.revoked_at, grant.revoked_by = timezone.now(), user
-        grant.save(update_fields=["revoked_at", "revoked_by"])
-        record(Action.GRANT_REVOKED, actor=user, object_ref=f"grant:{grant.pk}", tool_name=grant.tool_name,
-               request=grant.source_request, before=before, after=_grant_snapshot(grant))
+        _revoke(grant, user)
     return grant
+
+
+def _revoke(grant, actor, **said):
+    """A locked active grant -> revoked by `actor`, audited (`said`: more for its record, e.g. why)."""
+    before = _grant_snapshot(grant)
+    grant.revoked_at, grant.revoked_by = timezone.now(), actor
+    grant.save(update_fields=["revoked_at", "revoked_by"])
+    record(Action.GRANT_REVOKED, actor=actor, object_ref=f"grant:{grant.pk}", tool_name=grant.tool_name,
+           request=grant.source_request, before=before, after={**_grant_snapshot(grant), **said})
 
 
 # --- policies ---------------------------------------------------------------------------------
@@ -1068,15 +1076,9 @@ def _revoke_grants(tool_name, actor):
     a changed policy is judged anew, so the grants of that tool end (revoked and audited, as a
     person's revocation is). Kept, a grant went on running a tool whose policy no longer let the
     requester approve it, or now said it was of higher risk."""
-    now = timezone.now()
     for grant in ThreadGrant.objects.select_for_update(of=("self",)).select_related("user", "source_request").filter(
             tool_name=tool_name, revoked_at__isnull=True):
-        before = _grant_snapshot(grant)
-        grant.revoked_at, grant.revoked_by = now, actor
-        grant.save(update_fields=["revoked_at", "revoked_by"])
-        record(Action.GRANT_REVOKED, actor=actor, object_ref=f"grant:{grant.pk}", tool_name=tool_name,
-               request=grant.source_request, before=before,
-               after={**_grant_snapshot(grant), "reason": "the tool's policy changed"})
+        _revoke(grant, actor, reason="the tool's policy changed")
 
 
 def _asked(req):

@@ -103,10 +103,15 @@ def _refunded(order):
     return order.status == Order.Status.REFUNDED or order.actions.filter(kind=OrderAction.Kind.REFUND).exists()
 
 
+def _own_order(a):
+    """For a refuses= check: the call's order when it is the customer's own (another's is not read), else None."""
+    user = acting_for()
+    return Order.objects.filter(number=a["order_id"], owner_id=user.pk).first() if user is not None else None
+
+
 def _replacement_refuses(a):
     """refuses=: an order refunded already gets no replacement (the customer has their money back)."""
-    user = acting_for()
-    order = Order.objects.filter(number=a["order_id"], owner_id=user.pk).first() if user is not None else None
+    order = _own_order(a)
     return _(ALREADY_REFUNDED.msgid) % {"order": order.number} if order is not None and _refunded(order) else None
 
 
@@ -123,8 +128,7 @@ def _refund_refused(order, value):
 
 def _refund_refuses(a):
     """refuses=: the tool's own refusal, up front; an order that is not the customer's is not read."""
-    user = acting_for()
-    order = Order.objects.filter(number=a["order_id"], owner_id=user.pk).first() if user is not None else None
+    order = _own_order(a)
     said = _refund_refused(order, _cents(a["amount"])) if order is not None else None
     return _(said[0]) % said[1] if said else None
 
