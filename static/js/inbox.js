@@ -559,6 +559,12 @@
         r.classList.remove("selected");
         r.removeAttribute("aria-selected");
       }
+      // what had the focus left with its row (the last one too): the list's heading holds it, not the
+      // page's body, where a screen reader starts the page over; j / k go on from where the row stood
+      if (hadFocus && !rowsBody.contains(document.activeElement)) {
+        const title = document.getElementById("inbox-title");
+        if (title) title.focus({ preventScroll: true });
+      }
       loadPreview(true);
     }
     tickCountdowns();

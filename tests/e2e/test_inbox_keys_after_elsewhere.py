@@ -48,3 +48,22 @@ def test_a_request_decided_elsewhere_leaves_no_other_one_under_the_keys(people, 
     page.keyboard.press("j")
     expect(rows.locator("tr.selected")).to_have_attribute("data-approval-id", ids[0])
     expect(pane.locator(".preview-title")).to_have_text(f"Keys 3 {t}", timeout=T)
+
+
+def test_the_focus_stays_on_the_list_when_its_last_request_is_decided_elsewhere(people, live_stack):
+    """finn's focus was on the one request of his list; rita decided it: the focus went to the page's
+    body (a screen reader started the page over), where it now goes to the list's heading."""
+    t = tag()
+    (only,) = make_requests(live_stack, [{"requester": "alice", "group": "reviewers", "description": f"Last {t}",
+                                          "risk": "medium", "timeout": 600}])
+    finn = people("finn", viewport={"width": 1366, "height": 900})
+    page = finn.page
+    page.goto(f"/inbox/?q={t}")
+    expect(page.locator("body")).to_have_attribute("data-ws-state", "open", timeout=T)
+    page.keyboard.press("j")
+    expect(page.locator(f'#approval-rows tr[data-approval-id="{only}"] a.row-link')).to_be_focused(timeout=T)
+
+    run(live_stack, f"services.decide({only!r}, user('rita'), 'approve')")
+    expect(page.locator("#approval-rows tr[data-approval-id]")).to_have_count(0, timeout=T)
+    expect(page.locator("#inbox-title")).to_be_focused(timeout=T)
+    assert page.evaluate("document.activeElement !== document.body")
