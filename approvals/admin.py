@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from people.admin import TeamAdmin
 
-from . import access, registry, rule_words, services
+from . import access, policy_versions, registry, rule_words, selectors, services
 from .choices import MODE_LABELS
 from .models import (
     ApprovalRequest,
@@ -41,9 +41,33 @@ class ToolPolicyForm(forms.ModelForm):
             "timeout_seconds": _("How long a request waits for a decision. Empty: the site's default."),
         }
 
+    # the version the change page was drawn from (policy_versions): a save over another admin's change
+    # made since (another page, the console, the API) is refused, as the console and If-Match refuse it.
+    # A new policy needs none: a row made meanwhile makes its tool name taken.
+    version = forms.CharField(widget=forms.HiddenInput, required=False)
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["mode"].choices = [(v, MODE_LABELS.get(v, label)) for v, label in self.fields["mode"].choices]
+        if self.instance.pk:
+            self.fields["version"].initial = policy_versions.version_of(self.instance)
+
+    def clean(self):
+        cleaned = super().clean()
+        seen = cleaned.get("version") or None
+        if self.instance.pk and seen:
+            try:  # the row stays locked to the save: the admin's view holds one transaction
+                policy_versions.check(self.instance.tool_name, seen)
+            except policy_versions.PolicyChanged as exc:
+                # the form comes back as filled in, on the version now in force: saved again, it goes
+                # over that change knowingly
+                self.data = self.data.copy()
+                self.data[self.add_prefix("version")] = policy_versions.version_of(
+                    selectors.policy_for(tool_name=self.instance.tool_name))
+                raise forms.ValidationError(policy_versions.changed_since(exc) + " " + gettext(
+                    "Your form is kept as you filled it in: save again to put it in force over that change, or "
+                    "open the policy again to see it first."), code="stale") from None
+        return cleaned
 
 
 @admin.register(ToolPolicy)
@@ -78,7 +102,7 @@ class ToolPolicyAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         values = {f: getattr(obj, f) for f in services.POLICY_FIELDS}
-        saved = services.save_policy(obj.tool_name, values, request.user)
+        saved = services.save_policy(obj.tool_name, values, request.user)  # checked in the form's clean, under lock
         obj.pk, obj.updated_at = saved.pk, saved.updated_at
 
     def delete_model(self, request, obj):

@@ -23,7 +23,6 @@ from .choices import MODE_LABELS
 from .filters import AuditPageFilter, parse_moment, parse_row_id
 from .forms import DECISION_CHOICES, PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
-from .templatetags.inbox_tags import when
 from .views import audit_rows, reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
@@ -180,11 +179,11 @@ def policy_edit(request, tool_name):
             if policy_versions.delete_policy(tool_name, request.user, seen=seen):
                 messages.success(request, gettext("%(tool)s is back on its code defaults.") % {"tool": tool_name})
         except policy_versions.PolicyChanged as exc:
-            messages.error(request, _changed_since(exc) + " " + gettext(
+            messages.error(request, policy_versions.changed_since(exc) + " " + gettext(
                 "It was not reverted: the page now shows the policy as it stands."))
         return redirect(f"/policies/{tool_name}/")
     if stale is not None:  # the draft stays in the form; what the policy now says where they differ
-        stale = {"said": _changed_since(stale), "changes": _differences(current, form.instance)}
+        stale = {"said": policy_versions.changed_since(stale), "changes": _differences(current, form.instance)}
     elif form is not None and seen is not None:
         version = seen  # a draft shown again (simulated, refused) is still based on what the page first read
     shown = form.instance if form is not None else current
@@ -228,14 +227,6 @@ def policy_edit(request, tool_name):
         "history": history(tool_name),
         "pending_count": inbox_query.pending_mine_count(request.user),
     }, status=409 if stale else 400 if errors else 200)
-
-
-def _changed_since(exc):
-    """Who changed the policy after the page was drawn, and when, as far as the audit log says."""
-    if exc.by and exc.at:
-        return gettext("Not saved: %(name)s changed this policy (%(when)s) after you opened it.") % {
-            "name": exc.by, "when": when(exc.at)}
-    return gettext("Not saved: this policy changed after you opened it.")
 
 
 def _differences(current, draft):

@@ -15,11 +15,12 @@ import json
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from . import selectors, services
 from .access import may_edit_policy
 from .models import AuditEvent, ToolPolicy
+from .templatetags.inbox_tags import when
 
 NOT_YOURS_TO_CHANGE = gettext_lazy("Your account may read tool policies but not change them: an administrator "
                                    "can give it the permissions on tool policies on the admin site.")
@@ -47,7 +48,15 @@ class PolicyChanged(Exception):
         self.at = event.created_at if event else None
 
 
-def _check(tool_name: str, seen: str | None) -> None:
+def changed_since(exc: PolicyChanged) -> str:
+    """Who changed the policy after the page was drawn, and when, as far as the audit log says."""
+    if exc.by and exc.at:
+        return gettext("Not saved: %(name)s changed this policy (%(when)s) after you opened it.") % {
+            "name": exc.by, "when": when(exc.at)}
+    return gettext("Not saved: this policy changed after you opened it.")
+
+
+def check(tool_name: str, seen: str | None) -> None:
     """Inside the caller's transaction: the row locked (IMMEDIATE on SQLite), then compared."""
     if seen is None:
         return
@@ -66,7 +75,7 @@ def save_policy(tool_name, values, actor, seen=None):
     """services.save_policy, refused (PolicyChanged) when the policy is no longer at version `seen`
     and (PermissionDenied) to an actor without the permission to add (no row yet) or change it."""
     with transaction.atomic():
-        _check(tool_name, seen)
+        check(tool_name, seen)
         _allowed(actor, "change" if ToolPolicy.objects.filter(tool_name=tool_name).exists() else "add")
         return services.save_policy(tool_name, values, actor)
 
@@ -75,6 +84,6 @@ def delete_policy(tool_name, actor, seen=None):
     """services.delete_policy, refused (PolicyChanged) when the policy is no longer at version `seen`
     and (PermissionDenied) to an actor without the permission to delete it."""
     with transaction.atomic():
-        _check(tool_name, seen)
+        check(tool_name, seen)
         _allowed(actor, "delete")
         return services.delete_policy(tool_name, actor)
