@@ -43,6 +43,8 @@ RISK_ORDER = [Risk.LOW, Risk.MEDIUM, Risk.HIGH, Risk.CRITICAL]  # least to most
 # for the model instead of a decision: the call does not run, the model reads the reviewer's words).
 DECISIONS = ("approve", "edit", "reject", "respond")
 DEFAULT_DECISIONS = ("approve", "edit", "reject")
+# the answers that run nothing: a person asked keeps at least one of them
+REFUSALS = ("reject", "respond")
 
 
 def default_decisions():

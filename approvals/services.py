@@ -43,7 +43,7 @@ from . import (
     validators,
 )
 from .access import mail_key, same_address
-from .choices import DEFAULT_DECISIONS, RISK_ORDER
+from .choices import DEFAULT_DECISIONS, REFUSALS, RISK_ORDER
 from .models import (
     REQUESTER_OFF,
     ApprovalRequest,
@@ -1114,9 +1114,13 @@ def _reroute(request_id, verdict, actor):
         # that no longer approves at the deadline left its waiting requests approving themselves
         at_deadline = req.timeout_action if verdict.timeout_action == TimeoutAction.APPROVE else TimeoutAction.REJECT
         # the answers it offers, likewise only narrowed: an admin who takes `edit` away mid-incident takes it
-        # from the waiting requests too (none in common: the policy's own set)
+        # from the waiting requests too (none in common: the policy's own set). A way to say no is never
+        # narrowed away: one refusal runs nothing, and a request left with approve alone could not be stopped
         asked_with = list(req.allowed_decisions or DEFAULT_DECISIONS)
-        allowed = [d for d in asked_with if d in verdict.allowed_decisions] or list(verdict.allowed_decisions)
+        allowed = [d for d in asked_with if d in verdict.allowed_decisions]
+        if not set(allowed) & set(REFUSALS):
+            allowed += [d for d in verdict.allowed_decisions if d in REFUSALS] or [d for d in asked_with if d in REFUSALS]
+        allowed = allowed or list(verdict.allowed_decisions)
         if not regroup and required == req.required_approvals and risk == req.risk \
                 and at_deadline == req.timeout_action and allowed == asked_with:
             return False

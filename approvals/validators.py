@@ -6,7 +6,7 @@ import re
 from django.utils.translation import gettext as _
 
 from . import rules
-from .choices import DECISIONS, ApproverKind, Mode, Risk, TimeoutAction
+from .choices import DECISIONS, REFUSALS, ApproverKind, Mode, Risk, TimeoutAction
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 RULE_MODES = (Mode.CONDITIONAL, Mode.MODEL)
@@ -110,6 +110,8 @@ def policy_errors(policy, schema=None, check_groups=True):
                 % {"unknown": ", ".join(unknown), "values": ", ".join(DECISIONS)})
         elif len(set(allowed)) != len(allowed):
             add("allowed_decisions", _("each decision at most once"))
+        elif not set(allowed) & set(REFUSALS):  # approve only, at the deadline too: a review nobody could stop
+            add("allowed_decisions", _("include reject or respond: the person asked must be able to say no"))
     return errors
 
 

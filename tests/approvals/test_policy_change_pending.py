@@ -5,6 +5,7 @@ transfers approvable as they were (an edit of one down to 10.00 was refused as b
 
 import pytest
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 
 from approvals import services
 from approvals.models import ApprovalRequest, AuditEvent
@@ -199,3 +200,29 @@ def test_answers_a_policy_takes_away_are_taken_from_the_requests_that_wait(api, 
     assert ApprovalRequest.objects.get(pk=req.pk).status == "pending"
     assert api("finn").post(f"/api/approvals/{req.pk}/decide/", {"decision": "approve"},
                             format="json").json()["status"] == "approved"
+
+
+def test_a_policy_change_never_leaves_a_waiting_request_without_a_way_to_say_no(demo):
+    """Narrowed to what both offered, a request asked with approve, edit and reject under a policy now
+    offering approve and respond kept approve alone: nobody could stop the call, and a policy put back
+    never widens it again. The refusal the policy in force offers is kept instead."""
+    finance = Group.objects.get(name="finance")
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance},
+                         demo["admin"])
+    req = transfer_request(demo["alice"], amount=30.0)
+    assert req.allowed_decisions == ["approve", "edit", "reject"]
+    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
+                                            "allowed_decisions": ["approve", "respond"]}, demo["admin"])
+    req.refresh_from_db()
+    assert req.allowed_decisions == ["approve", "respond"]
+    answered = services.decide(req.pk, demo["finn"], "respond", feedback="Ask the customer first.")
+    assert answered.status == "responded"
+
+
+@pytest.mark.parametrize("offered", [["approve"], ["approve", "edit"], ["edit"]])
+def test_a_policy_that_offers_no_way_to_say_no_is_refused(demo, offered):
+    finance = Group.objects.get(name="finance")
+    with pytest.raises(ValidationError) as exc:
+        services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
+                                                "allowed_decisions": offered}, demo["admin"])
+    assert "include reject or respond" in " ".join(exc.value.message_dict["allowed_decisions"])
