@@ -1,7 +1,7 @@
 import json
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.models import Group
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from people.admin import TeamAdmin
 
-from . import access, policy_versions, registry, rule_words, selectors, services
+from . import access, policy_versions, reach, registry, rule_words, selectors, services
 from .choices import MODE_LABELS
 from .models import (
     ApprovalRequest,
@@ -104,6 +104,9 @@ class ToolPolicyAdmin(admin.ModelAdmin):
         values = {f: getattr(obj, f) for f in services.POLICY_FIELDS}
         saved = services.save_policy(obj.tool_name, values, request.user)  # checked in the form's clean, under lock
         obj.pk, obj.updated_at = saved.pk, saved.updated_at
+        # saved, as the console and the API save it, but said as they say it: approvals its groups cannot give
+        for sentence in reach.short_quorums(saved):
+            messages.warning(request, sentence)
 
     def delete_model(self, request, obj):
         services.delete_policy(obj.tool_name, request.user)

@@ -70,3 +70,22 @@ def test_a_save_of_an_unchanged_policy_goes_through_and_one_without_a_version_to
     services.save_policy("transfer_money", {"timeout_seconds": 900}, user("rita"))
     assert admin.post(URL.format(row.pk), {**drawn, "version": "", "risk": "medium"}).status_code == 302
     assert ToolPolicy.objects.get(pk=row.pk).risk == "medium"
+
+
+def test_a_quorum_its_group_cannot_give_is_saved_with_the_warning_the_console_gives(admin, demo):
+    """The admin's form said only "changed successfully" for three approvals from a group of one or two;
+    the console and the API said its requests could never be approved."""
+    from django.contrib.auth.models import Group
+
+    finance = Group.objects.get(name="finance")
+    row = services.save_policy("transfer_money", {"approver_kind": "group", "approver_group": finance,
+                                                  "required_approvals": 1}, user("admin"))
+    members = finance.user_set.filter(is_active=True).count()
+    drawn = form_data(admin.get(URL.format(row.pk)))
+    saved = admin.post(URL.format(row.pk), {**drawn, "required_approvals": members + 1}, follow=True)
+    said = [str(m) for m in saved.context["messages"]]
+    assert any(f"asks for {members + 1} approvals" in m and "can never be approved" in m for m in said), said
+    assert ToolPolicy.objects.get(pk=row.pk).required_approvals == members + 1  # saved all the same, as elsewhere
+    quiet = admin.post(URL.format(row.pk), {**form_data(admin.get(URL.format(row.pk))), "required_approvals": 1},
+                       follow=True)
+    assert not [m for m in quiet.context["messages"] if "can never be approved" in str(m)]
