@@ -66,17 +66,17 @@ class Run(models.Model):
     error_code = models.CharField(_("error code"), max_length=64, blank=True, default="")
     forwarded_props = models.JSONField(_("forwarded props"), default=dict, blank=True)
     stream_id = models.CharField(_("stream id"), max_length=40, blank=True, default="")  # entry id of its RUN_STARTED
-    client_tools = models.JSONField(_("client tools"), default=list, blank=True)  # AG-UI frontend tools offered to the model
-    context = models.JSONField(_("context"), default=list, blank=True)  # AG-UI context[] ({description, value}) for the model
+    client_tools = models.JSONField(_("client tools"), default=list, db_default=[], blank=True)  # AG-UI frontend tools offered to the model
+    context = models.JSONField(_("context"), default=list, db_default=[], blank=True)  # AG-UI context[] ({description, value}) for the model
     # client messages the run did not take, told in-stream (incoming.py): [{id, role, key}], so a
     # resent system message is told about once per thread, not every turn
-    ignored_messages = models.JSONField(_("ignored messages"), default=list, blank=True)
-    resume_run_id = models.CharField(_("continuation run id"), max_length=200, blank=True, default="")  # the client's id for the continuation
+    ignored_messages = models.JSONField(_("ignored messages"), default=list, db_default=[], blank=True)
+    resume_run_id = models.CharField(_("continuation run id"), max_length=200, blank=True, default="", db_default="")  # the client's id for the continuation
     # (id, role, content, tool_call_id) a client sent with its resume: stored and answered by the
     # continuation once the resumed calls have their results (so the stored order is call, result, text)
-    queued_messages = models.JSONField(_("queued messages"), default=list, blank=True)
+    queued_messages = models.JSONField(_("queued messages"), default=list, db_default=[], blank=True)
     # the run's RUN_FINISHED / RUN_ERROR when Redis could not take it: published later by the beat
-    undelivered_end = models.TextField(_("undelivered end"), blank=True, default="")
+    undelivered_end = models.TextField(_("undelivered end"), blank=True, default="", db_default="")
     # a Stop of the running run that Redis could not take: passed on by the beat (services.pass_on_stops)
     stop_unsent_at = models.DateTimeField(_("stop not passed on since"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
@@ -127,7 +127,7 @@ class Message(models.Model):
     tool_call_id = models.CharField(_("tool call id"), max_length=200, blank=True, default="")
     # a user message with images: its AG-UI content parts (wire form); `content` keeps its text
     parts = models.JSONField(_("parts"), null=True, blank=True)
-    error = models.TextField(_("error"), blank=True, default="")  # a frontend tool's result: why the tool failed
+    error = models.TextField(_("error"), blank=True, default="", db_default="")  # a frontend tool's result: why the tool failed
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -195,7 +195,7 @@ class ToolCall(models.Model):
     name = models.CharField(_("tool name"), max_length=100)
     # the agent that made the call: a workflow's active participant, not the thread's workflow, as
     # policy judged it (the simulator replays it so; "" for calls recorded before it was kept)
-    agent = models.CharField(_("agent"), max_length=100, blank=True, default="")
+    agent = models.CharField(_("agent"), max_length=100, blank=True, default="", db_default="")
     raw_arguments = models.TextField(_("raw arguments"), blank=True, default="")
     arguments = models.JSONField(_("arguments"), null=True, blank=True)  # validated
     final_arguments = models.JSONField(_("final arguments"), null=True, blank=True)  # what a reviewer approved
@@ -203,7 +203,7 @@ class ToolCall(models.Model):
     approval_id = models.CharField(_("approval request"), max_length=64, blank=True, default="")
     feedback = models.TextField(_("feedback"), blank=True, default="")
     result = models.TextField(_("result"), blank=True, default="")
-    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)  # claims to execute (retries of idempotent tools)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0, db_default=0)  # claims to execute (retries of idempotent tools)
     claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)  # the last claim (proposed|approved -> executing)
     # what a call that paused inside its tool needs to go on, written by the tool (an MCP server's
     # elicitation: the server's session and where its stream stands); JSON the tool alone reads

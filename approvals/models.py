@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy  # "requester" alone is the inbox's word for who decides
 
 from . import registry
-from .choices import ApproverKind, Mode, Risk, TimeoutAction, default_decisions  # noqa: F401  (re-exported: the models' fields)
+from .choices import DEFAULT_DECISIONS, ApproverKind, Mode, Risk, TimeoutAction, default_decisions  # noqa: F401  (re-exported: the models' fields)
 from .validators import policy_errors
 
 
@@ -53,7 +53,7 @@ class ToolPolicy(models.Model):
     tool_name = models.CharField(_("tool name"), max_length=100, unique=True)
     mode = models.CharField(_("mode"), max_length=16, choices=Mode.choices, default=Mode.ALWAYS)
     conditions = models.JSONField(
-        _("conditions"), default=list, blank=True,
+        _("conditions"), default=list, db_default=[], blank=True,
         help_text=_("Rules for the modes that ask when a rule says so (conditional, model), tried in order: the "
                     "first that matches decides. Each has a name, a condition on the call (when) and an action: "
                     'gate (a person decides), deny (blocked) or allow (runs at once), e.g. [{"name": "large", '
@@ -85,7 +85,7 @@ class ToolPolicy(models.Model):
         help_text=_("Escalate at this fraction of the timeout (empty: 0.75)"),
     )
     allowed_decisions = models.JSONField(
-        _("allowed decisions"), default=default_decisions, blank=True,
+        _("allowed decisions"), default=default_decisions, db_default=list(DEFAULT_DECISIONS), blank=True,
         help_text=_("What reviewers may answer: any of approve, edit (approve changed arguments), reject and "
                     "respond (guidance for the agent instead of running the call)"),
     )
@@ -149,10 +149,10 @@ class ApprovalRequest(models.Model):
     # {language: {"description", "impact"}}: our own tools say a request in every language of the
     # site when it is made (`description` and `impact` hold the requester's), so that each reviewer
     # reads it in theirs (said()); empty for an outside agent's, which reads as it was sent
-    said = models.JSONField(_("in every language"), default=dict, blank=True)
+    said = models.JSONField(_("in every language"), default=dict, db_default={}, blank=True)
     risk = models.CharField(_("risk"), max_length=16, choices=Risk.choices, default=Risk.MEDIUM)
     matched_rule = models.CharField(_("rule that matched"), max_length=200, blank=True, default="")
-    self_check = models.TextField(_("model self-check"), blank=True, default="")  # mode model: the model's reason a person is needed
+    self_check = models.TextField(_("model self-check"), blank=True, default="", db_default="")  # mode model: the model's reason a person is needed
     requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+",
                                   verbose_name=pgettext_lazy("field", "requester"))
     approver_kind = models.CharField(_("who decides"), max_length=16, choices=ApproverKind.choices)
@@ -169,7 +169,8 @@ class ApprovalRequest(models.Model):
     timeout_action = models.CharField(_("at the deadline"), max_length=16, choices=TimeoutAction.choices,
                                       default=TimeoutAction.REJECT)
     # what the reviewers may answer, from the policy when the request was made (choices.DECISIONS)
-    allowed_decisions = models.JSONField(_("allowed decisions"), default=default_decisions, blank=True)
+    allowed_decisions = models.JSONField(_("allowed decisions"), default=default_decisions,
+                                         db_default=list(DEFAULT_DECISIONS), blank=True)
     agent_name = models.CharField(_("agent"), max_length=100, blank=True, default="")
     thread_ref = models.CharField(_("thread"), max_length=200, blank=True, default="")
     run_ref = models.CharField(_("run"), max_length=200, blank=True, default="")
@@ -362,7 +363,7 @@ class HeldDecision(models.Model):
     arguments = models.JSONField(_("arguments"), null=True, blank=True)  # edited arguments, or None: as they stand
     feedback = models.TextField(_("feedback"), blank=True, default="")
     # the digest of the arguments as they stood when it was made: an approval is of what was seen
-    seen = models.CharField(_("arguments seen"), max_length=64, blank=True, default="")
+    seen = models.CharField(_("arguments seen"), max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     due_at = models.DateTimeField(_("due at"))
 
@@ -442,7 +443,7 @@ class AuditEvent(models.Model):
     action = models.CharField(_("action"), max_length=32, choices=Action.choices)
     request = models.ForeignKey(ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT,
                                 related_name="audit", verbose_name=_("request"))
-    tool_name = models.CharField(_("tool name"), max_length=100, blank=True, default="")
+    tool_name = models.CharField(_("tool name"), max_length=100, blank=True, default="", db_default="")
     object_ref = models.CharField(_("object"), max_length=200, blank=True, default="")
     before = models.JSONField(_("before"), null=True, blank=True)
     after = models.JSONField(_("after"), null=True, blank=True)

@@ -15,17 +15,18 @@ class Profile(models.Model):
     # no choices here: adding a language to settings.LANGUAGES then needs no migration
     language = models.CharField(_("language"), max_length=16, blank=True)
     # IANA names checked against zoneinfo by the services, not choices: tzdata adds and renames zones
-    time_zone = models.CharField(_("time zone"), max_length=64, blank=True)
-    browser_time_zone = models.CharField(_("browser's time zone"), max_length=64, blank=True,
+    time_zone = models.CharField(_("time zone"), max_length=64, blank=True, default="", db_default="")
+    browser_time_zone = models.CharField(_("browser's time zone"), max_length=64, blank=True, default="", db_default="",
                                          help_text=_("The zone their browser last reported: their mails use it "
                                                      "while they have chosen none."))
-    browser_language = models.CharField(_("browser's language"), max_length=16, blank=True,
+    browser_language = models.CharField(_("browser's language"), max_length=16, blank=True, default="",
+                                        db_default="",
                                         help_text=_("The language their pages were last shown in, from their "
                                                     "browser: their chats and mails use it while they have "
                                                     "chosen none."))
     # j, k, a, r... on the inbox pages (WCAG 2.1.4): a speech-input user's stray word, or letters typed
     # after the focus fell to the page, must not approve a request
-    inbox_keys = models.BooleanField(_("single-key shortcuts in the inbox"), default=True)
+    inbox_keys = models.BooleanField(_("single-key shortcuts in the inbox"), default=True, db_default=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:

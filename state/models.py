@@ -42,12 +42,13 @@ class StateChange(models.Model):
     state = models.ForeignKey(SharedState, on_delete=models.CASCADE, related_name="changes",
                               verbose_name=_("state"))
     version = models.PositiveIntegerField(_("version"), null=True, blank=True)  # produced; null while provisional / if nothing changed
-    base_version = models.PositiveIntegerField(_("base version"), default=0)  # the committed version it was made from
+    base_version = models.PositiveIntegerField(_("base version"), default=0, db_default=0)  # the committed version it was made from
     patch = models.JSONField(_("patch"), default=list)  # RFC 6902, as applied to the committed data
     values = models.JSONField(_("values"), null=True, blank=True)  # a prediction's {top-level key: value}
     source = models.CharField(_("source"), max_length=16, choices=Source.choices)
-    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.COMMITTED)
-    ref = models.CharField(_("reference"), max_length=200, blank=True, default="")  # what a prediction predicts (a tool call id)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.COMMITTED,
+                              db_default=Status.COMMITTED)
+    ref = models.CharField(_("reference"), max_length=200, blank=True, default="", db_default="")  # what a prediction predicts (a tool call id)
     run_ref = models.CharField(_("run"), max_length=200, blank=True, default="")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                              verbose_name=_("user"))
