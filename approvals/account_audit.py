@@ -16,7 +16,11 @@ made (the Django admin's user and group forms, the *Switch the selected accounts
   members it had);
 - a Django permission given to or taken from an account or a group, from either side of the relation
   (`permission_granted`, `permission_revoked`: saving a tool's policy asks one, and the admin site's
-  permissions decide what else staff may do).
+  permissions decide what else staff may do);
+- what the product is connected to (`watch_connection`): a webhook endpoint added, changed or deleted
+  (it hears every request's arguments), an MCP server likewise (a stdio one is a command run on this
+  host), with what it is (never a secret: an address without its query or credentials, the names of
+  an MCP server's environment variables and headers, not their values).
 
 The actor is the signed-in person of the request that made the change (AskingMiddleware keeps the
 request in a context variable, for sync and async requests alike); a change made with no request
@@ -37,15 +41,19 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_de
 from django.dispatch import receiver
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agui_project.middleware import DualModeMiddleware
 
 from .models import AuditEvent
 
 Action = AuditEvent.Action
+CONNECTION_ACTIONS = (Action.WEBHOOK_ADDED, Action.WEBHOOK_CHANGED, Action.WEBHOOK_DELETED, Action.MCP_SERVER_ADDED,
+                      Action.MCP_SERVER_CHANGED, Action.MCP_SERVER_DELETED)
+# the events that name no request (staff read them) and read as a sentence (summary)
 ACCOUNT_ACTIONS = (Action.ACCOUNT_CREATED, Action.ACCOUNT_CHANGED, Action.ACCOUNT_DELETED, Action.MEMBER_ADDED,
                    Action.MEMBER_REMOVED, Action.GROUP_CREATED, Action.GROUP_RENAMED, Action.GROUP_DELETED,
-                   Action.PERMISSION_GRANTED, Action.PERMISSION_REVOKED)
+                   Action.PERMISSION_GRANTED, Action.PERMISSION_REVOKED, *CONNECTION_ACTIONS)
 # an account's fields that say who it is and what it may do; the rest (password, last_login, names) never
 ACCOUNT_FIELDS = ("username", "email", "is_active", "is_staff", "is_superuser")
 
@@ -260,6 +268,46 @@ def _group_permissions(sender, instance, action, reverse, pk_set, **kwargs):
                         instance, action, reverse, pk_set)
 
 
+# --- what the product is connected to -----------------------------------------------------------
+
+
+def watch_connection(model, *, kind, ref, fields, shown, named_by):
+    """Audit rows for each save and deletion of `model` (a webhook endpoint, an MCP server), whichever
+    way it is made (the admin, the API, a shell): `kind` "webhook" | "mcp_server" (the actions'
+    prefix), `ref(instance)` the row's object_ref, `fields` the model fields recorded, `shown(instance)`
+    them as recorded ({name: JSON}; no secret), `named_by` the key of it that names the row to a
+    reader, kept in a change's before and after whether it changed or not. A save that changes none
+    of them (a health check's `update()` sends no signal) records nothing. Connected by the app that
+    owns the model."""
+    added, changed, deleted = (Action(f"{kind}_{what}") for what in ("added", "changed", "deleted"))
+
+    def before(sender, instance, update_fields=None, **kwargs):
+        instance._agui_audit_shown = None
+        if instance.pk is None or (update_fields is not None and not set(update_fields) & set(fields)):
+            return
+        stored = sender._base_manager.filter(pk=instance.pk).only(*fields).first()
+        instance._agui_audit_shown = shown(stored) if stored is not None else None
+
+    def saved(sender, instance, created, **kwargs):
+        was, instance._agui_audit_shown = getattr(instance, "_agui_audit_shown", None), None
+        now = shown(instance)
+        if created:
+            _record(added, ref(instance), None, now)
+        elif was is not None:
+            keys = [k for k in now if was.get(k) != now[k]]
+            if keys:
+                keys = [named_by, *(k for k in keys if k != named_by)]
+                _record(changed, ref(instance), {k: was.get(k) for k in keys}, {k: now[k] for k in keys})
+
+    def gone(sender, instance, **kwargs):
+        _record(deleted, ref(instance), shown(instance), None)
+
+    uid = f"account_audit_{kind}"
+    pre_save.connect(before, sender=model, weak=False, dispatch_uid=f"{uid}_pre_save")
+    post_save.connect(saved, sender=model, weak=False, dispatch_uid=f"{uid}_post_save")
+    post_delete.connect(gone, sender=model, weak=False, dispatch_uid=f"{uid}_post_delete")
+
+
 # --- in words -----------------------------------------------------------------------------------
 
 
@@ -289,6 +337,8 @@ def summary(event, language=None):
             else _("%(user)s taken out of %(group)s")
         row = after or before
         return said % {"user": row.get("account", "?"), "group": row.get("group", "?")}
+    if event.action in CONNECTION_ACTIONS:
+        return _connection_summary(event.action, before, after)
     if event.action == Action.GROUP_CREATED:
         return _("group %(group)s created") % {"group": after.get("name", "?")}
     if event.action in (Action.PERMISSION_GRANTED, Action.PERMISSION_REVOKED):
@@ -333,3 +383,32 @@ def summary(event, language=None):
             "user": user, "old": before.get("email") or "—", "new": after["email"] or "—"})
     parts += [_yes_no(f, after[f], user) for f in ("is_active", "is_staff", "is_superuser") if f in after]
     return "; ".join(parts)
+
+
+# what changed of a connection, in the reader's words (the recorded keys: webhooks/apps.py, mcp_servers/apps.py)
+_CONNECTION_FIELDS = {"url": gettext_lazy("address"), "name": gettext_lazy("name"), "events": gettext_lazy("events"),
+                      "description": gettext_lazy("description"), "transport": gettext_lazy("transport"),
+                      "command": gettext_lazy("command"), "args": gettext_lazy("arguments"),
+                      "cwd": gettext_lazy("working directory"), "env": gettext_lazy("environment variables"),
+                      "headers": gettext_lazy("headers"), "agents": gettext_lazy("agents")}
+
+
+def _connection_summary(action, before, after):
+    row = after or before
+    if action.startswith("webhook_"):
+        name = row.get("url") or "?"
+        said = {Action.WEBHOOK_ADDED: _("webhook %(name)s added"), Action.WEBHOOK_DELETED: _("webhook %(name)s deleted"),
+                Action.WEBHOOK_CHANGED: _("webhook %(name)s changed: %(what)s")}
+        switch = "is_active"
+    else:
+        name = row.get("name") or "?"
+        said = {Action.MCP_SERVER_ADDED: _("MCP server %(name)s added"),
+                Action.MCP_SERVER_DELETED: _("MCP server %(name)s deleted"),
+                Action.MCP_SERVER_CHANGED: _("MCP server %(name)s changed: %(what)s")}
+        switch = "enabled"
+    if action in (Action.WEBHOOK_CHANGED, Action.MCP_SERVER_CHANGED):
+        name = before.get("url" if action == Action.WEBHOOK_CHANGED else "name") or name  # as it was named
+        what = [(_("switched on") if after[switch] else _("switched off")) if key == switch
+                else str(_CONNECTION_FIELDS.get(key, key)) for key in after if before.get(key) != after[key]]
+        return said[action] % {"name": name, "what": ", ".join(what)}
+    return said[action] % {"name": name}

@@ -428,6 +428,14 @@ class AuditEvent(models.Model):
         # a Django permission given to or taken from an account or a group (saving a policy asks one)
         PERMISSION_GRANTED = "permission_granted", _("Permission Given")
         PERMISSION_REVOKED = "permission_revoked", _("Permission Taken")
+        # what the product is connected to: a webhook endpoint (hears every request's arguments), an MCP server
+        # (a stdio one is a command run on this host)
+        WEBHOOK_ADDED = "webhook_added", _("Webhook Added")
+        WEBHOOK_CHANGED = "webhook_changed", _("Webhook Changed")
+        WEBHOOK_DELETED = "webhook_deleted", _("Webhook Deleted")
+        MCP_SERVER_ADDED = "mcp_server_added", _("MCP Server Added")
+        MCP_SERVER_CHANGED = "mcp_server_changed", _("MCP Server Changed")
+        MCP_SERVER_DELETED = "mcp_server_deleted", _("MCP Server Deleted")
         OUTCOME_UNKNOWN = "outcome_unknown", _("Outcome Unknown")  # a tool call interrupted mid-execution
         RETRIED = "retried", _("Retried")  # a tool call re-run after such an interruption (idempotent, or not done)
         # an outside agent said how its approved call went, or a tool's records did after its worker died
