@@ -5,7 +5,11 @@ they piled up in the broker, about 4,700 an hour, each run in turn when a worker
 first did the work of them all. A sweep still waiting in the queue now covers the ticks after it: its
 task's key, set as it is sent and dropped by the worker that starts it, holds the next sends back.
 The key lapses after PENDING_SECONDS, so a message the broker lost (a flushed Redis) costs at most
-that long a pause. Two beats started by mistake share the key too: one sweep a tick, not two.
+that long a pause. A sweep taken off the queue by a worker that was then stopped (a deploy, a crash)
+is lost the same way, so a worker and the beat, as each starts, drop the marks: a restart's sweeps
+came up to five minutes late (the reminders and escalations of every request with them). A sweep
+still waiting in the queue then meets one more beside it, which finds its work done. Two beats
+started by mistake share the key too: one sweep a tick, not two.
 """
 
 import logging
@@ -52,11 +56,25 @@ def _forget(task_name):
 _swept = None  # the beat's task names, read from the settings once
 
 
-@signals.task_prerun.connect
-def picked_up(task=None, **kwargs):
-    """In the worker: a sweep starting frees its task's next send."""
+def _swept_tasks():
     global _swept
     if _swept is None:
         _swept = frozenset(entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values())
-    if task is not None and task.name in _swept:
+    return _swept
+
+
+@signals.beat_init.connect
+@signals.worker_ready.connect
+def forget_at_start(**kwargs):
+    """A process starting: what a stopped worker had taken off the queue is lost, and its marks with it."""
+    try:
+        probe_client().delete(*(pending_key(name) for name in sorted(_swept_tasks())))
+    except redis.RedisError as exc:
+        log.warning("beat: the sweeps' pending marks stay until they lapse (Redis unreachable: %s)", exc)
+
+
+@signals.task_prerun.connect
+def picked_up(task=None, **kwargs):
+    """In the worker: a sweep starting frees its task's next send."""
+    if task is not None and task.name in _swept_tasks():
         _forget(task.name)

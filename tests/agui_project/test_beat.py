@@ -68,3 +68,17 @@ def test_a_send_the_broker_refused_leaves_nothing_waiting(scheduler, monkeypatch
 
 def test_the_beat_runs_this_scheduler():
     assert app.conf.beat_scheduler == "agui_project.beat:Scheduler"
+
+
+@pytest.mark.parametrize("starting", [signals.beat_init, signals.worker_ready])
+def test_a_worker_or_the_beat_starting_drops_the_marks_of_sweeps_lost_with_the_last_one(scheduler, starting):
+    """A sweep a stopped worker had taken off the queue never starts, and its mark held the next ones
+    back for five minutes after a deploy or a crash (the requests' reminders and escalations with them)."""
+    sched, sent = scheduler
+    sched.apply_async(entry())  # taken by a worker that is then killed: never picked up
+    sched.apply_async(entry())
+    assert sent == [TASK]
+    starting.send(sender=None)
+    assert not redis_client().exists(beat.pending_key(TASK))
+    sched.apply_async(entry())
+    assert sent == [TASK, TASK]
