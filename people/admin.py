@@ -12,11 +12,15 @@ from rest_framework.authtoken.models import TokenProxy
 
 from agui_project.auth import token_expires_at
 
+from .forms import ProfileAdminForm
 from .models import Profile
 
 
 @admin.register(Profile)
 class ProfileAdmin(admin.ModelAdmin):
+    form = ProfileAdminForm
+    # what the person's browser last reported: theirs to change, by using the site
+    readonly_fields = ("browser_language", "browser_time_zone")
     list_display = ("user", "language", "updated_at")
     list_filter = ("language",)
     search_fields = ("user__username", "user__email")

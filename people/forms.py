@@ -23,9 +23,32 @@ class SettingsForm(forms.Form):
         self.fields["language"].choices = [("", pgettext_lazy("language", "Your browser's")), *settings.LANGUAGES]
 
     def clean_time_zone(self):
-        name = self.cleaned_data["time_zone"].strip()
-        if name and not zones.valid(name):
-            raise forms.ValidationError(
-                _("“%(zone)s” is not a time zone this site knows. Choose one from the list, such as "
-                  "America/Sao_Paulo or Asia/Jakarta."), code="unknown_zone", params={"zone": name})
-        return name
+        return checked_zone(self.cleaned_data["time_zone"])
+
+
+def checked_zone(name):
+    """A time zone as typed, stripped; refused when zoneinfo does not know it."""
+    name = (name or "").strip()
+    if name and not zones.valid(name):
+        raise forms.ValidationError(
+            _("“%(zone)s” is not a time zone this site knows. Choose one from the list, such as "
+              "America/Sao_Paulo or Asia/Jakarta."), code="unknown_zone", params={"zone": name})
+    return name
+
+
+class ProfileAdminForm(forms.ModelForm):
+    """The admin's profile form takes what the settings page takes: a language of the site and a zone
+    zoneinfo knows (it saved "xx-klingon" and "Mars/Olympus", which every page then ignored silently)."""
+
+    language = forms.ChoiceField(label=_("Language"), required=False,
+                                 error_messages={"invalid_choice": _("Choose one of the languages listed.")})
+
+    class Meta:
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["language"].choices = [("", pgettext_lazy("language", "Your browser's")), *settings.LANGUAGES]
+
+    def clean_time_zone(self):
+        return checked_zone(self.cleaned_data["time_zone"])
