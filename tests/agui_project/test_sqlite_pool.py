@@ -168,3 +168,15 @@ def test_a_destroyed_test_database_leaves_no_wal_files(handler, tmp_path):
     handler["default"].creation._destroy_test_db(str(path), verbosity=0)
     assert is_closed(kept)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_the_default_sqlite_connection_cuts_its_wal_back_after_a_checkpoint():
+    """The WAL file kept the size of its largest burst for good (350 MB after a bulk delete)."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's own")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_size_limit")
+        assert cursor.fetchone()[0] == 64 * 1024 * 1024
