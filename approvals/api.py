@@ -684,7 +684,8 @@ class AuditViewSet(ListFilters, viewsets.ReadOnlyModelViewSet):
 
     def list(self, request, *args, **kwargs):
         if getattr(request.accepted_renderer, "format", None) == "csv":
-            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()), staff=is_admin(request.user))
+            return exports.audit_csv_response(self.filter_queryset(self.get_queryset()), staff=is_admin(request.user),
+                                              request=request, until_inclusive=False)  # the API's until is exclusive
         return super().list(request, *args, **kwargs)
 
 

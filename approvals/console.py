@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils import formats
 from django.utils.translation import gettext, gettext_lazy
 
 from . import exports, policy_versions, reach, registry, rules, selectors, services, simulate
@@ -278,10 +279,11 @@ def audit(request):
         "filters": f, "params": params, "events": audit_rows(events, request.user),
         "next_after": next_after, "first_page": not after, "actions": selectors.audit_actions(user=request.user),
         "tools": sorted(registry.all_tools()), "pending_count": inbox_query.pending_mine_count(request.user),
+        "csv_limit": formats.number_format(exports.CSV_LIMIT, force_grouping=True),
     })
 
 
 @reviewer_required
 def audit_csv(request):
     return exports.audit_csv_response(audit_queryset(request.user, audit_filters(request.GET)),
-                                      staff=is_admin(request.user))
+                                      staff=is_admin(request.user), request=request)

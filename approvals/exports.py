@@ -5,6 +5,7 @@ import csv
 import io
 import itertools
 import json
+from datetime import timedelta
 from types import SimpleNamespace
 
 from django.http import StreamingHttpResponse
@@ -63,10 +64,15 @@ def audit_for(data, staff):
     return {k: v for k, v in data.items() if k not in PRIVATE_AUDIT_KEYS}
 
 
-def audit_csv_response(events, staff=True):
+def audit_csv_response(events, staff=True, request=None, until_inclusive=True):
     """A streamed download of audit events (a queryset). Their columns only: the model instances, and
-    the request each joined with its arguments, schema and context, cost most of a full export."""
+    the request each joined with its arguments, schema and context, cost most of a full export.
+    Cut at CSV_LIMIT rows, it says so: a `Link` header to the next download (`request`'s own query,
+    `until` the oldest row's moment, which that download repeats: rows of the same moment are never
+    lost between the two), `until_inclusive` as the asker's filter reads `until`."""
     language = translation.get_language()  # the rows are written after the view has returned
+    # the row the cut falls on and one beyond it: two when there is more (an index walk of 100,000)
+    edge = list(events.values_list("created_at", flat=True)[CSV_LIMIT - 1:CSV_LIMIT + 1])
 
     def said(action, ref, before, after):
         if action not in ACCOUNT_ACTIONS:
@@ -83,4 +89,9 @@ def audit_csv_response(events, staff=True):
     response = StreamingHttpResponse(csv_rows(itertools.chain([CSV_COLUMNS], rows)),
                                      content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.csv"'
+    if len(edge) > 1 and request is not None:
+        until = edge[0] if until_inclusive else edge[0] + timedelta(microseconds=1)
+        query = request.GET.copy()
+        query["until"] = until.isoformat()
+        response["Link"] = f'<{request.path}?{query.urlencode()}>; rel="next"'
     return response
