@@ -43,6 +43,14 @@ def named_by(name):
     return sorted(places)
 
 
+def named_by_account(username):
+    """Where account `username` is named by its name in policies' rules (in words for an admin): renamed,
+    a rule testing `user.username eq "bob"` would match nobody (a deny on bob no longer stopped him)."""
+    rows = ToolPolicy.objects.values_list("tool_name", "conditions")
+    return sorted(_("the rules of the policy of %(tool)s") % {"tool": tool_name} for tool_name, conditions in rows
+                  if any(name == username for _, name in rules.usernames_tested(conditions)))
+
+
 def mail_key(email):
     """An address as two accounts of one person share it, "" for none: case and spaces aside, and a
     sub-address's tag dropped (alice+review@example.com is delivered to alice@example.com's mailbox,

@@ -2,13 +2,13 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from people.admin import TeamAdmin
+from people.admin import PersonAdmin, TeamAdmin
 
 from . import access, policy_versions, reach, registry, rule_words, selectors, services
 from .choices import MODE_LABELS
@@ -245,6 +245,27 @@ class GroupForm(TeamAdmin.form):
                                           "those tools, or change their rules, in Policies first.")
                                         % {"group": was, "places": "; ".join(places)})
         return name
+
+
+class AccountForm(PersonAdmin.form):
+    def clean_username(self):
+        name, was = self.cleaned_data["username"], self.instance.get_username()
+        places = access.named_by_account(was) if self.instance.pk and name != was else []
+        if places:  # renamed, a rule on the old name (a deny) would match nobody
+            raise forms.ValidationError(_("%(user)s is named by %(places)s: renamed, those rules would no longer "
+                                          "apply to this account. Change the rules in Policies first.")
+                                        % {"user": was, "places": "; ".join(places)})
+        return name
+
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class RuledPersonAdmin(PersonAdmin):
+    """An account that rules name by its name keeps it (access.named_by_account)."""
+
+    form = AccountForm
 
 
 admin.site.unregister(Group)

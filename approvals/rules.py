@@ -346,6 +346,18 @@ def groups_tested(conditions):
     return found
 
 
+def usernames_tested(conditions):
+    """[(rule index, username)] of the accounts the rules' conditions name exactly (`user.username eq
+    "bob"`, or in a list): a typo would match nobody, and a rename would leave a deny on a name nobody has
+    (validators, access.named_by_account)."""
+    found = []
+    for index, leaf in leaf_conditions(conditions):
+        if leaf.get("path") == "user.username" and leaf.get("op") in ("eq", "ne", "in", "not_in"):
+            value = leaf.get("value")
+            found.extend((index, n) for n in (value if isinstance(value, list) else [value]) if isinstance(n, str))
+    return found
+
+
 def _check_leaf(cond, where, errors, schema):
     found = len(errors)
     unknown = set(cond) - {"path", "op", "value"}

@@ -138,6 +138,14 @@ def _route_errors(conditions, kind, check_groups):
         if name not in known:
             messages.append(_("rule %(number)s.when: there is no group named %(group)r; create it first")
                             % {"number": i + 1, "group": name})
+    accounts = rules.usernames_tested(conditions)  # likewise an account a condition names
+    if accounts and check_groups:
+        from django.contrib.auth import get_user_model
+
+        named = {name for _, name in accounts}
+        known = set(get_user_model()._default_manager.filter(username__in=named).values_list("username", flat=True))
+        messages += [_("rule %(number)s.when: there is no account named %(name)r; create it first")
+                     % {"number": i + 1, "name": name} for i, name in accounts if name not in known]
     return messages
 
 

@@ -190,9 +190,9 @@ def test_simulator_agrees_with_the_engine(demo, calls):
 
 # --- the audit page and its CSV ------------------------------------------------------------------
 
-# the demo's seeding writes account rows too (its accounts and their groups: test_account_audit.py);
-# these tests count the events of requests and policies
-ACCOUNT_ROW = re.compile(r'data-action="(?:account|member|group)_')
+# the demo's seeding writes account rows too (its accounts and their groups: test_account_audit.py;
+# its MCP server: test_connection_audit.py); these tests count the events of requests and policies
+ACCOUNT_ROW = re.compile(r'data-action="(?:account|member|group|mcp_server|webhook)_')
 
 
 def shown_events(resp):
@@ -202,7 +202,7 @@ def shown_events(resp):
 
 def csv_events(resp):
     rows = list(csv.reader(io.StringIO(b"".join(resp.streaming_content).decode())))
-    return [rows[0]] + [r for r in rows[1:] if not re.match(r"(?:account|member|group)_", r[2])]
+    return [rows[0]] + [r for r in rows[1:] if not re.match(r"(?:account|member|group|mcp_server|webhook)_", r[2])]
 
 
 def test_audit_page_filters(admin):
