@@ -92,6 +92,42 @@ def agui_message(msg):
     return AssistantMessage(id=msg.id, content=msg.content or None, tool_calls=calls or None)
 
 
+def _size(msg):
+    """About what `msg` weighs in a MESSAGES_SNAPSHOT, as UTF-8 (its texts and a frame's keys)."""
+    weight = 120 + len((msg.content or "").encode()) + len((msg.error or "").encode())
+    for call in msg.tool_calls or ():
+        function = call.get("function") or {}
+        weight += 80 + len(str(function.get("arguments") or "").encode()) + len(str(function.get("name") or ""))
+    if msg.parts:
+        weight += len(str(msg.parts).encode())
+    return weight
+
+
+def snapshot_window(messages, budget=None):
+    """The newest of a thread's stored `messages` that a MESSAGES_SNAPSHOT carries: the whole history
+    while it weighs at most `budget` (AGUI_SNAPSHOT_MAX_BYTES), else its latest part, from a person's
+    turn on. A client sends back what it was given with its next turn, and a thread whose history had
+    grown past the request body's limit (AGUI_MAX_BODY_BYTES: ~45 large tool results) refused every
+    further turn of a stock AG-UI client with 413; a window of the latest turns is a history the
+    server reads as one (agents/agui/incoming._window)."""
+    from django.conf import settings
+
+    messages = list(messages)
+    budget = settings.AGUI_SNAPSHOT_MAX_BYTES if budget is None else budget
+    total, start = 0, len(messages)
+    while start > 0 and total + _size(messages[start - 1]) <= budget:
+        start -= 1
+        total += _size(messages[start])
+    if start == 0:
+        return messages
+    turns = [i for i in range(start, len(messages)) if messages[i].role == "user"]
+    if turns:
+        return messages[turns[0]:]
+    # the latest turn alone weighs more: it and its replies, whatever they weigh
+    earlier = [i for i in range(start) if messages[i].role == "user"]
+    return messages[earlier[-1]:] if earlier else messages
+
+
 # What the person reads about a settled tool call. The model reads its own text (the tool result,
 # agents/runtime/runner.py); these sentences are for people and name no rule, id or instruction.
 OUTCOME_TEXT = {

@@ -438,6 +438,9 @@ AGUI_MAX_PENDING_PER_REQUESTER = env_int("AGUI_MAX_PENDING_PER_REQUESTER", 100, 
 AGUI_MAX_REQUESTS_PER_HOUR = env_int("AGUI_MAX_REQUESTS_PER_HOUR", 600, minimum=1)
 AGUI_MAX_BODY_BYTES = env_int("AGUI_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGUI_MAX_BODY_BYTES
+# the most of a thread's history one MESSAGES_SNAPSHOT carries (its latest turns beyond): a client sends
+# back what it was given, so a snapshot must leave room under the body's limit for its next turn
+AGUI_SNAPSHOT_MAX_BYTES = env_int("AGUI_SNAPSHOT_MAX_BYTES", AGUI_MAX_BODY_BYTES // 2, minimum=1)
 # Messages one AG-UI request may add to a thread (413 beyond): a resent history it holds does not count.
 AGUI_MAX_NEW_MESSAGES = env_int("AGUI_MAX_NEW_MESSAGES", 200, minimum=1)
 # What else a RunAgentInput may bring (agents/agui/incoming.py): the characters of its context[]

@@ -492,7 +492,7 @@ def begin(agent, user, agent_input, thread, new_messages, run_context, ignored):
         # stored some of what it streams by now; the client gets those from the stream, not twice (a
         # snapshot's message the stream then sends again doubled in the official client)
         stored = [m for m in stored if m.run_id != agent_input.run_id]
-    messages = [presenters.agui_message(m) for m in stored]
+    messages = [presenters.agui_message(m) for m in presenters.snapshot_window(stored)]
     if messages:
         plan.after_start.insert(0, MessagesSnapshotEvent(messages=messages))
     return plan

@@ -28,7 +28,7 @@ from agents.services import answered_by_requester
 from agui_project.queries import one
 from approvals.models import ApprovalRequest
 
-CATCH_UP_RUNS = 20  # runs a returning client is shown at most (its MESSAGES_SNAPSHOT holds all messages)
+CATCH_UP_RUNS = 20  # runs a returning client is shown at most (its MESSAGES_SNAPSHOT: presenters.snapshot_window)
 
 
 def ended_run(run_id):
@@ -37,7 +37,8 @@ def ended_run(run_id):
     run = one(Run.objects.select_related("thread").filter(pk=run_id))
     if run is None or run.status in Run.ACTIVE:
         return None
-    messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in run.thread.messages.all()])
+    messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m)
+                                                for m in presenters.snapshot_window(run.thread.messages.all())])
     return messages, *_statuses(run), run_end(run)
 
 
@@ -89,7 +90,8 @@ def continuation_head(run_id):
     """What follows a continuation's RUN_STARTED for a client that did not send the decision:
     the conversation before it, then the decisions that started it (as a resume's POST sends)."""
     run = Run.objects.select_related("thread__owner").get(pk=run_id)
-    messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in before_answer(run.thread, run)])
+    messages = MessagesSnapshotEvent(messages=[presenters.agui_message(m)
+                                                for m in presenters.snapshot_window(before_answer(run.thread, run))])
     decided = (ApprovalRequest.objects.filter(run_ref=run.parent_run_id).exclude(status=ApprovalRequest.Status.PENDING)
                .select_related("approver_group", "decided_by").order_by("created_at")) if run.parent_run_id else []
     return [messages, *(custom_events.approval_response(r, viewer=run.thread.owner) for r in decided)]
@@ -148,7 +150,7 @@ def catch_up(thread, seen_message_ids):
         replayed.append(_started(run))
         if len(replayed) == 1:  # the conversation as it stands, the live run's part excepted (it streams)
             held = before_answer(thread, live) if live else thread.messages.all()
-            replayed.append(MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in held]))
+            replayed.append(MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in presenters.snapshot_window(held)]))
         decided = ApprovalRequest.objects.filter(run_ref=run.parent_run_id).exclude(
             status=ApprovalRequest.Status.PENDING).select_related("approver_group", "decided_by").order_by(
             "created_at") if run.parent_run_id else []

@@ -468,7 +468,8 @@ class Runner:
             taken = set(Message.objects.filter(pk__in=[r[0] for r in rows if r[0]]).values_list("pk", flat=True))
             add_messages(self.thread, [(None if r[0] in taken else r[0], *r[1:]) for r in rows], run=self.run)
             Run.objects.filter(pk=parent.pk).update(queued_messages=[])
-        self.emit(MessagesSnapshotEvent(messages=[presenters.agui_message(m) for m in self.thread.messages.all()]))
+        self.emit(MessagesSnapshotEvent(messages=[presenters.agui_message(m)
+                                                  for m in presenters.snapshot_window(self.thread.messages.all())]))
         return True
 
     def finish(self, status, outcome=None):
