@@ -1,6 +1,6 @@
 """Reads of threads more than one page needs (DESIGN.md conventions: selectors for reads)."""
 
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Q, Subquery
 
 from agui_project.queries import Prepared
 from approvals.models import ApprovalRequest
@@ -78,16 +78,25 @@ def runs_started_since(user, since):
                               created_at__gt=since)
 
 
-def chat_list(user):
-    """The person's latest chats, each annotated with its latest approval request (last_status,
-    last_action, last_said, last_group), in one query: two chats that began with the same words differ by
-    what became of them (presenters.thread_standing)."""
+CHATS_A_PAGE = 100
+
+
+def chat_list(user, before=None):
+    """The person's latest chats (CHATS_A_PAGE of them, and one more when there are more: the caller
+    offers the older ones), each annotated with its latest approval request (last_status, last_action,
+    last_said, last_group), in one query: two chats that began with the same words differ by what became
+    of them (presenters.thread_standing). `before`: (updated_at, id) of the last chat of the page before:
+    the chats after it in that order."""
     latest = ApprovalRequest.objects.filter(thread_ref=OuterRef("pk")).order_by("-created_at")
-    return (Thread.objects.filter(owner=user).order_by("-updated_at")
+    chats = Thread.objects.filter(owner=user)
+    if before is not None:
+        moment, pk = before
+        chats = chats.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, pk__lt=pk))
+    return (chats.order_by("-updated_at", "-pk")
             .annotate(last_status=Subquery(latest.values("status")[:1]),
                       last_action=Subquery(latest.values("description")[:1]),
                       last_said=Subquery(latest.values("said")[:1]),
-                      last_group=Subquery(latest.values("approver_group__name")[:1]))[:100])
+                      last_group=Subquery(latest.values("approver_group__name")[:1]))[:CHATS_A_PAGE + 1])
 
 
 def run_language(run_id):

@@ -1,6 +1,6 @@
 """Pages: the home redirect and the chat."""
 
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext
 
 from approvals.access import is_reviewer
+from approvals.filters import parse_moment
 from approvals.policy import effective, policy_rows
 
 from . import presenters, selectors
@@ -66,13 +67,15 @@ def chat(request, thread_id=None):
         "wsPath": f"/ws/threads/{quote(thread.pk, safe='')}/" if thread else None,
     }
     config["hasState"] = bool(thread and next((a["hasState"] for a in agents if a["name"] == thread.agent), False))
-    threads = list(selectors.chat_list(request.user))
+    before = _chats_before(request.GET.get("before", ""))
+    threads = list(selectors.chat_list(request.user, before=before))
+    pages = _chat_pages(request, threads, before)
     titles = {a["name"]: a["title"] or a["name"] for a in agents}
     for t in threads:  # the list names the agent as the picker does, and where each chat stands
         t.agent_title = titles.get(t.agent, t.agent)
         t.standing = presenters.thread_standing(t)
     if request.GET.get("partial") == "threads":  # the list alone: another tab may have changed it
-        return render(request, "agents/_thread_items.html", {"threads": threads, "thread": thread})
+        return render(request, "agents/_thread_items.html", {"threads": threads, "thread": thread, **pages})
     return render(request, "agents/chat.html", {
         "chat_config": config,
         "threads": threads,
@@ -84,4 +87,26 @@ def chat(request, thread_id=None):
         # the composer's limit, the API's own, counted in characters (code points) by chat.js: a maxlength
         # attribute counts UTF-16 units and cut an emoji-rich message the server would take
         "max_message_chars": settings.AGUI_MAX_MESSAGE_CHARS,
+        **pages,
     })
+
+
+def _chats_before(cursor):
+    """(updated_at, id) of a `before` cursor ("<moment>|<id>"), None for none or a mangled one (the newest)."""
+    moment, bar, pk = cursor.partition("|")
+    moment = parse_moment(moment) if bar and pk else None
+    return (moment, pk) if moment is not None else None
+
+
+def _chat_pages(request, threads, before):
+    """The list's ways to its older chats and back to the newest: `threads` loses its look-ahead row.
+    A chat made or written to meanwhile goes to the top of the newest, as the list is sorted."""
+    more = len(threads) > selectors.CHATS_A_PAGE
+    del threads[selectors.CHATS_A_PAGE:]
+    older = None
+    if more:
+        last = threads[-1]
+        older = f"{request.path}?{urlencode({'before': f'{last.updated_at.isoformat()}|{last.pk}'})}"
+    # a chat opened from an older page keeps the list on that page
+    here = urlencode({"before": request.GET["before"]}) if before is not None else ""
+    return {"older_chats": older, "newest_chats": request.path if before is not None else None, "chats_page": here}

@@ -18,7 +18,7 @@
   if (!list) return;
 
   function showEmpty() {
-    list.hidden = !list.querySelector(".thread-item");
+    list.hidden = !list.querySelector(".thread-item, .thread-pages");
     if (empty) empty.hidden = !list.hidden;
   }
 
@@ -218,7 +218,10 @@
     if (refreshing || list.querySelector(".editing") || list.contains(document.activeElement)) return;
     refreshing = true;
     try {
-      const res = await window.aguiFetch(location.pathname + "?partial=threads", {
+      // the page of the list shown (?before=, its older chats) is the one fetched again
+      const query = new URLSearchParams(location.search);
+      query.set("partial", "threads");
+      const res = await window.aguiFetch(location.pathname + "?" + query.toString(), {
         credentials: "same-origin", headers: { Accept: "text/html" },
       });
       if (!res.ok) return;
