@@ -182,3 +182,22 @@ def test_the_days_and_hours_are_the_readers_own_across_a_daylight_saving_change(
         assert whens.count("01:00") == 2 and len(whens) == 25
         assert [(bar["when"], bar["total"]) for bar in hourly["bars"] if bar["total"]] == [
             ("01:00", 1), ("01:00", 1), ("02:00", 1)]
+
+
+@pytest.mark.django_db
+def test_the_per_agent_and_per_tool_tables_show_the_busiest_and_say_how_many_more(client, demo, monkeypatch):
+    """An outside agent names itself: a caller that put its run id in the name made the page a row per
+    request (10,003 names, 1.1 MB). The busiest rows show; the rest are counted, a filter away."""
+    from approvals import stats
+    from tests.inbox_helpers import make_request
+
+    monkeypatch.setattr(stats, "TABLE_ROWS", 3)
+    for n in range(5):
+        for _ in range(5 - n):  # bot-0 the busiest
+            make_request("alice", agent=f"bot-{n}")
+    figures = stats.compute(demo["admin"])
+    assert [g.key for g in figures["per_agent"]] == ["bot-0", "bot-1", "bot-2"] and figures["per_agent_more"] == 2
+    client.force_login(demo["admin"])
+    page = client.get("/inbox/stats/").content.decode()
+    assert "And 2 more with fewer requests" in page and 'data-key="bot-3"' not in page
+    assert 'id="per-tool-more"' not in page  # one tool: nothing left out
