@@ -24,6 +24,7 @@ from .choices import MODE_LABELS
 from .filters import AuditPageFilter, parse_moment, parse_row_id
 from .forms import DECISION_CHOICES, PolicyForm
 from .models import ApproverKind, AuditEvent, Mode, Risk, TimeoutAction, ToolPolicy
+from .templatetags.inbox_tags import key_label, said_value
 from .views import audit_rows, reviewer_required
 
 POLICY_ACTIONS = [AuditEvent.Action.POLICY_CREATED, AuditEvent.Action.POLICY_CHANGED, AuditEvent.Action.POLICY_DELETED]
@@ -110,18 +111,10 @@ def history(tool_name, limit=50):
     for e in events:
         before, after = e.before or {}, e.after or {}
         fields = sorted(set(before) | set(after), key=lambda f: (f != "mode", f))
-        changes = [{"field": f, "before": _show(before.get(f)), "after": _show(after.get(f))}
+        changes = [{"field": key_label(f), "before": said_value(f, before.get(f)), "after": said_value(f, after.get(f))}
                    for f in fields if before.get(f) != after.get(f)]
         out.append({"event": e, "changes": changes})
     return out
-
-
-def _show(value):
-    if value is None:
-        return "—"
-    if isinstance(value, list | dict):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
 
 
 @admin_required
@@ -233,7 +226,7 @@ def policy_edit(request, tool_name):
 def _differences(current, draft):
     """The fields where the draft differs from the policy as it stands: [{field, now, draft}]."""
     now, mine = services.policy_snapshot(current), services.policy_snapshot(draft)
-    return [{"field": f, "now": _show(now.get(f)), "draft": _show(mine.get(f))}
+    return [{"field": key_label(f), "now": said_value(f, now.get(f)), "draft": said_value(f, mine.get(f))}
             for f in services.POLICY_FIELDS if now.get(f) != mine.get(f)]
 
 

@@ -131,6 +131,18 @@ def changes(event):
     return out
 
 
+def said_value(key, value):
+    """A policy's or a request's recorded value in the reader's words (the audit page's, the policy page's
+    history): the engine's own word, a list of answers or a fraction were shown as such."""
+    if value is None:
+        return "—"
+    if key == "conditions":  # whole: an admin weighs another's rules against their own draft
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    return _word(key, value)
+
+
 def _word(key, value):
     """A recorded value of the policy vocabulary as the pages say it ("modified" -> "Approved with
     edits", "high" -> "High"): the stored engine words were shown as such on every language's page."""
@@ -145,6 +157,14 @@ def _word(key, value):
     }.get(key, {})
     if isinstance(value, str) and value in words:
         return words[value]
+    if key == "allowed_decisions" and isinstance(value, list):  # the answers offered, as the form names them
+        offered = {"approve": _("Approve"), "edit": _("Approve with edits"), "reject": _("Reject"),
+                   "respond": _("Answer with guidance")}
+        return ", ".join(str(offered.get(d, d)) for d in value) or "—"
+    if key.endswith("_fraction") and isinstance(value, int | float) and not isinstance(value, bool):
+        percent = round(value * 100, 1)
+        return _("%(percent)s%% of the time to decide") % {
+            "percent": formats.number_format(int(percent) if percent.is_integer() else percent)}
     if key == "matched_rule" and isinstance(value, str):
         return rule_words.said(value) or "—"
     return _short(value)
@@ -197,6 +217,8 @@ KEY_LABELS = {
     "timeout_seconds": gettext_lazy("time to decide (s)"),
     "timeout_action": gettext_lazy("at the deadline"),
     "escalation_group": gettext_lazy("escalates to"),
+    "reminder_fraction": gettext_lazy("reminder"),
+    "escalation_fraction": gettext_lazy("escalation"),
     "source": gettext_lazy("source"),
     "value": gettext_lazy("value"),
     "tool_name": gettext_lazy("tool"),

@@ -80,7 +80,23 @@ def test_save_creates_a_policy_and_the_history_shows_before_after(admin):
     body = admin.get("/policies/transfer_money/").content.decode()
     history = body[body.index('id="history"'):]
     assert history.index("Policy Changed") < history.index("Policy Created")
-    assert "<code>required_approvals</code></th><td><del>1</del></td><td><ins>2</ins>" in history
+    # in words: the field as the page names it, not the engine's name for it
+    assert '<th scope="row">approvals needed</th><td><del>1</del></td><td><ins>2</ins>' in history
+
+
+def test_the_history_says_the_answers_offered_and_the_fractions_in_words(admin):
+    """The history showed the engine's JSON and names: `allowed_decisions ["approve"] ["approve", "edit",
+    "reject"]`, `reminder_fraction 0.5 0.25`."""
+    assert admin.post("/policies/transfer_money/", {**form(), "action": "save"}).status_code == 302
+    changed = {**form(reminder_fraction="0.25"), "allowed_decisions": ["approve", "reject"],
+               "allowed_decisions_shown": "1", "action": "save"}
+    assert admin.post("/policies/transfer_money/", changed).status_code == 302
+    body = admin.get("/policies/transfer_money/").content.decode()
+    history = body[body.index('id="history"'):]
+    assert '<th scope="row">allowed decisions</th><td><del>Approve, Approve with edits, Reject</del></td>' \
+           '<td><ins>Approve, Reject</ins></td>' in history
+    assert '<th scope="row">reminder</th><td><del>50% of the time to decide</del></td>' \
+           '<td><ins>25% of the time to decide</ins></td>' in history
 
 
 def test_a_bad_rule_is_refused_next_to_the_rules(admin):

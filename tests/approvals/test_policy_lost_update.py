@@ -62,7 +62,7 @@ def test_a_console_save_over_a_change_made_since_the_page_opened_is_refused(admi
     body = resp.content.decode()
     assert re.search(r"Not saved: boss changed this policy \(.+\) after you opened it\.", body)
     stale = body[body.index('id="policy-stale"'):body.index("</ul>", body.index('id="policy-stale"'))]
-    assert "<code>mode</code>" in stale and "<code>conditions</code>" in stale and "block big" in stale
+    assert "<li>review: now <bdi>Ask when a rule says so" in stale and "<li>conditions: " in stale and "block big" in stale
     assert '<option value="critical" selected>' in body  # A's draft is kept in the form
     row = ToolPolicy.objects.get(tool_name="transfer_money")
     assert row.mode == "conditional" and row.conditions == DENY and row.risk != "critical"  # B's rule stands
