@@ -5,12 +5,12 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import Group, User
 from django.utils.html import format_html
 from django.utils.text import Truncator
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from people.admin import PersonAdmin, TeamAdmin
 
-from . import access, policy_versions, reach, registry, rule_words, selectors, services
+from . import access, policy_versions, reach, registry, rule_words, selectors, services, stranded
 from .choices import MODE_LABELS
 from .models import (
     ApprovalRequest,
@@ -263,9 +263,29 @@ admin.site.unregister(User)
 
 @admin.register(User)
 class RuledPersonAdmin(PersonAdmin):
-    """An account that rules name by its name keeps it (access.named_by_account)."""
+    """An account that rules name by its name keeps it (access.named_by_account). A change that leaves a
+    group's waiting requests with nobody to decide them says so on the page (approvals/stranded.py tells
+    the admins of each request too)."""
 
     form = AccountForm
+
+    def save_model(self, request, obj, form, change):
+        # the groups as they were: the form's own are saved after this (save_related)
+        obj._agui_groups_before = set(obj.groups.values_list("pk", flat=True)) if obj.pk else set()
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        obj = form.instance
+        left = getattr(obj, "_agui_groups_before", set())
+        if obj.is_active:
+            left = left - set(obj.groups.values_list("pk", flat=True))
+        for group, requests in sorted(stranded.stranded(left).items()):
+            messages.warning(request, ngettext(
+                "%(group)s now has nobody who may decide its %(count)s waiting request: add someone to the "
+                "group, or it waits until its deadline.",
+                "%(group)s now has nobody who may decide its %(count)s waiting requests: add someone to the "
+                "group, or they wait until their deadlines.", len(requests)) % {"group": group, "count": len(requests)})
 
 
 admin.site.unregister(Group)

@@ -16,6 +16,7 @@ class ApprovalsConfig(AppConfig):
         from . import (
             account_audit,  # noqa: F401  account and membership changes in the audit log (its receivers)
             ran,  # noqa: F401  an approved call's outcome told to its request's pages (its receiver)
+            stranded,  # noqa: F401  requests a membership change left with nobody to decide (its receivers)
         )
 
         # the requests' mail (approvals/mail.py) goes through it: a misspelt backend failed at the
