@@ -65,11 +65,22 @@ def test_a_quorum_larger_than_the_group_is_said(demo, fake_llm):
 
 
 def test_a_shortage_that_came_later_is_said_without_claiming_the_admins_know(demo, fake_llm):
+    """A change no signal announces (an update() in SQL, which the product makes none of) leaves the
+    admins unwarned until the request's reminder: the card does not claim they know."""
+    from django.contrib.auth.models import User
+
     finance_decides_transfers(demo["admin"])
     thread, live, req = paused_transfer_chat(demo, fake_llm)
     assert "outOfReach" not in live
-    demo["finn"].groups.remove(Group.objects.get(name="finance"))  # no one left; nobody warned yet
+    User.objects.filter(pk=demo["finn"].pk).update(is_active=False)  # no one left; nobody warned yet
     assert snapshot_card(thread)["outOfReach"] == {"adminsTold": False}
+
+
+def test_a_shortage_a_membership_change_made_is_told_to_the_admins_at_once(demo, fake_llm):
+    finance_decides_transfers(demo["admin"])
+    thread, live, req = paused_transfer_chat(demo, fake_llm)
+    demo["finn"].groups.remove(Group.objects.get(name="finance"))  # no one left: the admins are told as it commits
+    assert snapshot_card(thread)["outOfReach"] == {"adminsTold": True}
 
 
 def test_a_request_that_can_be_decided_says_nothing_of_the_kind(demo, fake_llm):
