@@ -88,8 +88,9 @@ def test_save_a_policy_and_see_its_history(people, live_stack):
         expect(page.locator(".flash-messages")).to_contain_text("Policy for rename_file saved.")
         history = page.locator("#history")
         expect(history).to_contain_text("Policy Created")
-        expect(history.locator("tr", has_text="timeout_seconds")).to_contain_text("600")
-        expect(history.locator("tr", has_text="risk")).to_contain_text("high")
+        # in the page's words: the field as the form names it, the value as the form offers it
+        expect(history.locator("tr", has_text="time to decide (s)")).to_contain_text("600")
+        expect(history.locator("tr", has_text="risk")).to_contain_text("High")
         page.goto("/policies/")
         expect(page.locator('tr[data-tool="rename_file"]')).to_contain_text("policy")
     finally:
