@@ -103,10 +103,11 @@ def _chat_pages(request, threads, before):
     A chat made or written to meanwhile goes to the top of the newest, as the list is sorted."""
     more = len(threads) > selectors.CHATS_A_PAGE
     del threads[selectors.CHATS_A_PAGE:]
+    path = quote(request.path)  # a client's thread id may hold "#" or "?" (request.path is decoded)
     older = None
     if more:
         last = threads[-1]
-        older = f"{request.path}?{urlencode({'before': f'{last.updated_at.isoformat()}|{last.pk}'})}"
+        older = f"{path}?{urlencode({'before': f'{last.updated_at.isoformat()}|{last.pk}'})}"
     # a chat opened from an older page keeps the list on that page
     here = urlencode({"before": request.GET["before"]}) if before is not None else ""
-    return {"older_chats": older, "newest_chats": request.path if before is not None else None, "chats_page": here}
+    return {"older_chats": older, "newest_chats": path if before is not None else None, "chats_page": here}

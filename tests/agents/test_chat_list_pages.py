@@ -68,3 +68,15 @@ def test_a_hundred_chats_or_fewer_offer_no_older_page(login, demo):
     chats(demo["alice"], 3)
     page = login("alice").get("/chat/").content.decode()
     assert 'id="older-chats"' not in page and 'id="newest-chats"' not in page and len(titles(page)) == 3
+
+
+def test_the_pages_links_keep_a_thread_id_that_holds_a_hash_or_a_question_mark(login, demo, monkeypatch):
+    monkeypatch.setattr(selectors, "CHATS_A_PAGE", 1)
+    chats(demo["alice"], 2)
+    odd = services.create_thread(demo["alice"], "banking", thread_id="a#b?c d")
+    client = login("alice")
+    page = client.get("/chat/a%23b%3Fc%20d/").content.decode()
+    assert 'href="/chat/a%23b%3Fc%20d/?before=' in page
+    older = re.search(r'<a href="([^"]+)" id="older-chats">', page).group(1).replace("&amp;", "&")
+    assert 'href="/chat/a%23b%3Fc%20d/" id="newest-chats"' in client.get(older).content.decode()
+    assert odd.pk == "a#b?c d"
