@@ -1,6 +1,7 @@
 """Plain-JSON views of records for AG-UI events and the REST API (one place, one shape)."""
 
 from ag_ui.core import AssistantMessage, FunctionCall, SystemMessage, ToolCall, ToolMessage, UserMessage
+from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
@@ -110,8 +111,6 @@ def snapshot_window(messages, budget=None):
     grown past the request body's limit (AGUI_MAX_BODY_BYTES: ~45 large tool results) refused every
     further turn of a stock AG-UI client with 413; a window of the latest turns is a history the
     server reads as one (agents/agui/incoming._window)."""
-    from django.conf import settings
-
     messages = list(messages)
     budget = settings.AGUI_SNAPSHOT_MAX_BYTES if budget is None else budget
     total, start = 0, len(messages)

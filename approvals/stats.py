@@ -239,14 +239,15 @@ def compute(user, days=30, tool="", agent="", now=None):
     for row in (OutsideCall.objects.filter(request__in=qs.values("pk")).exclude(outcome="").order_by()
                 .values("request__tool_name", "outcome").annotate(n=Count("pk"))):
         outcomes[row["request__tool_name"]][row["outcome"]] += row["n"]
+    (tools, more_tools), (agents, more_agents) = _busiest(per_tool), _busiest(per_agent)
     top_reasons = sorted(reasons.values(), key=lambda r: (-r["count"], r["text"]))[:10]
     for r in top_reasons:
         r["tools"] = ", ".join(t for t, _ in r["tools"].most_common())
     return {
         "days": days, "since": since, "now": now, "tool": tool, "agent": agent,
         "overall": overall,
-        "per_tool": _busiest(per_tool)[0], "per_tool_more": _busiest(per_tool)[1],
-        "per_agent": _busiest(per_agent)[0], "per_agent_more": _busiest(per_agent)[1],
+        "per_tool": tools, "per_tool_more": more_tools,
+        "per_agent": agents, "per_agent_more": more_agents,
         "reasons": top_reasons,
         "outcomes": [{"tool": t, "succeeded": c["succeeded"], "failed": c["failed"], "unknown": c["unknown"]}
                      for t, c in sorted(outcomes.items())],

@@ -116,7 +116,8 @@ def policy_errors(policy, schema=None, check_groups=True):
 
 
 def _route_errors(conditions, kind, check_groups):
-    """What rules.validate cannot see: the routed group exists, and more than one approval has a group."""
+    """What rules.validate cannot see: the groups a rule routes to or tests and the accounts it names exist,
+    and more than one approval has a group."""
     routed = [(i, r["route"]) for i, r in enumerate(conditions) if isinstance(r.get("route"), dict)]
     tested = rules.groups_tested(conditions)  # a group a condition names: a typo would match nobody, silently
     names = {route["group"] for _, route in routed if route.get("group")} | {name for _, name in tested}

@@ -137,9 +137,7 @@ def said_value(key, value):
     if value is None:
         return "—"
     if key == "conditions":  # whole: an admin weighs another's rules against their own draft
-        import json
-
-        return json.dumps(value, ensure_ascii=False)
+        return tojson(value)
     return _word(key, value)
 
 

@@ -179,16 +179,22 @@ def test_a_quorum_raised_a_moment_falls_back_to_the_one_asked_not_below_it(demo)
     assert (req.status, req.required_approvals) == ("pending", 3)  # not approved by a policy change
 
 
-def test_answers_a_policy_takes_away_are_taken_from_the_requests_that_wait(api, demo):
-    """An admin who stops edits of transfers mid-incident stops them on the waiting transfers too: the
-    request keeps only the answers both it and the policy offer (an edit was taken as "modified")."""
+def _waiting_transfer_then_offered(demo, offered):
+    """A transfer waiting on finance, asked with the default answers, then the policy's answers changed to `offered`."""
     finance = Group.objects.get(name="finance")
     services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance},
                          demo["admin"])
     req = transfer_request(demo["alice"], amount=30.0)
     assert req.allowed_decisions == ["approve", "edit", "reject"]
     services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
-                                            "allowed_decisions": ["approve", "reject", "respond"]}, demo["admin"])
+                                            "allowed_decisions": offered}, demo["admin"])
+    return req
+
+
+def test_answers_a_policy_takes_away_are_taken_from_the_requests_that_wait(api, demo):
+    """An admin who stops edits of transfers mid-incident stops them on the waiting transfers too: the
+    request keeps only the answers both it and the policy offer (an edit was taken as "modified")."""
+    req = _waiting_transfer_then_offered(demo, ["approve", "reject", "respond"])
     req.refresh_from_db()
     assert req.allowed_decisions == ["approve", "reject"]  # respond, never offered it, is not added
     audit = AuditEvent.objects.filter(request=req, action="policy_changed").last()
@@ -206,13 +212,7 @@ def test_a_policy_change_never_leaves_a_waiting_request_without_a_way_to_say_no(
     """Narrowed to what both offered, a request asked with approve, edit and reject under a policy now
     offering approve and respond kept approve alone: nobody could stop the call, and a policy put back
     never widens it again. The refusal the policy in force offers is kept instead."""
-    finance = Group.objects.get(name="finance")
-    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance},
-                         demo["admin"])
-    req = transfer_request(demo["alice"], amount=30.0)
-    assert req.allowed_decisions == ["approve", "edit", "reject"]
-    services.save_policy("transfer_money", {"mode": "always", "approver_kind": "group", "approver_group": finance,
-                                            "allowed_decisions": ["approve", "respond"]}, demo["admin"])
+    req = _waiting_transfer_then_offered(demo, ["approve", "respond"])
     req.refresh_from_db()
     assert req.allowed_decisions == ["approve", "respond"]
     answered = services.decide(req.pk, demo["finn"], "respond", feedback="Ask the customer first.")
